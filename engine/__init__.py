@@ -1,0 +1,27 @@
+"""NLMeans Studio's engine: Non-Local Means video denoising on the CPU (NumPy, numba) or GPU (CuPy).
+
+The engine never imports Qt. CuPy and PyAV are imported lazily, so this package imports and
+runs with NumPy and numba alone. The public API is listed here; every other name is private.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from .backend import BackendUnavailableError, gpu_unavailable_reason, resolve_backend
+from .denoiser import Denoiser
+from .metrics import psnr
+from .params import NLMParams
+
+try:
+    __version__ = version("nlmeans-studio")
+except PackageNotFoundError:  # run from a source tree that was not installed
+    __version__ = "0+unknown"
+
+__all__ = [
+    "BackendUnavailableError",
+    "Denoiser",
+    "NLMParams",
+    "__version__",
+    "gpu_unavailable_reason",
+    "psnr",
+    "resolve_backend",
+]

@@ -1,0 +1,99 @@
+"""Backend selection, in one place: explicit argument, then NLMEANS_BACKEND, then CuPy, then NumPy.
+
+CuPy is imported here lazily, only when the GPU is asked for or probed, so the engine imports
+and runs with NumPy alone.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+from typing import Any
+
+BACKENDS = ("auto", "cpu", "gpu")
+ENVIRONMENT_VARIABLE = "NLMEANS_BACKEND"
+
+
+class BackendUnavailableError(RuntimeError):
+    """The backend asked for cannot run here; the message says why and what to do."""
+
+
+@functools.cache
+def gpu_unavailable_reason() -> str | None:
+    """Why the GPU backend cannot run on this machine, or None when it can."""
+    try:
+        import cupy
+    except ImportError as error:
+        return (
+            "CuPy is not installed (install nlmeans-studio[cuda12] or nlmeans-studio[cuda13] "
+            f"to match your CUDA driver): {error}"
+        )
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError as error:
+        if "insufficient" in str(error).lower():
+            return f"the NVIDIA driver is too old for this CuPy build; update the driver ({error})"
+        return f"no usable CUDA device: {error}"
+    if count == 0:
+        return "no CUDA device was found"
+    return None
+
+
+def cupy_module() -> Any:
+    """The CuPy module, or BackendUnavailableError saying why the GPU cannot be used."""
+    reason = gpu_unavailable_reason()
+    if reason is not None:
+        raise BackendUnavailableError(f"the GPU backend is unavailable: {reason}")
+    import cupy
+
+    return cupy
+
+
+def resolve_backend(backend: str = "auto") -> str:
+    """The concrete backend, "cpu" or "gpu", for a requested one.
+
+    "auto" defers to the NLMEANS_BACKEND environment variable, then picks the GPU when CuPy
+    imports and a CUDA device is present, else the CPU.
+
+    Raises
+    ------
+    ValueError
+        An unknown backend name.
+    BackendUnavailableError
+        "gpu" asked for explicitly where it cannot run.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be 'auto', 'cpu' or 'gpu', got {backend!r}")
+    if backend == "auto":
+        backend = os.environ.get(ENVIRONMENT_VARIABLE, "auto").strip().lower() or "auto"
+        if backend not in BACKENDS:
+            raise ValueError(f"{ENVIRONMENT_VARIABLE} must be 'auto', 'cpu' or 'gpu', got {backend!r}")
+    if backend == "auto":
+        return "gpu" if gpu_unavailable_reason() is None else "cpu"
+    if backend == "gpu":
+        cupy_module()
+    return backend
+
+
+@functools.cache
+def cpu_name() -> str:
+    """The processor's model name and core count, for readouts."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{model} ({os.cpu_count()} cores)"
+
+
+def gpu_name() -> str:
+    """The current CUDA device's name."""
+    cupy = cupy_module()
+    device = cupy.cuda.Device()
+    name = cupy.cuda.runtime.getDeviceProperties(device.id)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)

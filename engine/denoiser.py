@@ -1,0 +1,205 @@
+"""The Denoiser: random access and streaming over the backends' window filters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import cascade
+from .backend import cpu_name, cupy_module, gpu_name, resolve_backend
+from .frames import as_float_frame, check_frame_shape, window_indices
+from .params import NLMParams
+
+METHODS = {"cpu": ("fused", "cascade"), "gpu": ("cascade",)}
+
+WindowFilter = Callable[[Sequence[Any], int, NLMParams], Any]
+
+
+@dataclass(frozen=True)
+class _Engine:
+    """One backend and method: how frames go to the device, are filtered and come back."""
+
+    backend: str
+    method: str
+    device_name: str
+    upload: Callable[[np.ndarray], Any]  # (H, W, C) float32 host -> planar (C, H, W) device
+    filter_window: WindowFilter
+    download: Callable[[Any], np.ndarray]  # planar device -> (H, W, C) float32 host
+
+
+def _unchanged(frame: np.ndarray) -> np.ndarray:
+    return frame
+
+
+def _planar_host(frame: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(frame.transpose(2, 0, 1))
+
+
+def _interleaved_host(frame: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(frame.transpose(1, 2, 0))
+
+
+def _cpu_engine(method: str) -> _Engine:
+    if method == "fused":
+        from .cpu_fused import FusedCpuFilter
+
+        return _Engine("cpu", method, cpu_name(), _unchanged, FusedCpuFilter(), _unchanged)
+    return _Engine("cpu", method, cpu_name(), _planar_host, cascade.denoise_window, _interleaved_host)
+
+
+def _gpu_engine(method: str) -> _Engine:
+    cupy = cupy_module()
+    return _Engine(
+        "gpu",
+        method,
+        gpu_name(),
+        lambda frame: cupy.asarray(_planar_host(frame)),
+        cascade.denoise_window,
+        lambda frame: _interleaved_host(cupy.asnumpy(frame)),
+    )
+
+
+def _create_engine(backend: str, method: str | None) -> _Engine:
+    resolved = resolve_backend(backend)
+    methods = METHODS[resolved]
+    if method is None:
+        method = methods[0]
+    if method not in methods:
+        allowed = " or ".join(repr(m) for m in methods)
+        raise ValueError(f"method must be {allowed} on the {resolved} backend, got {method!r}")
+    return _cpu_engine(method) if resolved == "cpu" else _gpu_engine(method)
+
+
+class Denoiser:
+    """Non-Local Means on a clip, by random access or as a stream (DESIGN.md §1).
+
+    Parameters
+    ----------
+    params : NLMParams
+        The filter; may be replaced between frames (``denoiser.params = ...``).
+    backend : {"auto", "cpu", "gpu"}
+        "auto" takes NLMEANS_BACKEND if set, else the GPU when CuPy and a CUDA device are
+        present, else the CPU.
+    method : str, optional
+        "fused" (the default on the CPU: numba, fused per row band) or "cascade" (the paper's
+        pass cascade as array code; the GPU's only method so far).
+
+    Attributes
+    ----------
+    backend : str
+        The resolved backend, "cpu" or "gpu".
+    method : str
+        The resolved method.
+    device_name : str
+        The processor or GPU the frames are filtered on, for readouts.
+
+    Raises
+    ------
+    ValueError
+        Unknown backend or method.
+    BackendUnavailableError
+        backend="gpu" where CuPy is missing, no device exists or the driver is too old.
+    """
+
+    def __init__(self, params: NLMParams, backend: str = "auto", *, method: str | None = None) -> None:
+        self.params = params
+        self._engine = _create_engine(backend, method)
+
+    @property
+    def params(self) -> NLMParams:
+        return self._params
+
+    @params.setter
+    def params(self, params: NLMParams) -> None:
+        if not isinstance(params, NLMParams):
+            raise TypeError(f"params must be an NLMParams, got {type(params).__name__}")
+        self._params = params
+
+    @property
+    def backend(self) -> str:
+        return self._engine.backend
+
+    @property
+    def method(self) -> str:
+        return self._engine.method
+
+    @property
+    def device_name(self) -> str:
+        return self._engine.device_name
+
+    def denoise_frame(self, clip: np.ndarray | Sequence[np.ndarray], index: int) -> np.ndarray:
+        """Frame ``index`` of ``clip``, denoised with the frames around it.
+
+        Parameters
+        ----------
+        clip : array (T, H, W, C) or (T, H, W), or a sequence of (H, W[, C]) frames
+            uint8, uint16 (scaled to [0, 1]) or floating point (taken as is).
+        index : int
+            0 <= index < T. The temporal window is truncated at the clip's ends.
+
+        Returns
+        -------
+        numpy.ndarray
+            (H, W, C) float32 on the host.
+
+        Raises
+        ------
+        IndexError
+            index outside the clip.
+        ValueError
+            Frames of different shapes, too small for the radii, or of an unsupported dtype.
+        """
+        length = len(clip)
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < length:
+            raise IndexError(f"index must be an integer in 0..{length - 1}, got {index!r}")
+        window = window_indices(int(index), length, self.params)
+        frames = self._uploaded([clip[i] for i in window])
+        return self._filter(frames, int(index) - window.start)
+
+    def stream(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+        """Denoise frames as they arrive; yields (H, W, C) float32 in order.
+
+        Frame t is yielded once frame t + Df has arrived (or the input has ended), and equals
+        ``denoise_frame(clip, t)`` on the whole clip. Only the frames the window needs are held.
+        """
+        held: dict[int, Any] = {}
+        shape: tuple[int, ...] | None = None
+        next_output = 0
+        arrived = 0
+        for frame in frames:
+            host = as_float_frame(frame)
+            shape = shape or host.shape
+            _check_same_shape(shape, host.shape)
+            check_frame_shape(host.shape, self.params)
+            held[arrived] = self._engine.upload(host)
+            arrived += 1
+            while next_output + self.params.frames_future < arrived:
+                yield self._filter_held(held, next_output, arrived)
+                next_output += 1
+            for index in [i for i in held if i < next_output - self.params.frames_past]:
+                del held[index]
+        while next_output < arrived:
+            yield self._filter_held(held, next_output, arrived)
+            next_output += 1
+
+    def _filter_held(self, held: dict[int, Any], index: int, arrived: int) -> np.ndarray:
+        window = [i for i in window_indices(index, arrived, self.params) if i in held]
+        return self._filter([held[i] for i in window], window.index(index))
+
+    def _uploaded(self, frames: Sequence[np.ndarray]) -> list[Any]:
+        hosts = [as_float_frame(frame) for frame in frames]
+        for host in hosts:
+            _check_same_shape(hosts[0].shape, host.shape)
+        check_frame_shape(hosts[0].shape, self.params)
+        return [self._engine.upload(host) for host in hosts]
+
+    def _filter(self, frames: Sequence[Any], center: int) -> np.ndarray:
+        return self._engine.download(self._engine.filter_window(frames, center, self.params))
+
+
+def _check_same_shape(first: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    if shape != first:
+        raise ValueError(f"all frames of a clip must have one shape, got {first} and then {shape}")

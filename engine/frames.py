@@ -1,0 +1,70 @@
+"""Input frames: the dtype policy and the shape checks every backend relies on.
+
+Integer frames are scaled once, here, to float32 in [0, 1] (uint8 by 1/255, uint16 by
+1/65535); floating frames are taken as they are, as float32. Gray frames (H, W) become (H, W, 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .params import NLMParams
+
+CHANNEL_COUNTS = (1, 3)
+
+
+def as_float_frame(frame: np.ndarray) -> np.ndarray:
+    """One frame as float32 (H, W, C) on the host, integers scaled to [0, 1].
+
+    Raises
+    ------
+    ValueError
+        Unsupported dtype, wrong number of dimensions or channels, or non-finite values.
+    """
+    array = np.asarray(frame)
+    if array.ndim == 2:
+        array = array[:, :, np.newaxis]
+    if array.ndim != 3 or array.shape[2] not in CHANNEL_COUNTS:
+        raise ValueError(
+            f"a frame must be (H, W) gray or (H, W, C) with C = 1 or 3, got shape {np.shape(frame)}"
+        )
+    if array.dtype == np.uint8:
+        return array.astype(np.float32) * np.float32(1 / 255)
+    if array.dtype == np.uint16:
+        return array.astype(np.float32) * np.float32(1 / 65535)
+    if array.dtype.kind != "f":
+        raise ValueError(f"frames must be uint8, uint16 or floating point, got dtype {array.dtype}")
+    result = np.ascontiguousarray(array, dtype=np.float32)
+    if not np.all(np.isfinite(result)):
+        raise ValueError("frames must be finite, got NaN or infinity")
+    return result
+
+
+def check_frame_shape(shape: tuple[int, ...], params: NLMParams) -> None:
+    """Refuse frames the filter cannot process with ``params``, saying why.
+
+    Raises
+    ------
+    ValueError
+        A side shorter than A + B + 1, or a color transform of the wrong size.
+    """
+    height, width, channels = shape
+    smallest = params.min_frame_size
+    if height < smallest or width < smallest:
+        raise ValueError(
+            f"frames of {width}x{height} pixels are too small for search_radius "
+            f"{params.search_radius} and patch_radius {params.patch_radius}: both sides must be "
+            f"at least search_radius + patch_radius + 1 = {smallest} pixels"
+        )
+    transform = params.color_transform
+    if transform is not None and transform.shape[0] != channels:
+        raise ValueError(
+            f"color_transform is {transform.shape[0]}x{transform.shape[0]} but the frames have "
+            f"{channels} channel(s)"
+        )
+
+
+def window_indices(index: int, length: int, params: NLMParams) -> range:
+    """Frame indices searched for output ``index`` of a clip of ``length`` frames (truncated)."""
+    return range(max(0, index - params.frames_past), min(length, index + params.frames_future + 1))
+

@@ -1,0 +1,143 @@
+"""The filter's parameters (DESIGN.md §1), validated once at construction."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+Weighting = Literal["bisquare", "exponential"]
+CenterWeight = Literal["one", "max"]
+
+PATCH_RADIUS_MAX = 8
+SEARCH_RADIUS_MAX = 16
+FRAMES_MAX = 8
+WEIGHTINGS = ("bisquare", "exponential")
+CENTER_WEIGHTS = ("one", "max")
+
+
+def _check_int(name: str, value: object, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= high:
+        raise ValueError(f"{name} must be an integer in 0..{high}, got {value!r}")
+    return int(value)
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        allowed = " or ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return str(value)
+
+
+def _check_color_transform(value: object) -> np.ndarray | None:
+    if value is None:
+        return None
+    matrix = np.array(value, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] not in (1, 3):
+        raise ValueError(
+            f"color_transform must be None or a C x C matrix with C = 1 or 3, "
+            f"got an array of shape {matrix.shape}"
+        )
+    if not np.all(np.isfinite(matrix)):
+        raise ValueError("color_transform must be finite, got a matrix with NaN or infinity")
+    if np.linalg.cond(matrix) > 1e6:
+        raise ValueError(
+            "color_transform must be invertible (condition number at most 1e6), "
+            f"got a matrix with condition number {np.linalg.cond(matrix):.3g}"
+        )
+    matrix.setflags(write=False)
+    return matrix
+
+
+@dataclass(frozen=True)
+class NLMParams:
+    """Parameters of the Non-Local Means filter, exactly as DESIGN.md §1 defines them.
+
+    Parameters
+    ----------
+    h : float
+        Filter strength in 8-bit levels (1 level = 1/255 of full scale, whatever the bit
+        depth). Finite and > 0. Patches whose mean squared difference exceeds (h/255)^2 get
+        no weight with the bisquare weighting.
+    patch_radius : int
+        B, in pixels: patches are (2B+1) x (2B+1). 0..8, default 4.
+    search_radius : int
+        A, in pixels: the spatial search window is (2A+1) x (2A+1). 0..16, default 3.
+    frames_past : int
+        Dp, past frames searched. 0..8, default 1.
+    frames_future : int
+        Df, future frames searched; the stream's output is delayed by Df frames. 0..8, default 1.
+    weighting : {"bisquare", "exponential"}
+        Weight of a patch distance: Tukey's bisquare (the paper's) or exp(-u) (Buades).
+    color_transform : (C, C) array_like or None
+        G, applied to the pixels for the patch distances only (the average uses the input).
+        Finite and invertible; None means identity.
+    center_weight : {"one", "max"}
+        Weight of the pixel itself: 1 (the paper) or the largest weight of the other offsets
+        (Buades; KNLMeansCL's wref = 1).
+
+    Raises
+    ------
+    ValueError
+        A field out of its range; the message names the field, the value and the range.
+
+    Notes
+    -----
+    For white noise of standard deviation sigma (8-bit levels), the bisquare weighting works
+    best with h of about 1.5 to 2 sigma with the default radii. The cost grows with the
+    window: (2A+1)^2 (Dp + Df + 1) offsets per pixel; the patch radius costs almost nothing
+    with running box sums.
+    """
+
+    h: float
+    patch_radius: int = 4
+    search_radius: int = 3
+    frames_past: int = 1
+    frames_future: int = 1
+    weighting: Weighting = "bisquare"
+    color_transform: np.ndarray | None = field(default=None, compare=False)
+    center_weight: CenterWeight = "one"
+
+    def __post_init__(self) -> None:
+        h = self.h
+        if isinstance(h, bool) or not isinstance(h, (int, float, np.integer, np.floating)):
+            raise ValueError(f"h must be a finite number > 0 (8-bit levels), got {h!r}")
+        if not math.isfinite(h) or h <= 0:
+            raise ValueError(f"h must be a finite number > 0 (8-bit levels), got {h!r}")
+        set_field = object.__setattr__
+        set_field(self, "h", float(h))
+        set_field(self, "patch_radius", _check_int("patch_radius", self.patch_radius, PATCH_RADIUS_MAX))
+        set_field(self, "search_radius", _check_int("search_radius", self.search_radius, SEARCH_RADIUS_MAX))
+        set_field(self, "frames_past", _check_int("frames_past", self.frames_past, FRAMES_MAX))
+        set_field(self, "frames_future", _check_int("frames_future", self.frames_future, FRAMES_MAX))
+        set_field(self, "weighting", _check_choice("weighting", self.weighting, WEIGHTINGS))
+        set_field(self, "center_weight", _check_choice("center_weight", self.center_weight, CENTER_WEIGHTS))
+        set_field(self, "color_transform", _check_color_transform(self.color_transform))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NLMParams):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def _key(self) -> tuple:
+        transform = None if self.color_transform is None else self.color_transform.tobytes()
+        return (
+            self.h,
+            self.patch_radius,
+            self.search_radius,
+            self.frames_past,
+            self.frames_future,
+            self.weighting,
+            transform,
+            self.center_weight,
+        )
+
+    @property
+    def min_frame_size(self) -> int:
+        """Smallest frame height and width the filter accepts: A + B + 1 pixels."""
+        return self.search_radius + self.patch_radius + 1

@@ -1,0 +1,105 @@
+"""Independent float64 references, written straight from DESIGN.md §1.
+
+Neither uses the cascade, box sums or weight symmetry: ``reference_denoise`` sums every patch
+pixel of every offset explicitly with NumPy; ``scalar_denoise_pixel`` evaluates one output
+pixel with plain Python loops and an explicit mirror function, to check the first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine import NLMParams
+
+
+def _weights(distance: np.ndarray, params: NLMParams) -> np.ndarray:
+    u = distance / (params.h / 255.0) ** 2
+    if params.weighting == "exponential":
+        return np.exp(-u)
+    return np.where(u <= 1.0, (1.0 - u) ** 2, 0.0)
+
+
+def _transform(params: NLMParams, channels: int) -> np.ndarray:
+    if params.color_transform is None:
+        return np.eye(channels)
+    return np.asarray(params.color_transform, dtype=np.float64)
+
+
+def reference_denoise(clip: np.ndarray, index: int, params: NLMParams) -> np.ndarray:
+    """Output frame ``index`` of ``clip`` (T, H, W, C) in [0, 1], float64 (H, W, C)."""
+    clip = np.asarray(clip, dtype=np.float64)
+    frames, height, width, channels = clip.shape
+    search, radius = params.search_radius, params.patch_radius
+    pad = search + radius
+    z = clip @ _transform(params, channels).T
+    z_padded = np.pad(z, ((0, 0), (pad, pad), (pad, pad), (0, 0)), mode="reflect")
+    y_padded = np.pad(clip, ((0, 0), (search, search), (search, search), (0, 0)), mode="reflect")
+
+    numerator = np.zeros((height, width, channels))
+    denominator = np.zeros((height, width))
+    largest = np.zeros((height, width))
+    for qt in range(-params.frames_past, params.frames_future + 1):
+        other = index + qt
+        if not 0 <= other < frames:
+            continue
+        for qy in range(-search, search + 1):
+            for qx in range(-search, search + 1):
+                if (qt, qy, qx) == (0, 0, 0):
+                    continue
+                distance = np.zeros((height, width))
+                for dy in range(-radius, radius + 1):
+                    for dx in range(-radius, radius + 1):
+                        here = z_padded[index, pad + dy : pad + dy + height, pad + dx : pad + dx + width]
+                        there = z_padded[
+                            other, pad + qy + dy : pad + qy + dy + height, pad + qx + dx : pad + qx + dx + width
+                        ]
+                        distance += ((here - there) ** 2).sum(axis=-1)
+                distance /= channels * (2 * radius + 1) ** 2
+                w = _weights(distance, params)
+                candidate = y_padded[other, search + qy : search + qy + height, search + qx : search + qx + width]
+                numerator += w[..., None] * candidate
+                denominator += w
+                largest = np.maximum(largest, w)
+    center = np.where(largest > 0, largest, 1.0) if params.center_weight == "max" else np.ones((height, width))
+    return (numerator + center[..., None] * clip[index]) / (denominator + center)[..., None]
+
+
+def _mirror(coordinate: int, size: int) -> int:
+    """Reflect without repeating the edge pixel: -1 -> 1, size -> size - 2."""
+    if coordinate < 0:
+        return -coordinate
+    if coordinate >= size:
+        return 2 * (size - 1) - coordinate
+    return coordinate
+
+
+def scalar_denoise_pixel(clip: np.ndarray, index: int, y: int, x: int, params: NLMParams) -> np.ndarray:
+    """Output pixel (y, x) of frame ``index``, one offset and one patch pixel at a time."""
+    clip = np.asarray(clip, dtype=np.float64)
+    frames, height, width, channels = clip.shape
+    transform = _transform(params, channels)
+    search, radius = params.search_radius, params.patch_radius
+
+    def z(t: int, row: int, col: int) -> np.ndarray:
+        return transform @ clip[t, _mirror(row, height), _mirror(col, width)]
+
+    weights, values = [], []
+    for other in range(index - params.frames_past, index + params.frames_future + 1):
+        if not 0 <= other < frames:
+            continue
+        for qy in range(-search, search + 1):
+            for qx in range(-search, search + 1):
+                if (other, qy, qx) == (index, 0, 0):
+                    continue
+                total = 0.0
+                for dy in range(-radius, radius + 1):
+                    for dx in range(-radius, radius + 1):
+                        difference = z(index, y + dy, x + dx) - z(other, y + qy + dy, x + qx + dx)
+                        total += float(difference @ difference)
+                distance = total / (channels * (2 * radius + 1) ** 2)
+                weights.append(float(_weights(np.array(distance), params)))
+                values.append(clip[other, _mirror(y + qy, height), _mirror(x + qx, width)])
+    others = max(weights, default=0.0)
+    center = others if params.center_weight == "max" and others > 0 else 1.0
+    numerator = center * clip[index, y, x] + sum(w * v for w, v in zip(weights, values))
+    return numerator / (center + sum(weights))
