@@ -113,7 +113,9 @@ def denoise_window(frames: Sequence[Array], center: int, params: NLMParams) -> A
     channels, height, width = frames[center].shape
     search = params.search_radius
     z_pad = search + params.patch_radius
-    padded_z = [xp.pad(color_transformed(f, params), ((0, 0), (z_pad, z_pad), (z_pad, z_pad)), mode="reflect") for f in frames]
+    padded_z = [
+        xp.pad(color_transformed(f, params), ((0, 0), (z_pad, z_pad), (z_pad, z_pad)), mode="reflect") for f in frames
+    ]
     padded_y = [xp.pad(f, ((0, 0), (search, search), (search, search)), mode="reflect") for f in frames]
 
     numerator = xp.zeros((channels, height, width), dtype=xp.float32)
@@ -143,8 +145,7 @@ def denoise_window(frames: Sequence[Array], center: int, params: NLMParams) -> A
             accumulate(w[-top : height - top, -left : width - left], candidate(center, qy, qx))
             accumulate(w[-qy - top : height - qy - top, -qx - left : width - qx - left], candidate(center, -qy, -qx))
 
-    if params.center_weight == "max":
-        center_weight = xp.where(largest > 0, largest, xp.float32(1))
-    else:
-        center_weight = xp.float32(1)
+    center_weight = xp.float32(1)
+    if params.center_weight == "max":  # the largest other weight, or 1 where all weigh 0
+        center_weight = xp.where(largest > 0, largest, center_weight)
     return (numerator + center_weight * frames[center]) / (denominator + center_weight)

@@ -1,12 +1,13 @@
-"""The fast CPU path: the pass cascade fused per band of output rows, compiled with numba.
+"""The fast CPU path: the pass cascade fused per tile of output pixels, compiled with numba.
 
-Each band of rows is one parallel task. For every offset the band rolls down its rows once:
-the squared color difference of one new row enters a vertical running sum (a ring of the last
-2B+1 rows), the horizontal box sum of that running sum gives the patch distances of a whole row,
-and the weights go straight into the band's numerator and denominator. Nothing but a few rows
-of scratch is written per offset. Within the centre frame each weight serves +q and -q (the
-band computes the distances over its rows and the rows shifted by -q), so half the spatial
-offsets are visited, as in the cascade.
+Each tile (TILE_ROWS x TILE_COLUMNS pixels) is one parallel task. For every offset the tile
+rolls down its rows once: the squared color difference of one new row enters a vertical running
+sum (a ring of the last 2B+1 rows), the horizontal box sum of that running sum gives the patch
+distances of a whole row, and the weights go straight into the tile's numerator and
+denominator. Nothing but a few rows of scratch is written per offset. Within the centre frame
+each weight serves +q and -q (the tile computes the distances over itself and itself shifted
+by -q), so half the spatial offsets are visited, as in the cascade. Planar frames and
+accumulators make every inner loop a contiguous one that LLVM vectorizes.
 
 The radii, h and the weighting are run-time arguments: the kernel compiles once per machine
 (``cache=True``) and never again when the user moves a slider.
@@ -22,7 +23,7 @@ import numpy as np
 
 from .params import NLMParams
 
-BAND_ROWS = 64  # rows per parallel task: the band's accumulators stay in L2
+TILE_ROWS, TILE_COLUMNS = 32, 256  # one parallel task; its rows of frames and sums stay in L2
 
 
 FAST = {"nnan", "ninf", "nsz", "arcp", "contract", "reassoc"}  # inputs are checked finite
@@ -49,16 +50,20 @@ def _pad_planar(frames, transform, pad, out):
     for task in numba.prange(frame_count * padded_height):
         frame, row = task // padded_height, task % padded_height
         source = frames[frame, _mirror(row - pad, height)]
-        for col in range(width + 2 * pad):
-            pixel = source[_mirror(col - pad, width)]
-            for channel in range(channels):
-                if transform.size == 0:
-                    out[frame, channel, row, col] = pixel[channel]
-                    continue
-                total = np.float32(0.0)
-                for k in range(channels):
-                    total += transform[channel, k] * pixel[k]
-                out[frame, channel, row, col] = total
+        for channel in range(channels):
+            target = out[frame, channel, row]
+            if transform.size == 0:
+                for col in range(width):
+                    target[pad + col] = source[col, channel]
+            else:
+                for col in range(width):
+                    total = np.float32(0.0)
+                    for k in range(channels):
+                        total += transform[channel, k] * source[col, k]
+                    target[pad + col] = total
+            for col in range(1, pad + 1):
+                target[pad - col] = target[pad + col]
+                target[pad + width - 1 + col] = target[pad + width - 1 - col]
 
 
 @numba.njit(cache=True, fastmath=FAST)
@@ -92,7 +97,11 @@ def _difference_row(z_frames, reference, other, row, row_other, start, start_oth
 
 @numba.njit(cache=True, fastmath=FAST)
 def _weights_row(column_sums, radius, scale, exponential, out):
-    """Box-sum ``column_sums`` horizontally over 2 radius + 1 and turn the sums into weights."""
+    """Box-sum ``column_sums`` horizontally over 2 radius + 1 and turn the sums into weights.
+
+    2B shifted passes over the row: each vectorizes, unlike a running sum (a chain of
+    dependent adds) or power-of-two partial sums doubled in place (measured slower).
+    """
     length = out.shape[0]
     for i in range(length):
         out[i] = column_sums[i]
@@ -105,35 +114,46 @@ def _weights_row(column_sums, radius, scale, exponential, out):
             out[i] = np.exp(-out[i] * scale)
     else:
         for i in range(length):
-            remaining = max(np.float32(1.0) - out[i] * scale, np.float32(0.0))
-            out[i] = remaining * remaining
+            left = max(np.float32(1.0) - out[i] * scale, np.float32(0.0))
+            out[i] = left * left
 
 
 @numba.njit(cache=True, fastmath=FAST)
-def _accumulate_row(weights, y_frames, frame, row, start, numerator, denominator, largest, center_max):
-    """numerator += w Y_frame(row, start + i); denominator += w; with center_max, largest = max(largest, w)."""
-    width = denominator.shape[0]
-    for channel in range(numerator.shape[0]):
+def _accumulate_row(weights, y_frames, frame, row, start, accumulators, accumulator_row, center_max):
+    """Add w Y_frame(row, start + i) to the numerators and w to the denominator of one row.
+
+    ``accumulators`` is (C + 2, rows, columns): C numerators, the denominator, the largest
+    weight (kept only with ``center_max``). Each row is indexed from the C-contiguous whole so
+    that numba knows it is contiguous and the loops vectorize.
+    """
+    width = weights.shape[0]
+    channels = accumulators.shape[0] - 2
+    for channel in range(channels):
         candidate = y_frames[frame, channel, row, start : start + width]
-        target = numerator[channel]
+        target = accumulators[channel, accumulator_row, :width]
         for i in range(width):
             target[i] += weights[i] * candidate[i]
+    denominator = accumulators[channels, accumulator_row, :width]
     for i in range(width):
         denominator[i] += weights[i]
     if center_max:
+        largest = accumulators[channels + 1, accumulator_row, :width]
         for i in range(width):
             largest[i] = max(largest[i], weights[i])
 
 
 @numba.njit(cache=True, fastmath=FAST)
-def _denoise_band(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, band, output):
-    """Fill rows [band * BAND_ROWS, ...) of ``output`` (H, W, C); one parallel task."""
+def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, tile, output):
+    """Fill one tile of TILE_ROWS x TILE_COLUMNS pixels of ``output`` (H, W, C); one parallel task."""
     frame_count, channels, padded_height, padded_width = y_frames.shape
     height, width = padded_height - 2 * search, padded_width - 2 * search
     pad = search + radius
     ring_rows = 2 * radius + 1
-    first, stop = band * BAND_ROWS, min(height, (band + 1) * BAND_ROWS)
-    accumulators, ring = scratch.accumulators[band], scratch.ring[band]  # contiguous: vectorizes
+    tile_columns = (width + TILE_COLUMNS - 1) // TILE_COLUMNS
+    first, stop = (tile // tile_columns) * TILE_ROWS, min(height, (tile // tile_columns + 1) * TILE_ROWS)
+    begin, end = (tile % tile_columns) * TILE_COLUMNS, min(width, (tile % tile_columns + 1) * TILE_COLUMNS)
+    span = end - begin
+    accumulators, ring = scratch.accumulators[tile], scratch.ring[tile]  # contiguous: vectorizes
     numerator, denominator, largest = accumulators[:channels], accumulators[channels], accumulators[channels + 1]
     accumulators[:] = 0.0
     for frame in range(frame_count):
@@ -142,15 +162,15 @@ def _denoise_band(z_frames, y_frames, center, search, radius, scale, exponential
             for qx in range(-search, search + 1):
                 if same_frame and not (qy > 0 or (qy == 0 and qx > 0)):
                     continue
-                # Distances over the band's rows, and for the centre frame also over the rows
-                # and columns shifted by -q, whose weights serve the offset -q.
-                top, bottom, left, right = first, stop, 0, width
+                # Distances over the tile, and for the centre frame also over the tile shifted
+                # by -q, whose weights serve the offset -q.
+                top, bottom, left, right = first, stop, begin, end
                 if same_frame:
                     top, bottom = min(first, first - qy), max(stop, stop - qy)
-                    left, right = min(0, -qx), max(width, width - qx)
+                    left, right = min(begin, begin - qx), max(end, end - qx)
                 columns = right - left
-                sums = scratch.column_sums[band, : columns + 2 * radius]
-                row_weights = scratch.weights[band, :columns]
+                sums = scratch.column_sums[tile, : columns + 2 * radius]
+                row_weights = scratch.weights[tile, :columns]
                 sums[:] = 0.0
                 ring[:, : columns + 2 * radius] = 0.0
                 start = pad + left - radius
@@ -164,54 +184,54 @@ def _denoise_band(z_frames, y_frames, center, search, radius, scale, exponential
                     _weights_row(sums, radius, scale, exponential, row_weights)
                     if first <= output_row < stop:
                         _accumulate_row(
-                            row_weights[-left : width - left],
+                            row_weights[begin - left : end - left],
                             y_frames,
                             frame,
                             search + output_row + qy,
-                            search + qx,
-                            numerator[:, output_row - first],
-                            denominator[output_row - first],
-                            largest[output_row - first],
+                            search + begin + qx,
+                            accumulators,
+                            output_row - first,
                             center_max,
                         )
                     mirrored_row = output_row + qy
                     if same_frame and first <= mirrored_row < stop:
                         _accumulate_row(
-                            row_weights[-qx - left : width - qx - left],
+                            row_weights[begin - qx - left : end - qx - left],
                             y_frames,
                             frame,
                             search + output_row,
-                            search - qx,
-                            numerator[:, mirrored_row - first],
-                            denominator[mirrored_row - first],
-                            largest[mirrored_row - first],
+                            search + begin - qx,
+                            accumulators,
+                            mirrored_row - first,
                             center_max,
                         )
     for row in range(stop - first):
-        for col in range(width):
+        for col in range(span):
             weight = np.float32(1.0)
             if center_max and largest[row, col] > 0:
                 weight = largest[row, col]
             inverse_total = np.float32(1.0) / (denominator[row, col] + weight)
             for channel in range(channels):
-                pixel = y_frames[center, channel, search + first + row, search + col]
-                output[first + row, col, channel] = (numerator[channel, row, col] + weight * pixel) * inverse_total
+                pixel = y_frames[center, channel, search + first + row, search + begin + col]
+                output[first + row, begin + col, channel] = (
+                    numerator[channel, row, col] + weight * pixel
+                ) * inverse_total
 
 
 @numba.njit(cache=True, parallel=True)
 def _denoise(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, output):
-    """Fill ``output`` (H, W, C) for the frames' centre, one parallel task per band of rows."""
-    for band in numba.prange(scratch.accumulators.shape[0]):
-        _denoise_band(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, band, output)
+    """Fill ``output`` (H, W, C) for the frames' centre, one parallel task per tile."""
+    for tile in numba.prange(scratch.accumulators.shape[0]):
+        _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, tile, output)
 
 
 class Scratch(NamedTuple):
-    """Per-band work memory of ``_denoise``, made once per frame size and reused."""
+    """Per-tile work memory of ``_denoise``, made once per frame size and reused."""
 
-    accumulators: np.ndarray  # (bands, C + 2, BAND_ROWS, W): numerator, denominator, largest weight
-    ring: np.ndarray  # (bands, 2B + 1, W + A + 2B): the rows of the vertical running sum
-    column_sums: np.ndarray  # (bands, W + A + 2B)
-    weights: np.ndarray  # (bands, W + A)
+    accumulators: np.ndarray  # (tiles, C + 2, TILE_ROWS, TILE_COLUMNS): numerator, denominator, largest
+    ring: np.ndarray  # (tiles, 2B + 1, TILE_COLUMNS + A + 2B): the rows of the vertical running sum
+    column_sums: np.ndarray  # (tiles, TILE_COLUMNS + A + 2B)
+    weights: np.ndarray  # (tiles, TILE_COLUMNS + A)
 
 
 class FusedCpuFilter:
@@ -238,16 +258,18 @@ class FusedCpuFilter:
         identity = np.empty((0, 0), dtype=np.float32)
         transform = identity if params.color_transform is None else params.color_transform.astype(np.float32)
         y_frames = self._buffer("y", (len(frames), channels, height + 2 * search, width + 2 * search))
-        z_frames = self._buffer("z", (len(frames), channels, height + 2 * (search + radius), width + 2 * (search + radius)))
+        z_frames = self._buffer(
+            "z", (len(frames), channels, height + 2 * (search + radius), width + 2 * (search + radius))
+        )
         _pad_planar(stacked, identity, search, y_frames)
         _pad_planar(stacked, transform, search + radius, z_frames)
-        bands = (height + BAND_ROWS - 1) // BAND_ROWS
-        widest = width + search
+        tiles = -(-height // TILE_ROWS) * -(-width // TILE_COLUMNS)
+        widest = min(width, TILE_COLUMNS) + search
         scratch = Scratch(
-            self._buffer("accumulators", (bands, channels + 2, BAND_ROWS, width)),
-            self._buffer("ring", (bands, 2 * radius + 1, widest + 2 * radius)),
-            self._buffer("column_sums", (bands, widest + 2 * radius)),
-            self._buffer("weights", (bands, widest)),
+            self._buffer("accumulators", (tiles, channels + 2, TILE_ROWS, min(width, TILE_COLUMNS))),
+            self._buffer("ring", (tiles, 2 * radius + 1, widest + 2 * radius)),
+            self._buffer("column_sums", (tiles, widest + 2 * radius)),
+            self._buffer("weights", (tiles, widest)),
         )
         output = np.empty((height, width, channels), dtype=np.float32)
         scale = np.float32((255.0 / params.h) ** 2 / (channels * (2 * radius + 1) ** 2))

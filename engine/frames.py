@@ -25,9 +25,7 @@ def as_float_frame(frame: np.ndarray) -> np.ndarray:
     if array.ndim == 2:
         array = array[:, :, np.newaxis]
     if array.ndim != 3 or array.shape[2] not in CHANNEL_COUNTS:
-        raise ValueError(
-            f"a frame must be (H, W) gray or (H, W, C) with C = 1 or 3, got shape {np.shape(frame)}"
-        )
+        raise ValueError(f"a frame must be (H, W) gray or (H, W, C) with C = 1 or 3, got shape {np.shape(frame)}")
     if array.dtype == np.uint8:
         return array.astype(np.float32) * np.float32(1 / 255)
     if array.dtype == np.uint16:
@@ -59,12 +57,10 @@ def check_frame_shape(shape: tuple[int, ...], params: NLMParams) -> None:
     transform = params.color_transform
     if transform is not None and transform.shape[0] != channels:
         raise ValueError(
-            f"color_transform is {transform.shape[0]}x{transform.shape[0]} but the frames have "
-            f"{channels} channel(s)"
+            f"color_transform is {transform.shape[0]}x{transform.shape[0]} but the frames have {channels} channel(s)"
         )
 
 
 def window_indices(index: int, length: int, params: NLMParams) -> range:
     """Frame indices searched for output ``index`` of a clip of ``length`` frames (truncated)."""
     return range(max(0, index - params.frames_past), min(length, index + params.frames_future + 1))
-

@@ -37,8 +37,7 @@ def _check_color_transform(value: object) -> np.ndarray | None:
     matrix = np.array(value, dtype=np.float64)
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] not in (1, 3):
         raise ValueError(
-            f"color_transform must be None or a C x C matrix with C = 1 or 3, "
-            f"got an array of shape {matrix.shape}"
+            f"color_transform must be None or a C x C matrix with C = 1 or 3, got an array of shape {matrix.shape}"
         )
     if not np.all(np.isfinite(matrix)):
         raise ValueError("color_transform must be finite, got a matrix with NaN or infinity")

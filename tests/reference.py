@@ -1,8 +1,9 @@
 """Independent float64 references, written straight from DESIGN.md §1.
 
-Neither uses the cascade, box sums or weight symmetry: ``reference_denoise`` sums every patch
-pixel of every offset explicitly with NumPy; ``scalar_denoise_pixel`` evaluates one output
-pixel with plain Python loops and an explicit mirror function, to check the first.
+Neither uses the cascade, running box sums or weight symmetry: ``reference_denoise`` sums
+every patch pixel of every offset explicitly with NumPy (a sliding-window view over the padded
+frames); ``scalar_denoise_pixel`` evaluates one output pixel with plain Python loops and an
+explicit mirror function, to check the first.
 """
 
 from __future__ import annotations
@@ -46,14 +47,17 @@ def reference_denoise(clip: np.ndarray, index: int, params: NLMParams) -> np.nda
             for qx in range(-search, search + 1):
                 if (qt, qy, qx) == (0, 0, 0):
                     continue
-                distance = np.zeros((height, width))
-                for dy in range(-radius, radius + 1):
-                    for dx in range(-radius, radius + 1):
-                        here = z_padded[index, pad + dy : pad + dy + height, pad + dx : pad + dx + width]
-                        there = z_padded[
-                            other, pad + qy + dy : pad + qy + dy + height, pad + qx + dx : pad + qx + dx + width
-                        ]
-                        distance += ((here - there) ** 2).sum(axis=-1)
+                # ||Z_t(s) - Z_other(s + q)||^2 for every s within B of the frame, then the
+                # sum over each pixel's (2B+1) x (2B+1) patch of it.
+                here = z_padded[index, search : search + height + 2 * radius, search : search + width + 2 * radius]
+                there = z_padded[
+                    other,
+                    search + qy : search + qy + height + 2 * radius,
+                    search + qx : search + qx + width + 2 * radius,
+                ]
+                squared = ((here - there) ** 2).sum(axis=-1)
+                patches = np.lib.stride_tricks.sliding_window_view(squared, (2 * radius + 1, 2 * radius + 1))
+                distance = patches.sum(axis=(-2, -1))
                 distance /= channels * (2 * radius + 1) ** 2
                 w = _weights(distance, params)
                 candidate = y_padded[other, search + qy : search + qy + height, search + qx : search + qx + width]
@@ -101,5 +105,5 @@ def scalar_denoise_pixel(clip: np.ndarray, index: int, y: int, x: int, params: N
                 values.append(clip[other, _mirror(y + qy, height), _mirror(x + qx, width)])
     others = max(weights, default=0.0)
     center = others if params.center_weight == "max" and others > 0 else 1.0
-    numerator = center * clip[index, y, x] + sum(w * v for w, v in zip(weights, values))
+    numerator = center * clip[index, y, x] + sum(w * v for w, v in zip(weights, values, strict=True))
     return numerator / (center + sum(weights))

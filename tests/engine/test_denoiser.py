@@ -1,0 +1,152 @@
+"""Denoiser semantics: streaming, invariants, input checks and backend selection."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import noisy_clip
+
+from engine import BackendUnavailableError, Denoiser, NLMParams, resolve_backend
+from engine import backend as backend_module
+
+
+@pytest.mark.parametrize(("past", "future"), [(0, 0), (2, 1), (1, 3)])
+def test_stream_equals_random_access(backend_method, past, future) -> None:
+    clip = noisy_clip("bikes", seed=2, frames=6, shape=(20, 24))
+    backend, method = backend_method
+    denoiser = Denoiser(NLMParams(h=40, patch_radius=2, frames_past=past, frames_future=future), backend, method=method)
+    streamed = list(denoiser.stream(iter(clip)))
+    assert len(streamed) == len(clip)
+    for index, frame in enumerate(streamed):
+        # The same frames go through the same code: equal to float32 rounding of the order.
+        np.testing.assert_allclose(frame, denoiser.denoise_frame(clip, index), rtol=0, atol=1e-6)
+
+
+def test_stream_yields_each_frame_once_its_future_has_arrived() -> None:
+    clip = noisy_clip("random", seed=4, frames=5, shape=(12, 12))
+    arrived = []
+
+    def source():
+        for index, frame in enumerate(clip):
+            arrived.append(index)
+            yield frame
+
+    denoiser = Denoiser(NLMParams(h=30, patch_radius=1, search_radius=1, frames_past=1, frames_future=2), "cpu")
+    outputs = denoiser.stream(source())
+    for index in range(5):
+        next(outputs)
+        assert arrived[-1] == min(index + 2, 4)
+    assert next(outputs, None) is None
+
+
+def test_params_replaced_between_frames() -> None:
+    clip = noisy_clip("random", seed=8, frames=4, shape=(14, 14))
+    first, second = NLMParams(h=30, frames_past=1, frames_future=0), NLMParams(h=60, frames_past=1, frames_future=0)
+    denoiser = Denoiser(first, "cpu")
+    outputs = denoiser.stream(clip)
+    np.testing.assert_array_equal(next(outputs), Denoiser(first, "cpu").denoise_frame(clip, 0))
+    denoiser.params = second
+    np.testing.assert_array_equal(next(outputs), Denoiser(second, "cpu").denoise_frame(clip, 1))
+    with pytest.raises(TypeError, match="params must be an NLMParams, got dict"):
+        denoiser.params = {"h": 3}
+
+
+def test_constant_clip_is_unchanged(backend_method) -> None:
+    clip = np.full((3, 15, 17, 3), [0.2, 0.5, 0.9], dtype=np.float32)
+    backend, method = backend_method
+    for weighting in ("bisquare", "exponential"):
+        denoiser = Denoiser(NLMParams(h=10, weighting=weighting), backend, method=method)
+        # Every weight multiplies the same value: only float32 rounding of the average remains.
+        np.testing.assert_allclose(denoiser.denoise_frame(clip, 1), clip[1], rtol=0, atol=1e-6)
+
+
+def test_tiny_h_returns_the_input(backend_method) -> None:
+    clip = noisy_clip("bigbuckbunny", seed=9, frames=3, shape=(20, 20))
+    backend, method = backend_method
+    for center in ("one", "max"):
+        denoiser = Denoiser(NLMParams(h=1e-3, center_weight=center), backend, method=method)
+        # Noisy patches are ~0.06 apart, 15 levels: every other weight is exactly 0.
+        np.testing.assert_array_equal(denoiser.denoise_frame(clip, 1), clip[1])
+
+
+def test_frames_too_small_are_refused() -> None:
+    params = NLMParams(h=10, patch_radius=4, search_radius=3)
+    denoiser = Denoiser(params, "cpu")
+    message = r"frames of 20x7 pixels are too small for search_radius 3 and patch_radius 4: .* at least .* = 8 pixels"
+    with pytest.raises(ValueError, match=message):
+        denoiser.denoise_frame(np.zeros((2, 7, 20, 3), np.float32), 0)
+    with pytest.raises(ValueError, match="too small"):
+        list(denoiser.stream([np.zeros((1, 1, 3), np.float32)]))
+
+
+@pytest.mark.parametrize(
+    ("clip", "message"),
+    [
+        (
+            np.zeros((2, 12, 12, 4), np.float32),
+            r"\(H, W\) gray or \(H, W, C\) with C = 1 or 3, got shape \(12, 12, 4\)",
+        ),
+        (np.zeros((2, 12, 12, 3), np.int32), "uint8, uint16 or floating point, got dtype int32"),
+        (np.full((2, 12, 12, 3), np.nan, np.float32), "finite, got NaN or infinity"),
+        ([np.zeros((12, 12, 3)), np.zeros((12, 13, 3))], r"one shape, got \(12, 12, 3\) and then \(12, 13, 3\)"),
+    ],
+)
+def test_bad_frames_are_refused(clip, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        Denoiser(NLMParams(h=10, patch_radius=1, search_radius=1), "cpu").denoise_frame(clip, 0)
+
+
+def test_color_transform_must_match_the_channels() -> None:
+    denoiser = Denoiser(NLMParams(h=10, patch_radius=1, search_radius=1, color_transform=np.eye(3)), "cpu")
+    with pytest.raises(ValueError, match=r"color_transform is 3x3 but the frames have 1 channel\(s\)"):
+        denoiser.denoise_frame(np.zeros((2, 12, 12), np.float32), 0)
+
+
+@pytest.mark.parametrize("index", [-1, 2, 1.0, True])
+def test_index_outside_the_clip(index) -> None:
+    with pytest.raises(IndexError, match=r"index must be an integer in 0..1, got"):
+        Denoiser(NLMParams(h=10), "cpu").denoise_frame(np.zeros((2, 12, 12, 3), np.float32), index)
+
+
+def test_backend_and_method_selection(monkeypatch) -> None:
+    denoiser = Denoiser(NLMParams(h=10), "cpu")
+    assert (denoiser.backend, denoiser.method) == ("cpu", "fused")
+    assert "cores" in denoiser.device_name
+    assert Denoiser(NLMParams(h=10), "cpu", method="cascade").method == "cascade"
+    with pytest.raises(ValueError, match="method must be 'fused' or 'cascade' on the cpu backend, got 'magic'"):
+        Denoiser(NLMParams(h=10), "cpu", method="magic")
+    with pytest.raises(ValueError, match="backend must be 'auto', 'cpu' or 'gpu', got 'tpu'"):
+        Denoiser(NLMParams(h=10), "tpu")
+    monkeypatch.setenv("NLMEANS_BACKEND", "cpu")
+    assert resolve_backend("auto") == "cpu"
+    monkeypatch.setenv("NLMEANS_BACKEND", "quantum")
+    with pytest.raises(ValueError, match="NLMEANS_BACKEND must be 'auto', 'cpu' or 'gpu', got 'quantum'"):
+        resolve_backend("auto")
+
+
+def test_gpu_without_cupy_says_why(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "cupy", None)  # makes `import cupy` fail
+    backend_module.gpu_unavailable_reason.cache_clear()
+    try:
+        with pytest.raises(BackendUnavailableError, match="the GPU backend is unavailable: CuPy is not installed"):
+            Denoiser(NLMParams(h=10), "gpu")
+        monkeypatch.delenv("NLMEANS_BACKEND", raising=False)
+        assert resolve_backend("auto") == "cpu"
+    finally:
+        backend_module.gpu_unavailable_reason.cache_clear()
+
+
+def test_engine_imports_without_qt_or_pyav() -> None:
+    """The engine must run where Qt and PyAV are missing (the GPU machine has neither)."""
+    code = (
+        "import sys\n"
+        "for name in ('PySide6', 'pyqtgraph', 'av', 'gui'): sys.modules[name] = None\n"
+        "import numpy as np, engine\n"
+        "d = engine.Denoiser(engine.NLMParams(h=20, patch_radius=1, search_radius=1), 'cpu')\n"
+        "print(d.denoise_frame(np.zeros((1, 8, 8, 3), np.float32), 0).shape)\n"
+        "assert not any(m.split('.')[0] in ('PySide6', 'pyqtgraph', 'av') for m in sys.modules if sys.modules[m])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "(8, 8, 3)"
