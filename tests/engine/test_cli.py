@@ -1,0 +1,79 @@
+"""The command line: the benchmark table, and clear errors on bad arguments."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from engine import __version__
+from engine.cli import main
+from engine.sample import SAMPLE_CLIP, load_clean_frames, resize_bilinear
+
+TINY_BENCH = ["bench", "--backend", "cpu", "--size", "48x40", "--frames", "1", "--search-radii", "1"]
+
+
+def test_bench_prints_a_row_per_case(capsys, tmp_path) -> None:
+    frames = (load_clean_frames(None, 4, 40, 48) * 255).round().astype(np.uint8)
+    np.save(tmp_path / "frames.npy", frames)
+    assert main([*TINY_BENCH, "--temporal", "0:0,1:1", "--input", str(tmp_path / "frames.npy")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[2].split(" | ")
+    assert header[:4] == ["A", "Dp", "Df", "window"] and "fused ms" in header and "cascade dB" in header
+    rows = [dict(zip(header, line.split(" | "), strict=True)) for line in lines[3:]]
+    assert [(r["A"], r["Dp"], r["Df"], r["window"]) for r in rows] == [("1", "0", "0", "9"), ("1", "1", "1", "27")]
+    input_psnr = float(lines[1].rsplit("input PSNR ", 1)[1].split()[0])
+    for row in rows:
+        assert float(row["fused dB"]) > input_psnr + 1  # sigma 25, h = 50, 9 or 27 offsets: a clear gain
+        assert row["fused dB"] == row["cascade dB"]  # the same filter, to the printed 0.01 dB
+
+
+def test_bench_on_the_bundled_sample(capsys) -> None:
+    """The README's first command without its size: the sample clip decodes and denoises."""
+    assert SAMPLE_CLIP.is_file()
+    assert main([*TINY_BENCH, "--temporal", "0:0", "--methods", "fused", "--peers"]) == 0
+    output = capsys.readouterr().out
+    assert "720" not in output.splitlines()[0] and "48x40 RGB" in output
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["bench", "--size", "big"], "size must be WIDTHxHEIGHT, like 720x480, got 'big'"),
+        (["bench", "--temporal", "1"], "expected PAST:FUTURE pairs like 0:0,1:1, got '1'"),
+        (["bench", "--search-radii", "a"], "expected comma-separated integers, got 'a'"),
+        (["bench", "--backend", "tpu"], "invalid choice: 'tpu'"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_message(capsys, arguments, message) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(arguments)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--input", "/nonexistent/clip.mp4"], "no video file at /nonexistent/clip.mp4"),
+        (["--search-radii", "17"], "search_radius must be an integer in 0..16, got 17"),
+        (["--size", "8x8", "--search-radii", "5"], "too small for search_radius 5"),
+    ],
+)
+def test_bad_values_exit_1_with_one_line(capsys, arguments, message) -> None:
+    assert main([*TINY_BENCH, "--temporal", "0:0", "--methods", "fused", *arguments]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("nlmeans-studio: error: ") and message in error and "Traceback" not in error
+
+
+def test_version_and_module_entry_point() -> None:
+    result = subprocess.run([sys.executable, "-m", "engine", "--version"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout.strip() == f"nlmeans-studio {__version__}"
+
+
+def test_resize_bilinear_keeps_constants_and_interpolates() -> None:
+    constant = np.full((1, 7, 9, 3), 0.25, np.float32)
+    assert np.array_equal(resize_bilinear(constant, 4, 5), np.full((1, 4, 5, 3), 0.25, np.float32))
+    ramp = np.arange(4, dtype=np.float32)[None, None, :, None].repeat(2, axis=1)
+    # Doubling a ramp 0..3 with aligned centres: samples at -0.25, 0.25, ..., 3.25, clamped.
+    np.testing.assert_allclose(resize_bilinear(ramp, 2, 8)[0, 0, :, 0], [0, 0.25, 0.75, 1.25, 1.75, 2.25, 2.75, 3])

@@ -1,0 +1,28 @@
+"""Promises of the repository itself: the README's commands, CI, code style."""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _readme_commands() -> list[str]:
+    return re.findall(r"```bash\n(python3 -m venv .*?)\n```", (ROOT / "README.md").read_text())
+
+
+def test_readme_has_the_two_setup_commands_and_ci_runs_the_second() -> None:
+    run_app, run_tests = _readme_commands()
+    assert "nlmeans-studio" in run_app
+    assert run_tests.endswith("-m pytest")
+    assert run_tests in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
+def test_code_is_ruff_clean() -> None:
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    assert ruff, "ruff is part of the test extra"
+    for command in ([ruff, "check", "."], [ruff, "format", "--check", "."]):
+        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stdout + result.stderr
