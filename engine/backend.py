@@ -97,3 +97,7 @@ def gpu_name() -> str:
     device = cupy.cuda.Device()
     name = cupy.cuda.runtime.getDeviceProperties(device.id)["name"]
     return name.decode() if isinstance(name, bytes) else str(name)
+
+
+class GpuOutOfMemoryError(MemoryError):
+    """The GPU has too little free memory for these frames; the CPU backend can take over."""

@@ -3,19 +3,27 @@
 For each search radius A and temporal window (Dp, Df) it denoises frames with full windows
 from noisy copies of clean frames (white Gaussian noise, fixed seed) and reports the median
 time per frame after a warm-up, the frames per second and the output PSNR against the clean
-frames. Engine-only: frames are already in memory as float32.
+frames.
+
+- CPU: ``denoise_frame`` on float32 frames already in memory (wall time).
+- GPU: engine-only time with the frames resident on the GPU (CUDA events), its ratio to the
+  floor of DESIGN.md §4, and the end-to-end rate of uint8 host frames in, uint8 host frames
+  out through ``GpuPipeline`` (copies overlapped with the filter).
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from . import peers
+from . import cascade, peers
+from .backend import cupy_module, resolve_backend
 from .denoiser import Denoiser
 from .metrics import psnr
 from .params import NLMParams
@@ -23,6 +31,13 @@ from .sample import load_clean_frames, noisy_frames
 
 PAPER_SEARCH_RADII = (2, 3, 5, 10)
 PAPER_TEMPORAL = ((0, 0), (1, 0), (2, 0), (3, 0), (1, 1))
+# DESIGN.md §4: H100 ceilings and the arithmetic of separable running box sums with symmetry.
+COPY_BANDWIDTH = 2.98e12  # bytes/s, read + write
+FP32_RATE = 63e12  # FLOP/s
+FLOP_PER_SPATIAL_OFFSET = 15
+FLOP_PER_TEMPORAL_OFFSET = 22
+PEER_STREAMS = (4, 8)
+E2E_FRAMES = 96  # frames per timed end-to-end run
 
 
 @dataclass(frozen=True)
@@ -38,6 +53,15 @@ class BenchCase:
         """Offsets per pixel, (2A+1)^2 (Dp + Df + 1)."""
         return (2 * self.search_radius + 1) ** 2 * (self.frames_past + self.frames_future + 1)
 
+    def floor_ms(self, height: int, width: int, channels: int = 3) -> float:
+        """DESIGN.md §4's floor: float32 frame read once and written once, or the arithmetic."""
+        pixels = height * width
+        spatial = (2 * self.search_radius + 1) ** 2
+        temporal = self.window - spatial
+        arithmetic = pixels * (FLOP_PER_SPATIAL_OFFSET * spatial + FLOP_PER_TEMPORAL_OFFSET * temporal) / FP32_RATE
+        memory = 2 * pixels * channels * 4 / COPY_BANDWIDTH
+        return 1e3 * max(arithmetic, memory)
+
 
 @dataclass(frozen=True)
 class Timing:
@@ -47,9 +71,12 @@ class Timing:
     psnr: float
 
 
-def time_denoiser(
-    denoiser: Denoiser, noisy: np.ndarray, clean: np.ndarray, outputs: Sequence[int], repeats: int
-) -> Timing:
+def paper_cases(search_radii: Sequence[int], temporal: Sequence[tuple[int, int]]) -> list[BenchCase]:
+    """The paper's Table 1 grid: every search radius with every (Dp, Df)."""
+    return [BenchCase(a, past, future) for a in search_radii for past, future in temporal]
+
+
+def time_cpu(denoiser: Denoiser, noisy: np.ndarray, clean: np.ndarray, outputs: Sequence[int], repeats: int) -> Timing:
     """Median wall time of ``denoise_frame`` over ``outputs`` x ``repeats`` calls, after a warm-up."""
     denoiser.denoise_frame(noisy, outputs[0])
     samples, quality = [], []
@@ -60,6 +87,75 @@ def time_denoiser(
             samples.append(time.perf_counter() - started)
             quality.append(psnr(clean[index], result))
     return Timing(statistics.median(samples), statistics.fmean(quality))
+
+
+def time_gpu_engine(
+    filter_window: Callable[[list[Any], int, NLMParams], Any],
+    resident: list[Any],
+    params: NLMParams,
+    clean: np.ndarray,
+    outputs: Sequence[int],
+    repeats: int,
+    download: Callable[[Any], np.ndarray],
+) -> Timing:
+    """Median per-frame GPU time of ``filter_window`` on frames already on the GPU (CUDA events)."""
+    cupy = cupy_module()
+
+    def window(index: int) -> tuple[list[Any], int]:
+        first = max(0, index - params.frames_past)
+        return resident[first : index + params.frames_future + 1], index - first
+
+    filter_window(*window(outputs[0]), params)  # compiles
+    samples = []
+    for _ in range(repeats):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        for index in outputs:
+            filter_window(*window(index), params)
+        end.record()
+        end.synchronize()
+        samples.append(cupy.cuda.get_elapsed_time(start, end) / 1e3 / len(outputs))
+    quality = [psnr(clean[index], download(filter_window(*window(index), params))) for index in outputs]
+    return Timing(statistics.median(samples), statistics.fmean(quality))
+
+
+def time_gpu_pipeline(params: NLMParams, noisy_8bit: np.ndarray, clean: np.ndarray, repeats: int) -> Timing:
+    """End-to-end seconds per frame, uint8 host frames in and out, best of ``repeats`` runs.
+
+    Each timed run streams E2E_FRAMES frames (the clip's frames over and over) so that the
+    pipeline's fill and drain do not count; the PSNR comes from one run over the clip itself.
+    """
+    from .gpu import GpuPipeline
+
+    pipeline = GpuPipeline(cupy_module(), params, np.uint8)
+    outputs = list(pipeline.run(noisy_8bit))  # also compiles and allocates
+    quality = statistics.fmean(psnr(c, o.astype(np.float32) / 255) for c, o in zip(clean, outputs, strict=True))
+    best = float("inf")
+    for _ in range(repeats):
+        stream = itertools.islice(itertools.cycle(noisy_8bit), E2E_FRAMES)
+        started = time.perf_counter()
+        for _ in pipeline.run(stream):
+            pass
+        best = min(best, (time.perf_counter() - started) / E2E_FRAMES)
+    return Timing(best, quality)
+
+
+def _peer_timing(name: str, params: NLMParams, noisy: np.ndarray, clean: np.ndarray) -> Timing | None:
+    """The peer's best time over the stream counts tried; None where it cannot run this case."""
+    if params.frames_past != params.frames_future:
+        return None  # the peers search Dp = Df = d only
+    arguments = dict(
+        search_radius=params.search_radius,
+        temporal_radius=params.frames_past,
+        patch_radius=params.patch_radius,
+        h=params.h,
+    )
+    options = [{}] if name == "nlm_ispc" else [{"num_streams": n} for n in PEER_STREAMS]
+    results = [peers.run_peer(name, noisy, **arguments, **option) for option in options]
+    best = min(results, key=lambda result: result.seconds_per_frame)
+    scale = 255.0 if best.outputs.dtype == np.uint8 else 1.0
+    quality = statistics.fmean(psnr(c, o.astype(np.float32) / scale) for c, o in zip(clean, best.outputs, strict=True))
+    return Timing(best.seconds_per_frame, quality)
 
 
 def run_table(
@@ -76,25 +172,34 @@ def run_table(
     patch_radius: int,
     source: str | None,
     with_peers: bool,
-    print_line=print,
+    print_line: Callable[[str], None] = print,
 ) -> list[dict]:
     """Run every case and print one table row each; returns the rows as dicts."""
+    backend = resolve_backend(backend)
     most_past = max(c.frames_past for c in cases)
     most_future = max(c.frames_future for c in cases)
     clean = load_clean_frames(source, frames + most_past + most_future, height, width)
     noisy = noisy_frames(clean, sigma, seed=0)
-    peer_names = peers.available_cpu_peers() if with_peers else []
+    outputs = list(range(most_past, most_past + frames))
+    peer_names = peers.available_peers(backend) if with_peers else []
     if with_peers and not peer_names:
-        print_line("# peers: none installed here (pip install vapoursynth vapoursynth-nlm-ispc, Python >= 3.12)")
+        print_line(f"# peers: none installed here for the {backend} (see engine/peers.py)")
     probe = Denoiser(NLMParams(h=h), backend, method=methods[0])
     print_line(f"# {width}x{height} RGB, B = {patch_radius}, sigma = {sigma} levels, h = {h}, seed 0, {frames} frames")
     print_line(f"# backend {probe.backend} on {probe.device_name}; input PSNR {psnr(clean, noisy):.2f} dB")
     columns = ["A", "Dp", "Df", "window"]
     for method in methods:
-        columns += [f"{method} ms", f"{method} fps", f"{method} dB"]
+        columns += [f"{method} ms", f"{method} dB"] + ([f"{method} x floor"] if backend == "gpu" else [])
+    if backend == "gpu":
+        columns += ["e2e fps", "e2e dB"]
     for name in peer_names:
-        columns += [f"{name} ms", f"{name} dB", f"{methods[0]}/{name}"]
+        if backend == "gpu":
+            columns += [f"{name} fps", f"{name} dB", f"e2e speed / {name}"]
+        else:
+            columns += [f"{name} ms", f"{name} dB", f"{methods[0]} time / {name}"]
     print_line(" | ".join(columns))
+    gpu_frames = _resident_frames(noisy) if backend == "gpu" else None
+    noisy_8bit = np.clip(np.rint(noisy * 255), 0, 255).astype(np.uint8)
     rows = []
     for case in cases:
         params = NLMParams(
@@ -104,52 +209,58 @@ def run_table(
             frames_past=case.frames_past,
             frames_future=case.frames_future,
         )
-        outputs = list(range(most_past, most_past + frames))
-        row: dict = {"A": case.search_radius, "Dp": case.frames_past, "Df": case.frames_future, "window": case.window}
+        row: dict = {"case": case}
+        cells = [str(case.search_radius), str(case.frames_past), str(case.frames_future), str(case.window)]
         for method in methods:
-            timing = time_denoiser(Denoiser(params, backend, method=method), noisy, clean, outputs, repeats)
+            if backend == "gpu":
+                timing = _time_gpu_method(gpu_frames, method, params, clean, outputs, repeats)
+                cells += [f"{timing.seconds * 1e3:.3f}", f"{timing.psnr:.2f}"]
+                cells.append(f"{timing.seconds * 1e3 / case.floor_ms(height, width):.1f}")
+            else:
+                timing = time_cpu(Denoiser(params, backend, method=method), noisy, clean, outputs, repeats)
+                cells += [f"{timing.seconds * 1e3:.1f}", f"{timing.psnr:.2f}"]
             row[method] = timing
+        ours = row[methods[0]]
+        if backend == "gpu":
+            ours = row["e2e"] = time_gpu_pipeline(params, noisy_8bit, clean, repeats)
+            cells += [f"{1 / ours.seconds:.1f}", f"{ours.psnr:.2f}"]
         for name in peer_names:
-            row[name] = _peer_timing(name, params, noisy, clean, outputs)
+            timing = row[name] = _peer_timing(name, params, noisy_8bit if backend == "gpu" else noisy, clean)
+            if timing is None:
+                cells += ["-", "-", "-"]
+                continue
+            speed = f"{1 / timing.seconds:.1f}" if backend == "gpu" else f"{timing.seconds * 1e3:.1f}"
+            ratio = timing.seconds / ours.seconds if backend == "gpu" else ours.seconds / timing.seconds
+            cells += [speed, f"{timing.psnr:.2f}", f"{ratio:.2f}x"]
         rows.append(row)
-        print_line(" | ".join(_format_row(row, methods, peer_names)))
+        print_line(" | ".join(cells))
+    if backend == "gpu":
+        pool = cupy_module().get_default_memory_pool()
+        print_line(f"# GPU memory held by the run's pool at the end: {pool.total_bytes() / 2**20:.0f} MiB")
     return rows
 
 
-def _peer_timing(
-    name: str, params: NLMParams, noisy: np.ndarray, clean: np.ndarray, outputs: Sequence[int]
-) -> Timing | None:
-    if params.frames_past != params.frames_future:
-        return None  # the peers search Dp = Df = d only
-    result = peers.run_nlm_ispc(
-        noisy,
-        search_radius=params.search_radius,
-        temporal_radius=params.frames_past,
-        patch_radius=params.patch_radius,
-        h=params.h,
+def _resident_frames(noisy: np.ndarray) -> list[Any]:
+    from .gpu import GpuFrames
+
+    frames = GpuFrames(cupy_module())
+    return [frames.upload(frame) for frame in noisy]
+
+
+def _time_gpu_method(
+    resident: list[Any], method: str, params: NLMParams, clean: np.ndarray, outputs: Sequence[int], repeats: int
+) -> Timing:
+    from .gpu import GpuFrames
+
+    cupy = cupy_module()
+    if method == "fused":
+        return time_gpu_engine(GpuFrames(cupy).filter_window, resident, params, clean, outputs, repeats, cupy.asnumpy)
+    return time_gpu_engine(
+        cascade.denoise_window,
+        resident,
+        params,
+        clean,
+        outputs,
+        repeats,
+        lambda planar: cupy.asnumpy(planar).transpose(1, 2, 0),
     )
-    quality = statistics.fmean(psnr(clean[i], result.outputs[i]) for i in outputs)
-    return Timing(result.seconds_per_frame, quality)
-
-
-def _format_row(row: dict, methods: Sequence[str], peer_names: Sequence[str]) -> list[str]:
-    cells = [str(row["A"]), str(row["Dp"]), str(row["Df"]), str(row["window"])]
-    for method in methods:
-        timing = row[method]
-        cells += [f"{timing.seconds * 1e3:.1f}", f"{1 / timing.seconds:.1f}", f"{timing.psnr:.2f}"]
-    for name in peer_names:
-        timing = row[name]
-        if timing is None:
-            cells += ["-", "-", "-"]
-            continue
-        cells += [
-            f"{timing.seconds * 1e3:.1f}",
-            f"{timing.psnr:.2f}",
-            f"{row[methods[0]].seconds / timing.seconds:.2f}x",
-        ]
-    return cells
-
-
-def paper_cases(search_radii: Sequence[int], temporal: Sequence[tuple[int, int]]) -> list[BenchCase]:
-    """The paper's Table 1 grid: every search radius with every (Dp, Df)."""
-    return [BenchCase(a, past, future) for a in search_radii for past, future in temporal]

@@ -10,10 +10,10 @@ import numpy as np
 
 from . import cascade
 from .backend import cpu_name, cupy_module, gpu_name, resolve_backend
-from .frames import as_float_frame, check_frame_shape, window_indices
+from .frames import check_frame_shape, checked_frame, to_float32, window_indices
 from .params import NLMParams
 
-METHODS = {"cpu": ("fused", "cascade"), "gpu": ("cascade",)}
+METHODS = {"cpu": ("fused", "cascade"), "gpu": ("fused", "cascade")}
 
 WindowFilter = Callable[[Sequence[Any], int, NLMParams], Any]
 
@@ -25,17 +25,13 @@ class _Engine:
     backend: str
     method: str
     device_name: str
-    upload: Callable[[np.ndarray], Any]  # (H, W, C) float32 host -> planar (C, H, W) device
+    upload: Callable[[np.ndarray], Any]  # checked (H, W, C) host frame -> the filter's device frame
     filter_window: WindowFilter
-    download: Callable[[Any], np.ndarray]  # planar device -> (H, W, C) float32 host
-
-
-def _unchanged(frame: np.ndarray) -> np.ndarray:
-    return frame
+    download: Callable[[Any], np.ndarray]  # the filter's output -> (H, W, C) float32 host
 
 
 def _planar_host(frame: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(frame.transpose(2, 0, 1))
+    return np.ascontiguousarray(to_float32(frame).transpose(2, 0, 1))
 
 
 def _interleaved_host(frame: np.ndarray) -> np.ndarray:
@@ -46,19 +42,24 @@ def _cpu_engine(method: str) -> _Engine:
     if method == "fused":
         from .cpu_fused import FusedCpuFilter
 
-        return _Engine("cpu", method, cpu_name(), _unchanged, FusedCpuFilter(), _unchanged)
+        return _Engine("cpu", method, cpu_name(), to_float32, FusedCpuFilter(), np.asarray)
     return _Engine("cpu", method, cpu_name(), _planar_host, cascade.denoise_window, _interleaved_host)
 
 
 def _gpu_engine(method: str) -> _Engine:
+    from .gpu import GpuFrames
+
     cupy = cupy_module()
+    frames = GpuFrames(cupy)
+    if method == "fused":
+        return _Engine("gpu", method, gpu_name(), frames.upload, frames.filter_window, cupy.asnumpy)
     return _Engine(
         "gpu",
         method,
         gpu_name(),
-        lambda frame: cupy.asarray(_planar_host(frame)),
+        frames.upload,
         cascade.denoise_window,
-        lambda frame: _interleaved_host(cupy.asnumpy(frame)),
+        lambda planar: _interleaved_host(cupy.asnumpy(planar)),
     )
 
 
@@ -83,9 +84,10 @@ class Denoiser:
     backend : {"auto", "cpu", "gpu"}
         "auto" takes NLMEANS_BACKEND if set, else the GPU when CuPy and a CUDA device are
         present, else the CPU.
-    method : str, optional
-        "fused" (the default on the CPU: numba, fused per row band) or "cascade" (the paper's
-        pass cascade as array code; the GPU's only method so far).
+    method : {"fused", "cascade"}, optional
+        "fused" (the default: on the CPU numba fused per tile, on the GPU one CUDA kernel for
+        the whole window) or "cascade" (the paper's pass cascade as NumPy / CuPy array code,
+        the readable baseline).
 
     Attributes
     ----------
@@ -170,7 +172,7 @@ class Denoiser:
         next_output = 0
         arrived = 0
         for frame in frames:
-            host = as_float_frame(frame)
+            host = checked_frame(frame)
             shape = shape or host.shape
             _check_same_shape(shape, host.shape)
             check_frame_shape(host.shape, self.params)
@@ -190,7 +192,7 @@ class Denoiser:
         return self._filter([held[i] for i in window], window.index(index))
 
     def _uploaded(self, frames: Sequence[np.ndarray]) -> list[Any]:
-        hosts = [as_float_frame(frame) for frame in frames]
+        hosts = [checked_frame(frame) for frame in frames]
         for host in hosts:
             _check_same_shape(hosts[0].shape, host.shape)
         check_frame_shape(hosts[0].shape, self.params)

@@ -13,8 +13,8 @@ from .params import NLMParams
 CHANNEL_COUNTS = (1, 3)
 
 
-def as_float_frame(frame: np.ndarray) -> np.ndarray:
-    """One frame as float32 (H, W, C) on the host, integers scaled to [0, 1].
+def checked_frame(frame: np.ndarray) -> np.ndarray:
+    """One frame as (H, W, C) uint8, uint16 or float32, validated, not yet scaled.
 
     Raises
     ------
@@ -26,16 +26,26 @@ def as_float_frame(frame: np.ndarray) -> np.ndarray:
         array = array[:, :, np.newaxis]
     if array.ndim != 3 or array.shape[2] not in CHANNEL_COUNTS:
         raise ValueError(f"a frame must be (H, W) gray or (H, W, C) with C = 1 or 3, got shape {np.shape(frame)}")
-    if array.dtype == np.uint8:
-        return array.astype(np.float32) * np.float32(1 / 255)
-    if array.dtype == np.uint16:
-        return array.astype(np.float32) * np.float32(1 / 65535)
+    if array.dtype in (np.uint8, np.uint16):
+        return np.ascontiguousarray(array)
     if array.dtype.kind != "f":
         raise ValueError(f"frames must be uint8, uint16 or floating point, got dtype {array.dtype}")
     result = np.ascontiguousarray(array, dtype=np.float32)
     if not np.all(np.isfinite(result)):
         raise ValueError("frames must be finite, got NaN or infinity")
     return result
+
+
+def integer_scale(dtype: np.dtype) -> float:
+    """The factor that maps a frame dtype to [0, 1]: 1/255, 1/65535, or 1 for floats."""
+    return {np.dtype(np.uint8): 1 / 255, np.dtype(np.uint16): 1 / 65535}.get(np.dtype(dtype), 1.0)
+
+
+def to_float32(frame: np.ndarray) -> np.ndarray:
+    """A checked frame as float32, integers scaled to [0, 1]; float32 frames as they are."""
+    if frame.dtype == np.float32:
+        return frame
+    return frame.astype(np.float32) * np.float32(integer_scale(frame.dtype))
 
 
 def check_frame_shape(shape: tuple[int, ...], params: NLMParams) -> None:

@@ -22,6 +22,7 @@ DATA = Path(__file__).parent / "data"
 BACKEND_METHODS = [
     pytest.param(("cpu", "fused"), id="cpu-fused"),
     pytest.param(("cpu", "cascade"), id="cpu-cascade"),
+    pytest.param(("gpu", "fused"), id="gpu-fused", marks=pytest.mark.gpu),
     pytest.param(("gpu", "cascade"), id="gpu-cascade", marks=pytest.mark.gpu),
 ]
 

@@ -1,0 +1,196 @@
+// NLMeans Studio's GPU kernels (DESIGN.md §1, §2). Compiled at run time through
+// cupy.RawModule; PATCH_RADIUS (B), SEARCH_RADIUS (A), CHANNELS (C) and the options are
+// compile-time constants given as template arguments, so every loop over a patch unrolls.
+//
+// Frames live on the device as planar float32 [C][H][W], each uploaded once and kept while an
+// output's temporal window needs it; a kernel gets the window as an array of frame pointers.
+
+#include <cuda_fp16.h>
+
+// Mirror a coordinate into [0, size) without repeating the edge (np.pad mode="reflect"),
+// then clamp: coordinates a filtered pixel needs mirror exactly; the clamp only keeps the
+// pixels of partial edge tiles, whose outputs are never written, inside the frame.
+__device__ __forceinline__ int mirror(int coordinate, int size) {
+    coordinate = coordinate < 0 ? -coordinate : coordinate;
+    coordinate = coordinate >= size ? 2 * (size - 1) - coordinate : coordinate;
+    return min(max(coordinate, 0), size - 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// Input: interleaved (H, W, C) uint8 / uint16 / float32 host frames, uploaded as they are,
+// become planar float32 [C][H][W]. Integers are scaled to [0, 1] here, once.
+template <typename In>
+__global__ void frame_to_planar(const In* __restrict__ source, float* __restrict__ slot,
+                                int pixels, int channels, float scale) {
+    int index = blockIdx.x * blockDim.x + threadIdx.x;
+    if (index >= pixels) return;
+    for (int channel = 0; channel < channels; ++channel)
+        slot[channel * pixels + index] = static_cast<float>(source[index * channels + channel]) * scale;
+}
+
+// ---------------------------------------------------------------------------------------
+// The fused filter: one block per TILE_HEIGHT x TILE_WIDTH output pixels, one thread per
+// pixel, every offset of the window in one launch. Per offset the squared difference, the
+// horizontal and the vertical box sums and the weights go through shared memory only; the
+// numerators and the denominator stay in registers for the whole window. Within the centre
+// frame each weight serves +q and -q: the distances are computed over the tile and the tile
+// shifted by -q, so only half of the spatial offsets are visited.
+
+constexpr int TILE_WIDTH = 32;
+constexpr int TILE_HEIGHT = 16;
+
+// Store one output value: float as it is, integers scaled by full_scale, rounded and clamped.
+template <typename Out>
+__device__ __forceinline__ Out to_output(float value, float full_scale) {
+    return static_cast<Out>(fminf(fmaxf(value * full_scale + 0.5f, 0.0f), full_scale));
+}
+template <>
+__device__ __forceinline__ float to_output<float>(float value, float) {
+    return value;
+}
+
+// Load Z = G Y (or Y when transform is null) of a frame over the tile and a halo of `halo`
+// pixels into planar shared memory [C][rows][cols].
+template <int C>
+__device__ void load_region(const float* __restrict__ frame, const float* __restrict__ transform,
+                            float* region, int top, int left, int rows, int cols, int height, int width) {
+    int pixels = height * width;
+    for (int index = threadIdx.y * blockDim.x + threadIdx.x; index < rows * cols; index += blockDim.x * blockDim.y) {
+        int row = index / cols, col = index % cols;
+        int source = mirror(top + row, height) * width + mirror(left + col, width);
+        float pixel[C];
+#pragma unroll
+        for (int channel = 0; channel < C; ++channel) pixel[channel] = __ldg(frame + channel * pixels + source);
+#pragma unroll
+        for (int channel = 0; channel < C; ++channel) {
+            float value = pixel[channel];
+            if (transform != nullptr) {
+                value = 0.0f;
+#pragma unroll
+                for (int k = 0; k < C; ++k) value += transform[channel * C + k] * pixel[k];
+            }
+            region[(channel * rows + row) * cols + col] = value;
+        }
+    }
+}
+
+// Output: interleaved (H, W, C) of type Out (float, or uint8 / uint16 scaled by full_scale).
+template <int B, int A, int C, bool EXPONENTIAL, bool CENTER_MAX, typename Out>
+__global__ void __launch_bounds__(TILE_WIDTH * TILE_HEIGHT)
+nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, int height, int width, const float* __restrict__ transform, float scale, Out* __restrict__ output,
+          float full_scale) {
+    constexpr int PAD = A + B;
+    constexpr int Z_ROWS = TILE_HEIGHT + 2 * PAD, Z_COLS = TILE_WIDTH + 2 * PAD;
+    constexpr int Y_ROWS = TILE_HEIGHT + 2 * A, Y_COLS = TILE_WIDTH + 2 * A;
+    constexpr int D_ROWS = TILE_HEIGHT + A + 2 * B, D_COLS = TILE_WIDTH + A + 2 * B;
+    extern __shared__ float shared[];
+    float* z_reference = shared;                              // [C][Z_ROWS][Z_COLS]
+    float* z_other = z_reference + C * Z_ROWS * Z_COLS;       // [C][Z_ROWS][Z_COLS]
+    float* y_other = z_other + C * Z_ROWS * Z_COLS;           // [C][Y_ROWS][Y_COLS]
+    float* difference = y_other + C * Y_ROWS * Y_COLS;        // [D_ROWS][D_COLS], then the weights
+    float* horizontal = difference + D_ROWS * D_COLS;         // [D_ROWS][D_COLS]
+
+    const int tile_top = blockIdx.y * TILE_HEIGHT, tile_left = blockIdx.x * TILE_WIDTH;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int threads = blockDim.x * blockDim.y, thread = ty * blockDim.x + tx;
+
+    load_region<C>(frames[center], transform, z_reference, tile_top - PAD, tile_left - PAD,
+                   Z_ROWS, Z_COLS, height, width);
+
+    float numerator[C] = {};
+    float denominator = 0.0f, largest = 0.0f;
+    float own[C];
+
+    for (int position = 0; position < frame_count; ++position) {
+        const bool same_frame = position == center;
+        const float* frame = frames[position];
+        __syncthreads();  // the previous frame's regions are no longer read
+        if (!same_frame)
+            load_region<C>(frame, transform, z_other, tile_top - PAD, tile_left - PAD, Z_ROWS, Z_COLS, height, width);
+        load_region<C>(frame, nullptr, y_other, tile_top - A, tile_left - A, Y_ROWS, Y_COLS, height, width);
+        const float* z_candidate = same_frame ? z_reference : z_other;
+        __syncthreads();
+        if (same_frame) {
+#pragma unroll
+            for (int channel = 0; channel < C; ++channel)
+                own[channel] = y_other[(channel * Y_ROWS + ty + A) * Y_COLS + tx + A];
+        }
+
+        for (int qy = -A; qy <= A; ++qy) {
+            for (int qx = -A; qx <= A; ++qx) {
+                if (same_frame && !(qy > 0 || (qy == 0 && qx > 0))) continue;
+                // Region of distances: the tile, and for the centre frame the tile shifted by -q.
+                const int top = same_frame ? min(0, -qy) : 0, left = same_frame ? min(0, -qx) : 0;
+                const int rows = TILE_HEIGHT + (same_frame ? abs(qy) : 0);
+                const int cols = TILE_WIDTH + (same_frame ? abs(qx) : 0);
+                // 1. squared color difference over the region and a halo of B.
+                for (int index = thread; index < (rows + 2 * B) * (cols + 2 * B); index += threads) {
+                    int row = index / (cols + 2 * B), col = index % (cols + 2 * B);
+                    int zr = PAD + top - B + row, zc = PAD + left - B + col;
+                    float sum = 0.0f;
+#pragma unroll
+                    for (int channel = 0; channel < C; ++channel) {
+                        float delta = z_reference[(channel * Z_ROWS + zr) * Z_COLS + zc] -
+                                      z_candidate[(channel * Z_ROWS + zr + qy) * Z_COLS + zc + qx];
+                        sum = fmaf(delta, delta, sum);
+                    }
+                    difference[row * D_COLS + col] = sum;
+                }
+                __syncthreads();
+                // 2. horizontal box sum over [-B, B].
+                for (int index = thread; index < (rows + 2 * B) * cols; index += threads) {
+                    int row = index / cols, col = index % cols;
+                    float sum = 0.0f;
+#pragma unroll
+                    for (int k = 0; k <= 2 * B; ++k) sum += difference[row * D_COLS + col + k];
+                    horizontal[row * D_COLS + col] = sum;
+                }
+                __syncthreads();
+                // 3. vertical box sum over [-B, B], then the weight g(D); stored over the differences.
+                for (int index = thread; index < rows * cols; index += threads) {
+                    int row = index / cols, col = index % cols;
+                    float sum = 0.0f;
+#pragma unroll
+                    for (int k = 0; k <= 2 * B; ++k) sum += horizontal[(row + k) * D_COLS + col];
+                    float u = sum * scale;
+                    float weight;
+                    if (EXPONENTIAL) {
+                        weight = __expf(-u);
+                    } else {
+                        float remaining = fmaxf(1.0f - u, 0.0f);
+                        weight = remaining * remaining;
+                    }
+                    difference[row * D_COLS + col] = weight;
+                }
+                __syncthreads();
+                // 4. accumulate w Y(p + q) and, within the centre frame, w(p - q, q) Y(p - q).
+                float weight = difference[(ty - top) * D_COLS + tx - left];
+#pragma unroll
+                for (int channel = 0; channel < C; ++channel)
+                    numerator[channel] = fmaf(weight, y_other[(channel * Y_ROWS + ty + A + qy) * Y_COLS + tx + A + qx],
+                                              numerator[channel]);
+                denominator += weight;
+                if (CENTER_MAX) largest = fmaxf(largest, weight);
+                if (same_frame) {
+                    float mirrored = difference[(ty - qy - top) * D_COLS + tx - qx - left];
+#pragma unroll
+                    for (int channel = 0; channel < C; ++channel)
+                        numerator[channel] = fmaf(
+                            mirrored, y_other[(channel * Y_ROWS + ty + A - qy) * Y_COLS + tx + A - qx], numerator[channel]);
+                    denominator += mirrored;
+                    if (CENTER_MAX) largest = fmaxf(largest, mirrored);
+                }
+                __syncthreads();  // the weights are read before the next offset overwrites them
+            }
+        }
+    }
+
+    const int y = tile_top + ty, x = tile_left + tx;
+    if (y >= height || x >= width) return;
+    const float center_weight = (CENTER_MAX && largest > 0.0f) ? largest : 1.0f;
+    const float inverse = 1.0f / (denominator + center_weight);
+    Out* pixel = output + (static_cast<size_t>(y) * width + x) * C;
+#pragma unroll
+    for (int channel = 0; channel < C; ++channel)
+        pixel[channel] = to_output<Out>((numerator[channel] + center_weight * own[channel]) * inverse, full_scale);
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (the device tool's `run`): GPU tests, then benchmarks, logs in $OUT.
+# Usage: bash scripts/device_run.sh "PYTEST ARGS" "BENCH ARGS" ["BENCH ARGS" ...]
+# Needs .bench/sample.npy (uint8 frames of the sample: the GPU machine has no PyAV) and, for
+# --peers, the wheels of ../shared/tools/peer-wheels in .whl (both carried).
+set -u
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+  export PYTHONPATH=$PYTHONPATH:/tmp/site
+  nv=$(python3 -c "import glob,sys;print(next(p for s in sys.path for p in glob.glob(s+'/nvidia/cu13/lib')))")
+  for f in "$nv"/libnvrtc*.so*; do ln -sf "$f" /tmp/site/vapoursynth/plugins/vszipcu/; done
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv | tee "$out/device.txt"
+pytest_args=$1
+shift
+if [ -n "$pytest_args" ]; then
+  eval python3 -m pytest -p no:cacheprovider "$pytest_args" 2>&1 | tail -n 60 | tee "$out/pytest.log"
+fi
+n=0
+for bench_args in "$@"; do
+  n=$((n + 1))
+  python3 -m engine bench --backend gpu --input .bench/sample.npy $bench_args 2>&1 | tee "$out/bench$n.log"
+done

@@ -1,0 +1,90 @@
+"""GPU-only behaviour: odd and large sizes, CPU agreement, the pipeline, memory errors.
+
+The exactness grid runs on the GPU through the ``backend_method`` fixture of the other tests;
+these add what only the GPU has. All are marked ``gpu`` and skip cleanly without a device.
+"""
+
+import numpy as np
+import pytest
+from conftest import noisy_clip
+from reference import reference_denoise
+
+from engine import Denoiser, NLMParams
+from engine.backend import GpuOutOfMemoryError, cupy_module
+
+pytestmark = pytest.mark.gpu
+TOLERANCE = 1e-4  # as the exactness grid: float32 rounding is near 1e-6
+
+
+@pytest.mark.parametrize("method", ["fused", "cascade"])
+def test_odd_sizes_match_the_reference(method) -> None:
+    params = NLMParams(h=40, patch_radius=2, search_radius=3, frames_past=1, frames_future=1)
+    for shape in [(9, 17), (17, 9), (33, 65)]:  # partial tiles of 32 x 16 on every side
+        clip = noisy_clip("random", seed=sum(shape), frames=3, shape=shape)
+        result = Denoiser(params, "gpu", method=method).denoise_frame(clip, 1)
+        np.testing.assert_allclose(result, reference_denoise(clip, 1, params), rtol=0, atol=TOLERANCE)
+
+
+def test_one_pixel_frames_are_refused() -> None:
+    with pytest.raises(ValueError, match="too small"):
+        Denoiser(NLMParams(h=10), "gpu").denoise_frame(np.zeros((1, 1, 1, 3), np.float32), 0)
+
+
+def test_full_hd_plus_one_matches_the_cpu() -> None:
+    """1921 x 1081: partial tiles at the right and bottom; the CPU path is itself exact."""
+    rng = np.random.default_rng(3)
+    base = np.linspace(0, 1, 1921, dtype=np.float32)[None, None, :, None]
+    clip = (base + rng.normal(0, 0.05, (3, 1081, 1921, 3))).astype(np.float32)
+    params = NLMParams(h=35, patch_radius=3, search_radius=2, frames_past=1, frames_future=1)
+    gpu = Denoiser(params, "gpu").denoise_frame(clip, 1)
+    cpu = Denoiser(params, "cpu").denoise_frame(clip, 1)
+    np.testing.assert_allclose(gpu, cpu, rtol=0, atol=2 * TOLERANCE)  # each within 1e-4 of exact
+
+
+def test_cpu_and_gpu_agree_on_real_frames_with_every_option() -> None:
+    clip = noisy_clip("bigbuckbunny", seed=1, frames=5, shape=(36, 44))
+    for weighting in ("bisquare", "exponential"):
+        for center in ("one", "max"):
+            params = NLMParams(
+                h=30, search_radius=5, frames_past=2, frames_future=2, weighting=weighting, center_weight=center
+            )
+            np.testing.assert_allclose(
+                Denoiser(params, "gpu").denoise_frame(clip, 2),
+                Denoiser(params, "cpu").denoise_frame(clip, 2),
+                rtol=0,
+                atol=2 * TOLERANCE,
+            )
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_pipeline_streams_integer_frames_like_the_denoiser(dtype) -> None:
+    from engine.gpu import GpuPipeline
+
+    full_scale = np.iinfo(dtype).max
+    clip = (noisy_clip("bikes", seed=4, frames=6, shape=(36, 44)).clip(0, 1) * full_scale).round().astype(dtype)
+    params = NLMParams(h=40, patch_radius=2, search_radius=2, frames_past=2, frames_future=1)
+    outputs = list(GpuPipeline(cupy_module(), params, dtype).run(iter(clip)))
+    assert len(outputs) == 6 and all(o.dtype == dtype and o.shape == clip[0].shape for o in outputs)
+    denoiser = Denoiser(params, "cpu")
+    for index, output in enumerate(outputs):
+        expected = np.clip(np.rint(denoiser.denoise_frame(clip, index) * full_scale), 0, full_scale)
+        # Rounding of values within 1e-4 of a half step may go either way: at most one level.
+        assert np.abs(output.astype(np.int64) - expected.astype(np.int64)).max() <= 1
+
+
+def test_out_of_memory_becomes_a_clear_error(monkeypatch) -> None:
+    cupy = cupy_module()
+
+    def exhausted(*args, **kwargs):
+        raise cupy.cuda.memory.OutOfMemoryError(1 << 40, 0)
+
+    denoiser = Denoiser(NLMParams(h=10), "gpu")
+    monkeypatch.setattr(cupy, "asarray", exhausted)
+    with pytest.raises(GpuOutOfMemoryError, match=r"ran out of memory for frames of shape \(20, 20, 3\).*CPU backend"):
+        denoiser.denoise_frame(np.zeros((1, 20, 20, 3), np.float32), 0)
+
+
+def test_device_name_and_method() -> None:
+    denoiser = Denoiser(NLMParams(h=10), "gpu")
+    assert (denoiser.backend, denoiser.method) == ("gpu", "fused")
+    assert denoiser.device_name
