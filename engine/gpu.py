@@ -20,7 +20,7 @@ from .frames import integer_scale
 from .params import NLMParams
 
 KERNEL_SOURCE = Path(__file__).with_name("kernels") / "nlm.cu"
-TILE_WIDTH, TILE_HEIGHT = 32, 16  # as in nlm.cu
+TILE_WIDTH, THREADS_Y = 32, 16  # as in nlm.cu; a tile is THREADS_Y x PIXELS_PER_THREAD rows
 BLOCK = 256  # threads per block of the element-wise kernels
 CUDA_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.uint16): "unsigned short", np.dtype(np.float32): "float"}
 
@@ -36,13 +36,19 @@ def _function(cupy: Any, name_expression: str) -> Any:
     return module.get_function(name_expression)
 
 
-def shared_memory_bytes(patch_radius: int, search_radius: int, channels: int) -> int:
+def shared_memory_bytes(patch_radius: int, search_radius: int, channels: int, tile_height: int) -> int:
     """Shared memory one block of the fused kernel needs, in bytes (see nlm.cu)."""
     pad = search_radius + patch_radius
-    z_region = (TILE_HEIGHT + 2 * pad) * (TILE_WIDTH + 2 * pad)
-    y_region = (TILE_HEIGHT + 2 * search_radius) * (TILE_WIDTH + 2 * search_radius)
-    distances = (TILE_HEIGHT + search_radius + 2 * patch_radius) * (TILE_WIDTH + search_radius + 2 * patch_radius)
+    z_region = (tile_height + 2 * pad) * (TILE_WIDTH + 2 * pad)
+    y_region = (tile_height + 2 * search_radius) * (TILE_WIDTH + 2 * search_radius)
+    distances = (tile_height + search_radius + 2 * patch_radius) * (TILE_WIDTH + search_radius + 2 * patch_radius)
     return 4 * (channels * (2 * z_region + y_region) + 2 * distances)
+
+
+def _tile_rows(cupy: Any, patch_radius: int, search_radius: int, channels: int) -> int:
+    """Pixels per thread: 2 (a 32 x 32 tile) where its shared memory fits the device, else 1."""
+    limit = cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"]
+    return 2 if shared_memory_bytes(patch_radius, search_radius, channels, 2 * THREADS_Y) <= limit else 1
 
 
 class GpuFrames:
@@ -108,12 +114,14 @@ class GpuFrames:
         channels, height, width = frames[center].shape
         out_dtype = np.dtype(out.dtype if out is not None else out_dtype)
         radius, search = params.patch_radius, params.search_radius
+        pixels_per_thread = _tile_rows(cupy, radius, search, channels)
+        tile_height = THREADS_Y * pixels_per_thread
         name = (
             f"nlm_fused<{radius}, {search}, {channels}, {str(params.weighting == 'exponential').lower()}, "
-            f"{str(params.center_weight == 'max').lower()}, {CUDA_TYPES[out_dtype]}>"
+            f"{str(params.center_weight == 'max').lower()}, {CUDA_TYPES[out_dtype]}, {pixels_per_thread}>"
         )
         kernel = _function(cupy, name)
-        shared = shared_memory_bytes(radius, search, channels)
+        shared = shared_memory_bytes(radius, search, channels, tile_height)
         kernel.max_dynamic_shared_size_bytes = shared
         scale = (255.0 / params.h) ** 2 / (channels * (2 * radius + 1) ** 2)
         with self._out_of_memory_as_error(frames[center].shape):
@@ -122,10 +130,10 @@ class GpuFrames:
                 transform = cupy.asarray(params.color_transform, dtype=cupy.float32)
             if out is None:
                 out = cupy.empty((height, width, channels), dtype=out_dtype)
-            grid = ((width + TILE_WIDTH - 1) // TILE_WIDTH, (height + TILE_HEIGHT - 1) // TILE_HEIGHT)
+            grid = ((width + TILE_WIDTH - 1) // TILE_WIDTH, (height + tile_height - 1) // tile_height)
             kernel(
                 grid,
-                (TILE_WIDTH, TILE_HEIGHT),
+                (TILE_WIDTH, THREADS_Y),
                 (
                     self._pointers(frames),
                     np.int32(len(frames)),

@@ -29,15 +29,18 @@ __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict
 }
 
 // ---------------------------------------------------------------------------------------
-// The fused filter: one block per TILE_HEIGHT x TILE_WIDTH output pixels, one thread per
-// pixel, every offset of the window in one launch. Per offset the squared difference, the
-// horizontal and the vertical box sums and the weights go through shared memory only; the
-// numerators and the denominator stay in registers for the whole window. Within the centre
-// frame each weight serves +q and -q: the distances are computed over the tile and the tile
-// shifted by -q, so only half of the spatial offsets are visited.
+// The fused filter: one block per TILE_HEIGHT x TILE_WIDTH output pixels, every offset of the
+// window in one launch; each thread owns PIXELS_PER_THREAD pixels of one column (2, or 1 where
+// the larger tile's shared memory would not fit), whose
+// numerators and denominator stay in registers for the whole window. Per offset the squared
+// difference, the horizontal and the vertical box sums (running sums over short segments) and
+// the weights go through shared memory only. Within the centre frame each weight serves +q
+// and -q: the distances are computed over the tile and the tile shifted by -q, so only half of
+// the spatial offsets are visited.
 
 constexpr int TILE_WIDTH = 32;
-constexpr int TILE_HEIGHT = 16;
+constexpr int THREADS_Y = 16;
+constexpr int SEGMENT = 4;  // outputs per running box sum
 
 // Store one output value: float as it is, integers scaled by full_scale, rounded and clamped.
 template <typename Out>
@@ -49,8 +52,8 @@ __device__ __forceinline__ float to_output<float>(float value, float) {
     return value;
 }
 
-// Load Z = G Y (or Y when transform is null) of a frame over the tile and a halo of `halo`
-// pixels into planar shared memory [C][rows][cols].
+// Load Z = G Y (or Y when transform is null) of a frame over rows x cols pixels from (top,
+// left), mirrored at the frame's borders, into planar shared memory [C][rows][cols].
 template <int C>
 __device__ void load_region(const float* __restrict__ frame, const float* __restrict__ transform,
                             float* region, int top, int left, int rows, int cols, int height, int width) {
@@ -74,15 +77,24 @@ __device__ void load_region(const float* __restrict__ frame, const float* __rest
     }
 }
 
+template <bool EXPONENTIAL>
+__device__ __forceinline__ float weight_of(float u) {
+    if (EXPONENTIAL) return __expf(-u);
+    float remaining = fmaxf(1.0f - u, 0.0f);
+    return remaining * remaining;
+}
+
 // Output: interleaved (H, W, C) of type Out (float, or uint8 / uint16 scaled by full_scale).
-template <int B, int A, int C, bool EXPONENTIAL, bool CENTER_MAX, typename Out>
-__global__ void __launch_bounds__(TILE_WIDTH * TILE_HEIGHT)
-nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, int height, int width, const float* __restrict__ transform, float scale, Out* __restrict__ output,
-          float full_scale) {
+template <int B, int A, int C, bool EXPONENTIAL, bool CENTER_MAX, typename Out, int PIXELS_PER_THREAD>
+__global__ void __launch_bounds__(TILE_WIDTH * THREADS_Y)
+nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, int height, int width,
+          const float* __restrict__ transform, float scale, Out* __restrict__ output, float full_scale) {
+    constexpr int TILE_HEIGHT = THREADS_Y * PIXELS_PER_THREAD;
     constexpr int PAD = A + B;
     constexpr int Z_ROWS = TILE_HEIGHT + 2 * PAD, Z_COLS = TILE_WIDTH + 2 * PAD;
     constexpr int Y_ROWS = TILE_HEIGHT + 2 * A, Y_COLS = TILE_WIDTH + 2 * A;
-    constexpr int D_ROWS = TILE_HEIGHT + A + 2 * B, D_COLS = TILE_WIDTH + A + 2 * B;
+    constexpr int D_COLS = TILE_WIDTH + A + 2 * B;
+    constexpr int D_ROWS = TILE_HEIGHT + A + 2 * B;
     extern __shared__ float shared[];
     float* z_reference = shared;                              // [C][Z_ROWS][Z_COLS]
     float* z_other = z_reference + C * Z_ROWS * Z_COLS;       // [C][Z_ROWS][Z_COLS]
@@ -91,15 +103,15 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
     float* horizontal = difference + D_ROWS * D_COLS;         // [D_ROWS][D_COLS]
 
     const int tile_top = blockIdx.y * TILE_HEIGHT, tile_left = blockIdx.x * TILE_WIDTH;
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int threads = blockDim.x * blockDim.y, thread = ty * blockDim.x + tx;
+    const int tx = threadIdx.x;
+    const int threads = blockDim.x * blockDim.y, thread = threadIdx.y * blockDim.x + tx;
 
-    load_region<C>(frames[center], transform, z_reference, tile_top - PAD, tile_left - PAD,
-                   Z_ROWS, Z_COLS, height, width);
+    load_region<C>(frames[center], transform, z_reference, tile_top - PAD, tile_left - PAD, Z_ROWS, Z_COLS, height,
+                   width);
 
-    float numerator[C] = {};
-    float denominator = 0.0f, largest = 0.0f;
-    float own[C];
+    float numerator[PIXELS_PER_THREAD][C] = {};
+    float denominator[PIXELS_PER_THREAD] = {}, largest[PIXELS_PER_THREAD] = {};
+    float own[PIXELS_PER_THREAD][C];
 
     for (int position = 0; position < frame_count; ++position) {
         const bool same_frame = position == center;
@@ -112,8 +124,12 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
         __syncthreads();
         if (same_frame) {
 #pragma unroll
-            for (int channel = 0; channel < C; ++channel)
-                own[channel] = y_other[(channel * Y_ROWS + ty + A) * Y_COLS + tx + A];
+            for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
+                const int ty = threadIdx.y + i * THREADS_Y;
+#pragma unroll
+                for (int channel = 0; channel < C; ++channel)
+                    own[i][channel] = y_other[(channel * Y_ROWS + ty + A) * Y_COLS + tx + A];
+            }
         }
 
         for (int qy = -A; qy <= A; ++qy) {
@@ -137,60 +153,77 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
                     difference[row * D_COLS + col] = sum;
                 }
                 __syncthreads();
-                // 2. horizontal box sum over [-B, B].
-                for (int index = thread; index < (rows + 2 * B) * cols; index += threads) {
-                    int row = index / cols, col = index % cols;
+                // 2. horizontal box sums over [-B, B], running along segments of a row.
+                const int row_segments = (cols + SEGMENT - 1) / SEGMENT;
+                for (int index = thread; index < (rows + 2 * B) * row_segments; index += threads) {
+                    const float* source = difference + (index / row_segments) * D_COLS;
+                    float* target = horizontal + (index / row_segments) * D_COLS;
+                    const int first = (index % row_segments) * SEGMENT;
                     float sum = 0.0f;
 #pragma unroll
-                    for (int k = 0; k <= 2 * B; ++k) sum += difference[row * D_COLS + col + k];
-                    horizontal[row * D_COLS + col] = sum;
+                    for (int k = 0; k <= 2 * B; ++k) sum += source[first + k];
+                    target[first] = sum;
+#pragma unroll
+                    for (int col = first + 1; col < first + SEGMENT; ++col) {
+                        if (col >= cols) break;
+                        sum += source[col + 2 * B] - source[col - 1];
+                        target[col] = sum;
+                    }
                 }
                 __syncthreads();
-                // 3. vertical box sum over [-B, B], then the weight g(D); stored over the differences.
-                for (int index = thread; index < rows * cols; index += threads) {
-                    int row = index / cols, col = index % cols;
+                // 3. vertical box sums over [-B, B], running along segments of a column, then the
+                //    weight g(D), stored over the differences.
+                const int column_segments = (rows + SEGMENT - 1) / SEGMENT;
+                for (int index = thread; index < column_segments * cols; index += threads) {
+                    const int col = index % cols, first = (index / cols) * SEGMENT;
                     float sum = 0.0f;
 #pragma unroll
-                    for (int k = 0; k <= 2 * B; ++k) sum += horizontal[(row + k) * D_COLS + col];
-                    float u = sum * scale;
-                    float weight;
-                    if (EXPONENTIAL) {
-                        weight = __expf(-u);
-                    } else {
-                        float remaining = fmaxf(1.0f - u, 0.0f);
-                        weight = remaining * remaining;
+                    for (int k = 0; k <= 2 * B; ++k) sum += horizontal[(first + k) * D_COLS + col];
+                    difference[first * D_COLS + col] = weight_of<EXPONENTIAL>(sum * scale);
+#pragma unroll
+                    for (int row = first + 1; row < first + SEGMENT; ++row) {
+                        if (row >= rows) break;
+                        sum += horizontal[(row + 2 * B) * D_COLS + col] - horizontal[(row - 1) * D_COLS + col];
+                        difference[row * D_COLS + col] = weight_of<EXPONENTIAL>(sum * scale);
                     }
-                    difference[row * D_COLS + col] = weight;
                 }
                 __syncthreads();
                 // 4. accumulate w Y(p + q) and, within the centre frame, w(p - q, q) Y(p - q).
-                float weight = difference[(ty - top) * D_COLS + tx - left];
 #pragma unroll
-                for (int channel = 0; channel < C; ++channel)
-                    numerator[channel] = fmaf(weight, y_other[(channel * Y_ROWS + ty + A + qy) * Y_COLS + tx + A + qx],
-                                              numerator[channel]);
-                denominator += weight;
-                if (CENTER_MAX) largest = fmaxf(largest, weight);
-                if (same_frame) {
-                    float mirrored = difference[(ty - qy - top) * D_COLS + tx - qx - left];
+                for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
+                    const int ty = threadIdx.y + i * THREADS_Y;
+                    float weight = difference[(ty - top) * D_COLS + tx - left];
 #pragma unroll
                     for (int channel = 0; channel < C; ++channel)
-                        numerator[channel] = fmaf(
-                            mirrored, y_other[(channel * Y_ROWS + ty + A - qy) * Y_COLS + tx + A - qx], numerator[channel]);
-                    denominator += mirrored;
-                    if (CENTER_MAX) largest = fmaxf(largest, mirrored);
+                        numerator[i][channel] = fmaf(
+                            weight, y_other[(channel * Y_ROWS + ty + A + qy) * Y_COLS + tx + A + qx], numerator[i][channel]);
+                    denominator[i] += weight;
+                    if (CENTER_MAX) largest[i] = fmaxf(largest[i], weight);
+                    if (same_frame) {
+                        float mirrored = difference[(ty - qy - top) * D_COLS + tx - qx - left];
+#pragma unroll
+                        for (int channel = 0; channel < C; ++channel)
+                            numerator[i][channel] = fmaf(mirrored,
+                                                         y_other[(channel * Y_ROWS + ty + A - qy) * Y_COLS + tx + A - qx],
+                                                         numerator[i][channel]);
+                        denominator[i] += mirrored;
+                        if (CENTER_MAX) largest[i] = fmaxf(largest[i], mirrored);
+                    }
                 }
                 __syncthreads();  // the weights are read before the next offset overwrites them
             }
         }
     }
 
-    const int y = tile_top + ty, x = tile_left + tx;
-    if (y >= height || x >= width) return;
-    const float center_weight = (CENTER_MAX && largest > 0.0f) ? largest : 1.0f;
-    const float inverse = 1.0f / (denominator + center_weight);
-    Out* pixel = output + (static_cast<size_t>(y) * width + x) * C;
 #pragma unroll
-    for (int channel = 0; channel < C; ++channel)
-        pixel[channel] = to_output<Out>((numerator[channel] + center_weight * own[channel]) * inverse, full_scale);
+    for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
+        const int y = tile_top + threadIdx.y + i * THREADS_Y, x = tile_left + tx;
+        if (y >= height || x >= width) continue;
+        const float center_weight = (CENTER_MAX && largest[i] > 0.0f) ? largest[i] : 1.0f;
+        const float inverse = 1.0f / (denominator[i] + center_weight);
+        Out* pixel = output + (static_cast<size_t>(y) * width + x) * C;
+#pragma unroll
+        for (int channel = 0; channel < C; ++channel)
+            pixel[channel] = to_output<Out>((numerator[i][channel] + center_weight * own[i][channel]) * inverse, full_scale);
+    }
 }

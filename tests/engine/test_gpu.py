@@ -88,3 +88,11 @@ def test_device_name_and_method() -> None:
     denoiser = Denoiser(NLMParams(h=10), "gpu")
     assert (denoiser.backend, denoiser.method) == ("gpu", "fused")
     assert denoiser.device_name
+
+
+def test_largest_radii_use_the_smaller_tile() -> None:
+    """A = 16, B = 8: the 32 x 32 tile's shared memory exceeds the device; 32 x 16 takes over."""
+    clip = noisy_clip("random", seed=12, frames=2, shape=(26, 27))
+    params = NLMParams(h=20, patch_radius=8, search_radius=16, frames_past=1, frames_future=0)
+    result = Denoiser(params, "gpu").denoise_frame(clip, 1)
+    np.testing.assert_allclose(result, reference_denoise(clip, 1, params), rtol=0, atol=TOLERANCE)
