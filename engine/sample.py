@@ -26,7 +26,10 @@ def resize_bilinear(frames: np.ndarray, height: int, width: int) -> np.ndarray:
     top, bottom, row_fraction = axis(height, source_height)
     left, right, col_fraction = axis(width, source_width)
     rows = frames[:, top] * (1 - row_fraction)[:, None, None] + frames[:, bottom] * row_fraction[:, None, None]
-    return rows[:, :, left] * (1 - col_fraction)[:, None] + rows[:, :, right] * col_fraction[:, None]
+    # Fancy indexing leaves the columns outermost in memory: return C order, as frames are used.
+    return np.ascontiguousarray(
+        rows[:, :, left] * (1 - col_fraction)[:, None] + rows[:, :, right] * col_fraction[:, None]
+    )
 
 
 def noisy_frames(clean: np.ndarray, sigma: float, seed: int) -> np.ndarray:

@@ -77,3 +77,9 @@ def test_resize_bilinear_keeps_constants_and_interpolates() -> None:
     ramp = np.arange(4, dtype=np.float32)[None, None, :, None].repeat(2, axis=1)
     # Doubling a ramp 0..3 with aligned centres: samples at -0.25, 0.25, ..., 3.25, clamped.
     np.testing.assert_allclose(resize_bilinear(ramp, 2, 8)[0, 0, :, 0], [0, 0.25, 0.75, 1.25, 1.75, 2.25, 2.75, 3])
+
+
+def test_resized_frames_are_c_contiguous() -> None:
+    """Strided frames would make every copy to a device or a pinned buffer slow."""
+    assert resize_bilinear(np.zeros((2, 9, 11, 3), np.float32), 6, 7).flags["C_CONTIGUOUS"]
+    assert load_clean_frames(None, 1, 30, 40).flags["C_CONTIGUOUS"]
