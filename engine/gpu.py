@@ -41,7 +41,8 @@ def shared_memory_bytes(patch_radius: int, search_radius: int, channels: int, ti
     pad = search_radius + patch_radius
     z_region = (tile_height + 2 * pad) * (TILE_WIDTH + 2 * pad)
     y_region = (tile_height + 2 * search_radius) * (TILE_WIDTH + 2 * search_radius)
-    distances = (tile_height + search_radius + 2 * patch_radius) * (TILE_WIDTH + search_radius + 2 * patch_radius)
+    distance_stride = (TILE_WIDTH + 2 * search_radius + 2 * patch_radius) | 1
+    distances = (tile_height + search_radius + 2 * patch_radius) * distance_stride
     return 4 * (channels * (2 * z_region + y_region) + 2 * distances)
 
 

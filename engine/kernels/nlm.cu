@@ -89,22 +89,29 @@ template <int B, int A, int C, bool EXPONENTIAL, bool CENTER_MAX, typename Out, 
 __global__ void __launch_bounds__(TILE_WIDTH * THREADS_Y)
 nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, int height, int width,
           const float* __restrict__ transform, float scale, Out* __restrict__ output, float full_scale) {
+    constexpr int THREADS = TILE_WIDTH * THREADS_Y;
     constexpr int TILE_HEIGHT = THREADS_Y * PIXELS_PER_THREAD;
     constexpr int PAD = A + B;
     constexpr int Z_ROWS = TILE_HEIGHT + 2 * PAD, Z_COLS = TILE_WIDTH + 2 * PAD;
     constexpr int Y_ROWS = TILE_HEIGHT + 2 * A, Y_COLS = TILE_WIDTH + 2 * A;
-    constexpr int D_COLS = TILE_WIDTH + A + 2 * B;
-    constexpr int D_ROWS = TILE_HEIGHT + A + 2 * B;
+    // Distances are computed over a fixed region per frame, so that each thread keeps the
+    // reference pixels of its elements in registers for all offsets: for the centre frame the
+    // union over the half window of the tile and the tile shifted by -q (rows from -A, columns
+    // from -A to A), for other frames the tile; both with a halo of B. D_STRIDE is odd so that
+    // threads walking down a column hit distinct banks.
+    constexpr int D_ROWS = TILE_HEIGHT + A + 2 * B, D_COLS = TILE_WIDTH + 2 * A + 2 * B;
+    constexpr int D_STRIDE = D_COLS | 1;
+    constexpr int ELEMENTS = (D_ROWS * D_COLS + THREADS - 1) / THREADS;
     extern __shared__ float shared[];
     float* z_reference = shared;                              // [C][Z_ROWS][Z_COLS]
     float* z_other = z_reference + C * Z_ROWS * Z_COLS;       // [C][Z_ROWS][Z_COLS]
     float* y_other = z_other + C * Z_ROWS * Z_COLS;           // [C][Y_ROWS][Y_COLS]
-    float* difference = y_other + C * Y_ROWS * Y_COLS;        // [D_ROWS][D_COLS], then the weights
-    float* horizontal = difference + D_ROWS * D_COLS;         // [D_ROWS][D_COLS]
+    float* difference = y_other + C * Y_ROWS * Y_COLS;        // [D_ROWS][D_STRIDE], then the weights
+    float* horizontal = difference + D_ROWS * D_STRIDE;       // [D_ROWS][D_STRIDE]
 
     const int tile_top = blockIdx.y * TILE_HEIGHT, tile_left = blockIdx.x * TILE_WIDTH;
     const int tx = threadIdx.x;
-    const int threads = blockDim.x * blockDim.y, thread = threadIdx.y * blockDim.x + tx;
+    const int thread = threadIdx.y * blockDim.x + tx;
 
     load_region<C>(frames[center], transform, z_reference, tile_top - PAD, tile_left - PAD, Z_ROWS, Z_COLS, height,
                    width);
@@ -112,16 +119,30 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
     float numerator[PIXELS_PER_THREAD][C] = {};
     float denominator[PIXELS_PER_THREAD] = {}, largest[PIXELS_PER_THREAD] = {};
     float own[PIXELS_PER_THREAD][C];
+    float reference[ELEMENTS][C];
 
     for (int position = 0; position < frame_count; ++position) {
         const bool same_frame = position == center;
         const float* frame = frames[position];
+        // The fixed region of this frame, tile-relative: origin and size.
+        const int origin_row = same_frame ? -A - B : -B, origin_col = same_frame ? -A - B : -B;
+        const int region_rows = TILE_HEIGHT + 2 * B + (same_frame ? A : 0);
+        const int region_cols = TILE_WIDTH + 2 * B + (same_frame ? 2 * A : 0);
         __syncthreads();  // the previous frame's regions are no longer read
         if (!same_frame)
             load_region<C>(frame, transform, z_other, tile_top - PAD, tile_left - PAD, Z_ROWS, Z_COLS, height, width);
         load_region<C>(frame, nullptr, y_other, tile_top - A, tile_left - A, Y_ROWS, Y_COLS, height, width);
         const float* z_candidate = same_frame ? z_reference : z_other;
         __syncthreads();
+#pragma unroll
+        for (int k = 0; k < ELEMENTS; ++k) {
+            const int element = thread + k * THREADS;
+            const int row = min(element / region_cols, region_rows - 1), col = element % region_cols;
+#pragma unroll
+            for (int channel = 0; channel < C; ++channel)
+                reference[k][channel] =
+                    z_reference[(channel * Z_ROWS + PAD + origin_row + row) * Z_COLS + PAD + origin_col + col];
+        }
         if (same_frame) {
 #pragma unroll
             for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
@@ -135,37 +156,46 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
         for (int qy = -A; qy <= A; ++qy) {
             for (int qx = -A; qx <= A; ++qx) {
                 if (same_frame && !(qy > 0 || (qy == 0 && qx > 0))) continue;
-                // Region of distances: the tile, and for the centre frame the tile shifted by -q.
+                // Distances are needed over the tile, and for the centre frame also over the
+                // tile shifted by -q: rows [top, top + rows), columns [left, left + cols).
                 const int top = same_frame ? min(0, -qy) : 0, left = same_frame ? min(0, -qx) : 0;
                 const int rows = TILE_HEIGHT + (same_frame ? abs(qy) : 0);
                 const int cols = TILE_WIDTH + (same_frame ? abs(qx) : 0);
-                // 1. squared color difference over the region and a halo of B.
-                for (int index = thread; index < (rows + 2 * B) * (cols + 2 * B); index += threads) {
-                    int row = index / (cols + 2 * B), col = index % (cols + 2 * B);
-                    int zr = PAD + top - B + row, zc = PAD + left - B + col;
-                    float sum = 0.0f;
+                // 1. squared color difference over the part of the fixed region this offset
+                //    needs (its rows and columns with a halo of B).
 #pragma unroll
-                    for (int channel = 0; channel < C; ++channel) {
-                        float delta = z_reference[(channel * Z_ROWS + zr) * Z_COLS + zc] -
-                                      z_candidate[(channel * Z_ROWS + zr + qy) * Z_COLS + zc + qx];
-                        sum = fmaf(delta, delta, sum);
+                for (int k = 0; k < ELEMENTS; ++k) {
+                    const int element = thread + k * THREADS;
+                    const int row = element / region_cols, col = element % region_cols;
+                    const int r = origin_row + row, c = origin_col + col;  // tile-relative
+                    if (row < region_rows && r >= top - B && r < top + rows + B && c >= left - B && c < left + cols + B) {
+                        float sum = 0.0f;
+#pragma unroll
+                        for (int channel = 0; channel < C; ++channel) {
+                            float delta = reference[k][channel] -
+                                          z_candidate[(channel * Z_ROWS + PAD + r + qy) * Z_COLS + PAD + c + qx];
+                            sum = fmaf(delta, delta, sum);
+                        }
+                        difference[row * D_STRIDE + col] = sum;
                     }
-                    difference[row * D_COLS + col] = sum;
                 }
                 __syncthreads();
-                // 2. horizontal box sums over [-B, B], running along segments of a row.
+                const int first_row = top - B - origin_row, first_col = left - origin_col;  // in the fixed region
+                // 2. horizontal box sums over [-B, B], running along segments of a row; threads
+                //    next to each other take rows next to each other.
                 const int row_segments = (cols + SEGMENT - 1) / SEGMENT;
-                for (int index = thread; index < (rows + 2 * B) * row_segments; index += threads) {
-                    const float* source = difference + (index / row_segments) * D_COLS;
-                    float* target = horizontal + (index / row_segments) * D_COLS;
-                    const int first = (index % row_segments) * SEGMENT;
+                for (int index = thread; index < (rows + 2 * B) * row_segments; index += THREADS) {
+                    const int row = first_row + index % (rows + 2 * B);
+                    const int first = first_col + (index / (rows + 2 * B)) * SEGMENT;
+                    const float* source = difference + row * D_STRIDE - B;
+                    float* target = horizontal + row * D_STRIDE;
                     float sum = 0.0f;
 #pragma unroll
                     for (int k = 0; k <= 2 * B; ++k) sum += source[first + k];
                     target[first] = sum;
 #pragma unroll
                     for (int col = first + 1; col < first + SEGMENT; ++col) {
-                        if (col >= cols) break;
+                        if (col >= first_col + cols) break;
                         sum += source[col + 2 * B] - source[col - 1];
                         target[col] = sum;
                     }
@@ -174,17 +204,18 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
                 // 3. vertical box sums over [-B, B], running along segments of a column, then the
                 //    weight g(D), stored over the differences.
                 const int column_segments = (rows + SEGMENT - 1) / SEGMENT;
-                for (int index = thread; index < column_segments * cols; index += threads) {
-                    const int col = index % cols, first = (index / cols) * SEGMENT;
+                for (int index = thread; index < column_segments * cols; index += THREADS) {
+                    const int col = first_col + index % cols, first = first_row + B + (index / cols) * SEGMENT;
+                    const float* source = horizontal + col - B * D_STRIDE;
                     float sum = 0.0f;
 #pragma unroll
-                    for (int k = 0; k <= 2 * B; ++k) sum += horizontal[(first + k) * D_COLS + col];
-                    difference[first * D_COLS + col] = weight_of<EXPONENTIAL>(sum * scale);
+                    for (int k = 0; k <= 2 * B; ++k) sum += source[(first + k) * D_STRIDE];
+                    difference[first * D_STRIDE + col] = weight_of<EXPONENTIAL>(sum * scale);
 #pragma unroll
                     for (int row = first + 1; row < first + SEGMENT; ++row) {
-                        if (row >= rows) break;
-                        sum += horizontal[(row + 2 * B) * D_COLS + col] - horizontal[(row - 1) * D_COLS + col];
-                        difference[row * D_COLS + col] = weight_of<EXPONENTIAL>(sum * scale);
+                        if (row >= first_row + B + rows) break;
+                        sum += source[(row + 2 * B) * D_STRIDE] - source[(row - 1) * D_STRIDE];
+                        difference[row * D_STRIDE + col] = weight_of<EXPONENTIAL>(sum * scale);
                     }
                 }
                 __syncthreads();
@@ -192,7 +223,7 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
 #pragma unroll
                 for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
                     const int ty = threadIdx.y + i * THREADS_Y;
-                    float weight = difference[(ty - top) * D_COLS + tx - left];
+                    float weight = difference[(ty - origin_row) * D_STRIDE + tx - origin_col];
 #pragma unroll
                     for (int channel = 0; channel < C; ++channel)
                         numerator[i][channel] = fmaf(
@@ -200,7 +231,7 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
                     denominator[i] += weight;
                     if (CENTER_MAX) largest[i] = fmaxf(largest[i], weight);
                     if (same_frame) {
-                        float mirrored = difference[(ty - qy - top) * D_COLS + tx - qx - left];
+                        float mirrored = difference[(ty - qy - origin_row) * D_STRIDE + tx - qx - origin_col];
 #pragma unroll
                         for (int channel = 0; channel < C; ++channel)
                             numerator[i][channel] = fmaf(mirrored,
