@@ -7,6 +7,7 @@ weighting, centre weight, output type), with those values in the kernel's name, 
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
 from collections.abc import Iterable, Iterator
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .backend import GpuOutOfMemoryError
-from .frames import integer_scale
+from .frames import check_frame_shape, checked_frame, integer_scale
 from .params import NLMParams
 
 KERNEL_SOURCE = Path(__file__).with_name("kernels") / "nlm.cu"
@@ -155,7 +156,7 @@ class GpuPipeline:
     """Host frames in, host frames out, with uploads, filtering and downloads overlapped.
 
     Each input frame crosses the bus once, in its own dtype (uint8 / uint16 / float32), from a
-    pinned staging buffer on the upload stream, and is converted into a slot of a ring of
+    pinned staging buffer (filled by a helper thread) on the upload stream, and is converted into a slot of a ring of
     Dp + Df + 2 device frames that every output needing it reads. Outputs are filtered on the
     compute stream straight into ``out_dtype`` and come back on the download stream through
     pinned buffers. Buffers are made once, for the first frame's shape; nothing is allocated
@@ -171,6 +172,7 @@ class GpuPipeline:
         self.compute_stream = cupy.cuda.Stream(non_blocking=True)
         self.download_stream = cupy.cuda.Stream(non_blocking=True)
         self._buffers: _PipelineBuffers | None = None
+        self._helper = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nlmeans-staging")
 
     def _buffers_for(self, frame: np.ndarray, ring_size: int) -> _PipelineBuffers:
         """The buffers of the last run when they fit this frame and window (pinned memory is slow to make)."""
@@ -212,25 +214,48 @@ class GpuPipeline:
             buffers.downloaded[index % 2].synchronize()
             return buffers.pinned_out[index % 2].copy()
 
-        for frame in host_frames:
-            if buffers is None:
-                buffers = self._buffers_for(frame, ring_size)
-            slot = arrived % ring_size
+        def stage(frame: np.ndarray, index: int) -> None:
+            """Copy frame ``index`` into its pinned buffer (on the helper thread)."""
+            staging = index % 2
+            if buffers.staged[staging] is not None:
+                buffers.staged[staging].synchronize()  # its previous frame went to the device
+            np.copyto(buffers.pinned_in[staging], frame)
+
+        def next_frame() -> np.ndarray | None:
+            frame = next(source, None)
+            if frame is None:
+                return None
+            frame = checked_frame(frame)
+            if buffers is not None and frame.shape != buffers.key[0]:
+                raise ValueError(
+                    f"all frames of a clip must have one shape, got {buffers.key[0]} and then {frame.shape}"
+                )
+            return frame
+
+        source = iter(host_frames)
+        frame = next_frame()
+        if frame is not None:
+            check_frame_shape(frame.shape, params)
+            buffers = self._buffers_for(frame, ring_size)
+        staged = None if frame is None else self._helper.submit(stage, frame, 0)
+        while staged is not None:
+            staged.result()
+            slot, staging = arrived % ring_size, arrived % 2
             # The slot's previous frame, arrived - ring_size, is last read by output
             # arrived - ring_size + Dp, which was filtered before: wait for it on the GPU.
             previous = buffers.computed[(arrived - ring_size + params.frames_past) % ring_size]
             if arrived >= ring_size and previous is not None:
                 self.upload_stream.wait_event(previous)
-            staging = arrived % 2
-            if buffers.staged[staging] is not None:
-                buffers.staged[staging].synchronize()  # pinned_in[staging] was copied out
-            buffers.pinned_in[staging][...] = frame
             with self.upload_stream:
                 buffers.device_in[staging].set(buffers.pinned_in[staging], stream=self.upload_stream)
                 buffers.staged[staging] = self.upload_stream.record()
                 self.frames.to_planar(buffers.device_in[staging], out=buffers.ring[slot])
                 buffers.uploaded[slot] = self.upload_stream.record()
             arrived += 1
+            # The next frame is staged on the helper thread while this one filters and the
+            # previous output is copied out here: both copies release the GIL.
+            frame = next_frame()
+            staged = None if frame is None else self._helper.submit(stage, frame, arrived)
             while filtered + params.frames_future < arrived:
                 filter_next(arrived)
                 if filtered >= 2:

@@ -96,3 +96,14 @@ def test_largest_radii_use_the_smaller_tile() -> None:
     params = NLMParams(h=20, patch_radius=8, search_radius=16, frames_past=1, frames_future=0)
     result = Denoiser(params, "gpu").denoise_frame(clip, 1)
     np.testing.assert_allclose(result, reference_denoise(clip, 1, params), rtol=0, atol=TOLERANCE)
+
+
+def test_pipeline_refuses_bad_frames() -> None:
+    from engine.gpu import GpuPipeline
+
+    pipeline = GpuPipeline(cupy_module(), NLMParams(h=20, patch_radius=1, search_radius=1), np.uint8)
+    frames = [np.zeros((12, 12, 3), np.uint8), np.zeros((12, 13, 3), np.uint8)]
+    with pytest.raises(ValueError, match=r"one shape, got \(12, 12, 3\) and then \(12, 13, 3\)"):
+        list(pipeline.run(frames))
+    with pytest.raises(ValueError, match="too small"):
+        list(pipeline.run([np.zeros((2, 2, 3), np.uint8)]))
