@@ -85,8 +85,10 @@ __device__ __forceinline__ float weight_of(float u) {
 }
 
 // Output: interleaved (H, W, C) of type Out (float, or uint8 / uint16 scaled by full_scale).
-template <int B, int A, int C, bool EXPONENTIAL, bool CENTER_MAX, typename Out, int PIXELS_PER_THREAD>
-__global__ void __launch_bounds__(TILE_WIDTH * THREADS_Y)
+// MIN_BLOCKS: blocks per multiprocessor the registers must allow (2 where two blocks' shared
+// memory fits: the barriers of one block then overlap the other's work).
+template <int B, int A, int C, bool EXPONENTIAL, bool CENTER_MAX, typename Out, int PIXELS_PER_THREAD, int MIN_BLOCKS>
+__global__ void __launch_bounds__(TILE_WIDTH * THREADS_Y, MIN_BLOCKS)
 nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, int height, int width,
           const float* __restrict__ transform, float scale, Out* __restrict__ output, float full_scale) {
     constexpr int THREADS = TILE_WIDTH * THREADS_Y;
