@@ -132,6 +132,15 @@ class Denoiser:
     def device_name(self) -> str:
         return self._engine.device_name
 
+    def warm_up(self, height: int, width: int, channels: int = 3) -> None:
+        """Compile and allocate for frames of height x width now, so that the first real frame is fast.
+
+        The first call on a backend compiles its kernels (seconds); a GUI calls this off its
+        thread when a clip opens or a radius changes.
+        """
+        window = self.params.frames_past + self.params.frames_future + 1
+        self.denoise_frame(np.zeros((window, height, width, channels), np.float32), self.params.frames_past)
+
     def denoise_frame(self, clip: np.ndarray | Sequence[np.ndarray], index: int) -> np.ndarray:
         """Frame ``index`` of ``clip``, denoised with the frames around it.
 

@@ -7,6 +7,7 @@ weighting, centre weight, output type), with those values in the kernel's name, 
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import contextlib
 import functools
@@ -23,6 +24,7 @@ from .params import NLMParams
 KERNEL_SOURCE = Path(__file__).with_name("kernels") / "nlm.cu"
 TILE_WIDTH, THREADS_Y = 32, 16  # as in nlm.cu; a tile is THREADS_Y x PIXELS_PER_THREAD rows
 BLOCK = 256  # threads per block of the element-wise kernels
+STAGED_FRAMES = 4  # pinned input buffers of a pipeline: frames read and staged ahead of the GPU
 CUDA_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.uint16): "unsigned short", np.dtype(np.float32): "float"}
 
 
@@ -230,7 +232,7 @@ class GpuPipeline:
 
         def stage(frame: np.ndarray, index: int) -> None:
             """Copy frame ``index`` into its pinned buffer (on the helper thread)."""
-            staging = index % 2
+            staging = index % STAGED_FRAMES
             if buffers.staged[staging] is not None:
                 buffers.staged[staging].synchronize()  # its previous frame went to the device
             np.copyto(buffers.pinned_in[staging], frame)
@@ -247,29 +249,40 @@ class GpuPipeline:
             return frame
 
         source = iter(host_frames)
-        frame = next_frame()
-        if frame is not None:
-            check_frame_shape(frame.shape, params)
-            buffers = self._buffers_for(frame, ring_size)
-        staged = None if frame is None else self._helper.submit(stage, frame, 0)
-        while staged is not None:
-            staged.result()
-            slot, staging = arrived % ring_size, arrived % 2
+        staging_queue: collections.deque[concurrent.futures.Future] = collections.deque()
+        read = 0
+
+        def read_ahead() -> None:
+            """Keep STAGED_FRAMES - 1 frames being staged ahead of the one uploading."""
+            nonlocal buffers, read
+            while len(staging_queue) < STAGED_FRAMES - 1:
+                frame = next_frame()
+                if frame is None:
+                    return
+                if buffers is None:
+                    check_frame_shape(frame.shape, params)
+                    buffers = self._buffers_for(frame, ring_size)
+                staging_queue.append(self._helper.submit(stage, frame, read))
+                read += 1
+
+        read_ahead()
+        while staging_queue:
+            staging_queue.popleft().result()
+            slot, staging = arrived % ring_size, arrived % STAGED_FRAMES
             # The slot's previous frame, arrived - ring_size, is last read by output
             # arrived - ring_size + Dp, which was filtered before: wait for it on the GPU.
             previous = buffers.computed[(arrived - ring_size + params.frames_past) % ring_size]
             if arrived >= ring_size and previous is not None:
                 self.upload_stream.wait_event(previous)
             with self.upload_stream:
-                buffers.device_in[staging].set(buffers.pinned_in[staging], stream=self.upload_stream)
+                buffers.device_in.set(buffers.pinned_in[staging], stream=self.upload_stream)
                 buffers.staged[staging] = self.upload_stream.record()
-                self.frames.to_planar(buffers.device_in[staging], out=buffers.ring[slot])
+                self.frames.to_planar(buffers.device_in, out=buffers.ring[slot])
                 buffers.uploaded[slot] = self.upload_stream.record()
             arrived += 1
-            # The next frame is staged on the helper thread while this one filters and the
+            # Later frames are staged on the helper thread while this one filters and the
             # previous output is copied out here: both copies release the GIL.
-            frame = next_frame()
-            staged = None if frame is None else self._helper.submit(stage, frame, arrived)
+            read_ahead()
             while filtered + params.frames_future < arrived:
                 filter_next(arrived)
                 if filtered >= 2:
@@ -289,8 +302,8 @@ class _PipelineBuffers:
         height, width, channels = shape
         self.key = (shape, np.dtype(in_dtype), np.dtype(out_dtype), ring_size)
         self.ring = [cupy.empty((channels, height, width), cupy.float32) for _ in range(ring_size)]
-        self.pinned_in = [_pinned(cupy, shape, in_dtype) for _ in range(2)]
-        self.device_in = [cupy.empty(shape, in_dtype) for _ in range(2)]
+        self.pinned_in = [_pinned(cupy, shape, in_dtype) for _ in range(STAGED_FRAMES)]
+        self.device_in = cupy.empty(shape, in_dtype)  # the upload stream converts it before the next copy
         self.pinned_out = [_pinned(cupy, shape, out_dtype) for _ in range(2)]
         self.device_out = [cupy.empty(shape, out_dtype) for _ in range(2)]
         self.reset()
@@ -300,7 +313,7 @@ class _PipelineBuffers:
         ring_size = len(self.ring)
         self.uploaded: list[Any] = [None] * ring_size  # slot -> event: frame converted
         self.computed: list[Any] = [None] * ring_size  # output index mod ring_size -> event: filtered
-        self.staged: list[Any] = [None, None]  # event: pinned_in copied to the device
+        self.staged: list[Any] = [None] * STAGED_FRAMES  # event: pinned_in copied to the device
         self.downloaded: list[Any] = [None, None]  # event: device_out copied to pinned_out
 
 

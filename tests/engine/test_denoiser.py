@@ -150,3 +150,11 @@ def test_engine_imports_without_qt_or_pyav() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "(8, 8, 3)"
+
+
+def test_warm_up_compiles_for_the_frame_size(backend_method) -> None:
+    backend, method = backend_method
+    denoiser = Denoiser(NLMParams(h=20, patch_radius=2, search_radius=2), backend, method=method)
+    assert denoiser.warm_up(16, 18) is None
+    with pytest.raises(ValueError, match="too small"):
+        denoiser.warm_up(3, 3)
