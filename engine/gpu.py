@@ -25,6 +25,7 @@ KERNEL_SOURCE = Path(__file__).with_name("kernels") / "nlm.cu"
 TILE_WIDTH, THREADS_Y = 32, 16  # as in nlm.cu; a tile is THREADS_Y x PIXELS_PER_THREAD rows
 BLOCK = 256  # threads per block of the element-wise kernels
 STAGED_FRAMES = 4  # pinned input buffers of a pipeline: frames read and staged ahead of the GPU
+OUTPUT_BUFFERS = 3  # device and pinned output buffers of a pipeline: outputs in flight
 CUDA_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.uint16): "unsigned short", np.dtype(np.float32): "float"}
 
 
@@ -172,11 +173,12 @@ class GpuPipeline:
     """Host frames in, host frames out, with uploads, filtering and downloads overlapped.
 
     Each input frame crosses the bus once, in its own dtype (uint8 / uint16 / float32), from a
-    pinned staging buffer (filled by a helper thread) on the upload stream, and is converted into a slot of a ring of
-    Dp + Df + 2 device frames that every output needing it reads. Outputs are filtered on the
-    compute stream straight into ``out_dtype`` and come back on the download stream through
-    pinned buffers. Buffers are made once, for the first frame's shape; nothing is allocated
-    per frame after that but the returned host arrays.
+    pinned staging buffer (filled by a helper thread, frames ahead) on the upload stream, and
+    is converted into a slot of a ring of Dp + Df + 2 device frames that every output needing
+    it reads. Outputs are filtered on the compute stream straight into ``out_dtype`` and come
+    back on the download stream through pinned buffers, copied into the returned arrays by a
+    second helper thread. Buffers are made once, for the first frame's shape; nothing is
+    allocated per frame after that but the returned host arrays.
     """
 
     def __init__(self, cupy: Any, params: NLMParams, out_dtype: Any = np.uint8) -> None:
@@ -189,6 +191,7 @@ class GpuPipeline:
         self.download_stream = cupy.cuda.Stream(non_blocking=True)
         self._buffers: _PipelineBuffers | None = None
         self._helper = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nlmeans-staging")
+        self._collector = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nlmeans-collect")
 
     def _buffers_for(self, frame: np.ndarray, ring_size: int) -> _PipelineBuffers:
         """The buffers of the last run when they fit this frame and window (pinned memory is slow to make)."""
@@ -209,7 +212,7 @@ class GpuPipeline:
 
         def filter_next(available: int) -> None:
             nonlocal filtered
-            index, slot = filtered, filtered % 2
+            index, slot = filtered, filtered % OUTPUT_BUFFERS
             first = max(0, index - params.frames_past)
             last = min(available - 1, index + params.frames_future)
             stream = self.compute_stream
@@ -227,8 +230,22 @@ class GpuPipeline:
             filtered += 1
 
         def collect(index: int) -> np.ndarray:
-            buffers.downloaded[index % 2].synchronize()
-            return buffers.pinned_out[index % 2].copy()
+            """Output ``index`` as a new host array (on the second helper thread)."""
+            buffers.downloaded[index % OUTPUT_BUFFERS].synchronize()
+            return buffers.pinned_out[index % OUTPUT_BUFFERS].copy()
+
+        collecting: collections.deque[concurrent.futures.Future] = collections.deque()
+
+        def filter_and_collect() -> Iterator[np.ndarray]:
+            """Filter the next output, and yield the oldest once OUTPUT_BUFFERS - 1 are in flight.
+
+            An output's pinned buffer is rewritten by the download of output index + OUTPUT_BUFFERS,
+            which is issued only after that output was yielded, its copy complete.
+            """
+            filter_next(arrived)
+            collecting.append(self._collector.submit(collect, filtered - 1))
+            if len(collecting) >= OUTPUT_BUFFERS - 1:
+                yield collecting.popleft().result()
 
         def stage(frame: np.ndarray, index: int) -> None:
             """Copy frame ``index`` into its pinned buffer (on the helper thread)."""
@@ -280,19 +297,15 @@ class GpuPipeline:
                 self.frames.to_planar(buffers.device_in, out=buffers.ring[slot])
                 buffers.uploaded[slot] = self.upload_stream.record()
             arrived += 1
-            # Later frames are staged on the helper thread while this one filters and the
-            # previous output is copied out here: both copies release the GIL.
+            # Later frames are staged on one helper thread while this one filters and earlier
+            # outputs are copied out on another: numpy's copies release the GIL.
             read_ahead()
             while filtered + params.frames_future < arrived:
-                filter_next(arrived)
-                if filtered >= 2:
-                    yield collect(filtered - 2)
+                yield from filter_and_collect()
         while filtered < arrived:
-            filter_next(arrived)
-            if filtered >= 2:
-                yield collect(filtered - 2)
-        if arrived:
-            yield collect(arrived - 1)
+            yield from filter_and_collect()
+        while collecting:
+            yield collecting.popleft().result()
 
 
 class _PipelineBuffers:
@@ -304,8 +317,8 @@ class _PipelineBuffers:
         self.ring = [cupy.empty((channels, height, width), cupy.float32) for _ in range(ring_size)]
         self.pinned_in = [_pinned(cupy, shape, in_dtype) for _ in range(STAGED_FRAMES)]
         self.device_in = cupy.empty(shape, in_dtype)  # the upload stream converts it before the next copy
-        self.pinned_out = [_pinned(cupy, shape, out_dtype) for _ in range(2)]
-        self.device_out = [cupy.empty(shape, out_dtype) for _ in range(2)]
+        self.pinned_out = [_pinned(cupy, shape, out_dtype) for _ in range(OUTPUT_BUFFERS)]
+        self.device_out = [cupy.empty(shape, out_dtype) for _ in range(OUTPUT_BUFFERS)]
         self.reset()
 
     def reset(self) -> None:
@@ -314,7 +327,7 @@ class _PipelineBuffers:
         self.uploaded: list[Any] = [None] * ring_size  # slot -> event: frame converted
         self.computed: list[Any] = [None] * ring_size  # output index mod ring_size -> event: filtered
         self.staged: list[Any] = [None] * STAGED_FRAMES  # event: pinned_in copied to the device
-        self.downloaded: list[Any] = [None, None]  # event: device_out copied to pinned_out
+        self.downloaded: list[Any] = [None] * OUTPUT_BUFFERS  # event: device_out copied to pinned_out
 
 
 def _pinned(cupy: Any, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
