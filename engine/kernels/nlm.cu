@@ -122,6 +122,7 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
     float denominator[PIXELS_PER_THREAD] = {}, largest[PIXELS_PER_THREAD] = {};
     float own[PIXELS_PER_THREAD][C];
     float reference[ELEMENTS][C];
+    int element_row[ELEMENTS], element_col[ELEMENTS];  // region coordinates, per frame (no division per offset)
 
     for (int position = 0; position < frame_count; ++position) {
         const bool same_frame = position == center;
@@ -139,7 +140,9 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
 #pragma unroll
         for (int k = 0; k < ELEMENTS; ++k) {
             const int element = thread + k * THREADS;
-            const int row = min(element / region_cols, region_rows - 1), col = element % region_cols;
+            element_row[k] = element / region_cols;  // region_rows or more: no element
+            element_col[k] = element % region_cols;
+            const int row = min(element_row[k], region_rows - 1), col = element_col[k];
 #pragma unroll
             for (int channel = 0; channel < C; ++channel)
                 reference[k][channel] =
@@ -167,8 +170,7 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
                 //    needs (its rows and columns with a halo of B).
 #pragma unroll
                 for (int k = 0; k < ELEMENTS; ++k) {
-                    const int element = thread + k * THREADS;
-                    const int row = element / region_cols, col = element % region_cols;
+                    const int row = element_row[k], col = element_col[k];
                     const int r = origin_row + row, c = origin_col + col;  // tile-relative
                     if (row < region_rows && r >= top - B && r < top + rows + B && c >= left - B && c < left + cols + B) {
                         float sum = 0.0f;
@@ -184,11 +186,14 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
                 __syncthreads();
                 const int first_row = top - B - origin_row, first_col = left - origin_col;  // in the fixed region
                 // 2. horizontal box sums over [-B, B], running along segments of a row; threads
-                //    next to each other take rows next to each other.
-                const int row_segments = (cols + SEGMENT - 1) / SEGMENT;
-                for (int index = thread; index < (rows + 2 * B) * row_segments; index += THREADS) {
-                    const int row = first_row + index % (rows + 2 * B);
-                    const int first = first_col + (index / (rows + 2 * B)) * SEGMENT;
+                //    next to each other take rows next to each other. Work items are laid out on
+                //    the largest region, so that indices divide by compile-time constants.
+                constexpr int ROW_SEGMENTS = (TILE_WIDTH + A + SEGMENT - 1) / SEGMENT;
+                for (int index = thread; index < D_ROWS * ROW_SEGMENTS; index += THREADS) {
+                    const int item_row = index % D_ROWS, segment = index / D_ROWS;
+                    if (item_row >= rows + 2 * B || segment * SEGMENT >= cols) continue;
+                    const int row = first_row + item_row;
+                    const int first = first_col + segment * SEGMENT;
                     const float* source = difference + row * D_STRIDE - B;
                     float* target = horizontal + row * D_STRIDE;
                     float sum = 0.0f;
@@ -205,9 +210,11 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
                 __syncthreads();
                 // 3. vertical box sums over [-B, B], running along segments of a column, then the
                 //    weight g(D), stored over the differences.
-                const int column_segments = (rows + SEGMENT - 1) / SEGMENT;
-                for (int index = thread; index < column_segments * cols; index += THREADS) {
-                    const int col = first_col + index % cols, first = first_row + B + (index / cols) * SEGMENT;
+                constexpr int ITEM_COLS = TILE_WIDTH + A, COLUMN_SEGMENTS = (TILE_HEIGHT + A + SEGMENT - 1) / SEGMENT;
+                for (int index = thread; index < ITEM_COLS * COLUMN_SEGMENTS; index += THREADS) {
+                    const int item_col = index % ITEM_COLS, segment = index / ITEM_COLS;
+                    if (item_col >= cols || segment * SEGMENT >= rows) continue;
+                    const int col = first_col + item_col, first = first_row + B + segment * SEGMENT;
                     const float* source = horizontal + col - B * D_STRIDE;
                     float sum = 0.0f;
 #pragma unroll
