@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .backend import BACKENDS, BackendUnavailableError, resolve_backend
+from .backend import BACKENDS, BackendUnavailableError
 from .bench import PAPER_SEARCH_RADII, PAPER_TEMPORAL, paper_cases, run_table
 from .denoiser import METHODS
 
@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        methods = args.methods or list(METHODS[resolve_backend(args.backend)])
+        methods = args.methods or list(METHODS)
         height, width = args.size
         run_table(
             backend=args.backend,

@@ -272,7 +272,7 @@ class FusedCpuFilter:
             self._buffer("weights", (tiles, widest)),
         )
         output = np.empty((height, width, channels), dtype=np.float32)
-        scale = np.float32((255.0 / params.h) ** 2 / (channels * (2 * radius + 1) ** 2))
+        scale = np.float32(params.patch_sum_scale(channels))
         exponential, center_max = params.weighting == "exponential", params.center_weight == "max"
         _denoise(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, output)
         return output

@@ -13,7 +13,7 @@ from .backend import cpu_name, cupy_module, gpu_name, resolve_backend
 from .frames import check_frame_shape, checked_frame, to_float32, window_indices
 from .params import NLMParams
 
-METHODS = {"cpu": ("fused", "cascade"), "gpu": ("fused", "cascade")}
+METHODS = ("fused", "cascade")
 
 WindowFilter = Callable[[Sequence[Any], int, NLMParams], Any]
 
@@ -64,14 +64,11 @@ def _gpu_engine(method: str) -> _Engine:
 
 
 def _create_engine(backend: str, method: str | None) -> _Engine:
-    resolved = resolve_backend(backend)
-    methods = METHODS[resolved]
     if method is None:
-        method = methods[0]
-    if method not in methods:
-        allowed = " or ".join(repr(m) for m in methods)
-        raise ValueError(f"method must be {allowed} on the {resolved} backend, got {method!r}")
-    return _cpu_engine(method) if resolved == "cpu" else _gpu_engine(method)
+        method = METHODS[0]
+    if method not in METHODS:
+        raise ValueError(f"method must be 'fused' or 'cascade', got {method!r}")
+    return _cpu_engine(method) if resolve_backend(backend) == "cpu" else _gpu_engine(method)
 
 
 class Denoiser:

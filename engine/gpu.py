@@ -76,6 +76,7 @@ class GpuFrames:
     def __init__(self, cupy: Any) -> None:
         self.cupy = cupy
         self._pointer_arrays: dict[tuple[int, ...], Any] = {}
+        self._transform_arrays: dict[bytes, Any] = {}
 
     @contextlib.contextmanager
     def _out_of_memory_as_error(self, shape: tuple[int, ...]) -> Iterator[None]:
@@ -121,6 +122,13 @@ class GpuFrames:
             pointers = self._pointer_arrays[key] = self.cupy.asarray(np.array(key, dtype=np.uint64))
         return pointers
 
+    def _transform(self, matrix: np.ndarray) -> Any:
+        """The color transform as float32 on the GPU, kept while it stays the same."""
+        key = matrix.tobytes()
+        if key not in self._transform_arrays:
+            self._transform_arrays = {key: self.cupy.asarray(matrix, dtype=self.cupy.float32)}
+        return self._transform_arrays[key]
+
     def filter_window(
         self, frames: list[Any], center: int, params: NLMParams, out_dtype: Any = np.float32, *, out: Any = None
     ) -> Any:
@@ -142,11 +150,8 @@ class GpuFrames:
         kernel = _function(cupy, name)
         shared = shared_memory_bytes(radius, search, channels, tile_height)
         kernel.max_dynamic_shared_size_bytes = shared
-        scale = (255.0 / params.h) ** 2 / (channels * (2 * radius + 1) ** 2)
         with self._out_of_memory_as_error(frames[center].shape):
-            transform = np.uint64(0)
-            if params.color_transform is not None:
-                transform = cupy.asarray(params.color_transform, dtype=cupy.float32)
+            transform = np.uint64(0) if params.color_transform is None else self._transform(params.color_transform)
             if out is None:
                 out = cupy.empty((height, width, channels), dtype=out_dtype)
             grid = ((width + TILE_WIDTH - 1) // TILE_WIDTH, (height + tile_height - 1) // tile_height)
@@ -160,7 +165,7 @@ class GpuFrames:
                     np.int32(height),
                     np.int32(width),
                     transform,
-                    np.float32(scale),
+                    np.float32(params.patch_sum_scale(channels)),
                     out,
                     np.float32(1.0 / integer_scale(out_dtype)),
                 ),

@@ -136,6 +136,14 @@ class NLMParams:
             self.center_weight,
         )
 
+    def patch_sum_scale(self, channels: int) -> float:
+        """u per unit of a patch's summed squared difference: 1 / (C (2B+1)^2 (h/255)^2).
+
+        The fused filters sum squared differences over the patch and scale once, rather than
+        taking the mean D and dividing by (h/255)^2.
+        """
+        return (255.0 / self.h) ** 2 / (channels * (2 * self.patch_radius + 1) ** 2)
+
     @property
     def min_frame_size(self) -> int:
         """Smallest frame height and width the filter accepts: A + B + 1 pixels."""

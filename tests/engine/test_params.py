@@ -62,3 +62,8 @@ def test_frozen_hashable_and_compared_by_value() -> None:
         first.h = 3  # type: ignore[misc]
     with pytest.raises(ValueError, match="read-only"):
         first.color_transform[0, 0] = 5
+
+
+def test_patch_sum_scale_is_one_over_c_patch_area_and_h_squared() -> None:
+    params = NLMParams(h=51, patch_radius=2)
+    assert params.patch_sum_scale(3) == pytest.approx(1 / (3 * 25 * 0.2**2), rel=1e-12)  # h/255 = 0.2
