@@ -23,7 +23,6 @@ from .params import NLMParams
 
 KERNEL_SOURCE = Path(__file__).with_name("kernels") / "nlm.cu"
 TILE_WIDTH, THREADS_Y = 32, 16  # as in nlm.cu; a tile is THREADS_Y x PIXELS_PER_THREAD rows
-OFFSETS_PER_ROUND = 2  # ROUND in nlm.cu
 BLOCK = 256  # threads per block of the element-wise kernels
 STAGED_FRAMES = 4  # pinned input buffers of a pipeline: frames read and staged ahead of the GPU
 OUTPUT_BUFFERS = 3  # device and pinned output buffers of a pipeline: outputs in flight
@@ -48,7 +47,7 @@ def shared_memory_bytes(patch_radius: int, search_radius: int, channels: int, ti
     y_region = (tile_height + 2 * search_radius) * (TILE_WIDTH + 2 * search_radius)
     distance_stride = (TILE_WIDTH + 2 * search_radius + 2 * patch_radius) | 1
     distances = (tile_height + search_radius + 2 * patch_radius) * distance_stride
-    return 4 * (channels * (2 * z_region + y_region) + 2 * OFFSETS_PER_ROUND * distances)
+    return 4 * (channels * (2 * z_region + y_region) + 2 * distances)
 
 
 def _launch_shape(cupy: Any, patch_radius: int, search_radius: int, channels: int) -> tuple[int, int]:

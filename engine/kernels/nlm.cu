@@ -41,7 +41,6 @@ __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict
 constexpr int TILE_WIDTH = 32;
 constexpr int THREADS_Y = 16;
 constexpr int SEGMENT = 4;  // outputs per running box sum
-constexpr int ROUND = 2;    // offsets per round of the four stages
 
 // Store one output value: float as it is, integers scaled by full_scale, rounded and clamped.
 template <typename Out>
@@ -78,14 +77,6 @@ __device__ void load_region(const float* __restrict__ frame, const float* __rest
     }
 }
 
-// values[p] for a run-time p without indexing a register array (which would go to local memory).
-__device__ __forceinline__ int pick(const int (&values)[ROUND], int p) {
-    int value = values[0];
-#pragma unroll
-    for (int k = 1; k < ROUND; ++k) value = p == k ? values[k] : value;
-    return value;
-}
-
 template <bool EXPONENTIAL>
 __device__ __forceinline__ float weight_of(float u) {
     if (EXPONENTIAL) return __expf(-u);
@@ -113,13 +104,12 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
     constexpr int D_ROWS = TILE_HEIGHT + A + 2 * B, D_COLS = TILE_WIDTH + 2 * A + 2 * B;
     constexpr int D_STRIDE = D_COLS | 1;
     constexpr int ELEMENTS = (D_ROWS * D_COLS + THREADS - 1) / THREADS;
-    constexpr int SIDE = 2 * A + 1;
     extern __shared__ float shared[];
     float* z_reference = shared;                              // [C][Z_ROWS][Z_COLS]
     float* z_other = z_reference + C * Z_ROWS * Z_COLS;       // [C][Z_ROWS][Z_COLS]
     float* y_other = z_other + C * Z_ROWS * Z_COLS;           // [C][Y_ROWS][Y_COLS]
-    float* difference = y_other + C * Y_ROWS * Y_COLS;        // [ROUND][D_ROWS][D_STRIDE], then the weights
-    float* horizontal = difference + ROUND * D_ROWS * D_STRIDE;  // [ROUND][D_ROWS][D_STRIDE]
+    float* difference = y_other + C * Y_ROWS * Y_COLS;        // [D_ROWS][D_STRIDE], then the weights
+    float* horizontal = difference + D_ROWS * D_STRIDE;       // [D_ROWS][D_STRIDE]
 
     const int tile_top = blockIdx.y * TILE_HEIGHT, tile_left = blockIdx.x * TILE_WIDTH;
     const int tx = threadIdx.x;
@@ -168,131 +158,100 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
             }
         }
 
-        // Offsets two at a time: one barrier per stage serves both, and each reference pixel
-        // loaded from registers serves two distances. Within the centre frame the half window
-        // is (0, 1) .. (0, A), then rows qy = 1 .. A of qx = -A .. A.
-        const int offset_count = same_frame ? (SIDE * SIDE - 1) / 2 : SIDE * SIDE;
-        for (int first_offset = 0; first_offset < offset_count; first_offset += ROUND) {
-            int qy[ROUND], qx[ROUND], top[ROUND], left[ROUND], rows[ROUND], cols[ROUND];
-            bool present[ROUND];
-#pragma unroll
-            for (int p = 0; p < ROUND; ++p) {
-                const int offset = first_offset + p;
-                present[p] = offset < offset_count;
-                if (!same_frame) {
-                    qy[p] = offset / SIDE - A, qx[p] = offset % SIDE - A;
-                } else if (offset < A) {
-                    qy[p] = 0, qx[p] = offset + 1;
-                } else {
-                    qy[p] = (offset - A) / SIDE + 1, qx[p] = (offset - A) % SIDE - A;
-                }
+        for (int qy = -A; qy <= A; ++qy) {
+            for (int qx = -A; qx <= A; ++qx) {
+                if (same_frame && !(qy > 0 || (qy == 0 && qx > 0))) continue;
                 // Distances are needed over the tile, and for the centre frame also over the
                 // tile shifted by -q: rows [top, top + rows), columns [left, left + cols).
-                top[p] = same_frame ? min(0, -qy[p]) : 0, left[p] = same_frame ? min(0, -qx[p]) : 0;
-                rows[p] = present[p] ? TILE_HEIGHT + (same_frame ? abs(qy[p]) : 0) : 0;
-                cols[p] = TILE_WIDTH + (same_frame ? abs(qx[p]) : 0);
-            }
-            // 1. squared color difference over the part of the fixed region each offset needs
-            //    (its rows and columns with a halo of B).
+                const int top = same_frame ? min(0, -qy) : 0, left = same_frame ? min(0, -qx) : 0;
+                const int rows = TILE_HEIGHT + (same_frame ? abs(qy) : 0);
+                const int cols = TILE_WIDTH + (same_frame ? abs(qx) : 0);
+                // 1. squared color difference over the part of the fixed region this offset
+                //    needs (its rows and columns with a halo of B).
 #pragma unroll
-            for (int k = 0; k < ELEMENTS; ++k) {
-                const int row = element_row[k], col = element_col[k];
-                const int r = origin_row + row, c = origin_col + col;  // tile-relative
-                if (row >= region_rows) continue;
+                for (int k = 0; k < ELEMENTS; ++k) {
+                    const int row = element_row[k], col = element_col[k];
+                    const int r = origin_row + row, c = origin_col + col;  // tile-relative
+                    if (row < region_rows && r >= top - B && r < top + rows + B && c >= left - B && c < left + cols + B) {
+                        float sum = 0.0f;
 #pragma unroll
-                for (int p = 0; p < ROUND; ++p) {
-                    if (!present[p] || r < top[p] - B || r >= top[p] + rows[p] + B || c < left[p] - B ||
-                        c >= left[p] + cols[p] + B)
-                        continue;
+                        for (int channel = 0; channel < C; ++channel) {
+                            float delta = reference[k][channel] -
+                                          z_candidate[(channel * Z_ROWS + PAD + r + qy) * Z_COLS + PAD + c + qx];
+                            sum = fmaf(delta, delta, sum);
+                        }
+                        difference[row * D_STRIDE + col] = sum;
+                    }
+                }
+                __syncthreads();
+                const int first_row = top - B - origin_row, first_col = left - origin_col;  // in the fixed region
+                // 2. horizontal box sums over [-B, B], running along segments of a row; threads
+                //    next to each other take rows next to each other. Work items are laid out on
+                //    the largest region, so that indices divide by compile-time constants.
+                constexpr int ROW_SEGMENTS = (TILE_WIDTH + A + SEGMENT - 1) / SEGMENT;
+                for (int index = thread; index < D_ROWS * ROW_SEGMENTS; index += THREADS) {
+                    const int item_row = index % D_ROWS, segment = index / D_ROWS;
+                    if (item_row >= rows + 2 * B || segment * SEGMENT >= cols) continue;
+                    const int row = first_row + item_row;
+                    const int first = first_col + segment * SEGMENT;
+                    const float* source = difference + row * D_STRIDE - B;
+                    float* target = horizontal + row * D_STRIDE;
                     float sum = 0.0f;
 #pragma unroll
-                    for (int channel = 0; channel < C; ++channel) {
-                        float delta = reference[k][channel] -
-                                      z_candidate[(channel * Z_ROWS + PAD + r + qy[p]) * Z_COLS + PAD + c + qx[p]];
-                        sum = fmaf(delta, delta, sum);
+                    for (int k = 0; k <= 2 * B; ++k) sum += source[first + k];
+                    target[first] = sum;
+#pragma unroll
+                    for (int col = first + 1; col < first + SEGMENT; ++col) {
+                        if (col >= first_col + cols) break;
+                        sum += source[col + 2 * B] - source[col - 1];
+                        target[col] = sum;
                     }
-                    difference[(p * D_ROWS + row) * D_STRIDE + col] = sum;
                 }
-            }
-            __syncthreads();
-            // 2. horizontal box sums over [-B, B], running along segments of a row; threads
-            //    next to each other take rows next to each other. Work items are laid out on
-            //    the largest region, so that indices divide by compile-time constants.
-            constexpr int ROW_SEGMENTS = (TILE_WIDTH + A + SEGMENT - 1) / SEGMENT;
-            for (int index = thread; index < ROUND * D_ROWS * ROW_SEGMENTS; index += THREADS) {
-                const int p = index / (D_ROWS * ROW_SEGMENTS), item = index % (D_ROWS * ROW_SEGMENTS);
-                const int item_row = item % D_ROWS, segment = item / D_ROWS;
-                const int p_rows = pick(rows, p), p_cols = pick(cols, p);
-                if (p_rows == 0 || item_row >= p_rows + 2 * B || segment * SEGMENT >= p_cols) continue;
-                const int row = pick(top, p) - B - origin_row + item_row, first_col = pick(left, p) - origin_col;
-                const int first = first_col + segment * SEGMENT;
-                const float* source = difference + (p * D_ROWS + row) * D_STRIDE - B;
-                float* target = horizontal + (p * D_ROWS + row) * D_STRIDE;
-                float sum = 0.0f;
+                __syncthreads();
+                // 3. vertical box sums over [-B, B], running along segments of a column, then the
+                //    weight g(D), stored over the differences.
+                constexpr int ITEM_COLS = TILE_WIDTH + A, COLUMN_SEGMENTS = (TILE_HEIGHT + A + SEGMENT - 1) / SEGMENT;
+                for (int index = thread; index < ITEM_COLS * COLUMN_SEGMENTS; index += THREADS) {
+                    const int item_col = index % ITEM_COLS, segment = index / ITEM_COLS;
+                    if (item_col >= cols || segment * SEGMENT >= rows) continue;
+                    const int col = first_col + item_col, first = first_row + B + segment * SEGMENT;
+                    const float* source = horizontal + col - B * D_STRIDE;
+                    float sum = 0.0f;
 #pragma unroll
-                for (int k = 0; k <= 2 * B; ++k) sum += source[first + k];
-                target[first] = sum;
+                    for (int k = 0; k <= 2 * B; ++k) sum += source[(first + k) * D_STRIDE];
+                    difference[first * D_STRIDE + col] = weight_of<EXPONENTIAL>(sum * scale);
 #pragma unroll
-                for (int col = first + 1; col < first + SEGMENT; ++col) {
-                    if (col >= first_col + p_cols) break;
-                    sum += source[col + 2 * B] - source[col - 1];
-                    target[col] = sum;
+                    for (int row = first + 1; row < first + SEGMENT; ++row) {
+                        if (row >= first_row + B + rows) break;
+                        sum += source[(row + 2 * B) * D_STRIDE] - source[(row - 1) * D_STRIDE];
+                        difference[row * D_STRIDE + col] = weight_of<EXPONENTIAL>(sum * scale);
+                    }
                 }
-            }
-            __syncthreads();
-            // 3. vertical box sums over [-B, B], running along segments of a column, then the
-            //    weight g(D), stored over the differences.
-            constexpr int ITEM_COLS = TILE_WIDTH + A, COLUMN_SEGMENTS = (TILE_HEIGHT + A + SEGMENT - 1) / SEGMENT;
-            for (int index = thread; index < ROUND * ITEM_COLS * COLUMN_SEGMENTS; index += THREADS) {
-                const int p = index / (ITEM_COLS * COLUMN_SEGMENTS), item = index % (ITEM_COLS * COLUMN_SEGMENTS);
-                const int item_col = item % ITEM_COLS, segment = item / ITEM_COLS;
-                const int p_rows = pick(rows, p);
-                if (item_col >= pick(cols, p) || segment * SEGMENT >= p_rows) continue;
-                const int first_row = pick(top, p) - origin_row;  // the region row of the first output row
-                const int col = pick(left, p) - origin_col + item_col, first = first_row + segment * SEGMENT;
-                const float* source = horizontal + p * D_ROWS * D_STRIDE + col - B * D_STRIDE;
-                float* weights = difference + p * D_ROWS * D_STRIDE + col;
-                float sum = 0.0f;
-#pragma unroll
-                for (int k = 0; k <= 2 * B; ++k) sum += source[(first + k) * D_STRIDE];
-                weights[first * D_STRIDE] = weight_of<EXPONENTIAL>(sum * scale);
-#pragma unroll
-                for (int row = first + 1; row < first + SEGMENT; ++row) {
-                    if (row >= first_row + p_rows) break;
-                    sum += source[(row + 2 * B) * D_STRIDE] - source[(row - 1) * D_STRIDE];
-                    weights[row * D_STRIDE] = weight_of<EXPONENTIAL>(sum * scale);
-                }
-            }
-            __syncthreads();
-            // 4. accumulate w Y(p + q) and, within the centre frame, w(p - q, q) Y(p - q).
-#pragma unroll
-            for (int p = 0; p < ROUND; ++p) {
-                if (!present[p]) continue;
-                const float* weights = difference + p * D_ROWS * D_STRIDE;
+                __syncthreads();
+                // 4. accumulate w Y(p + q) and, within the centre frame, w(p - q, q) Y(p - q).
 #pragma unroll
                 for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
                     const int ty = threadIdx.y + i * THREADS_Y;
-                    float weight = weights[(ty - origin_row) * D_STRIDE + tx - origin_col];
+                    float weight = difference[(ty - origin_row) * D_STRIDE + tx - origin_col];
 #pragma unroll
                     for (int channel = 0; channel < C; ++channel)
                         numerator[i][channel] = fmaf(
-                            weight, y_other[(channel * Y_ROWS + ty + A + qy[p]) * Y_COLS + tx + A + qx[p]],
-                            numerator[i][channel]);
+                            weight, y_other[(channel * Y_ROWS + ty + A + qy) * Y_COLS + tx + A + qx], numerator[i][channel]);
                     denominator[i] += weight;
                     if (CENTER_MAX) largest[i] = fmaxf(largest[i], weight);
                     if (same_frame) {
-                        float mirrored = weights[(ty - qy[p] - origin_row) * D_STRIDE + tx - qx[p] - origin_col];
+                        float mirrored = difference[(ty - qy - origin_row) * D_STRIDE + tx - qx - origin_col];
 #pragma unroll
                         for (int channel = 0; channel < C; ++channel)
-                            numerator[i][channel] = fmaf(
-                                mirrored, y_other[(channel * Y_ROWS + ty + A - qy[p]) * Y_COLS + tx + A - qx[p]],
-                                numerator[i][channel]);
+                            numerator[i][channel] = fmaf(mirrored,
+                                                         y_other[(channel * Y_ROWS + ty + A - qy) * Y_COLS + tx + A - qx],
+                                                         numerator[i][channel]);
                         denominator[i] += mirrored;
                         if (CENTER_MAX) largest[i] = fmaxf(largest[i], mirrored);
                     }
                 }
+                __syncthreads();  // the weights are read before the next offset overwrites them
             }
-            __syncthreads();  // the weights are read before the next round overwrites them
         }
     }
 
