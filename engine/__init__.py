@@ -6,7 +6,7 @@ runs with NumPy and numba alone. The public API is listed here; every other name
 
 from importlib.metadata import PackageNotFoundError, version
 
-from .backend import BackendUnavailableError, gpu_unavailable_reason, resolve_backend
+from .backend import BackendUnavailableError, GpuOutOfMemoryError, gpu_unavailable_reason, resolve_backend
 from .denoiser import Denoiser
 from .metrics import psnr
 from .params import NLMParams
@@ -19,6 +19,7 @@ except PackageNotFoundError:  # run from a source tree that was not installed
 __all__ = [
     "BackendUnavailableError",
     "Denoiser",
+    "GpuOutOfMemoryError",
     "NLMParams",
     "__version__",
     "gpu_unavailable_reason",

@@ -158,3 +158,17 @@ def test_warm_up_compiles_for_the_frame_size(backend_method) -> None:
     assert denoiser.warm_up(16, 18) is None
     with pytest.raises(ValueError, match="too small"):
         denoiser.warm_up(3, 3)
+
+
+def test_the_cpu_kernel_compiles_once_for_every_parameter() -> None:
+    """Radii, h, weighting, centre weight and the window are run-time values of one numba kernel."""
+    from engine import cpu_fused
+
+    clip = noisy_clip("random", seed=6, frames=3, shape=(16, 16))
+    for params in [
+        NLMParams(h=20, patch_radius=1, search_radius=1),
+        NLMParams(h=35, patch_radius=3, search_radius=2, frames_past=2, frames_future=0, weighting="exponential"),
+        NLMParams(h=50, patch_radius=0, search_radius=4, center_weight="max", color_transform=np.eye(3) * 2),
+    ]:
+        Denoiser(params, "cpu").denoise_frame(clip, 1)
+    assert len(cpu_fused._denoise.signatures) == 1
