@@ -10,6 +10,7 @@ from . import __version__
 from .backend import BACKENDS, BackendUnavailableError
 from .bench import PAPER_SEARCH_RADII, PAPER_TEMPORAL, paper_cases, run_table
 from .denoiser import METHODS
+from .video import VideoError
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -99,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             source=args.input,
             with_peers=args.peers,
         )
-    except (ValueError, OSError, ImportError, BackendUnavailableError) as error:
+    except (ValueError, OSError, ImportError, BackendUnavailableError, VideoError) as error:
         print(f"nlmeans-studio: error: {error}", file=sys.stderr)
         return 1
     return 0

@@ -55,7 +55,7 @@ def test_bad_arguments_exit_2_with_a_message(capsys, arguments, message) -> None
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["--input", "/nonexistent/clip.mp4"], "no video file at /nonexistent/clip.mp4"),
+        (["--input", "/nonexistent/clip.mp4"], "/nonexistent/clip.mp4: no such file"),
         (["--search-radii", "17"], "search_radius must be an integer in 0..16, got 17"),
         (["--size", "8x8", "--search-radii", "5"], "too small for search_radius 5"),
     ],
