@@ -1,16 +1,22 @@
-"""The command line: ``nlmeans-studio [bench ...]``."""
+"""The command line: ``nlmeans-studio bench ...`` and ``nlmeans-studio denoise INPUT OUTPUT ...``."""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from . import __version__
 from .backend import BACKENDS, BackendUnavailableError
 from .bench import PAPER_SEARCH_RADII, PAPER_TEMPORAL, paper_cases, run_table
 from .denoiser import METHODS
-from .video import VideoError
+from .export import ExportCancelledError, denoise_file
+from .params import WEIGHTINGS, NLMParams
+from .video import CODECS, VideoError
+
+DEFAULT_H = 20.0  # 8-bit levels, for sigma near 10 levels; noise estimation will set it per clip
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -73,7 +79,90 @@ def _parser() -> argparse.ArgumentParser:
         "--input", default=None, help="a video, or a .npy of uint8 (T,H,W,3) frames (default: the sample)"
     )
     bench.add_argument("--peers", action="store_true", help="also time the installed peer implementations")
+
+    denoise = commands.add_parser(
+        "denoise",
+        help="denoise a video file into a new one",
+        description="Denoise INPUT into OUTPUT (written to a temporary file, renamed when complete).",
+    )
+    denoise.add_argument("input")
+    denoise.add_argument("output")
+    denoise.add_argument(
+        "--h",
+        type=float,
+        default=DEFAULT_H,
+        help=f"strength in 8-bit levels (default {DEFAULT_H:g}; about 2x the noise sigma)",
+    )
+    denoise.add_argument("--patch-radius", type=int, default=4, help="B, pixels (default 4)")
+    denoise.add_argument("--search-radius", type=int, default=3, help="A, pixels (default 3)")
+    denoise.add_argument("--frames-past", type=int, default=1, help="Dp (default 1)")
+    denoise.add_argument("--frames-future", type=int, default=1, help="Df (default 1)")
+    denoise.add_argument("--weighting", choices=WEIGHTINGS, default="bisquare")
+    denoise.add_argument("--backend", choices=BACKENDS, default="auto")
+    denoise.add_argument("--codec", choices=tuple(CODECS), default="h264")
+    denoise.add_argument("--crf", type=int, default=18, help="H.264 / H.265 quality, 0..51 (default 18)")
+    denoise.add_argument("--preset", default="medium", help="H.264 / H.265 speed preset (default medium)")
+    denoise.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
+    denoise.add_argument("--start", type=float, default=0.0, help="first second to denoise (default 0)")
+    denoise.add_argument("--duration", type=float, default=None, help="seconds to denoise (default: to the end)")
+    denoise.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    denoise.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
+
+
+class _ProgressBar:
+    """One line on stderr, redrawn at most four times a second: frames, fps and ETA."""
+
+    def __init__(self) -> None:
+        self._drawn = 0.0
+
+    def __call__(self, done: int, total: int, seconds: float) -> None:
+        if done < total and seconds - self._drawn < 0.25:
+            return
+        self._drawn = seconds
+        fps = done / seconds if seconds > 0 else 0.0
+        eta = (total - done) / fps if fps > 0 else float("inf")
+        line = f"\r{done}/{total} frames ({100 * done / total:.0f} %)  {fps:.1f} fps  ETA {eta:.0f} s  "
+        print(line, end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+
+def _denoise(args: argparse.Namespace) -> int:
+    params = NLMParams(
+        h=args.h,
+        patch_radius=args.patch_radius,
+        search_radius=args.search_radius,
+        frames_past=args.frames_past,
+        frames_future=args.frames_future,
+        weighting=args.weighting,
+    )
+    cancel = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: cancel.set())
+    try:
+        summary = denoise_file(
+            args.input,
+            args.output,
+            params,
+            backend=args.backend,
+            codec=args.codec,
+            crf=args.crf,
+            preset=args.preset,
+            overwrite=args.overwrite,
+            start=args.start,
+            duration=args.duration,
+            progress=None if args.quiet else _ProgressBar(),
+            cancel=cancel,
+        )
+    except KeyboardInterrupt:
+        raise ExportCancelledError(f"cancelled; {args.output} was not written") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if not args.quiet:
+        print(
+            f"denoised {summary.frames} frames in {summary.seconds:.1f} s ({summary.fps:.1f} fps) on the "
+            f"{summary.backend} ({summary.device_name}) -> {args.output}",
+            file=sys.stderr,
+        )
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -84,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        if args.command == "denoise":
+            return _denoise(args)
         methods = args.methods or list(METHODS)
         height, width = args.size
         run_table(
@@ -100,7 +191,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             source=args.input,
             with_peers=args.peers,
         )
-    except (ValueError, OSError, ImportError, BackendUnavailableError, VideoError) as error:
+    except ExportCancelledError as error:
+        print(f"nlmeans-studio: {error}", file=sys.stderr)
+        return 130
+    except (ValueError, OSError, ImportError, BackendUnavailableError, VideoError, MemoryError) as error:
+        if getattr(args, "debug", False):
+            raise
         print(f"nlmeans-studio: error: {error}", file=sys.stderr)
         return 1
     return 0

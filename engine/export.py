@@ -1,0 +1,187 @@
+"""Denoising a whole video file: decoding, filtering and encoding overlapped in threads.
+
+Decoding and encoding run on their own threads, joined to the filter by bounded queues, so the
+run goes at the speed of its slowest stage and holds only a few frames whatever the clip's
+length. The output is written through ``VideoWriter``: complete, or not at all.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .denoiser import Denoiser
+from .params import NLMParams
+from .video import VideoReader, VideoWriter
+
+QUEUE_FRAMES = 8  # frames waiting between two stages
+Progress = Callable[[int, int, float], None]  # frames done, frames in all, seconds since start
+
+
+class ExportCancelledError(Exception):
+    """The run was cancelled; nothing was written."""
+
+
+@dataclass(frozen=True)
+class ExportSummary:
+    """What a finished run did."""
+
+    frames: int
+    seconds: float
+    backend: str
+    device_name: str
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+
+_END = object()
+
+
+def _threaded(source: Iterable, stop: threading.Event) -> Iterator:
+    """Iterate ``source`` on a thread of its own, through a bounded queue; errors come through."""
+    items: queue.Queue = queue.Queue(maxsize=QUEUE_FRAMES)
+
+    def produce() -> None:
+        try:
+            for item in source:
+                while not stop.is_set():
+                    try:
+                        items.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            items.put(_END)
+        except BaseException as error:  # handed to the consumer, raised there
+            items.put(error)
+
+    thread = threading.Thread(target=produce, name="nlmeans-decode", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = items.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+class _BackgroundWriter:
+    """Feeds a VideoWriter on a thread of its own through a bounded queue."""
+
+    def __init__(self, writer: VideoWriter) -> None:
+        self._writer = writer
+        self._frames: queue.Queue = queue.Queue(maxsize=QUEUE_FRAMES)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="nlmeans-encode", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (frame := self._frames.get()) is not _END:
+            if self._error is None:
+                try:
+                    self._writer.write(frame)
+                except BaseException as error:  # raised on the caller's thread
+                    self._error = error
+
+    def write(self, frame: np.ndarray) -> None:
+        if self._error is not None:
+            raise self._error
+        self._frames.put(frame)
+
+    def finish(self) -> None:
+        """Wait until every frame is encoded; raise what the encoder raised."""
+        self._frames.put(_END)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
+def _to_dtype(frame: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    full_scale = np.iinfo(dtype).max
+    return np.clip(np.rint(frame * full_scale), 0, full_scale).astype(dtype)
+
+
+def denoise_file(
+    source: str | Path,
+    target: str | Path,
+    params: NLMParams,
+    *,
+    backend: str = "auto",
+    codec: str = "h264",
+    crf: int = 18,
+    preset: str = "medium",
+    overwrite: bool = False,
+    start: float = 0.0,
+    duration: float | None = None,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> ExportSummary:
+    """Denoise ``source`` into ``target`` and return what was done.
+
+    Parameters
+    ----------
+    start, duration : float
+        The part of the clip to denoise, in seconds (the whole clip by default).
+    progress : callable, optional
+        Called after each frame with (frames done, frames in all, seconds elapsed).
+    cancel : threading.Event, optional
+        Set it from another thread to stop; ``ExportCancelledError`` is raised and nothing is written.
+
+    Raises
+    ------
+    VideoError
+        The source cannot be read or the target written (the message says why).
+    ExportCancelledError
+        ``cancel`` was set.
+    """
+    cancel = cancel or threading.Event()
+    denoiser = Denoiser(params, backend)
+    started = time.perf_counter()
+    with VideoReader(source) as reader:
+        info = reader.info
+        first = round(start * float(info.frame_rate))
+        last = info.frame_count
+        if duration is not None:
+            last = min(last, first + round(duration * float(info.frame_rate)))
+        total = max(0, last - first)
+        if total == 0:
+            raise ValueError(f"{source}: no frames between {start} s and the end of the clip")
+        decode_stop = threading.Event()
+        frames = _threaded(_take(reader.frames(first), total), decode_stop)
+        done = 0
+        with VideoWriter(target, info, codec=codec, crf=crf, preset=preset, overwrite=overwrite) as writer:
+            encoder = _BackgroundWriter(writer)
+            try:
+                for frame in denoiser.stream(frames):
+                    if cancel.is_set():
+                        raise ExportCancelledError(
+                            f"cancelled after {done} of {total} frames; {target} was not written"
+                        )
+                    encoder.write(_to_dtype(frame, info.dtype))
+                    done += 1
+                    if progress is not None:
+                        progress(done, total, time.perf_counter() - started)
+            finally:
+                encoder.finish()
+    return ExportSummary(done, time.perf_counter() - started, denoiser.backend, denoiser.device_name)
+
+
+def _take(frames: Iterator[np.ndarray], count: int) -> Iterator[np.ndarray]:
+    for index, frame in enumerate(frames):
+        if index == count:
+            return
+        yield frame

@@ -1,0 +1,90 @@
+"""Denoising whole files: `denoise_file` and `nlmeans-studio denoise`."""
+
+import threading
+
+import numpy as np
+import pytest
+from test_video import make_clip
+
+from engine import NLMParams, psnr
+from engine.cli import main
+from engine.export import ExportCancelledError, denoise_file
+from engine.sample import noisy_frames
+from engine.video import VideoReader, VideoWriter, read_frames
+
+PARAMS = NLMParams(h=45, patch_radius=2, search_radius=2)
+
+
+@pytest.fixture
+def noisy_clip_file(tmp_path):
+    """A lossless clip of noisy gradients (sigma 20 levels) and its clean frames."""
+    clean = make_clip(tmp_path / "clean.mkv", frames=10, size=(40, 48))
+    with (
+        VideoReader(tmp_path / "clean.mkv") as reader,
+        VideoWriter(tmp_path / "noisy.mkv", reader.info, codec="ffv1") as writer,
+    ):
+        for index, frame in enumerate(clean):
+            noisy = noisy_frames(frame.astype(np.float32) / 255, 20, seed=index)
+            writer.write(np.clip(np.rint(noisy * 255), 0, 255).astype(np.uint8))
+    return tmp_path / "noisy.mkv", clean
+
+
+def test_denoised_file_is_closer_to_the_clean_clip(noisy_clip_file, tmp_path) -> None:
+    noisy_path, clean = noisy_clip_file
+    calls = []
+    summary = denoise_file(
+        noisy_path, tmp_path / "out.mkv", PARAMS, backend="cpu", codec="ffv1", progress=lambda *a: calls.append(a)
+    )
+    denoised, noisy = read_frames(tmp_path / "out.mkv"), read_frames(noisy_path)
+    assert summary.frames == len(denoised) == len(clean) == 10 and summary.backend == "cpu"
+    assert [c[:2] for c in calls] == [(i, 10) for i in range(1, 11)]
+    assert psnr(clean, denoised, 255) > psnr(clean, noisy, 255) + 3  # sigma 20: a clear gain
+
+
+def test_start_and_duration_choose_the_frames(noisy_clip_file, tmp_path) -> None:
+    noisy_path, _ = noisy_clip_file
+    summary = denoise_file(
+        noisy_path, tmp_path / "part.mkv", PARAMS, backend="cpu", codec="ffv1", start=0.12, duration=0.2
+    )
+    assert summary.frames == 5 and len(read_frames(tmp_path / "part.mkv")) == 5  # 25 fps: frames 3..7
+    with pytest.raises(ValueError, match=r"no frames between 9\.0 s and the end"):
+        denoise_file(noisy_path, tmp_path / "none.mkv", PARAMS, backend="cpu", start=9.0)
+
+
+def test_cancel_leaves_no_output(noisy_clip_file, tmp_path) -> None:
+    noisy_path, _ = noisy_clip_file
+    cancel = threading.Event()
+    with pytest.raises(ExportCancelledError, match="cancelled after 3 of 10 frames"):
+        denoise_file(
+            noisy_path, tmp_path / "out.mkv", PARAMS, backend="cpu", codec="ffv1",
+            progress=lambda done, *_: done == 3 and cancel.set(), cancel=cancel,
+        )  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean.mkv", "noisy.mkv"]
+
+
+def test_cli_denoise_prints_a_summary_and_refuses_bad_outputs(noisy_clip_file, tmp_path, capsys) -> None:
+    noisy_path, _ = noisy_clip_file
+    out = tmp_path / "out.mp4"
+    arguments = [
+        "denoise",
+        str(noisy_path),
+        str(out),
+        "--backend",
+        "cpu",
+        "--preset",
+        "ultrafast",
+        "--search-radius",
+        "1",
+    ]
+    assert main(arguments) == 0
+    assert "denoised 10 frames in" in capsys.readouterr().err and len(read_frames(out)) == 10
+    for extra, message in [
+        ([], "exists; pass --overwrite"),
+        (["--h", "-1"], "h must be a finite number > 0"),
+        (["--crf", "60", "--overwrite"], "crf must be an integer in 0..51, got 60"),
+    ]:
+        assert main([*arguments, *extra]) == 1
+        error = capsys.readouterr().err
+        assert error.startswith("nlmeans-studio: error: ") and message in error and "Traceback" not in error
+    assert main(["denoise", str(noisy_path), str(noisy_path), "--overwrite"]) == 1
+    assert "must not be the input" in capsys.readouterr().err
