@@ -264,3 +264,51 @@ def _time_gpu_method(
         repeats,
         lambda planar: cupy.asnumpy(planar).transpose(1, 2, 0),
     )
+
+
+def run_pipeline(
+    source: str, *, backend: str, params: NLMParams, frames: int, print_line: Callable[[str], None] = print
+) -> dict[str, float]:
+    """Frames per second of decoding, denoising, encoding (H.264) and the whole export of ``source``.
+
+    Each stage runs alone on the first ``frames`` frames (decoded ones held in memory), then
+    ``denoise_file`` runs them end to end; the export should go at the slowest stage's speed.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from .export import denoise_file
+    from .frames import from_float32
+    from .video import VideoReader, VideoWriter
+
+    with VideoReader(source) as reader:
+        info = reader.info
+        started = time.perf_counter()
+        decoded = list(itertools.islice(reader.frames(), frames))
+        rates = {"decode": len(decoded) / (time.perf_counter() - started)}
+    denoiser = Denoiser(params, backend)
+    denoiser.warm_up(info.height, info.width, info.channels)
+    started = time.perf_counter()
+    outputs = [from_float32(frame, info.dtype) for frame in denoiser.stream(decoded)]
+    rates["denoise"] = len(outputs) / (time.perf_counter() - started)
+    with tempfile.TemporaryDirectory() as folder:
+        started = time.perf_counter()
+        with VideoWriter(Path(folder) / "encode.mp4", info) as writer:
+            for frame in outputs:
+                writer.write(frame)
+        rates["encode"] = len(outputs) / (time.perf_counter() - started)
+        summary = denoise_file(
+            source, Path(folder) / "export.mp4", params, backend=backend, duration=len(decoded) / float(info.frame_rate)
+        )
+        rates["end to end"] = summary.fps
+    slowest = min(("decode", "denoise", "encode"), key=rates.__getitem__)
+    print_line(f"# {source}: {info.width}x{info.height} {info.pixel_format}, {len(decoded)} frames")
+    print_line(
+        f"# {denoiser.backend} on {denoiser.device_name}; A = {params.search_radius}, B = {params.patch_radius}, "
+        f"Dp = {params.frames_past}, Df = {params.frames_future}, h = {params.h:g}; H.264 crf 18 medium"
+    )
+    print_line("stage | fps")
+    for stage, rate in rates.items():
+        print_line(f"{stage} | {rate:.1f}")
+    print_line(f"# slowest stage: {slowest}; end to end runs at {rates['end to end'] / rates[slowest]:.2f}x its speed")
+    return rates

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from . import __version__
 from .backend import BACKENDS, BackendUnavailableError
-from .bench import PAPER_SEARCH_RADII, PAPER_TEMPORAL, paper_cases, run_table
+from .bench import PAPER_SEARCH_RADII, PAPER_TEMPORAL, paper_cases, run_pipeline, run_table
 from .denoiser import METHODS
 from .export import ExportCancelledError, denoise_file
 from .params import WEIGHTINGS, NLMParams
@@ -79,6 +79,12 @@ def _parser() -> argparse.ArgumentParser:
         "--input", default=None, help="a video, or a .npy of uint8 (T,H,W,3) frames (default: the sample)"
     )
     bench.add_argument("--peers", action="store_true", help="also time the installed peer implementations")
+    bench.add_argument(
+        "--pipeline",
+        metavar="VIDEO",
+        default=None,
+        help="instead: decode, denoise, encode and end-to-end fps on VIDEO at the default parameters",
+    )
 
     denoise = commands.add_parser(
         "denoise",
@@ -175,6 +181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "denoise":
             return _denoise(args)
+        if args.pipeline is not None:
+            params = NLMParams(h=args.h if args.h is not None else DEFAULT_H, patch_radius=args.patch_radius)
+            run_pipeline(args.pipeline, backend=args.backend, params=params, frames=args.frames)
+            return 0
         methods = args.methods or list(METHODS)
         height, width = args.size
         run_table(

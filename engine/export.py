@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .denoiser import Denoiser
+from .frames import from_float32
 from .params import NLMParams
 from .video import VideoReader, VideoWriter
 
@@ -110,11 +111,6 @@ class _BackgroundWriter:
             raise self._error
 
 
-def _to_dtype(frame: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    full_scale = np.iinfo(dtype).max
-    return np.clip(np.rint(frame * full_scale), 0, full_scale).astype(dtype)
-
-
 def denoise_file(
     source: str | Path,
     target: str | Path,
@@ -171,7 +167,7 @@ def denoise_file(
                         raise ExportCancelledError(
                             f"cancelled after {done} of {total} frames; {target} was not written"
                         )
-                    encoder.write(_to_dtype(frame, info.dtype))
+                    encoder.write(from_float32(frame, info.dtype))
                     done += 1
                     if progress is not None:
                         progress(done, total, time.perf_counter() - started)

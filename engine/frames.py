@@ -48,6 +48,12 @@ def to_float32(frame: np.ndarray) -> np.ndarray:
     return frame.astype(np.float32) * np.float32(integer_scale(frame.dtype))
 
 
+def from_float32(frame: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A float frame in [0, 1] as uint8 / uint16 (rounded, clamped): the inverse of to_float32."""
+    full_scale = np.iinfo(dtype).max
+    return np.clip(np.rint(frame * full_scale), 0, full_scale).astype(dtype)
+
+
 def check_frame_shape(shape: tuple[int, ...], params: NLMParams) -> None:
     """Refuse frames the filter cannot process with ``params``, saying why.
 

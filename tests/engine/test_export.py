@@ -10,7 +10,7 @@ from engine import NLMParams, psnr
 from engine.cli import main
 from engine.export import ExportCancelledError, denoise_file
 from engine.sample import noisy_frames
-from engine.video import VideoReader, VideoWriter, read_frames
+from engine.video import VideoError, VideoReader, VideoWriter, read_frames
 
 PARAMS = NLMParams(h=45, patch_radius=2, search_radius=2)
 
@@ -88,3 +88,24 @@ def test_cli_denoise_prints_a_summary_and_refuses_bad_outputs(noisy_clip_file, t
         assert error.startswith("nlmeans-studio: error: ") and message in error and "Traceback" not in error
     assert main(["denoise", str(noisy_path), str(noisy_path), "--overwrite"]) == 1
     assert "must not be the input" in capsys.readouterr().err
+
+
+def test_a_clip_without_frames_is_refused(tmp_path) -> None:
+    import av
+
+    with av.open(str(tmp_path / "empty.mkv"), "w") as container:
+        stream = container.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 32, 32, "bgr0"
+        container.start_encoding()  # a header and no frame: FFmpeg reads it as a file ending early
+    with pytest.raises(VideoError, match=r"empty.mkv: not a video file FFmpeg can read .*End of file"):
+        denoise_file(tmp_path / "empty.mkv", tmp_path / "out.mkv", PARAMS, backend="cpu")
+    assert not (tmp_path / "out.mkv").exists()
+
+
+def test_bench_pipeline_reports_every_stage(noisy_clip_file, capsys) -> None:
+    noisy_path, _ = noisy_clip_file
+    assert main(["bench", "--pipeline", str(noisy_path), "--backend", "cpu", "--frames", "6"]) == 0
+    output = capsys.readouterr().out
+    stages = dict(line.split(" | ") for line in output.splitlines() if " | " in line and not line.startswith("stage"))
+    assert set(stages) == {"decode", "denoise", "encode", "end to end"} and all(float(v) > 0 for v in stages.values())
+    assert "# slowest stage: " in output
