@@ -9,6 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 from .backend import BackendUnavailableError, GpuOutOfMemoryError, gpu_unavailable_reason, resolve_backend
 from .denoiser import Denoiser
 from .metrics import psnr
+from .noise import NoiseEstimate, add_noise, estimate_noise
 from .params import NLMParams
 
 try:
@@ -21,7 +22,10 @@ __all__ = [
     "Denoiser",
     "GpuOutOfMemoryError",
     "NLMParams",
+    "NoiseEstimate",
     "__version__",
+    "add_noise",
+    "estimate_noise",
     "gpu_unavailable_reason",
     "psnr",
     "resolve_backend",

@@ -1,8 +1,9 @@
-"""The command line: ``nlmeans-studio bench ...`` and ``nlmeans-studio denoise INPUT OUTPUT ...``."""
+"""The command line: ``nlmeans-studio bench | denoise | estimate-noise ...``."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import threading
@@ -13,8 +14,9 @@ from .backend import BACKENDS, BackendUnavailableError
 from .bench import PAPER_SEARCH_RADII, PAPER_TEMPORAL, paper_cases, run_pipeline, run_table
 from .denoiser import METHODS
 from .export import ExportCancelledError, denoise_file
+from .noise import estimate_noise
 from .params import WEIGHTINGS, NLMParams
-from .video import CODECS, VideoError
+from .video import CODECS, VideoError, read_frames
 
 DEFAULT_H = 20.0  # 8-bit levels, for sigma near 10 levels; noise estimation will set it per clip
 
@@ -113,7 +115,55 @@ def _parser() -> argparse.ArgumentParser:
     denoise.add_argument("--duration", type=float, default=None, help="seconds to denoise (default: to the end)")
     denoise.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     denoise.add_argument("--debug", action="store_true", help="show tracebacks")
+
+    estimate = commands.add_parser(
+        "estimate-noise",
+        help="estimate the noise of a video: sigma per channel, correlations, the color transform",
+        description="Noise covariance from the flattest regions of a few frames, or from a region you give.",
+    )
+    estimate.add_argument("input")
+    estimate.add_argument("--frame", type=int, default=0, help="first frame to look at (default 0)")
+    estimate.add_argument("--frames", type=int, default=3, help="consecutive frames to look at (default 3)")
+    estimate.add_argument("--roi", type=_box, default=None, help="X,Y,W,H: a flat region, in pixels")
+    estimate.add_argument("--json", action="store_true", help="print JSON instead of text")
     return parser
+
+
+def _box(text: str) -> tuple[int, int, int, int]:
+    """X,Y,W,H in pixels."""
+    try:
+        x, y, w, h = (int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a region is X,Y,W,H in pixels, like 10,20,64,64, got {text!r}") from None
+    return x, y, w, h
+
+
+def _estimate_noise(args: argparse.Namespace) -> int:
+    frames = read_frames(args.input, args.frames, start=args.frame)
+    result = estimate_noise(frames, roi=args.roi)
+    try:
+        transform = result.color_transform().round(4).tolist()
+    except ValueError:
+        transform = None
+    report = {
+        "sigma": result.sigma.round(3).tolist(),
+        "correlation": result.correlation.round(3).tolist(),
+        "covariance": result.covariance.tolist(),
+        "color_transform": transform,
+        "regions": len(result.regions),
+        "samples": result.samples,
+        "warning": result.warning,
+    }
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    print(f"noise sigma per channel (8-bit levels): {', '.join(f'{s:.2f}' for s in report['sigma'])}")
+    print(f"correlation: {report['correlation']}")
+    print(f"color transform G: {transform}")
+    print(f"from {report['regions']} region(s), {report['samples']} samples")
+    if result.warning:
+        print(f"warning: {result.warning}")
+    return 0
 
 
 class _ProgressBar:
@@ -181,6 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "denoise":
             return _denoise(args)
+        if args.command == "estimate-noise":
+            return _estimate_noise(args)
         if args.pipeline is not None:
             params = NLMParams(h=args.h if args.h is not None else DEFAULT_H, patch_radius=args.patch_radius)
             run_pipeline(args.pipeline, backend=args.backend, params=params, frames=args.frames)
