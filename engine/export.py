@@ -46,38 +46,50 @@ class ExportSummary:
 _END = object()
 
 
-def _threaded(source: Iterable, stop: threading.Event) -> Iterator:
-    """Iterate ``source`` on a thread of its own, through a bounded queue; errors come through."""
-    items: queue.Queue = queue.Queue(maxsize=QUEUE_FRAMES)
+class _Prefetch:
+    """Iterates ``source`` on a thread of its own, through a bounded queue; errors come through.
 
-    def produce() -> None:
+    Use as a context manager: leaving it stops and joins the thread, so that the source (a
+    decoder) is never touched after its file is closed.
+    """
+
+    def __init__(self, source: Iterable) -> None:
+        self._items: queue.Queue = queue.Queue(maxsize=QUEUE_FRAMES)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._produce, args=(source,), name="nlmeans-decode", daemon=True)
+        self._thread.start()
+
+    def _produce(self, source: Iterable) -> None:
         try:
             for item in source:
-                while not stop.is_set():
-                    try:
-                        items.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not self._put(item):
                     return
-            items.put(_END)
+            self._put(_END)
         except BaseException as error:  # handed to the consumer, raised there
-            items.put(error)
+            self._put(error)
 
-    thread = threading.Thread(target=produce, name="nlmeans-decode", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = items.get()
-            if item is _END:
-                return
+    def _put(self, item: object) -> bool:
+        """Queue ``item`` unless stopped first; False when stopped."""
+        while not self._stop.is_set():
+            try:
+                self._items.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __iter__(self) -> Iterator:
+        while (item := self._items.get()) is not _END:
             if isinstance(item, BaseException):
                 raise item
             yield item
-    finally:
-        stop.set()
-        thread.join()
+
+    def __enter__(self) -> _Prefetch:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 class _BackgroundWriter:
@@ -156,10 +168,11 @@ def denoise_file(
         total = max(0, last - first)
         if total == 0:
             raise ValueError(f"{source}: no frames between {start} s and the end of the clip")
-        decode_stop = threading.Event()
-        frames = _threaded(_take(reader.frames(first), total), decode_stop)
         done = 0
-        with VideoWriter(target, info, codec=codec, crf=crf, preset=preset, overwrite=overwrite) as writer:
+        with (
+            VideoWriter(target, info, codec=codec, crf=crf, preset=preset, overwrite=overwrite) as writer,
+            _Prefetch(_take(reader.frames(first), total)) as frames,
+        ):
             encoder = _BackgroundWriter(writer)
             try:
                 for frame in denoiser.stream(frames):
