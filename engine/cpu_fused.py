@@ -254,15 +254,15 @@ class FusedCpuFilter:
         """
         height, width, channels = frames[center].shape
         search, radius = params.search_radius, params.patch_radius
-        stacked = np.stack(frames) if len(frames) > 1 else frames[0][np.newaxis]
         identity = np.empty((0, 0), dtype=np.float32)
         transform = identity if params.color_transform is None else params.color_transform.astype(np.float32)
         y_frames = self._buffer("y", (len(frames), channels, height + 2 * search, width + 2 * search))
         z_frames = self._buffer(
             "z", (len(frames), channels, height + 2 * (search + radius), width + 2 * (search + radius))
         )
-        _pad_planar(stacked, identity, search, y_frames)
-        _pad_planar(stacked, transform, search + radius, z_frames)
+        for index, frame in enumerate(frames):  # each frame padded into its slot, no stacked copy
+            _pad_planar(frame[np.newaxis], identity, search, y_frames[index : index + 1])
+            _pad_planar(frame[np.newaxis], transform, search + radius, z_frames[index : index + 1])
         tiles = -(-height // TILE_ROWS) * -(-width // TILE_COLUMNS)
         widest = min(width, TILE_COLUMNS) + search
         scratch = Scratch(

@@ -7,6 +7,7 @@ length. The output is written through ``VideoWriter``: complete, or not at all.
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import time
@@ -171,7 +172,7 @@ def denoise_file(
         done = 0
         with (
             VideoWriter(target, info, codec=codec, crf=crf, preset=preset, overwrite=overwrite) as writer,
-            _Prefetch(_take(reader.frames(first), total)) as frames,
+            _Prefetch(itertools.islice(reader.frames(first), total)) as frames,
         ):
             encoder = _BackgroundWriter(writer)
             try:
@@ -187,10 +188,3 @@ def denoise_file(
             finally:
                 encoder.finish()
     return ExportSummary(done, time.perf_counter() - started, denoiser.backend, denoiser.device_name)
-
-
-def _take(frames: Iterator[np.ndarray], count: int) -> Iterator[np.ndarray]:
-    for index, frame in enumerate(frames):
-        if index == count:
-            return
-        yield frame

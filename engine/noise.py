@@ -107,7 +107,7 @@ def _texture(frame: np.ndarray, size: int) -> np.ndarray:
     return (xx + yy) / 2 + np.sqrt(((xx - yy) / 2) ** 2 + xy**2)
 
 
-def _frames_of(frames: np.ndarray) -> list[np.ndarray]:
+def _float_frames(frames: np.ndarray) -> list[np.ndarray]:
     array = np.asarray(frames)
     if array.ndim == 4 or (array.ndim == 3 and array.shape[-1] not in (1, 3)):
         return [to_float32(checked_frame(frame)) for frame in array]
@@ -138,7 +138,7 @@ def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = N
     Gaussian noise of sigma levels per channel is found within a few percent on footage with
     some flat areas; strong texture everywhere biases it upwards (the warning then says so).
     """
-    images = _frames_of(frames)
+    images = _float_frames(frames)
     height, width = images[0].shape[:2]
     if roi is not None:
         x, y, w, h = (int(v) for v in roi)
@@ -231,7 +231,7 @@ def add_noise(frames: np.ndarray, covariance: np.ndarray, seed: int) -> np.ndarr
     White in space, correlated across channels as ``covariance`` (C x C, full-scale units)
     says; float32 out, not clipped, so that the noise stays exactly Gaussian.
     """
-    images = np.stack(_frames_of(frames))
+    images = np.stack(_float_frames(frames))
     covariance = np.asarray(covariance, dtype=np.float64)
     channels = images.shape[-1]
     if covariance.shape != (channels, channels):
