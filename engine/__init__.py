@@ -9,7 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 from .backend import BackendUnavailableError, GpuOutOfMemoryError, gpu_unavailable_reason, resolve_backend
 from .denoiser import Denoiser
 from .metrics import psnr
-from .noise import NoiseEstimate, add_noise, estimate_noise
+from .noise import NoiseEstimate, add_noise, apply_estimate, estimate_noise, suggest_h
 from .params import NLMParams
 
 try:
@@ -25,8 +25,10 @@ __all__ = [
     "NoiseEstimate",
     "__version__",
     "add_noise",
+    "apply_estimate",
     "estimate_noise",
     "gpu_unavailable_reason",
     "psnr",
     "resolve_backend",
+    "suggest_h",
 ]

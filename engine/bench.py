@@ -13,6 +13,7 @@ frames.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import statistics
 import time
@@ -312,3 +313,50 @@ def run_pipeline(
         print_line(f"{stage} | {rate:.1f}")
     print_line(f"# slowest stage: {slowest}; end to end runs at {rates['end to end'] / rates[slowest]:.2f}x its speed")
     return rates
+
+
+def run_preview(
+    source: str | None,
+    *,
+    backend: str,
+    params: NLMParams,
+    height: int,
+    width: int,
+    frames: int,
+    print_line: Callable[[str], None] = print,
+) -> dict[str, float]:
+    """The GUI's preview path without Qt: previews per second and a slider change's latency.
+
+    ``frames`` uint8 frames of ``source`` are held in memory as decoded ones would be. Scrubbing
+    renders every frame once in a shuffled order (random access, each with its neighbours,
+    uint8 back on the host); a slider change renders the middle frame again with a new h.
+    """
+    from .preview import ArrayFrames, Previewer
+
+    clip = np.rint(load_clean_frames(source, frames, height, width) * 255).astype(np.uint8)
+    previewer = Previewer(ArrayFrames(clip), backend)
+    previewer.render(0, params)  # compiles and allocates
+    order = np.random.default_rng(0).permutation(frames)
+    started = time.perf_counter()
+    engine = [previewer.render(int(index), params).engine_ms for index in order]
+    scrub = frames / (time.perf_counter() - started)
+    changes = []
+    for step in range(5):
+        started = time.perf_counter()
+        previewer.render(frames // 2, dataclasses.replace(params, h=params.h + 1 + step))
+        changes.append((time.perf_counter() - started) * 1000)
+    denoiser = previewer.denoiser
+    print_line(f"# preview path, {width}x{height} RGB uint8, {frames} frames in memory")
+    print_line(
+        f"# {denoiser.backend} on {denoiser.device_name}; A = {params.search_radius}, B = {params.patch_radius}, "
+        f"Dp = {params.frames_past}, Df = {params.frames_future}, h = {params.h:g}"
+    )
+    figures = {
+        "previews per second (scrubbing)": scrub,
+        "engine ms per preview (median)": statistics.median(engine),
+        "slider change to result, ms (median of 5)": statistics.median(changes),
+    }
+    print_line("measure | value")
+    for name, value in figures.items():
+        print_line(f"{name} | {value:.1f}")
+    return figures

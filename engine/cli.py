@@ -8,17 +8,18 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 from . import __version__
 from .backend import BACKENDS, BackendUnavailableError
-from .bench import PAPER_SEARCH_RADII, PAPER_TEMPORAL, paper_cases, run_pipeline, run_table
+from .bench import PAPER_SEARCH_RADII, PAPER_TEMPORAL, paper_cases, run_pipeline, run_preview, run_table
 from .denoiser import METHODS
-from .export import ExportCancelledError, denoise_file
-from .noise import estimate_noise
+from .export import ExportCancelledError, denoise_file, estimate_clip_noise
+from .noise import apply_estimate, estimate_noise
 from .params import WEIGHTINGS, NLMParams
-from .video import CODECS, VideoError, read_frames
+from .video import CODECS, VideoError, check_output_path, read_frames
 
-DEFAULT_H = 20.0  # 8-bit levels, for sigma near 10 levels; noise estimation will set it per clip
+DEFAULT_H = 20.0  # 8-bit levels, for sigma near 10 levels; used when the noise is not estimated
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -87,6 +88,11 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="instead: decode, denoise, encode and end-to-end fps on VIDEO at the default parameters",
     )
+    bench.add_argument(
+        "--preview",
+        action="store_true",
+        help="instead: the GUI's preview path (random access, denoise, uint8 back) at --size, default parameters",
+    )
 
     denoise = commands.add_parser(
         "denoise",
@@ -98,8 +104,15 @@ def _parser() -> argparse.ArgumentParser:
     denoise.add_argument(
         "--h",
         type=float,
-        default=DEFAULT_H,
-        help=f"strength in 8-bit levels (default {DEFAULT_H:g}; about 2x the noise sigma)",
+        default=None,
+        help=f"strength in 8-bit levels (default: suggested by the noise estimate; {DEFAULT_H:g} with --noise none)",
+    )
+    denoise.add_argument(
+        "--noise",
+        type=_noise_mode,
+        default="auto",
+        help="auto (default): estimate the noise on frames spread over the clip and set h and the color "
+        "decorrelation from it; none: no estimate; X,Y,W,H: estimate it in that flat region, in pixels",
     )
     denoise.add_argument("--patch-radius", type=int, default=4, help="B, pixels (default 4)")
     denoise.add_argument("--search-radius", type=int, default=3, help="A, pixels (default 3)")
@@ -115,6 +128,13 @@ def _parser() -> argparse.ArgumentParser:
     denoise.add_argument("--duration", type=float, default=None, help="seconds to denoise (default: to the end)")
     denoise.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     denoise.add_argument("--debug", action="store_true", help="show tracebacks")
+
+    window = commands.add_parser(
+        "gui",
+        help="open the window (the default without a command)",
+        description="Open NLMeans Studio's window on FILE (the bundled sample clip by default).",
+    )
+    window.add_argument("file", nargs="?", default=None)
 
     estimate = commands.add_parser(
         "estimate-noise",
@@ -136,6 +156,11 @@ def _box(text: str) -> tuple[int, int, int, int]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"a region is X,Y,W,H in pixels, like 10,20,64,64, got {text!r}") from None
     return x, y, w, h
+
+
+def _noise_mode(text: str) -> str | tuple[int, int, int, int]:
+    """auto, none or X,Y,W,H."""
+    return text if text in ("auto", "none") else _box(text)
 
 
 def _estimate_noise(args: argparse.Namespace) -> int:
@@ -182,15 +207,36 @@ class _ProgressBar:
         print(line, end="" if done < total else "\n", file=sys.stderr, flush=True)
 
 
-def _denoise(args: argparse.Namespace) -> int:
+def _denoise_params(args: argparse.Namespace) -> NLMParams:
+    """The parameters asked for, with h and the color transform from the noise unless --noise none."""
     params = NLMParams(
-        h=args.h,
+        h=args.h if args.h is not None else DEFAULT_H,
         patch_radius=args.patch_radius,
         search_radius=args.search_radius,
         frames_past=args.frames_past,
         frames_future=args.frames_future,
         weighting=args.weighting,
     )
+    check_output_path(Path(args.output), Path(args.input), args.overwrite)  # before the slower estimate
+    if args.noise == "none":
+        return params
+    roi = None if args.noise == "auto" else args.noise
+    estimate = estimate_clip_noise(args.input, roi=roi, start=args.start, duration=args.duration)
+    params = apply_estimate(params, estimate, h=args.h)
+    if not args.quiet:
+        sigma = ", ".join(f"{s:.1f}" for s in estimate.sigma)
+        decorrelation = "on" if params.color_transform is not None else "off"
+        print(
+            f"noise: sigma {sigma} levels ({estimate.method}); h = {params.h:.1f}, color decorrelation {decorrelation}",
+            file=sys.stderr,
+        )
+        if estimate.warning:
+            print(f"warning: {estimate.warning}", file=sys.stderr)
+    return params
+
+
+def _denoise(args: argparse.Namespace) -> int:
+    params = _denoise_params(args)
     cancel = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: cancel.set())
     try:
@@ -221,18 +267,35 @@ def _denoise(args: argparse.Namespace) -> int:
     return 0
 
 
+def _open_window(path: str | None) -> int:
+    """The GUI lives in the ``gui`` package; the engine never imports Qt otherwise."""
+    if path is not None and not Path(path).is_file():
+        print(f"nlmeans-studio: error: {path}: no such file", file=sys.stderr)
+        return 1
+    try:
+        from gui.app import run
+    except ImportError as error:
+        print(f"nlmeans-studio: error: the window needs PySide6 and pyqtgraph ({error})", file=sys.stderr)
+        return 1
+    return run(path)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``nlmeans-studio`` command; returns the exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
+    if args.command in (None, "gui"):
+        return _open_window(getattr(args, "file", None))
     try:
         if args.command == "denoise":
             return _denoise(args)
         if args.command == "estimate-noise":
             return _estimate_noise(args)
+        if args.preview:
+            height, width = args.size
+            params = NLMParams(h=args.h if args.h is not None else DEFAULT_H, patch_radius=args.patch_radius)
+            run_preview(args.input, backend=args.backend, params=params, height=height, width=width, frames=args.frames)
+            return 0
         if args.pipeline is not None:
             params = NLMParams(h=args.h if args.h is not None else DEFAULT_H, patch_radius=args.patch_radius)
             run_pipeline(args.pipeline, backend=args.backend, params=params, frames=args.frames)

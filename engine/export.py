@@ -19,10 +19,12 @@ import numpy as np
 
 from .denoiser import Denoiser
 from .frames import from_float32
+from .noise import NoiseEstimate, estimate_noise
 from .params import NLMParams
 from .video import VideoReader, VideoWriter
 
 QUEUE_FRAMES = 8  # frames waiting between two stages
+NOISE_PLACES = 3  # places in a clip the noise is estimated at
 Progress = Callable[[int, int, float], None]  # frames done, frames in all, seconds since start
 
 
@@ -124,6 +126,39 @@ class _BackgroundWriter:
             raise self._error
 
 
+def _frame_range(reader: VideoReader, start: float, duration: float | None) -> tuple[int, int]:
+    """[first, last) frame indices of ``duration`` seconds from ``start`` (to the end if None)."""
+    info = reader.info
+    first = round(start * float(info.frame_rate))
+    last = info.frame_count
+    if duration is not None:
+        last = min(last, first + round(duration * float(info.frame_rate)))
+    if last <= first:
+        raise ValueError(f"{info.path}: no frames between {start} s and the end of the clip")
+    return first, last
+
+
+def estimate_clip_noise(
+    source: str | Path,
+    roi: tuple[int, int, int, int] | None = None,
+    start: float = 0.0,
+    duration: float | None = None,
+) -> NoiseEstimate:
+    """The noise of a clip, from NOISE_PLACES pairs of consecutive frames spread over it.
+
+    Each pair is estimated alone (``estimate_noise``, with ``roi`` if given); the estimate of
+    median average sigma is returned, so that one odd scene (a fade, a title) does not decide.
+    """
+    with VideoReader(source) as reader:
+        first, last = _frame_range(reader, start, duration)
+        places = sorted({round(p) for p in np.linspace(first, max(first, last - 2), NOISE_PLACES)})
+        estimates = [
+            estimate_noise(np.stack([reader.frame(i) for i in range(place, min(place + 2, last))]), roi=roi)
+            for place in places
+        ]
+    return sorted(estimates, key=lambda estimate: estimate.average_sigma)[len(estimates) // 2]
+
+
 def denoise_file(
     source: str | Path,
     target: str | Path,
@@ -162,13 +197,8 @@ def denoise_file(
     started = time.perf_counter()
     with VideoReader(source) as reader:
         info = reader.info
-        first = round(start * float(info.frame_rate))
-        last = info.frame_count
-        if duration is not None:
-            last = min(last, first + round(duration * float(info.frame_rate)))
-        total = max(0, last - first)
-        if total == 0:
-            raise ValueError(f"{source}: no frames between {start} s and the end of the clip")
+        first, last = _frame_range(reader, start, duration)
+        total = last - first
         done = 0
         with (
             VideoWriter(target, info, codec=codec, crf=crf, preset=preset, overwrite=overwrite) as writer,

@@ -277,7 +277,7 @@ class VideoWriter:
             raise VideoError(f"codec must be one of {', '.join(CODECS)}, got {codec!r}")
         if not 0 <= crf <= 51:
             raise VideoError(f"crf must be an integer in 0..51, got {crf}")
-        _check_output_path(self.path, like.path, overwrite)
+        check_output_path(self.path, like.path, overwrite)
         self._temporary = self.path.with_name(f".{self.path.name}.part{self.path.suffix}")
         encoder, eight_bit, deep = CODECS[codec]
         if encoder not in av.codecs_available:
@@ -386,7 +386,8 @@ def _muxer(path: Path) -> str | None:
     return {".mkv": "matroska", ".mov": "mov", ".mp4": "mp4"}.get(path.suffix.lower())
 
 
-def _check_output_path(path: Path, source: Path, overwrite: bool) -> None:
+def check_output_path(path: Path, source: Path, overwrite: bool) -> None:
+    """Refuse an output that is the input, exists (unless ``overwrite``) or cannot be written."""
     if path.resolve() == source.resolve():
         raise VideoError(f"{path}: the output must not be the input")
     if path.exists() and not overwrite:

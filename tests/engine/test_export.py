@@ -85,9 +85,31 @@ def test_cli_denoise_prints_a_summary_and_refuses_bad_outputs(noisy_clip_file, t
     ]:
         assert main([*arguments, *extra]) == 1
         error = capsys.readouterr().err
-        assert error.startswith("nlmeans-studio: error: ") and message in error and "Traceback" not in error
+        last = error.splitlines()[-1]  # after the noise estimate's report, if it ran
+        assert last.startswith("nlmeans-studio: error: ") and message in last and "Traceback" not in error
     assert main(["denoise", str(noisy_path), str(noisy_path), "--overwrite"]) == 1
     assert "must not be the input" in capsys.readouterr().err
+
+
+def test_cli_denoise_sets_h_and_the_color_transform_from_the_noise(noisy_clip_file, tmp_path, capsys) -> None:
+    noisy_path, _ = noisy_clip_file
+    arguments = ["denoise", str(noisy_path), str(tmp_path / "out.mkv"), "--backend", "cpu", "--codec", "ffv1"]
+    arguments += ["--search-radius", "1", "--overwrite"]
+    assert main(arguments) == 0
+    report = capsys.readouterr().err.splitlines()[0]
+    # "noise: sigma R, G, B levels (method); h = H, color decorrelation on|off"
+    sigmas = [float(s) for s in report.split("sigma ")[1].split(" levels")[0].split(", ")]
+    np.testing.assert_allclose(sigmas, 20, rtol=0.15)  # 6 small blocks a frame: a coarse estimate
+    assert report.endswith(("color decorrelation on", "color decorrelation off"))
+    assert 20 < float(report.split("h = ")[1].split(",")[0]) < 80
+    assert main([*arguments, "--h", "33"]) == 0
+    assert "h = 33.0," in capsys.readouterr().err
+    assert main([*arguments, "--noise", "0,0,16,16"]) == 0
+    assert "(region)" in capsys.readouterr().err
+    assert main([*arguments, "--noise", "none"]) == 0
+    assert "noise:" not in capsys.readouterr().err
+    assert main([*arguments, "--noise", "0,0,8,8"]) == 1
+    assert "the region is 8x8 pixels; an estimate needs at least 16x16" in capsys.readouterr().err
 
 
 def test_a_clip_without_frames_is_refused(tmp_path) -> None:

@@ -1,0 +1,172 @@
+"""The preview path: frame t of a clip with its neighbours, denoised, back as uint8 RGB.
+
+This is what the GUI's worker runs for every slider change, and what ``bench --preview``
+times without Qt. In synthetic-noise mode the clip is taken as clean and noise of a known
+covariance is added (the same noise for a frame whichever frame it serves), so PSNR can be
+shown; a separate clean reference clip gives PSNR for real footage.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from .denoiser import Denoiser
+from .frames import from_float32, to_float32
+from .metrics import psnr
+from .noise import add_noise
+from .params import NLMParams
+
+NOISE_CACHE_FRAMES = 24  # noisy frames kept, so that a slider change does not redraw the noise
+
+
+class FrameSource(Protocol):
+    """Random access to a clip's frames, as ``VideoReader`` gives it."""
+
+    def __len__(self) -> int: ...
+
+    def frame(self, index: int) -> np.ndarray: ...
+
+
+class ArrayFrames:
+    """A (T, H, W[, C]) array as a ``FrameSource``."""
+
+    def __init__(self, frames: np.ndarray) -> None:
+        self._frames = frames
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    def frame(self, index: int) -> np.ndarray:
+        return self._frames[index]
+
+
+@dataclass(frozen=True)
+class SyntheticNoise:
+    """Gaussian noise added to a clip taken as clean: sigma in 8-bit levels, the same for every
+    channel, with correlation coefficient ``correlation`` between channels."""
+
+    sigma: float
+    correlation: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.sigma <= 255:
+            raise ValueError(f"the synthetic noise's sigma must be in 0..255 levels, got {self.sigma}")
+        if not -0.5 < self.correlation < 1:
+            raise ValueError(f"the synthetic noise's correlation must be in (-0.5, 1), got {self.correlation}")
+
+    def covariance(self, channels: int) -> np.ndarray:
+        """C x C covariance in full-scale units."""
+        shape = np.full((channels, channels), self.correlation) + (1 - self.correlation) * np.eye(channels)
+        return shape * (self.sigma / 255) ** 2
+
+
+@dataclass(frozen=True)
+class Preview:
+    """One previewed frame. ``before`` is what the filter saw, ``after`` its result (uint8).
+
+    PSNR values are in dB against the clean frame (the clip itself in synthetic-noise mode, or
+    the reference clip); None with ``psnr_note`` saying why when there is no clean frame.
+    """
+
+    index: int
+    before: np.ndarray
+    after: np.ndarray
+    psnr_before: float | None
+    psnr_after: float | None
+    psnr_note: str | None
+    engine_ms: float
+    backend: str
+    device_name: str
+
+
+class _NoisyClip(Sequence):
+    """The frames the filter sees, made on demand: the clip's own, or with synthetic noise."""
+
+    def __init__(self, previewer: Previewer, noise: SyntheticNoise | None) -> None:
+        self._previewer, self._noise = previewer, noise
+
+    def __len__(self) -> int:
+        return len(self._previewer.source)
+
+    def __getitem__(self, index: int) -> np.ndarray:  # type: ignore[override]
+        return self._previewer.noisy_frame(index, self._noise)
+
+
+class Previewer:
+    """Renders previews of ``source`` with one Denoiser, replacing its parameters per call.
+
+    Parameters
+    ----------
+    source : FrameSource
+        The clip (a ``VideoReader`` or ``ArrayFrames``).
+    backend : {"auto", "gpu", "cpu"}
+    reference : FrameSource, optional
+        A clean version of ``source`` (same length and size), for PSNR on real footage.
+    """
+
+    def __init__(self, source: FrameSource, backend: str = "auto", reference: FrameSource | None = None) -> None:
+        if reference is not None and len(reference) != len(source):
+            raise ValueError(f"the reference clip has {len(reference)} frames, the clip {len(source)}")
+        self.source = source
+        self.reference = reference
+        self._denoiser: Denoiser | None = None
+        self._backend = backend
+        self._noisy: OrderedDict[tuple[int, SyntheticNoise], np.ndarray] = OrderedDict()
+
+    @property
+    def denoiser(self) -> Denoiser:
+        if self._denoiser is None:
+            self._denoiser = Denoiser(NLMParams(h=1), self._backend)
+        return self._denoiser
+
+    def noisy_frame(self, index: int, noise: SyntheticNoise | None) -> np.ndarray:
+        """Frame ``index`` as the filter sees it: float32 in [0, 1] plus the synthetic noise, if any."""
+        frame = to_float32(np.asarray(self.source.frame(index)))
+        if noise is None or noise.sigma == 0:
+            return frame
+        key = (index, noise)
+        if key not in self._noisy:
+            channels = frame.shape[-1] if frame.ndim == 3 else 1
+            self._noisy[key] = add_noise(
+                frame.reshape(*frame.shape[:2], channels),
+                noise.covariance(channels),
+                seed=noise.seed * 1_000_003 + index,
+            ).reshape(frame.shape)
+            if len(self._noisy) > NOISE_CACHE_FRAMES:
+                self._noisy.popitem(last=False)
+        return self._noisy[key]
+
+    def render(self, index: int, params: NLMParams, noise: SyntheticNoise | None = None) -> Preview:
+        """Denoise frame ``index`` with ``params``; PSNR against the clean frame where there is one."""
+        denoiser = self.denoiser
+        denoiser.params = params
+        clip = _NoisyClip(self, noise)
+        before = clip[index]
+        started = time.perf_counter()
+        after = denoiser.denoise_frame(clip, index)
+        engine_ms = (time.perf_counter() - started) * 1000
+        clean, note = None, "no clean reference: add synthetic noise or load a reference clip"
+        if noise is not None and noise.sigma > 0:
+            clean = to_float32(np.asarray(self.source.frame(index)))
+        elif self.reference is not None:
+            clean = to_float32(np.asarray(self.reference.frame(index)))
+        if clean is not None and clean.shape != before.shape:
+            clean, note = None, f"the reference's frames are {clean.shape}, the clip's {before.shape}"
+        return Preview(
+            index=index,
+            before=from_float32(before, np.dtype(np.uint8)),
+            after=from_float32(after.reshape(before.shape), np.dtype(np.uint8)),
+            psnr_before=None if clean is None else psnr(clean, before),
+            psnr_after=None if clean is None else psnr(clean, after.reshape(before.shape)),
+            psnr_note=None if clean is not None else note,
+            engine_ms=engine_ms,
+            backend=denoiser.backend,
+            device_name=denoiser.device_name,
+        )
