@@ -39,7 +39,7 @@ def _mirror(coordinate, size):
     return coordinate
 
 
-@numba.njit(cache=True, parallel=True, fastmath=FAST)
+@numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)  # the GUI thread runs meanwhile
 def _pad_planar(frames, transform, pad, out):
     """out[k, c] = (transform @ frames[k])[c], mirrored by ``pad``; frames are (K, H, W, C).
 
@@ -218,7 +218,7 @@ def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential
                 ) * inverse_total
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True, parallel=True, nogil=True)
 def _denoise(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, output):
     """Fill ``output`` (H, W, C) for the frames' centre, one parallel task per tile."""
     for tile in numba.prange(scratch.accumulators.shape[0]):

@@ -86,6 +86,10 @@ class Preview:
     device_name: str
 
 
+def _uint8(frame: np.ndarray) -> np.ndarray:
+    return frame if frame.dtype == np.uint8 else from_float32(to_float32(frame), np.dtype(np.uint8))
+
+
 class _NoisyClip(Sequence):
     """The frames the filter sees, made on demand: the clip's own, or with synthetic noise."""
 
@@ -96,7 +100,7 @@ class _NoisyClip(Sequence):
         return len(self._previewer.source)
 
     def __getitem__(self, index: int) -> np.ndarray:  # type: ignore[override]
-        return self._previewer.noisy_frame(index, self._noise)
+        return self._previewer.filter_input(index, self._noise)
 
 
 class Previewer:
@@ -143,6 +147,13 @@ class Previewer:
                 self._noisy.popitem(last=False)
         return self._noisy[key]
 
+    def filter_input(self, index: int, noise: SyntheticNoise | None) -> np.ndarray:
+        """What the filter gets: the decoded frame as it is (integers cross to a GPU 4x smaller
+        than float32 and are scaled there), or the float32 frame with the synthetic noise."""
+        if noise is None or noise.sigma == 0:
+            return np.asarray(self.source.frame(index))
+        return self.noisy_frame(index, noise)
+
     def render(self, index: int, params: NLMParams, noise: SyntheticNoise | None = None) -> Preview:
         """Denoise frame ``index`` with ``params``; PSNR against the clean frame where there is one."""
         denoiser = self.denoiser
@@ -161,9 +172,9 @@ class Previewer:
             clean, note = None, f"the reference's frames are {clean.shape}, the clip's {before.shape}"
         return Preview(
             index=index,
-            before=from_float32(before, np.dtype(np.uint8)),
+            before=_uint8(before),
             after=from_float32(after.reshape(before.shape), np.dtype(np.uint8)),
-            psnr_before=None if clean is None else psnr(clean, before),
+            psnr_before=None if clean is None else psnr(clean, to_float32(before)),
             psnr_after=None if clean is None else psnr(clean, after.reshape(before.shape)),
             psnr_note=None if clean is not None else note,
             engine_ms=engine_ms,

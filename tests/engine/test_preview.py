@@ -1,0 +1,65 @@
+"""The preview path the window's worker runs (engine.preview), without Qt."""
+
+import numpy as np
+import pytest
+
+from engine import Denoiser, NLMParams, psnr
+from engine.frames import from_float32, to_float32
+from engine.preview import ArrayFrames, Previewer, SyntheticNoise
+
+PARAMS = NLMParams(h=40, patch_radius=2, search_radius=2)
+
+
+@pytest.fixture
+def clip() -> np.ndarray:
+    rng = np.random.default_rng(1)
+    return rng.integers(0, 256, (5, 24, 32, 3), dtype=np.uint8)
+
+
+def test_a_preview_is_the_denoiser_output_as_uint8(clip) -> None:
+    preview = Previewer(ArrayFrames(clip), "cpu").render(2, PARAMS)
+    expected = Denoiser(PARAMS, "cpu").denoise_frame(clip, 2)
+    np.testing.assert_array_equal(preview.after, from_float32(expected, np.dtype(np.uint8)))
+    np.testing.assert_array_equal(preview.before, clip[2])
+    assert preview.psnr_after is None and "no clean reference" in preview.psnr_note
+    assert preview.backend == "cpu" and preview.engine_ms > 0
+
+
+def test_synthetic_noise_is_the_same_for_a_frame_whichever_frame_it_serves(clip) -> None:
+    noise = SyntheticNoise(20, 0.5, seed=3)
+    previewer = Previewer(ArrayFrames(clip), "cpu")
+    first = previewer.noisy_frame(2, noise).copy()
+    previewer.render(1, PARAMS, noise)  # frame 2 serves as a future frame here
+    fresh = Previewer(ArrayFrames(clip), "cpu")
+    np.testing.assert_array_equal(fresh.noisy_frame(2, noise), first)
+    noise_of = [fresh.noisy_frame(i, noise) - to_float32(clip[i]) for i in (2, 3)]
+    assert not np.allclose(*noise_of)  # each frame has its own noise
+    # 24 x 32 x 3 samples: the sample standard deviation is within 5 % of 20 levels.
+    assert abs(np.std(first - to_float32(clip[2])) * 255 - 20) < 1.0
+
+
+def test_psnr_against_the_clip_in_synthetic_mode_and_against_a_reference(clip) -> None:
+    noise = SyntheticNoise(25, 0.0, seed=1)
+    previewer = Previewer(ArrayFrames(clip), "cpu")
+    preview = previewer.render(2, PARAMS, noise)
+    noisy = np.stack([previewer.noisy_frame(i, noise) for i in range(5)])
+    clean = to_float32(clip[2])
+    assert preview.psnr_before == psnr(clean, noisy[2])
+    assert preview.psnr_after == psnr(clean, Denoiser(PARAMS, "cpu").denoise_frame(noisy, 2))
+    noisy_clip = np.stack([from_float32(frame, np.dtype(np.uint8)) for frame in noisy])
+    with_reference = Previewer(ArrayFrames(noisy_clip), "cpu", reference=ArrayFrames(clip)).render(2, PARAMS)
+    assert with_reference.psnr_before == psnr(clean, to_float32(noisy_clip[2]))
+    with pytest.raises(ValueError, match="the reference clip has 4 frames, the clip 5"):
+        Previewer(ArrayFrames(clip), "cpu", reference=ArrayFrames(clip[:4]))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"sigma": -1}, "sigma must be in 0..255"),
+        ({"sigma": 5, "correlation": 1.0}, r"correlation must be in \(-0.5, 1\)"),
+    ],
+)
+def test_nonsense_synthetic_noise_is_refused(kwargs, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        SyntheticNoise(**kwargs)
