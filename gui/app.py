@@ -1,0 +1,26 @@
+"""Starting the application: ``nlmeans-studio`` and ``nlmeans-studio gui [FILE]``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtWidgets import QApplication
+
+from engine import __version__
+from engine.sample import SAMPLE_CLIP
+
+from .window import MainWindow
+
+
+def run(path: str | Path | None = None) -> int:
+    """Open the window on ``path`` (the bundled sample clip by default); returns the exit status."""
+    QCoreApplication.setOrganizationName("NLMeans Studio")
+    QCoreApplication.setApplicationName("NLMeans Studio")
+    QCoreApplication.setApplicationVersion(__version__)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    window = MainWindow()
+    window.show()
+    window.open_clip(path or SAMPLE_CLIP)
+    return app.exec()

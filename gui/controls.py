@@ -1,0 +1,156 @@
+"""The filter's controls: sliders and spin boxes kept in sync, with the engine's own help texts."""
+
+from __future__ import annotations
+
+import re
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QPushButton,
+    QSlider,
+    QWidget,
+)
+
+from engine import NLMParams, gpu_unavailable_reason
+from engine.params import FRAMES_MAX, PATCH_RADIUS_MAX, SEARCH_RADIUS_MAX, WEIGHTINGS
+
+H_RANGE = (0.5, 150.0)  # 8-bit levels offered by the h slider
+H_STEPS = 10  # slider positions per level
+
+
+def parameter_help() -> dict[str, str]:
+    """NLMParams' docstring, one sentence-level text per field, for the tooltips."""
+    section = NLMParams.__doc__.split("Parameters\n    ----------\n")[1].split("\n\n    Raises")[0]
+    entries = re.split(r"\n    (?=\w+ : )", "\n    " + section.strip())
+    help_texts = {}
+    for entry in filter(None, (e.strip() for e in entries)):
+        name, _, body = entry.partition(" : ")
+        description = body.split("\n", 1)[1] if "\n" in body else ""
+        help_texts[name] = " ".join(description.split())
+    return help_texts
+
+
+class LinkedSlider(QWidget):
+    """A slider and a spin box showing one value; ``scale`` slider steps per unit."""
+
+    valueChanged = Signal(float)  # noqa: N815 (Qt's naming)
+
+    def __init__(self, low: float, high: float, *, scale: int = 1, decimals: int = 0) -> None:
+        super().__init__()
+        self._scale = scale
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(round(low * scale), round(high * scale))
+        self.spin = QDoubleSpinBox()
+        self.spin.setRange(low, high)
+        self.spin.setDecimals(decimals)
+        self.spin.setSingleStep(1 / scale if decimals else 1)
+        self.spin.setKeyboardTracking(False)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.slider, 1)
+        layout.addWidget(self.spin)
+        self.slider.valueChanged.connect(lambda position: self.setValue(position / self._scale))
+        self.spin.valueChanged.connect(self.setValue)
+
+    def value(self) -> float:
+        return self.spin.value()
+
+    def setValue(self, value: float) -> None:  # noqa: N802 (Qt's naming)
+        changed = abs(value - self.spin.value()) > 1e-9
+        for widget, shown in ((self.spin, value), (self.slider, round(value * self._scale))):
+            widget.blockSignals(True)
+            widget.setValue(shown)
+            widget.blockSignals(False)
+        if changed:
+            self.valueChanged.emit(self.spin.value())
+
+    def setToolTip(self, text: str) -> None:  # noqa: N802 (Qt's naming)
+        for widget in (self, self.slider, self.spin):
+            QWidget.setToolTip(widget, text)
+
+
+class ParameterPanel(QGroupBox):
+    """h, radii, frames, weighting, backend and color decorrelation; emits ``changed`` on any edit."""
+
+    changed = Signal()
+
+    def __init__(self) -> None:
+        super().__init__("Filter")
+        help_texts = parameter_help()
+        self.h = LinkedSlider(*H_RANGE, scale=H_STEPS, decimals=1)
+        self.patch_radius = LinkedSlider(0, PATCH_RADIUS_MAX)
+        self.search_radius = LinkedSlider(0, SEARCH_RADIUS_MAX)
+        self.frames_past = LinkedSlider(0, FRAMES_MAX)
+        self.frames_future = LinkedSlider(0, FRAMES_MAX)
+        self.weighting = QComboBox()
+        self.weighting.addItems(WEIGHTINGS)
+        self.backend = QComboBox()
+        self.decorrelate = QCheckBox("Color decorrelation (G from the noise estimate)")
+        self.decorrelate.setEnabled(False)
+        self.decorrelate.setToolTip(
+            "Measure patch distances on G Y, where the estimated noise is white. Needs a noise estimate."
+        )
+        self.reset = QPushButton("Reset to suggested")
+        self.reset.setToolTip("h and color decorrelation from the noise estimate; radii and frames to the defaults")
+        self.gpu_note = gpu_unavailable_reason()
+        self.backend.addItem("GPU" if self.gpu_note is None else "GPU (unavailable)", "gpu")
+        self.backend.addItem("CPU", "cpu")
+        self.backend.setCurrentIndex(0 if self.gpu_note is None else 1)
+        self.backend.model().item(0).setEnabled(self.gpu_note is None)
+        self.backend.setToolTip(
+            "Where the filter runs." + (f" The GPU is unavailable: {self.gpu_note}" if self.gpu_note else "")
+        )
+        form = QFormLayout(self)
+        rows = [
+            ("h (levels)", self.h, "h"),
+            ("Patch radius B", self.patch_radius, "patch_radius"),
+            ("Search radius A", self.search_radius, "search_radius"),
+            ("Past frames", self.frames_past, "frames_past"),
+            ("Future frames", self.frames_future, "frames_future"),
+            ("Weighting", self.weighting, "weighting"),
+        ]
+        for label, widget, name in rows:
+            widget.setToolTip(help_texts[name])
+            form.addRow(label, widget)
+        form.addRow("Backend", self.backend)
+        form.addRow(self.decorrelate)
+        form.addRow(self.reset)
+        for slider in (self.h, self.patch_radius, self.search_radius, self.frames_past, self.frames_future):
+            slider.valueChanged.connect(self.changed)
+        for combo in (self.weighting, self.backend):
+            combo.currentIndexChanged.connect(self.changed)
+        self.decorrelate.toggled.connect(self.changed)
+        self.set_params(NLMParams(h=20))
+
+    def set_params(self, params: NLMParams) -> None:
+        """Show ``params`` (the color transform is the noise panel's) and emit ``changed`` once."""
+        self.blockSignals(True)
+        self.h.setValue(min(max(params.h, H_RANGE[0]), H_RANGE[1]))
+        self.patch_radius.setValue(params.patch_radius)
+        self.search_radius.setValue(params.search_radius)
+        self.frames_past.setValue(params.frames_past)
+        self.frames_future.setValue(params.frames_future)
+        self.weighting.setCurrentText(params.weighting)
+        self.blockSignals(False)
+        self.changed.emit()
+
+    def params(self, color_transform: object = None) -> NLMParams:
+        """The parameters shown, with ``color_transform`` when decorrelation is on."""
+        return NLMParams(
+            h=self.h.value(),
+            patch_radius=int(self.patch_radius.value()),
+            search_radius=int(self.search_radius.value()),
+            frames_past=int(self.frames_past.value()),
+            frames_future=int(self.frames_future.value()),
+            weighting=self.weighting.currentText(),
+            color_transform=color_transform if self.decorrelate.isChecked() else None,
+        )
+
+    def backend_name(self) -> str:
+        return self.backend.currentData()
