@@ -129,13 +129,6 @@ def _parser() -> argparse.ArgumentParser:
     denoise.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     denoise.add_argument("--debug", action="store_true", help="show tracebacks")
 
-    window = commands.add_parser(
-        "gui",
-        help="open the window (the default without a command)",
-        description="Open NLMeans Studio's window on FILE (the bundled sample clip by default).",
-    )
-    window.add_argument("file", nargs="?", default=None)
-
     estimate = commands.add_parser(
         "estimate-noise",
         help="estimate the noise of a video: sigma per channel, correlations, the color transform",
@@ -267,25 +260,13 @@ def _denoise(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_window(path: str | None) -> int:
-    """The GUI lives in the ``gui`` package; the engine never imports Qt otherwise."""
-    if path is not None and not Path(path).is_file():
-        print(f"nlmeans-studio: error: {path}: no such file", file=sys.stderr)
-        return 1
-    try:
-        from gui.app import run
-    except ImportError as error:
-        print(f"nlmeans-studio: error: the window needs PySide6 and pyqtgraph ({error})", file=sys.stderr)
-        return 1
-    return run(path)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``nlmeans-studio`` command; returns the exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command in (None, "gui"):
-        return _open_window(getattr(args, "file", None))
+    if args.command is None:
+        parser.print_help()
+        return 0
     try:
         if args.command == "denoise":
             return _denoise(args)
