@@ -189,6 +189,7 @@ class _ProgressBar:
 
     def __init__(self) -> None:
         self._drawn = 0.0
+        self._line_open = False  # a partial line is on screen
 
     def __call__(self, done: int, total: int, seconds: float) -> None:
         if done < total and seconds - self._drawn < 0.25:
@@ -197,7 +198,14 @@ class _ProgressBar:
         fps = done / seconds if seconds > 0 else 0.0
         eta = (total - done) / fps if fps > 0 else float("inf")
         line = f"\r{done}/{total} frames ({100 * done / total:.0f} %)  {fps:.1f} fps  ETA {eta:.0f} s  "
-        print(line, end="" if done < total else "\n", file=sys.stderr, flush=True)
+        self._line_open = done < total
+        print(line, end="" if self._line_open else "\n", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        """End a partial line, so that an error after it starts a line of its own."""
+        if self._line_open:
+            print(file=sys.stderr, flush=True)
+            self._line_open = False
 
 
 def _denoise_params(args: argparse.Namespace) -> NLMParams:
@@ -231,6 +239,7 @@ def _denoise_params(args: argparse.Namespace) -> NLMParams:
 def _denoise(args: argparse.Namespace) -> int:
     params = _denoise_params(args)
     cancel = threading.Event()
+    progress = None if args.quiet else _ProgressBar()
     previous = signal.signal(signal.SIGTERM, lambda *_: cancel.set())
     try:
         summary = denoise_file(
@@ -244,17 +253,19 @@ def _denoise(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             start=args.start,
             duration=args.duration,
-            progress=None if args.quiet else _ProgressBar(),
+            progress=progress,
             cancel=cancel,
         )
     except KeyboardInterrupt:
         raise ExportCancelledError(f"cancelled; {args.output} was not written") from None
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if progress is not None:
+            progress.close()
     if not args.quiet:
         print(
             f"denoised {summary.frames} frames in {summary.seconds:.1f} s ({summary.fps:.1f} fps) on the "
-            f"{summary.backend} ({summary.device_name}) -> {args.output}",
+            f"{summary.backend} ({summary.device_name}), decoded on the {summary.decoder} -> {args.output}",
             file=sys.stderr,
         )
     return 0

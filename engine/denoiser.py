@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -10,7 +11,7 @@ import numpy as np
 
 from . import cascade
 from .backend import cpu_name, cupy_module, gpu_name, resolve_backend
-from .frames import check_frame_shape, checked_frame, to_float32, window_indices
+from .frames import check_frame_shape, checked_frame, from_float32, to_float32, window_indices
 from .params import NLMParams
 
 METHODS = ("fused", "cascade")
@@ -192,6 +193,25 @@ class Denoiser:
         while next_output < arrived:
             yield self._filter_held(held, next_output, arrived)
             next_output += 1
+
+    def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]:
+        """Denoise a whole clip at full speed; yields (H, W, C) frames of ``dtype`` in order.
+
+        The same outputs as ``stream`` (rounded and clamped to ``dtype``'s full range when it is
+        uint8 / uint16; within one level where float32 rounding sits on a half step), for export:
+        on the GPU (fused method) frames are read a few ahead of the filter, the copies overlap
+        it (``GpuPipeline``) and the conversion to ``dtype`` happens on the device. ``params``
+        are taken when the run starts.
+        """
+        dtype = np.dtype(dtype)
+        if self.backend == "gpu" and self.method == "fused":
+            from .gpu import GpuPipeline
+
+            with contextlib.closing(GpuPipeline(cupy_module(), self.params, dtype)) as pipeline:
+                yield from pipeline.run(frames)
+            return
+        for frame in self.stream(frames):
+            yield frame if dtype == np.float32 else from_float32(frame, dtype)
 
     def _filter_held(self, held: dict[int, Any], index: int, arrived: int) -> np.ndarray:
         window = [i for i in window_indices(index, arrived, self.params) if i in held]

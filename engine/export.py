@@ -7,6 +7,8 @@ length. The output is written through ``VideoWriter``: complete, or not at all.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import itertools
 import queue
 import threading
@@ -18,7 +20,6 @@ from pathlib import Path
 import numpy as np
 
 from .denoiser import Denoiser
-from .frames import from_float32
 from .noise import NoiseEstimate, estimate_noise
 from .params import NLMParams
 from .video import VideoReader, VideoWriter
@@ -40,6 +41,7 @@ class ExportSummary:
     seconds: float
     backend: str
     device_name: str
+    decoder: str  # "NVDEC" or "CPU"
 
     @property
     def fps(self) -> float:
@@ -106,17 +108,17 @@ class _BackgroundWriter:
         self._thread.start()
 
     def _run(self) -> None:
-        while (frame := self._frames.get()) is not _END:
+        while (item := self._frames.get()) is not _END:
             if self._error is None:
                 try:
-                    self._writer.write(frame)
+                    self._writer.write(*item)
                 except BaseException as error:  # raised on the caller's thread
                     self._error = error
 
-    def write(self, frame: np.ndarray) -> None:
+    def write(self, frame: np.ndarray, timestamp: int) -> None:
         if self._error is not None:
             raise self._error
-        self._frames.put(frame)
+        self._frames.put((frame, timestamp))
 
     def finish(self) -> None:
         """Wait until every frame is encoded; raise what the encoder raised."""
@@ -195,26 +197,38 @@ def denoise_file(
     cancel = cancel or threading.Event()
     denoiser = Denoiser(params, backend)
     started = time.perf_counter()
-    with VideoReader(source) as reader:
-        info = reader.info
+    with VideoReader(source, hardware_decoding=denoiser.backend == "gpu") as reader:
+        info, decoder = reader.info, reader.decoder
         first, last = _frame_range(reader, start, duration)
         total = last - first
         done = 0
+        timestamps: collections.deque[int] = collections.deque()  # of frames read, not yet written
+
+        def frames_noting_times() -> Iterator[np.ndarray]:
+            for timestamp, frame in decoded:
+                timestamps.append(timestamp)
+                yield frame
+
         with (
             VideoWriter(target, info, codec=codec, crf=crf, preset=preset, overwrite=overwrite) as writer,
-            _Prefetch(itertools.islice(reader.frames(first), total)) as frames,
+            _Prefetch(itertools.islice(reader.timed_frames(first), total)) as decoded,
+            contextlib.closing(denoiser.export_stream(frames_noting_times(), info.dtype)) as outputs,
         ):
             encoder = _BackgroundWriter(writer)
+            origin = 0  # the first frame's timestamp: the output starts at 0
             try:
-                for frame in denoiser.stream(frames):
+                for frame in outputs:
                     if cancel.is_set():
                         raise ExportCancelledError(
                             f"cancelled after {done} of {total} frames; {target} was not written"
                         )
-                    encoder.write(from_float32(frame, info.dtype))
+                    timestamp = timestamps.popleft()  # outputs come in input order, one each
+                    if done == 0:
+                        origin = timestamp
+                    encoder.write(frame, timestamp - origin)
                     done += 1
                     if progress is not None:
                         progress(done, total, time.perf_counter() - started)
             finally:
                 encoder.finish()
-    return ExportSummary(done, time.perf_counter() - started, denoiser.backend, denoiser.device_name)
+    return ExportSummary(done, time.perf_counter() - started, denoiser.backend, denoiser.device_name, decoder)

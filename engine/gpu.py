@@ -183,7 +183,7 @@ class GpuPipeline:
     it reads. Outputs are filtered on the compute stream straight into ``out_dtype`` and come
     back on the download stream through pinned buffers, copied into the returned arrays by a
     second helper thread. Buffers are made once, for the first frame's shape; nothing is
-    allocated per frame after that but the returned host arrays.
+    allocated per frame after that but the returned host arrays. ``close`` stops the threads.
     """
 
     def __init__(self, cupy: Any, params: NLMParams, out_dtype: Any = np.uint8) -> None:
@@ -197,6 +197,13 @@ class GpuPipeline:
         self._buffers: _PipelineBuffers | None = None
         self._helper = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nlmeans-staging")
         self._collector = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nlmeans-collect")
+
+    def close(self) -> None:
+        """Wait for the GPU work and the helper threads of an unfinished run, then stop the threads."""
+        for stream in (self.upload_stream, self.compute_stream, self.download_stream):
+            stream.synchronize()
+        self._helper.shutdown(wait=True)
+        self._collector.shutdown(wait=True)
 
     def _buffers_for(self, frame: np.ndarray, ring_size: int) -> _PipelineBuffers:
         """The buffers of the last run when they fit this frame and window (pinned memory is slow to make)."""

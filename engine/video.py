@@ -9,6 +9,7 @@ can act on.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import contextlib
 import os
@@ -22,6 +23,10 @@ import numpy as np
 
 HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
 CACHE_FRAMES = 16  # decoded frames kept for random access
+# Frame and slice threads in decoders and encoders. PyAV's default, slice threads only, leaves
+# H.264 decoding on one core (x264 writes one slice per frame) and makes x264 encode with
+# sliced threads, which scale worse than its frame threads.
+CODEC_THREADS = "AUTO"
 
 
 class VideoError(Exception):
@@ -61,14 +66,23 @@ def _av() -> Any:
     return av
 
 
-def _open_input(path: Path) -> Any:
+def _open_input(path: Path, hardware_decoding: bool = False) -> Any:
     av = _av()
     if not path.is_file():
         raise VideoError(f"{path}: no such file")
+    if hardware_decoding and "cuda" in av.codec.hwaccel.hwdevices_available():
+        with contextlib.suppress(av.error.FFmpegError):  # no CUDA device or driver: decode on the CPU
+            container = av.open(str(path), hwaccel=av.codec.hwaccel.HWAccel("cuda", allow_software_fallback=True))
+            return _with_video(container, path)
     try:
         container = av.open(str(path))
     except (av.error.FFmpegError, UnicodeDecodeError) as error:
         raise VideoError(f"{path}: not a video file FFmpeg can read ({error})") from error
+    return _with_video(container, path)
+
+
+def _with_video(container: Any, path: Path) -> Any:
+    """``container``, refused (and closed) when it has no video stream."""
     if not container.streams.video:
         container.close()
         raise VideoError(f"{path}: holds no video stream")
@@ -81,18 +95,25 @@ def _frame_format(channels: int, bit_depth: int) -> str:
     return "rgb48le" if bit_depth > HIGH_BIT_DEPTH else "rgb24"
 
 
-def _count_frames(container: Any, stream: Any) -> int:
-    """Frames of the stream, counted from its packets where the container does not say."""
-    count = sum(1 for packet in container.demux(stream) if packet.size > 0)
+def _packet_times(container: Any, stream: Any) -> list[int | None]:
+    """The timestamps of the stream's frames, from its packets (no decoding), sorted; None
+    for packets without one (raw elementary streams). Reads the whole file."""
+    times = [packet.pts for packet in container.demux(stream) if packet.size > 0 and not packet.is_discard]
     container.seek(0, stream=stream)
-    return count
+    return times if None in times else sorted(times)
 
 
 class VideoReader:
     """Frames of a video file as (H, W, 3) RGB or (H, W, 1) gray uint8 / uint16 arrays.
 
-    Use as a context manager. ``frames()`` decodes in order; ``frame(i)`` seeks to the keyframe
-    before frame i and decodes forward, returning exactly what sequential decoding gives.
+    Use as a context manager. ``frames()`` decodes in order, ``timed_frames()`` with each frame's
+    timestamp; ``frame(i)`` seeks to the keyframe before frame i and decodes forward, returning
+    exactly what sequential decoding gives. Frames come upright: a rotation the file asks for
+    (its display matrix, as phones write) is applied, and ``info`` gives the upright size.
+
+    ``hardware_decoding`` decodes on the GPU's video decoder (NVDEC, through FFmpeg's CUDA
+    hwaccel) where there is one and it takes the codec, else on the CPU: the same frames
+    (decoding is bit-exact by the codecs' standards), with the CPU left to the encoder.
 
     Raises
     ------
@@ -101,41 +122,48 @@ class VideoReader:
         that stops decoding (the message names the frame).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, hardware_decoding: bool = False) -> None:
         self.path = Path(path)
-        self._container = _open_input(self.path)
-        try:
-            self.info = self._probe()
-        except Exception:
-            self._container.close()
-            raise
+        self._index: list[int] | None = None  # frame i's timestamp, made at the first random access
+        if hardware_decoding:  # probed on the CPU: a hardware decoder reports its own pixel format
+            with VideoReader(self.path) as probe:
+                self.info = probe.info
+        self._container = _open_input(self.path, hardware_decoding)
+        self._container.streams.video[0].thread_type = CODEC_THREADS
+        if not hardware_decoding:
+            try:
+                self.info = self._probe()
+            except Exception:
+                self._container.close()
+                raise
         self._cache: collections.OrderedDict[int, np.ndarray] = collections.OrderedDict()
 
     def _probe(self) -> VideoInfo:
         container, stream = self._container, self._container.streams.video[0]
-        pixel_format = stream.codec_context.pix_fmt
-        if pixel_format is None or stream.format is None:
+        context = stream.codec_context
+        if context.pix_fmt is None or stream.format is None:
             raise VideoError(f"{self.path}: the video stream has no pixel format FFmpeg can decode")
-        components = stream.format.components
+        pixel_format, components = context.pix_fmt, stream.format.components
         bit_depth = max(component.bits for component in components)
         channels = 1 if len(components) == 1 or pixel_format.startswith("gray") else 3
         frame_rate = stream.average_rate or stream.guessed_rate or Fraction(25)
-        frame_count = stream.frames or _count_frames(container, stream)
+        frame_count = stream.frames or len(_packet_times(container, stream))
+        rotation = self._first_frame_rotation()
         if stream.duration is not None and stream.time_base is not None:
             duration = float(stream.duration * stream.time_base)
         else:
             duration = frame_count / float(frame_rate)
-        context = stream.codec_context
         color = {
             "primaries": int(context.color_primaries),
             "trc": int(context.color_trc),
             "colorspace": int(context.colorspace),
             "range": int(context.color_range),
         }
+        width, height = (stream.height, stream.width) if rotation % 180 else (stream.width, stream.height)
         return VideoInfo(
             path=self.path,
-            width=stream.width,
-            height=stream.height,
+            width=width,
+            height=height,
             channels=channels,
             bit_depth=bit_depth,
             pixel_format=pixel_format,
@@ -145,9 +173,26 @@ class VideoReader:
             frame_count=frame_count,
             duration=duration,
             color=color,
-            rotation=int(_rotation(stream)),
+            rotation=rotation,
             other_streams=len(container.streams.audio) + len(container.streams.subtitles),
         )
+
+    @property
+    def decoder(self) -> str:
+        """Where frames are decoded: "NVDEC" (the GPU's video decoder) or "CPU"."""
+        return "NVDEC" if self._container.streams.video[0].codec_context.is_hwaccel else "CPU"
+
+    def _first_frame_rotation(self) -> int:
+        """Degrees counterclockwise the first frame is turned for display (0, 90, 180 or 270)."""
+        stream = self._container.streams.video[0]
+        try:
+            first = next(self._container.decode(stream), None)
+        except _av().error.FFmpegError as error:
+            raise VideoError(f"{self.path}: the first frame cannot be decoded: {error}") from error
+        self._container.seek(0, stream=stream)
+        if first is None:
+            raise VideoError(f"{self.path}: holds no frame")
+        return round(first.rotation / 90) % 4 * 90
 
     def __enter__(self) -> VideoReader:
         return self
@@ -164,7 +209,12 @@ class VideoReader:
 
     def frames(self, start: int = 0) -> Iterator[np.ndarray]:
         """Decode frames start, start + 1, ... to the end, in order."""
-        yield from (frame for index, frame in self._decode_from(start) if index >= start)
+        yield from (frame for _, frame in self.timed_frames(start))
+
+    def timed_frames(self, start: int = 0) -> Iterator[tuple[int, np.ndarray]]:
+        """(timestamp, frame) of frames start, start + 1, ...: timestamps in ``info.time_base``
+        units from the stream's start, as the file has them (variable frame rates kept)."""
+        yield from ((pts, frame) for index, pts, frame in self._decode_from(start) if index >= start)
 
     def frame(self, index: int) -> np.ndarray:
         """Frame ``index`` (0-based), by seeking to the keyframe before it; recent frames are cached."""
@@ -173,7 +223,7 @@ class VideoReader:
         if index in self._cache:
             self._cache.move_to_end(index)
             return self._cache[index]
-        for position, frame in self._decode_from(index):
+        for position, _, frame in self._decode_from(index):
             self._cache[position] = frame
             if len(self._cache) > CACHE_FRAMES:
                 self._cache.popitem(last=False)
@@ -181,49 +231,61 @@ class VideoReader:
                 return frame
         raise VideoError(f"{self.path}: frame {index} could not be decoded (the stream ends before it)")
 
-    def _decode_from(self, index: int) -> Iterator[tuple[int, np.ndarray]]:
-        """(frame number, array) from the keyframe at or before frame ``index`` onwards."""
+    def _decode_from(self, index: int) -> Iterator[tuple[int, int, np.ndarray]]:
+        """(frame number, timestamp from the stream's start, upright array) from the keyframe at
+        or before frame ``index`` onwards."""
         av = _av()
         stream = self._container.streams.video[0]
-        target = self._timestamp(index)
-        self._container.seek(target if target is not None else 0, stream=stream, backward=True, any_frame=False)
+        origin = stream.start_time or 0
+        self._container.seek(self._timestamp(index) if index else origin, stream=stream, backward=True)
         output_format = _frame_format(self.info.channels, self.info.bit_depth)
-        number = None
-        decoded = 0
+        turns = self.info.rotation // 90
+        number = index if index == 0 else None
         try:
             for frame in self._container.decode(stream):
                 if number is None:
-                    number = self._frame_number(frame) if index else 0
+                    number = self._frame_number(frame)
+                pts = frame.pts if frame.pts is not None else self._nominal_timestamp(number)
+                if frame.format.name != self.info.pixel_format:  # NVDEC's NV12 / P010: repacked losslessly,
+                    frame = frame.reformat(format=self.info.pixel_format)  # so that RGB comes out as on the CPU
                 array = frame.to_ndarray(format=output_format)
-                yield number, array.reshape(array.shape[0], array.shape[1], self.info.channels)
+                array = np.rot90(array.reshape(array.shape[0], array.shape[1], -1), turns)
+                yield number, pts - origin, np.ascontiguousarray(array)
                 number += 1
-                decoded += 1
         except av.error.FFmpegError as error:
-            frame_number = (number or 0) + 1 if decoded else index
-            raise VideoError(f"{self.path}: decoding stopped at frame {frame_number}: {error}") from error
+            failed = (index if number is None else number) + 1
+            raise VideoError(f"{self.path}: decoding stopped at frame {failed} (counting from 1): {error}") from error
 
-    def _timestamp(self, index: int) -> int | None:
-        """The presentation timestamp of frame ``index`` in the stream's time base."""
-        if index == 0:
-            return None
-        stream = self._container.streams.video[0]
-        start = stream.start_time or 0
+    def _frame_timestamps(self) -> list[int] | None:
+        """Frame i's timestamp for every i (variable frame rates too); None where packets lack them.
+
+        Made once, at the first random access, by reading the file's packets.
+        """
+        if self._index is None:
+            stream = self._container.streams.video[0]
+            times = _packet_times(self._container, stream)
+            self._index = [] if None in times else times
+        return self._index or None
+
+    def _nominal_timestamp(self, index: int) -> int:
+        """Frame ``index``'s timestamp at the nominal frame rate."""
+        start = self._container.streams.video[0].start_time or 0
         return start + round(Fraction(index) / self.info.frame_rate / self.info.time_base)
 
+    def _timestamp(self, index: int) -> int:
+        """Frame ``index``'s timestamp, in the stream's time base."""
+        times = self._frame_timestamps()
+        return times[index] if times is not None and index < len(times) else self._nominal_timestamp(index)
+
     def _frame_number(self, frame: Any) -> int:
-        stream = self._container.streams.video[0]
+        """The number of a decoded frame, from its timestamp."""
         if frame.pts is None:
             return 0
-        seconds = (frame.pts - (stream.start_time or 0)) * self.info.time_base
+        times = self._frame_timestamps()
+        if times is not None:
+            return bisect.bisect_left(times, frame.pts)
+        seconds = (frame.pts - self._nominal_timestamp(0)) * self.info.time_base
         return round(seconds * self.info.frame_rate)
-
-
-def _rotation(stream: Any) -> float:
-    rotate = stream.metadata.get("rotate")
-    if rotate is not None:
-        with contextlib.suppress(ValueError):
-            return float(rotate)
-    return 0.0
 
 
 # Codec name -> (encoder, pixel format for 8-bit sources, for deeper sources)
@@ -291,6 +353,8 @@ class VideoWriter:
             self._stream.width, self._stream.height = like.width, like.height
             self._stream.pix_fmt = formats[1] if like.bit_depth > HIGH_BIT_DEPTH else formats[0]
             self._stream.time_base = like.time_base
+            self._stream.codec_context.time_base = like.time_base  # the source's timestamps, exactly
+            self._stream.thread_type = CODEC_THREADS
             if codec in ("h264", "h265"):
                 self._stream.options = {"crf": str(crf), "preset": preset}
             context = self._stream.codec_context
@@ -298,6 +362,7 @@ class VideoWriter:
             context.color_trc = like.color.get("trc", 2)
             context.colorspace = like.color.get("colorspace", 2)
             context.color_range = like.color.get("range", 0)
+            self._to_yuv = _yuv_conversion(self._stream.pix_fmt, like.color)
             self._copied = self._add_copied_streams()
         except av.error.FFmpegError as error:
             self._remove_temporary()
@@ -307,15 +372,13 @@ class VideoWriter:
             raise VideoError(f"{self.path}: cannot write here: {error.strerror or error}") from error
         self._written = 0
 
-    def _add_copied_streams(self) -> list[tuple[Any, Any, Any]]:
-        """(source container, source stream, output stream) for the source's audio and subtitles."""
+    def _add_copied_streams(self) -> tuple[Any, dict[int, Any]] | None:
+        """The source opened again, and its audio and subtitle streams' indices -> output streams."""
         if not self.info.other_streams:
-            return []
+            return None
         source = _open_input(self.info.path)
-        copied = []
-        for stream in [*source.streams.audio, *source.streams.subtitles]:
-            copied.append((source, stream, self._container.add_stream_from_template(stream)))
-        return copied
+        streams = [*source.streams.audio, *source.streams.subtitles]
+        return source, {stream.index: self._container.add_stream_from_template(stream) for stream in streams}
 
     def __enter__(self) -> VideoWriter:
         return self
@@ -326,8 +389,13 @@ class VideoWriter:
         else:
             self.abort()
 
-    def write(self, frame: np.ndarray) -> None:
-        """Encode one (H, W, C) frame of the source's dtype (uint8, or uint16 for deep sources)."""
+    def write(self, frame: np.ndarray, timestamp: int | None = None) -> None:
+        """Encode one (H, W, C) frame of the source's dtype (uint8, or uint16 for deep sources).
+
+        ``timestamp`` is its presentation time in the source's time base, counted from the
+        output's start (``VideoReader.timed_frames`` gives them): variable frame rates are kept.
+        Without it, frame n is shown at n / frame rate.
+        """
         av = _av()
         array = np.ascontiguousarray(frame)
         if array.ndim == 3 and self._frame_format.startswith("gray"):
@@ -335,8 +403,11 @@ class VideoWriter:
         elif array.ndim == 3 and array.shape[2] == 1:
             array = np.repeat(array, 3, axis=2)
         video_frame = av.VideoFrame.from_ndarray(array, format=self._frame_format)
-        video_frame.pts = self._written  # constant frame rate: frame n at n / rate seconds
-        video_frame.time_base = 1 / self.info.frame_rate
+        if self._to_yuv is not None:
+            video_frame = video_frame.reformat(**self._to_yuv)
+        if timestamp is None:
+            timestamp = round(self._written / self.info.frame_rate / self.info.time_base)
+        video_frame.pts, video_frame.time_base = timestamp, self.info.time_base
         self._written += 1
         self._mux(self._stream.encode(video_frame))
 
@@ -350,12 +421,12 @@ class VideoWriter:
     def close(self) -> None:
         """Flush the encoder, copy the other streams, close, and rename into place."""
         self._mux(self._stream.encode(None))
-        for source, stream, output in self._copied:
-            for packet in source.demux(stream):
-                if packet.dts is None:
-                    continue
-                packet.stream = output
-                self._mux(packet)
+        if self._copied is not None:
+            source, outputs = self._copied
+            for packet in source.demux([source.streams[index] for index in outputs]):  # one pass for all
+                if packet.dts is not None:
+                    packet.stream = outputs[packet.stream.index]
+                    self._mux(packet)
         self._close_sources()
         try:
             self._container.close()
@@ -372,13 +443,32 @@ class VideoWriter:
         self._remove_temporary()
 
     def _close_sources(self) -> None:
-        for source in {id(source): source for source, _, _ in self._copied}.values():
-            source.close()
-        self._copied = []
+        if self._copied is not None:
+            self._copied[0].close()
+        self._copied = None
 
     def _remove_temporary(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             self._temporary.unlink()
+
+
+# FFmpeg's color matrices (AVColorSpace) -> swscale's (SWS_CS_*): BT.709, FCC, BT.601 (as
+# BT.470BG and as SMPTE 170M), SMPTE 240M, BT.2020 (constant and non-constant luminance).
+SWSCALE_MATRICES = {1: 1, 4: 4, 5: 5, 6: 5, 7: 7, 9: 9, 10: 9}
+BT601, LIMITED_RANGE = 5, 1
+
+
+def _yuv_conversion(pixel_format: str, color: dict[str, int]) -> dict[str, Any] | None:
+    """How RGB frames become ``pixel_format``: with the matrix and range the output is tagged
+    with, as the reader decoded them (PyAV's default, BT.601 limited, would shift BT.709 colors);
+    None for RGB and gray outputs, which need no matrix."""
+    if pixel_format.startswith(("gbr", "bgr", "rgb", "gray")):
+        return None
+    return {
+        "format": pixel_format,
+        "dst_colorspace": SWSCALE_MATRICES.get(color.get("colorspace", 2), BT601),
+        "dst_color_range": color.get("range") or LIMITED_RANGE,
+    }
 
 
 def _muxer(path: Path) -> str | None:

@@ -2,11 +2,16 @@
 # Runs on the GPU machine (the device tool's `run`): GPU tests, then benchmarks, logs in $OUT.
 # Usage: bash scripts/device_run.sh "PYTEST ARGS" "BENCH ARGS" ["BENCH ARGS" ...]
 # Needs .bench/sample.npy (uint8 frames of the sample: the GPU machine has no PyAV) and, for
-# --peers, the wheels of ../shared/tools/peer-wheels in .whl (both carried).
+# --peers, the wheels of ../shared/tools/peer-wheels in .whl; for --pipeline, PyAV's cp312
+# manylinux wheel in .avwhl (carried; .whl and .avwhl together exceed the carry limit).
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
+if ls .avwhl/*.whl >/dev/null 2>&1; then  # PyAV, for --pipeline and the video tests
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .avwhl/*.whl
+  export PYTHONPATH=$PYTHONPATH:/tmp/site
+fi
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
   export PYTHONPATH=$PYTHONPATH:/tmp/site

@@ -40,6 +40,19 @@ def test_stream_yields_each_frame_once_its_future_has_arrived() -> None:
     assert next(outputs, None) is None
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_export_stream_rounds_the_stream_to_integers(dtype) -> None:
+    clip = noisy_clip("bikes", seed=3, frames=4, shape=(18, 22))
+    denoiser = Denoiser(NLMParams(h=40, patch_radius=2, frames_past=1, frames_future=1), "cpu")
+    full_scale = np.iinfo(dtype).max
+    for exported, streamed in zip(denoiser.export_stream(iter(clip), dtype), denoiser.stream(iter(clip)), strict=True):
+        assert exported.dtype == dtype
+        # Rounded to the nearest level and clamped to [0, full scale]; where the float32 product
+        # sits within its rounding of a half step (0.2 % of uint16 values here) either level is right.
+        difference = exported - np.clip(np.round(streamed.astype(np.float64) * full_scale), 0, full_scale)
+        assert np.abs(difference).max() <= 1 and np.mean(difference != 0) < 0.01
+
+
 def test_params_replaced_between_frames() -> None:
     clip = noisy_clip("random", seed=8, frames=4, shape=(14, 14))
     first, second = NLMParams(h=30, frames_past=1, frames_future=0), NLMParams(h=60, frames_past=1, frames_future=0)

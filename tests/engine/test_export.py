@@ -1,6 +1,11 @@
 """Denoising whole files: `denoise_file` and `nlmeans-studio denoise`."""
 
+import resource
+import signal
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -131,3 +136,43 @@ def test_bench_pipeline_reports_every_stage(noisy_clip_file, capsys) -> None:
     stages = dict(line.split(" | ") for line in output.splitlines() if " | " in line and not line.startswith("stage"))
     assert set(stages) == {"decode", "denoise", "encode", "end to end"} and all(float(v) > 0 for v in stages.values())
     assert "# slowest stage: " in output
+
+
+def _denoise_command(source: Path, target: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "engine", "denoise", str(source), str(target), "--backend", "cpu",
+            "--codec", "ffv1", "--noise", "none", *extra]  # fmt: skip
+
+
+def _file_size_limit() -> None:
+    """In the child: files may not grow past 30 kB, as on a full disk (EFBIG instead of ENOSPC)."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of the process dying
+    resource.setrlimit(resource.RLIMIT_FSIZE, (30_000, 30_000))
+
+
+def test_a_full_disk_ends_with_one_line_and_no_file(tmp_path) -> None:
+    make_clip(tmp_path / "clip.mkv", frames=60, size=(96, 128))  # about 1 MB of FFV1
+    before = (tmp_path / "clip.mkv").read_bytes()
+    command = _denoise_command(tmp_path / "clip.mkv", tmp_path / "out.mkv", "--search-radius", "1", "--quiet")
+    run = subprocess.run(command, preexec_fn=_file_size_limit, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1
+    assert run.stderr.strip() == f"nlmeans-studio: error: {tmp_path / 'out.mkv'}: writing failed: File too large"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mkv"]
+    assert (tmp_path / "clip.mkv").read_bytes() == before
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_run_leaves_no_file(tmp_path, stop) -> None:
+    make_clip(tmp_path / "clip.mkv", frames=400, size=(64, 96))
+    before = (tmp_path / "clip.mkv").read_bytes()
+    command = _denoise_command(tmp_path / "clip.mkv", tmp_path / "out.mkv", "--search-radius", "5")
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as child:
+        progress = ""
+        while "frames (" not in progress:  # the progress bar: the run is under way
+            progress += child.stderr.read(1)
+            assert progress or child.poll() is None
+        child.send_signal(stop)
+        error = child.stderr.read()
+        assert child.wait(timeout=60) == 130
+    assert error.splitlines()[-1].startswith("nlmeans-studio: cancelled") and "Traceback" not in error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mkv"]
+    assert (tmp_path / "clip.mkv").read_bytes() == before

@@ -4,6 +4,8 @@ The exactness grid runs on the GPU through the ``backend_method`` fixture of the
 these add what only the GPU has. All are marked ``gpu`` and skip cleanly without a device.
 """
 
+import threading
+
 import numpy as np
 import pytest
 from conftest import noisy_clip
@@ -107,3 +109,39 @@ def test_pipeline_refuses_bad_frames() -> None:
         list(pipeline.run(frames))
     with pytest.raises(ValueError, match="too small"):
         list(pipeline.run([np.zeros((2, 2, 3), np.uint8)]))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_export_stream_on_the_gpu_matches_the_cpu(dtype) -> None:
+    clip = (noisy_clip("bigbuckbunny", seed=6, frames=5, shape=(33, 41)).clip(0, 1) * 255).round().astype(np.uint8)
+    params = NLMParams(h=35, patch_radius=2, search_radius=3, frames_past=1, frames_future=1)
+    gpu = np.stack(list(Denoiser(params, "gpu").export_stream(iter(clip), dtype)))
+    cpu = np.stack(list(Denoiser(params, "cpu").export_stream(iter(clip), dtype)))
+    assert gpu.dtype == cpu.dtype == dtype and gpu.shape == clip.shape
+    # float32: each backend within 1e-4 of exact; uint8: a half-step tie may round either way.
+    tolerance = 2 * TOLERANCE if dtype == np.float32 else 1
+    assert np.abs(gpu.astype(np.float64) - cpu.astype(np.float64)).max() <= tolerance
+
+
+def test_an_abandoned_export_stream_stops_its_threads() -> None:
+    clip = np.zeros((12, 40, 40, 3), np.uint8)
+    before = set(threading.enumerate())
+    outputs = Denoiser(NLMParams(h=20, search_radius=2), "gpu").export_stream(iter(clip))
+    next(outputs)
+    outputs.close()
+    assert {thread.name for thread in set(threading.enumerate()) - before} == set()
+
+
+def test_nvdec_decodes_what_the_cpu_decodes() -> None:
+    pytest.importorskip("av", reason="PyAV is not installed")
+    from engine.sample import SAMPLE_CLIP
+    from engine.video import VideoReader, read_frames
+
+    with VideoReader(SAMPLE_CLIP, hardware_decoding=True) as reader:
+        assert reader.decoder == "NVDEC"
+        frames = list(reader.frames())
+    # H.264 decoding is bit-exact by the standard, and NVDEC's NV12 is repacked to the source's
+    # planar format before the same RGB conversion: the frames are equal.
+    software = read_frames(SAMPLE_CLIP)
+    difference = np.abs(np.stack(frames).astype(np.int16) - software.astype(np.int16))
+    assert difference.max() == 0, f"max {difference.max()}, mean {difference.mean():.4f} levels"

@@ -1,23 +1,35 @@
 """VideoReader and VideoWriter: round trips on generated and real clips, and bad input."""
 
+import dataclasses
 import os
+import struct
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from engine import Denoiser, NLMParams
+from engine import Denoiser, NLMParams, psnr
+from engine.export import denoise_file
 from engine.sample import SAMPLE_CLIP
 from engine.video import VideoError, VideoReader, VideoWriter, read_frames
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
+PARAMS = NLMParams(h=45, patch_radius=2, search_radius=2)
 
 
 def make_clip(
-    path: Path, *, frames: int = 12, size: tuple[int, int] = (48, 64), deep: bool = False, audio: bool = False
+    path: Path,
+    *,
+    frames: int = 12,
+    size: tuple[int, int] = (48, 64),
+    deep: bool = False,
+    audio: bool = False,
+    subtitles: bool = False,
+    times: list[int] | None = None,
 ):
-    """An FFV1 clip of moving gradients (RGB; 16-bit when ``deep``), optionally with a sine audio track."""
+    """An FFV1 clip of moving gradients (RGB; 16-bit when ``deep``), optionally with a sine audio
+    track, two subtitles, and frames at ``times`` (milliseconds) instead of every 40 ms."""
     height, width = size
     dtype, full = (np.uint16, 65535) if deep else (np.uint8, 255)
     rows, cols = np.mgrid[0:height, 0:width]
@@ -28,15 +40,18 @@ def make_clip(
         ]
     )
     clip = (clip.astype(np.float64) / 255 * full).astype(dtype)
+    times = times or [40 * index for index in range(frames)]
     with av.open(str(path), "w") as container:
         stream = container.add_stream("ffv1", rate=25)
         stream.width, stream.height = width, height
         stream.pix_fmt = "gbrp16le" if deep else "bgr0"
+        stream.codec_context.time_base = Fraction(1, 1000)
         audio_stream = container.add_stream("pcm_s16le", rate=8000) if audio else None
-        for index, frame in enumerate(clip):
+        if subtitles:
+            _add_subtitles(container, path.with_suffix(".srt"))
+        for time, frame in zip(times, clip, strict=True):
             video_frame = av.VideoFrame.from_ndarray(frame, format="rgb48le" if deep else "rgb24")
-            video_frame.pts = index
-            video_frame.time_base = Fraction(1, 25)
+            video_frame.pts, video_frame.time_base = time, Fraction(1, 1000)
             container.mux(stream.encode(video_frame))
         container.mux(stream.encode(None))
         if audio_stream is not None:
@@ -47,6 +62,27 @@ def make_clip(
             container.mux(audio_stream.encode(audio_frame))
             container.mux(audio_stream.encode(None))
     return clip
+
+
+SUBTITLES = [b"Hello", b"World"]
+
+
+def _add_subtitles(container, srt: Path) -> None:
+    """Copy an SRT file of SUBTITLES into ``container`` (PyAV cannot encode subtitles)."""
+    srt.write_text("1\n00:00:00,000 --> 00:00:00,200\nHello\n\n2\n00:00:00,240 --> 00:00:00,400\nWorld\n")
+    source = av.open(str(srt))
+    output = container.add_stream_from_template(source.streams.subtitles[0])
+    container.start_encoding()
+    for packet in source.demux(source.streams.subtitles[0]):
+        if packet.dts is not None:
+            packet.stream = output
+            container.mux(packet)
+    source.close()
+
+
+def _subtitles(path: Path) -> list[bytes]:
+    with av.open(str(path)) as container:
+        return [bytes(packet) for packet in container.demux(container.streams.subtitles[0]) if packet.size]
 
 
 def test_reader_reports_the_clip_and_decodes_it_exactly(tmp_path) -> None:
@@ -172,3 +208,125 @@ def test_an_aborted_write_leaves_nothing_and_the_target_untouched(tmp_path) -> N
         raise RuntimeError("cancelled")
     assert (tmp_path / "out.mkv").read_bytes() == b"previous export"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mkv", "out.mkv"]
+
+
+def test_subtitles_are_copied_untouched(tmp_path) -> None:
+    make_clip(tmp_path / "clip.mkv", subtitles=True, audio=True)
+    summary = denoise_file(tmp_path / "clip.mkv", tmp_path / "out.mkv", PARAMS, backend="cpu", codec="ffv1")
+    assert summary.frames == 12 and _subtitles(tmp_path / "out.mkv") == SUBTITLES
+    with av.open(str(tmp_path / "out.mkv")) as container:
+        assert [stream.type for stream in container.streams] == ["video", "audio", "subtitle"]
+
+
+def test_h265_keeps_ten_bits(tmp_path) -> None:
+    clip = make_clip(tmp_path / "deep.mkv", deep=True, size=(64, 96))
+    with (
+        VideoReader(tmp_path / "deep.mkv") as reader,
+        VideoWriter(tmp_path / "out.mp4", reader.info, codec="h265", crf=4, preset="ultrafast") as writer,
+    ):
+        for frame in reader.frames():
+            writer.write(frame)
+    with VideoReader(tmp_path / "out.mp4") as copy:
+        assert (copy.info.pixel_format, copy.info.bit_depth, copy.info.dtype) == ("yuv420p10le", 10, np.uint16)
+        back = np.stack(list(copy.frames()))
+    assert back.shape == clip.shape
+    # 4:2:0 chroma of steep color gradients at CRF 4: about 36 dB; 8 bits would cap it near 34.
+    assert psnr(clip.astype(np.float64), back.astype(np.float64), 65535) > 33
+
+
+def test_variable_frame_rate_timestamps_are_kept(tmp_path) -> None:
+    times = [0, 40, 100, 120, 200, 210, 290, 330, 400, 480]  # milliseconds, irregular
+    make_clip(tmp_path / "vfr.mkv", frames=len(times), times=times)
+    with VideoReader(tmp_path / "vfr.mkv") as reader:
+        timed = list(reader.timed_frames())
+        assert [time for time, _ in timed] == times  # Matroska's time base is 1 ms
+        for index in [7, 2, 9, 0, 5]:
+            assert np.array_equal(reader.frame(index), timed[index][1])
+    for name, codec in [("out.mkv", "ffv1"), ("out.mp4", "h264")]:
+        denoise_file(tmp_path / "vfr.mkv", tmp_path / name, PARAMS, backend="cpu", codec=codec)
+        with VideoReader(tmp_path / name) as copy:
+            seconds = [float(time * copy.info.time_base) for time, _ in copy.timed_frames()]
+        np.testing.assert_allclose(seconds, np.array(times) / 1000, rtol=0, atol=1e-3)  # to a millisecond
+    with VideoReader(tmp_path / "vfr.mkv") as reader:
+        reader.frame(4)  # random access reads every packet's timestamp first
+        first_part = [time for time, _ in reader.timed_frames(4)]
+    assert first_part == times[4:]
+
+
+def _rotated_mov(path: Path, image: np.ndarray) -> None:
+    """A lossless (PNG) MOV of ``image`` whose display matrix turns it 90 degrees clockwise, as
+    a phone held upright writes; PyAV cannot set the matrix, so the track header is patched."""
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("png", rate=25)
+        stream.width, stream.height, stream.pix_fmt = image.shape[1], image.shape[0], "rgb24"
+        for index in range(3):
+            frame = av.VideoFrame.from_ndarray(image, format="rgb24")
+            frame.pts, frame.time_base = index, Fraction(1, 25)
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    data = bytearray(path.read_bytes())
+    header = data.index(b"tkhd") + 4  # version 0: 4 + 20 + 8 + 8 bytes before the matrix
+    assert data[header] == 0
+    struct.pack_into(">9i", data, header + 40, 0, 0x10000, 0, -0x10000, 0, 0, 0, 0, 0x40000000)
+    path.write_bytes(bytes(data))
+
+
+def test_rotated_video_comes_upright(tmp_path) -> None:
+    image = np.zeros((48, 64, 3), np.uint8)
+    image[:8, :8] = 255  # a mark in the top left corner
+    _rotated_mov(tmp_path / "phone.mov", image)
+    upright = np.rot90(image, -1)  # turned clockwise: the mark at the top right
+    with VideoReader(tmp_path / "phone.mov") as reader:
+        assert (reader.info.rotation, reader.info.width, reader.info.height) == (270, 48, 64)
+        assert np.array_equal(reader.frame(1), upright) and np.array_equal(next(reader.frames()), upright)
+    denoise_file(tmp_path / "phone.mov", tmp_path / "out.mkv", PARAMS, backend="cpu", codec="ffv1")
+    with VideoReader(tmp_path / "out.mkv") as copy:
+        assert copy.info.rotation == 0 and np.array_equal(next(copy.frames()), upright)
+
+
+def test_a_stream_without_a_pixel_format_is_refused(tmp_path) -> None:
+    with av.open(str(tmp_path / "odd.mkv"), "w") as container:
+        stream = container.add_stream("libx264", rate=25)
+        stream.width, stream.height = 64, 48
+        packet = av.Packet(bytes(100))  # not H.264: FFmpeg cannot tell the pixel format
+        packet.stream, packet.pts, packet.dts, packet.time_base = stream, 0, 0, Fraction(1, 25)
+        container.mux(packet)
+    with pytest.raises(VideoError, match=r"odd.mkv: the video stream has no pixel format FFmpeg can decode"):
+        VideoReader(tmp_path / "odd.mkv")
+
+
+@pytest.mark.parametrize(
+    "color",
+    [
+        {"primaries": 1, "trc": 1, "colorspace": 1, "range": 1},  # BT.709, HD video
+        {"primaries": 2, "trc": 2, "colorspace": 2, "range": 0},  # untagged
+        {"primaries": 9, "trc": 14, "colorspace": 9, "range": 1},  # BT.2020
+        {"primaries": 1, "trc": 1, "colorspace": 1, "range": 2},  # BT.709, full range
+    ],
+)
+def test_colors_survive_a_round_trip_through_yuv(tmp_path, color) -> None:
+    image = np.zeros((64, 64, 3), np.uint8)
+    swatches = [(200, 30, 30), (30, 200, 30), (30, 30, 200), (128, 128, 128)]
+    for column, swatch in enumerate(swatches):
+        image[:, 16 * column : 16 * column + 16] = swatch
+    make_clip(tmp_path / "clip.mkv", size=(64, 64))
+    info = dataclasses.replace(VideoReader(tmp_path / "clip.mkv").info, color=color)
+    with VideoWriter(tmp_path / "out.mp4", info, crf=0) as writer:
+        for _ in range(3):
+            writer.write(image)
+    with VideoReader(tmp_path / "out.mp4") as copy:
+        assert copy.info.color == color
+        back = next(copy.frames())
+    centres = np.array([back[32, 16 * column + 8] for column in range(4)], dtype=int)
+    # Lossless YUV: what remains is 8-bit rounding of the matrix both ways, and 4:2:0 chroma.
+    assert np.abs(centres - np.array(swatches)).max() <= 3
+
+
+def test_hardware_decoding_gives_the_same_frames_or_falls_back(tmp_path) -> None:
+    """On NVDEC where there is one (the GPU machine), else on the CPU: the same frames either way."""
+    with VideoReader(SAMPLE_CLIP, hardware_decoding=True) as reader:
+        assert reader.decoder in ("NVDEC", "CPU")
+        hardware = list(reader.frames())
+    assert len(hardware) == 132
+    # H.264 decoding is bit-exact by the standard; the RGB conversion is the same code.
+    assert all(np.array_equal(a, b) for a, b in zip(hardware, read_frames(SAMPLE_CLIP), strict=True))
