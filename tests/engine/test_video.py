@@ -218,20 +218,29 @@ def test_subtitles_are_copied_untouched(tmp_path) -> None:
         assert [stream.type for stream in container.streams] == ["video", "audio", "subtitle"]
 
 
-def test_h265_keeps_ten_bits(tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("codec", "name", "pixel_format", "bits", "least_db"),
+    [
+        # 4:2:0 chroma of steep color gradients at CRF 4: about 36 dB.
+        ("h265", "out.mp4", "yuv420p10le", 10, 33),
+        # ProRes 4444 (written from 10-bit 4:4:4, which FFmpeg's decoder gives as 12-bit): far closer.
+        ("prores", "out.mov", "yuv444p12le", 12, 45),
+    ],
+)
+def test_deep_sources_stay_deep(tmp_path, codec, name, pixel_format, bits, least_db) -> None:
     clip = make_clip(tmp_path / "deep.mkv", deep=True, size=(64, 96))
     with (
         VideoReader(tmp_path / "deep.mkv") as reader,
-        VideoWriter(tmp_path / "out.mp4", reader.info, codec="h265", crf=4, preset="ultrafast") as writer,
+        VideoWriter(tmp_path / name, reader.info, codec=codec, crf=4, preset="ultrafast") as writer,
     ):
         for frame in reader.frames():
             writer.write(frame)
-    with VideoReader(tmp_path / "out.mp4") as copy:
-        assert (copy.info.pixel_format, copy.info.bit_depth, copy.info.dtype) == ("yuv420p10le", 10, np.uint16)
+    with VideoReader(tmp_path / name) as copy:
+        assert (copy.info.pixel_format, copy.info.bit_depth, copy.info.dtype) == (pixel_format, bits, np.uint16)
+        assert copy.info.frame_count == len(clip)
         back = np.stack(list(copy.frames()))
     assert back.shape == clip.shape
-    # 4:2:0 chroma of steep color gradients at CRF 4: about 36 dB; 8 bits would cap it near 34.
-    assert psnr(clip.astype(np.float64), back.astype(np.float64), 65535) > 33
+    assert psnr(clip.astype(np.float64), back.astype(np.float64), 65535) > least_db
 
 
 def test_variable_frame_rate_timestamps_are_kept(tmp_path) -> None:
