@@ -55,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nlmeans-studio",
         description="Non-Local Means video denoising on an NVIDIA GPU or the CPU.",
+        epilog="Without a command (or with 'gui [FILE]') nlmeans-studio opens the window; "
+        "'nlmeans-studio self-test' checks an installation.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")

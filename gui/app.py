@@ -6,12 +6,15 @@ import sys
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from engine import __version__
 from engine.sample import SAMPLE_CLIP
 
 from .window import MainWindow
+
+ICON = Path(__file__).resolve().parent.parent / "resources" / "icon.png"
 
 
 def run(path: str | Path | None = None) -> int:
@@ -20,6 +23,7 @@ def run(path: str | Path | None = None) -> int:
     QCoreApplication.setApplicationName("NLMeans Studio")
     QCoreApplication.setApplicationVersion(__version__)
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setWindowIcon(QIcon(str(ICON)))
     window = MainWindow()
     window.show()
     window.open_clip(path or SAMPLE_CLIP)

@@ -1,6 +1,7 @@
 """The ``nlmeans-studio`` command: the window without a command (or with ``gui [FILE]``),
-the engine's command line otherwise. Qt is imported only when the window opens, so the
-engine's commands work where PySide6 is missing, and the engine never imports the GUI."""
+``self-test`` to check an installation, the engine's command line otherwise. Qt is imported
+only when the window opens, so the engine's commands work where PySide6 is missing, and the
+engine never imports the GUI."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from engine.cli import main as engine_main
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``nlmeans-studio``; returns the exit status."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments == ["self-test"]:
+        from gui.selftest import main as self_test
+
+        return self_test()
     if arguments and arguments[0] != "gui":
         return engine_main(arguments)
     path = arguments[1] if len(arguments) > 1 else None

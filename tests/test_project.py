@@ -10,7 +10,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _readme_commands() -> list[str]:
-    return re.findall(r"```bash\n(python3 -m venv .*?)\n```", (ROOT / "README.md").read_text())
+    """The commands of the README's "Set up" section."""
+    setup = (ROOT / "README.md").read_text().split("## Set up", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```bash\n(python3 -m venv .*?)\n```", setup)
 
 
 def test_readme_has_the_two_setup_commands_and_ci_runs_the_second() -> None:

@@ -1,0 +1,8 @@
+"""The bundled program's entry point: the ``nlmeans-studio`` command of a pip install."""
+
+import sys
+
+from gui.launcher import main
+
+if __name__ == "__main__":
+    sys.exit(main())
