@@ -25,19 +25,29 @@ def gpu_unavailable_reason() -> str | None:
     try:
         import cupy
     except ImportError as error:
-        return (
-            "CuPy is not installed (install nlmeans-studio[cuda12] or nlmeans-studio[cuda13] "
-            f"to match your CUDA driver): {error}"
-        )
+        if isinstance(error, ModuleNotFoundError) and error.name == "cupy":
+            return (
+                "CuPy is not installed (install nlmeans-studio[cuda12] or nlmeans-studio[cuda13] "
+                f"to match your CUDA driver): {error}"
+            )
+        return f"CuPy is installed but does not import: {_original_error(str(error))}"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except cupy.cuda.runtime.CUDARuntimeError as error:
         if "insufficient" in str(error).lower():
-            return f"the NVIDIA driver is too old for this CuPy build; update the driver ({error})"
+            return f"no NVIDIA driver, or one too old for this CuPy build: install or update it ({error})"
         return f"no usable CUDA device: {error}"
     if count == 0:
         return "no CUDA device was found"
     return None
+
+
+def _original_error(message: str) -> str:
+    """The cause in CuPy's import failure message (a page of advice around one line)."""
+    lines = [line.strip() for line in message.splitlines()]
+    if "Original error:" in lines:
+        return lines[lines.index("Original error:") + 1]
+    return " ".join(line for line in lines if line)
 
 
 def cupy_module() -> Any:

@@ -5,8 +5,6 @@
 // Frames live on the device as planar float32 [C][H][W], each uploaded once and kept while an
 // output's temporal window needs it; a kernel gets the window as an array of frame pointers.
 
-#include <cuda_fp16.h>
-
 // Mirror a coordinate into [0, size) without repeating the edge (np.pad mode="reflect"),
 // then clamp: coordinates a filtered pixel needs mirror exactly; the clamp only keeps the
 // pixels of partial edge tiles, whose outputs are never written, inside the frame.

@@ -150,6 +150,25 @@ def test_gpu_without_cupy_says_why(monkeypatch) -> None:
         backend_module.gpu_unavailable_reason.cache_clear()
 
 
+def test_a_cupy_that_fails_to_import_says_why(monkeypatch) -> None:
+    """As a bundle missing a module CuPy needs: CuPy's page of advice shrinks to its cause."""
+
+    class BrokenCupy:
+        def find_spec(self, name, path=None, target=None):
+            if name == "cupy":
+                cause = "ModuleNotFoundError: No module named 'graphlib'"
+                raise ImportError(f"=====\nFailed to import CuPy.\n\nOriginal error:\n  {cause}\n=====")
+
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [BrokenCupy(), *sys.meta_path])
+    backend_module.gpu_unavailable_reason.cache_clear()
+    try:
+        reason = backend_module.gpu_unavailable_reason()
+    finally:
+        backend_module.gpu_unavailable_reason.cache_clear()
+    assert reason == "CuPy is installed but does not import: ModuleNotFoundError: No module named 'graphlib'"
+
+
 def test_engine_imports_without_qt_or_pyav() -> None:
     """The engine must run where Qt and PyAV are missing (the GPU machine has neither)."""
     code = (
