@@ -133,8 +133,12 @@ def test_bench_pipeline_reports_every_stage(noisy_clip_file, capsys) -> None:
     noisy_path, _ = noisy_clip_file
     assert main(["bench", "--pipeline", str(noisy_path), "--backend", "cpu", "--frames", "6"]) == 0
     output = capsys.readouterr().out
-    stages = dict(line.split(" | ") for line in output.splitlines() if " | " in line and not line.startswith("stage"))
-    assert set(stages) == {"decode", "denoise", "encode", "end to end"} and all(float(v) > 0 for v in stages.values())
+    rows = [line.split(" | ") for line in output.splitlines() if " | " in line and not line.startswith("stage")]
+    stages = {name: (float(fps), [float(value) for value in rounds.split(", ")]) for name, fps, rounds, _ in rows}
+    assert all(float(cpu) > 0 for name, *_, cpu in rows if name != "end to end, steady")
+    assert set(stages) == {"decode", "denoise", "encode", "end to end", "end to end, steady"}
+    for fps, rounds in stages.values():
+        assert len(rounds) == 3 and fps == pytest.approx(sorted(rounds)[1], abs=0.05) and fps > 0  # the median
     assert "# slowest stage: " in output
 
 
