@@ -94,7 +94,7 @@ def check_export() -> str:
 
 def check_window() -> str:
     os.environ["QT_QPA_PLATFORM"] = "offscreen"  # headless: the same check with or without a display
-    from PySide6.QtCore import QCoreApplication, QSettings, qInstallMessageHandler
+    from PySide6.QtCore import QCoreApplication, QEvent, QSettings, qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
 
     from .window import MainWindow
@@ -121,6 +121,8 @@ def check_window() -> str:
             preview = window.preview
         finally:
             window.close()
+            window.deleteLater()  # now, not when the interpreter finalizes (PySide6 aborts there)
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
             qInstallMessageHandler(previous_handler)
     return (
         f"{QApplication.platformName()} platform: the sample opens and a frame is denoised on the "

@@ -209,3 +209,29 @@ def test_parameters_persist_across_sessions(qtbot, tmp_path) -> None:
     qtbot.addWidget(second)
     assert second.parameters.params() == NLMParams(h=33, search_radius=5, frames_past=2)
     second.close()
+
+
+def test_resizing_the_views_keeps_the_interpreter_alive(qtbot) -> None:
+    """Qt's virtual methods overridden in Python must not lose references to True: PySide6
+    6.12.0 lost 32 per resize of the views, and on Python 3.11 (where True is not immortal) the
+    interpreter aborted once they ran out. On 3.12+ the count does not move at all."""
+    import gc
+    import sys
+
+    from PySide6.QtCore import QCoreApplication
+
+    from gui.views import ComparisonView
+
+    view = ComparisonView()
+    qtbot.addWidget(view)
+    view.show()
+    image = np.zeros((60, 80, 3), np.uint8)
+    view.set_images(image, image)
+    QCoreApplication.processEvents()
+    gc.collect()
+    before = sys.getrefcount(True)
+    for step in range(50):
+        view.resize(300 + step, 200)
+        QCoreApplication.processEvents()
+    gc.collect()
+    assert before - sys.getrefcount(True) < 50  # objects holding True come and go: a few, not 1600
