@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import collections
 import contextlib
+import functools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -124,7 +125,6 @@ class VideoReader:
 
     def __init__(self, path: str | Path, *, hardware_decoding: bool = False) -> None:
         self.path = Path(path)
-        self._index: list[int] | None = None  # frame i's timestamp, made at the first random access
         if hardware_decoding:  # probed on the CPU: a hardware decoder reports its own pixel format
             with VideoReader(self.path) as probe:
                 self.info = probe.info
@@ -147,7 +147,7 @@ class VideoReader:
         bit_depth = max(component.bits for component in components)
         channels = 1 if len(components) == 1 or pixel_format.startswith("gray") else 3
         frame_rate = stream.average_rate or stream.guessed_rate or Fraction(25)
-        frame_count = stream.frames or len(_packet_times(container, stream))
+        frame_count = stream.frames or len(self._packet_timestamps)
         rotation = self._first_frame_rotation()
         if stream.duration is not None and stream.time_base is not None:
             duration = float(stream.duration * stream.time_base)
@@ -240,7 +240,7 @@ class VideoReader:
         self._container.seek(self._timestamp(index) if index else origin, stream=stream, backward=True)
         output_format = _frame_format(self.info.channels, self.info.bit_depth)
         turns = self.info.rotation // 90
-        number = index if index == 0 else None
+        number = 0 if index == 0 else None  # else known from the first decoded frame's timestamp
         try:
             for frame in self._container.decode(stream):
                 if number is None:
@@ -256,16 +256,15 @@ class VideoReader:
             failed = (index if number is None else number) + 1
             raise VideoError(f"{self.path}: decoding stopped at frame {failed} (counting from 1): {error}") from error
 
-    def _frame_timestamps(self) -> list[int] | None:
-        """Frame i's timestamp for every i (variable frame rates too); None where packets lack them.
+    @functools.cached_property
+    def _packet_timestamps(self) -> list[int | None]:
+        """The packets' timestamps, read once (the whole file) when a frame count or a seek needs them."""
+        return _packet_times(self._container, self._container.streams.video[0])
 
-        Made once, at the first random access, by reading the file's packets.
-        """
-        if self._index is None:
-            stream = self._container.streams.video[0]
-            times = _packet_times(self._container, stream)
-            self._index = [] if None in times else times
-        return self._index or None
+    def _frame_timestamps(self) -> list[int] | None:
+        """Frame i's timestamp for every i (variable frame rates too); None where packets lack them."""
+        times = self._packet_timestamps
+        return None if None in times else times
 
     def _nominal_timestamp(self, index: int) -> int:
         """Frame ``index``'s timestamp at the nominal frame rate."""

@@ -9,6 +9,7 @@ temporary folder is written; the user's settings are not touched.
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import sys
@@ -33,7 +34,9 @@ class SkippedError(Exception):
     """The check does not apply here (no GPU); not a failure."""
 
 
+@functools.cache
 def _sample_frames() -> np.ndarray:
+    """The sample's first three frames, decoded once for every check that needs them."""
     from engine.video import VideoReader
 
     with VideoReader(SAMPLE_CLIP) as reader:
