@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import cascade, peers
+from . import peers
 from .backend import cupy_module, resolve_backend
 from .denoiser import Denoiser
 from .metrics import psnr
@@ -253,20 +253,11 @@ def _resident_frames(noisy: np.ndarray) -> list[Any]:
 def _time_gpu_method(
     resident: list[Any], method: str, params: NLMParams, clean: np.ndarray, outputs: Sequence[int], repeats: int
 ) -> Timing:
-    from .gpu import GpuFrames
+    from .gpu import GpuCascade, GpuFrames
 
     cupy = cupy_module()
-    if method == "fused":
-        return time_gpu_engine(GpuFrames(cupy).filter_window, resident, params, clean, outputs, repeats, cupy.asnumpy)
-    return time_gpu_engine(
-        cascade.denoise_window,
-        resident,
-        params,
-        clean,
-        outputs,
-        repeats,
-        lambda planar: cupy.asnumpy(planar).transpose(1, 2, 0),
-    )
+    window_filter = GpuFrames(cupy).filter_window if method == "fused" else GpuCascade(cupy)
+    return time_gpu_engine(window_filter, resident, params, clean, outputs, repeats, cupy.asnumpy)
 
 
 def run_pipeline(

@@ -1,7 +1,8 @@
 """The paper's accelerated pass cascade (DESIGN.md §2), as plain array code.
 
-Readable first: this module is the executable explanation of the method. It takes its array
-module (NumPy or CuPy) from the frames it is given, so the same code runs on both.
+Readable first: this module is the executable explanation of the method and the CPU's cascade.
+It takes its array module (NumPy or CuPy) from the frames it is given; on the GPU the cascade
+runs as one CUDA kernel per pass (``kernels/cascade.cu``, ``gpu.GpuCascade``), these same steps.
 
 Frames here are planar float32 arrays (C, H, W). For each search offset q the cascade runs
 

@@ -48,20 +48,12 @@ def _cpu_engine(method: str) -> _Engine:
 
 
 def _gpu_engine(method: str) -> _Engine:
-    from .gpu import GpuFrames
+    from .gpu import GpuCascade, GpuFrames
 
     cupy = cupy_module()
     frames = GpuFrames(cupy)
-    if method == "fused":
-        return _Engine("gpu", method, gpu_name(), frames.upload, frames.filter_window, cupy.asnumpy)
-    return _Engine(
-        "gpu",
-        method,
-        gpu_name(),
-        frames.upload,
-        cascade.denoise_window,
-        lambda planar: _interleaved_host(cupy.asnumpy(planar)),
-    )
+    window_filter = frames.filter_window if method == "fused" else GpuCascade(cupy)
+    return _Engine("gpu", method, gpu_name(), frames.upload, window_filter, cupy.asnumpy)
 
 
 def _create_engine(backend: str, method: str | None) -> _Engine:
@@ -84,8 +76,8 @@ class Denoiser:
         present, else the CPU.
     method : {"fused", "cascade"}, optional
         "fused" (the default: on the CPU numba fused per tile, on the GPU one CUDA kernel for
-        the whole window) or "cascade" (the paper's pass cascade as NumPy / CuPy array code,
-        the readable baseline).
+        the whole window) or "cascade" (the paper's pass cascade, the readable baseline: NumPy
+        array code on the CPU, one CUDA kernel per pass and offset on the GPU).
 
     Attributes
     ----------

@@ -1,4 +1,5 @@
-"""The GPU backend on CuPy: frame upload and the fused kernel of ``kernels/nlm.cu``.
+"""The GPU backend on CuPy: frame upload, the fused kernel of ``kernels/nlm.cu`` and the pass
+cascade of ``kernels/cascade.cu``.
 
 CuPy is imported by the caller (``backend.cupy_module``) and handed in, so importing this
 module costs nothing where there is no GPU. Kernels compile once per (device, B, A, C,
@@ -12,17 +13,22 @@ import concurrent.futures
 import contextlib
 import functools
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from . import cascade
 from .backend import GpuOutOfMemoryError
 from .frames import check_frame_shape, checked_frame, integer_scale
 from .params import NLMParams
 
-KERNEL_SOURCE = Path(__file__).with_name("kernels") / "nlm.cu"
-TILE_WIDTH, THREADS_Y = 32, 16  # as in nlm.cu; a tile is THREADS_Y x PIXELS_PER_THREAD rows
+KERNELS = Path(__file__).with_name("kernels")
+FUSED_THREADS, PASS1_COLUMNS = 256, 64  # as in nlm.cu
+SUBGROUPS = FUSED_THREADS // PASS1_COLUMNS  # offset groups of pass 1 at once
+TILE_HEIGHTS = (32, 16, 8)  # tried in turn until the shared memory fits
+RING_REGISTERS = 40  # most registers pass 1 may hold in running sums: K (2B + 1)
 BLOCK = 256  # threads per block of the element-wise kernels
 STAGED_FRAMES = 4  # pinned input buffers of a pipeline: frames read and staged ahead of the GPU
 OUTPUT_BUFFERS = 3  # device and pinned output buffers of a pipeline: outputs in flight
@@ -30,37 +36,81 @@ CUDA_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.uint16): "unsigne
 
 
 @functools.cache
-def _module(cupy: Any, device: int, name_expressions: tuple[str, ...]) -> Any:
-    """Compile ``nlm.cu`` for these template instances on ``device`` (cached per process)."""
-    return cupy.RawModule(code=KERNEL_SOURCE.read_text(), options=("-std=c++17",), name_expressions=name_expressions)
+def _module(cupy: Any, device: int, source: str, name_expressions: tuple[str, ...]) -> Any:
+    """Compile ``kernels/<source>`` for these template instances on ``device`` (cached per process)."""
+    code = (KERNELS / source).read_text()
+    return cupy.RawModule(code=code, options=("-std=c++17",), name_expressions=name_expressions)
 
 
-def _function(cupy: Any, name_expression: str) -> Any:
-    module = _module(cupy, cupy.cuda.Device().id, (name_expression,))
+def _function(cupy: Any, name_expression: str, source: str = "nlm.cu") -> Any:
+    module = _module(cupy, cupy.cuda.Device().id, source, (name_expression,))
     return module.get_function(name_expression)
 
 
-def shared_memory_bytes(patch_radius: int, search_radius: int, channels: int, tile_height: int) -> int:
-    """Shared memory one block of the fused kernel needs, in bytes (see nlm.cu)."""
-    pad = search_radius + patch_radius
-    z_region = (tile_height + 2 * pad) * (TILE_WIDTH + 2 * pad)
-    y_region = (tile_height + 2 * search_radius) * (TILE_WIDTH + 2 * search_radius)
-    distance_stride = (TILE_WIDTH + 2 * search_radius + 2 * patch_radius) | 1
-    distances = (tile_height + search_radius + 2 * patch_radius) * distance_stride
-    return 4 * (channels * (2 * z_region + y_region) + 2 * distances)
+@dataclass(frozen=True)
+class FusedLayout:
+    """The fused kernel's tile and shared-memory layout for one (B, A, C, transform); see nlm.cu."""
+
+    group: int  # K: offsets of one qx and consecutive qy per pass-1 group
+    tile_height: int
+    tile_width: int
+    z_stride: int  # row strides, in floats, of the candidate Z and Y regions and the vertical sums
+    y_stride: int
+    v_stride: int
+    shared_bytes: int
+
+    @property
+    def template_arguments(self) -> str:
+        return f"{self.group}, {self.tile_height}, {self.tile_width}, {self.z_stride}, {self.y_stride}, {self.v_stride}"
 
 
-def _launch_shape(cupy: Any, patch_radius: int, search_radius: int, channels: int) -> tuple[int, int]:
-    """Pixels per thread and blocks per multiprocessor for the fused kernel on this device.
+def _bank_spread_stride(columns: int, segments: int, segment: int) -> int:
+    """A row stride >= ``columns`` for which a pass-2 warp's lanes (rows x segments of ``segment``
+    pixels) hit as few shared-memory banks more than once as possible."""
+    rows = max(1, 32 // segments)
 
-    Two pixels per thread (a 32 x 32 tile) where that block's shared memory fits, else one;
-    two blocks per multiprocessor where two blocks' shared memory fits (measured on an H100:
-    24 % faster at A = 5, within noise at A = 2 and 3), else one, leaving registers unbounded.
-    """
-    attributes = _device_attributes(cupy, cupy.cuda.Device().id)
-    pixels = 2 if shared_memory_bytes(patch_radius, search_radius, channels, 2 * THREADS_Y) <= attributes[0] else 1
-    shared = shared_memory_bytes(patch_radius, search_radius, channels, pixels * THREADS_Y)
-    return pixels, 2 if 2 * shared <= attributes[1] else 1
+    def worst_conflict(stride: int) -> int:
+        banks = [(row * stride + lane * segment) % 32 for row in range(rows) for lane in range(min(32, segments))]
+        return max(banks.count(bank) for bank in set(banks))
+
+    return min(range(columns, columns + 32), key=worst_conflict)
+
+
+def _group_sizes(patch_radius: int, search_radius: int, channels: int) -> list[int]:
+    """Group sizes K, cheapest first: a group costs 2C shared loads and K stores per step of pass 1."""
+    largest = min(4, max(1, RING_REGISTERS // (2 * patch_radius + 1)))
+    span = 2 * search_radius + 1
+    return sorted(range(1, largest + 1), key=lambda k: (-(-span // k) * (2 * channels + k), -k))
+
+
+@functools.cache
+def fused_layout(
+    patch_radius: int, search_radius: int, channels: int, transformed: bool, shared_limit: int
+) -> FusedLayout:
+    """The layout of the tallest tile, and then the cheapest group, whose shared memory fits ``shared_limit`` bytes."""
+    radius, search = patch_radius, search_radius
+    for tile_height in TILE_HEIGHTS:
+        segments = FUSED_THREADS // tile_height
+        segment = (PASS1_COLUMNS - 2 * radius) // segments
+        tile_width = segment * segments
+        pass1_columns = tile_width + 2 * radius
+        for group in _group_sizes(radius, search, channels):
+            extra = -(-(2 * search + 1) // group) * group - (2 * search + 1)
+            z_columns = tile_width + 2 * (search + radius)
+            z_stride = z_columns if transformed else _bank_spread_stride(z_columns, segments, segment)
+            y_stride = _bank_spread_stride(tile_width + 2 * search, segments, segment) if transformed else 0
+            v_stride = _bank_spread_stride(pass1_columns, segments, segment)
+            floats = (
+                channels * (tile_height + 2 * radius) * pass1_columns
+                + channels * (tile_height + 2 * (search + radius) + extra) * z_stride
+                + channels * (tile_height + 2 * search + extra) * y_stride
+                + SUBGROUPS * group * tile_height * v_stride
+            )
+            if 4 * floats <= shared_limit:
+                return FusedLayout(group, tile_height, tile_width, z_stride, y_stride, v_stride, 4 * floats)
+    raise ValueError(
+        f"no tile of the fused kernel fits in {shared_limit} bytes of shared memory (A = {search}, B = {radius})"
+    )
 
 
 @functools.cache
@@ -79,7 +129,7 @@ class GpuFrames:
         self._transform_arrays: dict[bytes, Any] = {}
 
     @contextlib.contextmanager
-    def _out_of_memory_as_error(self, shape: tuple[int, ...]) -> Iterator[None]:
+    def out_of_memory_as_error(self, shape: tuple[int, ...]) -> Iterator[None]:
         """Turn CuPy's out-of-memory error into GpuOutOfMemoryError with advice."""
         try:
             yield
@@ -94,7 +144,7 @@ class GpuFrames:
 
         The frame crosses the bus in its own dtype and is converted on the GPU.
         """
-        with self._out_of_memory_as_error(frame.shape):
+        with self.out_of_memory_as_error(frame.shape):
             return self.to_planar(self.cupy.asarray(frame))
 
     def to_planar(self, frame: Any, out: Any = None) -> Any:
@@ -122,7 +172,7 @@ class GpuFrames:
             pointers = self._pointer_arrays[key] = self.cupy.asarray(np.array(key, dtype=np.uint64))
         return pointers
 
-    def _transform(self, matrix: np.ndarray) -> Any:
+    def transform(self, matrix: np.ndarray) -> Any:
         """The color transform as float32 on the GPU, kept while it stays the same."""
         key = matrix.tobytes()
         if key not in self._transform_arrays:
@@ -141,23 +191,26 @@ class GpuFrames:
         channels, height, width = frames[center].shape
         out_dtype = np.dtype(out.dtype if out is not None else out_dtype)
         radius, search = params.patch_radius, params.search_radius
-        pixels_per_thread, min_blocks = _launch_shape(cupy, radius, search, channels)
-        tile_height = THREADS_Y * pixels_per_thread
+        transformed = params.color_transform is not None
+        per_block, per_multiprocessor = _device_attributes(cupy, cupy.cuda.Device().id)
+        layout = fused_layout(radius, search, channels, transformed, per_block)
+        min_blocks = 2 if 2 * layout.shared_bytes <= per_multiprocessor else 1
+        options = (transformed, params.weighting == "exponential", params.center_weight == "max")
         name = (
-            f"nlm_fused<{radius}, {search}, {channels}, {str(params.weighting == 'exponential').lower()}, "
-            f"{str(params.center_weight == 'max').lower()}, {CUDA_TYPES[out_dtype]}, {pixels_per_thread}, {min_blocks}>"
+            f"nlm_fused<{radius}, {search}, {channels}, {layout.template_arguments}, "
+            f"{', '.join(str(option).lower() for option in options)}, {CUDA_TYPES[out_dtype]}, {min_blocks}>"
         )
         kernel = _function(cupy, name)
-        shared = shared_memory_bytes(radius, search, channels, tile_height)
-        kernel.max_dynamic_shared_size_bytes = shared
-        with self._out_of_memory_as_error(frames[center].shape):
-            transform = np.uint64(0) if params.color_transform is None else self._transform(params.color_transform)
+        kernel.max_dynamic_shared_size_bytes = layout.shared_bytes
+        with self.out_of_memory_as_error(frames[center].shape):
+            transform = np.uint64(0) if params.color_transform is None else self.transform(params.color_transform)
             if out is None:
                 out = cupy.empty((height, width, channels), dtype=out_dtype)
-            grid = ((width + TILE_WIDTH - 1) // TILE_WIDTH, (height + tile_height - 1) // tile_height)
+            tile_height, tile_width = layout.tile_height, layout.tile_width
+            grid = ((width + tile_width - 1) // tile_width, (height + tile_height - 1) // tile_height)
             kernel(
                 grid,
-                (TILE_WIDTH, THREADS_Y),
+                (FUSED_THREADS,),
                 (
                     self._pointers(frames),
                     np.int32(len(frames)),
@@ -169,9 +222,116 @@ class GpuFrames:
                     out,
                     np.float32(1.0 / integer_scale(out_dtype)),
                 ),
-                shared_mem=shared,
+                shared_mem=layout.shared_bytes,
             )
         return out
+
+
+class GpuCascade:
+    """The paper's pass cascade (DESIGN.md §2) on the GPU: one kernel of ``kernels/cascade.cu``
+    per pass and search offset, intermediates in device memory. The baseline the fused kernel is
+    measured against, computing the same filter; ``__call__`` matches ``GpuFrames.filter_window``
+    for float32 output.
+    """
+
+    BLOCK_2D = (32, 8)
+
+    def __init__(self, cupy: Any) -> None:
+        self.cupy = cupy
+        self.frames = GpuFrames(cupy)
+
+    def _launch(self, name: str, shape: tuple[int, int], *arguments: Any) -> None:
+        """Run kernel ``name`` over a (rows, cols) grid of threads, one per element."""
+        rows, cols = shape
+        block_x, block_y = self.BLOCK_2D
+        grid = ((cols + block_x - 1) // block_x, (rows + block_y - 1) // block_y)
+        _function(self.cupy, name, "cascade.cu")(grid, self.BLOCK_2D, arguments)
+
+    def _distance_space(self, frame: Any, params: NLMParams) -> Any:
+        """Z = G Y of a planar frame (the frame itself when G is None)."""
+        if params.color_transform is None:
+            return frame
+        channels, height, width = frame.shape
+        z = self.cupy.empty_like(frame)
+        pixels = height * width
+        _function(self.cupy, f"transform_colors<{channels}>", "cascade.cu")(
+            ((pixels + BLOCK - 1) // BLOCK,),
+            (BLOCK,),
+            (frame, self.frames.transform(params.color_transform), z, np.int32(pixels)),
+        )
+        return z
+
+    def __call__(self, frames: list[Any], center: int, params: NLMParams) -> Any:
+        """Denoise ``frames[center]`` searching ``frames`` (planar float32 device frames).
+
+        Returns the output as interleaved (H, W, C) float32 on the GPU.
+        """
+        cupy = self.cupy
+        channels, height, width = frames[center].shape
+        radius, search = params.patch_radius, params.search_radius
+        margin = search + radius  # of the squared differences; the weights have A
+        with self.frames.out_of_memory_as_error(frames[center].shape):
+            z = [self._distance_space(frame, params) for frame in frames]
+            difference = cupy.empty((height + 2 * margin, width + 2 * margin), cupy.float32)
+            horizontal = cupy.empty((height + 2 * margin, width + 2 * search), cupy.float32)
+            weights = cupy.empty((height + 2 * search, width + 2 * search), cupy.float32)
+            numerator = cupy.zeros((channels, height, width), cupy.float32)
+            denominator = cupy.zeros((height, width), cupy.float32)
+            largest = cupy.zeros((height, width), cupy.float32)
+            output = cupy.empty((height, width, channels), cupy.float32)
+        size = (np.int32(height), np.int32(width))
+        weighting = str(params.weighting == "exponential").lower()
+        scale = np.float32(params.patch_sum_scale(channels))
+        for index, frame in enumerate(frames):
+            same_frame = index == center
+            for qy, qx in cascade.spatial_offsets(search, same_frame=same_frame):
+                offset = (np.int32(qy), np.int32(qx))
+                self._launch(
+                    f"squared_difference<{channels}>",
+                    difference.shape,
+                    z[center],
+                    z[index],
+                    difference,
+                    *size,
+                    np.int32(margin),
+                    *offset,
+                )
+                self._launch(
+                    f"horizontal_box_sum<{radius}>",
+                    horizontal.shape,
+                    difference,
+                    horizontal,
+                    np.int32(horizontal.shape[0]),
+                    np.int32(horizontal.shape[1]),
+                )
+                self._launch(
+                    f"vertical_box_sum_weight<{radius}, {weighting}>",
+                    weights.shape,
+                    horizontal,
+                    weights,
+                    np.int32(weights.shape[0]),
+                    np.int32(weights.shape[1]),
+                    scale,
+                )
+                self._launch(
+                    f"accumulate<{channels}, {str(same_frame).lower()}>",
+                    (height, width),
+                    weights,
+                    frame,
+                    numerator,
+                    denominator,
+                    largest,
+                    *size,
+                    np.int32(search),
+                    *offset,
+                )
+        pixels = height * width
+        _function(cupy, f"normalise<{channels}, {str(params.center_weight == 'max').lower()}>", "cascade.cu")(
+            ((pixels + BLOCK - 1) // BLOCK,),
+            (BLOCK,),
+            (numerator, denominator, largest, frames[center], output, np.int32(pixels)),
+        )
+        return output
 
 
 class GpuPipeline:

@@ -1,6 +1,7 @@
-// NLMeans Studio's GPU kernels (DESIGN.md §1, §2). Compiled at run time through
-// cupy.RawModule; PATCH_RADIUS (B), SEARCH_RADIUS (A), CHANNELS (C) and the options are
-// compile-time constants given as template arguments, so every loop over a patch unrolls.
+// NLMeans Studio's fused GPU kernel (DESIGN.md §1, §2). Compiled at run time through
+// cupy.RawModule; the patch radius B, search radius A, channels C, the tile's layout (chosen
+// by engine/gpu.py, which also sizes the shared memory) and the options are compile-time
+// constants given as template arguments, so every loop over a patch or a tile unrolls.
 //
 // Frames live on the device as planar float32 [C][H][W], each uploaded once and kept while an
 // output's temporal window needs it; a kernel gets the window as an array of frame pointers.
@@ -27,18 +28,28 @@ __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict
 }
 
 // ---------------------------------------------------------------------------------------
-// The fused filter: one block per TILE_HEIGHT x TILE_WIDTH output pixels, every offset of the
-// window in one launch; each thread owns PIXELS_PER_THREAD pixels of one column (2, or 1 where
-// the larger tile's shared memory would not fit), whose
-// numerators and denominator stay in registers for the whole window. Per offset the squared
-// difference, the horizontal and the vertical box sums (running sums over short segments) and
-// the weights go through shared memory only. Within the centre frame each weight serves +q
-// and -q: the distances are computed over the tile and the tile shifted by -q, so only half of
-// the spatial offsets are visited.
+// The fused filter. One block of 256 threads filters a TH x TW tile of output pixels over the
+// whole window; every intermediate stays in shared memory or registers. The exact filter is
+// arithmetic-bound (DESIGN.md §4), so the design counts instructions and shared-memory
+// accesses per pixel and offset:
+//
+// - Offsets are visited in groups of K with the same qx and consecutive qy.
+// - Pass 1 (vertical): a thread owns one column of the tile and its horizontal halo of B and
+//   sweeps down its rows, computing the squared differences of the K offsets of its group and
+//   their running vertical sums over [-B, B] in registers. Down a column, offset qy + 1 reads
+//   the candidate pixel offset qy read one row later, so a step loads one reference and one
+//   new candidate pixel for K differences. SUBGROUPS groups run at once, one per quarter of
+//   the block, and write their vertical sums to shared memory.
+// - Pass 2 (horizontal): a thread owns SEG pixels of one row of the tile, keeps their
+//   numerators and denominator in registers for the whole window, and for each offset of the
+//   round sums the vertical sums horizontally (running), weighs and accumulates.
+//
+// The frame regions (reference Z, candidate Z, and candidate Y when a color transform makes Y
+// differ from Z) are loaded into shared memory once per frame, mirrored at the frame's borders.
 
-constexpr int TILE_WIDTH = 32;
-constexpr int THREADS_Y = 16;
-constexpr int SEGMENT = 4;  // outputs per running box sum
+constexpr int FUSED_THREADS = 256;
+constexpr int PASS1_COLUMNS = 64;  // columns a sub-group of pass 1 covers: TW + 2B <= 64
+constexpr int SUBGROUPS = FUSED_THREADS / PASS1_COLUMNS;
 
 // Store one output value: float as it is, integers scaled by full_scale, rounded and clamped.
 template <typename Out>
@@ -50,218 +61,218 @@ __device__ __forceinline__ float to_output<float>(float value, float) {
     return value;
 }
 
-// Load Z = G Y (or Y when transform is null) of a frame over rows x cols pixels from (top,
-// left), mirrored at the frame's borders, into planar shared memory [C][rows][cols].
-template <int C>
-__device__ void load_region(const float* __restrict__ frame, const float* __restrict__ transform,
-                            float* region, int top, int left, int rows, int cols, int height, int width) {
-    int pixels = height * width;
-    for (int index = threadIdx.y * blockDim.x + threadIdx.x; index < rows * cols; index += blockDim.x * blockDim.y) {
-        int row = index / cols, col = index % cols;
-        int source = mirror(top + row, height) * width + mirror(left + col, width);
-        float pixel[C];
+// Load Z = G Y (or Y when transform is null) of a frame over ROWS x COLS pixels from (top,
+// left), mirrored at the frame's borders, into planar shared memory [C][ROWS][STRIDE]. Each
+// thread issues the loads of LOAD_BATCH pixels before storing any, so that their latency from
+// device memory overlaps (one block per multiprocessor leaves no other warps to hide it).
+constexpr int LOAD_BATCH = 8;
+template <int C, int ROWS, int COLS, int STRIDE>
+__device__ void load_region(const float* __restrict__ frame, const float* __restrict__ transform, float* region,
+                            int top, int left, int height, int width) {
+    constexpr int PER_THREAD = (ROWS * COLS + FUSED_THREADS - 1) / FUSED_THREADS;
+    const int pixels = height * width;
+#pragma unroll 1
+    for (int batch = 0; batch < PER_THREAD; batch += LOAD_BATCH) {
+        float pixel[LOAD_BATCH][C];
 #pragma unroll
-        for (int channel = 0; channel < C; ++channel) pixel[channel] = __ldg(frame + channel * pixels + source);
+        for (int b = 0; b < LOAD_BATCH; ++b) {
+            const int index = threadIdx.x + (batch + b) * FUSED_THREADS;
+            if (index >= ROWS * COLS) break;
+            const int row = index / COLS, col = index % COLS;
+            const int source = mirror(top + row, height) * width + mirror(left + col, width);
 #pragma unroll
-        for (int channel = 0; channel < C; ++channel) {
-            float value = pixel[channel];
-            if (transform != nullptr) {
-                value = 0.0f;
+            for (int channel = 0; channel < C; ++channel) pixel[b][channel] = __ldg(frame + channel * pixels + source);
+        }
 #pragma unroll
-                for (int k = 0; k < C; ++k) value += transform[channel * C + k] * pixel[k];
+        for (int b = 0; b < LOAD_BATCH; ++b) {
+            const int index = threadIdx.x + (batch + b) * FUSED_THREADS;
+            if (index >= ROWS * COLS) break;
+            const int row = index / COLS, col = index % COLS;
+#pragma unroll
+            for (int channel = 0; channel < C; ++channel) {
+                float value = pixel[b][channel];
+                if (transform != nullptr) {
+                    value = 0.0f;
+#pragma unroll
+                    for (int k = 0; k < C; ++k) value += transform[channel * C + k] * pixel[b][k];
+                }
+                region[(channel * ROWS + row) * STRIDE + col] = value;
             }
-            region[(channel * rows + row) * cols + col] = value;
         }
     }
 }
 
 template <bool EXPONENTIAL>
-__device__ __forceinline__ float weight_of(float u) {
-    if (EXPONENTIAL) return __expf(-u);
-    float remaining = fmaxf(1.0f - u, 0.0f);
+__device__ __forceinline__ float weight_of(float patch_sum, float scale) {
+    if (EXPONENTIAL) return __expf(-patch_sum * scale);
+    const float remaining = fmaxf(fmaf(patch_sum, -scale, 1.0f), 0.0f);
     return remaining * remaining;
+}
+
+// The tile's shared-memory layout; strides come from engine/gpu.py (chosen so that the lanes
+// of a pass-2 warp hit distinct banks).
+template <int B, int A, int C, int K, int TH, int TW, int ZC_STRIDE, int YC_STRIDE, int VS_STRIDE, bool TRANSFORMED>
+struct FusedLayout {
+    static constexpr int SEGMENTS = FUSED_THREADS / TH;  // pass 2: threads per row
+    static constexpr int SEG = TW / SEGMENTS;             // pass 2: pixels per thread
+    static constexpr int GROUP_BLOCKS = (2 * A + 1 + K - 1) / K;  // groups per qx
+    static constexpr int GROUPS = (2 * A + 1) * GROUP_BLOCKS;     // groups per frame
+    static constexpr int ROUNDS = (GROUPS + SUBGROUPS - 1) / SUBGROUPS;
+    static constexpr int EXTRA = GROUP_BLOCKS * K - (2 * A + 1);  // rows of the last group past A
+    static constexpr int COLS1 = TW + 2 * B;                      // pass 1 columns
+    static constexpr int ZR_ROWS = TH + 2 * B, ZR_STRIDE = COLS1;
+    static constexpr int ZC_ROWS = TH + 2 * (A + B) + EXTRA, ZC_COLS = TW + 2 * (A + B);
+    static constexpr int YC_ROWS = TH + 2 * A + EXTRA, YC_COLS = TW + 2 * A;
+    static constexpr int ZR_SIZE = C * ZR_ROWS * ZR_STRIDE, ZC_SIZE = C * ZC_ROWS * ZC_STRIDE;
+    static constexpr int YC_SIZE = TRANSFORMED ? C * YC_ROWS * YC_STRIDE : 0;
+    static_assert(COLS1 <= PASS1_COLUMNS && SEG * SEGMENTS == TW && TH * SEGMENTS == FUSED_THREADS, "tile layout");
+};
+
+// Pass 1 for one thread: the vertical sums over [-B, B] of the squared differences of K
+// offsets (qy, qy + 1, ...) down one column, for the TH rows of the tile. reference and
+// candidate point at the column's first row (the candidate at offset qy), target at the
+// first offset's first row.
+template <int B, int C, int K, int TH, int ZR_ROWS, int ZR_STRIDE, int ZC_ROWS, int ZC_STRIDE, int VS_STRIDE>
+__device__ __forceinline__ void vertical_sums(const float* reference, const float* candidate, float* target) {
+    constexpr int STEPS = TH + 2 * B, WIDTH = 2 * B + 1;
+    float window[K][C];  // window[k]: the candidate pixel of offset qy + k at this step's row
+    float ring[K][WIDTH];
+    float sum[K];
+#pragma unroll
+    for (int k = 0; k + 1 < K; ++k)
+#pragma unroll
+        for (int channel = 0; channel < C; ++channel)
+            window[k + 1][channel] = candidate[(channel * ZC_ROWS + k) * ZC_STRIDE];
+#pragma unroll
+    for (int step = 0; step < STEPS; ++step) {
+#pragma unroll
+        for (int k = 0; k + 1 < K; ++k)
+#pragma unroll
+            for (int channel = 0; channel < C; ++channel) window[k][channel] = window[k + 1][channel];
+        float pixel[C];
+#pragma unroll
+        for (int channel = 0; channel < C; ++channel) {
+            window[K - 1][channel] = candidate[(channel * ZC_ROWS + step + K - 1) * ZC_STRIDE];
+            pixel[channel] = reference[(channel * ZR_ROWS + step) * ZR_STRIDE];
+        }
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            float difference = 0.0f;
+#pragma unroll
+            for (int channel = 0; channel < C; ++channel) {
+                const float delta = pixel[channel] - window[k][channel];
+                difference = fmaf(delta, delta, difference);
+            }
+            if (step == 0)
+                sum[k] = difference;
+            else if (step < WIDTH)
+                sum[k] += difference;
+            else
+                sum[k] += difference - ring[k][step % WIDTH];
+            ring[k][step % WIDTH] = difference;
+            if (step >= 2 * B) target[(k * TH + step - 2 * B) * VS_STRIDE] = sum[k];
+        }
+    }
 }
 
 // Output: interleaved (H, W, C) of type Out (float, or uint8 / uint16 scaled by full_scale).
 // MIN_BLOCKS: blocks per multiprocessor the registers must allow (2 where two blocks' shared
-// memory fits: the barriers of one block then overlap the other's work).
-template <int B, int A, int C, bool EXPONENTIAL, bool CENTER_MAX, typename Out, int PIXELS_PER_THREAD, int MIN_BLOCKS>
-__global__ void __launch_bounds__(TILE_WIDTH * THREADS_Y, MIN_BLOCKS)
+// memory fits).
+template <int B, int A, int C, int K, int TH, int TW, int ZC_STRIDE, int YC_STRIDE, int VS_STRIDE, bool TRANSFORMED,
+          bool EXPONENTIAL, bool CENTER_MAX, typename Out, int MIN_BLOCKS>
+__global__ void __launch_bounds__(FUSED_THREADS, MIN_BLOCKS)
 nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, int height, int width,
           const float* __restrict__ transform, float scale, Out* __restrict__ output, float full_scale) {
-    constexpr int THREADS = TILE_WIDTH * THREADS_Y;
-    constexpr int TILE_HEIGHT = THREADS_Y * PIXELS_PER_THREAD;
-    constexpr int PAD = A + B;
-    constexpr int Z_ROWS = TILE_HEIGHT + 2 * PAD, Z_COLS = TILE_WIDTH + 2 * PAD;
-    constexpr int Y_ROWS = TILE_HEIGHT + 2 * A, Y_COLS = TILE_WIDTH + 2 * A;
-    // Distances are computed over a fixed region per frame, so that each thread keeps the
-    // reference pixels of its elements in registers for all offsets: for the centre frame the
-    // union over the half window of the tile and the tile shifted by -q (rows from -A, columns
-    // from -A to A), for other frames the tile; both with a halo of B. D_STRIDE is odd so that
-    // threads walking down a column hit distinct banks.
-    constexpr int D_ROWS = TILE_HEIGHT + A + 2 * B, D_COLS = TILE_WIDTH + 2 * A + 2 * B;
-    constexpr int D_STRIDE = D_COLS | 1;
-    constexpr int ELEMENTS = (D_ROWS * D_COLS + THREADS - 1) / THREADS;
+    using L = FusedLayout<B, A, C, K, TH, TW, ZC_STRIDE, YC_STRIDE, VS_STRIDE, TRANSFORMED>;
+    constexpr int SEG = L::SEG;
     extern __shared__ float shared[];
-    float* z_reference = shared;                              // [C][Z_ROWS][Z_COLS]
-    float* z_other = z_reference + C * Z_ROWS * Z_COLS;       // [C][Z_ROWS][Z_COLS]
-    float* y_other = z_other + C * Z_ROWS * Z_COLS;           // [C][Y_ROWS][Y_COLS]
-    float* difference = y_other + C * Y_ROWS * Y_COLS;        // [D_ROWS][D_STRIDE], then the weights
-    float* horizontal = difference + D_ROWS * D_STRIDE;       // [D_ROWS][D_STRIDE]
+    float* z_reference = shared;                  // [C][ZR_ROWS][ZR_STRIDE], tile rows and columns from -B
+    float* z_candidate = z_reference + L::ZR_SIZE;  // [C][ZC_ROWS][ZC_STRIDE], from -A - B
+    float* y_candidate = z_candidate + L::ZC_SIZE;  // [C][YC_ROWS][YC_STRIDE], from -A (TRANSFORMED)
+    float* vertical = y_candidate + L::YC_SIZE;     // [SUBGROUPS * K][TH][VS_STRIDE], columns from -B
 
-    const int tile_top = blockIdx.y * TILE_HEIGHT, tile_left = blockIdx.x * TILE_WIDTH;
-    const int tx = threadIdx.x;
-    const int thread = threadIdx.y * blockDim.x + tx;
+    const int tile_top = blockIdx.y * TH, tile_left = blockIdx.x * TW;
+    const int thread = threadIdx.x;
+    const int subgroup = thread / PASS1_COLUMNS, column = thread % PASS1_COLUMNS;  // pass 1
+    const int row = thread / L::SEGMENTS, first = (thread % L::SEGMENTS) * SEG;   // pass 2
 
-    load_region<C>(frames[center], transform, z_reference, tile_top - PAD, tile_left - PAD, Z_ROWS, Z_COLS, height,
-                   width);
-
-    float numerator[PIXELS_PER_THREAD][C] = {};
-    float denominator[PIXELS_PER_THREAD] = {}, largest[PIXELS_PER_THREAD] = {};
-    float own[PIXELS_PER_THREAD][C];
-    float reference[ELEMENTS][C];
-    int element_row[ELEMENTS], element_col[ELEMENTS];  // region coordinates, per frame (no division per offset)
+    load_region<C, L::ZR_ROWS, L::COLS1, L::ZR_STRIDE>(frames[center], transform, z_reference, tile_top - B,
+                                                       tile_left - B, height, width);
+    float numerator[SEG][C] = {};
+    float denominator[SEG] = {}, largest[SEG] = {};
 
     for (int position = 0; position < frame_count; ++position) {
         const bool same_frame = position == center;
-        const float* frame = frames[position];
-        // The fixed region of this frame, tile-relative: origin and size.
-        const int origin_row = same_frame ? -A - B : -B, origin_col = same_frame ? -A - B : -B;
-        const int region_rows = TILE_HEIGHT + 2 * B + (same_frame ? A : 0);
-        const int region_cols = TILE_WIDTH + 2 * B + (same_frame ? 2 * A : 0);
         __syncthreads();  // the previous frame's regions are no longer read
-        if (!same_frame)
-            load_region<C>(frame, transform, z_other, tile_top - PAD, tile_left - PAD, Z_ROWS, Z_COLS, height, width);
-        load_region<C>(frame, nullptr, y_other, tile_top - A, tile_left - A, Y_ROWS, Y_COLS, height, width);
-        const float* z_candidate = same_frame ? z_reference : z_other;
+        load_region<C, L::ZC_ROWS, L::ZC_COLS, ZC_STRIDE>(frames[position], transform, z_candidate,
+                                                          tile_top - A - B, tile_left - A - B, height, width);
+        if (TRANSFORMED)
+            load_region<C, L::YC_ROWS, L::YC_COLS, YC_STRIDE>(frames[position], nullptr, y_candidate, tile_top - A,
+                                                              tile_left - A, height, width);
         __syncthreads();
-#pragma unroll
-        for (int k = 0; k < ELEMENTS; ++k) {
-            const int element = thread + k * THREADS;
-            element_row[k] = element / region_cols;  // region_rows or more: no element
-            element_col[k] = element % region_cols;
-            const int row = min(element_row[k], region_rows - 1), col = element_col[k];
-#pragma unroll
-            for (int channel = 0; channel < C; ++channel)
-                reference[k][channel] =
-                    z_reference[(channel * Z_ROWS + PAD + origin_row + row) * Z_COLS + PAD + origin_col + col];
-        }
-        if (same_frame) {
-#pragma unroll
-            for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
-                const int ty = threadIdx.y + i * THREADS_Y;
-#pragma unroll
-                for (int channel = 0; channel < C; ++channel)
-                    own[i][channel] = y_other[(channel * Y_ROWS + ty + A) * Y_COLS + tx + A];
+#pragma unroll 1
+        for (int round = 0; round < L::ROUNDS; ++round) {
+            const int group = round * SUBGROUPS + subgroup;
+            if (column < L::COLS1 && group < L::GROUPS) {
+                const int qx = group / L::GROUP_BLOCKS - A, qy = (group % L::GROUP_BLOCKS) * K - A;
+                vertical_sums<B, C, K, TH, L::ZR_ROWS, L::ZR_STRIDE, L::ZC_ROWS, ZC_STRIDE, VS_STRIDE>(
+                    z_reference + column, z_candidate + (qy + A) * ZC_STRIDE + column + qx + A,
+                    vertical + subgroup * K * TH * VS_STRIDE + column);
             }
-        }
-
-        for (int qy = -A; qy <= A; ++qy) {
-            for (int qx = -A; qx <= A; ++qx) {
-                if (same_frame && !(qy > 0 || (qy == 0 && qx > 0))) continue;
-                // Distances are needed over the tile, and for the centre frame also over the
-                // tile shifted by -q: rows [top, top + rows), columns [left, left + cols).
-                const int top = same_frame ? min(0, -qy) : 0, left = same_frame ? min(0, -qx) : 0;
-                const int rows = TILE_HEIGHT + (same_frame ? abs(qy) : 0);
-                const int cols = TILE_WIDTH + (same_frame ? abs(qx) : 0);
-                // 1. squared color difference over the part of the fixed region this offset
-                //    needs (its rows and columns with a halo of B).
+            __syncthreads();
+#pragma unroll 1
+            for (int pass1 = 0; pass1 < SUBGROUPS; ++pass1) {
+                const int group = round * SUBGROUPS + pass1;
+                if (group >= L::GROUPS) break;
+                const int qx = group / L::GROUP_BLOCKS - A, first_qy = (group % L::GROUP_BLOCKS) * K - A;
 #pragma unroll
-                for (int k = 0; k < ELEMENTS; ++k) {
-                    const int row = element_row[k], col = element_col[k];
-                    const int r = origin_row + row, c = origin_col + col;  // tile-relative
-                    if (row < region_rows && r >= top - B && r < top + rows + B && c >= left - B && c < left + cols + B) {
-                        float sum = 0.0f;
+                for (int k = 0; k < K; ++k) {
+                    const int qy = first_qy + k;
+                    if (qy > A || (same_frame && qx == 0 && qy == 0)) continue;
+                    const float* sums = vertical + ((pass1 * K + k) * TH + row) * VS_STRIDE + first;
+                    float values[SEG + 2 * B];
 #pragma unroll
-                        for (int channel = 0; channel < C; ++channel) {
-                            float delta = reference[k][channel] -
-                                          z_candidate[(channel * Z_ROWS + PAD + r + qy) * Z_COLS + PAD + c + qx];
-                            sum = fmaf(delta, delta, sum);
-                        }
-                        difference[row * D_STRIDE + col] = sum;
-                    }
-                }
-                __syncthreads();
-                const int first_row = top - B - origin_row, first_col = left - origin_col;  // in the fixed region
-                // 2. horizontal box sums over [-B, B], running along segments of a row; threads
-                //    next to each other take rows next to each other. Work items are laid out on
-                //    the largest region, so that indices divide by compile-time constants.
-                constexpr int ROW_SEGMENTS = (TILE_WIDTH + A + SEGMENT - 1) / SEGMENT;
-                for (int index = thread; index < D_ROWS * ROW_SEGMENTS; index += THREADS) {
-                    const int item_row = index % D_ROWS, segment = index / D_ROWS;
-                    if (item_row >= rows + 2 * B || segment * SEGMENT >= cols) continue;
-                    const int row = first_row + item_row;
-                    const int first = first_col + segment * SEGMENT;
-                    const float* source = difference + row * D_STRIDE - B;
-                    float* target = horizontal + row * D_STRIDE;
-                    float sum = 0.0f;
+                    for (int m = 0; m < SEG + 2 * B; ++m) values[m] = sums[m];
+                    // The candidate pixels Y(p + q) of this thread's first pixel, and the
+                    // distance between channels.
+                    const float* pixels =
+                        TRANSFORMED ? y_candidate + (row + qy + A) * YC_STRIDE + first + qx + A
+                                    : z_candidate + (row + qy + A + B) * ZC_STRIDE + first + qx + A + B;
+                    constexpr int CHANNEL_STRIDE = TRANSFORMED ? L::YC_ROWS * YC_STRIDE : L::ZC_ROWS * ZC_STRIDE;
+                    float patch_sum = 0.0f;
 #pragma unroll
-                    for (int k = 0; k <= 2 * B; ++k) sum += source[first + k];
-                    target[first] = sum;
+                    for (int m = 0; m <= 2 * B; ++m) patch_sum += values[m];
 #pragma unroll
-                    for (int col = first + 1; col < first + SEGMENT; ++col) {
-                        if (col >= first_col + cols) break;
-                        sum += source[col + 2 * B] - source[col - 1];
-                        target[col] = sum;
-                    }
-                }
-                __syncthreads();
-                // 3. vertical box sums over [-B, B], running along segments of a column, then the
-                //    weight g(D), stored over the differences.
-                constexpr int ITEM_COLS = TILE_WIDTH + A, COLUMN_SEGMENTS = (TILE_HEIGHT + A + SEGMENT - 1) / SEGMENT;
-                for (int index = thread; index < ITEM_COLS * COLUMN_SEGMENTS; index += THREADS) {
-                    const int item_col = index % ITEM_COLS, segment = index / ITEM_COLS;
-                    if (item_col >= cols || segment * SEGMENT >= rows) continue;
-                    const int col = first_col + item_col, first = first_row + B + segment * SEGMENT;
-                    const float* source = horizontal + col - B * D_STRIDE;
-                    float sum = 0.0f;
-#pragma unroll
-                    for (int k = 0; k <= 2 * B; ++k) sum += source[(first + k) * D_STRIDE];
-                    difference[first * D_STRIDE + col] = weight_of<EXPONENTIAL>(sum * scale);
-#pragma unroll
-                    for (int row = first + 1; row < first + SEGMENT; ++row) {
-                        if (row >= first_row + B + rows) break;
-                        sum += source[(row + 2 * B) * D_STRIDE] - source[(row - 1) * D_STRIDE];
-                        difference[row * D_STRIDE + col] = weight_of<EXPONENTIAL>(sum * scale);
-                    }
-                }
-                __syncthreads();
-                // 4. accumulate w Y(p + q) and, within the centre frame, w(p - q, q) Y(p - q).
-#pragma unroll
-                for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
-                    const int ty = threadIdx.y + i * THREADS_Y;
-                    float weight = difference[(ty - origin_row) * D_STRIDE + tx - origin_col];
-#pragma unroll
-                    for (int channel = 0; channel < C; ++channel)
-                        numerator[i][channel] = fmaf(
-                            weight, y_other[(channel * Y_ROWS + ty + A + qy) * Y_COLS + tx + A + qx], numerator[i][channel]);
-                    denominator[i] += weight;
-                    if (CENTER_MAX) largest[i] = fmaxf(largest[i], weight);
-                    if (same_frame) {
-                        float mirrored = difference[(ty - qy - origin_row) * D_STRIDE + tx - qx - origin_col];
+                    for (int i = 0; i < SEG; ++i) {
+                        if (i > 0) patch_sum += values[i + 2 * B] - values[i - 1];
+                        const float weight = weight_of<EXPONENTIAL>(patch_sum, scale);
 #pragma unroll
                         for (int channel = 0; channel < C; ++channel)
-                            numerator[i][channel] = fmaf(mirrored,
-                                                         y_other[(channel * Y_ROWS + ty + A - qy) * Y_COLS + tx + A - qx],
-                                                         numerator[i][channel]);
-                        denominator[i] += mirrored;
-                        if (CENTER_MAX) largest[i] = fmaxf(largest[i], mirrored);
+                            numerator[i][channel] = fmaf(weight, pixels[channel * CHANNEL_STRIDE + i], numerator[i][channel]);
+                        denominator[i] += weight;
+                        if (CENTER_MAX) largest[i] = fmaxf(largest[i], weight);
                     }
                 }
-                __syncthreads();  // the weights are read before the next offset overwrites them
             }
+            __syncthreads();  // the vertical sums are read before the next round overwrites them
         }
     }
 
+    const int y = tile_top + row;
+    if (y >= height) return;
+    const float* own = frames[center];
 #pragma unroll
-    for (int i = 0; i < PIXELS_PER_THREAD; ++i) {
-        const int y = tile_top + threadIdx.y + i * THREADS_Y, x = tile_left + tx;
-        if (y >= height || x >= width) continue;
+    for (int i = 0; i < SEG; ++i) {
+        const int x = tile_left + first + i;
+        if (x >= width) break;
         const float center_weight = (CENTER_MAX && largest[i] > 0.0f) ? largest[i] : 1.0f;
         const float inverse = 1.0f / (denominator[i] + center_weight);
         Out* pixel = output + (static_cast<size_t>(y) * width + x) * C;
 #pragma unroll
         for (int channel = 0; channel < C; ++channel)
-            pixel[channel] = to_output<Out>((numerator[i][channel] + center_weight * own[i][channel]) * inverse, full_scale);
+            pixel[channel] = to_output<Out>(
+                (numerator[i][channel] + center_weight * own[(static_cast<size_t>(channel) * height + y) * width + x]) *
+                    inverse,
+                full_scale);
     }
 }

@@ -92,8 +92,25 @@ def test_device_name_and_method() -> None:
     assert denoiser.device_name
 
 
-def test_largest_radii_use_the_smaller_tile() -> None:
-    """A = 16, B = 8: the 32 x 32 tile's shared memory exceeds the device; 32 x 16 takes over."""
+@pytest.mark.parametrize(("shared_limit", "tile_height"), [(None, 32), (100_000, 16), (60_000, 8)])
+def test_smaller_tiles_where_shared_memory_is_short(monkeypatch, shared_limit, tile_height) -> None:
+    """Where a device has less shared memory per block, shorter tiles take over and stay exact."""
+    import engine.gpu as gpu
+
+    cupy = cupy_module()
+    limit, per_multiprocessor = gpu._device_attributes(cupy, cupy.cuda.Device().id)
+    if shared_limit is not None:
+        limit = shared_limit
+        monkeypatch.setattr(gpu, "_device_attributes", lambda *_: (shared_limit, per_multiprocessor))
+    params = NLMParams(h=40, patch_radius=4, search_radius=3, frames_past=1, frames_future=0)
+    assert gpu.fused_layout(4, 3, 3, False, limit).tile_height == tile_height
+    clip = noisy_clip("random", seed=12, frames=2, shape=(37, 50))
+    result = Denoiser(params, "gpu").denoise_frame(clip, 1)
+    np.testing.assert_allclose(result, reference_denoise(clip, 1, params), rtol=0, atol=TOLERANCE)
+
+
+def test_largest_radii_match_the_reference() -> None:
+    """A = 16, B = 8: the largest window and patch, with the smallest group K."""
     clip = noisy_clip("random", seed=12, frames=2, shape=(26, 27))
     params = NLMParams(h=20, patch_radius=8, search_radius=16, frames_past=1, frames_future=0)
     result = Denoiser(params, "gpu").denoise_frame(clip, 1)

@@ -1,0 +1,138 @@
+// The paper's pass cascade (DESIGN.md §2) on the GPU: one kernel per pass, launched once per
+// search offset, every intermediate plane in device memory. This is the readable baseline the
+// fused kernel (nlm.cu) is measured against; it follows engine/cascade.py step by step.
+//
+// Frames are planar float32 [C][H][W]. For search radius A and patch radius B, the weights of
+// an offset are computed over the frame extended by A on each side, (H + 2A) x (W + 2A), so that
+// within the centre frame the weight of pixel p - q is at hand for the symmetric accumulation;
+// the squared differences cover B more on each side, the horizontal sums B more rows.
+// Grid index (i, j) of a plane is frame pixel (i - margin, j - margin) for its margin.
+
+// Mirror a coordinate into [0, size) without repeating the edge (np.pad mode="reflect"), then
+// clamp: every coordinate an output needs mirrors exactly; the clamp only keeps the extended
+// grid's corners, which no output reads, inside the frame.
+__device__ __forceinline__ int mirror(int coordinate, int size) {
+    coordinate = coordinate < 0 ? -coordinate : coordinate;
+    coordinate = coordinate >= size ? 2 * (size - 1) - coordinate : coordinate;
+    return min(max(coordinate, 0), size - 1);
+}
+
+// Z = G Y per pixel (the distances' color space), planar in, planar out.
+template <int C>
+__global__ void transform_colors(const float* __restrict__ frame, const float* __restrict__ transform,
+                                 float* __restrict__ z, int pixels) {
+    int index = blockIdx.x * blockDim.x + threadIdx.x;
+    if (index >= pixels) return;
+    float pixel[C];
+#pragma unroll
+    for (int channel = 0; channel < C; ++channel) pixel[channel] = frame[channel * pixels + index];
+#pragma unroll
+    for (int row = 0; row < C; ++row) {
+        float value = 0.0f;
+#pragma unroll
+        for (int k = 0; k < C; ++k) value += transform[row * C + k] * pixel[k];
+        z[row * pixels + index] = value;
+    }
+}
+
+// Pass 1: ||Z_reference(p) - Z_candidate(p + q)||^2 over the plane of margin A + B.
+template <int C>
+__global__ void squared_difference(const float* __restrict__ reference, const float* __restrict__ candidate,
+                                   float* __restrict__ difference, int height, int width, int margin, int qy,
+                                   int qx) {
+    const int rows = height + 2 * margin, cols = width + 2 * margin;
+    const int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= rows || j >= cols) return;
+    const int y = i - margin, x = j - margin, pixels = height * width;
+    const int here = mirror(y, height) * width + mirror(x, width);
+    const int there = mirror(y + qy, height) * width + mirror(x + qx, width);
+    float sum = 0.0f;
+#pragma unroll
+    for (int channel = 0; channel < C; ++channel) {
+        const float delta = reference[channel * pixels + here] - candidate[channel * pixels + there];
+        sum = fmaf(delta, delta, sum);
+    }
+    difference[i * cols + j] = sum;
+}
+
+// Pass 2: the sum of 2B + 1 horizontal neighbours; the plane gets 2B narrower.
+template <int B>
+__global__ void horizontal_box_sum(const float* __restrict__ source, float* __restrict__ target, int rows,
+                                   int target_cols) {
+    const int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= rows || j >= target_cols) return;
+    const float* row = source + i * (target_cols + 2 * B) + j;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k <= 2 * B; ++k) sum += row[k];
+    target[i * target_cols + j] = sum;
+}
+
+// Pass 3: the sum of 2B + 1 vertical neighbours, then the weight g(D) with u = sum * scale; the
+// plane gets 2B shorter.
+template <int B, bool EXPONENTIAL>
+__global__ void vertical_box_sum_weight(const float* __restrict__ source, float* __restrict__ weights,
+                                        int target_rows, int cols, float scale) {
+    const int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= target_rows || j >= cols) return;
+    const float* column = source + i * cols + j;
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k <= 2 * B; ++k) sum += column[k * cols];
+    const float u = sum * scale;
+    float weight;
+    if (EXPONENTIAL) {
+        weight = __expf(-u);
+    } else {
+        const float remaining = fmaxf(1.0f - u, 0.0f);
+        weight = remaining * remaining;
+    }
+    weights[i * cols + j] = weight;
+}
+
+// Pass 4: add w(p, q) Y(p + q) to the numerator and w to the denominator (and the running
+// largest weight); with SYMMETRIC (the centre frame), also w(p - q, q) Y(p - q), the weight
+// computed for pixel p - q, which is the weight of offset -q at p.
+template <int C, bool SYMMETRIC>
+__global__ void accumulate(const float* __restrict__ weights, const float* __restrict__ frame,
+                           float* __restrict__ numerator, float* __restrict__ denominator,
+                           float* __restrict__ largest, int height, int width, int margin, int qy, int qx) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (y >= height || x >= width) return;
+    const int cols = width + 2 * margin, pixels = height * width, index = y * width + x;
+    const float weight = weights[(y + margin) * cols + x + margin];
+    const int there = mirror(y + qy, height) * width + mirror(x + qx, width);
+    float total = weight, heaviest = fmaxf(largest[index], weight);
+    float mirrored = 0.0f;
+    int back = 0;
+    if (SYMMETRIC) {
+        mirrored = weights[(y + margin - qy) * cols + x + margin - qx];
+        back = mirror(y - qy, height) * width + mirror(x - qx, width);
+        total += mirrored;
+        heaviest = fmaxf(heaviest, mirrored);
+    }
+#pragma unroll
+    for (int channel = 0; channel < C; ++channel) {
+        float sum = numerator[channel * pixels + index] + weight * frame[channel * pixels + there];
+        if (SYMMETRIC) sum += mirrored * frame[channel * pixels + back];
+        numerator[channel * pixels + index] = sum;
+    }
+    denominator[index] += total;
+    largest[index] = heaviest;
+}
+
+// Pass 5: X = (numerator + c Y) / (denominator + c), c the centre weight (1, or with CENTER_MAX
+// the largest other weight where one is above 0); planar in, interleaved (H, W, C) out.
+template <int C, bool CENTER_MAX>
+__global__ void normalise(const float* __restrict__ numerator, const float* __restrict__ denominator,
+                          const float* __restrict__ largest, const float* __restrict__ frame,
+                          float* __restrict__ output, int pixels) {
+    const int index = blockIdx.x * blockDim.x + threadIdx.x;
+    if (index >= pixels) return;
+    const float center_weight = (CENTER_MAX && largest[index] > 0.0f) ? largest[index] : 1.0f;
+    const float inverse = 1.0f / (denominator[index] + center_weight);
+#pragma unroll
+    for (int channel = 0; channel < C; ++channel)
+        output[index * C + channel] =
+            (numerator[channel * pixels + index] + center_weight * frame[channel * pixels + index]) * inverse;
+}
