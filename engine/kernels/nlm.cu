@@ -220,7 +220,7 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
                     vertical + subgroup * K * TH * VS_STRIDE + column);
             }
             __syncthreads();
-#pragma unroll 1
+#pragma unroll
             for (int pass1 = 0; pass1 < SUBGROUPS; ++pass1) {
                 const int group = round * SUBGROUPS + pass1;
                 if (group >= L::GROUPS) break;
@@ -239,12 +239,16 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
                         TRANSFORMED ? y_candidate + (row + qy + A) * YC_STRIDE + first + qx + A
                                     : z_candidate + (row + qy + A + B) * ZC_STRIDE + first + qx + A + B;
                     constexpr int CHANNEL_STRIDE = TRANSFORMED ? L::YC_ROWS * YC_STRIDE : L::ZC_ROWS * ZC_STRIDE;
+                    // The running sum's steps first, so that the sum's chain is one add per pixel.
+                    float step[SEG];
+#pragma unroll
+                    for (int i = 1; i < SEG; ++i) step[i] = values[i + 2 * B] - values[i - 1];
                     float patch_sum = 0.0f;
 #pragma unroll
                     for (int m = 0; m <= 2 * B; ++m) patch_sum += values[m];
 #pragma unroll
                     for (int i = 0; i < SEG; ++i) {
-                        if (i > 0) patch_sum += values[i + 2 * B] - values[i - 1];
+                        if (i > 0) patch_sum += step[i];
                         const float weight = weight_of<EXPONENTIAL>(patch_sum, scale);
 #pragma unroll
                         for (int channel = 0; channel < C; ++channel)
