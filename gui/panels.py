@@ -129,9 +129,12 @@ class Readouts(QWidget):
         form.addRow("PSNR", self.psnr)
         form.addRow("Noise sigma", self.sigma)
 
-    def show_speed(self, previews_per_second: float, engine_ms: float | None, device: str) -> None:
-        engine = f"{engine_ms:.1f} ms per frame" if engine_ms is not None else "idle"
-        self.fps.setText(f"{previews_per_second:.1f} frames/s · {engine} · {device}")
+    def show_speed(self, previews_per_second: int, engine_ms: float | None, device: str) -> None:
+        """Previews shown in the last second ("idle" when none), the engine's time for the last
+        one, in ms, and the device it ran on."""
+        parts = [f"{previews_per_second} frames/s" if previews_per_second else "idle"]
+        parts.append(f"last frame {engine_ms:.1f} ms" if engine_ms is not None else "no frame yet")
+        self.fps.setText(" · ".join(parts + ([device] if device else [])))
 
     def show_psnr(self, preview: Preview) -> None:
         if preview.psnr_after is None:

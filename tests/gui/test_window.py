@@ -78,6 +78,19 @@ def settle(qtbot, window) -> None:
     )
 
 
+def test_speed_readout_says_idle_when_nothing_was_rendered(qtbot) -> None:
+    from gui.panels import Readouts
+
+    readouts = Readouts()
+    qtbot.addWidget(readouts)
+    readouts.show_speed(0, None, "")
+    assert readouts.fps.text() == "idle · no frame yet"
+    readouts.show_speed(0, 12.34, "GPU: H100")
+    assert readouts.fps.text() == "idle · last frame 12.3 ms · GPU: H100"
+    readouts.show_speed(27, 4.0, "CPU: Xeon")
+    assert readouts.fps.text() == "27 frames/s · last frame 4.0 ms · CPU: Xeon"
+
+
 def test_each_control_changes_the_parameters_the_worker_receives(qtbot, window, clip, monkeypatch) -> None:
     opened(qtbot, window, clip[0])
     received = []
