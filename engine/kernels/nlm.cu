@@ -198,6 +198,21 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
 
     load_region<C, L::ZR_ROWS, L::COLS1, L::ZR_STRIDE>(frames[center], transform, z_reference, tile_top - B,
                                                        tile_left - B, height, width);
+    // The thread's own pixels Y(p), for the centre weight's term at the end: loaded now (at
+    // clamped coordinates for pixels past the frame), so that their latency hides behind the
+    // whole window.
+    float own[SEG][C];
+    {
+        const float* frame = frames[center];
+        const int y = min(tile_top + row, height - 1);
+#pragma unroll
+        for (int i = 0; i < SEG; ++i) {
+            const int x = min(tile_left + first + i, width - 1);
+#pragma unroll
+            for (int channel = 0; channel < C; ++channel)
+                own[i][channel] = __ldg(frame + (static_cast<size_t>(channel) * height + y) * width + x);
+        }
+    }
     float numerator[SEG][C] = {};
     float denominator[SEG] = {}, largest[SEG] = {};
 
@@ -264,7 +279,6 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
 
     const int y = tile_top + row;
     if (y >= height) return;
-    const float* own = frames[center];
 #pragma unroll
     for (int i = 0; i < SEG; ++i) {
         const int x = tile_left + first + i;
@@ -275,8 +289,6 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
 #pragma unroll
         for (int channel = 0; channel < C; ++channel)
             pixel[channel] = to_output<Out>(
-                (numerator[i][channel] + center_weight * own[(static_cast<size_t>(channel) * height + y) * width + x]) *
-                    inverse,
-                full_scale);
+                (numerator[i][channel] + center_weight * own[i][channel]) * inverse, full_scale);
     }
 }
