@@ -1,0 +1,58 @@
+// Runs engine/kernels/nlm.cu on the CPU for tests/engine/test_fused_kernel_on_cpu.py: the
+// CUDA features the kernel uses, emulated with one std::thread per CUDA thread and a
+// std::barrier per block. Slow, but it checks the kernel's indexing, layouts and barriers
+// against the float64 reference where there is no GPU.
+#include <algorithm>
+#include <barrier>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+using std::max;
+using std::min;
+
+struct Dim3 {
+    int x = 0, y = 0, z = 0;
+};
+thread_local Dim3 threadIdx, blockIdx, blockDim;
+thread_local float* emulated_shared_memory;
+thread_local std::barrier<>* emulated_block_barrier;
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __restrict__
+#define __launch_bounds__(...)
+#define __syncthreads() emulated_block_barrier->arrive_and_wait()
+template <typename T>
+inline T __ldg(const T* pointer) {
+    return *pointer;
+}
+inline float __expf(float x) { return std::exp(x); }
+
+// Launch `kernel(thread)` over a grid of blocks of `threads` threads, a block at a time, each
+// block with `shared_bytes` of shared memory filled with NaN (so that reading what was never
+// written shows in the output).
+template <typename Kernel>
+void launch(int grid_x, int grid_y, int threads, int shared_bytes, Kernel kernel) {
+    for (int by = 0; by < grid_y; ++by)
+        for (int bx = 0; bx < grid_x; ++bx) {
+            std::vector<float> shared(shared_bytes / sizeof(float), std::nanf(""));
+            std::barrier<> barrier(threads);
+            std::vector<std::thread> block;
+            for (int t = 0; t < threads; ++t)
+                block.emplace_back([&, t] {
+                    threadIdx.x = t;
+                    blockIdx.x = bx;
+                    blockIdx.y = by;
+                    emulated_shared_memory = shared.data();
+                    emulated_block_barrier = &barrier;
+                    kernel();
+                    barrier.arrive_and_drop();
+                });
+            for (auto& thread : block) thread.join();
+        }
+}

@@ -1,0 +1,160 @@
+"""The fused CUDA kernel, run on the CPU, against the float64 reference.
+
+CI has no GPU, so ``engine/kernels/nlm.cu`` is compiled here as C++ with ``cuda_on_cpu.h``
+(one thread per CUDA thread, a barrier per block) and run on small clips, with the tile layout
+``engine.gpu.fused_layout`` picks. This checks the kernel's indexing, layouts, rounds and
+barriers on every commit; the GPU tests check the same kernel on the device.
+
+Tolerance: max abs difference <= 1e-4 on values in [0, 1], as the exactness grid; uint8
+output within 1 level of the rounded reference.
+"""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import noisy_clip, random_color_transform
+from reference import reference_denoise
+
+from engine import NLMParams
+from engine.gpu import FUSED_THREADS, KERNELS, fused_layout
+
+TOLERANCE = 1e-4
+COMPILER = shutil.which("g++")
+H100_SHARED_BYTES = 232448  # per block, opt-in
+
+pytestmark = pytest.mark.skipif(COMPILER is None, reason="needs g++ (C++20) to run the CUDA kernel on the CPU")
+
+
+def run_kernel_on_cpu(
+    folder: Path, clip: np.ndarray, center: int, params: NLMParams, out_dtype=np.float32, shared_limit=H100_SHARED_BYTES
+) -> tuple[np.ndarray, object]:
+    """Compile nlm.cu's fused kernel for ``params`` and run it on ``clip``; returns the
+    (H, W, C) output and the layout used."""
+    frames, height, width, channels = clip.shape
+    transformed = params.color_transform is not None
+    layout = fused_layout(params.patch_radius, params.search_radius, channels, transformed, shared_limit)
+    source = (
+        (KERNELS / "nlm.cu")
+        .read_text()
+        .replace("extern __shared__ float shared[];", "float* shared = emulated_shared_memory;")
+    )
+    (folder / "nlm.inc").write_text(source)
+    out_type = {np.float32: "float", np.uint8: "unsigned char"}[out_dtype]
+    options = ", ".join(
+        str(option).lower()
+        for option in (transformed, params.weighting == "exponential", params.center_weight == "max")
+    )
+    kernel = (
+        f"nlm_fused<{params.patch_radius}, {params.search_radius}, {channels}, {layout.template_arguments}, "
+        f"{options}, {out_type}, 1>"
+    )
+    full_scale = 255.0 if out_dtype == np.uint8 else 1.0
+    (folder / "main.cpp").write_text(f"""#include "{Path(__file__).with_name("cuda_on_cpu.h")}"
+#include "nlm.inc"
+int main() {{
+    const int frames = {frames}, height = {height}, width = {width}, channels = {channels};
+    std::vector<float> data((size_t)frames * channels * height * width), transform(channels * channels);
+    FILE* file = fopen("frames.bin", "rb");
+    fread(data.data(), sizeof(float), data.size(), file);
+    fclose(file);
+    file = fopen("transform.bin", "rb");
+    fread(transform.data(), sizeof(float), transform.size(), file);
+    fclose(file);
+    std::vector<const float*> pointers;
+    for (int t = 0; t < frames; ++t) pointers.push_back(data.data() + (size_t)t * channels * height * width);
+    std::vector<{out_type}> output((size_t)height * width * channels);
+    launch((width + {layout.tile_width} - 1) / {layout.tile_width}, (height + {layout.tile_height} - 1) /
+           {layout.tile_height}, {FUSED_THREADS}, {layout.shared_bytes}, [&] {{
+        {kernel}(pointers.data(), frames, {center}, height, width, {"transform.data()" if transformed else "nullptr"},
+                 {params.patch_sum_scale(channels)!r}f, output.data(), {full_scale!r}f);
+    }});
+    file = fopen("output.bin", "wb");
+    fwrite(output.data(), sizeof(output[0]), output.size(), file);
+    fclose(file);
+}}
+""")
+    subprocess.run([COMPILER, "-O1", "-std=c++20", "-pthread", "-o", "kernel", "main.cpp"], cwd=folder, check=True)
+    np.ascontiguousarray(clip.transpose(0, 3, 1, 2), dtype=np.float32).tofile(folder / "frames.bin")
+    transform = params.color_transform if transformed else np.eye(channels)
+    np.asarray(transform, dtype=np.float32).tofile(folder / "transform.bin")
+    subprocess.run(["./kernel"], cwd=folder, check=True)
+    output = np.fromfile(folder / "output.bin", dtype=out_dtype).reshape(height, width, channels)
+    return output, layout
+
+
+CASES = [
+    # (params, (frames, height, width, channels), centre): partial tiles on every side, several
+    # rounds and groups, every option; the names say what each adds.
+    pytest.param(
+        NLMParams(h=40, patch_radius=2, search_radius=3, frames_past=1, frames_future=1),
+        (3, 40, 70, 3),
+        1,
+        id="two-tile-columns-three-frames",
+    ),
+    pytest.param(
+        NLMParams(h=30, patch_radius=4, search_radius=2, frames_past=0, frames_future=1, center_weight="max"),
+        (2, 33, 60, 3),
+        0,
+        id="centre-max-first-frame",
+    ),
+    pytest.param(
+        NLMParams(
+            h=30,
+            patch_radius=1,
+            search_radius=1,
+            frames_past=1,
+            frames_future=0,
+            weighting="exponential",
+            color_transform=random_color_transform(2),
+        ),
+        (2, 20, 17, 3),
+        1,
+        id="exponential-color-transform",
+    ),
+    pytest.param(
+        NLMParams(h=30, patch_radius=3, search_radius=5, frames_past=0, frames_future=0),
+        (1, 40, 60, 1),
+        0,
+        id="gray-single-frame",
+    ),
+    pytest.param(
+        NLMParams(h=40, patch_radius=8, search_radius=16, frames_past=1, frames_future=0, center_weight="max"),
+        (2, 26, 27, 1),
+        1,
+        id="largest-radii",
+    ),
+    pytest.param(
+        NLMParams(h=40, patch_radius=0, search_radius=0, frames_past=1, frames_future=1),
+        (3, 9, 10, 3),
+        1,
+        id="no-spatial-search",
+    ),
+]
+
+
+@pytest.mark.parametrize(("params", "shape", "center"), CASES)
+def test_fused_kernel_matches_the_reference(tmp_path, params, shape, center) -> None:
+    frames, height, width, channels = shape
+    clip = noisy_clip("random", seed=height + width, frames=frames, shape=(height, width), channels=channels)
+    output, _ = run_kernel_on_cpu(tmp_path, clip, center, params)
+    np.testing.assert_allclose(output, reference_denoise(clip, center, params), rtol=0, atol=TOLERANCE)
+
+
+@pytest.mark.parametrize(("shared_limit", "tile_height"), [(100_000, 16), (45_000, 8)])
+def test_shorter_tiles_match_the_reference(tmp_path, shared_limit, tile_height) -> None:
+    params = NLMParams(h=40, patch_radius=4, search_radius=3, frames_past=1, frames_future=0)
+    clip = noisy_clip("bigbuckbunny", seed=4, frames=2, shape=(36, 44))
+    output, layout = run_kernel_on_cpu(tmp_path, clip, 1, params, shared_limit=shared_limit)
+    assert layout.tile_height == tile_height
+    np.testing.assert_allclose(output, reference_denoise(clip, 1, params), rtol=0, atol=TOLERANCE)
+
+
+def test_uint8_output_is_the_rounded_filter(tmp_path) -> None:
+    params = NLMParams(h=35, patch_radius=3, search_radius=2, frames_past=1, frames_future=1)
+    clip = noisy_clip("bigbuckbunny", seed=5, frames=3, shape=(36, 44))
+    output, _ = run_kernel_on_cpu(tmp_path, clip, 1, params, out_dtype=np.uint8)
+    expected = np.clip(np.round(reference_denoise(clip, 1, params) * 255), 0, 255)
+    assert np.abs(output.astype(np.int16) - expected).max() <= 1  # rounding at a .5 boundary may differ
