@@ -39,7 +39,8 @@ CUDA_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.uint16): "unsigne
 def _module(cupy: Any, device: int, source: str, name_expressions: tuple[str, ...]) -> Any:
     """Compile ``kernels/<source>`` for these template instances on ``device`` (cached per process)."""
     code = (KERNELS / source).read_text()
-    return cupy.RawModule(code=code, options=("-std=c++17",), name_expressions=name_expressions)
+    options = ("-std=c++17", f"-I{KERNELS}")  # for common.cuh
+    return cupy.RawModule(code=code, options=options, name_expressions=name_expressions)
 
 
 def _function(cupy: Any, name_expression: str, source: str = "nlm.cu") -> Any:
@@ -240,12 +241,15 @@ class GpuCascade:
         self.cupy = cupy
         self.frames = GpuFrames(cupy)
 
-    def _launch(self, name: str, shape: tuple[int, int], *arguments: Any) -> None:
-        """Run kernel ``name`` over a (rows, cols) grid of threads, one per element."""
+    def _kernel(self, name: str) -> Any:
+        return _function(self.cupy, name, "cascade.cu")
+
+    def _launch(self, kernel: Any, shape: tuple[int, int], *arguments: Any) -> None:
+        """Run ``kernel`` over a (rows, cols) grid of threads, one per element."""
         rows, cols = shape
         block_x, block_y = self.BLOCK_2D
         grid = ((cols + block_x - 1) // block_x, (rows + block_y - 1) // block_y)
-        _function(self.cupy, name, "cascade.cu")(grid, self.BLOCK_2D, arguments)
+        kernel(grid, self.BLOCK_2D, arguments)
 
     def _distance_space(self, frame: Any, params: NLMParams) -> Any:
         """Z = G Y of a planar frame (the frame itself when G is None)."""
@@ -254,7 +258,7 @@ class GpuCascade:
         channels, height, width = frame.shape
         z = self.cupy.empty_like(frame)
         pixels = height * width
-        _function(self.cupy, f"transform_colors<{channels}>", "cascade.cu")(
+        self._kernel(f"transform_colors<{channels}>")(
             ((pixels + BLOCK - 1) // BLOCK,),
             (BLOCK,),
             (frame, self.frames.transform(params.color_transform), z, np.int32(pixels)),
@@ -280,14 +284,20 @@ class GpuCascade:
             largest = cupy.zeros((height, width), cupy.float32)
             output = cupy.empty((height, width, channels), cupy.float32)
         size = (np.int32(height), np.int32(width))
-        weighting = str(params.weighting == "exponential").lower()
         scale = np.float32(params.patch_sum_scale(channels))
+        # The passes' kernels, looked up once per window rather than once per launch.
+        difference_pass = self._kernel(f"squared_difference<{channels}>")
+        horizontal_pass = self._kernel(f"horizontal_box_sum<{radius}>")
+        vertical_pass = self._kernel(
+            f"vertical_box_sum_weight<{radius}, {str(params.weighting == 'exponential').lower()}>"
+        )
+        accumulate_pass = {same: self._kernel(f"accumulate<{channels}, {str(same).lower()}>") for same in (False, True)}
         for index, frame in enumerate(frames):
             same_frame = index == center
             for qy, qx in cascade.spatial_offsets(search, same_frame=same_frame):
                 offset = (np.int32(qy), np.int32(qx))
                 self._launch(
-                    f"squared_difference<{channels}>",
+                    difference_pass,
                     difference.shape,
                     z[center],
                     z[index],
@@ -297,7 +307,7 @@ class GpuCascade:
                     *offset,
                 )
                 self._launch(
-                    f"horizontal_box_sum<{radius}>",
+                    horizontal_pass,
                     horizontal.shape,
                     difference,
                     horizontal,
@@ -305,7 +315,7 @@ class GpuCascade:
                     np.int32(horizontal.shape[1]),
                 )
                 self._launch(
-                    f"vertical_box_sum_weight<{radius}, {weighting}>",
+                    vertical_pass,
                     weights.shape,
                     horizontal,
                     weights,
@@ -314,7 +324,7 @@ class GpuCascade:
                     scale,
                 )
                 self._launch(
-                    f"accumulate<{channels}, {str(same_frame).lower()}>",
+                    accumulate_pass[same_frame],
                     (height, width),
                     weights,
                     frame,
@@ -326,7 +336,7 @@ class GpuCascade:
                     *offset,
                 )
         pixels = height * width
-        _function(cupy, f"normalise<{channels}, {str(params.center_weight == 'max').lower()}>", "cascade.cu")(
+        self._kernel(f"normalise<{channels}, {str(params.center_weight == 'max').lower()}>")(
             ((pixels + BLOCK - 1) // BLOCK,),
             (BLOCK,),
             (numerator, denominator, largest, frames[center], output, np.int32(pixels)),

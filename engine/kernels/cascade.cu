@@ -8,14 +8,7 @@
 // the squared differences cover B more on each side, the horizontal sums B more rows.
 // Grid index (i, j) of a plane is frame pixel (i - margin, j - margin) for its margin.
 
-// Mirror a coordinate into [0, size) without repeating the edge (np.pad mode="reflect"), then
-// clamp: every coordinate an output needs mirrors exactly; the clamp only keeps the extended
-// grid's corners, which no output reads, inside the frame.
-__device__ __forceinline__ int mirror(int coordinate, int size) {
-    coordinate = coordinate < 0 ? -coordinate : coordinate;
-    coordinate = coordinate >= size ? 2 * (size - 1) - coordinate : coordinate;
-    return min(max(coordinate, 0), size - 1);
-}
+#include "common.cuh"
 
 // Z = G Y per pixel (the distances' color space), planar in, planar out.
 template <int C>
@@ -79,15 +72,7 @@ __global__ void vertical_box_sum_weight(const float* __restrict__ source, float*
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k <= 2 * B; ++k) sum += column[k * cols];
-    const float u = sum * scale;
-    float weight;
-    if (EXPONENTIAL) {
-        weight = __expf(-u);
-    } else {
-        const float remaining = fmaxf(1.0f - u, 0.0f);
-        weight = remaining * remaining;
-    }
-    weights[i * cols + j] = weight;
+    weights[i * cols + j] = weight_of<EXPONENTIAL>(sum, scale);
 }
 
 // Pass 4: add w(p, q) Y(p + q) to the numerator and w to the denominator (and the running

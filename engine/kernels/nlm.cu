@@ -6,14 +6,7 @@
 // Frames live on the device as planar float32 [C][H][W], each uploaded once and kept while an
 // output's temporal window needs it; a kernel gets the window as an array of frame pointers.
 
-// Mirror a coordinate into [0, size) without repeating the edge (np.pad mode="reflect"),
-// then clamp: coordinates a filtered pixel needs mirror exactly; the clamp only keeps the
-// pixels of partial edge tiles, whose outputs are never written, inside the frame.
-__device__ __forceinline__ int mirror(int coordinate, int size) {
-    coordinate = coordinate < 0 ? -coordinate : coordinate;
-    coordinate = coordinate >= size ? 2 * (size - 1) - coordinate : coordinate;
-    return min(max(coordinate, 0), size - 1);
-}
+#include "common.cuh"
 
 // ---------------------------------------------------------------------------------------
 // Input: interleaved (H, W, C) uint8 / uint16 / float32 host frames, uploaded as they are,
@@ -100,13 +93,6 @@ __device__ void load_region(const float* __restrict__ frame, const float* __rest
             }
         }
     }
-}
-
-template <bool EXPONENTIAL>
-__device__ __forceinline__ float weight_of(float patch_sum, float scale) {
-    if (EXPONENTIAL) return __expf(-patch_sum * scale);
-    const float remaining = fmaxf(fmaf(patch_sum, -scale, 1.0f), 0.0f);
-    return remaining * remaining;
 }
 
 // The tile's shared-memory layout; strides come from engine/gpu.py (chosen so that the lanes

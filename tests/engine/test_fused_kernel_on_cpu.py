@@ -76,7 +76,9 @@ int main() {{
     fclose(file);
 }}
 """)
-    subprocess.run([COMPILER, "-O1", "-std=c++20", "-pthread", "-o", "kernel", "main.cpp"], cwd=folder, check=True)
+    subprocess.run(
+        [COMPILER, "-O1", "-std=c++20", "-pthread", f"-I{KERNELS}", "-o", "kernel", "main.cpp"], cwd=folder, check=True
+    )
     np.ascontiguousarray(clip.transpose(0, 3, 1, 2), dtype=np.float32).tofile(folder / "frames.bin")
     transform = params.color_transform if transformed else np.eye(channels)
     np.asarray(transform, dtype=np.float32).tofile(folder / "transform.bin")

@@ -1,0 +1,21 @@
+// Device functions both kernel files share (nlm.cu, cascade.cu): the border rule and the
+// weight of DESIGN.md §1.
+#pragma once
+
+// Mirror a coordinate into [0, size) without repeating the edge (np.pad mode="reflect"), then
+// clamp: every coordinate a filtered pixel needs mirrors exactly; the clamp only keeps the
+// pixels no output reads (partial edge tiles, the corners of extended planes) inside the frame.
+__device__ __forceinline__ int mirror(int coordinate, int size) {
+    coordinate = coordinate < 0 ? -coordinate : coordinate;
+    coordinate = coordinate >= size ? 2 * (size - 1) - coordinate : coordinate;
+    return min(max(coordinate, 0), size - 1);
+}
+
+// g(D) of a patch's summed squared difference, with u = patch_sum * scale (scale from
+// NLMParams.patch_sum_scale): Tukey's bisquare (1 - u)^2 for u <= 1, else 0; or exp(-u).
+template <bool EXPONENTIAL>
+__device__ __forceinline__ float weight_of(float patch_sum, float scale) {
+    if (EXPONENTIAL) return __expf(-patch_sum * scale);
+    const float remaining = fmaxf(fmaf(patch_sum, -scale, 1.0f), 0.0f);
+    return remaining * remaining;
+}
