@@ -175,9 +175,14 @@ def run_table(
     patch_radius: int,
     source: str | None,
     with_peers: bool,
+    frame_dtype: Any = np.uint8,
     print_line: Callable[[str], None] = print,
 ) -> list[dict]:
-    """Run every case and print one table row each; returns the rows as dicts."""
+    """Run every case and print one table row each; returns the rows as dicts.
+
+    On the GPU the engine-only columns filter frames resident as uploaded from ``frame_dtype``
+    host frames: uint8 (as the end-to-end column and the peers get them) or float32.
+    """
     backend = resolve_backend(backend)
     most_past = max(c.frames_past for c in cases)
     most_future = max(c.frames_future for c in cases)
@@ -201,8 +206,11 @@ def run_table(
         else:
             columns += [f"{name} ms", f"{name} dB", f"{methods[0]} time / {name}"]
     print_line(" | ".join(columns))
-    gpu_frames = _resident_frames(noisy) if backend == "gpu" else None
     noisy_8bit = np.clip(np.rint(noisy * 255), 0, 255).astype(np.uint8)
+    resident_8bit = np.dtype(frame_dtype) == np.uint8
+    if backend == "gpu":
+        print_line(f"# GPU engine-only columns: frames resident from {np.dtype(frame_dtype).name} host frames")
+    gpu_frames = _resident_frames(noisy_8bit if resident_8bit else noisy) if backend == "gpu" else None
     rows = []
     for case in cases:
         params = NLMParams(

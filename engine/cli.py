@@ -85,6 +85,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--peers", action="store_true", help="also time the installed peer implementations")
     bench.add_argument(
+        "--frame-dtype",
+        choices=("uint8", "float32"),
+        default="uint8",
+        help="GPU engine-only timing: frames resident as uploaded from 8-bit (the default, as the peers and the "
+        "end-to-end column get them) or float32 host frames",
+    )
+    bench.add_argument(
         "--pipeline",
         metavar="VIDEO",
         default=None,
@@ -309,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             patch_radius=args.patch_radius,
             source=args.input,
             with_peers=args.peers,
+            frame_dtype=args.frame_dtype,
         )
     except ExportCancelledError as error:
         print(f"nlmeans-studio: {error}", file=sys.stderr)

@@ -1,6 +1,10 @@
 """The GPU backend on CuPy: frame upload, the fused kernel of ``kernels/nlm.cu`` and the pass
 cascade of ``kernels/cascade.cu``.
 
+A frame on the GPU is a ``DeviceFrame``: planar float32, plus its bytes packed one word per
+pixel when it came as 8-bit. With those, and no color transform, the fused kernel measures
+distances on the packed bytes, exactly in integers and with fewer instructions.
+
 CuPy is imported by the caller (``backend.cupy_module``) and handed in, so importing this
 module costs nothing where there is no GPU. Kernels compile once per (device, B, A, C,
 weighting, centre weight, output type), with those values in the kernel's name, and are kept.
@@ -49,6 +53,27 @@ def _function(cupy: Any, name_expression: str, source: str = "nlm.cu") -> Any:
 
 
 @dataclass(frozen=True)
+class DeviceFrame:
+    """A frame on the GPU: ``planar`` float32 (C, H, W) in [0, 1], and for 8-bit frames
+    ``packed``, (H, W) uint32 words holding each pixel's C bytes (channel c in byte c)."""
+
+    planar: Any
+    packed: Any = None
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(C, H, W)."""
+        return self.planar.shape
+
+
+def empty_device_frame(cupy: Any, shape: tuple[int, int, int], dtype: Any) -> DeviceFrame:
+    """An empty DeviceFrame for (H, W, C) host frames of ``dtype``: with packed words for 8-bit ones."""
+    height, width, channels = shape
+    packed = cupy.empty((height, width), dtype=cupy.uint32) if np.dtype(dtype) == np.uint8 else None
+    return DeviceFrame(cupy.empty((channels, height, width), dtype=cupy.float32), packed)
+
+
+@dataclass(frozen=True)
 class FusedLayout:
     """The fused kernel's tile and shared-memory layout for one (B, A, C, transform); see nlm.cu."""
 
@@ -77,33 +102,39 @@ def _bank_spread_stride(columns: int, segments: int, segment: int) -> int:
     return min(range(columns, columns + 32), key=worst_conflict)
 
 
-def _group_sizes(patch_radius: int, search_radius: int, channels: int) -> list[int]:
-    """Group sizes K, cheapest first: a group costs 2C shared loads and K stores per step of pass 1."""
+def _group_sizes(patch_radius: int, search_radius: int, planes: int) -> list[int]:
+    """Group sizes K, cheapest first: a group costs 2 shared loads per plane of Z and K stores per step of pass 1."""
     largest = min(4, max(1, RING_REGISTERS // (2 * patch_radius + 1)))
     span = 2 * search_radius + 1
-    return sorted(range(1, largest + 1), key=lambda k: (-(-span // k) * (2 * channels + k), -k))
+    return sorted(range(1, largest + 1), key=lambda k: (-(-span // k) * (2 * planes + k), -k))
 
 
 @functools.cache
 def fused_layout(
-    patch_radius: int, search_radius: int, channels: int, transformed: bool, shared_limit: int
+    patch_radius: int, search_radius: int, channels: int, transformed: bool, shared_limit: int, packed: bool = False
 ) -> FusedLayout:
-    """The layout of the tallest tile, and then the cheapest group, whose shared memory fits ``shared_limit`` bytes."""
+    """The layout of the tallest tile, and then the cheapest group, whose shared memory fits ``shared_limit`` bytes.
+
+    ``packed``: distances on 8-bit frames' packed words (one plane of Z instead of C, and
+    candidates Y in a region of their own, as with a transform).
+    """
     radius, search = patch_radius, search_radius
+    planes = 1 if packed else channels  # of the Z regions
+    own_y = transformed or packed
     for tile_height in TILE_HEIGHTS:
         segments = FUSED_THREADS // tile_height
         segment = (PASS1_COLUMNS - 2 * radius) // segments
         tile_width = segment * segments
         pass1_columns = tile_width + 2 * radius
-        for group in _group_sizes(radius, search, channels):
+        for group in _group_sizes(radius, search, planes):
             extra = -(-(2 * search + 1) // group) * group - (2 * search + 1)
             z_columns = tile_width + 2 * (search + radius)
-            z_stride = z_columns if transformed else _bank_spread_stride(z_columns, segments, segment)
-            y_stride = _bank_spread_stride(tile_width + 2 * search, segments, segment) if transformed else 0
+            z_stride = z_columns if own_y else _bank_spread_stride(z_columns, segments, segment)
+            y_stride = _bank_spread_stride(tile_width + 2 * search, segments, segment) if own_y else 0
             v_stride = _bank_spread_stride(pass1_columns, segments, segment)
             floats = (
-                channels * (tile_height + 2 * radius) * pass1_columns
-                + channels * (tile_height + 2 * (search + radius) + extra) * z_stride
+                planes * (tile_height + 2 * radius) * pass1_columns
+                + planes * (tile_height + 2 * (search + radius) + extra) * z_stride
                 + channels * (tile_height + 2 * search + extra) * y_stride
                 + SUBGROUPS * group * tile_height * v_stride
             )
@@ -140,32 +171,32 @@ class GpuFrames:
                 "use a smaller temporal window or smaller frames, or switch to the CPU backend"
             ) from error
 
-    def upload(self, frame: np.ndarray) -> Any:
-        """A checked (H, W, C) uint8 / uint16 / float32 host frame -> planar float32 (C, H, W) on the GPU.
+    def upload(self, frame: np.ndarray) -> DeviceFrame:
+        """A checked (H, W, C) uint8 / uint16 / float32 host frame -> a DeviceFrame.
 
         The frame crosses the bus in its own dtype and is converted on the GPU.
         """
         with self.out_of_memory_as_error(frame.shape):
-            return self.to_planar(self.cupy.asarray(frame))
+            device_frame = empty_device_frame(self.cupy, frame.shape, frame.dtype)
+            self.convert(self.cupy.asarray(frame), device_frame)
+            return device_frame
 
-    def to_planar(self, frame: Any, out: Any = None) -> Any:
-        """An interleaved (H, W, C) device frame -> planar float32 (C, H, W), integers scaled to [0, 1]."""
-        cupy = self.cupy
+    def convert(self, frame: Any, out: DeviceFrame) -> None:
+        """An interleaved (H, W, C) device frame -> ``out``: planar float32, integers scaled to [0, 1],
+        and the packed words if ``out`` has them."""
         height, width, channels = frame.shape
-        if out is None:
-            out = cupy.empty((channels, height, width), dtype=cupy.float32)
-        convert = _function(cupy, f"frame_to_planar<{CUDA_TYPES[np.dtype(frame.dtype)]}>")
+        kernel = _function(self.cupy, f"frame_to_planar<{CUDA_TYPES[np.dtype(frame.dtype)]}>")
         pixels = height * width
-        convert(
+        packed = out.packed if out.packed is not None else np.uint64(0)
+        kernel(
             ((pixels + BLOCK - 1) // BLOCK,),
             (BLOCK,),
-            (frame, out, np.int32(pixels), np.int32(channels), np.float32(integer_scale(frame.dtype))),
+            (frame, out.planar, packed, np.int32(pixels), np.int32(channels), np.float32(integer_scale(frame.dtype))),
         )
-        return out
 
-    def _pointers(self, frames: list[Any]) -> Any:
-        """The frames' device addresses as a device array, kept per window (a ring repeats them)."""
-        key = tuple(frame.data.ptr for frame in frames)
+    def _pointers(self, arrays: list[Any]) -> Any:
+        """The arrays' device addresses as a device array, kept per window (a ring repeats them)."""
+        key = tuple(array.data.ptr for array in arrays)
         pointers = self._pointer_arrays.get(key)
         if pointers is None:
             if len(self._pointer_arrays) > 256:
@@ -181,9 +212,15 @@ class GpuFrames:
         return self._transform_arrays[key]
 
     def filter_window(
-        self, frames: list[Any], center: int, params: NLMParams, out_dtype: Any = np.float32, *, out: Any = None
+        self,
+        frames: list[DeviceFrame],
+        center: int,
+        params: NLMParams,
+        out_dtype: Any = np.float32,
+        *,
+        out: Any = None,
     ) -> Any:
-        """Denoise ``frames[center]`` searching ``frames`` (planar device frames).
+        """Denoise ``frames[center]`` searching ``frames``.
 
         Returns the output as interleaved (H, W, C) on the GPU, of ``out_dtype`` (or ``out``'s
         dtype): float32, or uint8 / uint16 scaled to their full range, rounded and clamped.
@@ -193,16 +230,19 @@ class GpuFrames:
         out_dtype = np.dtype(out.dtype if out is not None else out_dtype)
         radius, search = params.patch_radius, params.search_radius
         transformed = params.color_transform is not None
+        packed = not transformed and all(frame.packed is not None for frame in frames)
         per_block, per_multiprocessor = _device_attributes(cupy, cupy.cuda.Device().id)
-        layout = fused_layout(radius, search, channels, transformed, per_block)
+        layout = fused_layout(radius, search, channels, transformed, per_block, packed)
         min_blocks = 2 if 2 * layout.shared_bytes <= per_multiprocessor else 1
-        options = (transformed, params.weighting == "exponential", params.center_weight == "max")
+        options = (transformed, packed, params.weighting == "exponential", params.center_weight == "max")
         name = (
             f"nlm_fused<{radius}, {search}, {channels}, {layout.template_arguments}, "
             f"{', '.join(str(option).lower() for option in options)}, {CUDA_TYPES[out_dtype]}, {min_blocks}>"
         )
         kernel = _function(cupy, name)
         kernel.max_dynamic_shared_size_bytes = layout.shared_bytes
+        # Packed distances are in byte units: 255^2 times those of frames scaled to [0, 1].
+        scale = params.patch_sum_scale(channels) * (integer_scale(np.uint8) ** 2 if packed else 1.0)
         with self.out_of_memory_as_error(frames[center].shape):
             transform = np.uint64(0) if params.color_transform is None else self.transform(params.color_transform)
             if out is None:
@@ -213,13 +253,14 @@ class GpuFrames:
                 grid,
                 (FUSED_THREADS,),
                 (
-                    self._pointers(frames),
+                    self._pointers([frame.planar for frame in frames]),
+                    self._pointers([frame.packed for frame in frames]) if packed else np.uint64(0),
                     np.int32(len(frames)),
                     np.int32(center),
                     np.int32(height),
                     np.int32(width),
                     transform,
-                    np.float32(params.patch_sum_scale(channels)),
+                    np.float32(scale),
                     out,
                     np.float32(1.0 / integer_scale(out_dtype)),
                 ),
@@ -265,12 +306,13 @@ class GpuCascade:
         )
         return z
 
-    def __call__(self, frames: list[Any], center: int, params: NLMParams) -> Any:
-        """Denoise ``frames[center]`` searching ``frames`` (planar float32 device frames).
+    def __call__(self, window: list[DeviceFrame], center: int, params: NLMParams) -> Any:
+        """Denoise ``window[center]`` searching ``window``.
 
         Returns the output as interleaved (H, W, C) float32 on the GPU.
         """
         cupy = self.cupy
+        frames = [frame.planar for frame in window]
         channels, height, width = frames[center].shape
         radius, search = params.patch_radius, params.search_radius
         margin = search + radius  # of the squared differences; the weights have A
@@ -476,7 +518,7 @@ class GpuPipeline:
             with self.upload_stream:
                 buffers.device_in.set(buffers.pinned_in[staging], stream=self.upload_stream)
                 buffers.staged[staging] = self.upload_stream.record()
-                self.frames.to_planar(buffers.device_in, out=buffers.ring[slot])
+                self.frames.convert(buffers.device_in, buffers.ring[slot])
                 buffers.uploaded[slot] = self.upload_stream.record()
             arrived += 1
             # Later frames are staged on one helper thread while this one filters and earlier
@@ -494,9 +536,8 @@ class _PipelineBuffers:
     """The device ring, the pinned and device staging buffers and the events of a pipeline."""
 
     def __init__(self, cupy: Any, shape: tuple[int, ...], in_dtype: Any, out_dtype: Any, ring_size: int) -> None:
-        height, width, channels = shape
         self.key = (shape, np.dtype(in_dtype), np.dtype(out_dtype), ring_size)
-        self.ring = [cupy.empty((channels, height, width), cupy.float32) for _ in range(ring_size)]
+        self.ring = [empty_device_frame(cupy, shape, in_dtype) for _ in range(ring_size)]
         self.pinned_in = [_pinned(cupy, shape, in_dtype) for _ in range(STAGED_FRAMES)]
         self.device_in = cupy.empty(shape, in_dtype)  # the upload stream converts it before the next copy
         self.pinned_out = [_pinned(cupy, shape, out_dtype) for _ in range(OUTPUT_BUFFERS)]

@@ -5,19 +5,27 @@
 //
 // Frames live on the device as planar float32 [C][H][W], each uploaded once and kept while an
 // output's temporal window needs it; a kernel gets the window as an array of frame pointers.
+// 8-bit frames also keep their bytes packed, one 32-bit word per pixel [H][W], for the
+// distances (see PackedSpace).
 
 #include "common.cuh"
 
 // ---------------------------------------------------------------------------------------
 // Input: interleaved (H, W, C) uint8 / uint16 / float32 host frames, uploaded as they are,
-// become planar float32 [C][H][W]. Integers are scaled to [0, 1] here, once.
+// become planar float32 [C][H][W]. Integers are scaled to [0, 1] here, once. For 8-bit frames
+// `packed` (else null) also gets each pixel's bytes in one word, channel c in byte c.
 template <typename In>
 __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict__ slot,
-                                int pixels, int channels, float scale) {
+                                unsigned* __restrict__ packed, int pixels, int channels, float scale) {
     int index = blockIdx.x * blockDim.x + threadIdx.x;
     if (index >= pixels) return;
-    for (int channel = 0; channel < channels; ++channel)
-        slot[channel * pixels + index] = static_cast<float>(source[index * channels + channel]) * scale;
+    unsigned word = 0;
+    for (int channel = 0; channel < channels; ++channel) {
+        const In value = source[index * channels + channel];
+        slot[channel * pixels + index] = static_cast<float>(value) * scale;
+        if (packed != nullptr) word |= static_cast<unsigned>(value) << (8 * channel);
+    }
+    if (packed != nullptr) packed[index] = word;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -37,12 +45,76 @@ __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict
 //   numerators and denominator in registers for the whole window, and for each offset of the
 //   round sums the vertical sums horizontally (running), weighs and accumulates.
 //
-// The frame regions (reference Z, candidate Z, and candidate Y when a color transform makes Y
-// differ from Z) are loaded into shared memory once per frame, mirrored at the frame's borders.
+// The frame regions (reference Z, candidate Z, and candidate Y where Z is not Y itself) are
+// loaded into shared memory once per frame, mirrored at the frame's borders.
 
 constexpr int FUSED_THREADS = 256;
 constexpr int PASS1_COLUMNS = 64;  // columns a sub-group of pass 1 covers: TW + 2B <= 64
 constexpr int SUBGROUPS = FUSED_THREADS / PASS1_COLUMNS;
+
+// The distance space Z, in which pass 1 measures squared differences: planar float32 channels
+// (Y itself, or G Y with a color transform), summed in float. Pass 1 stores its vertical sums
+// as float (to_float) for pass 2, which is the same for every space.
+template <int C>
+struct FloatSpace {
+    using Element = float;  // of the shared regions
+    using Sum = float;      // of the squared differences and their running sums in pass 1
+    static constexpr int PLANES = C;
+    struct Pixel {
+        float channel[C];
+    };
+    template <int PLANE_STRIDE>
+    static __device__ __forceinline__ Pixel load(const float* pixel) {
+        Pixel result;
+#pragma unroll
+        for (int channel = 0; channel < C; ++channel) result.channel[channel] = pixel[channel * PLANE_STRIDE];
+        return result;
+    }
+    static __device__ __forceinline__ float squared_difference(const Pixel& a, const Pixel& b) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int channel = 0; channel < C; ++channel) {
+            const float delta = a.channel[channel] - b.channel[channel];
+            sum = fmaf(delta, delta, sum);
+        }
+        return sum;
+    }
+    static __device__ __forceinline__ float to_float(float sum) { return sum; }
+};
+
+// 8-bit frames without a transform: a pixel's bytes packed in one word (channel c in byte c).
+// A squared difference is |a - b| per byte, then a dot product of four bytes: two integer
+// instructions instead of 3C float ones, and exact. Vertical sums are exact in int32 and in the
+// float pass 2 gets ((2B + 1) * 3 * 255^2 < 2^24); the weight's scale is for byte units (1/255^2
+// of the float scale), so patch sums agree with the float path's up to its rounding.
+struct PackedSpace {
+    using Element = unsigned;
+    using Sum = int;
+    static constexpr int PLANES = 1;
+    struct Pixel {
+        unsigned word;
+    };
+    template <int PLANE_STRIDE>
+    static __device__ __forceinline__ Pixel load(const unsigned* pixel) {
+        return {*pixel};
+    }
+    static __device__ __forceinline__ int squared_difference(const Pixel& a, const Pixel& b) {
+        const unsigned difference = __vabsdiffu4(a.word, b.word);
+        return static_cast<int>(__dp4a(difference, difference, 0u));
+    }
+    static __device__ __forceinline__ float to_float(int sum) { return __int2float_rn(sum); }
+};
+
+template <int C, bool PACKED>
+struct DistanceSpaceOf {
+    using type = FloatSpace<C>;
+};
+template <int C>
+struct DistanceSpaceOf<C, true> {
+    using type = PackedSpace;
+};
+template <int C, bool PACKED>
+using DistanceSpace = typename DistanceSpaceOf<C, PACKED>::type;
 
 // Store one output value: float as it is, integers scaled by full_scale, rounded and clamped.
 template <typename Out>
@@ -54,19 +126,20 @@ __device__ __forceinline__ float to_output<float>(float value, float) {
     return value;
 }
 
-// Load Z = G Y (or Y when transform is null) of a frame over ROWS x COLS pixels from (top,
-// left), mirrored at the frame's borders, into planar shared memory [C][ROWS][STRIDE]. Each
-// thread issues the loads of LOAD_BATCH pixels before storing any, so that their latency from
-// device memory overlaps (one block per multiprocessor leaves no other warps to hide it).
+// Load a frame's ROWS x COLS pixels from (top, left), mirrored at the frame's borders, into
+// planar shared memory [PLANES][ROWS][STRIDE]: float planes, transformed by `transform` (Z =
+// G Y) unless it is null, or packed words (PLANES = 1). Each thread issues the loads of
+// LOAD_BATCH pixels before storing any, so that their latency from device memory overlaps
+// (one block per multiprocessor leaves no other warps to hide it).
 constexpr int LOAD_BATCH = 8;
-template <int C, int ROWS, int COLS, int STRIDE>
-__device__ void load_region(const float* __restrict__ frame, const float* __restrict__ transform, float* region,
-                            int top, int left, int height, int width) {
+template <typename T, int PLANES, int ROWS, int COLS, int STRIDE>
+__device__ void load_region(const T* __restrict__ frame, const float* __restrict__ transform, T* region, int top,
+                            int left, int height, int width) {
     constexpr int PER_THREAD = (ROWS * COLS + FUSED_THREADS - 1) / FUSED_THREADS;
     const int pixels = height * width;
 #pragma unroll 1
     for (int batch = 0; batch < PER_THREAD; batch += LOAD_BATCH) {
-        float pixel[LOAD_BATCH][C];
+        T pixel[LOAD_BATCH][PLANES];
 #pragma unroll
         for (int b = 0; b < LOAD_BATCH; ++b) {
             const int index = threadIdx.x + (batch + b) * FUSED_THREADS;
@@ -74,7 +147,7 @@ __device__ void load_region(const float* __restrict__ frame, const float* __rest
             const int row = index / COLS, col = index % COLS;
             const int source = mirror(top + row, height) * width + mirror(left + col, width);
 #pragma unroll
-            for (int channel = 0; channel < C; ++channel) pixel[b][channel] = __ldg(frame + channel * pixels + source);
+            for (int plane = 0; plane < PLANES; ++plane) pixel[b][plane] = __ldg(frame + plane * pixels + source);
         }
 #pragma unroll
         for (int b = 0; b < LOAD_BATCH; ++b) {
@@ -82,23 +155,27 @@ __device__ void load_region(const float* __restrict__ frame, const float* __rest
             if (index >= ROWS * COLS) break;
             const int row = index / COLS, col = index % COLS;
 #pragma unroll
-            for (int channel = 0; channel < C; ++channel) {
-                float value = pixel[b][channel];
+            for (int plane = 0; plane < PLANES; ++plane) {
+                T value = pixel[b][plane];
                 if (transform != nullptr) {
-                    value = 0.0f;
+                    value = 0;
 #pragma unroll
-                    for (int k = 0; k < C; ++k) value += transform[channel * C + k] * pixel[b][k];
+                    for (int k = 0; k < PLANES; ++k) value += transform[plane * PLANES + k] * pixel[b][k];
                 }
-                region[(channel * ROWS + row) * STRIDE + col] = value;
+                region[(plane * ROWS + row) * STRIDE + col] = value;
             }
         }
     }
 }
 
 // The tile's shared-memory layout; strides come from engine/gpu.py (chosen so that the lanes
-// of a pass-2 warp hit distinct banks).
-template <int B, int A, int C, int K, int TH, int TW, int ZC_STRIDE, int YC_STRIDE, int VS_STRIDE, bool TRANSFORMED>
+// of a pass-2 warp hit distinct banks). Pass 2 reads the candidates Y from the Z region where
+// Z is Y itself, else from a region of their own.
+template <int B, int A, int C, int K, int TH, int TW, int ZC_STRIDE, int YC_STRIDE, int VS_STRIDE, bool TRANSFORMED,
+          bool PACKED>
 struct FusedLayout {
+    static constexpr bool OWN_Y = TRANSFORMED || PACKED;
+    static constexpr int PLANES = DistanceSpace<C, PACKED>::PLANES;  // of the Z regions
     static constexpr int SEGMENTS = FUSED_THREADS / TH;  // pass 2: threads per row
     static constexpr int SEG = TW / SEGMENTS;             // pass 2: pixels per thread
     static constexpr int GROUP_BLOCKS = (2 * A + 1 + K - 1) / K;  // groups per qx
@@ -109,8 +186,8 @@ struct FusedLayout {
     static constexpr int ZR_ROWS = TH + 2 * B, ZR_STRIDE = COLS1;
     static constexpr int ZC_ROWS = TH + 2 * (A + B) + EXTRA, ZC_COLS = TW + 2 * (A + B);
     static constexpr int YC_ROWS = TH + 2 * A + EXTRA, YC_COLS = TW + 2 * A;
-    static constexpr int ZR_SIZE = C * ZR_ROWS * ZR_STRIDE, ZC_SIZE = C * ZC_ROWS * ZC_STRIDE;
-    static constexpr int YC_SIZE = TRANSFORMED ? C * YC_ROWS * YC_STRIDE : 0;
+    static constexpr int ZR_SIZE = PLANES * ZR_ROWS * ZR_STRIDE, ZC_SIZE = PLANES * ZC_ROWS * ZC_STRIDE;
+    static constexpr int YC_SIZE = OWN_Y ? C * YC_ROWS * YC_STRIDE : 0;
     static_assert(COLS1 <= PASS1_COLUMNS && SEG * SEGMENTS == TW && TH * SEGMENTS == FUSED_THREADS, "tile layout");
 };
 
@@ -118,37 +195,25 @@ struct FusedLayout {
 // offsets (qy, qy + 1, ...) down one column, for the TH rows of the tile. reference and
 // candidate point at the column's first row (the candidate at offset qy), target at the
 // first offset's first row.
-template <int B, int C, int K, int TH, int ZR_ROWS, int ZR_STRIDE, int ZC_ROWS, int ZC_STRIDE, int VS_STRIDE>
-__device__ __forceinline__ void vertical_sums(const float* reference, const float* candidate, float* target) {
+template <class Space, int B, int K, int TH, int ZR_ROWS, int ZR_STRIDE, int ZC_ROWS, int ZC_STRIDE, int VS_STRIDE>
+__device__ __forceinline__ void vertical_sums(const typename Space::Element* reference,
+                                              const typename Space::Element* candidate, float* target) {
+    using Sum = typename Space::Sum;
     constexpr int STEPS = TH + 2 * B, WIDTH = 2 * B + 1;
-    float window[K][C];  // window[k]: the candidate pixel of offset qy + k at this step's row
-    float ring[K][WIDTH];
-    float sum[K];
+    typename Space::Pixel window[K];  // window[k]: the candidate pixel of offset qy + k at this step's row
+    Sum ring[K][WIDTH];
+    Sum sum[K];
 #pragma unroll
-    for (int k = 0; k + 1 < K; ++k)
-#pragma unroll
-        for (int channel = 0; channel < C; ++channel)
-            window[k + 1][channel] = candidate[(channel * ZC_ROWS + k) * ZC_STRIDE];
+    for (int k = 0; k + 1 < K; ++k) window[k + 1] = Space::template load<ZC_ROWS * ZC_STRIDE>(candidate + k * ZC_STRIDE);
 #pragma unroll
     for (int step = 0; step < STEPS; ++step) {
 #pragma unroll
-        for (int k = 0; k + 1 < K; ++k)
-#pragma unroll
-            for (int channel = 0; channel < C; ++channel) window[k][channel] = window[k + 1][channel];
-        float pixel[C];
-#pragma unroll
-        for (int channel = 0; channel < C; ++channel) {
-            window[K - 1][channel] = candidate[(channel * ZC_ROWS + step + K - 1) * ZC_STRIDE];
-            pixel[channel] = reference[(channel * ZR_ROWS + step) * ZR_STRIDE];
-        }
+        for (int k = 0; k + 1 < K; ++k) window[k] = window[k + 1];
+        window[K - 1] = Space::template load<ZC_ROWS * ZC_STRIDE>(candidate + (step + K - 1) * ZC_STRIDE);
+        const auto pixel = Space::template load<ZR_ROWS * ZR_STRIDE>(reference + step * ZR_STRIDE);
 #pragma unroll
         for (int k = 0; k < K; ++k) {
-            float difference = 0.0f;
-#pragma unroll
-            for (int channel = 0; channel < C; ++channel) {
-                const float delta = pixel[channel] - window[k][channel];
-                difference = fmaf(delta, delta, difference);
-            }
+            const Sum difference = Space::squared_difference(pixel, window[k]);
             if (step == 0)
                 sum[k] = difference;
             else if (step < WIDTH)
@@ -156,34 +221,47 @@ __device__ __forceinline__ void vertical_sums(const float* reference, const floa
             else
                 sum[k] += difference - ring[k][step % WIDTH];
             ring[k][step % WIDTH] = difference;
-            if (step >= 2 * B) target[(k * TH + step - 2 * B) * VS_STRIDE] = sum[k];
+            if (step >= 2 * B) target[(k * TH + step - 2 * B) * VS_STRIDE] = Space::to_float(sum[k]);
         }
     }
 }
 
 // Output: interleaved (H, W, C) of type Out (float, or uint8 / uint16 scaled by full_scale).
-// MIN_BLOCKS: blocks per multiprocessor the registers must allow (2 where two blocks' shared
-// memory fits).
+// PACKED: the distances come from `packed`, the 8-bit frames' words (else null), and `scale`
+// is for byte units. MIN_BLOCKS: blocks per multiprocessor the registers must allow (2 where
+// two blocks' shared memory fits).
 template <int B, int A, int C, int K, int TH, int TW, int ZC_STRIDE, int YC_STRIDE, int VS_STRIDE, bool TRANSFORMED,
-          bool EXPONENTIAL, bool CENTER_MAX, typename Out, int MIN_BLOCKS>
+          bool PACKED, bool EXPONENTIAL, bool CENTER_MAX, typename Out, int MIN_BLOCKS>
 __global__ void __launch_bounds__(FUSED_THREADS, MIN_BLOCKS)
-nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, int height, int width,
-          const float* __restrict__ transform, float scale, Out* __restrict__ output, float full_scale) {
-    using L = FusedLayout<B, A, C, K, TH, TW, ZC_STRIDE, YC_STRIDE, VS_STRIDE, TRANSFORMED>;
+nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __restrict__ packed, int frame_count,
+          int center, int height, int width, const float* __restrict__ transform, float scale, Out* __restrict__ output,
+          float full_scale) {
+    using L = FusedLayout<B, A, C, K, TH, TW, ZC_STRIDE, YC_STRIDE, VS_STRIDE, TRANSFORMED, PACKED>;
+    using Space = DistanceSpace<C, PACKED>;
+    using Element = typename Space::Element;
     constexpr int SEG = L::SEG;
     extern __shared__ float shared[];
-    float* z_reference = shared;                  // [C][ZR_ROWS][ZR_STRIDE], tile rows and columns from -B
-    float* z_candidate = z_reference + L::ZR_SIZE;  // [C][ZC_ROWS][ZC_STRIDE], from -A - B
-    float* y_candidate = z_candidate + L::ZC_SIZE;  // [C][YC_ROWS][YC_STRIDE], from -A (TRANSFORMED)
-    float* vertical = y_candidate + L::YC_SIZE;     // [SUBGROUPS * K][TH][VS_STRIDE], columns from -B
+    Element* z_reference = reinterpret_cast<Element*>(shared);  // [PLANES][ZR_ROWS][ZR_STRIDE], rows and columns from -B
+    Element* z_candidate = z_reference + L::ZR_SIZE;   // [PLANES][ZC_ROWS][ZC_STRIDE], from -A - B
+    float* y_candidate = reinterpret_cast<float*>(z_candidate + L::ZC_SIZE);  // [C][YC_ROWS][YC_STRIDE], from -A (OWN_Y)
+    float* vertical = y_candidate + L::YC_SIZE;  // [SUBGROUPS * K][TH][VS_STRIDE], columns from -B
+
+    // The distance space's frames: the packed words, or the float planes (transformed on loading).
+    const auto z_frame = [&](int position) -> const Element* {
+        if constexpr (PACKED)
+            return packed[position];
+        else
+            return frames[position];
+    };
+    const float* z_transform = PACKED ? nullptr : transform;
 
     const int tile_top = blockIdx.y * TH, tile_left = blockIdx.x * TW;
     const int thread = threadIdx.x;
     const int subgroup = thread / PASS1_COLUMNS, column = thread % PASS1_COLUMNS;  // pass 1
     const int row = thread / L::SEGMENTS, first = (thread % L::SEGMENTS) * SEG;   // pass 2
 
-    load_region<C, L::ZR_ROWS, L::COLS1, L::ZR_STRIDE>(frames[center], transform, z_reference, tile_top - B,
-                                                       tile_left - B, height, width);
+    load_region<Element, L::PLANES, L::ZR_ROWS, L::COLS1, L::ZR_STRIDE>(z_frame(center), z_transform, z_reference,
+                                                                         tile_top - B, tile_left - B, height, width);
     // The thread's own pixels Y(p), for the centre weight's term at the end: loaded now (at
     // clamped coordinates for pixels past the frame), so that their latency hides behind the
     // whole window.
@@ -205,18 +283,18 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
     for (int position = 0; position < frame_count; ++position) {
         const bool same_frame = position == center;
         __syncthreads();  // the previous frame's regions are no longer read
-        load_region<C, L::ZC_ROWS, L::ZC_COLS, ZC_STRIDE>(frames[position], transform, z_candidate,
-                                                          tile_top - A - B, tile_left - A - B, height, width);
-        if (TRANSFORMED)
-            load_region<C, L::YC_ROWS, L::YC_COLS, YC_STRIDE>(frames[position], nullptr, y_candidate, tile_top - A,
-                                                              tile_left - A, height, width);
+        load_region<Element, L::PLANES, L::ZC_ROWS, L::ZC_COLS, ZC_STRIDE>(
+            z_frame(position), z_transform, z_candidate, tile_top - A - B, tile_left - A - B, height, width);
+        if (L::OWN_Y)
+            load_region<float, C, L::YC_ROWS, L::YC_COLS, YC_STRIDE>(frames[position], nullptr, y_candidate,
+                                                                     tile_top - A, tile_left - A, height, width);
         __syncthreads();
 #pragma unroll 1
         for (int round = 0; round < L::ROUNDS; ++round) {
             const int group = round * SUBGROUPS + subgroup;
             if (column < L::COLS1 && group < L::GROUPS) {
                 const int qx = group / L::GROUP_BLOCKS - A, qy = (group % L::GROUP_BLOCKS) * K - A;
-                vertical_sums<B, C, K, TH, L::ZR_ROWS, L::ZR_STRIDE, L::ZC_ROWS, ZC_STRIDE, VS_STRIDE>(
+                vertical_sums<Space, B, K, TH, L::ZR_ROWS, L::ZR_STRIDE, L::ZC_ROWS, ZC_STRIDE, VS_STRIDE>(
                     z_reference + column, z_candidate + (qy + A) * ZC_STRIDE + column + qx + A,
                     vertical + subgroup * K * TH * VS_STRIDE + column);
             }
@@ -237,9 +315,10 @@ nlm_fused(const float* const* __restrict__ frames, int frame_count, int center, 
                     // The candidate pixels Y(p + q) of this thread's first pixel, and the
                     // distance between channels.
                     const float* pixels =
-                        TRANSFORMED ? y_candidate + (row + qy + A) * YC_STRIDE + first + qx + A
-                                    : z_candidate + (row + qy + A + B) * ZC_STRIDE + first + qx + A + B;
-                    constexpr int CHANNEL_STRIDE = TRANSFORMED ? L::YC_ROWS * YC_STRIDE : L::ZC_ROWS * ZC_STRIDE;
+                        L::OWN_Y ? y_candidate + (row + qy + A) * YC_STRIDE + first + qx + A
+                                 : reinterpret_cast<const float*>(z_candidate) + (row + qy + A + B) * ZC_STRIDE +
+                                       first + qx + A + B;
+                    constexpr int CHANNEL_STRIDE = L::OWN_Y ? L::YC_ROWS * YC_STRIDE : L::ZC_ROWS * ZC_STRIDE;
                     // The running sum's steps first, so that the sum's chain is one add per pixel.
                     float step[SEG];
 #pragma unroll

@@ -32,6 +32,20 @@ inline T __ldg(const T* pointer) {
     return *pointer;
 }
 inline float __expf(float x) { return std::exp(x); }
+inline float __int2float_rn(int x) { return static_cast<float>(x); }
+// Per-byte |a - b|, and the dot product of four bytes plus c (PTX vabsdiff4, dp4a).
+inline unsigned __vabsdiffu4(unsigned a, unsigned b) {
+    unsigned result = 0;
+    for (int shift = 0; shift < 32; shift += 8) {
+        const int x = (a >> shift) & 0xFF, y = (b >> shift) & 0xFF;
+        result |= static_cast<unsigned>(x > y ? x - y : y - x) << shift;
+    }
+    return result;
+}
+inline unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
+    for (int shift = 0; shift < 32; shift += 8) c += ((a >> shift) & 0xFF) * ((b >> shift) & 0xFF);
+    return c;
+}
 
 // Launch `kernel(thread)` over a grid of blocks of `threads` threads, a block at a time, each
 // block with `shared_bytes` of shared memory filled with NaN (so that reading what was never

@@ -6,7 +6,8 @@ CI has no GPU, so ``engine/kernels/nlm.cu`` is compiled here as C++ with ``cuda_
 barriers on every commit; the GPU tests check the same kernel on the device.
 
 Tolerance: max abs difference <= 1e-4 on values in [0, 1], as the exactness grid; uint8
-output within 1 level of the rounded reference.
+output within 1 level of the rounded reference. 8-bit clips run the kernel's packed path
+(distances on the bytes, in integers) and are compared with the reference on bytes / 255.
 """
 
 import shutil
@@ -19,6 +20,7 @@ from conftest import noisy_clip, random_color_transform
 from reference import reference_denoise
 
 from engine import NLMParams
+from engine.frames import integer_scale
 from engine.gpu import FUSED_THREADS, KERNELS, fused_layout
 
 TOLERANCE = 1e-4
@@ -31,11 +33,14 @@ pytestmark = pytest.mark.skipif(COMPILER is None, reason="needs g++ (C++20) to r
 def run_kernel_on_cpu(
     folder: Path, clip: np.ndarray, center: int, params: NLMParams, out_dtype=np.float32, shared_limit=H100_SHARED_BYTES
 ) -> tuple[np.ndarray, object]:
-    """Compile nlm.cu's fused kernel for ``params`` and run it on ``clip``; returns the
-    (H, W, C) output and the layout used."""
+    """Compile nlm.cu's fused kernel for ``params`` and run it on ``clip`` (float32, or uint8:
+    the packed path, as gpu.GpuFrames runs 8-bit frames); returns the (H, W, C) output and the
+    layout used."""
     frames, height, width, channels = clip.shape
     transformed = params.color_transform is not None
-    layout = fused_layout(params.patch_radius, params.search_radius, channels, transformed, shared_limit)
+    packed = clip.dtype == np.uint8 and not transformed
+    layout = fused_layout(params.patch_radius, params.search_radius, channels, transformed, shared_limit, packed)
+    scale = params.patch_sum_scale(channels) * (integer_scale(np.uint8) ** 2 if packed else 1.0)
     source = (
         (KERNELS / "nlm.cu")
         .read_text()
@@ -45,7 +50,7 @@ def run_kernel_on_cpu(
     out_type = {np.float32: "float", np.uint8: "unsigned char"}[out_dtype]
     options = ", ".join(
         str(option).lower()
-        for option in (transformed, params.weighting == "exponential", params.center_weight == "max")
+        for option in (transformed, packed, params.weighting == "exponential", params.center_weight == "max")
     )
     kernel = (
         f"nlm_fused<{params.patch_radius}, {params.search_radius}, {channels}, {layout.template_arguments}, "
@@ -57,19 +62,27 @@ def run_kernel_on_cpu(
 int main() {{
     const int frames = {frames}, height = {height}, width = {width}, channels = {channels};
     std::vector<float> data((size_t)frames * channels * height * width), transform(channels * channels);
+    std::vector<unsigned> words((size_t)frames * height * width);
     FILE* file = fopen("frames.bin", "rb");
     fread(data.data(), sizeof(float), data.size(), file);
+    fclose(file);
+    file = fopen("packed.bin", "rb");
+    fread(words.data(), sizeof(unsigned), words.size(), file);
     fclose(file);
     file = fopen("transform.bin", "rb");
     fread(transform.data(), sizeof(float), transform.size(), file);
     fclose(file);
     std::vector<const float*> pointers;
-    for (int t = 0; t < frames; ++t) pointers.push_back(data.data() + (size_t)t * channels * height * width);
+    std::vector<const unsigned*> packed;
+    for (int t = 0; t < frames; ++t) {{
+        pointers.push_back(data.data() + (size_t)t * channels * height * width);
+        packed.push_back(words.data() + (size_t)t * height * width);
+    }}
     std::vector<{out_type}> output((size_t)height * width * channels);
     launch((width + {layout.tile_width} - 1) / {layout.tile_width}, (height + {layout.tile_height} - 1) /
            {layout.tile_height}, {FUSED_THREADS}, {layout.shared_bytes}, [&] {{
-        {kernel}(pointers.data(), frames, {center}, height, width, {"transform.data()" if transformed else "nullptr"},
-                 {params.patch_sum_scale(channels)!r}f, output.data(), {full_scale!r}f);
+        {kernel}(pointers.data(), {"packed.data()" if packed else "nullptr"}, frames, {center}, height, width,
+                 {"transform.data()" if transformed else "nullptr"}, {scale!r}f, output.data(), {full_scale!r}f);
     }});
     file = fopen("output.bin", "wb");
     fwrite(output.data(), sizeof(output[0]), output.size(), file);
@@ -79,7 +92,10 @@ int main() {{
     subprocess.run(
         [COMPILER, "-O1", "-std=c++20", "-pthread", f"-I{KERNELS}", "-o", "kernel", "main.cpp"], cwd=folder, check=True
     )
-    np.ascontiguousarray(clip.transpose(0, 3, 1, 2), dtype=np.float32).tofile(folder / "frames.bin")
+    planes = clip.transpose(0, 3, 1, 2).astype(np.float32) * np.float32(integer_scale(clip.dtype))
+    np.ascontiguousarray(planes).tofile(folder / "frames.bin")
+    words = sum(clip[..., channel].astype(np.uint32) << (8 * channel) for channel in range(channels))
+    np.ascontiguousarray(words, dtype=np.uint32).tofile(folder / "packed.bin")
     transform = params.color_transform if transformed else np.eye(channels)
     np.asarray(transform, dtype=np.float32).tofile(folder / "transform.bin")
     subprocess.run(["./kernel"], cwd=folder, check=True)
@@ -152,6 +168,38 @@ def test_shorter_tiles_match_the_reference(tmp_path, shared_limit, tile_height) 
     output, layout = run_kernel_on_cpu(tmp_path, clip, 1, params, shared_limit=shared_limit)
     assert layout.tile_height == tile_height
     np.testing.assert_allclose(output, reference_denoise(clip, 1, params), rtol=0, atol=TOLERANCE)
+
+
+PACKED_CASES = [
+    pytest.param(
+        NLMParams(h=40, patch_radius=4, search_radius=3, frames_past=1, frames_future=1),
+        (3, 40, 70, 3),
+        1,
+        id="color-three-frames",
+    ),
+    pytest.param(
+        NLMParams(h=25, patch_radius=2, search_radius=5, frames_past=0, frames_future=1, weighting="exponential"),
+        (2, 33, 60, 3),
+        0,
+        id="exponential-first-frame",
+    ),
+    pytest.param(
+        NLMParams(h=30, patch_radius=8, search_radius=4, frames_past=1, frames_future=0, center_weight="max"),
+        (2, 26, 27, 1),
+        1,
+        id="gray-largest-patch",
+    ),
+]
+
+
+@pytest.mark.parametrize(("params", "shape", "center"), PACKED_CASES)
+def test_packed_path_matches_the_reference_on_8_bit_frames(tmp_path, params, shape, center) -> None:
+    frames, height, width, channels = shape
+    clip = noisy_clip("random", seed=height * width, frames=frames, shape=(height, width), channels=channels)
+    clip8 = np.clip(np.rint(clip * 255), 0, 255).astype(np.uint8)
+    output, layout = run_kernel_on_cpu(tmp_path, clip8, center, params)
+    assert layout.z_stride == layout.tile_width + 2 * (params.search_radius + params.patch_radius)  # Y of its own
+    np.testing.assert_allclose(output, reference_denoise(clip8 / 255.0, center, params), rtol=0, atol=TOLERANCE)
 
 
 def test_uint8_output_is_the_rounded_filter(tmp_path) -> None:

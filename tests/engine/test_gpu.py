@@ -117,6 +117,25 @@ def test_largest_radii_match_the_reference() -> None:
     np.testing.assert_allclose(result, reference_denoise(clip, 1, params), rtol=0, atol=TOLERANCE)
 
 
+@pytest.mark.parametrize("channels", [1, 3])
+def test_8_bit_frames_take_the_packed_path_and_match_the_reference(channels) -> None:
+    """8-bit frames without a transform: distances on the packed bytes, in integers."""
+    from engine.gpu import GpuFrames
+
+    clip = noisy_clip("random", seed=9, frames=3, shape=(45, 70), channels=channels)
+    clip8 = (clip.clip(0, 1) * 255).round().astype(np.uint8)
+    assert GpuFrames(cupy_module()).upload(clip8[0]).packed is not None
+    expected_inputs = clip8 / 255.0
+    for params in [
+        NLMParams(h=40, patch_radius=4, search_radius=3, frames_past=1, frames_future=1),
+        NLMParams(h=25, patch_radius=2, search_radius=5, frames_past=2, weighting="exponential"),
+        NLMParams(h=60, patch_radius=8, search_radius=2, frames_future=1, center_weight="max"),
+        NLMParams(h=8, patch_radius=1, search_radius=1),  # small h: weights sensitive to the distances
+    ]:
+        result = Denoiser(params, "gpu").denoise_frame(clip8, 1)
+        np.testing.assert_allclose(result, reference_denoise(expected_inputs, 1, params), rtol=0, atol=TOLERANCE)
+
+
 def test_pipeline_refuses_bad_frames() -> None:
     from engine.gpu import GpuPipeline
 
