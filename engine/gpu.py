@@ -145,11 +145,28 @@ def fused_layout(
     )
 
 
+def split_tiles(tiles: int, frames: int, concurrent: int) -> int:
+    """How many of the last tiles the fused kernel splits into one block per frame (see nlm.cu).
+
+    ``concurrent`` blocks run at once, so the grid's last wave holds tiles % concurrent of them,
+    each a whole tile while the other multiprocessors wait. Split one block per frame, they
+    finish in 1/frames of that, as long as the pieces fit in fewer waves than there are frames.
+    """
+    last_wave = tiles % concurrent
+    if frames < 2 or last_wave * frames > (frames - 1) * concurrent:
+        return 0
+    return last_wave
+
+
 @functools.cache
-def _device_attributes(cupy: Any, device: int) -> tuple[int, int]:
-    """Shared memory per block (opt-in) and per multiprocessor, in bytes."""
+def _device_attributes(cupy: Any, device: int) -> tuple[int, int, int]:
+    """Shared memory per block (opt-in) and per multiprocessor, in bytes, and the multiprocessors."""
     attributes = cupy.cuda.Device(device).attributes
-    return attributes["MaxSharedMemoryPerBlockOptin"], attributes["MaxSharedMemoryPerMultiprocessor"]
+    return (
+        attributes["MaxSharedMemoryPerBlockOptin"],
+        attributes["MaxSharedMemoryPerMultiprocessor"],
+        attributes["MultiProcessorCount"],
+    )
 
 
 class GpuFrames:
@@ -231,7 +248,7 @@ class GpuFrames:
         radius, search = params.patch_radius, params.search_radius
         transformed = params.color_transform is not None
         packed = not transformed and all(frame.packed is not None for frame in frames)
-        per_block, per_multiprocessor = _device_attributes(cupy, cupy.cuda.Device().id)
+        per_block, per_multiprocessor, multiprocessors = _device_attributes(cupy, cupy.cuda.Device().id)
         layout = fused_layout(radius, search, channels, transformed, per_block, packed)
         min_blocks = 2 if 2 * layout.shared_bytes <= per_multiprocessor else 1
         options = (transformed, packed, params.weighting == "exponential", params.center_weight == "max")
@@ -247,10 +264,16 @@ class GpuFrames:
             transform = np.uint64(0) if params.color_transform is None else self.transform(params.color_transform)
             if out is None:
                 out = cupy.empty((height, width, channels), dtype=out_dtype)
-            tile_height, tile_width = layout.tile_height, layout.tile_width
-            grid = ((width + tile_width - 1) // tile_width, (height + tile_height - 1) // tile_height)
+            tiles_x = -(-width // layout.tile_width)
+            tiles = tiles_x * -(-height // layout.tile_height)
+            split = split_tiles(tiles, len(frames), min_blocks * multiprocessors)
+            partials, arrivals = np.uint64(0), np.uint64(0)
+            if split:
+                values = FUSED_THREADS * (layout.tile_width * layout.tile_height // FUSED_THREADS) * (channels + 2)
+                partials = cupy.empty(split * len(frames) * values, dtype=cupy.float32)
+                arrivals = cupy.zeros(split, dtype=cupy.int32)
             kernel(
-                grid,
+                (tiles - split + split * len(frames),),
                 (FUSED_THREADS,),
                 (
                     self._pointers([frame.planar for frame in frames]),
@@ -263,6 +286,10 @@ class GpuFrames:
                     np.float32(scale),
                     out,
                     np.float32(1.0 / integer_scale(out_dtype)),
+                    np.int32(tiles_x),
+                    np.int32(tiles - split),
+                    partials,
+                    arrivals,
                 ),
                 shared_mem=layout.shared_bytes,
             )

@@ -47,6 +47,12 @@ __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict
 //
 // The frame regions (reference Z, candidate Z, and candidate Y where Z is not Y itself) are
 // loaded into shared memory once per frame, mirrored at the frame's borders.
+//
+// The grid is one block per tile, except for the last `split` tiles (engine/gpu.py chooses
+// them so that the grid's last wave of blocks, which would otherwise run a few whole tiles
+// while most multiprocessors wait, runs short pieces): each of those is split into one block
+// per frame of the window, which writes its partial sums to `partials`; the last of a tile's
+// blocks to finish adds them up, in frame order, and writes the output.
 
 constexpr int FUSED_THREADS = 256;
 constexpr int PASS1_COLUMNS = 64;  // columns a sub-group of pass 1 covers: TW + 2B <= 64
@@ -228,14 +234,17 @@ __device__ __forceinline__ void vertical_sums(const typename Space::Element* ref
 
 // Output: interleaved (H, W, C) of type Out (float, or uint8 / uint16 scaled by full_scale).
 // PACKED: the distances come from `packed`, the 8-bit frames' words (else null), and `scale`
-// is for byte units. MIN_BLOCKS: blocks per multiprocessor the registers must allow (2 where
-// two blocks' shared memory fits).
+// is for byte units. Tiles are numbered row by row, tiles_x to a row; blocks from whole_tiles
+// on filter one frame of a split tile each, with `partials` ([split][frame_count][values][256]
+// floats) and `arrivals` ([split] counters, zero between launches; null where nothing is
+// split). MIN_BLOCKS: blocks per multiprocessor the registers must allow (2 where two blocks'
+// shared memory fits).
 template <int B, int A, int C, int K, int TH, int TW, int ZC_STRIDE, int YC_STRIDE, int VS_STRIDE, bool TRANSFORMED,
           bool PACKED, bool EXPONENTIAL, bool CENTER_MAX, typename Out, int MIN_BLOCKS>
 __global__ void __launch_bounds__(FUSED_THREADS, MIN_BLOCKS)
 nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __restrict__ packed, int frame_count,
           int center, int height, int width, const float* __restrict__ transform, float scale, Out* __restrict__ output,
-          float full_scale) {
+          float full_scale, int tiles_x, int whole_tiles, float* __restrict__ partials, int* __restrict__ arrivals) {
     using L = FusedLayout<B, A, C, K, TH, TW, ZC_STRIDE, YC_STRIDE, VS_STRIDE, TRANSFORMED, PACKED>;
     using Space = DistanceSpace<C, PACKED>;
     using Element = typename Space::Element;
@@ -255,7 +264,14 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
     };
     const float* z_transform = PACKED ? nullptr : transform;
 
-    const int tile_top = blockIdx.y * TH, tile_left = blockIdx.x * TW;
+    // This block's tile, and the frames it visits: all, or one of a split tile.
+    const int block = blockIdx.x;
+    const bool split = block >= whole_tiles;
+    const int split_index = split ? (block - whole_tiles) / frame_count : 0;
+    const int tile = split ? whole_tiles + split_index : block;
+    const int first_position = split ? (block - whole_tiles) % frame_count : 0;
+    const int end_position = split ? first_position + 1 : frame_count;
+    const int tile_top = (tile / tiles_x) * TH, tile_left = (tile % tiles_x) * TW;
     const int thread = threadIdx.x;
     const int subgroup = thread / PASS1_COLUMNS, column = thread % PASS1_COLUMNS;  // pass 1
     const int row = thread / L::SEGMENTS, first = (thread % L::SEGMENTS) * SEG;   // pass 2
@@ -280,7 +296,7 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
     float numerator[SEG][C] = {};
     float denominator[SEG] = {}, largest[SEG] = {};
 
-    for (int position = 0; position < frame_count; ++position) {
+    for (int position = first_position; position < end_position; ++position) {
         const bool same_frame = position == center;
         __syncthreads();  // the previous frame's regions are no longer read
         load_region<Element, L::PLANES, L::ZC_ROWS, L::ZC_COLS, ZC_STRIDE>(
@@ -339,6 +355,45 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
                 }
             }
             __syncthreads();  // the vertical sums are read before the next round overwrites them
+        }
+    }
+
+    if (split) {
+        // Partial sums out; the tile's last block to arrive reads them all back, in frame order.
+        constexpr int VALUES = SEG * (C + 2);
+        float* tile_partials = partials + static_cast<size_t>(split_index) * frame_count * VALUES * FUSED_THREADS;
+        float* mine = tile_partials + static_cast<size_t>(first_position) * VALUES * FUSED_THREADS + thread;
+#pragma unroll
+        for (int i = 0; i < SEG; ++i) {
+#pragma unroll
+            for (int channel = 0; channel < C; ++channel) mine[(i * (C + 2) + channel) * FUSED_THREADS] = numerator[i][channel];
+            mine[(i * (C + 2) + C) * FUSED_THREADS] = denominator[i];
+            mine[(i * (C + 2) + C + 1) * FUSED_THREADS] = largest[i];
+        }
+        __threadfence();
+        __syncthreads();
+        int* last = reinterpret_cast<int*>(shared);  // the regions are no longer read
+        if (thread == 0) *last = atomicAdd(arrivals + split_index, 1) == frame_count - 1;
+        __syncthreads();
+        if (!*last) return;
+        __threadfence();
+        if (thread == 0) arrivals[split_index] = 0;  // for the next launch
+#pragma unroll
+        for (int i = 0; i < SEG; ++i) {
+#pragma unroll
+            for (int channel = 0; channel < C; ++channel) numerator[i][channel] = 0.0f;
+            denominator[i] = largest[i] = 0.0f;
+        }
+        for (int part = 0; part < frame_count; ++part) {
+            const float* theirs = tile_partials + static_cast<size_t>(part) * VALUES * FUSED_THREADS + thread;
+#pragma unroll
+            for (int i = 0; i < SEG; ++i) {
+#pragma unroll
+                for (int channel = 0; channel < C; ++channel)
+                    numerator[i][channel] += __ldcg(theirs + (i * (C + 2) + channel) * FUSED_THREADS);
+                denominator[i] += __ldcg(theirs + (i * (C + 2) + C) * FUSED_THREADS);
+                largest[i] = fmaxf(largest[i], __ldcg(theirs + (i * (C + 2) + C + 1) * FUSED_THREADS));
+            }
         }
     }
 

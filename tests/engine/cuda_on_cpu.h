@@ -3,10 +3,12 @@
 // std::barrier per block. Slow, but it checks the kernel's indexing, layouts and barriers
 // against the float64 reference where there is no GPU.
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -30,6 +32,18 @@ thread_local std::barrier<>* emulated_block_barrier;
 template <typename T>
 inline T __ldg(const T* pointer) {
     return *pointer;
+}
+template <typename T>
+inline T __ldcg(const T* pointer) {
+    return *pointer;
+}
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline int atomicAdd(int* address, int value) {
+    static std::mutex lock;
+    std::lock_guard<std::mutex> guard(lock);
+    const int old = *address;
+    *address += value;
+    return old;
 }
 inline float __expf(float x) { return std::exp(x); }
 inline float __int2float_rn(int x) { return static_cast<float>(x); }

@@ -21,26 +21,38 @@ from reference import reference_denoise
 
 from engine import NLMParams
 from engine.frames import integer_scale
-from engine.gpu import FUSED_THREADS, KERNELS, fused_layout
+from engine.gpu import FUSED_THREADS, KERNELS, fused_layout, split_tiles
 
 TOLERANCE = 1e-4
 COMPILER = shutil.which("g++")
 H100_SHARED_BYTES = 232448  # per block, opt-in
+H100_MULTIPROCESSORS = 132
 
 pytestmark = pytest.mark.skipif(COMPILER is None, reason="needs g++ (C++20) to run the CUDA kernel on the CPU")
 
 
 def run_kernel_on_cpu(
-    folder: Path, clip: np.ndarray, center: int, params: NLMParams, out_dtype=np.float32, shared_limit=H100_SHARED_BYTES
-) -> tuple[np.ndarray, object]:
+    folder: Path,
+    clip: np.ndarray,
+    center: int,
+    params: NLMParams,
+    out_dtype=np.float32,
+    shared_limit=H100_SHARED_BYTES,
+    concurrent=H100_MULTIPROCESSORS,
+) -> tuple[np.ndarray, object, int]:
     """Compile nlm.cu's fused kernel for ``params`` and run it on ``clip`` (float32, or uint8:
-    the packed path, as gpu.GpuFrames runs 8-bit frames); returns the (H, W, C) output and the
-    layout used."""
+    the packed path, as gpu.GpuFrames runs 8-bit frames), with the grid gpu.GpuFrames makes
+    for ``concurrent`` blocks at once; returns the (H, W, C) output, the layout used and the
+    number of tiles split by frame."""
     frames, height, width, channels = clip.shape
     transformed = params.color_transform is not None
     packed = clip.dtype == np.uint8 and not transformed
     layout = fused_layout(params.patch_radius, params.search_radius, channels, transformed, shared_limit, packed)
     scale = params.patch_sum_scale(channels) * (integer_scale(np.uint8) ** 2 if packed else 1.0)
+    tiles_x = -(-width // layout.tile_width)
+    tiles = tiles_x * -(-height // layout.tile_height)
+    split = split_tiles(tiles, frames, concurrent)
+    values = layout.tile_width * layout.tile_height * (channels + 2)
     source = (
         (KERNELS / "nlm.cu")
         .read_text()
@@ -79,11 +91,14 @@ int main() {{
         packed.push_back(words.data() + (size_t)t * height * width);
     }}
     std::vector<{out_type}> output((size_t)height * width * channels);
-    launch((width + {layout.tile_width} - 1) / {layout.tile_width}, (height + {layout.tile_height} - 1) /
-           {layout.tile_height}, {FUSED_THREADS}, {layout.shared_bytes}, [&] {{
+    std::vector<float> partials({split} * frames * {values} + 1, std::nanf(""));
+    std::vector<int> arrivals({split} + 1, 0);
+    launch({tiles - split + split * frames}, 1, {FUSED_THREADS}, {layout.shared_bytes}, [&] {{
         {kernel}(pointers.data(), {"packed.data()" if packed else "nullptr"}, frames, {center}, height, width,
-                 {"transform.data()" if transformed else "nullptr"}, {scale!r}f, output.data(), {full_scale!r}f);
+                 {"transform.data()" if transformed else "nullptr"}, {scale!r}f, output.data(), {full_scale!r}f,
+                 {tiles_x}, {tiles - split}, partials.data(), arrivals.data());
     }});
+    for (int count : arrivals) if (count != 0) return 1;  // every split tile's counter back at zero
     file = fopen("output.bin", "wb");
     fwrite(output.data(), sizeof(output[0]), output.size(), file);
     fclose(file);
@@ -100,7 +115,7 @@ int main() {{
     np.asarray(transform, dtype=np.float32).tofile(folder / "transform.bin")
     subprocess.run(["./kernel"], cwd=folder, check=True)
     output = np.fromfile(folder / "output.bin", dtype=out_dtype).reshape(height, width, channels)
-    return output, layout
+    return output, layout, split
 
 
 CASES = [
@@ -157,7 +172,7 @@ CASES = [
 def test_fused_kernel_matches_the_reference(tmp_path, params, shape, center) -> None:
     frames, height, width, channels = shape
     clip = noisy_clip("random", seed=height + width, frames=frames, shape=(height, width), channels=channels)
-    output, _ = run_kernel_on_cpu(tmp_path, clip, center, params)
+    output, _, _ = run_kernel_on_cpu(tmp_path, clip, center, params)
     np.testing.assert_allclose(output, reference_denoise(clip, center, params), rtol=0, atol=TOLERANCE)
 
 
@@ -165,7 +180,7 @@ def test_fused_kernel_matches_the_reference(tmp_path, params, shape, center) -> 
 def test_shorter_tiles_match_the_reference(tmp_path, shared_limit, tile_height) -> None:
     params = NLMParams(h=40, patch_radius=4, search_radius=3, frames_past=1, frames_future=0)
     clip = noisy_clip("bigbuckbunny", seed=4, frames=2, shape=(36, 44))
-    output, layout = run_kernel_on_cpu(tmp_path, clip, 1, params, shared_limit=shared_limit)
+    output, layout, _ = run_kernel_on_cpu(tmp_path, clip, 1, params, shared_limit=shared_limit)
     assert layout.tile_height == tile_height
     np.testing.assert_allclose(output, reference_denoise(clip, 1, params), rtol=0, atol=TOLERANCE)
 
@@ -197,14 +212,27 @@ def test_packed_path_matches_the_reference_on_8_bit_frames(tmp_path, params, sha
     frames, height, width, channels = shape
     clip = noisy_clip("random", seed=height * width, frames=frames, shape=(height, width), channels=channels)
     clip8 = np.clip(np.rint(clip * 255), 0, 255).astype(np.uint8)
-    output, layout = run_kernel_on_cpu(tmp_path, clip8, center, params)
+    output, layout, _ = run_kernel_on_cpu(tmp_path, clip8, center, params)
     assert layout.z_stride == layout.tile_width + 2 * (params.search_radius + params.patch_radius)  # Y of its own
     np.testing.assert_allclose(output, reference_denoise(clip8 / 255.0, center, params), rtol=0, atol=TOLERANCE)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+def test_split_tiles_add_up_to_the_reference(tmp_path, dtype) -> None:
+    """With 4 blocks at once, 2 of 6 tiles run one block per frame and the last one adds them up."""
+    params = NLMParams(h=40, patch_radius=2, search_radius=3, frames_past=1, frames_future=1, center_weight="max")
+    clip = noisy_clip("random", seed=21, frames=3, shape=(60, 150))  # 2 x 3 tiles of 32 x 56
+    if dtype == np.uint8:
+        clip = np.clip(np.rint(clip * 255), 0, 255).astype(np.uint8)
+    output, _, split = run_kernel_on_cpu(tmp_path, clip, 1, params, concurrent=4)
+    assert split == 2
+    expected = reference_denoise(clip * integer_scale(clip.dtype), 1, params)
+    np.testing.assert_allclose(output, expected, rtol=0, atol=TOLERANCE)
 
 
 def test_uint8_output_is_the_rounded_filter(tmp_path) -> None:
     params = NLMParams(h=35, patch_radius=3, search_radius=2, frames_past=1, frames_future=1)
     clip = noisy_clip("bigbuckbunny", seed=5, frames=3, shape=(36, 44))
-    output, _ = run_kernel_on_cpu(tmp_path, clip, 1, params, out_dtype=np.uint8)
+    output, _, _ = run_kernel_on_cpu(tmp_path, clip, 1, params, out_dtype=np.uint8)
     expected = np.clip(np.round(reference_denoise(clip, 1, params) * 255), 0, 255)
     assert np.abs(output.astype(np.int16) - expected).max() <= 1  # rounding at a .5 boundary may differ

@@ -98,10 +98,10 @@ def test_smaller_tiles_where_shared_memory_is_short(monkeypatch, shared_limit, t
     import engine.gpu as gpu
 
     cupy = cupy_module()
-    limit, per_multiprocessor = gpu._device_attributes(cupy, cupy.cuda.Device().id)
+    limit, per_multiprocessor, multiprocessors = gpu._device_attributes(cupy, cupy.cuda.Device().id)
     if shared_limit is not None:
         limit = shared_limit
-        monkeypatch.setattr(gpu, "_device_attributes", lambda *_: (shared_limit, per_multiprocessor))
+        monkeypatch.setattr(gpu, "_device_attributes", lambda *_: (shared_limit, per_multiprocessor, multiprocessors))
     params = NLMParams(h=40, patch_radius=4, search_radius=3, frames_past=1, frames_future=0)
     assert gpu.fused_layout(4, 3, 3, False, limit).tile_height == tile_height
     clip = noisy_clip("random", seed=12, frames=2, shape=(37, 50))
@@ -134,6 +134,27 @@ def test_8_bit_frames_take_the_packed_path_and_match_the_reference(channels) -> 
     ]:
         result = Denoiser(params, "gpu").denoise_frame(clip8, 1)
         np.testing.assert_allclose(result, reference_denoise(expected_inputs, 1, params), rtol=0, atol=TOLERANCE)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+def test_split_tiles_add_up_to_the_reference(monkeypatch, dtype) -> None:
+    """As if the device ran 4 blocks at once: the last tiles of the grid are split by frame."""
+    import engine.gpu as gpu
+
+    cupy = cupy_module()
+    per_block, per_multiprocessor, _ = gpu._device_attributes(cupy, cupy.cuda.Device().id)
+    monkeypatch.setattr(gpu, "_device_attributes", lambda *_: (per_block, per_multiprocessor, 4))
+    params = NLMParams(h=40, patch_radius=3, search_radius=4, frames_past=1, frames_future=1, center_weight="max")
+    clip = noisy_clip("random", seed=22, frames=3, shape=(61, 151))  # 2 x 3 tiles: 2 split
+    if dtype == np.uint8:
+        clip = np.clip(np.rint(clip * 255), 0, 255).astype(np.uint8)
+    layout = gpu.fused_layout(3, 4, 3, False, per_block, dtype == np.uint8)
+    tiles = -(-151 // layout.tile_width) * -(-61 // layout.tile_height)
+    assert gpu.split_tiles(tiles, 3, 4) > 0
+    expected = reference_denoise(clip / (255.0 if dtype == np.uint8 else 1.0), 1, params)
+    for _ in range(2):  # the arrival counters are back at zero for the next launch
+        result = Denoiser(params, "gpu").denoise_frame(clip, 1)
+        np.testing.assert_allclose(result, expected, rtol=0, atol=TOLERANCE)
 
 
 def test_pipeline_refuses_bad_frames() -> None:
