@@ -397,18 +397,27 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
         }
     }
 
-    const int y = tile_top + row;
-    if (y >= height) return;
+    // Normalise into shared memory (the regions are no longer read; the barrier also keeps the
+    // split tiles' flag until all have read it), then store the tile row by row: a thread's own
+    // pixels lie 7 * C values apart from its neighbours', so storing them directly would touch a
+    // 32-byte sector per lane and value and multiply the traffic to L2 by about eight.
+    Out* tile_output = reinterpret_cast<Out*>(shared);  // [TH][TW * C]
+    static_assert(TH * TW * C * sizeof(Out) <= SUBGROUPS * K * TH * VS_STRIDE * sizeof(float), "output tile fits");
+    __syncthreads();
 #pragma unroll
     for (int i = 0; i < SEG; ++i) {
-        const int x = tile_left + first + i;
-        if (x >= width) break;
         const float center_weight = (CENTER_MAX && largest[i] > 0.0f) ? largest[i] : 1.0f;
         const float inverse = 1.0f / (denominator[i] + center_weight);
-        Out* pixel = output + (static_cast<size_t>(y) * width + x) * C;
 #pragma unroll
         for (int channel = 0; channel < C; ++channel)
-            pixel[channel] = to_output<Out>(
-                (numerator[i][channel] + center_weight * own[i][channel]) * inverse, full_scale);
+            tile_output[(row * TW + first + i) * C + channel] =
+                to_output<Out>((numerator[i][channel] + center_weight * own[i][channel]) * inverse, full_scale);
+    }
+    __syncthreads();
+    const int rows = min(TH, height - tile_top), values = min(TW, width - tile_left) * C;
+    for (int index = thread; index < TH * TW * C; index += FUSED_THREADS) {
+        const int tile_row = index / (TW * C), value = index % (TW * C);
+        if (tile_row < rows && value < values)
+            output[(static_cast<size_t>(tile_top + tile_row) * width + tile_left) * C + value] = tile_output[index];
     }
 }
