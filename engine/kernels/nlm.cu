@@ -174,6 +174,21 @@ __device__ void load_region(const T* __restrict__ frame, const float* __restrict
     }
 }
 
+// Packed words -> float planes [C][ROWS][STRIDE] (bytes / 255, as frame_to_planar scales them),
+// from a packed region whose rows and columns start OFFSET earlier: the candidates Y of the
+// packed path come from the candidate region in shared memory, not from device memory again.
+template <int C, int ROWS, int COLS, int STRIDE, int OFFSET, int PACKED_STRIDE>
+__device__ void unpack_region(const unsigned* packed, float* region) {
+    for (int index = threadIdx.x; index < ROWS * COLS; index += FUSED_THREADS) {
+        const int row = index / COLS, col = index % COLS;
+        const unsigned word = packed[(row + OFFSET) * PACKED_STRIDE + col + OFFSET];
+#pragma unroll
+        for (int channel = 0; channel < C; ++channel)
+            region[(channel * ROWS + row) * STRIDE + col] =
+                static_cast<float>((word >> (8 * channel)) & 0xFFu) * (1.0f / 255.0f);
+    }
+}
+
 // The tile's shared-memory layout; strides come from engine/gpu.py (chosen so that the lanes
 // of a pass-2 warp hit distinct banks). Pass 2 reads the candidates Y from the Z region where
 // Z is Y itself, else from a region of their own.
@@ -301,10 +316,14 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
         __syncthreads();  // the previous frame's regions are no longer read
         load_region<Element, L::PLANES, L::ZC_ROWS, L::ZC_COLS, ZC_STRIDE>(
             z_frame(position), z_transform, z_candidate, tile_top - A - B, tile_left - A - B, height, width);
-        if (L::OWN_Y)
+        if (TRANSFORMED)
             load_region<float, C, L::YC_ROWS, L::YC_COLS, YC_STRIDE>(frames[position], nullptr, y_candidate,
                                                                      tile_top - A, tile_left - A, height, width);
         __syncthreads();
+        if constexpr (PACKED) {
+            unpack_region<C, L::YC_ROWS, L::YC_COLS, YC_STRIDE, B, ZC_STRIDE>(z_candidate, y_candidate);
+            __syncthreads();
+        }
 #pragma unroll 1
         for (int round = 0; round < L::ROUNDS; ++round) {
             const int group = round * SUBGROUPS + subgroup;
