@@ -115,8 +115,9 @@ def fused_layout(
 ) -> FusedLayout:
     """The layout of the tallest tile, and then the cheapest group, whose shared memory fits ``shared_limit`` bytes.
 
-    ``packed``: distances on 8-bit frames' packed words (one plane of Z instead of C, and
-    candidates Y in a region of their own, as with a transform).
+    ``packed``: distances on 8-bit frames' packed words (one plane of Z instead of C, two
+    buffers of it so that the next frame's arrives meanwhile, and candidates Y in a region of
+    their own, as with a transform).
     """
     radius, search = patch_radius, search_radius
     planes = 1 if packed else channels  # of the Z regions
@@ -134,7 +135,7 @@ def fused_layout(
             v_stride = _bank_spread_stride(pass1_columns, segments, segment)
             floats = (
                 planes * (tile_height + 2 * radius) * pass1_columns
-                + planes * (tile_height + 2 * (search + radius) + extra) * z_stride
+                + (2 if packed else 1) * planes * (tile_height + 2 * (search + radius) + extra) * z_stride
                 + channels * (tile_height + 2 * search + extra) * y_stride
                 + SUBGROUPS * group * tile_height * v_stride
             )

@@ -174,6 +174,34 @@ __device__ void load_region(const T* __restrict__ frame, const float* __restrict
     }
 }
 
+// Asynchronous copies from device to shared memory (cp.async): they need no registers, so a
+// frame's packed region can be on its way while the previous frame is filtered.
+// tests/engine/cuda_on_cpu.h defines them for the CPU.
+#ifndef CUDA_ON_CPU
+__device__ __forceinline__ void copy_async(unsigned* destination, const unsigned* source) {
+    const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(destination));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(address), "l"(source));
+}
+__device__ __forceinline__ void copies_issued() { asm volatile("cp.async.commit_group;\n" ::); }
+// Wait for all but the last `pending` groups of copies this thread issued.
+template <int PENDING>
+__device__ __forceinline__ void copies_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+}
+#endif
+
+// Start copying a frame's packed ROWS x COLS words from (top, left), mirrored at the frame's
+// borders, into shared memory [ROWS][STRIDE], as one group of copies.
+template <int ROWS, int COLS, int STRIDE>
+__device__ void copy_region_async(const unsigned* __restrict__ frame, unsigned* region, int top, int left, int height,
+                                  int width) {
+    for (int index = threadIdx.x; index < ROWS * COLS; index += FUSED_THREADS) {
+        const int row = index / COLS, col = index % COLS;
+        copy_async(region + row * STRIDE + col, frame + mirror(top + row, height) * width + mirror(left + col, width));
+    }
+    copies_issued();
+}
+
 // Packed words -> float planes [C][ROWS][STRIDE] (bytes / 255, as frame_to_planar scales them),
 // from a packed region whose rows and columns start OFFSET earlier: the candidates Y of the
 // packed path come from the candidate region in shared memory, not from device memory again.
@@ -208,6 +236,7 @@ struct FusedLayout {
     static constexpr int ZC_ROWS = TH + 2 * (A + B) + EXTRA, ZC_COLS = TW + 2 * (A + B);
     static constexpr int YC_ROWS = TH + 2 * A + EXTRA, YC_COLS = TW + 2 * A;
     static constexpr int ZR_SIZE = PLANES * ZR_ROWS * ZR_STRIDE, ZC_SIZE = PLANES * ZC_ROWS * ZC_STRIDE;
+    static constexpr int ZC_BUFFERS = PACKED ? 2 : 1;  // the next frame's packed region arrives meanwhile
     static constexpr int YC_SIZE = OWN_Y ? C * YC_ROWS * YC_STRIDE : 0;
     static_assert(COLS1 <= PASS1_COLUMNS && SEG * SEGMENTS == TW && TH * SEGMENTS == FUSED_THREADS, "tile layout");
 };
@@ -266,8 +295,8 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
     constexpr int SEG = L::SEG;
     extern __shared__ float shared[];
     Element* z_reference = reinterpret_cast<Element*>(shared);  // [PLANES][ZR_ROWS][ZR_STRIDE], rows and columns from -B
-    Element* z_candidate = z_reference + L::ZR_SIZE;   // [PLANES][ZC_ROWS][ZC_STRIDE], from -A - B
-    float* y_candidate = reinterpret_cast<float*>(z_candidate + L::ZC_SIZE);  // [C][YC_ROWS][YC_STRIDE], from -A (OWN_Y)
+    Element* z_candidates = z_reference + L::ZR_SIZE;  // [ZC_BUFFERS][PLANES][ZC_ROWS][ZC_STRIDE], from -A - B
+    float* y_candidate = reinterpret_cast<float*>(z_candidates + L::ZC_BUFFERS * L::ZC_SIZE);  // [C][YC_ROWS][YC_STRIDE], from -A (OWN_Y)
     float* vertical = y_candidate + L::YC_SIZE;  // [SUBGROUPS * K][TH][VS_STRIDE], columns from -B
 
     // The distance space's frames: the packed words, or the float planes (transformed on loading).
@@ -291,6 +320,13 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
     const int subgroup = thread / PASS1_COLUMNS, column = thread % PASS1_COLUMNS;  // pass 1
     const int row = thread / L::SEGMENTS, first = (thread % L::SEGMENTS) * SEG;   // pass 2
 
+    // The packed path's candidate region of a frame, copied asynchronously into buffer `buffer`.
+    const auto copy_candidates = [&](int position, int buffer) {
+        if constexpr (PACKED)
+            copy_region_async<L::ZC_ROWS, L::ZC_COLS, ZC_STRIDE>(packed[position], z_candidates + buffer * L::ZC_SIZE,
+                                                                 tile_top - A - B, tile_left - A - B, height, width);
+    };
+    copy_candidates(first_position, 0);
     load_region<Element, L::PLANES, L::ZR_ROWS, L::COLS1, L::ZR_STRIDE>(z_frame(center), z_transform, z_reference,
                                                                          tile_top - B, tile_left - B, height, width);
     // The thread's own pixels Y(p), for the centre weight's term at the end: loaded now (at
@@ -313,9 +349,20 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
 
     for (int position = first_position; position < end_position; ++position) {
         const bool same_frame = position == center;
+        const int buffer = PACKED ? (position - first_position) % 2 : 0;
+        Element* z_candidate = z_candidates + buffer * L::ZC_SIZE;
         __syncthreads();  // the previous frame's regions are no longer read
-        load_region<Element, L::PLANES, L::ZC_ROWS, L::ZC_COLS, ZC_STRIDE>(
-            z_frame(position), z_transform, z_candidate, tile_top - A - B, tile_left - A - B, height, width);
+        if constexpr (PACKED) {
+            if (position + 1 < end_position) {  // the next frame's copies go on while this one is filtered
+                copy_candidates(position + 1, 1 - buffer);
+                copies_wait<1>();
+            } else {
+                copies_wait<0>();
+            }
+        } else {
+            load_region<Element, L::PLANES, L::ZC_ROWS, L::ZC_COLS, ZC_STRIDE>(
+                z_frame(position), z_transform, z_candidate, tile_top - A - B, tile_left - A - B, height, width);
+        }
         if (TRANSFORMED)
             load_region<float, C, L::YC_ROWS, L::YC_COLS, YC_STRIDE>(frames[position], nullptr, y_candidate,
                                                                      tile_top - A, tile_left - A, height, width);
