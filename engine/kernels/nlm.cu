@@ -202,6 +202,11 @@ __device__ void copy_region_async(const unsigned* __restrict__ frame, unsigned* 
     copies_issued();
 }
 
+// Channel `channel` of a packed word, as frame_to_planar scales 8-bit values: byte / 255.
+__device__ __forceinline__ float unpacked(unsigned word, int channel) {
+    return static_cast<float>((word >> (8 * channel)) & 0xFFu) * (1.0f / 255.0f);
+}
+
 // Packed words -> float planes [C][ROWS][STRIDE] (bytes / 255, as frame_to_planar scales them),
 // from a packed region whose rows and columns start OFFSET earlier: the candidates Y of the
 // packed path come from the candidate region in shared memory, not from device memory again.
@@ -212,8 +217,7 @@ __device__ void unpack_region(const unsigned* packed, float* region) {
         const unsigned word = packed[(row + OFFSET) * PACKED_STRIDE + col + OFFSET];
 #pragma unroll
         for (int channel = 0; channel < C; ++channel)
-            region[(channel * ROWS + row) * STRIDE + col] =
-                static_cast<float>((word >> (8 * channel)) & 0xFFu) * (1.0f / 255.0f);
+            region[(channel * ROWS + row) * STRIDE + col] = unpacked(word, channel);
     }
 }
 
@@ -326,14 +330,20 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
             copy_region_async<L::ZC_ROWS, L::ZC_COLS, ZC_STRIDE>(packed[position], z_candidates + buffer * L::ZC_SIZE,
                                                                  tile_top - A - B, tile_left - A - B, height, width);
     };
+    // The reference region, and the first frame's candidates: for packed frames both copies
+    // are on their way at once.
+    if constexpr (PACKED)
+        copy_region_async<L::ZR_ROWS, L::COLS1, L::ZR_STRIDE>(packed[center], z_reference, tile_top - B, tile_left - B,
+                                                              height, width);
     copy_candidates(first_position, 0);
-    load_region<Element, L::PLANES, L::ZR_ROWS, L::COLS1, L::ZR_STRIDE>(z_frame(center), z_transform, z_reference,
-                                                                         tile_top - B, tile_left - B, height, width);
-    // The thread's own pixels Y(p), for the centre weight's term at the end: loaded now (at
-    // clamped coordinates for pixels past the frame), so that their latency hides behind the
-    // whole window.
+    if constexpr (!PACKED)
+        load_region<Element, L::PLANES, L::ZR_ROWS, L::COLS1, L::ZR_STRIDE>(z_frame(center), z_transform, z_reference,
+                                                                             tile_top - B, tile_left - B, height, width);
+    // The thread's own pixels Y(p), for the centre weight's term at the end. Float frames: loaded
+    // now (at clamped coordinates for pixels past the frame), so that their latency hides behind
+    // the whole window; packed ones: read from the reference region after the window.
     float own[SEG][C];
-    {
+    if constexpr (!PACKED) {
         const float* frame = frames[center];
         const int y = min(tile_top + row, height - 1);
 #pragma unroll
@@ -421,6 +431,16 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
                 }
             }
             __syncthreads();  // the vertical sums are read before the next round overwrites them
+        }
+    }
+
+    if constexpr (PACKED) {
+#pragma unroll
+        for (int i = 0; i < SEG; ++i) {
+            const unsigned word = z_reference[(row + B) * L::ZR_STRIDE + first + i + B];
+#pragma unroll
+            for (int channel = 0; channel < C; ++channel)
+                own[i][channel] = unpacked(word, channel);
         }
     }
 
