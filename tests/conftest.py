@@ -53,14 +53,16 @@ def noisy_clip(
 ) -> np.ndarray:
     """A float32 (T, H, W, C) clip: a smooth random pattern or a real crop, plus noise sigma 0.06.
 
-    Noise on structure makes the weights neither all 0 nor all 1, so errors show.
+    Noise on structure makes the weights neither all 0 nor all 1, so errors show. The random
+    pattern drifts a little from frame to frame, as video does: with an unrelated pattern per
+    frame every temporal weight would be 0, and errors in the other frames would not show.
     """
     rng = np.random.default_rng(seed)
     height, width = shape
     if kind == "random":
         rows = np.linspace(0, 3, height)[:, None, None]
         cols = np.linspace(0, 4, width)[None, :, None]
-        phase = rng.uniform(0, 6, size=(frames, 1, 1, channels))
+        phase = rng.uniform(0, 6, size=(1, 1, 1, channels)) + 0.1 * np.arange(frames)[:, None, None, None]
         clean = 0.5 + 0.3 * np.sin(rows + cols + phase)
     else:
         crop = real_crops()[kind][:frames, :height, :width, :channels].astype(np.float64) / 255

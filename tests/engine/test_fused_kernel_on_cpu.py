@@ -40,7 +40,8 @@ def run_kernel_on_cpu(
     shared_limit=H100_SHARED_BYTES,
     concurrent=H100_MULTIPROCESSORS,
 ) -> tuple[np.ndarray, object, int]:
-    """Compile nlm.cu's fused kernel for ``params`` and run it on ``clip`` (float32, or uint8:
+    """Compile nlm.cu's fused kernel for ``params`` and run it on ``clip``, the window itself
+    (its frames, Dp before ``center`` and Df after; float32, or uint8:
     the packed path, as gpu.GpuFrames runs 8-bit frames), with the grid gpu.GpuFrames makes
     for ``concurrent`` blocks at once; returns the (H, W, C) output, the layout used and the
     number of tiles split by frame."""
