@@ -46,7 +46,9 @@ __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict
 //   round sums the vertical sums horizontally (running), weighs and accumulates.
 //
 // The frame regions (reference Z, candidate Z, and candidate Y where Z is not Y itself) are
-// loaded into shared memory once per frame, mirrored at the frame's borders.
+// loaded into shared memory once per frame, mirrored at the frame's borders. For packed 8-bit
+// frames the words arrive by cp.async, the next frame's while the current one is filtered, and
+// Y is unpacked from the candidate words in shared memory.
 //
 // The grid is one block per tile, except for the last `split` tiles (engine/gpu.py chooses
 // them so that the grid's last wave of blocks, which would otherwise run a few whole tiles
