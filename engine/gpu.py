@@ -177,6 +177,7 @@ class GpuFrames:
         self.cupy = cupy
         self._pointer_arrays: dict[tuple[int, ...], Any] = {}
         self._transform_arrays: dict[bytes, Any] = {}
+        self._split_buffers: tuple[int, Any, Any] | None = None  # (floats, partials, arrivals)
 
     @contextlib.contextmanager
     def out_of_memory_as_error(self, shape: tuple[int, ...]) -> Iterator[None]:
@@ -229,6 +230,18 @@ class GpuFrames:
             self._transform_arrays = {key: self.cupy.asarray(matrix, dtype=self.cupy.float32)}
         return self._transform_arrays[key]
 
+    def _split_buffers_for(self, floats: int, counters: int) -> tuple[Any, Any]:
+        """Partial sums and arrival counters for split tiles, kept from launch to launch: the kernel
+        sets the counters back to zero, and launches on one stream never overlap."""
+        buffers = self._split_buffers
+        if buffers is None or buffers[0] < floats or buffers[2].size < counters:
+            buffers = self._split_buffers = (
+                floats,
+                self.cupy.empty(floats, dtype=self.cupy.float32),
+                self.cupy.zeros(counters, dtype=self.cupy.int32),
+            )
+        return buffers[1], buffers[2]
+
     def filter_window(
         self,
         frames: list[DeviceFrame],
@@ -270,9 +283,8 @@ class GpuFrames:
             split = split_tiles(tiles, len(frames), min_blocks * multiprocessors)
             partials, arrivals = np.uint64(0), np.uint64(0)
             if split:
-                values = FUSED_THREADS * (layout.tile_width * layout.tile_height // FUSED_THREADS) * (channels + 2)
-                partials = cupy.empty(split * len(frames) * values, dtype=cupy.float32)
-                arrivals = cupy.zeros(split, dtype=cupy.int32)
+                values = layout.tile_width * layout.tile_height * (channels + 2)
+                partials, arrivals = self._split_buffers_for(split * len(frames) * values, split)
             kernel(
                 (tiles - split + split * len(frames),),
                 (FUSED_THREADS,),

@@ -135,19 +135,19 @@ __device__ __forceinline__ float to_output<float>(float value, float) {
 }
 
 // Load a frame's ROWS x COLS pixels from (top, left), mirrored at the frame's borders, into
-// planar shared memory [PLANES][ROWS][STRIDE]: float planes, transformed by `transform` (Z =
-// G Y) unless it is null, or packed words (PLANES = 1). Each thread issues the loads of
+// planar shared memory [C][ROWS][STRIDE], transformed by `transform` (Z = G Y) unless it is
+// null (packed regions arrive by copy_region_async instead). Each thread issues the loads of
 // LOAD_BATCH pixels before storing any, so that their latency from device memory overlaps
 // (one block per multiprocessor leaves no other warps to hide it).
 constexpr int LOAD_BATCH = 8;
-template <typename T, int PLANES, int ROWS, int COLS, int STRIDE>
-__device__ void load_region(const T* __restrict__ frame, const float* __restrict__ transform, T* region, int top,
-                            int left, int height, int width) {
+template <int C, int ROWS, int COLS, int STRIDE>
+__device__ void load_region(const float* __restrict__ frame, const float* __restrict__ transform, float* region,
+                            int top, int left, int height, int width) {
     constexpr int PER_THREAD = (ROWS * COLS + FUSED_THREADS - 1) / FUSED_THREADS;
     const int pixels = height * width;
 #pragma unroll 1
     for (int batch = 0; batch < PER_THREAD; batch += LOAD_BATCH) {
-        T pixel[LOAD_BATCH][PLANES];
+        float pixel[LOAD_BATCH][C];
 #pragma unroll
         for (int b = 0; b < LOAD_BATCH; ++b) {
             const int index = threadIdx.x + (batch + b) * FUSED_THREADS;
@@ -155,7 +155,7 @@ __device__ void load_region(const T* __restrict__ frame, const float* __restrict
             const int row = index / COLS, col = index % COLS;
             const int source = mirror(top + row, height) * width + mirror(left + col, width);
 #pragma unroll
-            for (int plane = 0; plane < PLANES; ++plane) pixel[b][plane] = __ldg(frame + plane * pixels + source);
+            for (int channel = 0; channel < C; ++channel) pixel[b][channel] = __ldg(frame + channel * pixels + source);
         }
 #pragma unroll
         for (int b = 0; b < LOAD_BATCH; ++b) {
@@ -163,14 +163,14 @@ __device__ void load_region(const T* __restrict__ frame, const float* __restrict
             if (index >= ROWS * COLS) break;
             const int row = index / COLS, col = index % COLS;
 #pragma unroll
-            for (int plane = 0; plane < PLANES; ++plane) {
-                T value = pixel[b][plane];
+            for (int channel = 0; channel < C; ++channel) {
+                float value = pixel[b][channel];
                 if (transform != nullptr) {
-                    value = 0;
+                    value = 0.0f;
 #pragma unroll
-                    for (int k = 0; k < PLANES; ++k) value += transform[plane * PLANES + k] * pixel[b][k];
+                    for (int k = 0; k < C; ++k) value += transform[channel * C + k] * pixel[b][k];
                 }
-                region[(plane * ROWS + row) * STRIDE + col] = value;
+                region[(channel * ROWS + row) * STRIDE + col] = value;
             }
         }
     }
@@ -305,14 +305,6 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
     float* y_candidate = reinterpret_cast<float*>(z_candidates + L::ZC_BUFFERS * L::ZC_SIZE);  // [C][YC_ROWS][YC_STRIDE], from -A (OWN_Y)
     float* vertical = y_candidate + L::YC_SIZE;  // [SUBGROUPS * K][TH][VS_STRIDE], columns from -B
 
-    // The distance space's frames: the packed words, or the float planes (transformed on loading).
-    const auto z_frame = [&](int position) -> const Element* {
-        if constexpr (PACKED)
-            return packed[position];
-        else
-            return frames[position];
-    };
-    const float* z_transform = PACKED ? nullptr : transform;
 
     // This block's tile, and the frames it visits: all, or one of a split tile.
     const int block = blockIdx.x;
@@ -339,8 +331,8 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
                                                               height, width);
     copy_candidates(first_position, 0);
     if constexpr (!PACKED)
-        load_region<Element, L::PLANES, L::ZR_ROWS, L::COLS1, L::ZR_STRIDE>(z_frame(center), z_transform, z_reference,
-                                                                             tile_top - B, tile_left - B, height, width);
+        load_region<C, L::ZR_ROWS, L::COLS1, L::ZR_STRIDE>(frames[center], transform, z_reference, tile_top - B,
+                                                           tile_left - B, height, width);
     // The thread's own pixels Y(p), for the centre weight's term at the end. Float frames: loaded
     // now (at clamped coordinates for pixels past the frame), so that their latency hides behind
     // the whole window; packed ones: read from the reference region after the window.
@@ -372,12 +364,12 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
                 copies_wait<0>();
             }
         } else {
-            load_region<Element, L::PLANES, L::ZC_ROWS, L::ZC_COLS, ZC_STRIDE>(
-                z_frame(position), z_transform, z_candidate, tile_top - A - B, tile_left - A - B, height, width);
+            load_region<C, L::ZC_ROWS, L::ZC_COLS, ZC_STRIDE>(frames[position], transform, z_candidate,
+                                                          tile_top - A - B, tile_left - A - B, height, width);
         }
         if (TRANSFORMED)
-            load_region<float, C, L::YC_ROWS, L::YC_COLS, YC_STRIDE>(frames[position], nullptr, y_candidate,
-                                                                     tile_top - A, tile_left - A, height, width);
+            load_region<C, L::YC_ROWS, L::YC_COLS, YC_STRIDE>(frames[position], nullptr, y_candidate, tile_top - A,
+                                                          tile_left - A, height, width);
         __syncthreads();
         if constexpr (PACKED) {
             unpack_region<C, L::YC_ROWS, L::YC_COLS, YC_STRIDE, B, ZC_STRIDE>(z_candidate, y_candidate);
