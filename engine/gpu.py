@@ -116,11 +116,12 @@ def fused_layout(
     """The layout of the tallest tile, and then the cheapest group, whose shared memory fits ``shared_limit`` bytes.
 
     ``packed``: distances on 8-bit frames' packed words (one plane of Z instead of C, two
-    buffers of it so that the next frame's arrives meanwhile; pass 2 reads Y from them too).
+    buffers of it so that the next frame's arrives meanwhile, and candidates Y in a region of
+    their own, as with a transform).
     """
     radius, search = patch_radius, search_radius
     planes = 1 if packed else channels  # of the Z regions
-    own_y = transformed  # candidates Y in a region of their own, else read from Z's
+    own_y = transformed or packed
     for tile_height in TILE_HEIGHTS:
         segments = FUSED_THREADS // tile_height
         segment = (PASS1_COLUMNS - 2 * radius) // segments

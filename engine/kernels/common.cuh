@@ -16,6 +16,6 @@ __device__ __forceinline__ int mirror(int coordinate, int size) {
 template <bool EXPONENTIAL>
 __device__ __forceinline__ float weight_of(float patch_sum, float scale) {
     if (EXPONENTIAL) return __expf(-patch_sum * scale);
-    const float remaining = __saturatef(fmaf(patch_sum, -scale, 1.0f));  // 1 - u <= 1: one FFMA.SAT
+    const float remaining = fmaxf(fmaf(patch_sum, -scale, 1.0f), 0.0f);
     return remaining * remaining;
 }

@@ -40,17 +40,15 @@ __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict
 //   their running vertical sums over [-B, B] in registers. Down a column, offset qy + 1 reads
 //   the candidate pixel offset qy read one row later, so a step loads one reference and one
 //   new candidate pixel for K differences. SUBGROUPS groups run at once, one per quarter of
-//   the block, and write their vertical sums to shared memory. A frame's last round, where
-//   fewer groups are left, splits each group's rows between several quarters.
+//   the block, and write their vertical sums to shared memory.
 // - Pass 2 (horizontal): a thread owns SEG pixels of one row of the tile, keeps their
 //   numerators and denominator in registers for the whole window, and for each offset of the
 //   round sums the vertical sums horizontally (running), weighs and accumulates.
 //
-// The frame regions (reference Z, candidate Z, and candidate Y where Z is a transform of Y)
-// are loaded into shared memory once per frame, mirrored at the frame's borders. For packed
-// 8-bit frames the words arrive by cp.async, the next frame's while the current one is
-// filtered, and pass 2 reads the candidates Y from the same words (one shared load per pixel
-// instead of C, and no float copy of the region: 30 KB less shared memory at A = 3).
+// The frame regions (reference Z, candidate Z, and candidate Y where Z is not Y itself) are
+// loaded into shared memory once per frame, mirrored at the frame's borders. For packed 8-bit
+// frames the words arrive by cp.async, the next frame's while the current one is filtered, and
+// Y is unpacked from the candidate words in shared memory.
 //
 // The grid is one block per tile, except for the last `split` tiles (engine/gpu.py chooses
 // them so that the grid's last wave of blocks, which would otherwise run a few whole tiles
@@ -206,37 +204,38 @@ __device__ void copy_region_async(const unsigned* __restrict__ frame, unsigned* 
     copies_issued();
 }
 
-// Byte `channel` of a packed word as a float (0 to 255), exactly, in two instructions: the
-// byte goes into the low mantissa bits of 2^23 (one byte permute), which is then subtracted.
-constexpr float BYTE_UNIT = 1.0f / 255.0f;  // frame_to_planar's scale of 8-bit values
-__device__ __forceinline__ float byte_value(unsigned word, int channel) {
-    return __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7440u | channel)) - 8388608.0f;
+// Channel `channel` of a packed word, as frame_to_planar scales 8-bit values: byte / 255.
+__device__ __forceinline__ float unpacked(unsigned word, int channel) {
+    return static_cast<float>((word >> (8 * channel)) & 0xFFu) * (1.0f / 255.0f);
 }
 
-// A row count as a type, for pass 1's sweeps of different lengths.
-template <int N>
-struct Rows {
-    static constexpr int value = N;
-};
+// Packed words -> float planes [C][ROWS][STRIDE] (bytes / 255, as frame_to_planar scales them),
+// from a packed region whose rows and columns start OFFSET earlier: the candidates Y of the
+// packed path come from the candidate region in shared memory, not from device memory again.
+template <int C, int ROWS, int COLS, int STRIDE, int OFFSET, int PACKED_STRIDE>
+__device__ void unpack_region(const unsigned* packed, float* region) {
+    for (int index = threadIdx.x; index < ROWS * COLS; index += FUSED_THREADS) {
+        const int row = index / COLS, col = index % COLS;
+        const unsigned word = packed[(row + OFFSET) * PACKED_STRIDE + col + OFFSET];
+#pragma unroll
+        for (int channel = 0; channel < C; ++channel)
+            region[(channel * ROWS + row) * STRIDE + col] = unpacked(word, channel);
+    }
+}
 
 // The tile's shared-memory layout; strides come from engine/gpu.py (chosen so that the lanes
-// of a pass-2 warp hit distinct banks). Pass 2 reads the candidates Y from the Z region (float
-// planes, or packed words), except with a transform, from a region of their own.
+// of a pass-2 warp hit distinct banks). Pass 2 reads the candidates Y from the Z region where
+// Z is Y itself, else from a region of their own.
 template <int B, int A, int C, int K, int TH, int TW, int ZC_STRIDE, int YC_STRIDE, int VS_STRIDE, bool TRANSFORMED,
           bool PACKED>
 struct FusedLayout {
-    static constexpr bool OWN_Y = TRANSFORMED;
+    static constexpr bool OWN_Y = TRANSFORMED || PACKED;
     static constexpr int PLANES = DistanceSpace<C, PACKED>::PLANES;  // of the Z regions
     static constexpr int SEGMENTS = FUSED_THREADS / TH;  // pass 2: threads per row
     static constexpr int SEG = TW / SEGMENTS;             // pass 2: pixels per thread
     static constexpr int GROUP_BLOCKS = (2 * A + 1 + K - 1) / K;  // groups per qx
     static constexpr int GROUPS = (2 * A + 1) * GROUP_BLOCKS;     // groups per frame
     static constexpr int ROUNDS = (GROUPS + SUBGROUPS - 1) / SUBGROUPS;
-    // The last round's groups, and how many sub-groups sweep each of them (over TH / LAST_SPLIT
-    // rows each), so that a short last round leaves no quarter of the block idle.
-    static constexpr int LAST_GROUPS = GROUPS - (ROUNDS - 1) * SUBGROUPS;
-    static constexpr int LAST_SPLIT =
-        SUBGROUPS % LAST_GROUPS == 0 && TH % (SUBGROUPS / LAST_GROUPS) == 0 ? SUBGROUPS / LAST_GROUPS : 1;
     static constexpr int EXTRA = GROUP_BLOCKS * K - (2 * A + 1);  // rows of the last group past A
     static constexpr int COLS1 = TW + 2 * B;                      // pass 1 columns
     static constexpr int ZR_ROWS = TH + 2 * B, ZR_STRIDE = COLS1;
@@ -249,15 +248,14 @@ struct FusedLayout {
 };
 
 // Pass 1 for one thread: the vertical sums over [-B, B] of the squared differences of K
-// offsets (qy, qy + 1, ...) down one column, for ROWS rows of the tile. reference and
+// offsets (qy, qy + 1, ...) down one column, for the TH rows of the tile. reference and
 // candidate point at the column's first row (the candidate at offset qy), target at the
-// first offset's first row; the offsets' sums lie TH rows apart.
-template <class Space, int B, int K, int ROWS, int TH, int ZR_ROWS, int ZR_STRIDE, int ZC_ROWS, int ZC_STRIDE,
-          int VS_STRIDE>
+// first offset's first row.
+template <class Space, int B, int K, int TH, int ZR_ROWS, int ZR_STRIDE, int ZC_ROWS, int ZC_STRIDE, int VS_STRIDE>
 __device__ __forceinline__ void vertical_sums(const typename Space::Element* reference,
                                               const typename Space::Element* candidate, float* target) {
     using Sum = typename Space::Sum;
-    constexpr int STEPS = ROWS + 2 * B, WIDTH = 2 * B + 1;
+    constexpr int STEPS = TH + 2 * B, WIDTH = 2 * B + 1;
     typename Space::Pixel window[K];  // window[k]: the candidate pixel of offset qy + k at this step's row
     Sum ring[K][WIDTH];
     Sum sum[K];
@@ -350,7 +348,7 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
                 own[i][channel] = __ldg(frame + (static_cast<size_t>(channel) * height + y) * width + x);
         }
     }
-    float numerator[SEG][C] = {};  // packed: in byte units (NUMERATOR_UNIT at the end)
+    float numerator[SEG][C] = {};
     float denominator[SEG] = {}, largest[SEG] = {};
 
     for (int position = first_position; position < end_position; ++position) {
@@ -373,23 +371,18 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
             load_region<C, L::YC_ROWS, L::YC_COLS, YC_STRIDE>(frames[position], nullptr, y_candidate, tile_top - A,
                                                           tile_left - A, height, width);
         __syncthreads();
+        if constexpr (PACKED) {
+            unpack_region<C, L::YC_ROWS, L::YC_COLS, YC_STRIDE, B, ZC_STRIDE>(z_candidate, y_candidate);
+            __syncthreads();
+        }
 #pragma unroll 1
         for (int round = 0; round < L::ROUNDS; ++round) {
-            // Pass 1 of the round's `slot`th group, over `rows` rows of the tile from first_row.
-            const auto sweep = [&](auto rows, int slot, int first_row) {
-                const int group = round * SUBGROUPS + slot;
+            const int group = round * SUBGROUPS + subgroup;
+            if (column < L::COLS1 && group < L::GROUPS) {
                 const int qx = group / L::GROUP_BLOCKS - A, qy = (group % L::GROUP_BLOCKS) * K - A;
-                vertical_sums<Space, B, K, decltype(rows)::value, TH, L::ZR_ROWS, L::ZR_STRIDE, L::ZC_ROWS, ZC_STRIDE,
-                              VS_STRIDE>(z_reference + first_row * L::ZR_STRIDE + column,
-                                         z_candidate + (qy + A + first_row) * ZC_STRIDE + column + qx + A,
-                                         vertical + (slot * K * TH + first_row) * VS_STRIDE + column);
-            };
-            constexpr int PART_ROWS = TH / L::LAST_SPLIT;
-            if (column < L::COLS1) {
-                if (L::LAST_SPLIT > 1 && round == L::ROUNDS - 1)
-                    sweep(Rows<PART_ROWS>{}, subgroup / L::LAST_SPLIT, subgroup % L::LAST_SPLIT * PART_ROWS);
-                else if (round * SUBGROUPS + subgroup < L::GROUPS)
-                    sweep(Rows<TH>{}, subgroup, 0);
+                vertical_sums<Space, B, K, TH, L::ZR_ROWS, L::ZR_STRIDE, L::ZC_ROWS, ZC_STRIDE, VS_STRIDE>(
+                    z_reference + column, z_candidate + (qy + A) * ZC_STRIDE + column + qx + A,
+                    vertical + subgroup * K * TH * VS_STRIDE + column);
             }
             __syncthreads();
 #pragma unroll
@@ -405,10 +398,13 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
                     float values[SEG + 2 * B];
 #pragma unroll
                     for (int m = 0; m < SEG + 2 * B; ++m) values[m] = sums[m];
-                    // The candidate pixels Y(p + q) from this thread's first pixel on, in the Z
-                    // region or (with a transform) in their own.
-                    const Element* z_pixels = z_candidate + (row + qy + A + B) * ZC_STRIDE + first + qx + A + B;
-                    const float* y_pixels = y_candidate + (row + qy + A) * YC_STRIDE + first + qx + A;
+                    // The candidate pixels Y(p + q) of this thread's first pixel, and the
+                    // distance between channels.
+                    const float* pixels =
+                        L::OWN_Y ? y_candidate + (row + qy + A) * YC_STRIDE + first + qx + A
+                                 : reinterpret_cast<const float*>(z_candidate) + (row + qy + A + B) * ZC_STRIDE +
+                                       first + qx + A + B;
+                    constexpr int CHANNEL_STRIDE = L::OWN_Y ? L::YC_ROWS * YC_STRIDE : L::ZC_ROWS * ZC_STRIDE;
                     // The running sum's steps first, so that the sum's chain is one add per pixel.
                     float step[SEG];
 #pragma unroll
@@ -421,16 +417,8 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
                         if (i > 0) patch_sum += step[i];
                         const float weight = weight_of<EXPONENTIAL>(patch_sum, scale);
 #pragma unroll
-                        for (int channel = 0; channel < C; ++channel) {
-                            float value;
-                            if constexpr (PACKED)
-                                value = byte_value(z_pixels[i], channel);  // in byte units until the end
-                            else if constexpr (L::OWN_Y)
-                                value = y_pixels[channel * L::YC_ROWS * YC_STRIDE + i];
-                            else
-                                value = z_pixels[channel * L::ZC_ROWS * ZC_STRIDE + i];
-                            numerator[i][channel] = fmaf(weight, value, numerator[i][channel]);
-                        }
+                        for (int channel = 0; channel < C; ++channel)
+                            numerator[i][channel] = fmaf(weight, pixels[channel * CHANNEL_STRIDE + i], numerator[i][channel]);
                         denominator[i] += weight;
                         if (CENTER_MAX) largest[i] = fmaxf(largest[i], weight);
                     }
@@ -446,7 +434,7 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
             const unsigned word = z_reference[(row + B) * L::ZR_STRIDE + first + i + B];
 #pragma unroll
             for (int channel = 0; channel < C; ++channel)
-                own[i][channel] = byte_value(word, channel) * BYTE_UNIT;
+                own[i][channel] = unpacked(word, channel);
         }
     }
 
@@ -495,7 +483,6 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
     // 32-byte sector per lane and value and multiply the traffic to L2 by about eight.
     Out* tile_output = reinterpret_cast<Out*>(shared);  // [TH][TW * C]
     static_assert(TH * TW * C * sizeof(Out) <= SUBGROUPS * K * TH * VS_STRIDE * sizeof(float), "output tile fits");
-    constexpr float NUMERATOR_UNIT = PACKED ? BYTE_UNIT : 1.0f;
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < SEG; ++i) {
@@ -504,8 +491,7 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
 #pragma unroll
         for (int channel = 0; channel < C; ++channel)
             tile_output[(row * TW + first + i) * C + channel] =
-                to_output<Out>(fmaf(numerator[i][channel], NUMERATOR_UNIT, center_weight * own[i][channel]) * inverse,
-                               full_scale);
+                to_output<Out>((numerator[i][channel] + center_weight * own[i][channel]) * inverse, full_scale);
     }
     __syncthreads();
     const int rows = min(TH, height - tile_top), values = min(TW, width - tile_left) * C;

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
-#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -54,19 +53,6 @@ inline int atomicAdd(int* address, int value) {
 }
 inline float __expf(float x) { return std::exp(x); }
 inline float __int2float_rn(int x) { return static_cast<float>(x); }
-inline float __saturatef(float x) { return x > 1.0f ? 1.0f : (x > 0.0f ? x : 0.0f); }  // NaN -> 0
-inline float __uint_as_float(unsigned x) {
-    float result;
-    std::memcpy(&result, &x, sizeof result);
-    return result;
-}
-// Byte n of the result is byte selector[4n..4n+3] of b:a (bytes 0-3 from a, 4-7 from b; PTX prmt).
-inline unsigned __byte_perm(unsigned a, unsigned b, unsigned selector) {
-    const unsigned long long bytes = (static_cast<unsigned long long>(b) << 32) | a;
-    unsigned result = 0;
-    for (int n = 0; n < 4; ++n) result |= static_cast<unsigned>((bytes >> (8 * ((selector >> (4 * n)) & 7))) & 0xFF) << (8 * n);
-    return result;
-}
 // Per-byte |a - b|, and the dot product of four bytes plus c (PTX vabsdiff4, dp4a).
 inline unsigned __vabsdiffu4(unsigned a, unsigned b) {
     unsigned result = 0;
