@@ -89,6 +89,10 @@ class FusedLayout:
     def template_arguments(self) -> str:
         return f"{self.group}, {self.tile_height}, {self.tile_width}, {self.z_stride}, {self.y_stride}, {self.v_stride}"
 
+    def partial_floats(self, channels: int) -> int:
+        """Floats one block of a split tile writes: C numerators, the denominator and the largest weight per pixel."""
+        return self.tile_width * self.tile_height * (channels + 2)
+
 
 def _bank_spread_stride(columns: int, segments: int, segment: int) -> int:
     """A row stride >= ``columns`` for which a pass-2 warp's lanes (rows x segments of ``segment``
@@ -159,6 +163,35 @@ def split_tiles(tiles: int, frames: int, concurrent: int) -> int:
     return last_wave
 
 
+@dataclass(frozen=True)
+class FusedGrid:
+    """The fused kernel's grid (see nlm.cu): tiles numbered row by row, ``tiles_x`` to a row; the
+    first ``whole_tiles`` run one block each, the last ``split`` one block per frame."""
+
+    tiles_x: int
+    whole_tiles: int
+    split: int
+    frames: int
+
+    @property
+    def blocks(self) -> int:
+        return self.whole_tiles + self.split * self.frames
+
+
+def fused_grid(layout: FusedLayout, height: int, width: int, frames: int, concurrent: int) -> FusedGrid:
+    """The grid for (height, width) frames and a window of ``frames``, ``concurrent`` blocks at once."""
+    tiles_x = -(-width // layout.tile_width)
+    tiles = tiles_x * -(-height // layout.tile_height)
+    split = split_tiles(tiles, frames, concurrent)
+    return FusedGrid(tiles_x, tiles - split, split, frames)
+
+
+def patch_scale(params: NLMParams, channels: int, packed: bool) -> float:
+    """The fused kernel's ``scale`` of patch sums: packed distances are in byte units, 255^2 times
+    those of frames scaled to [0, 1]."""
+    return params.patch_sum_scale(channels) * (integer_scale(np.uint8) ** 2 if packed else 1.0)
+
+
 @functools.cache
 def _device_attributes(cupy: Any, device: int) -> tuple[int, int, int]:
     """Shared memory per block (opt-in) and per multiprocessor, in bytes, and the multiprocessors."""
@@ -177,7 +210,7 @@ class GpuFrames:
         self.cupy = cupy
         self._pointer_arrays: dict[tuple[int, ...], Any] = {}
         self._transform_arrays: dict[bytes, Any] = {}
-        self._split_buffers: tuple[int, Any, Any] | None = None  # (floats, partials, arrivals)
+        self._split_buffers: tuple[Any, Any] | None = None  # (partials, arrivals)
 
     @contextlib.contextmanager
     def out_of_memory_as_error(self, shape: tuple[int, ...]) -> Iterator[None]:
@@ -234,13 +267,12 @@ class GpuFrames:
         """Partial sums and arrival counters for split tiles, kept from launch to launch: the kernel
         sets the counters back to zero, and launches on one stream never overlap."""
         buffers = self._split_buffers
-        if buffers is None or buffers[0] < floats or buffers[2].size < counters:
+        if buffers is None or buffers[0].size < floats or buffers[1].size < counters:
             buffers = self._split_buffers = (
-                floats,
                 self.cupy.empty(floats, dtype=self.cupy.float32),
                 self.cupy.zeros(counters, dtype=self.cupy.int32),
             )
-        return buffers[1], buffers[2]
+        return buffers
 
     def filter_window(
         self,
@@ -272,21 +304,18 @@ class GpuFrames:
         )
         kernel = _function(cupy, name)
         kernel.max_dynamic_shared_size_bytes = layout.shared_bytes
-        # Packed distances are in byte units: 255^2 times those of frames scaled to [0, 1].
-        scale = params.patch_sum_scale(channels) * (integer_scale(np.uint8) ** 2 if packed else 1.0)
         with self.out_of_memory_as_error(frames[center].shape):
             transform = np.uint64(0) if params.color_transform is None else self.transform(params.color_transform)
             if out is None:
                 out = cupy.empty((height, width, channels), dtype=out_dtype)
-            tiles_x = -(-width // layout.tile_width)
-            tiles = tiles_x * -(-height // layout.tile_height)
-            split = split_tiles(tiles, len(frames), min_blocks * multiprocessors)
+            grid = fused_grid(layout, height, width, len(frames), min_blocks * multiprocessors)
             partials, arrivals = np.uint64(0), np.uint64(0)
-            if split:
-                values = layout.tile_width * layout.tile_height * (channels + 2)
-                partials, arrivals = self._split_buffers_for(split * len(frames) * values, split)
+            if grid.split:
+                partials, arrivals = self._split_buffers_for(
+                    grid.split * len(frames) * layout.partial_floats(channels), grid.split
+                )
             kernel(
-                (tiles - split + split * len(frames),),
+                (grid.blocks,),
                 (FUSED_THREADS,),
                 (
                     self._pointers([frame.planar for frame in frames]),
@@ -296,11 +325,11 @@ class GpuFrames:
                     np.int32(height),
                     np.int32(width),
                     transform,
-                    np.float32(scale),
+                    np.float32(patch_scale(params, channels, packed)),
                     out,
                     np.float32(1.0 / integer_scale(out_dtype)),
-                    np.int32(tiles_x),
-                    np.int32(tiles - split),
+                    np.int32(grid.tiles_x),
+                    np.int32(grid.whole_tiles),
                     partials,
                     arrivals,
                 ),

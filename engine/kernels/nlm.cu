@@ -305,7 +305,6 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
     float* y_candidate = reinterpret_cast<float*>(z_candidates + L::ZC_BUFFERS * L::ZC_SIZE);  // [C][YC_ROWS][YC_STRIDE], from -A (OWN_Y)
     float* vertical = y_candidate + L::YC_SIZE;  // [SUBGROUPS * K][TH][VS_STRIDE], columns from -B
 
-
     // This block's tile, and the frames it visits: all, or one of a split tile.
     const int block = blockIdx.x;
     const bool split = block >= whole_tiles;

@@ -21,7 +21,7 @@ from reference import reference_denoise
 
 from engine import NLMParams
 from engine.frames import integer_scale
-from engine.gpu import FUSED_THREADS, KERNELS, fused_layout, split_tiles
+from engine.gpu import FUSED_THREADS, KERNELS, fused_grid, fused_layout, patch_scale
 
 TOLERANCE = 1e-4
 COMPILER = shutil.which("g++")
@@ -49,11 +49,8 @@ def run_kernel_on_cpu(
     transformed = params.color_transform is not None
     packed = clip.dtype == np.uint8 and not transformed
     layout = fused_layout(params.patch_radius, params.search_radius, channels, transformed, shared_limit, packed)
-    scale = params.patch_sum_scale(channels) * (integer_scale(np.uint8) ** 2 if packed else 1.0)
-    tiles_x = -(-width // layout.tile_width)
-    tiles = tiles_x * -(-height // layout.tile_height)
-    split = split_tiles(tiles, frames, concurrent)
-    values = layout.tile_width * layout.tile_height * (channels + 2)
+    grid = fused_grid(layout, height, width, frames, concurrent)
+    scale = patch_scale(params, channels, packed)
     source = (
         (KERNELS / "nlm.cu")
         .read_text()
@@ -92,12 +89,12 @@ int main() {{
         packed.push_back(words.data() + (size_t)t * height * width);
     }}
     std::vector<{out_type}> output((size_t)height * width * channels);
-    std::vector<float> partials({split} * frames * {values} + 1, std::nanf(""));
-    std::vector<int> arrivals({split} + 1, 0);
-    launch({tiles - split + split * frames}, 1, {FUSED_THREADS}, {layout.shared_bytes}, [&] {{
+    std::vector<float> partials({grid.split} * frames * {layout.partial_floats(channels)} + 1, std::nanf(""));
+    std::vector<int> arrivals({grid.split} + 1, 0);
+    launch({grid.blocks}, 1, {FUSED_THREADS}, {layout.shared_bytes}, [&] {{
         {kernel}(pointers.data(), {"packed.data()" if packed else "nullptr"}, frames, {center}, height, width,
                  {"transform.data()" if transformed else "nullptr"}, {scale!r}f, output.data(), {full_scale!r}f,
-                 {tiles_x}, {tiles - split}, partials.data(), arrivals.data());
+                 {grid.tiles_x}, {grid.whole_tiles}, partials.data(), arrivals.data());
     }});
     for (int count : arrivals) if (count != 0) return 1;  // every split tile's counter back at zero
     file = fopen("output.bin", "wb");
@@ -116,7 +113,7 @@ int main() {{
     np.asarray(transform, dtype=np.float32).tofile(folder / "transform.bin")
     subprocess.run(["./kernel"], cwd=folder, check=True)
     output = np.fromfile(folder / "output.bin", dtype=out_dtype).reshape(height, width, channels)
-    return output, layout, split
+    return output, layout, grid.split
 
 
 CASES = [

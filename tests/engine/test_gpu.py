@@ -149,8 +149,7 @@ def test_split_tiles_add_up_to_the_reference(monkeypatch, dtype) -> None:
     if dtype == np.uint8:
         clip = np.clip(np.rint(clip * 255), 0, 255).astype(np.uint8)
     layout = gpu.fused_layout(3, 4, 3, False, per_block, dtype == np.uint8)
-    tiles = -(-151 // layout.tile_width) * -(-61 // layout.tile_height)
-    assert gpu.split_tiles(tiles, 3, 4) > 0
+    assert gpu.fused_grid(layout, 61, 151, 3, 4).split > 0
     expected = reference_denoise(clip / (255.0 if dtype == np.uint8 else 1.0), 1, params)
     for _ in range(2):  # the arrival counters are back at zero for the next launch
         result = Denoiser(params, "gpu").denoise_frame(clip, 1)
