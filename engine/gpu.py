@@ -140,7 +140,7 @@ def fused_layout(
             floats = (
                 planes * (tile_height + 2 * radius) * pass1_columns
                 + (2 if packed else 1) * planes * (tile_height + 2 * (search + radius) + extra) * z_stride
-                + channels * (tile_height + 2 * search + extra) * y_stride
+                + channels * (tile_height + 2 * search) * y_stride
                 + SUBGROUPS * group * tile_height * v_stride
             )
             if 4 * floats <= shared_limit:

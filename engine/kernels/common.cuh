@@ -16,6 +16,6 @@ __device__ __forceinline__ int mirror(int coordinate, int size) {
 template <bool EXPONENTIAL>
 __device__ __forceinline__ float weight_of(float patch_sum, float scale) {
     if (EXPONENTIAL) return __expf(-patch_sum * scale);
-    const float remaining = fmaxf(fmaf(patch_sum, -scale, 1.0f), 0.0f);
+    const float remaining = __saturatef(fmaf(patch_sum, -scale, 1.0f));  // one FFMA.SAT: 1 - u <= 1 already
     return remaining * remaining;
 }

@@ -34,7 +34,9 @@ __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict
 // arithmetic-bound (DESIGN.md §4), so the design counts instructions and shared-memory
 // accesses per pixel and offset:
 //
-// - Offsets are visited in groups of K with the same qx and consecutive qy.
+// - Offsets are visited in groups of K with the same qx and consecutive qy, and the groups in
+//   sets of QX_SPAN with consecutive qx and the same qy, a set per round where that costs no
+//   extra round (FusedLayout).
 // - Pass 1 (vertical): a thread owns one column of the tile and its horizontal halo of B and
 //   sweeps down its rows, computing the squared differences of the K offsets of its group and
 //   their running vertical sums over [-B, B] in registers. Down a column, offset qy + 1 reads
@@ -43,7 +45,10 @@ __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict
 //   the block, and write their vertical sums to shared memory.
 // - Pass 2 (horizontal): a thread owns SEG pixels of one row of the tile, keeps their
 //   numerators and denominator in registers for the whole window, and for each offset of the
-//   round sums the vertical sums horizontally (running), weighs and accumulates.
+//   round sums the vertical sums horizontally (running), weighs and accumulates. A row of
+//   candidates Y, loaded once, serves the set's QX_SPAN offsets with that qy.
+// - The centre weight 1 is the offset (0, 0) of the centre frame, visited like any other
+//   (g(0) = 1 for both weightings); only the largest-weight option treats it apart.
 //
 // The frame regions (reference Z, candidate Z, and candidate Y where Z is not Y itself) are
 // loaded into shared memory once per frame, mirrored at the frame's borders. For packed 8-bit
@@ -132,6 +137,28 @@ __device__ __forceinline__ Out to_output(float value, float full_scale) {
 template <>
 __device__ __forceinline__ float to_output<float>(float value, float) {
     return value;
+}
+
+// Counts for loops that unroll: body(Count<N>{}, valid) runs with a compile-time bound N and the
+// count `valid` of it that is real: FULL, or LAST where `last`. With SPECIALISE, each count
+// gets a copy of the body, where valid is a constant and its loops are straight code; else one
+// copy checks valid at run time.
+template <int N>
+struct Count {
+    static constexpr int value = N;
+};
+template <int FULL, int LAST, bool SPECIALISE, class Body>
+__device__ __forceinline__ void with_count(bool last, Body&& body) {
+    if constexpr (FULL == LAST) {
+        body(Count<FULL>{}, FULL);
+    } else if constexpr (SPECIALISE) {
+        if (last)
+            body(Count<LAST>{}, LAST);
+        else
+            body(Count<FULL>{}, FULL);
+    } else {
+        body(Count<FULL>{}, last ? LAST : FULL);
+    }
 }
 
 // Load a frame's ROWS x COLS pixels from (top, left), mirrored at the frame's borders, into
@@ -234,13 +261,30 @@ struct FusedLayout {
     static constexpr int SEGMENTS = FUSED_THREADS / TH;  // pass 2: threads per row
     static constexpr int SEG = TW / SEGMENTS;             // pass 2: pixels per thread
     static constexpr int GROUP_BLOCKS = (2 * A + 1 + K - 1) / K;  // groups per qx
-    static constexpr int GROUPS = (2 * A + 1) * GROUP_BLOCKS;     // groups per frame
-    static constexpr int ROUNDS = (GROUPS + SUBGROUPS - 1) / SUBGROUPS;
+    // A set: QX_SPAN groups with consecutive qx and the same qy, run in the same round, so that
+    // pass 2 loads each row of candidates Y once for all of them. The last set's qx may pass A;
+    // those groups do nothing. A set fills a round where that needs no more rounds than single
+    // groups (on the H100, sets of 2 measured slower than both at A = 2, 3 and 5).
+    static constexpr int rounds_with(int span) {
+        return (((2 * A + 1 + span - 1) / span) * GROUP_BLOCKS * span + SUBGROUPS - 1) / SUBGROUPS;
+    }
+    static constexpr int QX_SPAN = rounds_with(SUBGROUPS) <= rounds_with(1) ? SUBGROUPS : 1;
+    static constexpr int QX_SETS = (2 * A + 1 + QX_SPAN - 1) / QX_SPAN;  // sets per qy block
+    static constexpr int GROUPS = QX_SETS * GROUP_BLOCKS * QX_SPAN;      // groups per frame
+    static constexpr int ROUNDS = rounds_with(QX_SPAN);
+    // The offset of a set's first group (qx) and first row (qy), and whether it is in the window.
+    static __device__ __forceinline__ int set_qx(int set) { return (set / GROUP_BLOCKS) * QX_SPAN - A; }
+    static __device__ __forceinline__ int set_qy(int set) { return (set % GROUP_BLOCKS) * K - A; }
     static constexpr int EXTRA = GROUP_BLOCKS * K - (2 * A + 1);  // rows of the last group past A
+    static constexpr int LAST_ROWS = K - EXTRA;                             // of the last qy block in the window
+    static constexpr int LAST_SPAN = 2 * A + 1 - (QX_SETS - 1) * QX_SPAN;  // groups of the last set in the window
+    // Pass 2 as straight code for each count of rows and groups (with_count) where that makes
+    // at most two copies of it; more copies measured slower on the H100 (A = 3 and 5: four).
+    static constexpr bool SPECIALISE = (LAST_ROWS == K || LAST_SPAN == QX_SPAN);
     static constexpr int COLS1 = TW + 2 * B;                      // pass 1 columns
     static constexpr int ZR_ROWS = TH + 2 * B, ZR_STRIDE = COLS1;
     static constexpr int ZC_ROWS = TH + 2 * (A + B) + EXTRA, ZC_COLS = TW + 2 * (A + B);
-    static constexpr int YC_ROWS = TH + 2 * A + EXTRA, YC_COLS = TW + 2 * A;
+    static constexpr int YC_ROWS = TH + 2 * A, YC_COLS = TW + 2 * A;  // pass 2 reads no row past A
     static constexpr int ZR_SIZE = PLANES * ZR_ROWS * ZR_STRIDE, ZC_SIZE = PLANES * ZC_ROWS * ZC_STRIDE;
     static constexpr int ZC_BUFFERS = PACKED ? 2 : 1;  // the next frame's packed region arrives meanwhile
     static constexpr int YC_SIZE = OWN_Y ? C * YC_ROWS * YC_STRIDE : 0;
@@ -332,11 +376,13 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
     if constexpr (!PACKED)
         load_region<C, L::ZR_ROWS, L::COLS1, L::ZR_STRIDE>(frames[center], transform, z_reference, tile_top - B,
                                                            tile_left - B, height, width);
-    // The thread's own pixels Y(p), for the centre weight's term at the end. Float frames: loaded
-    // now (at clamped coordinates for pixels past the frame), so that their latency hides behind
-    // the whole window; packed ones: read from the reference region after the window.
+    // The centre weight: 1 (g(0)) comes with the offset (0, 0) of the centre frame, which the
+    // window visits like any other. The largest weight (CENTER_MAX) replaces that offset, and
+    // needs the thread's own pixels Y(p) for its term at the end. Float frames: loaded now (at
+    // clamped coordinates for pixels past the frame), so that their latency hides behind the
+    // whole window; packed ones: read from the reference region after the window.
     float own[SEG][C];
-    if constexpr (!PACKED) {
+    if constexpr (CENTER_MAX && !PACKED) {
         const float* frame = frames[center];
         const int y = min(tile_top + row, height - 1);
 #pragma unroll
@@ -377,57 +423,80 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
 #pragma unroll 1
         for (int round = 0; round < L::ROUNDS; ++round) {
             const int group = round * SUBGROUPS + subgroup;
-            if (column < L::COLS1 && group < L::GROUPS) {
-                const int qx = group / L::GROUP_BLOCKS - A, qy = (group % L::GROUP_BLOCKS) * K - A;
+            const int qx = L::set_qx(group / L::QX_SPAN) + group % L::QX_SPAN, qy = L::set_qy(group / L::QX_SPAN);
+            if (column < L::COLS1 && group < L::GROUPS && qx <= A) {
                 vertical_sums<Space, B, K, TH, L::ZR_ROWS, L::ZR_STRIDE, L::ZC_ROWS, ZC_STRIDE, VS_STRIDE>(
                     z_reference + column, z_candidate + (qy + A) * ZC_STRIDE + column + qx + A,
                     vertical + subgroup * K * TH * VS_STRIDE + column);
             }
             __syncthreads();
+            // Pass 2, set by set and row by row: the candidates Y of one row, SEG + QX_SPAN - 1
+            // pixels from the thread's first pixel shifted by the set's first qx, serve its groups.
+            // The last qy block and the last set have fewer rows and groups in the window: see
+            // FusedLayout::SPECIALISE.
+            constexpr int CHANNEL_STRIDE = L::OWN_Y ? L::YC_ROWS * YC_STRIDE : L::ZC_ROWS * ZC_STRIDE;
 #pragma unroll
-            for (int pass1 = 0; pass1 < SUBGROUPS; ++pass1) {
-                const int group = round * SUBGROUPS + pass1;
-                if (group >= L::GROUPS) break;
-                const int qx = group / L::GROUP_BLOCKS - A, first_qy = (group % L::GROUP_BLOCKS) * K - A;
+            for (int set_in_round = 0; set_in_round < SUBGROUPS / L::QX_SPAN; ++set_in_round) {
+                const int set = round * (SUBGROUPS / L::QX_SPAN) + set_in_round;
+                if (set * L::QX_SPAN >= L::GROUPS) break;
+                const int first_qx = L::set_qx(set), first_qy = L::set_qy(set);
+                const bool last_rows = set % L::GROUP_BLOCKS == L::GROUP_BLOCKS - 1;
+                const bool last_set = set / L::GROUP_BLOCKS == L::QX_SETS - 1;
+                with_count<K, L::LAST_ROWS, L::SPECIALISE>(last_rows, [&](auto rows, int valid_rows) {
+                    with_count<L::QX_SPAN, L::LAST_SPAN, L::SPECIALISE>(last_set, [&](auto span, int valid_span) {
+                        constexpr int ROWS = decltype(rows)::value, SPAN = decltype(span)::value;
 #pragma unroll
-                for (int k = 0; k < K; ++k) {
-                    const int qy = first_qy + k;
-                    if (qy > A || (same_frame && qx == 0 && qy == 0)) continue;
-                    const float* sums = vertical + ((pass1 * K + k) * TH + row) * VS_STRIDE + first;
-                    float values[SEG + 2 * B];
+                        for (int k = 0; k < ROWS; ++k) {
+                            if (k >= valid_rows) break;
+                            const int qy = first_qy + k;
+                            const float* pixels =
+                                L::OWN_Y ? y_candidate + (row + qy + A) * YC_STRIDE + first + first_qx + A
+                                         : reinterpret_cast<const float*>(z_candidate) +
+                                               (row + qy + A + B) * ZC_STRIDE + first + first_qx + A + B;
+                            float y[C][SEG + SPAN - 1];  // pixel i serves group m's pixel i - m
 #pragma unroll
-                    for (int m = 0; m < SEG + 2 * B; ++m) values[m] = sums[m];
-                    // The candidate pixels Y(p + q) of this thread's first pixel, and the
-                    // distance between channels.
-                    const float* pixels =
-                        L::OWN_Y ? y_candidate + (row + qy + A) * YC_STRIDE + first + qx + A
-                                 : reinterpret_cast<const float*>(z_candidate) + (row + qy + A + B) * ZC_STRIDE +
-                                       first + qx + A + B;
-                    constexpr int CHANNEL_STRIDE = L::OWN_Y ? L::YC_ROWS * YC_STRIDE : L::ZC_ROWS * ZC_STRIDE;
-                    // The running sum's steps first, so that the sum's chain is one add per pixel.
-                    float step[SEG];
+                            for (int i = 0; i < SEG + SPAN - 1; ++i) {
+                                if (i >= SEG && i - SEG + 1 >= valid_span) break;
 #pragma unroll
-                    for (int i = 1; i < SEG; ++i) step[i] = values[i + 2 * B] - values[i - 1];
-                    float patch_sum = 0.0f;
+                                for (int channel = 0; channel < C; ++channel)
+                                    y[channel][i] = pixels[channel * CHANNEL_STRIDE + i];
+                            }
 #pragma unroll
-                    for (int m = 0; m <= 2 * B; ++m) patch_sum += values[m];
+                            for (int m = 0; m < SPAN; ++m) {
+                                if (m >= valid_span) break;
+                                if (CENTER_MAX && same_frame && first_qx + m == 0 && qy == 0) continue;
+                                const int pass1 = set_in_round * L::QX_SPAN + m;
+                                const float* sums = vertical + ((pass1 * K + k) * TH + row) * VS_STRIDE + first;
+                                float values[SEG + 2 * B];
 #pragma unroll
-                    for (int i = 0; i < SEG; ++i) {
-                        if (i > 0) patch_sum += step[i];
-                        const float weight = weight_of<EXPONENTIAL>(patch_sum, scale);
+                                for (int n = 0; n < SEG + 2 * B; ++n) values[n] = sums[n];
+                                // The running sum's steps first, so that the sum's chain is one add per pixel.
+                                float step[SEG];
 #pragma unroll
-                        for (int channel = 0; channel < C; ++channel)
-                            numerator[i][channel] = fmaf(weight, pixels[channel * CHANNEL_STRIDE + i], numerator[i][channel]);
-                        denominator[i] += weight;
-                        if (CENTER_MAX) largest[i] = fmaxf(largest[i], weight);
-                    }
-                }
+                                for (int i = 1; i < SEG; ++i) step[i] = values[i + 2 * B] - values[i - 1];
+                                float patch_sum = 0.0f;
+#pragma unroll
+                                for (int n = 0; n <= 2 * B; ++n) patch_sum += values[n];
+#pragma unroll
+                                for (int i = 0; i < SEG; ++i) {
+                                    if (i > 0) patch_sum += step[i];
+                                    const float weight = weight_of<EXPONENTIAL>(patch_sum, scale);
+#pragma unroll
+                                    for (int channel = 0; channel < C; ++channel)
+                                        numerator[i][channel] = fmaf(weight, y[channel][m + i], numerator[i][channel]);
+                                    denominator[i] += weight;
+                                    if (CENTER_MAX) largest[i] = fmaxf(largest[i], weight);
+                                }
+                            }
+                        }
+                    });
+                });
             }
             __syncthreads();  // the vertical sums are read before the next round overwrites them
         }
     }
 
-    if constexpr (PACKED) {
+    if constexpr (CENTER_MAX && PACKED) {
 #pragma unroll
         for (int i = 0; i < SEG; ++i) {
             const unsigned word = z_reference[(row + B) * L::ZR_STRIDE + first + i + B];
@@ -485,12 +554,16 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < SEG; ++i) {
-        const float center_weight = (CENTER_MAX && largest[i] > 0.0f) ? largest[i] : 1.0f;
-        const float inverse = 1.0f / (denominator[i] + center_weight);
+        if constexpr (CENTER_MAX) {
+            const float center_weight = largest[i] > 0.0f ? largest[i] : 1.0f;
+            denominator[i] += center_weight;
+#pragma unroll
+            for (int channel = 0; channel < C; ++channel) numerator[i][channel] += center_weight * own[i][channel];
+        }
+        const float inverse = 1.0f / denominator[i];
 #pragma unroll
         for (int channel = 0; channel < C; ++channel)
-            tile_output[(row * TW + first + i) * C + channel] =
-                to_output<Out>((numerator[i][channel] + center_weight * own[i][channel]) * inverse, full_scale);
+            tile_output[(row * TW + first + i) * C + channel] = to_output<Out>(numerator[i][channel] * inverse, full_scale);
     }
     __syncthreads();
     const int rows = min(TH, height - tile_top), values = min(TW, width - tile_left) * C;

@@ -52,6 +52,7 @@ inline int atomicAdd(int* address, int value) {
     return old;
 }
 inline float __expf(float x) { return std::exp(x); }
+inline float __saturatef(float x) { return std::fmin(std::fmax(x, 0.0f), 1.0f); }
 inline float __int2float_rn(int x) { return static_cast<float>(x); }
 // Per-byte |a - b|, and the dot product of four bytes plus c (PTX vabsdiff4, dp4a).
 inline unsigned __vabsdiffu4(unsigned a, unsigned b) {
