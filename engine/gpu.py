@@ -40,15 +40,16 @@ CUDA_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.uint16): "unsigne
 
 
 @functools.cache
-def _module(cupy: Any, device: int, source: str, name_expressions: tuple[str, ...]) -> Any:
-    """Compile ``kernels/<source>`` for these template instances on ``device`` (cached per process)."""
-    code = (KERNELS / source).read_text()
-    options = ("-std=c++17", f"-I{KERNELS}")  # for common.cuh
+def _module(cupy: Any, device: int, folder: Path, source: str, name_expressions: tuple[str, ...]) -> Any:
+    """Compile ``folder/source`` for these template instances on ``device`` (cached per process)."""
+    code = (folder / source).read_text()
+    options = ("-std=c++17", f"-I{folder}")  # for common.cuh
     return cupy.RawModule(code=code, options=options, name_expressions=name_expressions)
 
 
 def _function(cupy: Any, name_expression: str, source: str = "nlm.cu") -> Any:
-    module = _module(cupy, cupy.cuda.Device().id, source, (name_expression,))
+    """A kernel from the sources in KERNELS (scripts/kernel_ab.py points it at other versions)."""
+    module = _module(cupy, cupy.cuda.Device().id, KERNELS, source, (name_expression,))
     return module.get_function(name_expression)
 
 

@@ -1,0 +1,87 @@
+"""Interleaved A/B timing of versions of the fused kernel on the GPU machine.
+
+Each version is a folder of kernel sources (nlm.cu, common.cuh, ...; e.g. made with
+``git archive REV engine/kernels | tar -x -C .bench/prev``) that fits this engine/gpu.py: the
+same template arguments and shared-memory layout (``fused_layout``), else the launch reads
+past its shared memory. Every iteration times every
+version on every case in turn, 4 outputs between two CUDA events, so that the GPU's clock
+drift over a run hits all versions alike; single runs of ``nlmeans-studio bench`` on different
+loans of the machine differ by several percent, these medians by a fraction of one.
+
+    python3 scripts/kernel_ab.py prev=.bench/prev/engine/kernels new=engine/kernels \\
+        --input .bench/sample.npy --cases 3:1,5:1 --iterations 30
+
+Prints each version's mean output PSNR per case (the versions must agree), then per case the
+median and 20th percentile of engine milliseconds per frame (1080p uint8 frames by default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+from engine import NLMParams, gpu
+from engine.backend import cupy_module
+from engine.metrics import psnr
+from engine.sample import load_clean_frames, noisy_frames
+
+OUTPUTS = (2, 3, 4, 5)  # frames filtered per sample, of a clip of 8
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("versions", nargs="+", help="NAME=FOLDER of kernel sources")
+    parser.add_argument("--input", required=True, help=".npy of uint8 (T, H, W, 3) frames, or a video")
+    parser.add_argument("--size", default="1920x1080")
+    parser.add_argument("--cases", default="2:1,3:1,5:1", help="A:d pairs, d = Dp = Df")
+    parser.add_argument("--iterations", type=int, default=30)
+    args = parser.parse_args()
+
+    cupy = cupy_module()
+    width, height = (int(value) for value in args.size.split("x"))
+    clean = load_clean_frames(args.input, 8, height, width)
+    noisy = np.clip(np.rint(noisy_frames(clean, 25, 0) * 255), 0, 255).astype(np.uint8)
+    frames = gpu.GpuFrames(cupy)
+    resident = [frames.upload(frame) for frame in noisy]
+    versions = {name: Path(folder).resolve() for name, folder in (item.split("=", 1) for item in args.versions)}
+    cases = [tuple(int(value) for value in case.split(":")) for case in args.cases.split(",")]
+    params = {(a, d): NLMParams(h=50, search_radius=a, frames_past=d, frames_future=d) for a, d in cases}
+
+    def run(name: str, case: tuple[int, int], index: int) -> object:
+        gpu.KERNELS = versions[name]  # gpu keeps each folder's compiled kernels
+        first = max(0, index - params[case].frames_past)
+        window = resident[first : index + params[case].frames_future + 1]
+        return frames.filter_window(window, index - first, params[case])
+
+    for name in versions:  # compiles every version, and shows that they agree
+        quality = [np.mean([psnr(clean[i], cupy.asnumpy(run(name, (a, d), i))) for i in OUTPUTS]) for a, d in cases]
+        print(name, " ".join(f"A{a}d{d} {value:.3f} dB" for (a, d), value in zip(cases, quality, strict=True)))
+
+    samples: dict[tuple[str, tuple[int, int]], list[float]] = {(n, c): [] for n in versions for c in cases}
+    for iteration in range(args.iterations):
+        order = list(versions) if iteration % 2 == 0 else list(versions)[::-1]
+        events = []
+        for case in cases:
+            for name in order:
+                start, end = cupy.cuda.Event(), cupy.cuda.Event()
+                start.record()
+                for index in OUTPUTS:
+                    run(name, case, index)
+                end.record()
+                events.append((name, case, start, end))
+        events[-1][3].synchronize()
+        for name, case, start, end in events:
+            samples[(name, case)].append(cupy.cuda.get_elapsed_time(start, end) / len(OUTPUTS))
+    for case in cases:
+        figures = " | ".join(
+            f"{name} {statistics.median(times):.4f} (p20 {np.percentile(times, 20):.4f})"
+            for name, times in ((name, samples[(name, case)]) for name in versions)
+        )
+        print(f"A{case[0]}d{case[1]} ms: {figures}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
