@@ -33,6 +33,8 @@ FUSED_THREADS, PASS1_COLUMNS = 256, 64  # as in nlm.cu
 SUBGROUPS = FUSED_THREADS // PASS1_COLUMNS  # offset groups of pass 1 at once
 TILE_HEIGHTS = (32, 16, 8)  # tried in turn until the shared memory fits
 RING_REGISTERS = 40  # most registers pass 1 may hold in running sums: K (2B + 1)
+MOST_PARTS = 4  # of a split tile's rounds (A >= 2 has at least 3 rounds; a part may be empty)
+PIECE_COST = 0.05  # a piece's own cost (its region loads, partial sums), in whole tiles: an estimate
 BLOCK = 256  # threads per block of the element-wise kernels
 STAGED_FRAMES = 4  # pinned input buffers of a pipeline: frames read and staged ahead of the GPU
 OUTPUT_BUFFERS = 3  # device and pinned output buffers of a pipeline: outputs in flight
@@ -151,40 +153,55 @@ def fused_layout(
     )
 
 
-def split_tiles(tiles: int, frames: int, concurrent: int) -> int:
-    """How many of the last tiles the fused kernel splits into one block per frame (see nlm.cu).
+def split_tiles(tiles: int, frames: int, concurrent: int) -> tuple[int, int]:
+    """How many of the last tiles the fused kernel splits into pieces (see nlm.cu), and into how
+    many parts of its rounds each frame of them goes: (split, parts), (0, 1) for none.
 
     ``concurrent`` blocks run at once, so the grid's last wave holds tiles % concurrent of them,
-    each a whole tile while the other multiprocessors wait. Split one block per frame, they
-    finish in 1/frames of that, as long as the pieces fit in fewer waves than there are frames.
+    each a whole tile while the other multiprocessors wait. As frames x parts pieces, they take
+    as many waves as the pieces need, each a piece's share of a tile plus PIECE_COST; the
+    fastest choice wins if it beats one whole tile.
     """
     last_wave = tiles % concurrent
-    if frames < 2 or last_wave * frames > (frames - 1) * concurrent:
-        return 0
-    return last_wave
+    best_time, best = 1.0, (0, 1)
+    if last_wave == 0:
+        return best
+    for parts in range(1, MOST_PARTS + 1):
+        pieces = frames * parts
+        time = -(-last_wave * pieces // concurrent) * (1 / pieces + PIECE_COST)
+        if pieces > 1 and time < best_time:
+            best_time, best = time, (last_wave, parts)
+    return best
 
 
 @dataclass(frozen=True)
 class FusedGrid:
     """The fused kernel's grid (see nlm.cu): tiles numbered row by row, ``tiles_x`` to a row; the
-    first ``whole_tiles`` run one block each, the last ``split`` one block per frame."""
+    first ``whole_tiles`` run one block each, the last ``split`` one block per piece: a frame
+    and one of ``parts`` parts of its rounds."""
 
     tiles_x: int
     whole_tiles: int
     split: int
     frames: int
+    parts: int
+
+    @property
+    def pieces(self) -> int:
+        """Blocks per split tile."""
+        return self.frames * self.parts
 
     @property
     def blocks(self) -> int:
-        return self.whole_tiles + self.split * self.frames
+        return self.whole_tiles + self.split * self.pieces
 
 
 def fused_grid(layout: FusedLayout, height: int, width: int, frames: int, concurrent: int) -> FusedGrid:
     """The grid for (height, width) frames and a window of ``frames``, ``concurrent`` blocks at once."""
     tiles_x = -(-width // layout.tile_width)
     tiles = tiles_x * -(-height // layout.tile_height)
-    split = split_tiles(tiles, frames, concurrent)
-    return FusedGrid(tiles_x, tiles - split, split, frames)
+    split, parts = split_tiles(tiles, frames, concurrent)
+    return FusedGrid(tiles_x, tiles - split, split, frames, parts)
 
 
 def patch_scale(params: NLMParams, channels: int, packed: bool) -> float:
@@ -313,7 +330,7 @@ class GpuFrames:
             partials, arrivals = np.uint64(0), np.uint64(0)
             if grid.split:
                 partials, arrivals = self._split_buffers_for(
-                    grid.split * len(frames) * layout.partial_floats(channels), grid.split
+                    grid.split * grid.pieces * layout.partial_floats(channels), grid.split
                 )
             kernel(
                 (grid.blocks,),
@@ -331,6 +348,7 @@ class GpuFrames:
                     np.float32(1.0 / integer_scale(out_dtype)),
                     np.int32(grid.tiles_x),
                     np.int32(grid.whole_tiles),
+                    np.int32(grid.parts),
                     partials,
                     arrivals,
                 ),

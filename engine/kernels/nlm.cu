@@ -57,9 +57,10 @@ __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict
 //
 // The grid is one block per tile, except for the last `split` tiles (engine/gpu.py chooses
 // them so that the grid's last wave of blocks, which would otherwise run a few whole tiles
-// while most multiprocessors wait, runs short pieces): each of those is split into one block
-// per frame of the window, which writes its partial sums to `partials`; the last of a tile's
-// blocks to finish adds them up, in frame order, and writes the output.
+// while most multiprocessors wait, runs short pieces): each of those is split into pieces, one
+// block per frame of the window and part of its rounds, which write their partial sums to
+// `partials`; the last of a tile's blocks to finish adds them up, in piece order, and writes
+// the output.
 
 constexpr int FUSED_THREADS = 256;
 constexpr int PASS1_COLUMNS = 64;  // columns a sub-group of pass 1 covers: TW + 2B <= 64
@@ -329,16 +330,17 @@ __device__ __forceinline__ void vertical_sums(const typename Space::Element* ref
 // Output: interleaved (H, W, C) of type Out (float, or uint8 / uint16 scaled by full_scale).
 // PACKED: the distances come from `packed`, the 8-bit frames' words (else null), and `scale`
 // is for byte units. Tiles are numbered row by row, tiles_x to a row; blocks from whole_tiles
-// on filter one frame of a split tile each, with `partials` ([split][frame_count][values][256]
-// floats) and `arrivals` ([split] counters, zero between launches; null where nothing is
-// split). MIN_BLOCKS: blocks per multiprocessor the registers must allow (2 where two blocks'
+// on filter one piece of a split tile each: one frame, and the rounds of one of `parts` parts
+// of them, with `partials` ([split][frame_count * parts][values][256] floats) and `arrivals`
+// ([split] counters, zero between launches; null where nothing is split). MIN_BLOCKS: blocks per multiprocessor the registers must allow (2 where two blocks'
 // shared memory fits).
 template <int B, int A, int C, int K, int TH, int TW, int ZC_STRIDE, int YC_STRIDE, int VS_STRIDE, bool TRANSFORMED,
           bool PACKED, bool EXPONENTIAL, bool CENTER_MAX, typename Out, int MIN_BLOCKS>
 __global__ void __launch_bounds__(FUSED_THREADS, MIN_BLOCKS)
 nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __restrict__ packed, int frame_count,
           int center, int height, int width, const float* __restrict__ transform, float scale, Out* __restrict__ output,
-          float full_scale, int tiles_x, int whole_tiles, float* __restrict__ partials, int* __restrict__ arrivals) {
+          float full_scale, int tiles_x, int whole_tiles, int parts, float* __restrict__ partials,
+          int* __restrict__ arrivals) {
     using L = FusedLayout<B, A, C, K, TH, TW, ZC_STRIDE, YC_STRIDE, VS_STRIDE, TRANSFORMED, PACKED>;
     using Space = DistanceSpace<C, PACKED>;
     using Element = typename Space::Element;
@@ -349,13 +351,18 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
     float* y_candidate = reinterpret_cast<float*>(z_candidates + L::ZC_BUFFERS * L::ZC_SIZE);  // [C][YC_ROWS][YC_STRIDE], from -A (OWN_Y)
     float* vertical = y_candidate + L::YC_SIZE;  // [SUBGROUPS * K][TH][VS_STRIDE], columns from -B
 
-    // This block's tile, and the frames it visits: all, or one of a split tile.
+    // This block's tile, and the frames and rounds it visits: all, or one piece of a split tile.
     const int block = blockIdx.x;
     const bool split = block >= whole_tiles;
-    const int split_index = split ? (block - whole_tiles) / frame_count : 0;
+    const int pieces = frame_count * parts;  // of a split tile
+    const int split_index = split ? (block - whole_tiles) / pieces : 0;
+    const int piece = split ? (block - whole_tiles) % pieces : 0;
     const int tile = split ? whole_tiles + split_index : block;
-    const int first_position = split ? (block - whole_tiles) % frame_count : 0;
+    const int first_position = split ? piece / parts : 0;
     const int end_position = split ? first_position + 1 : frame_count;
+    const int part = piece % parts;  // 0 of 1 for whole tiles
+    const int first_round = split ? part * L::ROUNDS / parts : 0;
+    const int end_round = split ? (part + 1) * L::ROUNDS / parts : L::ROUNDS;
     const int tile_top = (tile / tiles_x) * TH, tile_left = (tile % tiles_x) * TW;
     const int thread = threadIdx.x;
     const int subgroup = thread / PASS1_COLUMNS, column = thread % PASS1_COLUMNS;  // pass 1
@@ -421,7 +428,7 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
             __syncthreads();
         }
 #pragma unroll 1
-        for (int round = 0; round < L::ROUNDS; ++round) {
+        for (int round = first_round; round < end_round; ++round) {
             const int group = round * SUBGROUPS + subgroup;
             const int qx = L::set_qx(group / L::QX_SPAN) + group % L::QX_SPAN, qy = L::set_qy(group / L::QX_SPAN);
             if (column < L::COLS1 && group < L::GROUPS && qx <= A) {
@@ -507,10 +514,10 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
     }
 
     if (split) {
-        // Partial sums out; the tile's last block to arrive reads them all back, in frame order.
+        // Partial sums out; the tile's last block to arrive reads them all back, in piece order.
         constexpr int VALUES = SEG * (C + 2);
-        float* tile_partials = partials + static_cast<size_t>(split_index) * frame_count * VALUES * FUSED_THREADS;
-        float* mine = tile_partials + static_cast<size_t>(first_position) * VALUES * FUSED_THREADS + thread;
+        float* tile_partials = partials + static_cast<size_t>(split_index) * pieces * VALUES * FUSED_THREADS;
+        float* mine = tile_partials + static_cast<size_t>(piece) * VALUES * FUSED_THREADS + thread;
 #pragma unroll
         for (int i = 0; i < SEG; ++i) {
 #pragma unroll
@@ -521,7 +528,7 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
         __threadfence();
         __syncthreads();
         int* last = reinterpret_cast<int*>(shared);  // the regions are no longer read
-        if (thread == 0) *last = atomicAdd(arrivals + split_index, 1) == frame_count - 1;
+        if (thread == 0) *last = atomicAdd(arrivals + split_index, 1) == pieces - 1;
         __syncthreads();
         if (!*last) return;
         __threadfence();
@@ -532,8 +539,8 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
             for (int channel = 0; channel < C; ++channel) numerator[i][channel] = 0.0f;
             denominator[i] = largest[i] = 0.0f;
         }
-        for (int part = 0; part < frame_count; ++part) {
-            const float* theirs = tile_partials + static_cast<size_t>(part) * VALUES * FUSED_THREADS + thread;
+        for (int other = 0; other < pieces; ++other) {
+            const float* theirs = tile_partials + static_cast<size_t>(other) * VALUES * FUSED_THREADS + thread;
 #pragma unroll
             for (int i = 0; i < SEG; ++i) {
 #pragma unroll

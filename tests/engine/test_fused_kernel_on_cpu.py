@@ -21,7 +21,7 @@ from reference import reference_denoise
 
 from engine import NLMParams
 from engine.frames import integer_scale
-from engine.gpu import FUSED_THREADS, KERNELS, fused_grid, fused_layout, patch_scale
+from engine.gpu import FUSED_THREADS, KERNELS, fused_grid, fused_layout, patch_scale, split_tiles
 
 TOLERANCE = 1e-4
 COMPILER = shutil.which("g++")
@@ -39,12 +39,11 @@ def run_kernel_on_cpu(
     out_dtype=np.float32,
     shared_limit=H100_SHARED_BYTES,
     concurrent=H100_MULTIPROCESSORS,
-) -> tuple[np.ndarray, object, int]:
+) -> tuple[np.ndarray, object, object]:
     """Compile nlm.cu's fused kernel for ``params`` and run it on ``clip``, the window itself
     (its frames, Dp before ``center`` and Df after; float32, or uint8:
     the packed path, as gpu.GpuFrames runs 8-bit frames), with the grid gpu.GpuFrames makes
-    for ``concurrent`` blocks at once; returns the (H, W, C) output, the layout used and the
-    number of tiles split by frame."""
+    for ``concurrent`` blocks at once; returns the (H, W, C) output, the layout and the grid used."""
     frames, height, width, channels = clip.shape
     transformed = params.color_transform is not None
     packed = clip.dtype == np.uint8 and not transformed
@@ -89,12 +88,12 @@ int main() {{
         packed.push_back(words.data() + (size_t)t * height * width);
     }}
     std::vector<{out_type}> output((size_t)height * width * channels);
-    std::vector<float> partials({grid.split} * frames * {layout.partial_floats(channels)} + 1, std::nanf(""));
+    std::vector<float> partials({grid.split * grid.pieces * layout.partial_floats(channels)} + 1, std::nanf(""));
     std::vector<int> arrivals({grid.split} + 1, 0);
     launch({grid.blocks}, 1, {FUSED_THREADS}, {layout.shared_bytes}, [&] {{
         {kernel}(pointers.data(), {"packed.data()" if packed else "nullptr"}, frames, {center}, height, width,
                  {"transform.data()" if transformed else "nullptr"}, {scale!r}f, output.data(), {full_scale!r}f,
-                 {grid.tiles_x}, {grid.whole_tiles}, partials.data(), arrivals.data());
+                 {grid.tiles_x}, {grid.whole_tiles}, {grid.parts}, partials.data(), arrivals.data());
     }});
     for (int count : arrivals) if (count != 0) return 1;  // every split tile's counter back at zero
     file = fopen("output.bin", "wb");
@@ -113,7 +112,7 @@ int main() {{
     np.asarray(transform, dtype=np.float32).tofile(folder / "transform.bin")
     subprocess.run(["./kernel"], cwd=folder, check=True)
     output = np.fromfile(folder / "output.bin", dtype=out_dtype).reshape(height, width, channels)
-    return output, layout, grid.split
+    return output, layout, grid
 
 
 CASES = [
@@ -216,16 +215,36 @@ def test_packed_path_matches_the_reference_on_8_bit_frames(tmp_path, params, sha
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.uint8])
-def test_split_tiles_add_up_to_the_reference(tmp_path, dtype) -> None:
-    """With 4 blocks at once, 2 of 6 tiles run one block per frame and the last one adds them up."""
-    params = NLMParams(h=40, patch_radius=2, search_radius=3, frames_past=1, frames_future=1, center_weight="max")
-    clip = noisy_clip("random", seed=21, frames=3, shape=(60, 150))  # 2 x 3 tiles of 32 x 56
+@pytest.mark.parametrize(
+    ("d", "search_radius", "concurrent", "split", "parts"),
+    [
+        (1, 3, 4, 2, 2),  # 2 of 6 tiles in 3 frames x 2 parts of their 4 rounds
+        (0, 3, 8, 6, 4),  # every tile in 4 parts of one round each
+        (0, 1, 8, 6, 4),  # A = 1 has one round: 3 of the 4 parts have none
+    ],
+)
+def test_split_tiles_add_up_to_the_reference(tmp_path, dtype, d, search_radius, concurrent, split, parts) -> None:
+    """With a few blocks at once, the grid's last tiles run as pieces (a frame and a part of its
+    rounds each) and the last piece to finish adds them up."""
+    params = NLMParams(
+        h=40, patch_radius=2, search_radius=search_radius, frames_past=d, frames_future=d, center_weight="max"
+    )
+    clip = noisy_clip("random", seed=21, frames=2 * d + 1, shape=(60, 150))  # 2 x 3 tiles of 32 x 56
     if dtype == np.uint8:
         clip = np.clip(np.rint(clip * 255), 0, 255).astype(np.uint8)
-    output, _, split = run_kernel_on_cpu(tmp_path, clip, 1, params, concurrent=4)
-    assert split == 2
-    expected = reference_denoise(clip * integer_scale(clip.dtype), 1, params)
+    output, _, grid = run_kernel_on_cpu(tmp_path, clip, d, params, concurrent=concurrent)
+    assert (grid.split, grid.parts) == (split, parts)
+    expected = reference_denoise(clip * integer_scale(clip.dtype), d, params)
     np.testing.assert_allclose(output, expected, rtol=0, atol=TOLERANCE)
+
+
+def test_the_last_wave_is_split_into_pieces_that_fill_it() -> None:
+    """1080p at B = 4 is 1190 tiles for the H100's 132 multiprocessors: the last 2 run as 3 frames
+    (or 1) x 4 parts of their rounds; 4K's last 72 as one wave of frames; a full wave stays whole."""
+    assert split_tiles(1190, 3, 132) == (2, 4)
+    assert split_tiles(1190, 1, 132) == (2, 4)
+    assert split_tiles(4692, 3, 132) == (72, 1)
+    assert split_tiles(1188, 1, 132) == (0, 1)
 
 
 def test_uint8_output_is_the_rounded_filter(tmp_path) -> None:
