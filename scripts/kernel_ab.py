@@ -3,10 +3,10 @@
 Each version is a folder of kernel sources (nlm.cu, common.cuh, ...; e.g. made with
 ``git archive REV engine/kernels | tar -x -C .bench/prev``) that fits this engine/gpu.py: the
 same template arguments and shared-memory layout (``fused_layout``), else the launch reads
-past its shared memory. Every iteration times every
-version on every case in turn, 4 outputs between two CUDA events, so that the GPU's clock
-drift over a run hits all versions alike; single runs of ``nlmeans-studio bench`` on different
-loans of the machine differ by several percent, these medians by a fraction of one.
+past its shared memory. Every iteration times every version on every case in turn, 4 outputs
+between two CUDA events, so that the GPU's clock drift over a run hits all versions alike;
+single runs on different loans of the machine differ by several percent, these medians by a
+fraction of one.
 
     python3 scripts/kernel_ab.py prev=.bench/prev/engine/kernels new=engine/kernels \\
         --input .bench/sample.npy --cases 3:1,5:1 --iterations 30
@@ -25,6 +25,7 @@ import numpy as np
 
 from engine import NLMParams, gpu
 from engine.backend import cupy_module
+from engine.frames import from_float32, window_indices
 from engine.metrics import psnr
 from engine.sample import load_clean_frames, noisy_frames
 
@@ -43,7 +44,7 @@ def main() -> None:
     cupy = cupy_module()
     width, height = (int(value) for value in args.size.split("x"))
     clean = load_clean_frames(args.input, 8, height, width)
-    noisy = np.clip(np.rint(noisy_frames(clean, 25, 0) * 255), 0, 255).astype(np.uint8)
+    noisy = [from_float32(frame, np.uint8) for frame in noisy_frames(clean, 25, 0)]
     frames = gpu.GpuFrames(cupy)
     resident = [frames.upload(frame) for frame in noisy]
     versions = {name: Path(folder).resolve() for name, folder in (item.split("=", 1) for item in args.versions)}
@@ -52,9 +53,8 @@ def main() -> None:
 
     def run(name: str, case: tuple[int, int], index: int) -> object:
         gpu.KERNELS = versions[name]  # gpu keeps each folder's compiled kernels
-        first = max(0, index - params[case].frames_past)
-        window = resident[first : index + params[case].frames_future + 1]
-        return frames.filter_window(window, index - first, params[case])
+        window = window_indices(index, len(resident), params[case])
+        return frames.filter_window(resident[window.start : window.stop], index - window.start, params[case])
 
     for name in versions:  # compiles every version, and shows that they agree
         quality = [np.mean([psnr(clean[i], cupy.asnumpy(run(name, (a, d), i))) for i in OUTPUTS]) for a, d in cases]

@@ -273,7 +273,7 @@ struct FusedLayout {
     static constexpr int QX_SETS = (2 * A + 1 + QX_SPAN - 1) / QX_SPAN;  // sets per qy block
     static constexpr int GROUPS = QX_SETS * GROUP_BLOCKS * QX_SPAN;      // groups per frame
     static constexpr int ROUNDS = rounds_with(QX_SPAN);
-    // The offset of a set's first group (qx) and first row (qy), and whether it is in the window.
+    // The offset of a set's first group (qx) and of its qy block's first row (qy).
     static __device__ __forceinline__ int set_qx(int set) { return (set / GROUP_BLOCKS) * QX_SPAN - A; }
     static __device__ __forceinline__ int set_qy(int set) { return (set % GROUP_BLOCKS) * K - A; }
     static constexpr int EXTRA = GROUP_BLOCKS * K - (2 * A + 1);  // rows of the last group past A
@@ -332,8 +332,8 @@ __device__ __forceinline__ void vertical_sums(const typename Space::Element* ref
 // is for byte units. Tiles are numbered row by row, tiles_x to a row; blocks from whole_tiles
 // on filter one piece of a split tile each: one frame, and the rounds of one of `parts` parts
 // of them, with `partials` ([split][frame_count * parts][values][256] floats) and `arrivals`
-// ([split] counters, zero between launches; null where nothing is split). MIN_BLOCKS: blocks per multiprocessor the registers must allow (2 where two blocks'
-// shared memory fits).
+// ([split] counters, zero between launches; null where nothing is split). MIN_BLOCKS: blocks
+// per multiprocessor the registers must allow (2 where two blocks' shared memory fits).
 template <int B, int A, int C, int K, int TH, int TW, int ZC_STRIDE, int YC_STRIDE, int VS_STRIDE, bool TRANSFORMED,
           bool PACKED, bool EXPONENTIAL, bool CENTER_MAX, typename Out, int MIN_BLOCKS>
 __global__ void __launch_bounds__(FUSED_THREADS, MIN_BLOCKS)

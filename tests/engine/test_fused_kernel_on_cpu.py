@@ -21,7 +21,16 @@ from reference import reference_denoise
 
 from engine import NLMParams
 from engine.frames import integer_scale
-from engine.gpu import FUSED_THREADS, KERNELS, fused_grid, fused_layout, patch_scale, split_tiles
+from engine.gpu import (
+    FUSED_THREADS,
+    KERNELS,
+    FusedGrid,
+    FusedLayout,
+    fused_grid,
+    fused_layout,
+    patch_scale,
+    split_tiles,
+)
 
 TOLERANCE = 1e-4
 COMPILER = shutil.which("g++")
@@ -39,7 +48,7 @@ def run_kernel_on_cpu(
     out_dtype=np.float32,
     shared_limit=H100_SHARED_BYTES,
     concurrent=H100_MULTIPROCESSORS,
-) -> tuple[np.ndarray, object, object]:
+) -> tuple[np.ndarray, FusedLayout, FusedGrid]:
     """Compile nlm.cu's fused kernel for ``params`` and run it on ``clip``, the window itself
     (its frames, Dp before ``center`` and Df after; float32, or uint8:
     the packed path, as gpu.GpuFrames runs 8-bit frames), with the grid gpu.GpuFrames makes
