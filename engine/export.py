@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import itertools
+import math
 import queue
 import threading
 import time
@@ -22,7 +23,7 @@ import numpy as np
 from .denoiser import Denoiser
 from .noise import NoiseEstimate, estimate_noise
 from .params import NLMParams
-from .video import VideoReader, VideoWriter
+from .video import VideoError, VideoReader, VideoWriter
 
 QUEUE_FRAMES = 8  # frames waiting between two stages
 NOISE_PLACES = 3  # places in a clip the noise is estimated at
@@ -129,14 +130,14 @@ class _BackgroundWriter:
 
 
 def _frame_range(reader: VideoReader, start: float, duration: float | None) -> tuple[int, int]:
-    """[first, last) frame indices of ``duration`` seconds from ``start`` (to the end if None)."""
+    """[first, last) frame numbers shown from ``start`` seconds for ``duration`` seconds (to the
+    end if None), by the frames' own timestamps (variable frame rates too)."""
     info = reader.info
-    first = round(start * float(info.frame_rate))
-    last = info.frame_count
-    if duration is not None:
-        last = min(last, first + round(duration * float(info.frame_rate)))
+    first = reader.frame_at(start)
+    last = info.frame_count if duration is None else reader.frame_at(start + duration)
     if last <= first:
-        raise ValueError(f"{info.path}: no frames between {start} s and the end of the clip")
+        end = "the end of the clip" if duration is None else f"{start + duration} s"
+        raise ValueError(f"{info.path}: no frames between {start} s and {end}")
     return first, last
 
 
@@ -209,8 +210,9 @@ def denoise_file(
                 timestamps.append(timestamp)
                 yield frame
 
+        span = (reader.start_time(first), reader.start_time(last) if last < info.frame_count else math.inf)
         with (
-            VideoWriter(target, info, codec=codec, crf=crf, preset=preset, overwrite=overwrite) as writer,
+            VideoWriter(target, info, codec=codec, crf=crf, preset=preset, overwrite=overwrite, span=span) as writer,
             _Prefetch(itertools.islice(reader.timed_frames(first), total)) as decoded,
             contextlib.closing(denoiser.export_stream(frames_noting_times(), info.dtype)) as outputs,
         ):
@@ -231,4 +233,6 @@ def denoise_file(
                         progress(done, total, time.perf_counter() - started)
             finally:
                 encoder.finish()
+            if done != total:  # a stream that ended early: the writer is aborted, nothing is kept
+                raise VideoError(f"{source}: read {done} of the {total} frames to denoise; {target} was not written")
     return ExportSummary(done, time.perf_counter() - started, denoiser.backend, denoiser.device_name, decoder)

@@ -9,10 +9,9 @@ can act on.
 
 from __future__ import annotations
 
-import bisect
 import collections
 import contextlib
-import functools
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .frame_index import FrameIndex, index_stream
 
 HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
 CACHE_FRAMES = 16  # decoded frames kept for random access
@@ -52,6 +53,7 @@ class VideoInfo:
     color: dict[str, int] = field(default_factory=dict)  # FFmpeg's primaries, trc, colorspace, range
     rotation: int = 0  # degrees, from the display matrix
     other_streams: int = 0  # audio and subtitle streams, copied by the writer
+    start_time: float = 0.0  # seconds on the container's clock when frame 0 is shown
 
     @property
     def dtype(self) -> np.dtype:
@@ -96,21 +98,97 @@ def _frame_format(channels: int, bit_depth: int) -> str:
     return "rgb48le" if bit_depth > HIGH_BIT_DEPTH else "rgb24"
 
 
-def _packet_times(container: Any, stream: Any) -> list[int | None]:
-    """The timestamps of the stream's frames, from its packets (no decoding), sorted; None
-    for packets without one (raw elementary streams). Reads the whole file."""
-    times = [packet.pts for packet in container.demux(stream) if packet.size > 0 and not packet.is_discard]
-    container.seek(0, stream=stream)
-    return times if None in times else sorted(times)
+class _Decoder:
+    """Decodes one stream from any frame on: seeks to an entry point and identifies every
+    decoded frame by its timestamp in the index, so a frame is returned only as the number it is.
+
+    Where a seek lands after the frame it was meant for (transport streams seek by guessing a
+    byte position), an earlier entry point is tried, and at last the file is decoded from its
+    start. Frames the index cannot identify are never returned.
+    """
+
+    def __init__(self, path: Path, index: FrameIndex, hardware_decoding: bool = False) -> None:
+        self._path, self._index, self._hardware = path, index, hardware_decoding
+        self._container: Any = None
+
+    def close(self) -> None:
+        if self._container is not None:
+            self._container.close()
+            self._container = None
+
+    def frames_from(self, number: int) -> Iterator[tuple[int, Any]]:
+        """(frame number, decoded frame) for frames ``number``, ``number + 1``, ... to the end."""
+        av = _av()
+        expected = number
+        try:
+            for found, frame in self._positioned(number):
+                if found > expected:
+                    raise VideoError(
+                        f"{self._path}: frame {expected} could not be decoded (the decoder skipped it; "
+                        f"the file is damaged near frame {expected})"
+                    )
+                if found == expected:
+                    yield found, frame
+                    expected += 1
+        except av.error.FFmpegError as error:
+            failed = f"decoding stopped at frame {expected + 1} (counting from 1)"
+            raise VideoError(f"{self._path}: {failed}: {error}") from error
+        if expected < self._index.frame_count:
+            raise VideoError(
+                f"{self._path}: the stream ends after {expected} of its {self._index.frame_count} frames "
+                "(the file is truncated or damaged)"
+            )
+
+    def _positioned(self, number: int) -> Iterator[tuple[int, Any]]:
+        """Identified frames from an entry point whose first one is at or before ``number``."""
+        if not self._index.has_timestamps:  # frames known only by their order: from the start
+            yield from enumerate(self._decode(None))
+            return
+        for entry in self._index.entries_before(number):
+            frames = self._identified(self._decode(entry))
+            first = next(frames, None)
+            if first is not None and first[0] <= number:
+                yield first
+                yield from frames
+                return
+        raise VideoError(f"{self._path}: frame {number} could not be decoded from any point of the file")
+
+    def _identified(self, frames: Iterator[Any]) -> Iterator[tuple[int, Any]]:
+        for frame in frames:
+            found = self._index.number_of(frame.pts)
+            if found is not None:
+                yield found, frame
+
+    def _decode(self, entry: int | None) -> Iterator[Any]:
+        """Decoded frames from entry point ``entry`` (a frame number; 0 or None: the file's start)."""
+        av = _av()
+        if entry:
+            stream = self._opened().streams.video[0]
+            try:
+                self._container.seek(int(self._index.timestamps[entry]), stream=stream, backward=True)
+            except av.error.FFmpegError:
+                return  # this container cannot seek there: an earlier entry point is tried
+        else:  # a new demuxer: exactly FFmpeg's sequential decode, whatever the container's seeking
+            self.close()
+            stream = self._opened().streams.video[0]
+        yield from self._container.decode(stream)
+
+    def _opened(self) -> Any:
+        if self._container is None:
+            self._container = _open_input(self._path, self._hardware)
+            self._container.streams.video[0].thread_type = CODEC_THREADS
+        return self._container
 
 
 class VideoReader:
     """Frames of a video file as (H, W, 3) RGB or (H, W, 1) gray uint8 / uint16 arrays.
 
-    Use as a context manager. ``frames()`` decodes in order, ``timed_frames()`` with each frame's
-    timestamp; ``frame(i)`` seeks to the keyframe before frame i and decodes forward, returning
-    exactly what sequential decoding gives. Frames come upright: a rotation the file asks for
-    (its display matrix, as phones write) is applied, and ``info`` gives the upright size.
+    Frame n is the n-th frame FFmpeg's sequential decode of the file presents, and
+    ``info.frame_count`` is how many it presents: the frame index (``engine.frame_index``) knows
+    them from the packets, and every decoded frame is identified by its timestamp before it is
+    returned, so ``frame(i)`` in any order returns exactly what ``frames()`` gives. Use as a
+    context manager. Frames come upright: a rotation the file asks for (its display matrix, as
+    phones write) is applied, and ``info`` gives the upright size.
 
     ``hardware_decoding`` decodes on the GPU's video decoder (NVDEC, through FFmpeg's CUDA
     hwaccel) where there is one and it takes the codec, else on the CPU: the same frames
@@ -125,74 +203,51 @@ class VideoReader:
 
     def __init__(self, path: str | Path, *, hardware_decoding: bool = False) -> None:
         self.path = Path(path)
-        if hardware_decoding:  # probed on the CPU: a hardware decoder reports its own pixel format
-            with VideoReader(self.path) as probe:
-                self.info = probe.info
-        self._container = _open_input(self.path, hardware_decoding)
-        self._container.streams.video[0].thread_type = CODEC_THREADS
-        if not hardware_decoding:
-            try:
-                self.info = self._probe()
-            except Exception:
-                self._container.close()
-                raise
+        self._hardware = hardware_decoding
+        with _open_input(self.path) as container:  # refuses what is no video before any indexing
+            stream_info = _stream_facts(self.path, container)
+        try:
+            self._index, first = index_stream(self.path, lambda: _open_input(self.path))
+        except _av().error.FFmpegError as error:
+            raise VideoError(f"{self.path}: the video stream cannot be read: {error}") from error
+        if first is None or self._index.frame_count == 0:
+            raise VideoError(f"{self.path}: holds no frame FFmpeg can decode")
+        self.info = self._described(stream_info, first)
+        self._decoder = _Decoder(self.path, self._index, hardware_decoding)
+        self._cursor: Iterator[tuple[int, Any]] | None = None
+        self._cursor_next = 0  # the frame number the cursor decodes next
         self._cache: collections.OrderedDict[int, np.ndarray] = collections.OrderedDict()
 
-    def _probe(self) -> VideoInfo:
-        container, stream = self._container, self._container.streams.video[0]
-        context = stream.codec_context
-        if context.pix_fmt is None or stream.format is None:
-            raise VideoError(f"{self.path}: the video stream has no pixel format FFmpeg can decode")
-        pixel_format, components = context.pix_fmt, stream.format.components
-        bit_depth = max(component.bits for component in components)
-        channels = 1 if len(components) == 1 or pixel_format.startswith("gray") else 3
-        frame_rate = stream.average_rate or stream.guessed_rate or Fraction(25)
-        frame_count = stream.frames or len(self._packet_timestamps)
-        rotation = self._first_frame_rotation()
-        if stream.duration is not None and stream.time_base is not None:
-            duration = float(stream.duration * stream.time_base)
+    def _described(self, facts: dict[str, Any], first: Any) -> VideoInfo:
+        rotation = round(first.rotation / 90) % 4 * 90
+        width, height = facts.pop("size")
+        if rotation % 180:
+            width, height = height, width
+        count, times = self._index.frame_count, self._index.timestamps
+        if self._index.has_timestamps and count > 1:
+            step = float(np.median(np.diff(times[-min(count, 50) :])))  # the last frame lasts as the ones before
+            duration = float((times[-1] - times[0] + step) * facts["time_base"])
         else:
-            duration = frame_count / float(frame_rate)
-        color = {
-            "primaries": int(context.color_primaries),
-            "trc": int(context.color_trc),
-            "colorspace": int(context.colorspace),
-            "range": int(context.color_range),
-        }
-        width, height = (stream.height, stream.width) if rotation % 180 else (stream.width, stream.height)
+            duration = count / float(facts["frame_rate"])
+        start_time = float(times[0] * facts["time_base"]) if self._index.has_timestamps else 0.0
         return VideoInfo(
             path=self.path,
             width=width,
             height=height,
-            channels=channels,
-            bit_depth=bit_depth,
-            pixel_format=pixel_format,
-            codec=context.name,
-            frame_rate=Fraction(frame_rate),
-            time_base=Fraction(stream.time_base or Fraction(1, 90000)),
-            frame_count=frame_count,
+            frame_count=count,
             duration=duration,
-            color=color,
             rotation=rotation,
-            other_streams=len(container.streams.audio) + len(container.streams.subtitles),
+            start_time=start_time,
+            **facts,
         )
 
     @property
     def decoder(self) -> str:
         """Where frames are decoded: "NVDEC" (the GPU's video decoder) or "CPU"."""
-        return "NVDEC" if self._container.streams.video[0].codec_context.is_hwaccel else "CPU"
-
-    def _first_frame_rotation(self) -> int:
-        """Degrees counterclockwise the first frame is turned for display (0, 90, 180 or 270)."""
-        stream = self._container.streams.video[0]
-        try:
-            first = next(self._container.decode(stream), None)
-        except _av().error.FFmpegError as error:
-            raise VideoError(f"{self.path}: the first frame cannot be decoded: {error}") from error
-        self._container.seek(0, stream=stream)
-        if first is None:
-            raise VideoError(f"{self.path}: holds no frame")
-        return round(first.rotation / 90) % 4 * 90
+        if not self._hardware:
+            return "CPU"
+        with _open_input(self.path, hardware_decoding=True) as container:
+            return "NVDEC" if container.streams.video[0].codec_context.is_hwaccel else "CPU"
 
     def __enter__(self) -> VideoReader:
         return self
@@ -202,89 +257,104 @@ class VideoReader:
 
     def close(self) -> None:
         """Close the file (idempotent)."""
-        self._container.close()
+        self._cursor = None
+        self._decoder.close()
 
     def __len__(self) -> int:
         return self.info.frame_count
+
+    def start_time(self, index: int) -> float:
+        """When frame ``index`` is shown, in seconds from frame 0 (variable frame rates too)."""
+        if self._index.has_timestamps:
+            return float((self._index.timestamps[index] - self._index.timestamps[0]) * self.info.time_base)
+        return index / float(self.info.frame_rate)
+
+    def frame_at(self, seconds: float) -> int:
+        """The first frame shown at or after ``seconds`` from frame 0 (``frame_count`` if none)."""
+        if self._index.has_timestamps:
+            return self._index.first_at_or_after(seconds, float(self.info.time_base))
+        return min(self.info.frame_count, math.ceil(seconds * float(self.info.frame_rate) - 1e-9))
 
     def frames(self, start: int = 0) -> Iterator[np.ndarray]:
         """Decode frames start, start + 1, ... to the end, in order."""
         yield from (frame for _, frame in self.timed_frames(start))
 
     def timed_frames(self, start: int = 0) -> Iterator[tuple[int, np.ndarray]]:
-        """(timestamp, frame) of frames start, start + 1, ...: timestamps in ``info.time_base``
-        units from the stream's start, as the file has them (variable frame rates kept)."""
-        yield from ((pts, frame) for index, pts, frame in self._decode_from(start) if index >= start)
+        """(timestamp, frame) of frames start, start + 1, ...: each frame's presentation time in
+        ``info.time_base`` units as the file has it (variable frame rates kept).
+
+        Decodes with a demuxer of its own, so random access meanwhile does not disturb it."""
+        decoder = _Decoder(self.path, self._index, self._hardware)
+        try:
+            for number, frame in decoder.frames_from(start):
+                yield self._timestamp(number, frame), self._array(frame)
+        finally:
+            decoder.close()
+
+    def _timestamp(self, number: int, frame: Any) -> int:
+        if self._index.has_timestamps:
+            return int(self._index.timestamps[number])
+        if frame.pts is not None:
+            return frame.pts
+        return round(Fraction(number) / self.info.frame_rate / self.info.time_base)
 
     def frame(self, index: int) -> np.ndarray:
-        """Frame ``index`` (0-based), by seeking to the keyframe before it; recent frames are cached."""
+        """Frame ``index`` (0-based), by decoding forward from the entry point before it, or
+        from where the last call left off when no entry point lies between; recent frames are cached."""
         if not 0 <= index < self.info.frame_count:
             raise IndexError(f"frame index must be in 0..{self.info.frame_count - 1}, got {index}")
         if index in self._cache:
             self._cache.move_to_end(index)
             return self._cache[index]
-        for position, _, frame in self._decode_from(index):
-            self._cache[position] = frame
-            if len(self._cache) > CACHE_FRAMES:
-                self._cache.popitem(last=False)
-            if position == index:
-                return frame
+        entries = self._index.entries_before(index)
+        if self._cursor is None or not entries[0] <= self._cursor_next <= index:
+            self._cursor = self._decoder.frames_from(index)
+        try:
+            for number, decoded in self._cursor:
+                self._cursor_next = number + 1
+                if number == index:
+                    array = self._cache[index] = self._array(decoded)
+                    if len(self._cache) > CACHE_FRAMES:
+                        self._cache.popitem(last=False)
+                    return array
+        except VideoError:
+            self._cursor = None
+            raise
+        self._cursor = None
         raise VideoError(f"{self.path}: frame {index} could not be decoded (the stream ends before it)")
 
-    def _decode_from(self, index: int) -> Iterator[tuple[int, int, np.ndarray]]:
-        """(frame number, timestamp from the stream's start, upright array) from the keyframe at
-        or before frame ``index`` onwards."""
-        av = _av()
-        stream = self._container.streams.video[0]
-        origin = stream.start_time or 0
-        self._container.seek(self._timestamp(index) if index else origin, stream=stream, backward=True)
-        output_format = _frame_format(self.info.channels, self.info.bit_depth)
-        turns = self.info.rotation // 90
-        number = 0 if index == 0 else None  # else known from the first decoded frame's timestamp
-        try:
-            for frame in self._container.decode(stream):
-                if number is None:
-                    number = self._frame_number(frame)
-                pts = frame.pts if frame.pts is not None else self._nominal_timestamp(number)
-                if frame.format.name != self.info.pixel_format:  # NVDEC's NV12 / P010: repacked losslessly,
-                    frame = frame.reformat(format=self.info.pixel_format)  # so that RGB comes out as on the CPU
-                array = frame.to_ndarray(format=output_format)
-                array = np.rot90(array.reshape(array.shape[0], array.shape[1], -1), turns)
-                yield number, pts - origin, np.ascontiguousarray(array)
-                number += 1
-        except av.error.FFmpegError as error:
-            failed = (index if number is None else number) + 1
-            raise VideoError(f"{self.path}: decoding stopped at frame {failed} (counting from 1): {error}") from error
+    def _array(self, frame: Any) -> np.ndarray:
+        """A decoded frame as an upright (H, W, C) array of ``info.dtype``."""
+        if frame.format.name != self.info.pixel_format:  # NVDEC's NV12 / P010: repacked losslessly,
+            frame = frame.reformat(format=self.info.pixel_format)  # so that RGB comes out as on the CPU
+        array = frame.to_ndarray(format=_frame_format(self.info.channels, self.info.bit_depth))
+        array = np.rot90(array.reshape(array.shape[0], array.shape[1], -1), self.info.rotation // 90)
+        return np.ascontiguousarray(array)
 
-    @functools.cached_property
-    def _packet_timestamps(self) -> list[int | None]:
-        """The packets' timestamps, read once (the whole file) when a frame count or a seek needs them."""
-        return _packet_times(self._container, self._container.streams.video[0])
 
-    def _frame_timestamps(self) -> list[int] | None:
-        """Frame i's timestamp for every i (variable frame rates too); None where packets lack them."""
-        times = self._packet_timestamps
-        return None if None in times else times
-
-    def _nominal_timestamp(self, index: int) -> int:
-        """Frame ``index``'s timestamp at the nominal frame rate."""
-        start = self._container.streams.video[0].start_time or 0
-        return start + round(Fraction(index) / self.info.frame_rate / self.info.time_base)
-
-    def _timestamp(self, index: int) -> int:
-        """Frame ``index``'s timestamp, in the stream's time base."""
-        times = self._frame_timestamps()
-        return times[index] if times is not None and index < len(times) else self._nominal_timestamp(index)
-
-    def _frame_number(self, frame: Any) -> int:
-        """The number of a decoded frame, from its timestamp."""
-        if frame.pts is None:
-            return 0
-        times = self._frame_timestamps()
-        if times is not None:
-            return bisect.bisect_left(times, frame.pts)
-        seconds = (frame.pts - self._nominal_timestamp(0)) * self.info.time_base
-        return round(seconds * self.info.frame_rate)
+def _stream_facts(path: Path, container: Any) -> dict[str, Any]:
+    """What the first video stream's headers say: pixel format, rates, colors, size."""
+    stream = container.streams.video[0]
+    context = stream.codec_context
+    if context.pix_fmt is None or stream.format is None:
+        raise VideoError(f"{path}: the video stream has no pixel format FFmpeg can decode")
+    pixel_format, components = context.pix_fmt, stream.format.components
+    return {
+        "size": (stream.width, stream.height),
+        "channels": 1 if len(components) == 1 or pixel_format.startswith("gray") else 3,
+        "bit_depth": max(component.bits for component in components),
+        "pixel_format": pixel_format,
+        "codec": context.name,
+        "frame_rate": Fraction(stream.average_rate or stream.guessed_rate or Fraction(25)),
+        "time_base": Fraction(stream.time_base or Fraction(1, 90000)),
+        "color": {
+            "primaries": int(context.color_primaries),
+            "trc": int(context.color_trc),
+            "colorspace": int(context.colorspace),
+            "range": int(context.color_range),
+        },
+        "other_streams": len(container.streams.audio) + len(container.streams.subtitles),
+    }
 
 
 # Codec name -> (encoder, pixel format for 8-bit sources, for deeper sources)
@@ -314,6 +384,10 @@ class VideoWriter:
         Quality of H.264 / H.265, 0 (lossless) .. 51; 18 is visually transparent.
     preset : str
         Speed of H.264 / H.265 ("ultrafast" .. "veryslow").
+    span : (float, float), optional
+        The part of the source the frames are, in seconds from its frame 0 (start, end): the
+        copied audio and subtitles are cut to it and start with the video. The whole source by
+        default.
 
     Raises
     ------
@@ -330,6 +404,7 @@ class VideoWriter:
         crf: int = 18,
         preset: str = "medium",
         overwrite: bool = False,
+        span: tuple[float, float] = (0.0, math.inf),
     ) -> None:
         av = _av()
         self.path = Path(path)
@@ -370,6 +445,7 @@ class VideoWriter:
             self._remove_temporary()
             raise VideoError(f"{self.path}: cannot write here: {error.strerror or error}") from error
         self._written = 0
+        self._span = (like.start_time + span[0], like.start_time + span[1])  # on the source's clock
 
     def _add_copied_streams(self) -> tuple[Any, dict[int, Any]] | None:
         """The source opened again, and its audio and subtitle streams' indices -> output streams."""
@@ -417,13 +493,24 @@ class VideoWriter:
             self.abort()
             raise VideoError(f"{self.path}: writing failed: {error.strerror or error}") from error
 
+    def _shift_into_span(self, packet: Any) -> bool:
+        """Whether a copied packet starts within the span; if so, its timestamps are made
+        relative to the span's start, as the video's are. A packet that starts before the span
+        is left out whole: sound stays in sync, and may start up to one audio frame late."""
+        start, end = self._span
+        if not start <= packet.pts * packet.time_base < end:
+            return False
+        offset = round(start / packet.time_base)
+        packet.pts, packet.dts = packet.pts - offset, max(0, packet.dts - offset)
+        return True
+
     def close(self) -> None:
         """Flush the encoder, copy the other streams, close, and rename into place."""
         self._mux(self._stream.encode(None))
         if self._copied is not None:
             source, outputs = self._copied
             for packet in source.demux([source.streams[index] for index in outputs]):  # one pass for all
-                if packet.dts is not None:
+                if packet.dts is not None and packet.pts is not None and self._shift_into_span(packet):
                     packet.stream = outputs[packet.stream.index]
                     self._mux(packet)
         self._close_sources()

@@ -1,0 +1,159 @@
+"""Which frames a video stream presents, and where decoding can start for each: the frame index.
+
+Frame n is, by definition, the n-th frame FFmpeg's sequential decode of the stream presents, and
+the frame count is how many it presents. The index predicts both from the packets alone (a
+demux, no decoding), as FFMS2 and BestSource's fast paths do:
+
+- every packet that is not flagged discard (an edit list's pre-roll) presents one frame at its
+  presentation timestamp (pts), so the presented frames are the packets' timestamps, sorted;
+- the decoder drops what it cannot decode at the stream's start (a transport stream cut in the
+  middle of a GOP, the leading pictures of an open GOP): the one frame decoded up front, the
+  first frame presented, says where presentation begins, and earlier timestamps are not frames;
+- a keyframe at timestamp k is an entry point for every frame presented at or after k: the
+  leading pictures of an open GOP come before k in presentation order, and they are reached
+  from the previous entry point.
+
+A stream whose packets lack timestamps (raw elementary streams) cannot be indexed so: its index
+holds only the count, from one sequential decode, and frames are identified by their order.
+Decoding verifies the prediction: a reader identifies each decoded frame by its timestamp here
+and never guesses. Indexes of long files are kept in the user's cache, so a second open is instant.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+INDEX_VERSION = 1  # bump when the index's meaning changes: older cached indexes are then ignored
+CACHED_FROM_FRAMES = 2000  # indexes of streams with at least this many frames are kept on disk
+
+
+@dataclass(frozen=True)
+class FrameIndex:
+    """The frames a stream presents, in order, and the entry points decoding can start at.
+
+    ``timestamps[n]`` is frame n's pts in the stream's time base (increasing); ``entries`` the
+    frame numbers of the keyframes, increasing, frame 0 always among them (the stream's start).
+    Both are empty for a stream without timestamps, where only ``frame_count`` is known.
+    """
+
+    frame_count: int
+    timestamps: np.ndarray  # int64, (frame_count,) or (0,)
+    entries: np.ndarray  # int64 frame numbers
+
+    @property
+    def has_timestamps(self) -> bool:
+        return len(self.timestamps) == self.frame_count > 0
+
+    def number_of(self, pts: int | None) -> int | None:
+        """The frame presented at ``pts``, or None when no frame of the index is."""
+        if pts is None or not self.has_timestamps:
+            return None
+        number = int(np.searchsorted(self.timestamps, pts))
+        return number if number < self.frame_count and self.timestamps[number] == pts else None
+
+    def entries_before(self, number: int) -> list[int]:
+        """Entry points for frame ``number``, the latest first, ending with 0 (the start)."""
+        usable = self.entries[self.entries <= number]
+        return [int(entry) for entry in usable[::-1]]
+
+    def first_at_or_after(self, seconds: float, time_base: float) -> int:
+        """The first frame shown at or after ``seconds`` from frame 0 (frame_count if none)."""
+        offsets = (self.timestamps - self.timestamps[0]) * time_base
+        return int(np.searchsorted(offsets, seconds - 1e-9))
+
+
+def index_stream(path: Path, open_container: Any) -> tuple[FrameIndex, Any]:
+    """The index of ``path``'s first video stream, from the cache or built, and its first
+    presented frame (decoded: its rotation and pixel format describe the stream).
+
+    ``open_container()`` opens the file afresh (a new demuxer at the file's start).
+    """
+    first = _first_frame(open_container)
+    cache_file = _cache_file(path)
+    if cache_file is not None and cache_file.is_file():
+        try:
+            with np.load(cache_file) as stored:
+                return FrameIndex(int(stored["frame_count"]), stored["timestamps"], stored["entries"]), first
+        except (OSError, ValueError, KeyError):  # damaged or foreign: built again below
+            pass
+    index = _build(open_container, first)
+    if cache_file is not None and index.frame_count >= CACHED_FROM_FRAMES:
+        _store(index, cache_file)
+    return index, first
+
+
+def _first_frame(open_container: Any) -> Any:
+    """The first frame sequential decoding presents, or None when it presents none."""
+    with open_container() as container:
+        return next(container.decode(container.streams.video[0]), None)
+
+
+def _build(open_container: Any, first: Any) -> FrameIndex:
+    if first is None:
+        return FrameIndex(0, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    timestamps, keyframes = [], []
+    with open_container() as container:
+        for packet in container.demux(container.streams.video[0]):
+            if packet.size == 0 or packet.is_discard:
+                continue
+            if packet.pts is None or first.pts is None:
+                return _count_by_decoding(open_container)
+            timestamps.append(packet.pts)
+            if packet.is_keyframe:
+                keyframes.append(packet.pts)
+    presented = np.sort(np.array(timestamps, np.int64))
+    presented = presented[presented >= first.pts]
+    if len(presented) == 0 or presented[0] != first.pts or np.any(np.diff(presented) == 0):
+        return _count_by_decoding(open_container)  # timestamps that do not identify frames
+    entries = np.searchsorted(presented, np.array(keyframes, np.int64))
+    entries = np.unique(np.concatenate([[0], entries[entries < len(presented)]]))
+    return FrameIndex(len(presented), presented, entries.astype(np.int64))
+
+
+def _count_by_decoding(open_container: Any) -> FrameIndex:
+    """The index of a stream without usable timestamps: only its frame count, by decoding it."""
+    with open_container() as container:
+        stream = container.streams.video[0]
+        stream.thread_type = "AUTO"
+        count = sum(1 for _ in container.decode(stream))
+    return FrameIndex(count, np.zeros(0, np.int64), np.zeros(1, np.int64))
+
+
+def cache_folder() -> Path:
+    """Where indexes of long files are kept: $NLMEANS_CACHE_DIR, else the user's cache folder."""
+    configured = os.environ.get("NLMEANS_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "nlmeans-studio" / "frame-index"
+
+
+def _cache_file(path: Path) -> Path | None:
+    """The cache file of ``path``'s index: named for its path, size and modification time."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    key = f"{INDEX_VERSION}\0{path.resolve()}\0{status.st_size}\0{status.st_mtime_ns}"
+    return cache_folder() / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.npz"
+
+
+def _store(index: FrameIndex, cache_file: Path) -> None:
+    """Write the index atomically; a cache that cannot be written only costs time later."""
+    temporary = None
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=cache_file.parent, suffix=".npz", delete=False) as handle:
+            temporary = Path(handle.name)
+            np.savez(handle, frame_count=index.frame_count, timestamps=index.timestamps, entries=index.entries)
+        os.replace(temporary, cache_file)
+    except OSError:
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)

@@ -1,0 +1,118 @@
+"""The reader on files other encoders and muxers wrote: every frame FFmpeg plays, exactly.
+
+Each clip of ``media_corpus.CORPUS`` (and a few damaged ones) carries its frame numbers in its
+pixels. For each: the frame count equals plain PyAV's sequential decode, sequential reading
+gives its frames in order, random access in several orders gives the frame asked for, and
+``denoise`` with its defaults writes every frame, in order.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
+
+from media_corpus import CORPUS, ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
+
+from engine.export import denoise_file  # noqa: E402
+from engine.params import NLMParams  # noqa: E402
+from engine.video import VideoReader  # noqa: E402
+
+SPECS = {spec.name: spec for spec in CORPUS}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The corpus, written once, plus damaged copies: truncated files and transport streams
+    cut in the middle of a GOP (a broadcast capture), and a raw H.264 stream (no timestamps)."""
+    folder = tmp_path_factory.mktemp("corpus")
+    for spec in CORPUS:
+        write_clip(folder, spec)
+    for name in ("h264.mkv", "mpeg2.ts", "hevc10.mkv"):
+        data = (folder / name).read_bytes()
+        (folder / f"truncated-{name}").write_bytes(data[: len(data) * 2 // 3])
+    for name in ("h264.ts", "mpeg2.ts"):
+        data = (folder / name).read_bytes()
+        (folder / f"midgop-{name}").write_bytes(data[len(data) // 3 // 188 * 188 :])  # whole TS packets
+    write_clip(folder, ClipSpec("raw.h264", "libx264", container="h264", options={"x264-params": "keyint=24"}))
+    write_clip(folder, ClipSpec("wrap.ts", "mpeg2video", gop=15, options={"bf": "2"}, first_pts=2**33 // 3600 - 30))
+    return folder
+
+
+DAMAGED = ["truncated-h264.mkv", "truncated-mpeg2.ts", "truncated-hevc10.mkv", "midgop-h264.ts", "midgop-mpeg2.ts"]
+ALL_FILES = [*SPECS, *DAMAGED, "raw.h264", "wrap.ts"]
+
+
+def _numbers(reader: VideoReader, order: list[int]) -> list[int]:
+    return [frame_number(reader.frame(index)) for index in order]
+
+
+@pytest.mark.parametrize("name", ALL_FILES)
+def test_every_frame_is_read_exactly_in_any_order(corpus: Path, name: str) -> None:
+    path = corpus / name
+    truth = plain_pyav_numbers(path)  # frame n is the n-th frame FFmpeg's sequential decode presents
+    assert len(truth) > 0
+    with VideoReader(path) as reader:
+        count = reader.info.frame_count
+        assert count == len(truth)
+        assert [frame_number(frame) for frame in reader.frames()] == truth
+        last_gop = list(range(max(0, count - 12), count))
+        rng = random.Random(name)
+        orders = [
+            [0, 1, 2],
+            [0, *last_gop],  # from the start straight to the end
+            list(range(count - 1, -1, -3)),  # backwards
+            [rng.randrange(count) for _ in range(12)],
+            [count // 2, count // 2 + 1, count // 2 - 1, 0, count - 1],
+        ]
+        for order in orders:
+            assert _numbers(reader, order) == [truth[index] for index in order], order
+        assert [frame_number(frame) for frame in reader.frames(count // 2)] == truth[count // 2 :]
+
+
+@pytest.mark.parametrize("name", ["mpeg2.vob", "h264-bframes.mp4", "midgop-mpeg2.ts", "mpeg4-bframes.avi"])
+def test_frames_from_the_middle_start_exactly_there(corpus: Path, name: str) -> None:
+    truth = plain_pyav_numbers(corpus / name)
+    with VideoReader(corpus / name) as reader:
+        for start in (1, 13, len(truth) - 1):
+            assert [frame_number(frame) for frame in reader.frames(start)] == truth[start:]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["h264-bframes.mp4", "h264-ntsc.mp4", "mpeg2.ts", "mpeg2.vob", "mpeg4-bframes.avi", "prores.mov", "dv.avi",
+     "mjpeg.avi", "hevc.mp4", "midgop-h264.ts"],
+)  # fmt: skip
+def test_denoise_with_its_defaults_writes_every_frame_in_order(corpus: Path, tmp_path: Path, name: str) -> None:
+    output = tmp_path / "out.mkv"
+    run = subprocess.run(
+        [sys.executable, "-m", "engine", "denoise", str(corpus / name), str(output), "--quiet", "--backend", "cpu"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert run.returncode == 0, run.stderr
+    assert plain_pyav_numbers(output) == plain_pyav_numbers(corpus / name)
+
+
+def test_a_partial_export_keeps_sound_in_sync(corpus: Path, tmp_path: Path) -> None:
+    """2 s from second 1 of a VOB (MPEG-2 with MP2 sound, starting at 0.54 s on its clock): the
+    sound starts with the picture, within one audio frame, and lasts as long."""
+    source, output = corpus / "mpeg2.vob", tmp_path / "part.mkv"
+    params = NLMParams(h=20, patch_radius=1, search_radius=1, frames_past=0, frames_future=0)
+    summary = denoise_file(source, output, params, backend="cpu", codec="ffv1", start=1.0, duration=1.2)
+    assert summary.frames == 30  # 25 fps
+    assert plain_pyav_numbers(output) == list(range(25, 55))
+    with av.open(str(output)) as container:
+        audio = container.streams.audio[0]
+        packets = [packet for packet in container.demux(audio) if packet.size]
+        frame_seconds = packets[0].duration * audio.time_base  # one MP2 frame: 1152 samples, 24 ms
+        first = packets[0].pts * audio.time_base
+        end = (packets[-1].pts + packets[-1].duration) * audio.time_base
+    assert 0 <= first <= frame_seconds
+    assert end == pytest.approx(1.2, abs=float(frame_seconds))
