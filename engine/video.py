@@ -24,7 +24,7 @@ import numpy as np
 from .frame_index import FrameIndex, index_stream
 
 HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
-CACHE_FRAMES = 16  # decoded frames kept for random access
+CACHE_FRAMES = 24  # decoded frames kept for random access
 # Frame and slice threads in decoders and encoders. PyAV's default, slice threads only, leaves
 # H.264 decoding on one core (x264 writes one slice per frame) and makes x264 encode with
 # sliced threads, which scale worse than its frame threads.
@@ -116,18 +116,23 @@ class _Decoder:
             self._container.close()
             self._container = None
 
-    def frames_from(self, number: int) -> Iterator[tuple[int, Any]]:
-        """(frame number, decoded frame) for frames ``number``, ``number + 1``, ... to the end."""
+    def frames_from(self, number: int, lead: int = 0) -> Iterator[tuple[int, Any]]:
+        """(frame number, decoded frame) for frames ``number``, ``number + 1``, ... to the end,
+        after those of the ``lead`` frames before ``number`` that decoding passes on its way."""
         av = _av()
         expected = number
         try:
             for found, frame in self._positioned(number):
+                if found < number:
+                    if found >= number - lead:
+                        yield found, frame
+                    continue
                 if found > expected:
                     raise VideoError(
                         f"{self._path}: frame {expected} could not be decoded (the decoder skipped it; "
                         f"the file is damaged near frame {expected})"
                     )
-                if found == expected:
+                if found == expected:  # else a frame the decoder gave twice
                     yield found, frame
                     expected += 1
         except av.error.FFmpegError as error:
@@ -216,7 +221,7 @@ class VideoReader:
         self._decoder = _Decoder(self.path, self._index, hardware_decoding)
         self._cursor: Iterator[tuple[int, Any]] | None = None
         self._cursor_next = 0  # the frame number the cursor decodes next
-        self._cache: collections.OrderedDict[int, np.ndarray] = collections.OrderedDict()
+        self._cache: collections.OrderedDict[int, Any] = collections.OrderedDict()  # arrays or decoded frames
 
     def _described(self, facts: dict[str, Any], first: Any) -> VideoInfo:
         rotation = round(first.rotation / 90) % 4 * 90
@@ -300,28 +305,42 @@ class VideoReader:
 
     def frame(self, index: int) -> np.ndarray:
         """Frame ``index`` (0-based), by decoding forward from the entry point before it, or
-        from where the last call left off when no entry point lies between; recent frames are cached."""
+        from where the last call left off when no entry point lies between. The frames decoded
+        on the way are kept too (CACHE_FRAMES of them), so stepping backwards is instant."""
         if not 0 <= index < self.info.frame_count:
             raise IndexError(f"frame index must be in 0..{self.info.frame_count - 1}, got {index}")
         if index in self._cache:
-            self._cache.move_to_end(index)
-            return self._cache[index]
+            return self._cached(index)
         entries = self._index.entries_before(index)
         if self._cursor is None or not entries[0] <= self._cursor_next <= index:
-            self._cursor = self._decoder.frames_from(index)
+            self._cursor = self._decoder.frames_from(index, lead=0 if self._hardware else CACHE_FRAMES - 1)
         try:
             for number, decoded in self._cursor:
                 self._cursor_next = number + 1
                 if number == index:
-                    array = self._cache[index] = self._array(decoded)
-                    if len(self._cache) > CACHE_FRAMES:
-                        self._cache.popitem(last=False)
-                    return array
+                    self._keep(index, decoded)
+                    return self._cached(index)
+                self._keep(number, decoded)  # passed on the way: kept (not from NVDEC, whose surfaces are few)
         except VideoError:
             self._cursor = None
             raise
         self._cursor = None
         raise VideoError(f"{self.path}: frame {index} could not be decoded (the stream ends before it)")
+
+    def _keep(self, index: int, decoded: Any) -> None:
+        """Keep a decoded frame in the cache, dropping the least recently used past CACHE_FRAMES."""
+        self._cache[index] = decoded
+        self._cache.move_to_end(index)
+        if len(self._cache) > CACHE_FRAMES:
+            self._cache.popitem(last=False)
+
+    def _cached(self, index: int) -> np.ndarray:
+        """A cached frame as an array, converted the first time it is asked for."""
+        self._cache.move_to_end(index)
+        item = self._cache[index]
+        if not isinstance(item, np.ndarray):
+            item = self._cache[index] = self._array(item)
+        return item
 
     def _array(self, frame: Any) -> np.ndarray:
         """A decoded frame as an upright (H, W, C) array of ``info.dtype``."""
