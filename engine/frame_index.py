@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-INDEX_VERSION = 1  # bump when the index's meaning changes: older cached indexes are then ignored
+INDEX_VERSION = 2  # bump when the index's meaning changes: older cached indexes are then ignored
 CACHED_FROM_FRAMES = 2000  # indexes of streams with at least this many frames are kept on disk
 
 
@@ -39,13 +39,16 @@ class FrameIndex:
     """The frames a stream presents, in order, and the entry points decoding can start at.
 
     ``timestamps[n]`` is frame n's pts in the stream's time base (increasing); ``entries`` the
-    frame numbers of the keyframes, increasing, frame 0 always among them (the stream's start).
-    Both are empty for a stream without timestamps, where only ``frame_count`` is known.
+    frame numbers of the keyframes, increasing, frame 0 always among them (the stream's start),
+    and ``seek_timestamps`` the decoding timestamp (dts) of each: demuxers seek by it (a
+    transport stream sought at a keyframe's pts lands on the next keyframe). Timestamps are
+    empty for a stream without them, where only ``frame_count`` is known.
     """
 
     frame_count: int
     timestamps: np.ndarray  # int64, (frame_count,) or (0,)
     entries: np.ndarray  # int64 frame numbers
+    seek_timestamps: np.ndarray  # int64, one per entry
 
     @property
     def has_timestamps(self) -> bool:
@@ -58,10 +61,14 @@ class FrameIndex:
         number = int(np.searchsorted(self.timestamps, pts))
         return number if number < self.frame_count and self.timestamps[number] == pts else None
 
-    def entries_before(self, number: int) -> list[int]:
-        """Entry points for frame ``number``, the latest first, ending with 0 (the start)."""
-        usable = self.entries[self.entries <= number]
-        return [int(entry) for entry in usable[::-1]]
+    def entries_before(self, number: int) -> list[tuple[int, int]]:
+        """(frame number, seek timestamp) of the entry points for frame ``number``, the latest
+        first, ending with frame 0 (the stream's start)."""
+        usable = self.entries <= number
+        return [
+            (int(entry), int(seek))
+            for entry, seek in zip(self.entries[usable][::-1], self.seek_timestamps[usable][::-1], strict=True)
+        ]
 
     def first_at_or_after(self, seconds: float, time_base: float) -> int:
         """The first frame shown at or after ``seconds`` from frame 0 (frame_count if none)."""
@@ -80,7 +87,8 @@ def index_stream(path: Path, open_container: Any) -> tuple[FrameIndex, Any]:
     if cache_file is not None and cache_file.is_file():
         try:
             with np.load(cache_file) as stored:
-                return FrameIndex(int(stored["frame_count"]), stored["timestamps"], stored["entries"]), first
+                fields = {name: stored[name] for name in ("timestamps", "entries", "seek_timestamps")}
+                return FrameIndex(int(stored["frame_count"]), **fields), first
         except (OSError, ValueError, KeyError):  # damaged or foreign: built again below
             pass
     index = _build(open_container, first)
@@ -97,8 +105,8 @@ def _first_frame(open_container: Any) -> Any:
 
 def _build(open_container: Any, first: Any) -> FrameIndex:
     if first is None:
-        return FrameIndex(0, np.zeros(0, np.int64), np.zeros(0, np.int64))
-    timestamps, keyframes = [], []
+        return FrameIndex(0, *(np.zeros(0, np.int64),) * 3)
+    timestamps, keyframes, keyframe_seeks = [], [], []
     with open_container() as container:
         for packet in container.demux(container.streams.video[0]):
             if packet.size == 0 or packet.is_discard:
@@ -108,13 +116,17 @@ def _build(open_container: Any, first: Any) -> FrameIndex:
             timestamps.append(packet.pts)
             if packet.is_keyframe:
                 keyframes.append(packet.pts)
+                keyframe_seeks.append(packet.pts if packet.dts is None else packet.dts)
     presented = np.sort(np.array(timestamps, np.int64))
     presented = presented[presented >= first.pts]
     if len(presented) == 0 or presented[0] != first.pts or np.any(np.diff(presented) == 0):
         return _count_by_decoding(open_container)  # timestamps that do not identify frames
     entries = np.searchsorted(presented, np.array(keyframes, np.int64))
-    entries = np.unique(np.concatenate([[0], entries[entries < len(presented)]]))
-    return FrameIndex(len(presented), presented, entries.astype(np.int64))
+    seeks = np.array(keyframe_seeks, np.int64)
+    inside = entries < len(presented)
+    entries, first_of_each = np.unique(np.concatenate([[0], entries[inside]]), return_index=True)
+    seeks = np.concatenate([[first.pts], seeks[inside]])[first_of_each]
+    return FrameIndex(len(presented), presented, entries.astype(np.int64), seeks)
 
 
 def _count_by_decoding(open_container: Any) -> FrameIndex:
@@ -123,7 +135,7 @@ def _count_by_decoding(open_container: Any) -> FrameIndex:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
         count = sum(1 for _ in container.decode(stream))
-    return FrameIndex(count, np.zeros(0, np.int64), np.zeros(1, np.int64))
+    return FrameIndex(count, np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64))
 
 
 def cache_folder() -> Path:
@@ -152,7 +164,12 @@ def _store(index: FrameIndex, cache_file: Path) -> None:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=cache_file.parent, suffix=".npz", delete=False) as handle:
             temporary = Path(handle.name)
-            np.savez(handle, frame_count=index.frame_count, timestamps=index.timestamps, entries=index.entries)
+            arrays = {
+                "timestamps": index.timestamps,
+                "entries": index.entries,
+                "seek_timestamps": index.seek_timestamps,
+            }
+            np.savez(handle, frame_count=index.frame_count, **arrays)
         os.replace(temporary, cache_file)
     except OSError:
         if temporary is not None:

@@ -149,8 +149,8 @@ class _Decoder:
         if not self._index.has_timestamps:  # frames known only by their order: from the start
             yield from enumerate(self._decode(None))
             return
-        for entry in self._index.entries_before(number):
-            frames = self._identified(self._decode(entry))
+        for entry, seek_timestamp in self._index.entries_before(number):
+            frames = self._identified(self._decode(seek_timestamp if entry else None))
             first = next(frames, None)
             if first is not None and first[0] <= number:
                 yield first
@@ -164,13 +164,13 @@ class _Decoder:
             if found is not None:
                 yield found, frame
 
-    def _decode(self, entry: int | None) -> Iterator[Any]:
-        """Decoded frames from entry point ``entry`` (a frame number; 0 or None: the file's start)."""
+    def _decode(self, seek_timestamp: int | None) -> Iterator[Any]:
+        """Decoded frames from the keyframe at ``seek_timestamp`` (None: the file's start)."""
         av = _av()
-        if entry:
+        if seek_timestamp is not None:
             stream = self._opened().streams.video[0]
             try:
-                self._container.seek(int(self._index.timestamps[entry]), stream=stream, backward=True)
+                self._container.seek(seek_timestamp, stream=stream, backward=True)
             except av.error.FFmpegError:
                 return  # this container cannot seek there: an earlier entry point is tried
         else:  # a new demuxer: exactly FFmpeg's sequential decode, whatever the container's seeking
@@ -311,8 +311,8 @@ class VideoReader:
             raise IndexError(f"frame index must be in 0..{self.info.frame_count - 1}, got {index}")
         if index in self._cache:
             return self._cached(index)
-        entries = self._index.entries_before(index)
-        if self._cursor is None or not entries[0] <= self._cursor_next <= index:
+        entry, _ = self._index.entries_before(index)[0]
+        if self._cursor is None or not entry <= self._cursor_next <= index:
             self._cursor = self._decoder.frames_from(index, lead=0 if self._hardware else CACHE_FRAMES - 1)
         try:
             for number, decoded in self._cursor:
