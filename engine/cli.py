@@ -17,7 +17,7 @@ from .denoiser import METHODS
 from .export import ExportCancelledError, denoise_file, estimate_clip_noise
 from .noise import apply_estimate, estimate_noise
 from .params import WEIGHTINGS, NLMParams
-from .video import CODECS, VideoError, check_output_path, read_frames
+from .video import CODECS, VideoError, check_output_path, read_frames, show_ffmpeg_messages
 
 DEFAULT_H = 20.0  # 8-bit levels, for sigma near 10 levels; used when the noise is not estimated
 
@@ -129,13 +129,23 @@ def _parser() -> argparse.ArgumentParser:
     denoise.add_argument("--frames-future", type=int, default=1, help="Df (default 1)")
     denoise.add_argument("--weighting", choices=WEIGHTINGS, default="bisquare")
     denoise.add_argument("--backend", choices=BACKENDS, default="auto")
-    denoise.add_argument("--codec", choices=tuple(CODECS), default="h264")
+    denoise.add_argument(
+        "--codec",
+        choices=tuple(CODECS),
+        default="h264",
+        help="h264 (default) and h265 are 4:2:0; ffv1 (lossless) and prores keep the source's chroma sampling "
+        "and depth; h264-nvenc and h265-nvenc encode on the GPU's video encoder, where it has one",
+    )
+    denoise.add_argument(
+        "--rgb", action="store_true", help="with --codec ffv1: store planar RGB, the filter's output exactly"
+    )
     denoise.add_argument("--crf", type=int, default=18, help="H.264 / H.265 quality, 0..51 (default 18)")
     denoise.add_argument("--preset", default="medium", help="H.264 / H.265 speed preset (default medium)")
     denoise.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
     denoise.add_argument("--start", type=float, default=0.0, help="first second to denoise (default 0)")
     denoise.add_argument("--duration", type=float, default=None, help="seconds to denoise (default: to the end)")
     denoise.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    denoise.add_argument("--verbose", action="store_true", help="show FFmpeg's warnings and notes on stderr")
     denoise.add_argument("--debug", action="store_true", help="show tracebacks")
 
     estimate = commands.add_parser(
@@ -246,6 +256,7 @@ def _denoise_params(args: argparse.Namespace) -> NLMParams:
 
 
 def _denoise(args: argparse.Namespace) -> int:
+    show_ffmpeg_messages(verbose=args.verbose)
     params = _denoise_params(args)
     cancel = threading.Event()
     progress = None if args.quiet else _ProgressBar()
@@ -260,6 +271,7 @@ def _denoise(args: argparse.Namespace) -> int:
             crf=args.crf,
             preset=args.preset,
             overwrite=args.overwrite,
+            rgb=args.rgb,
             start=args.start,
             duration=args.duration,
             progress=progress,

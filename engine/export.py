@@ -172,6 +172,7 @@ def denoise_file(
     crf: int = 18,
     preset: str = "medium",
     overwrite: bool = False,
+    rgb: bool = False,
     start: float = 0.0,
     duration: float | None = None,
     progress: Progress | None = None,
@@ -181,6 +182,8 @@ def denoise_file(
 
     Parameters
     ----------
+    codec, crf, preset, rgb
+        The output's encoding, as ``VideoWriter`` takes it.
     start, duration : float
         The part of the clip to denoise, in seconds (the whole clip by default).
     progress : callable, optional
@@ -212,7 +215,9 @@ def denoise_file(
 
         span = (reader.start_time(first), reader.start_time(last) if last < info.frame_count else math.inf)
         with (
-            VideoWriter(target, info, codec=codec, crf=crf, preset=preset, overwrite=overwrite, span=span) as writer,
+            VideoWriter(
+                target, info, codec=codec, crf=crf, preset=preset, overwrite=overwrite, span=span, rgb=rgb
+            ) as writer,
             _Prefetch(itertools.islice(reader.timed_frames(first), total)) as decoded,
             contextlib.closing(denoiser.export_stream(frames_noting_times(), info.dtype)) as outputs,
         ):

@@ -35,6 +35,18 @@ class VideoError(Exception):
     """A video could not be read or written; the message says which file and why."""
 
 
+def show_ffmpeg_messages(*, verbose: bool) -> None:
+    """Let FFmpeg print its messages on stderr: errors only, or with ``verbose`` its warnings
+    and notes too (damaged packets, guessed timestamps, a deprecated pixel format).
+
+    FFmpeg's own printer, not PyAV's bridge to Python's logging: that bridge takes the GIL from
+    the codecs' threads and can deadlock them (PyAV issues 751, 2276).
+    """
+    av = _av()
+    av.logging.restore_default_callback()
+    av.logging.set_libav_level(av.logging.INFO if verbose else av.logging.ERROR)
+
+
 @dataclass(frozen=True)
 class VideoInfo:
     """What a video file holds, as the reader found it."""
@@ -376,14 +388,20 @@ def _stream_facts(path: Path, container: Any) -> dict[str, Any]:
     }
 
 
-# Codec name -> (encoder, pixel format for 8-bit sources, for deeper sources)
+# Codec name -> (encoder, pixel format for 8-bit sources, for deeper sources). H.264 and H.265
+# are written 4:2:0, as every player takes them (NVENC's H.264 has no 10-bit); FFV1 (lossless)
+# and ProRes (mastering) keep the source's own sampling and depth where the encoder has it.
 CODECS: dict[str, tuple[str, str, str]] = {
     "h264": ("libx264", "yuv420p", "yuv420p10le"),
     "h265": ("libx265", "yuv420p", "yuv420p10le"),
-    "ffv1": ("ffv1", "bgr0", "gbrp16le"),  # RGB kept as RGB: lossless
+    "ffv1": ("ffv1", "bgr0", "gbrp16le"),  # planar RGB: the filter's output exactly
     "prores": ("prores_ks", "yuv422p10le", "yuv444p10le"),
+    "h264-nvenc": ("h264_nvenc", "yuv420p", "yuv420p"),
+    "h265-nvenc": ("hevc_nvenc", "yuv420p", "p010le"),
 }
+KEEPS_SOURCE_SAMPLING = ("ffv1", "prores")
 GRAY_FORMATS = {"ffv1": ("gray", "gray16le")}
+NVENC_CODECS = ("h264-nvenc", "h265-nvenc")
 
 
 class VideoWriter:
@@ -397,12 +415,18 @@ class VideoWriter:
         The source: its frame rate, time base, size, color metadata and bit-depth class are
         kept (10-bit in stays 10-bit out where the codec can), and its audio and subtitle
         streams are copied untouched.
-    codec : {"h264", "h265", "ffv1", "prores"}
-        FFV1 is lossless (RGB kept as planar RGB); ProRes is 10-bit or more.
+    codec : {"h264", "h265", "ffv1", "prores", "h264-nvenc", "h265-nvenc"}
+        H.264 / H.265 are 4:2:0 (8 or 10 bits); FFV1 (lossless) and ProRes (10-bit) keep the
+        source's chroma sampling and depth (a 10-bit 4:2:2 source stays 10-bit 4:2:2); the NVENC
+        codecs encode on the GPU's video encoder, where it has one.
     crf : int
-        Quality of H.264 / H.265, 0 (lossless) .. 51; 18 is visually transparent.
+        Quality of H.264 / H.265 (constant quality of NVENC), 0 (lossless) .. 51; 18 is
+        visually transparent.
     preset : str
         Speed of H.264 / H.265 ("ultrafast" .. "veryslow").
+    rgb : bool
+        FFV1 only: store planar RGB, the filter's output exactly, whatever the source's sampling
+        (about twice the size of 4:2:0).
     span : (float, float), optional
         The part of the source the frames are, in seconds from its frame 0 (start, end): the
         copied audio and subtitles are cut to it and start with the video. The whole source by
@@ -424,6 +448,7 @@ class VideoWriter:
         preset: str = "medium",
         overwrite: bool = False,
         span: tuple[float, float] = (0.0, math.inf),
+        rgb: bool = False,
     ) -> None:
         av = _av()
         self.path = Path(path)
@@ -432,31 +457,38 @@ class VideoWriter:
             raise VideoError(f"codec must be one of {', '.join(CODECS)}, got {codec!r}")
         if not 0 <= crf <= 51:
             raise VideoError(f"crf must be an integer in 0..51, got {crf}")
+        if rgb and codec != "ffv1":
+            raise VideoError(f"RGB output is for the ffv1 codec, got {codec!r}")
         check_output_path(self.path, like.path, overwrite)
         self._temporary = self.path.with_name(f".{self.path.name}.part{self.path.suffix}")
-        encoder, eight_bit, deep = CODECS[codec]
+        encoder = CODECS[codec][0]
         if encoder not in av.codecs_available:
             raise VideoError(f"this FFmpeg build has no {encoder} encoder; choose another codec")
         gray = like.channels == 1 and codec in GRAY_FORMATS
-        formats = GRAY_FORMATS[codec] if gray else (eight_bit, deep)
         self._frame_format = _frame_format(1 if gray else 3, like.bit_depth)
         try:
             self._container = av.open(str(self._temporary), mode="w", format=_muxer(self.path))
             self._stream = self._container.add_stream(encoder, rate=like.frame_rate)
             self._stream.width, self._stream.height = like.width, like.height
-            self._stream.pix_fmt = formats[1] if like.bit_depth > HIGH_BIT_DEPTH else formats[0]
+            self._stream.pix_fmt = _output_format(codec, like, gray=gray, rgb=rgb)
             self._stream.time_base = like.time_base
             self._stream.codec_context.time_base = like.time_base  # the source's timestamps, exactly
             self._stream.thread_type = CODEC_THREADS
             if codec in ("h264", "h265"):
                 self._stream.options = {"crf": str(crf), "preset": preset}
+            elif codec in NVENC_CODECS:
+                self._stream.options = {"rc": "vbr", "cq": str(crf), "preset": preset}
             context = self._stream.codec_context
             context.color_primaries = like.color.get("primaries", 2)
             context.color_trc = like.color.get("trc", 2)
             context.colorspace = like.color.get("colorspace", 2)
             context.color_range = like.color.get("range", 0)
             self._to_yuv = _yuv_conversion(self._stream.pix_fmt, like.color)
+            self._open_encoder(codec)
             self._copied = self._add_copied_streams()
+        except VideoError:
+            self._remove_temporary()
+            raise
         except av.error.FFmpegError as error:
             self._remove_temporary()
             raise VideoError(f"{self.path}: cannot start writing: {error}") from error
@@ -465,6 +497,19 @@ class VideoWriter:
             raise VideoError(f"{self.path}: cannot write here: {error.strerror or error}") from error
         self._written = 0
         self._span = (like.start_time + span[0], like.start_time + span[1])  # on the source's clock
+
+    def _open_encoder(self, codec: str) -> None:
+        """Open the encoder now, so that one this machine cannot run is refused before any work."""
+        try:
+            self._stream.codec_context.open()
+        except _av().error.FFmpegError as error:
+            self._container.close()
+            if codec in NVENC_CODECS:
+                raise VideoError(
+                    f"{codec}: this machine has no NVIDIA video encoder it can use (no NVIDIA driver, or a GPU "
+                    "without NVENC, such as the H100 or A100); choose h264 or h265"
+                ) from error
+            raise
 
     def _add_copied_streams(self) -> tuple[Any, dict[int, Any]] | None:
         """The source opened again, and its audio and subtitle streams' indices -> output streams."""
@@ -561,6 +606,22 @@ class VideoWriter:
 # BT.470BG and as SMPTE 170M), SMPTE 240M, BT.2020 (constant and non-constant luminance).
 SWSCALE_MATRICES = {1: 1, 4: 4, 5: 5, 6: 5, 7: 7, 9: 9, 10: 9}
 BT601, LIMITED_RANGE = 5, 1
+
+
+def _output_format(codec: str, like: VideoInfo, *, gray: bool, rgb: bool) -> str:
+    """The pixel format ``codec`` writes frames like ``like``'s in (see CODECS)."""
+    deep = like.bit_depth > HIGH_BIT_DEPTH
+    if gray:
+        return GRAY_FORMATS[codec][deep]
+    _, eight_bit, deeper = CODECS[codec]
+    supported = [form.name for form in _av().codec.Codec(CODECS[codec][0], "w").video_formats or ()]
+    if codec in KEEPS_SOURCE_SAMPLING and not rgb and like.pixel_format in supported:
+        return like.pixel_format
+    if codec == "prores":  # by the source's chroma: full (RGB, 4:4:4) or not
+        source = _av().VideoFormat(like.pixel_format, 2, 2)
+        full_chroma = source.is_rgb or source.components[1].width == source.components[0].width
+        return deeper if full_chroma else eight_bit
+    return deeper if deep else eight_bit
 
 
 def _yuv_conversion(pixel_format: str, color: dict[str, int]) -> dict[str, Any] | None:

@@ -82,7 +82,7 @@ def check_export() -> str:
     params = NLMParams(h=20, patch_radius=2, search_radius=2)
     with tempfile.TemporaryDirectory(prefix="nlmeans-self-test-") as folder:
         lossless = Path(folder) / "lossless.mkv"
-        summary = denoise_file(SAMPLE_CLIP, lossless, params, backend="cpu", codec="ffv1", duration=0.2)
+        summary = denoise_file(SAMPLE_CLIP, lossless, params, backend="cpu", codec="ffv1", rgb=True, duration=0.2)
         written = read_frames(lossless)
         expected = np.stack(list(Denoiser(params, "cpu").export_stream(iter(read_frames(SAMPLE_CLIP, 5)))))
         if not np.array_equal(written, expected):

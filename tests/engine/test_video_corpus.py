@@ -21,7 +21,7 @@ from media_corpus import CORPUS, ClipSpec, frame_number, plain_pyav_numbers, wri
 
 from engine.export import denoise_file  # noqa: E402
 from engine.params import NLMParams  # noqa: E402
-from engine.video import VideoReader  # noqa: E402
+from engine.video import VideoError, VideoReader  # noqa: E402
 
 SPECS = {spec.name: spec for spec in CORPUS}
 
@@ -116,3 +116,58 @@ def test_a_partial_export_keeps_sound_in_sync(corpus: Path, tmp_path: Path) -> N
         end = (packets[-1].pts + packets[-1].duration) * audio.time_base
     assert 0 <= first <= frame_seconds
     assert end == pytest.approx(1.2, abs=float(frame_seconds))
+
+
+@pytest.mark.parametrize(
+    ("source", "codec", "rgb", "pixel_format"),
+    [
+        ("prores.mov", "prores", False, "yuv422p10le"),  # ProRes 422 stays 422, not 4444
+        ("prores.mov", "ffv1", False, "yuv422p10le"),  # 10-bit 4:2:2 stays so in FFV1, not 16-bit RGB
+        ("prores.mov", "ffv1", True, "gbrp16le"),  # unless RGB is asked for
+        ("h264-bframes.mp4", "ffv1", False, "yuv420p"),
+        ("dv.avi", "ffv1", False, "yuv411p"),
+        ("h264-bframes.mp4", "prores", False, "yuv422p10le"),  # ProRes has no 8-bit 4:2:0
+        ("ffv1.mkv", "ffv1", False, "bgr0"),  # RGB stays RGB
+    ],
+)
+def test_lossless_and_mastering_outputs_keep_the_sources_sampling(
+    corpus: Path, tmp_path: Path, source: str, codec: str, rgb: bool, pixel_format: str
+) -> None:
+    output = tmp_path / "out.mkv"
+    params = NLMParams(h=10, patch_radius=1, search_radius=1, frames_past=0, frames_future=0)
+    denoise_file(corpus / source, output, params, backend="cpu", codec=codec, rgb=rgb, duration=0.2)
+    with av.open(str(output)) as container:
+        assert container.streams.video[0].codec_context.pix_fmt == pixel_format
+    assert plain_pyav_numbers(output)[:3] == plain_pyav_numbers(corpus / source)[:3]
+
+
+def test_rgb_output_is_refused_for_codecs_that_subsample(corpus: Path, tmp_path: Path) -> None:
+    with pytest.raises(VideoError, match=r"RGB output is for the ffv1 codec, got 'h264'"):
+        denoise_file(corpus / "mjpeg.avi", tmp_path / "out.mp4", NLMParams(h=10), backend="cpu", rgb=True)
+
+
+def test_nvenc_encodes_where_the_gpu_has_an_encoder_and_is_refused_clearly_elsewhere(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """This machine has no NVIDIA encoder (an H100 has none either): refused before any work."""
+    output = tmp_path / "out.mp4"
+    run = subprocess.run(
+        [sys.executable, "-m", "engine", "denoise", str(corpus / "mjpeg.avi"), str(output), "--codec",
+         "h265-nvenc", "--noise", "none", "--quiet", "--duration", "0.2"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    if run.returncode == 0:
+        assert plain_pyav_numbers(output) == list(range(5))
+    else:
+        assert "h265-nvenc: this machine has no NVIDIA video encoder it can use" in run.stderr
+        assert "Traceback" not in run.stderr and not output.exists() and not list(tmp_path.iterdir())
+
+
+def test_verbose_shows_ffmpegs_warnings(corpus: Path, tmp_path: Path) -> None:
+    """MJPEG decodes through a deprecated full-range pixel format: FFmpeg warns, and --verbose shows it."""
+    command = [sys.executable, "-m", "engine", "denoise", str(corpus / "mjpeg.avi"), str(tmp_path / "out.mkv"),
+               "--noise", "none", "--quiet", "--duration", "0.2", "--codec", "ffv1"]  # fmt: skip
+    quiet = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    verbose = subprocess.run([*command, "--overwrite", "--verbose"], capture_output=True, text=True, timeout=120)
+    assert quiet.returncode == verbose.returncode == 0
+    assert "deprecated pixel format" not in quiet.stderr and "deprecated pixel format" in verbose.stderr
