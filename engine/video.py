@@ -13,6 +13,8 @@ import collections
 import contextlib
 import math
 import os
+import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -24,6 +26,7 @@ import numpy as np
 from .frame_index import FrameIndex, index_stream
 
 HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
+SEQUENCE_NUMBER = re.compile(r"%0?(\d*)d")  # the frame number's place in an image sequence's name
 CACHE_FRAMES = 24  # decoded frames kept for random access
 # Frame and slice threads in decoders and encoders. PyAV's default, slice threads only, leaves
 # H.264 decoding on one core (x264 writes one slice per frame) and makes x264 encode with
@@ -81,8 +84,31 @@ def _av() -> Any:
     return av
 
 
+def is_image_sequence(path: Path) -> bool:
+    """Whether ``path`` names numbered images, printf-style: ``scans/%06d.png``."""
+    return SEQUENCE_NUMBER.search(path.name) is not None
+
+
+def sequence_files(path: Path) -> list[Path]:
+    """The files of an image sequence that exist, in name order."""
+
+    def digits(number: re.Match) -> str:  # %06d: six digits or more; %d: any
+        return rf"\d{{{int(number[1])},}}" if number[1] else r"\d+"
+
+    pattern = re.compile(SEQUENCE_NUMBER.sub(digits, re.escape(path.name)))
+    folder = path.parent if str(path.parent) else Path(".")
+    return sorted(file for file in folder.iterdir() if pattern.fullmatch(file.name)) if folder.is_dir() else []
+
+
 def _open_input(path: Path, hardware_decoding: bool = False) -> Any:
     av = _av()
+    if is_image_sequence(path):
+        if not sequence_files(path):
+            raise VideoError(f"{path}: no images of this sequence exist")
+        try:
+            return _with_video(av.open(str(path), format="image2"), path)
+        except av.error.FFmpegError as error:
+            raise VideoError(f"{path}: not an image sequence FFmpeg can read ({error})") from error
     if not path.is_file():
         raise VideoError(f"{path}: no such file")
     if hardware_decoding and "cuda" in av.codec.hwaccel.hwdevices_available():
@@ -400,6 +426,14 @@ CODECS: dict[str, tuple[str, str, str]] = {
     "h265-nvenc": ("hevc_nvenc", "yuv420p", "p010le"),
 }
 KEEPS_SOURCE_SAMPLING = ("ffv1", "prores")
+# Image sequence extension -> (encoder, pixel format for 8-bit sources, for deeper sources)
+IMAGE_FORMATS: dict[str, tuple[str, str, str]] = {
+    ".png": ("png", "rgb24", "rgb48be"),
+    ".tif": ("tiff", "rgb24", "rgb48le"),
+    ".tiff": ("tiff", "rgb24", "rgb48le"),
+    ".dpx": ("dpx", "rgb24", "rgb48le"),
+    ".exr": ("exr", "gbrpf32le", "gbrpf32le"),
+}
 GRAY_FORMATS = {"ffv1": ("gray", "gray16le")}
 NVENC_CODECS = ("h264-nvenc", "h265-nvenc")
 
@@ -410,7 +444,10 @@ class VideoWriter:
     Parameters
     ----------
     path : str or Path
-        The output; refused when it is the source, or exists without ``overwrite``.
+        The output; refused when it is the source, or exists without ``overwrite``. A name
+        with a frame number's place (``restored/%06d.png``, .tif, .dpx or .exr) is an image
+        sequence: RGB, 8 or 16 bits as the source (EXR: float), numbered from 1 as FFmpeg does,
+        without the source's sound; ``codec`` is then ignored.
     like : VideoInfo
         The source: its frame rate, time base, size, color metadata and bit-depth class are
         kept (10-bit in stays 10-bit out where the codec can), and its audio and subtitle
@@ -460,17 +497,20 @@ class VideoWriter:
         if rgb and codec != "ffv1":
             raise VideoError(f"RGB output is for the ffv1 codec, got {codec!r}")
         check_output_path(self.path, like.path, overwrite)
-        self._temporary = self.path.with_name(f".{self.path.name}.part{self.path.suffix}")
-        encoder = CODECS[codec][0]
+        self._sequence = is_image_sequence(self.path)
+        if self._sequence and self.path.suffix.lower() not in IMAGE_FORMATS:
+            raise VideoError(f"{self.path}: image sequences are written as {', '.join(IMAGE_FORMATS)}")
+        encoder = IMAGE_FORMATS[self.path.suffix.lower()][0] if self._sequence else CODECS[codec][0]
         if encoder not in av.codecs_available:
             raise VideoError(f"this FFmpeg build has no {encoder} encoder; choose another codec")
-        gray = like.channels == 1 and codec in GRAY_FORMATS
+        gray = like.channels == 1 and codec in GRAY_FORMATS and not self._sequence
         self._frame_format = _frame_format(1 if gray else 3, like.bit_depth)
+        self._temporary = self._staged()
         try:
             self._container = av.open(str(self._temporary), mode="w", format=_muxer(self.path))
             self._stream = self._container.add_stream(encoder, rate=like.frame_rate)
             self._stream.width, self._stream.height = like.width, like.height
-            self._stream.pix_fmt = _output_format(codec, like, gray=gray, rgb=rgb)
+            self._stream.pix_fmt = self._pixel_format(codec, gray=gray, rgb=rgb)
             self._stream.time_base = like.time_base
             self._stream.codec_context.time_base = like.time_base  # the source's timestamps, exactly
             self._stream.thread_type = CODEC_THREADS
@@ -498,6 +538,21 @@ class VideoWriter:
         self._written = 0
         self._span = (like.start_time + span[0], like.start_time + span[1])  # on the source's clock
 
+    def _staged(self) -> Path:
+        """Where the output is written until complete: a hidden file beside it, or for an image
+        sequence a hidden folder beside its images (made here)."""
+        if not self._sequence:
+            return self.path.with_name(f".{self.path.name}.part{self.path.suffix}")
+        folder = self.path.with_name(f".{SEQUENCE_NUMBER.sub('', self.path.name)}.part")
+        folder.mkdir(exist_ok=True)
+        return folder / self.path.name
+
+    def _pixel_format(self, codec: str, *, gray: bool, rgb: bool) -> str:
+        if self._sequence:
+            _, eight_bit, deep = IMAGE_FORMATS[self.path.suffix.lower()]
+            return deep if self.info.bit_depth > HIGH_BIT_DEPTH else eight_bit
+        return _output_format(codec, self.info, gray=gray, rgb=rgb)
+
     def _open_encoder(self, codec: str) -> None:
         """Open the encoder now, so that one this machine cannot run is refused before any work."""
         try:
@@ -513,7 +568,7 @@ class VideoWriter:
 
     def _add_copied_streams(self) -> tuple[Any, dict[int, Any]] | None:
         """The source opened again, and its audio and subtitle streams' indices -> output streams."""
-        if not self.info.other_streams:
+        if not self.info.other_streams or self._sequence:
             return None
         source = _open_input(self.info.path)
         streams = [*source.streams.audio, *source.streams.subtitles]
@@ -580,7 +635,12 @@ class VideoWriter:
         self._close_sources()
         try:
             self._container.close()
-            os.replace(self._temporary, self.path)
+            if self._sequence:  # each image renamed into place, the folder removed
+                for image in sorted(self._temporary.parent.iterdir()):
+                    os.replace(image, self.path.parent / image.name)
+                self._temporary.parent.rmdir()
+            else:
+                os.replace(self._temporary, self.path)
         except OSError as error:
             self._remove_temporary()
             raise VideoError(f"{self.path}: finishing the file failed: {error.strerror or error}") from error
@@ -598,8 +658,10 @@ class VideoWriter:
         self._copied = None
 
     def _remove_temporary(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self._temporary.unlink()
+        if self._sequence:
+            shutil.rmtree(self._temporary.parent, ignore_errors=True)
+        else:
+            self._temporary.unlink(missing_ok=True)
 
 
 # FFmpeg's color matrices (AVColorSpace) -> swscale's (SWS_CS_*): BT.709, FCC, BT.601 (as
@@ -639,6 +701,8 @@ def _yuv_conversion(pixel_format: str, color: dict[str, int]) -> dict[str, Any] 
 
 def _muxer(path: Path) -> str | None:
     """The container format for the output's extension; None lets FFmpeg guess."""
+    if is_image_sequence(path):
+        return "image2"
     return {".mkv": "matroska", ".mov": "mov", ".mp4": "mp4"}.get(path.suffix.lower())
 
 
@@ -648,6 +712,8 @@ def check_output_path(path: Path, source: Path, overwrite: bool) -> None:
         raise VideoError(f"{path}: the output must not be the input")
     if path.exists() and not overwrite:
         raise VideoError(f"{path}: exists; pass --overwrite to replace it")
+    if is_image_sequence(path) and sequence_files(path) and not overwrite:
+        raise VideoError(f"{path}: images of this sequence exist; pass --overwrite to replace them")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise VideoError(f"{path}: the folder {folder} does not exist")

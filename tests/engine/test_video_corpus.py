@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
@@ -171,3 +172,32 @@ def test_verbose_shows_ffmpegs_warnings(corpus: Path, tmp_path: Path) -> None:
     verbose = subprocess.run([*command, "--overwrite", "--verbose"], capture_output=True, text=True, timeout=120)
     assert quiet.returncode == verbose.returncode == 0
     assert "deprecated pixel format" not in quiet.stderr and "deprecated pixel format" in verbose.stderr
+
+
+@pytest.mark.parametrize("extension", [".png", ".tif", ".dpx", ".exr"])
+def test_image_sequences_in_and_out(corpus: Path, tmp_path: Path, extension: str) -> None:
+    """10-bit ProRes to a 16-bit image sequence (EXR: float), read back as a clip of its own."""
+    output = tmp_path / "scans" / f"frame%04d{extension}"
+    output.parent.mkdir()
+    params = NLMParams(h=10, patch_radius=1, search_radius=1, frames_past=0, frames_future=0)
+    denoise_file(corpus / "prores.mov", output, params, backend="cpu", duration=0.4)
+    assert sorted(path.name for path in output.parent.iterdir()) == [f"frame{n:04d}{extension}" for n in range(1, 11)]
+    with VideoReader(output) as reader:
+        assert reader.info.frame_count == 10 and reader.info.dtype == np.uint16
+        assert [frame_number(frame) for frame in reader.frames()] == list(range(10))
+        assert _numbers(reader, [9, 0, 4]) == [9, 0, 4]
+    with pytest.raises(VideoError, match=r"images of this sequence exist; pass --overwrite"):
+        denoise_file(corpus / "prores.mov", output, params, backend="cpu", duration=0.4)
+
+
+def test_an_image_sequence_written_by_ffmpeg_is_read_exactly(corpus: Path, tmp_path: Path) -> None:
+    with av.open(str(corpus / "h264.mkv")) as source, av.open(str(tmp_path / "%03d.png"), "w", format="image2") as out:
+        stream = out.add_stream("png", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 192, 128, "rgb24"
+        for frame in source.decode(video=0):
+            out.mux(stream.encode(frame.reformat(format="rgb24")))
+    with VideoReader(tmp_path / "%03d.png") as reader:
+        assert reader.info.frame_count == 75
+        assert _numbers(reader, [74, 0, 37, 36]) == [74, 0, 37, 36]
+    with pytest.raises(VideoError, match=r"%04d.png: no images of this sequence exist"):
+        VideoReader(tmp_path / "%04d.png")
