@@ -17,7 +17,8 @@ from .denoiser import METHODS
 from .export import ExportCancelledError, denoise_file, estimate_clip_noise
 from .noise import apply_estimate, estimate_noise
 from .params import WEIGHTINGS, NLMParams
-from .video import CODECS, VideoError, check_output_path, read_frames, show_ffmpeg_messages
+from .video import CODECS, STANDARD_OUTPUT, VideoError, check_output_path, read_frames, show_ffmpeg_messages
+from .video_pipe import PIPE, PipeReader
 
 DEFAULT_H = 20.0  # 8-bit levels, for sigma near 10 levels; used when the noise is not estimated
 
@@ -108,8 +109,8 @@ def _parser() -> argparse.ArgumentParser:
         help="denoise a video file into a new one",
         description="Denoise INPUT into OUTPUT (written to a temporary file, renamed when complete).",
     )
-    denoise.add_argument("input")
-    denoise.add_argument("output")
+    denoise.add_argument("input", help="a video file, an image sequence (scans/%%06d.png) or - for y4m on stdin")
+    denoise.add_argument("output", help="a video file, an image sequence (.png .tif .dpx .exr) or - for y4m on stdout")
     denoise.add_argument(
         "--h",
         type=float,
@@ -211,13 +212,16 @@ class _ProgressBar:
         self._line_open = False  # a partial line is on screen
 
     def __call__(self, done: int, total: int, seconds: float) -> None:
-        if done < total and seconds - self._drawn < 0.25:
+        if (done < total or not total) and seconds - self._drawn < 0.25:
             return
         self._drawn = seconds
         fps = done / seconds if seconds > 0 else 0.0
-        eta = (total - done) / fps if fps > 0 else float("inf")
-        line = f"\r{done}/{total} frames ({100 * done / total:.0f} %)  {fps:.1f} fps  ETA {eta:.0f} s  "
-        self._line_open = done < total
+        if total:
+            eta = (total - done) / fps if fps > 0 else float("inf")
+            line = f"\r{done}/{total} frames ({100 * done / total:.0f} %)  {fps:.1f} fps  ETA {eta:.0f} s  "
+        else:  # a pipe, of unknown length
+            line = f"\r{done} frames  {fps:.1f} fps  "
+        self._line_open = done < total or not total
         print(line, end="" if self._line_open else "\n", file=sys.stderr, flush=True)
 
     def close(self) -> None:
@@ -237,11 +241,12 @@ def _denoise_params(args: argparse.Namespace) -> NLMParams:
         frames_future=args.frames_future,
         weighting=args.weighting,
     )
-    check_output_path(Path(args.output), Path(args.input), args.overwrite)  # before the slower estimate
+    if args.output != STANDARD_OUTPUT:
+        check_output_path(Path(args.output), Path(args.input), args.overwrite)  # before the slower estimate
     if args.noise == "none":
         return params
     roi = None if args.noise == "auto" else args.noise
-    estimate = estimate_clip_noise(args.input, roi=roi, start=args.start, duration=args.duration)
+    estimate = estimate_clip_noise(args.source, roi=roi, start=args.start, duration=args.duration)
     params = apply_estimate(params, estimate, h=args.h)
     if not args.quiet:
         sigma = ", ".join(f"{s:.1f}" for s in estimate.sigma)
@@ -257,13 +262,14 @@ def _denoise_params(args: argparse.Namespace) -> NLMParams:
 
 def _denoise(args: argparse.Namespace) -> int:
     show_ffmpeg_messages(verbose=args.verbose)
+    args.source = PipeReader() if args.input == PIPE else args.input  # a pipe is read once, by both
     params = _denoise_params(args)
     cancel = threading.Event()
     progress = None if args.quiet else _ProgressBar()
     previous = signal.signal(signal.SIGTERM, lambda *_: cancel.set())
     try:
         summary = denoise_file(
-            args.input,
+            args.source,
             args.output,
             params,
             backend=args.backend,

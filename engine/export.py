@@ -24,6 +24,7 @@ from .denoiser import Denoiser
 from .noise import NoiseEstimate, estimate_noise
 from .params import NLMParams
 from .video import VideoError, VideoReader, VideoWriter
+from .video_pipe import LOOKAHEAD, PIPE, PipeReader
 
 QUEUE_FRAMES = 8  # frames waiting between two stages
 NOISE_PLACES = 3  # places in a clip the noise is estimated at
@@ -129,20 +130,35 @@ class _BackgroundWriter:
             raise self._error
 
 
-def _frame_range(reader: VideoReader, start: float, duration: float | None) -> tuple[int, int]:
+Source = str | Path | PipeReader  # a file, an image sequence, or standard input ("-" or a PipeReader)
+
+
+def _opened(source: Source, hardware_decoding: bool = False) -> contextlib.AbstractContextManager:
+    """A reader of ``source``: a VideoReader, or for standard input a PipeReader (read once)."""
+    if isinstance(source, PipeReader):
+        return contextlib.nullcontext(source)
+    if str(source) == PIPE:
+        return PipeReader()
+    return VideoReader(source, hardware_decoding=hardware_decoding)
+
+
+def _frame_range(reader: VideoReader | PipeReader, start: float, duration: float | None) -> tuple[int, int | None]:
     """[first, last) frame numbers shown from ``start`` seconds for ``duration`` seconds (to the
-    end if None), by the frames' own timestamps (variable frame rates too)."""
+    end if None: last is None where the end is not known, in a pipe), by the frames' own
+    timestamps (variable frame rates too)."""
     info = reader.info
     first = reader.frame_at(start)
-    last = info.frame_count if duration is None else reader.frame_at(start + duration)
-    if last <= first:
+    last = (info.frame_count or None) if duration is None else reader.frame_at(start + duration)
+    if info.frame_count:
+        last = min(last, info.frame_count)
+    if last is not None and last <= first:
         end = "the end of the clip" if duration is None else f"{start + duration} s"
         raise ValueError(f"{info.path}: no frames between {start} s and {end}")
     return first, last
 
 
 def estimate_clip_noise(
-    source: str | Path,
+    source: Source,
     roi: tuple[int, int, int, int] | None = None,
     start: float = 0.0,
     duration: float | None = None,
@@ -151,9 +167,14 @@ def estimate_clip_noise(
 
     Each pair is estimated alone (``estimate_noise``, with ``roi`` if given); the estimate of
     median average sigma is returned, so that one odd scene (a fade, a title) does not decide.
+    A pipe's noise is estimated on its first frames.
     """
-    with VideoReader(source) as reader:
+    with _opened(source) as reader:
         first, last = _frame_range(reader, start, duration)
+        if last is None:  # a pipe, of unknown length
+            if first + 2 > LOOKAHEAD:
+                raise ValueError("from a pipe the noise is estimated on its first frames: give --h, or start at 0")
+            last = first + 2
         places = sorted({round(p) for p in np.linspace(first, max(first, last - 2), NOISE_PLACES)})
         estimates = [
             estimate_noise(np.stack([reader.frame(i) for i in range(place, min(place + 2, last))]), roi=roi)
@@ -163,7 +184,7 @@ def estimate_clip_noise(
 
 
 def denoise_file(
-    source: str | Path,
+    source: Source,
     target: str | Path,
     params: NLMParams,
     *,
@@ -187,7 +208,8 @@ def denoise_file(
     start, duration : float
         The part of the clip to denoise, in seconds (the whole clip by default).
     progress : callable, optional
-        Called after each frame with (frames done, frames in all, seconds elapsed).
+        Called after each frame with (frames done, frames in all or 0 when unknown (a pipe),
+        seconds elapsed).
     cancel : threading.Event, optional
         Set it from another thread to stop; ``ExportCancelledError`` is raised and nothing is written.
 
@@ -201,10 +223,10 @@ def denoise_file(
     cancel = cancel or threading.Event()
     denoiser = Denoiser(params, backend)
     started = time.perf_counter()
-    with VideoReader(source, hardware_decoding=denoiser.backend == "gpu") as reader:
+    with _opened(source, hardware_decoding=denoiser.backend == "gpu") as reader:
         info, decoder = reader.info, reader.decoder
         first, last = _frame_range(reader, start, duration)
-        total = last - first
+        total = 0 if last is None else last - first  # 0: unknown until the pipe ends
         done = 0
         timestamps: collections.deque[int] = collections.deque()  # of frames read, not yet written
 
@@ -213,12 +235,12 @@ def denoise_file(
                 timestamps.append(timestamp)
                 yield frame
 
-        span = (reader.start_time(first), reader.start_time(last) if last < info.frame_count else math.inf)
+        span = (reader.start_time(first), reader.start_time(last) if last and last < info.frame_count else math.inf)
         with (
             VideoWriter(
                 target, info, codec=codec, crf=crf, preset=preset, overwrite=overwrite, span=span, rgb=rgb
             ) as writer,
-            _Prefetch(itertools.islice(reader.timed_frames(first), total)) as decoded,
+            _Prefetch(itertools.islice(reader.timed_frames(first), total or None)) as decoded,
             contextlib.closing(denoiser.export_stream(frames_noting_times(), info.dtype)) as outputs,
         ):
             encoder = _BackgroundWriter(writer)
@@ -238,6 +260,6 @@ def denoise_file(
                         progress(done, total, time.perf_counter() - started)
             finally:
                 encoder.finish()
-            if done != total:  # a stream that ended early: the writer is aborted, nothing is kept
+            if total and done != total:  # a stream that ended early: the writer is aborted, nothing is kept
                 raise VideoError(f"{source}: read {done} of the {total} frames to denoise; {target} was not written")
     return ExportSummary(done, time.perf_counter() - started, denoiser.backend, denoiser.device_name, decoder)

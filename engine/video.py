@@ -427,6 +427,12 @@ CODECS: dict[str, tuple[str, str, str]] = {
 }
 KEEPS_SOURCE_SAMPLING = ("ffv1", "prores")
 # Image sequence extension -> (encoder, pixel format for 8-bit sources, for deeper sources)
+# y4m's pixel formats: a source in one of them is piped out as it is, others as 4:4:4
+Y4M_FORMATS = (
+    *("yuv420p", "yuv422p", "yuv444p", "yuv411p", "gray", "gray16le"),
+    *(f"yuv{chroma}p{bits}le" for chroma in ("420", "422", "444") for bits in (10, 12, 16)),
+)
+STANDARD_OUTPUT = "-"
 IMAGE_FORMATS: dict[str, tuple[str, str, str]] = {
     ".png": ("png", "rgb24", "rgb48be"),
     ".tif": ("tiff", "rgb24", "rgb48le"),
@@ -447,7 +453,9 @@ class VideoWriter:
         The output; refused when it is the source, or exists without ``overwrite``. A name
         with a frame number's place (``restored/%06d.png``, .tif, .dpx or .exr) is an image
         sequence: RGB, 8 or 16 bits as the source (EXR: float), numbered from 1 as FFmpeg does,
-        without the source's sound; ``codec`` is then ignored.
+        without the source's sound; ``codec`` is then ignored. ``-`` writes y4m
+        (yuv4mpegpipe) to standard output, for an FFmpeg pipeline: the source's YUV sampling
+        where y4m has it, no sound.
     like : VideoInfo
         The source: its frame rate, time base, size, color metadata and bit-depth class are
         kept (10-bit in stays 10-bit out where the codec can), and its audio and subtitle
@@ -496,23 +504,31 @@ class VideoWriter:
             raise VideoError(f"crf must be an integer in 0..51, got {crf}")
         if rgb and codec != "ffv1":
             raise VideoError(f"RGB output is for the ffv1 codec, got {codec!r}")
-        check_output_path(self.path, like.path, overwrite)
+        self._pipe = str(path) == STANDARD_OUTPUT
+        if not self._pipe:
+            check_output_path(self.path, like.path, overwrite)
         self._sequence = is_image_sequence(self.path)
         if self._sequence and self.path.suffix.lower() not in IMAGE_FORMATS:
             raise VideoError(f"{self.path}: image sequences are written as {', '.join(IMAGE_FORMATS)}")
-        encoder = IMAGE_FORMATS[self.path.suffix.lower()][0] if self._sequence else CODECS[codec][0]
+        encoder = "wrapped_avframe" if self._pipe else CODECS[codec][0]
+        if self._sequence:
+            encoder = IMAGE_FORMATS[self.path.suffix.lower()][0]
         if encoder not in av.codecs_available:
             raise VideoError(f"this FFmpeg build has no {encoder} encoder; choose another codec")
-        gray = like.channels == 1 and codec in GRAY_FORMATS and not self._sequence
+        gray = like.channels == 1 and codec in GRAY_FORMATS and not self._sequence and not self._pipe
         self._frame_format = _frame_format(1 if gray else 3, like.bit_depth)
         self._temporary = self._staged()
         try:
-            self._container = av.open(str(self._temporary), mode="w", format=_muxer(self.path))
+            if self._pipe:
+                self._container = av.open("pipe:1", mode="w", format="yuv4mpegpipe", options={"strict": "-1"})
+            else:
+                self._container = av.open(str(self._temporary), mode="w", format=_muxer(self.path))
             self._stream = self._container.add_stream(encoder, rate=like.frame_rate)
             self._stream.width, self._stream.height = like.width, like.height
             self._stream.pix_fmt = self._pixel_format(codec, gray=gray, rgb=rgb)
-            self._stream.time_base = like.time_base
-            self._stream.codec_context.time_base = like.time_base  # the source's timestamps, exactly
+            self._time_base = 1 / like.frame_rate if self._pipe else like.time_base  # y4m has a rate, no times
+            self._stream.time_base = self._time_base
+            self._stream.codec_context.time_base = self._time_base  # the source's timestamps, exactly
             self._stream.thread_type = CODEC_THREADS
             if codec in ("h264", "h265"):
                 self._stream.options = {"crf": str(crf), "preset": preset}
@@ -538,9 +554,11 @@ class VideoWriter:
         self._written = 0
         self._span = (like.start_time + span[0], like.start_time + span[1])  # on the source's clock
 
-    def _staged(self) -> Path:
+    def _staged(self) -> Path | None:
         """Where the output is written until complete: a hidden file beside it, or for an image
-        sequence a hidden folder beside its images (made here)."""
+        sequence a hidden folder beside its images (made here); None for standard output."""
+        if self._pipe:
+            return None
         if not self._sequence:
             return self.path.with_name(f".{self.path.name}.part{self.path.suffix}")
         folder = self.path.with_name(f".{SEQUENCE_NUMBER.sub('', self.path.name)}.part")
@@ -548,6 +566,10 @@ class VideoWriter:
         return folder / self.path.name
 
     def _pixel_format(self, codec: str, *, gray: bool, rgb: bool) -> str:
+        if self._pipe:
+            if self.info.pixel_format in Y4M_FORMATS:
+                return self.info.pixel_format
+            return "yuv444p16le" if self.info.bit_depth > HIGH_BIT_DEPTH else "yuv444p"
         if self._sequence:
             _, eight_bit, deep = IMAGE_FORMATS[self.path.suffix.lower()]
             return deep if self.info.bit_depth > HIGH_BIT_DEPTH else eight_bit
@@ -568,7 +590,7 @@ class VideoWriter:
 
     def _add_copied_streams(self) -> tuple[Any, dict[int, Any]] | None:
         """The source opened again, and its audio and subtitle streams' indices -> output streams."""
-        if not self.info.other_streams or self._sequence:
+        if not self.info.other_streams or self._sequence or self._pipe:
             return None
         source = _open_input(self.info.path)
         streams = [*source.streams.audio, *source.streams.subtitles]
@@ -599,9 +621,9 @@ class VideoWriter:
         video_frame = av.VideoFrame.from_ndarray(array, format=self._frame_format)
         if self._to_yuv is not None:
             video_frame = video_frame.reformat(**self._to_yuv)
-        if timestamp is None:
-            timestamp = round(self._written / self.info.frame_rate / self.info.time_base)
-        video_frame.pts, video_frame.time_base = timestamp, self.info.time_base
+        if timestamp is None or self._pipe:
+            timestamp = round(self._written / self.info.frame_rate / self._time_base)
+        video_frame.pts, video_frame.time_base = timestamp, self._time_base
         self._written += 1
         self._mux(self._stream.encode(video_frame))
 
@@ -635,6 +657,8 @@ class VideoWriter:
         self._close_sources()
         try:
             self._container.close()
+            if self._pipe:
+                return
             if self._sequence:  # each image renamed into place, the folder removed
                 for image in sorted(self._temporary.parent.iterdir()):
                     os.replace(image, self.path.parent / image.name)
@@ -658,6 +682,8 @@ class VideoWriter:
         self._copied = None
 
     def _remove_temporary(self) -> None:
+        if self._temporary is None:
+            return
         if self._sequence:
             shutil.rmtree(self._temporary.parent, ignore_errors=True)
         else:

@@ -8,9 +8,11 @@ gives its frames in order, random access in several orders gives the frame asked
 
 from __future__ import annotations
 
+import io
 import random
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -201,3 +203,46 @@ def test_an_image_sequence_written_by_ffmpeg_is_read_exactly(corpus: Path, tmp_p
         assert _numbers(reader, [74, 0, 37, 36]) == [74, 0, 37, 36]
     with pytest.raises(VideoError, match=r"%04d.png: no images of this sequence exist"):
         VideoReader(tmp_path / "%04d.png")
+
+
+def _y4m(source: Path) -> bytes:
+    """``source``'s frames as a 10-bit y4m stream, as ``ffmpeg -f yuv4mpegpipe -strict -1`` writes it."""
+    buffer = io.BytesIO()
+    with av.open(str(source)) as clip, av.open(buffer, "w", format="yuv4mpegpipe", options={"strict": "-1"}) as out:
+        stream = out.add_stream("wrapped_avframe", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 192, 128, "yuv420p10le"
+        for number, frame in enumerate(clip.decode(video=0)):
+            frame.pts, frame.time_base = number, Fraction(1, 25)
+            out.mux(stream.encode(frame))
+    return buffer.getvalue()
+
+
+def _y4m_numbers(data: bytes) -> tuple[str, list[int]]:
+    with av.open(io.BytesIO(data), format="yuv4mpegpipe") as container:
+        stream = container.streams.video[0]
+        numbers = [frame_number(frame.to_ndarray(format="rgb24")) for frame in container.decode(stream)]
+        return f"{stream.codec_context.pix_fmt} {stream.average_rate}", numbers
+
+
+@pytest.mark.parametrize(("source", "target"), [("-", "out.mkv"), ("hevc10.mkv", "-"), ("-", "-")])
+def test_y4m_pipes_in_and_out(corpus: Path, tmp_path: Path, source: str, target: str) -> None:
+    """In an FFmpeg pipeline: y4m on stdin, on stdout, or both; the noise estimated on the pipe's start."""
+    command = [sys.executable, "-m", "engine", "denoise", source if source == "-" else str(corpus / source),
+               target if target == "-" else str(tmp_path / target), "--quiet", "--backend", "cpu"]  # fmt: skip
+    stdin = _y4m(corpus / "hevc10.mkv") if source == "-" else b""
+    run = subprocess.run(command, input=stdin, capture_output=True, timeout=240)
+    assert run.returncode == 0, run.stderr.decode()
+    if target == "-":
+        assert _y4m_numbers(run.stdout) == ("yuv420p10le 25", list(range(75)))  # 10-bit 4:2:0 kept
+    else:
+        assert plain_pyav_numbers(tmp_path / target) == list(range(75))
+
+
+def test_a_pipe_that_is_no_y4m_is_refused(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "engine", "denoise", "-", str(tmp_path / "out.mkv")],
+        input=b"not a video\n" * 100, capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 1
+    assert "standard input: not a y4m (yuv4mpegpipe) stream" in run.stderr.decode()
+    assert b"Traceback" not in run.stderr and not list(tmp_path.iterdir())
