@@ -15,6 +15,7 @@ import math
 import os
 import re
 import shutil
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -67,6 +68,7 @@ class VideoInfo:
     duration: float  # seconds
     color: dict[str, int] = field(default_factory=dict)  # FFmpeg's primaries, trc, colorspace, range
     rotation: int = 0  # degrees, from the display matrix
+    hdr10: dict[str, str] = field(default_factory=dict)  # "master-display", "max-cll", in x265's syntax
     other_streams: int = 0  # audio and subtitle streams, copied by the writer
     start_time: float = 0.0  # seconds on the container's clock when frame 0 is shown
 
@@ -280,6 +282,7 @@ class VideoReader:
             frame_count=count,
             duration=duration,
             rotation=rotation,
+            hdr10=hdr10_metadata(first),
             start_time=start_time,
             **facts,
         )
@@ -387,6 +390,28 @@ class VideoReader:
         array = frame.to_ndarray(format=_frame_format(self.info.channels, self.info.bit_depth))
         array = np.rot90(array.reshape(array.shape[0], array.shape[1], -1), self.info.rotation // 90)
         return np.ascontiguousarray(array)
+
+
+def hdr10_metadata(frame: Any) -> dict[str, str]:
+    """A decoded frame's HDR10 static metadata, as x265's ``master-display`` (chromaticities in
+    units of 0.00002, luminance in 0.0001 cd/m2) and ``max-cll`` (MaxCLL,MaxFALL in cd/m2)."""
+    av = _av()
+    metadata = {}
+    for side_data in frame.side_data:
+        if side_data.type == av.sidedata.sidedata.Type.MASTERING_DISPLAY_METADATA:
+            # AVMasteringDisplayMetadata: R, G, B primaries and the white point as (x, y)
+            # rationals, min and max luminance, then has_primaries and has_luminance.
+            values = struct.unpack("<22i", bytes(side_data)[:88])
+            ratio = [values[i] / values[i + 1] if values[i + 1] else 0.0 for i in range(0, 20, 2)]
+            if values[20] and values[21]:
+                (rx, ry, gx, gy, bx, by, wx, wy), (low, high) = ratio[:8], ratio[8:]
+                xy = "G({:.0f},{:.0f})B({:.0f},{:.0f})R({:.0f},{:.0f})WP({:.0f},{:.0f})".format(
+                    *(value * 50000 for value in (gx, gy, bx, by, rx, ry, wx, wy))
+                )
+                metadata["master-display"] = f"{xy}L({high * 10000:.0f},{low * 10000:.0f})"
+        elif side_data.type == av.sidedata.sidedata.Type.CONTENT_LIGHT_LEVEL:
+            metadata["max-cll"] = "{},{}".format(*struct.unpack("<2I", bytes(side_data)[:8]))
+    return metadata
 
 
 def _stream_facts(path: Path, container: Any) -> dict[str, Any]:
@@ -531,7 +556,7 @@ class VideoWriter:
             self._stream.codec_context.time_base = self._time_base  # the source's timestamps, exactly
             self._stream.thread_type = CODEC_THREADS
             if codec in ("h264", "h265"):
-                self._stream.options = {"crf": str(crf), "preset": preset}
+                self._stream.options = {"crf": str(crf), "preset": preset, **_hdr10_options(codec, like.hdr10)}
             elif codec in NVENC_CODECS:
                 self._stream.options = {"rc": "vbr", "cq": str(crf), "preset": preset}
             context = self._stream.codec_context
@@ -694,6 +719,16 @@ class VideoWriter:
 # BT.470BG and as SMPTE 170M), SMPTE 240M, BT.2020 (constant and non-constant luminance).
 SWSCALE_MATRICES = {1: 1, 4: 4, 5: 5, 6: 5, 7: 7, 9: 9, 10: 9}
 BT601, LIMITED_RANGE = 5, 1
+
+
+def _hdr10_options(codec: str, hdr10: dict[str, str]) -> dict[str, str]:
+    """The encoder options that write a source's HDR10 metadata into the stream (SEI)."""
+    if not hdr10:
+        return {}
+    if codec == "h265":
+        return {"x265-params": ":".join(["hdr10=1", *(f"{name}={value}" for name, value in hdr10.items())])}
+    names = {"master-display": "mastering-display", "max-cll": "cll"}  # x264's names
+    return {"x264-params": ":".join(f"{names[name]}={value}" for name, value in hdr10.items())}
 
 
 def _output_format(codec: str, like: VideoInfo, *, gray: bool, rgb: bool) -> str:

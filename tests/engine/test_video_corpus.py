@@ -246,3 +246,22 @@ def test_a_pipe_that_is_no_y4m_is_refused(tmp_path: Path) -> None:
     assert run.returncode == 1
     assert "standard input: not a y4m (yuv4mpegpipe) stream" in run.stderr.decode()
     assert b"Traceback" not in run.stderr and not list(tmp_path.iterdir())
+
+
+MASTER_DISPLAY = "G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,50)"  # P3 D65, 1000 nits
+
+
+@pytest.mark.parametrize(("codec", "name"), [("h265", "out.mkv"), ("h264", "out.mp4")])
+def test_hdr10_metadata_is_kept_with_the_bt2020_pq_tags(corpus: Path, tmp_path: Path, codec: str, name: str) -> None:
+    hdr10 = "hdr10=1:colorprim=bt2020:transfer=smpte2084:colormatrix=bt2020nc:log-level=error"
+    spec = ClipSpec(
+        "hdr10.mkv", "libx265", pixel_format="yuv420p10le", frames=10,
+        options={"x265-params": f"{hdr10}:master-display={MASTER_DISPLAY}:max-cll=1000,400"},
+    )  # fmt: skip
+    source = write_clip(tmp_path, spec)
+    params = NLMParams(h=10, patch_radius=1, search_radius=1, frames_past=0, frames_future=0)
+    denoise_file(source, tmp_path / name, params, backend="cpu", codec=codec, preset="ultrafast")
+    with VideoReader(tmp_path / name) as reader:
+        assert reader.info.hdr10 == {"master-display": MASTER_DISPLAY, "max-cll": "1000,400"}
+        assert reader.info.color == {"primaries": 9, "trc": 16, "colorspace": 9, "range": 1}  # BT.2020, PQ
+        assert reader.info.bit_depth == 10
