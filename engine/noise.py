@@ -59,9 +59,10 @@ class NoiseEstimate:
         Residual pixels used.
     warning : str or None
         Why the estimate may be poor (a region too textured, footage that looks clean).
-    method : {"spatial", "temporal", "region"}
+    method : {"spatial", "temporal", "region", "synthetic"}
         Where the residuals came from: high-pass residuals of flat blocks, temporal differences
-        of flat blocks that stay still, or the user's region.
+        of flat blocks that stay still, or the user's region; "synthetic" for noise of a known
+        covariance (``engine.preview.SyntheticNoise.estimate``), measured from nothing.
     """
 
     covariance: np.ndarray

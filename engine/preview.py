@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -19,10 +19,12 @@ import numpy as np
 from .denoiser import Denoiser
 from .frames import from_float32, to_float32
 from .metrics import psnr
-from .noise import add_noise
+from .noise import NoiseEstimate, add_noise
 from .params import NLMParams
 
 NOISE_CACHE_FRAMES = 24  # noisy frames kept, so that a slider change does not redraw the noise
+DIFFERENCE_GAIN = 4  # the difference view shows |before - after| times this, so that removed noise shows
+PLAYING_NOTE = "playing: PSNR shows when paused"
 
 
 class FrameSource(Protocol):
@@ -31,6 +33,8 @@ class FrameSource(Protocol):
     def __len__(self) -> int: ...
 
     def frame(self, index: int) -> np.ndarray: ...
+
+    def frames(self, start: int = 0) -> Iterator[np.ndarray]: ...
 
 
 class ArrayFrames:
@@ -44,6 +48,9 @@ class ArrayFrames:
 
     def frame(self, index: int) -> np.ndarray:
         return self._frames[index]
+
+    def frames(self, start: int = 0) -> Iterator[np.ndarray]:
+        return iter(self._frames[start:])
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,11 @@ class SyntheticNoise:
         """C x C covariance in full-scale units."""
         shape = np.full((channels, channels), self.correlation) + (1 - self.correlation) * np.eye(channels)
         return shape * (self.sigma / 255) ** 2
+
+    def estimate(self, channels: int = 3) -> NoiseEstimate:
+        """This noise as ``estimate_noise`` would report it, exactly: for ``suggest_h`` and
+        ``apply_estimate``, so that h follows the synthetic sigma as it follows an estimate."""
+        return NoiseEstimate(self.covariance(channels), regions=[], samples=0, method="synthetic")
 
 
 @dataclass(frozen=True)
@@ -88,6 +100,16 @@ class Preview:
 
 def _uint8(frame: np.ndarray) -> np.ndarray:
     return frame if frame.dtype == np.uint8 else from_float32(to_float32(frame), np.dtype(np.uint8))
+
+
+def difference_image(before: np.ndarray, after: np.ndarray, gain: float = DIFFERENCE_GAIN) -> np.ndarray:
+    """What the filter removed, for a difference view: |before - after| x ``gain``, uint8.
+
+    Noise shows as fine grain; edges or texture that show up here are detail the filter took away
+    (lower h, or a smaller search window).
+    """
+    difference = np.abs(before.astype(np.int16) - after.astype(np.int16)) * gain
+    return np.minimum(difference, 255).astype(np.uint8)
 
 
 class _NoisyClip(Sequence):
@@ -137,12 +159,7 @@ class Previewer:
             return frame
         key = (index, noise)
         if key not in self._noisy:
-            channels = frame.shape[-1] if frame.ndim == 3 else 1
-            self._noisy[key] = add_noise(
-                frame.reshape(*frame.shape[:2], channels),
-                noise.covariance(channels),
-                seed=noise.seed * 1_000_003 + index,
-            ).reshape(frame.shape)
+            self._noisy[key] = _with_noise(frame, index, noise)
             if len(self._noisy) > NOISE_CACHE_FRAMES:
                 self._noisy.popitem(last=False)
         return self._noisy[key]
@@ -153,6 +170,48 @@ class Previewer:
         if noise is None or noise.sigma == 0:
             return np.asarray(self.source.frame(index))
         return self.noisy_frame(index, noise)
+
+    def play(self, start: int, stop: int, params: NLMParams, noise: SyntheticNoise | None = None) -> Iterator[Preview]:
+        """Frames ``start`` to ``stop - 1`` denoised in order, for playback, the way export runs:
+        the clip is decoded once, in order, each frame is uploaded once (``Denoiser.export_stream``)
+        and, on the GPU, converted to uint8 there.
+
+        ``after`` equals ``render``'s on the CPU, and is within one level of it on the GPU (float32
+        rounding on a half step). PSNR is not computed (it would cost more than the filter on the
+        GPU): ``psnr_note`` says so.
+        """
+        denoiser = self.denoiser
+        denoiser.params = params
+        first = max(0, start - params.frames_past)
+        end = min(len(self.source), stop + params.frames_future)
+        read: dict[int, np.ndarray] = {}
+
+        def frames() -> Iterator[np.ndarray]:
+            for index, frame in zip(range(first, end), self.source.frames(first), strict=False):
+                read[index] = frame if noise is None or noise.sigma == 0 else _with_noise(frame, index, noise)
+                yield read[index]
+
+        outputs = denoiser.export_stream(frames(), np.uint8)
+        try:
+            for index in range(first, stop):
+                started = time.perf_counter()
+                after = next(outputs)
+                engine_ms = (time.perf_counter() - started) * 1000
+                before = read.pop(index)
+                if index >= start:
+                    yield Preview(
+                        index,
+                        _uint8(before),
+                        after.reshape(before.shape),
+                        None,
+                        None,
+                        PLAYING_NOTE,
+                        engine_ms,
+                        denoiser.backend,
+                        denoiser.device_name,
+                    )
+        finally:
+            outputs.close()
 
     def render(self, index: int, params: NLMParams, noise: SyntheticNoise | None = None) -> Preview:
         """Denoise frame ``index`` with ``params``; PSNR against the clean frame where there is one."""
@@ -181,3 +240,13 @@ class Previewer:
             backend=denoiser.backend,
             device_name=denoiser.device_name,
         )
+
+
+def _with_noise(frame: np.ndarray, index: int, noise: SyntheticNoise) -> np.ndarray:
+    """Frame ``index`` (any dtype) as float32 with ``noise`` added: the same noise for the same frame."""
+    image = to_float32(np.asarray(frame))
+    channels = image.shape[-1] if image.ndim == 3 else 1
+    noisy = add_noise(
+        image.reshape(*image.shape[:2], channels), noise.covariance(channels), seed=noise.seed * 1_000_003 + index
+    )
+    return noisy.reshape(image.shape)

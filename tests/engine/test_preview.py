@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from engine import Denoiser, NLMParams, psnr
+from engine import Denoiser, NLMParams, psnr, suggest_h
 from engine.frames import from_float32, to_float32
-from engine.preview import ArrayFrames, Previewer, SyntheticNoise
+from engine.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
 
 PARAMS = NLMParams(h=40, patch_radius=2, search_radius=2)
 
@@ -63,3 +63,30 @@ def test_psnr_against_the_clip_in_synthetic_mode_and_against_a_reference(clip) -
 def test_nonsense_synthetic_noise_is_refused(kwargs, message) -> None:
     with pytest.raises(ValueError, match=message):
         SyntheticNoise(**kwargs)
+
+
+def test_play_yields_the_renders_of_consecutive_frames(clip) -> None:
+    params = NLMParams(h=40, patch_radius=2, search_radius=2, frames_past=2, frames_future=1)
+    noise = SyntheticNoise(20, seed=2)
+    previewer = Previewer(ArrayFrames(clip), "cpu")
+    played = list(previewer.play(1, 4, params, noise))
+    assert [preview.index for preview in played] == [1, 2, 3]
+    for preview in played:
+        # Streaming equals random access (DESIGN.md §1), and on the CPU both round the same float32.
+        still = Previewer(ArrayFrames(clip), "cpu").render(preview.index, params, noise)
+        np.testing.assert_array_equal(preview.after, still.after)
+        np.testing.assert_array_equal(preview.before, still.before)
+        assert preview.psnr_after is None and "paused" in preview.psnr_note
+
+
+def test_synthetic_noise_as_an_estimate_gives_h_from_its_sigma() -> None:
+    estimate = SyntheticNoise(25, 0.5).estimate()
+    assert estimate.method == "synthetic" and estimate.average_sigma == pytest.approx(25)
+    h = suggest_h(estimate, PARAMS)
+    assert 1.5 * 25 < h < 2.5 * 25 and h > 1.8 * suggest_h(SyntheticNoise(12.5, 0.5).estimate(), PARAMS)
+
+
+def test_the_difference_image_is_what_the_filter_removed_amplified() -> None:
+    before = np.array([[[10, 200, 0]]], np.uint8)
+    after = np.array([[[12, 100, 0]]], np.uint8)
+    np.testing.assert_array_equal(difference_image(before, after, gain=4), [[[8, 255, 0]]])
