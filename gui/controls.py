@@ -56,7 +56,7 @@ class LinkedSlider(QWidget):
         layout.addWidget(self.slider, 1)
         layout.addWidget(self.spin)
         self.slider.valueChanged.connect(lambda position: self.setValue(position / self._scale))
-        self.spin.valueChanged.connect(self.setValue)
+        self.spin.valueChanged.connect(self._typed)
 
     def value(self) -> float:
         return self.spin.value()
@@ -69,6 +69,13 @@ class LinkedSlider(QWidget):
             widget.blockSignals(False)
         if changed:
             self.valueChanged.emit(self.spin.value())
+
+    def _typed(self, value: float) -> None:
+        """The spin box changed (typed, arrows, keys): it already shows ``value``; move the slider."""
+        self.slider.blockSignals(True)
+        self.slider.setValue(round(value * self._scale))
+        self.slider.blockSignals(False)
+        self.valueChanged.emit(value)
 
     def setToolTip(self, text: str) -> None:  # noqa: N802 (Qt's naming)
         for widget in (self, self.slider, self.spin):

@@ -1,8 +1,9 @@
-"""Export: a dialog for the output's settings and a background job running ``denoise_file``."""
+"""Export: a dialog for the output's settings, and a queue of background jobs running ``denoise_file``."""
 
 from __future__ import annotations
 
 import threading
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -43,9 +45,13 @@ class ExportSettings:
 
 
 class ExportDialog(QDialog):
-    """Output path, codec, quality and frame range; audio and subtitles are always copied."""
+    """Output path, codec, quality and range (from the in and out marks); audio and subtitles are
+    always copied. The Export button adds the export to the queue; a file that exists is named
+    in the dialog and replaced."""
 
-    def __init__(self, parent: QWidget | None, source: Path, info: VideoInfo) -> None:
+    def __init__(
+        self, parent: QWidget | None, source: Path, info: VideoInfo, start: float = 0.0, duration: float | None = None
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Export denoised clip")
         self._info = info
@@ -62,17 +68,24 @@ class ExportDialog(QDialog):
         self.crf.setToolTip("Constant rate factor: lower is better quality and a bigger file (H.264 / H.265)")
         seconds = info.duration or info.frame_count / float(info.frame_rate)
         self.start = QDoubleSpinBox()
+        self.start.setDecimals(3)
         self.start.setRange(0, seconds)
+        self.start.setValue(start)
         self.start.setSuffix(" s")
         self.duration = QDoubleSpinBox()
+        self.duration.setDecimals(3)
         self.duration.setRange(0, seconds)
-        self.duration.setValue(seconds)
+        self.duration.setValue(seconds - start if duration is None else duration)
         self.duration.setSuffix(" s")
+        self.replaces = QLabel()
+        self.replaces.setWordWrap(True)
+        self.path.textChanged.connect(self._path_changed)
         path_row = QHBoxLayout()
         path_row.addWidget(self.path, 1)
         path_row.addWidget(browse)
         form = QFormLayout()
         form.addRow("Output", path_row)
+        form.addRow("", self.replaces)
         form.addRow("Codec", self.codec)
         form.addRow("Quality (CRF)", self.crf)
         form.addRow("Start", self.start)
@@ -80,12 +93,19 @@ class ExportDialog(QDialog):
         streams = f"{info.other_streams} audio / subtitle stream(s) copied unchanged" if info.other_streams else ""
         form.addRow("", QLabel(streams or "no audio or subtitle streams to copy"))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Export")
+        self.export_button = buttons.button(QDialogButtonBox.StandardButton.Ok)
+        self.export_button.setText("Export")
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(buttons)
+        self._path_changed()
+
+    def _path_changed(self) -> None:
+        exists = Path(self.path.text()).expanduser().exists()
+        self.replaces.setText("This file exists and will be replaced." if exists else "")
+        self.replaces.setVisible(exists)
 
     def _browse(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export to", self.path.text())
@@ -108,6 +128,12 @@ class ExportDialog(QDialog):
             start=self.start.value(),
             duration=None if self.start.value() + duration >= full else duration,
         )
+
+    def describe(self) -> str:
+        """The range and codec in words, for the queue's rows."""
+        settings = self.settings()
+        end = "the end" if settings.duration is None else f"{settings.start + settings.duration:.2f} s"
+        return f"{settings.start:.2f} s to {end}, {settings.codec}"
 
 
 class ExportJob(QObject):
@@ -158,6 +184,9 @@ class ExportJob(QObject):
             self.failed.emit("Export cancelled; no file was written.")
         except (VideoError, OSError, ValueError, MemoryError, GpuOutOfMemoryError, BackendUnavailableError) as error:
             self.failed.emit(f"Export failed: {error}")
+        except Exception as error:  # a bug must still end the job, or the queue would wait on it forever
+            traceback.print_exc()
+            self.failed.emit(f"Export failed: {type(error).__name__}: {error}")
         else:
             self.finished.emit(
                 f"Exported {summary.frames} frames to {settings.target.name} in {summary.seconds:.1f} s "
@@ -167,24 +196,105 @@ class ExportJob(QObject):
             self.thread.quit()
 
 
-class ExportProgress(QWidget):
-    """The progress bar, fps, ETA and Cancel shown in the window while an export runs."""
+class ExportRow(QWidget):
+    """One export in the queue: its file and range, a progress bar with fps and ETA, and Cancel."""
 
-    def __init__(self) -> None:
+    def __init__(self, source: Path, settings: ExportSettings, params: NLMParams, backend: str, range_text: str):
         super().__init__()
+        self.job = ExportJob(source, settings, params, backend)
+        self.name = QLabel(f"{settings.target.name} ({range_text})")
+        self.name.setToolTip(str(settings.target))
+        self.name.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.bar = QProgressBar()
-        self.label = QLabel()
-        self.cancel = QPushButton("Cancel export")
+        self.status = QLabel("waiting")
+        self.cancel = QPushButton("Cancel")
+        self.cancel.setToolTip("Stop this export (no file is left) or take it off the queue")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(QLabel("Exporting"))
-        layout.addWidget(self.bar, 1)
-        layout.addWidget(self.label)
+        layout.addWidget(self.name, 2)
+        layout.addWidget(self.bar, 3)
+        layout.addWidget(self.status, 2)
         layout.addWidget(self.cancel)
+        self.job.progressed.connect(self.show_progress)
 
     def show_progress(self, done: int, total: int, seconds: float) -> None:
         self.bar.setRange(0, total)
         self.bar.setValue(done)
         fps = done / seconds if seconds > 0 else 0.0
         eta = f"{(total - done) / fps:.0f} s" if fps > 0 else "…"
-        self.label.setText(f"{done}/{total} frames, {fps:.1f} fps, ETA {eta}")
+        self.status.setText(f"{done}/{total} frames, {fps:.1f} fps, ETA {eta}")
+
+
+class ExportQueue(QWidget):
+    """Exports run one after another in the background, each shown as a row until it ends.
+
+    ``finished`` carries a finished export's summary, ``failed`` why one did not finish
+    (cancelling included).
+    """
+
+    finished = Signal(str)
+    failed = Signal(str)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[ExportRow] = []
+        self.running: ExportRow | None = None
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self.title = QLabel()
+        self._layout.addWidget(self.title)
+        self.hide()
+
+    def add(self, source: Path, settings: ExportSettings, params: NLMParams, backend: str, range_text: str) -> None:
+        """Queue an export of ``source``; it starts once the ones before it have ended."""
+        row = ExportRow(source, settings, params, backend, range_text)
+        row.cancel.clicked.connect(lambda: self.cancel(row))
+        row.job.finished.connect(self._ended)
+        row.job.failed.connect(self._ended)
+        row.job.finished.connect(self.finished)
+        row.job.failed.connect(self.failed)
+        self.rows.append(row)
+        self._layout.addWidget(row)
+        self._start_next()
+
+    def cancel(self, row: ExportRow) -> None:
+        """Stop ``row``'s export if it runs (its partial file is removed), else take it off the queue."""
+        if row is self.running:
+            row.job.cancel()
+        elif row in self.rows:
+            self._remove(row)
+
+    def stop(self) -> None:
+        """Empty the queue, stop the running export and join its thread (the window is closing)."""
+        for row in [row for row in self.rows if row is not self.running]:
+            self._remove(row)
+        if self.running is not None:
+            self.running.job.cancel()
+            self.running.job.wait()
+            self._remove(self.running)
+            self.running = None
+
+    def _start_next(self) -> None:
+        if self.running is None and self.rows:
+            self.running = self.rows[0]
+            self.running.status.setText("starting…")
+            self.running.bar.setRange(0, 0)  # busy until the first frame
+            self.running.job.start()
+        self._refresh()
+
+    def _ended(self) -> None:
+        row, self.running = self.running, None
+        if row is not None:
+            row.job.wait()
+            self._remove(row)
+        self._start_next()
+
+    def _remove(self, row: ExportRow) -> None:
+        self.rows.remove(row)
+        self._layout.removeWidget(row)
+        row.deleteLater()
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self.title.setText(f"Exports: {len(self.rows)} in the queue, one at a time" if len(self.rows) > 1 else "Export")
+        self.setVisible(bool(self.rows))

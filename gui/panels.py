@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -24,6 +25,16 @@ from engine.preview import Preview, SyntheticNoise
 
 def _matrix_text(matrix: np.ndarray, digits: int = 2) -> str:
     return "\n".join("  ".join(f"{value:+.{digits}f}" for value in row) for row in matrix)
+
+
+def wrapping_label(text: str = "") -> QLabel:
+    """A label that wraps to the panel's width and never widens it: a word longer than the width
+    (a path, an error) is cut at the edge; the whole text is in the tooltip."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    label.setMinimumWidth(1)
+    return label
 
 
 class NoisePanel(QGroupBox):
@@ -59,7 +70,7 @@ class NoisePanel(QGroupBox):
         self.estimate = QPushButton("Estimate noise")
         self.estimate.setToolTip("Find flat regions by themselves and measure the noise there")
         self.draw_region = QPushButton("Draw region")
-        self.draw_region.setToolTip("Show a rectangle on the before view; drag it onto a flat area")
+        self.draw_region.setToolTip("Then drag a rectangle over a flat area of the picture with the mouse")
         self.use_region = QPushButton("Use this region")
         self.use_region.setEnabled(False)
         self.reference = QPushButton("Reference clip…")
@@ -67,10 +78,9 @@ class NoisePanel(QGroupBox):
         buttons = QHBoxLayout()
         for button in (self.estimate, self.draw_region, self.use_region):
             buttons.addWidget(button)
-        self.result = QLabel("No estimate yet.")
-        self.result.setWordWrap(True)
+        self.result = wrapping_label("No estimate yet.")
         self.matrices = QGridLayout()
-        self.correlation_text, self.transform_text = QLabel(), QLabel()
+        self.correlation_text, self.transform_text = wrapping_label(), wrapping_label()
         for column, (title, label) in enumerate((("Correlation", self.correlation_text), ("G", self.transform_text))):
             label.setStyleSheet("font-family: monospace")
             self.matrices.addWidget(QLabel(title), 0, column)
@@ -95,6 +105,24 @@ class NoisePanel(QGroupBox):
             return None
         return SyntheticNoise(self.sigma.value(), self.correlation.value(), self.seed.value())
 
+    def settings(self) -> dict:
+        """The synthetic noise's controls, for the clip's saved settings."""
+        return {
+            "on": self.synthetic.isChecked(),
+            "sigma": self.sigma.value(),
+            "correlation": self.correlation.value(),
+            "seed": self.seed.value(),
+        }
+
+    def restore(self, settings: dict) -> None:
+        """Show saved ``settings`` and emit ``synthetic_changed`` once."""
+        self.blockSignals(True)
+        for widget, key in ((self.sigma, "sigma"), (self.correlation, "correlation"), (self.seed, "seed")):
+            widget.setValue(settings.get(key, widget.value()))
+        self.synthetic.setChecked(bool(settings.get("on", False)))
+        self.blockSignals(False)
+        self.synthetic_changed.emit()
+
     def show_estimate(self, estimate: NoiseEstimate, transform: np.ndarray | None, h: float) -> None:
         sigma = ", ".join(f"{s:.2f}" for s in estimate.sigma)
         source = {"spatial": "flat blocks", "temporal": "still flat blocks", "region": "your region"}[estimate.method]
@@ -109,6 +137,7 @@ class NoisePanel(QGroupBox):
         if estimate.warning:
             lines.append(f"Warning: {estimate.warning}")
         self.result.setText("\n".join(lines))
+        self.result.setToolTip("\n".join(lines))
         self.correlation_text.setText(_matrix_text(estimate.correlation))
         try:
             self.transform_text.setText(_matrix_text(estimate.color_transform()))
@@ -117,24 +146,30 @@ class NoisePanel(QGroupBox):
 
 
 class Readouts(QWidget):
-    """FPS and engine time (refreshed once a second by the window), PSNR, estimated sigma."""
+    """Speed (refreshed once a second by the window), PSNR, estimated sigma."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.fps, self.psnr, self.sigma = QLabel("-"), QLabel("-"), QLabel("not estimated")
-        for label in (self.fps, self.psnr):
-            label.setWordWrap(True)
+        self.fps, self.psnr, self.sigma = wrapping_label("-"), wrapping_label("-"), wrapping_label("not estimated")
         form = QFormLayout(self)
         form.addRow("Speed", self.fps)
         form.addRow("PSNR", self.psnr)
         form.addRow("Noise sigma", self.sigma)
 
-    def show_speed(self, previews_per_second: int, engine_ms: float | None, device: str) -> None:
-        """Previews shown in the last second ("idle" when none), the engine's time for the last
-        one, in ms, and the device it ran on."""
-        parts = [f"{previews_per_second} frames/s" if previews_per_second else "idle"]
-        parts.append(f"last frame {engine_ms:.1f} ms" if engine_ms is not None else "no frame yet")
+    def show_still(self, engine_ms: float | None, device: str, rendering_seconds: float | None) -> None:
+        """A still frame: ``rendering_seconds`` since the engine started on the next one (None when
+        it is idle), the engine's time for the last one, in ms and frames per second, and its device."""
+        parts = [] if rendering_seconds is None else [f"rendering… {rendering_seconds:.0f} s"]
+        if engine_ms is None:
+            parts.append("no frame yet")
+        else:
+            parts.append(f"last frame {engine_ms:.1f} ms ({1000 / max(engine_ms, 1e-3):.2f} frames/s)")
         self.fps.setText(" · ".join(parts + ([device] if device else [])))
+
+    def show_playback(self, shown_per_second: float, render_fps: float | None, rendered: int, total: int) -> None:
+        """Playing: frames shown in the last second, the render-ahead's rate, frames rendered of all."""
+        rate = "starting" if render_fps is None else f"render-ahead {render_fps:.1f} frames/s"
+        self.fps.setText(f"playing {shown_per_second:.1f} frames/s · {rate} · rendered {rendered}/{total}")
 
     def show_psnr(self, preview: Preview) -> None:
         if preview.psnr_after is None:
@@ -146,4 +181,5 @@ class Readouts(QWidget):
             )
 
     def show_sigma(self, estimate: NoiseEstimate) -> None:
-        self.sigma.setText(", ".join(f"{s:.2f}" for s in estimate.sigma) + " levels")
+        source = " (synthetic)" if estimate.method == "synthetic" else ""
+        self.sigma.setText(", ".join(f"{s:.2f}" for s in estimate.sigma) + " levels" + source)

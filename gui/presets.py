@@ -1,15 +1,32 @@
-"""Parameter presets: JSON files of the filter's fields, validated on load."""
+"""Parameter presets: JSON files of the filter's fields, validated on load.
+
+A preset's strength is relative to the noise: ``"strength": 1.0`` is the h that ``suggest_h``
+finds best for the clip's noise (estimated, or the synthetic noise) and the preset's window;
+0.7 is lighter, 1.3 stronger. An absolute ``"h"`` in levels is taken as it is.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from engine import NLMParams
 
 PRESET_FOLDER = Path(__file__).resolve().parent.parent / "resources" / "presets"
 FIELDS = ("h", "patch_radius", "search_radius", "frames_past", "frames_future", "weighting")
+STRENGTH_RANGE = (0.1, 5.0)  # multiples of the suggested h
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A preset's parameters, and its ``strength`` (a multiple of the suggested h) if it has one;
+    then ``params.h`` is a placeholder until the noise is known."""
+
+    params: NLMParams
+    strength: float | None = None
 
 
 class PresetError(ValueError):
@@ -21,7 +38,7 @@ def shipped_presets() -> dict[str, Path]:
     return {path.stem: path for path in sorted(PRESET_FOLDER.glob("*.json"))}
 
 
-def load_preset(path: Path) -> NLMParams:
+def load_preset(path: Path) -> Preset:
     """Read a preset; every field is optional, unknown fields and bad values are refused."""
     try:
         fields = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -29,18 +46,31 @@ def load_preset(path: Path) -> NLMParams:
         raise PresetError(f"{path}: not a readable preset ({error})") from None
     if not isinstance(fields, dict):
         raise PresetError(f'{path}: a preset is a JSON object of parameters, like {{"h": 25}}')
-    unknown = sorted(set(fields) - set(FIELDS))
+    unknown = sorted(set(fields) - {*FIELDS, "strength"})
     if unknown:
-        raise PresetError(f"{path}: unknown field(s) {', '.join(unknown)}; known: {', '.join(FIELDS)}")
+        raise PresetError(f"{path}: unknown field(s) {', '.join(unknown)}; known: strength, {', '.join(FIELDS)}")
+    strength = fields.pop("strength", None)
+    if strength is not None and "h" in fields:
+        raise PresetError(f"{path}: give either strength (relative to the noise) or h (in levels), not both")
+    low, high = STRENGTH_RANGE
+    if strength is not None and not (isinstance(strength, (int, float)) and math.isfinite(strength)):
+        raise PresetError(f"{path}: strength must be a number in {low}..{high}, got {strength!r}")
+    if strength is not None and not low <= strength <= high:
+        raise PresetError(f"{path}: strength must be a number in {low}..{high}, got {strength!r}")
     try:
-        return NLMParams(**{"h": 20.0, **fields})
+        return Preset(NLMParams(**{"h": 20.0, **fields}), None if strength is None else float(strength))
     except (TypeError, ValueError) as error:
         raise PresetError(f"{path}: {error}") from None
 
 
-def save_preset(path: Path, params: NLMParams) -> None:
-    """Write the parameters (not the color transform, which belongs to a clip's noise)."""
+def save_preset(path: Path, params: NLMParams, strength: float | None = None) -> None:
+    """Write the parameters (not the color transform, which belongs to a clip's noise): with
+    ``strength`` instead of h when given, so that the preset follows the next clip's noise."""
     path = Path(path)
+    fields = {name: getattr(params, name) for name in FIELDS}
+    if strength is not None:
+        del fields["h"]
+        fields = {"strength": round(strength, 3), **fields}
     temporary = path.with_name(f".{path.name}.part")
-    temporary.write_text(json.dumps({name: getattr(params, name) for name in FIELDS}, indent=1) + "\n")
+    temporary.write_text(json.dumps(fields, indent=1) + "\n")
     os.replace(temporary, path)

@@ -1,117 +1,222 @@
-"""Before and after views: side by side, or one split view with a draggable divider.
+"""The picture: before and after split by a draggable divider, side by side, flipped, or their difference.
 
-Zoom and pan are locked together; the before view also draws the regions the noise estimate
-used and the rectangle the user drags for "Use this region".
+Every mode but side by side is one pane. Side by side is two panes of the same size showing the
+same area of the frame: zoom and pan in either moves both. The left pane also draws the regions
+the noise estimate used (which can be hidden) and the rectangle for "Use this region", drawn
+with the mouse.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, QTimer
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPen
-from PySide6.QtWidgets import QGraphicsRectItem
+from PySide6.QtWidgets import QGraphicsRectItem, QGraphicsTextItem
+
+from engine.preview import difference_image
 
 pg.setConfigOptions(imageAxisOrder="row-major", antialias=False)
 
 REGION_COLOR = QColor(255, 200, 0)
+ROI_COLOR = QColor(0, 200, 255)
 REGIONS_DRAWN = 64  # at most this many boxes are outlined (strong noise makes most blocks "flat")
+MODES = ("split", "side", "before", "after", "difference")
+TITLES = {
+    "split": "Before | After (drag the line)",
+    "before": "Before (noisy)",
+    "after": "After (denoised)",
+    "difference": "Difference: what the filter removed (x4)",
+}
 
 
-def _image_view() -> pg.ViewBox:
-    view = pg.ViewBox(lockAspect=True, invertY=True, enableMenu=False)
-    view.setBackgroundColor(QColor(30, 30, 30))
-    return view
+class FrameViewBox(pg.ViewBox):
+    """A pane showing a frame; while ``drawing``, a left drag draws a rectangle instead of panning."""
+
+    rectangle_drawn = Signal(object)  # (x, y, width, height) in whole frame pixels, inside the frame
+
+    def __init__(self) -> None:
+        super().__init__(lockAspect=True, invertY=True, enableMenu=False)
+        self.setBackgroundColor(QColor(30, 30, 30))
+        self.drawing = False
+        self.frame_rect: QRectF | None = None
+        self._rubber_band = QGraphicsRectItem()
+        pen = QPen(ROI_COLOR)
+        pen.setCosmetic(True)
+        pen.setStyle(Qt.PenStyle.DashLine)
+        self._rubber_band.setPen(pen)
+        self._rubber_band.setZValue(30)
+        self._rubber_band.hide()
+        self.addItem(self._rubber_band, ignoreBounds=True)
+
+    def mouseDragEvent(self, event, axis=None) -> None:  # noqa: N802 (pyqtgraph's naming)
+        if not self.drawing or self.frame_rect is None or event.button() != Qt.MouseButton.LeftButton:
+            return super().mouseDragEvent(event, axis)
+        event.accept()
+        corners = QRectF(self.mapSceneToView(event.buttonDownScenePos()), self.mapSceneToView(event.scenePos()))
+        rect = corners.normalized().intersected(self.frame_rect)
+        self._rubber_band.setRect(rect)
+        self._rubber_band.setVisible(not event.isFinish())
+        if event.isFinish():
+            self.drawing = False
+            self.setCursor(Qt.CursorShape.ArrowCursor)
+            left, top = math.floor(rect.left()), math.floor(rect.top())
+            width, height = math.ceil(rect.right()) - left, math.ceil(rect.bottom()) - top
+            if width > 0 and height > 0:
+                self.rectangle_drawn.emit((left, top, width, height))
+
+    def start_drawing(self) -> None:
+        """The next left drag draws a rectangle (clamped to the frame)."""
+        self.drawing = True
+        self.setCursor(Qt.CursorShape.CrossCursor)
+
+
+def _title_html(text: str) -> str:
+    return f'<span style="background-color: rgba(0, 0, 0, 160); color: white">&nbsp;{text}&nbsp;</span>'
+
+
+def _title(view: FrameViewBox) -> QGraphicsTextItem:
+    """A pane's title, in its top-left corner over the picture (it does not move with zoom and pan)."""
+    title = QGraphicsTextItem(view)
+    title.setPos(4, 4)
+    title.setZValue(40)
+    return title
 
 
 class ComparisonView(pg.GraphicsLayoutWidget):
-    """Two linked image views (before | after) or one split view (before left of the divider)."""
+    """The before and after frames in one of ``MODES``; emits ``region_drawn`` after a drawn rectangle."""
 
+    region_drawn = Signal(object)  # (x, y, width, height)
     _fitted = True  # until the user zooms or pans, the frame is kept fitted to the view
 
     def __init__(self) -> None:
         super().__init__()
-        self.before_view, self.after_view = _image_view(), _image_view()
-        self.before_label = self.addLabel("Before (noisy)", row=0, col=0)
-        self.after_label = self.addLabel("After (denoised)", row=0, col=1)
-        self.addItem(self.before_view, row=1, col=0)
-        self.addItem(self.after_view, row=1, col=1)
-        self.after_view.setXLink(self.before_view)
-        self.after_view.setYLink(self.before_view)
-        self.before_image, self.after_image, self.split_image = pg.ImageItem(), pg.ImageItem(), pg.ImageItem()
-        self.before_view.addItem(self.before_image)
+        self.main_view, self.after_view = FrameViewBox(), FrameViewBox()
+        self.main_label, self.after_label = _title(self.main_view), _title(self.after_view)
+        self.after_label.setHtml(_title_html(TITLES["after"]))
+        self.main_image, self.after_image, self.split_image = pg.ImageItem(), pg.ImageItem(), pg.ImageItem()
+        self.main_view.addItem(self.main_image)
         self.after_view.addItem(self.after_image)
-        self.before_view.addItem(self.split_image)
+        self.main_view.addItem(self.split_image)
         self.divider = pg.InfiniteLine(angle=90, movable=True, pen=pg.mkPen("w", width=2))
         self.divider.setZValue(10)
-        self.before_view.addItem(self.divider)
+        self.main_view.addItem(self.divider)
         self.divider.sigPositionChanged.connect(self._draw_split)
         self.region_items: list[QGraphicsRectItem] = []
+        self.regions_visible = True
         self.roi: pg.RectROI | None = None
+        self._before: np.ndarray | None = None
         self._after: np.ndarray | None = None
         self._shape: tuple[int, ...] | None = None
-        self.split = False
-        self.before_view.sigRangeChangedManually.connect(self._user_moved)
-        self.set_split(True)
+        self._linking = False
+        self.mode = "split"
+        self.main_view.sigRangeChangedManually.connect(self._user_moved)
+        self.after_view.sigRangeChangedManually.connect(self._user_moved)
+        self.main_view.sigRangeChanged.connect(lambda: self._link(self.main_view, self.after_view))
+        self.after_view.sigRangeChanged.connect(lambda: self._link(self.after_view, self.main_view))
+        self.main_view.rectangle_drawn.connect(self._drawn)
+        self.set_mode("split")
 
     def set_images(self, before: np.ndarray, after: np.ndarray) -> None:
         """Show uint8 frames (H, W[, C]); the view fits them when their size changes."""
         resized = before.shape != self._shape
-        self._shape, self._after = before.shape, after
-        self.before_image.setImage(before, levels=(0, 255), autoLevels=False)
-        self.after_image.setImage(after, levels=(0, 255), autoLevels=False)
+        self._shape, self._before, self._after = before.shape, before, after
         if resized:
+            self.main_view.frame_rect = QRectF(0, 0, before.shape[1], before.shape[0])
             self.divider.setBounds((0, before.shape[1]))
             self.divider.setValue(before.shape[1] / 2)
             self.fit()
-        self._draw_split()
+        self._draw()
 
-    def set_split(self, split: bool) -> None:
-        """One split view (True) or the two views side by side (False)."""
-        self.split = split
-        self.after_view.setVisible(not split)
-        self.after_label.setVisible(not split)
-        self.ci.layout.setColumnStretchFactor(1, 0 if split else 1)
-        self.before_label.setText("Before | After (drag the line)" if split else "Before (noisy)")
-        self.divider.setVisible(split)
-        self.split_image.setVisible(split)
+    def shown_image(self) -> np.ndarray | None:
+        """The frame the (left) pane shows whole: before, after or their difference."""
+        return self.main_image.image
+
+    def set_mode(self, mode: str) -> None:
+        """Show the frames as one of ``MODES``: split, side by side, before, after, difference."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        self.mode = mode
+        self.ci.clear()
+        self.addItem(self.main_view, row=0, col=0)
+        if mode == "side":
+            self.addItem(self.after_view, row=0, col=1)
+        self.ci.setGeometry(self.range)  # the layout's own size, not the one it shrank to while emptied
+        self.main_label.setHtml(_title_html("Before (noisy)" if mode == "side" else TITLES[mode]))
+        self.divider.setVisible(mode == "split")
+        self.split_image.setVisible(mode == "split")
+        self._draw()
+        QTimer.singleShot(0, self, self._after_layout)
+
+    def _draw(self) -> None:
+        if self._after is None:
+            return
+        main = {"after": self._after, "difference": None}.get(self.mode, self._before)
+        if main is None:
+            main = difference_image(self._before, self._after)
+        self.main_image.setImage(main, levels=(0, 255), autoLevels=False)
+        if self.mode == "side":
+            self.after_image.setImage(self._after, levels=(0, 255), autoLevels=False)
         self._draw_split()
-        if self._fitted:
-            QTimer.singleShot(0, self.fit)
 
     def _draw_split(self) -> None:
-        if not self.split or self._after is None:
+        if self.mode != "split" or self._after is None:
             return
         column = int(np.clip(round(self.divider.value()), 0, self._after.shape[1] - 1))
         self.split_image.setImage(self._after[:, column:], levels=(0, 255), autoLevels=False)
         self.split_image.setPos(column, 0)
 
+    def _link(self, source: FrameViewBox, target: FrameViewBox) -> None:
+        """Side by side: the other pane shows exactly the area this one shows (panes are equal)."""
+        if self._linking or self.mode != "side":
+            return
+        self._linking = True
+        try:
+            target.setRange(source.viewRect(), padding=0)
+        finally:
+            self._linking = False
+
+    def _after_layout(self) -> None:
+        """Once the layout has its new size: fit the frame again, or keep the panes together."""
+        if self.centralWidget is None:
+            return  # closed: pyqtgraph has cleared the scene
+        if self._fitted:
+            self.fit()
+        else:
+            self._sync_after()
+
+    def _sync_after(self) -> None:
+        self._link(self.main_view, self.after_view)
+
     def fit(self) -> None:
         """Show the whole frame (and keep it so while the view is resized, until the user zooms)."""
         self._fitted = True
         if self._shape is not None:
-            self.before_view.setRange(QRectF(0, 0, self._shape[1], self._shape[0]), padding=0)
+            self.main_view.setRange(QRectF(0, 0, self._shape[1], self._shape[0]), padding=0)
+            self._sync_after()
 
     def _user_moved(self, *_: object) -> None:
         self._fitted = False
 
     def resizeEvent(self, event: object) -> None:  # noqa: N802 (Qt's naming)
         super().resizeEvent(event)
-        if self._fitted:
-            QTimer.singleShot(0, self.fit)  # once the layout has the new size
+        QTimer.singleShot(0, self, self._after_layout)  # once the layout has the new size
 
     def actual_pixels(self) -> None:
         """One frame pixel per screen pixel, around the view's centre."""
-        rect = self.before_view.viewRect()
-        width, height = self.before_view.width(), self.before_view.height()
+        self._fitted = False
+        rect = self.main_view.viewRect()
+        width, height = self.main_view.width(), self.main_view.height()
         centre = rect.center()
-        self.before_view.setRange(QRectF(centre.x() - width / 2, centre.y() - height / 2, width, height), padding=0)
+        self.main_view.setRange(QRectF(centre.x() - width / 2, centre.y() - height / 2, width, height), padding=0)
 
     def show_regions(self, regions: list[tuple[int, int, int, int]]) -> None:
-        """Outline the boxes (x, y, w, h) the noise estimate used on the before view (an even
-        sample of at most REGIONS_DRAWN of them)."""
+        """Outline the boxes (x, y, w, h) the noise estimate used (an even sample of at most
+        REGIONS_DRAWN of them), shown or not as ``set_regions_visible`` says."""
         for item in self.region_items:
-            self.before_view.removeItem(item)
+            self.main_view.removeItem(item)
         self.region_items = []
         pen = QPen(REGION_COLOR)
         pen.setCosmetic(True)
@@ -119,21 +224,45 @@ class ComparisonView(pg.GraphicsLayoutWidget):
             item = QGraphicsRectItem(x, y, w, h)
             item.setPen(pen)
             item.setZValue(5)
-            self.before_view.addItem(item)
+            item.setVisible(self.regions_visible)
+            self.main_view.addItem(item)
             self.region_items.append(item)
 
+    def set_regions_visible(self, visible: bool) -> None:
+        """Show or hide the estimate's boxes and the drawn rectangle."""
+        self.regions_visible = visible
+        for item in [*self.region_items, *([self.roi] if self.roi is not None else [])]:
+            item.setVisible(visible)
+
+    def start_drawing_region(self) -> None:
+        """The next left drag on the (left) pane draws the region; panning resumes after it."""
+        self.main_view.start_drawing()
+
+    def _drawn(self, box: tuple[int, int, int, int]) -> None:
+        self.show_roi(box)
+        self.region_drawn.emit(box)
+
     def show_roi(self, box: tuple[int, int, int, int]) -> None:
-        """A rectangle the user can drag and resize on the before view."""
+        """A rectangle the user can move and resize, inside the frame."""
         if self.roi is not None:
-            self.before_view.removeItem(self.roi)
+            self.main_view.removeItem(self.roi)
         x, y, w, h = box
-        self.roi = pg.RectROI([x, y], [w, h], pen=pg.mkPen((0, 200, 255), width=2))
+        self.roi = pg.RectROI(
+            [x, y], [w, h], pen=pg.mkPen(ROI_COLOR, width=2), maxBounds=self.main_view.frame_rect, snapSize=1
+        )
         self.roi.setZValue(20)
-        self.before_view.addItem(self.roi)
+        self.roi.setVisible(self.regions_visible)
+        self.main_view.addItem(self.roi)
 
     def roi_box(self) -> tuple[int, int, int, int] | None:
-        """The dragged rectangle as (x, y, w, h) in whole pixels, or None."""
-        if self.roi is None:
+        """The rectangle as (x, y, w, h) in whole pixels inside the frame, or None."""
+        if self.roi is None or self._shape is None:
             return None
         (x, y), (w, h) = self.roi.pos(), self.roi.size()
-        return round(x), round(y), round(w), round(h)
+        left, top = max(0, round(x)), max(0, round(y))
+        right, bottom = min(self._shape[1], round(x + w)), min(self._shape[0], round(y + h))
+        return left, top, right - left, bottom - top
+
+    def pane_centre(self) -> QPointF:
+        """The left pane's centre in widget coordinates (for tests and scripts that click on it)."""
+        return self.mapFromScene(self.main_view.sceneBoundingRect().center())

@@ -4,6 +4,11 @@ The GUI thread only calls ``submit``, which records the request and returns at o
 worker's thread takes the latest request of each kind (older ones are dropped unseen) and
 answers with a signal carrying the request's number, so that the window can drop stale
 answers too. The GUI thread never waits on the engine.
+
+Playback: a ``PlayRequest`` makes an ``engine.playback.RenderAhead``, handed to the window by
+``playback_started``; between requests the worker renders its next frame, one frame per turn
+of its event loop so that new requests come first. The window takes frames from it and calls
+``wake`` when that made room.
 """
 
 from __future__ import annotations
@@ -14,13 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from engine import BackendUnavailableError, GpuOutOfMemoryError, NLMParams, estimate_noise
+from engine.playback import RenderAhead
 from engine.preview import Previewer, SyntheticNoise
 from engine.video import VideoError, VideoInfo, VideoReader
 
-ORDER = ("open", "estimate", "preview")  # a new clip first; an estimate before a preview
+ORDER = ("open", "estimate", "preview", "play")  # a new clip first; an estimate before a preview
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,17 @@ class OpenRequest:
 @dataclass(frozen=True)
 class PreviewRequest:
     index: int
+    params: NLMParams
+    noise: SyntheticNoise | None
+    backend: str
+
+
+@dataclass(frozen=True)
+class PlayRequest:
+    """Play frames ``start`` to ``stop - 1``; replaces the playback running, if any."""
+
+    start: int
+    stop: int
     params: NLMParams
     noise: SyntheticNoise | None
     backend: str
@@ -50,7 +67,9 @@ class PreviewWorker(QObject):
     opened = Signal(int, object)  # request number, VideoInfo
     rendered = Signal(int, object)  # request number, engine.preview.Preview
     estimated = Signal(int, object)  # request number, NoiseEstimate
+    playback_started = Signal(int, object)  # request number, engine.playback.RenderAhead
     failed = Signal(int, str, str)  # request number, kind ("open", "preview", "estimate", "backend"), message
+    busy_changed = Signal(bool)  # the engine started or stopped working
     _wake = Signal()
 
     def __init__(self) -> None:
@@ -59,14 +78,20 @@ class PreviewWorker(QObject):
         self._pending: dict[str, tuple[int, object]] = {}
         self._readers: list[VideoReader] = []
         self._previewer: Previewer | None = None
-        self.busy = threading.Event()  # set while the engine works (tests and the FPS readout)
-        self._wake.connect(self._process)
+        self._playback: tuple[int, RenderAhead] | None = None  # request number, the run
+        self._busy = False
+        # Queued even from the worker's own thread: a playback frame per turn of its event loop.
+        self._wake.connect(self._process, Qt.ConnectionType.QueuedConnection)
 
-    def submit(self, number: int, request: OpenRequest | PreviewRequest | EstimateRequest) -> None:
+    def submit(self, number: int, request: OpenRequest | PreviewRequest | EstimateRequest | PlayRequest) -> None:
         """Queue ``request`` (replacing any waiting one of its kind); returns at once."""
-        kind = {OpenRequest: "open", PreviewRequest: "preview", EstimateRequest: "estimate"}[type(request)]
+        kind = {OpenRequest: "open", PreviewRequest: "preview", EstimateRequest: "estimate", PlayRequest: "play"}
         with self._lock:
-            self._pending[kind] = (number, request)
+            self._pending[kind[type(request)]] = (number, request)
+        self._wake.emit()
+
+    def wake(self) -> None:
+        """Render ahead again (the window took a frame and made room); from any thread."""
         self._wake.emit()
 
     @Slot()
@@ -75,31 +100,67 @@ class PreviewWorker(QObject):
             with self._lock:
                 kind = next((k for k in ORDER if k in self._pending), None)
                 if kind is None:
-                    return
+                    break
                 number, request = self._pending.pop(kind)
-            self.busy.set()
-            try:
-                self._handle(number, request)
-            finally:
-                self.busy.clear()
+            self._set_busy(True)
+            self._handle(number, request)
+        if self._playback is not None and self._render_ahead():
+            self._wake.emit()  # the next frame after any new request
+        else:
+            self._set_busy(False)
+
+    def _set_busy(self, busy: bool) -> None:
+        if busy != self._busy:
+            self._busy = busy
+            self.busy_changed.emit(busy)
+
+    def _render_ahead(self) -> bool:
+        """Render the playback's next frame if it has room; whether there may be more to do."""
+        number, playback = self._playback
+        if playback.done:
+            playback.close()  # its last frames stay for the window to take
+            self._playback = None
+            return False
+        try:
+            return playback.render_next()
+        except Exception as error:  # the same failures as a preview's, reported the same way
+            self._stop_playback()
+            self._report(number, "preview", error)
+            return False
+
+    def _stop_playback(self) -> None:
+        if self._playback is not None:
+            self._playback[1].cancel()
+            self._playback[1].close()
+            self._playback = None
 
     def _handle(self, number: int, request: object) -> None:
         try:
             if isinstance(request, OpenRequest):
+                self._stop_playback()
                 self.opened.emit(number, self._open(request))
             elif isinstance(request, EstimateRequest):
                 self.estimated.emit(number, self._estimate(request))
             elif isinstance(request, PreviewRequest):
                 self.rendered.emit(number, self._render(request))
-        except (VideoError, OSError) as error:
-            self.failed.emit(number, "open" if isinstance(request, OpenRequest) else "preview", str(error))
-        except (ValueError, IndexError) as error:
-            kind = "estimate" if isinstance(request, EstimateRequest) else "preview"
+            elif isinstance(request, PlayRequest):
+                self._stop_playback()
+                self._playback = (number, self._play(request))
+                self.playback_started.emit(number, self._playback[1])
+        except Exception as error:
+            kind = {OpenRequest: "open", EstimateRequest: "estimate"}.get(type(request), "preview")
+            self._report(number, kind, error)
+
+    def _report(self, number: int, kind: str, error: Exception) -> None:
+        """Emit ``failed`` for ``error``, met on request ``number`` of ``kind``."""
+        if isinstance(error, (VideoError, OSError)):
+            self.failed.emit(number, "open" if kind == "open" else "preview", str(error))
+        elif isinstance(error, (ValueError, IndexError)):
             self.failed.emit(number, kind, str(error))
-        except (GpuOutOfMemoryError, BackendUnavailableError) as error:
+        elif isinstance(error, (GpuOutOfMemoryError, BackendUnavailableError)):
             self.failed.emit(number, "backend", str(error))
-        except Exception as error:  # a kernel failure or a driver error must not end the worker
-            traceback.print_exc()
+        else:  # a kernel failure or a driver error must not end the worker
+            traceback.print_exception(error)
             self.failed.emit(number, "backend", f"{type(error).__name__}: {error}")
 
     def _open(self, request: OpenRequest) -> VideoInfo:
@@ -120,12 +181,20 @@ class PreviewWorker(QObject):
         return readers[0].info
 
     def _render(self, request: PreviewRequest):  # -> Preview
+        return self._on_backend(request.backend).render(request.index, request.params, request.noise)
+
+    def _play(self, request: PlayRequest) -> RenderAhead:
+        previewer = self._on_backend(request.backend)
+        return RenderAhead(previewer, request.params, request.noise, request.start, request.stop)
+
+    def _on_backend(self, backend: str) -> Previewer:
+        """The clip's Previewer, on ``backend`` (made anew when the backend changed)."""
         previewer = self._require_clip()
-        if previewer.denoiser.backend != request.backend:
-            previewer = Previewer(previewer.source, request.backend, previewer.reference)
+        if previewer.denoiser.backend != backend:
+            previewer = Previewer(previewer.source, backend, previewer.reference)
             self._previewer = previewer
             previewer.denoiser  # noqa: B018 (creates the backend now, so that its errors surface here)
-        return previewer.render(request.index, request.params, request.noise)
+        return previewer
 
     def _estimate(self, request: EstimateRequest):  # -> NoiseEstimate
         previewer = self._require_clip()
@@ -150,8 +219,9 @@ class PreviewWorker(QObject):
             self._pending.clear()
 
     def shutdown(self) -> None:
-        """Close the clips; call once the worker's thread has stopped."""
+        """End playback and close the clips; call once the worker's thread has stopped."""
         self.drop_pending()
+        self._stop_playback()
         self._close_readers()
         self._previewer = None
 

@@ -1,4 +1,4 @@
-"""Preset files: the shipped ones load; bad ones are refused with the file and the reason."""
+"""Preset files: the shipped ones load and follow the noise; bad ones are refused with the file and the reason."""
 
 import pytest
 
@@ -6,13 +6,14 @@ pytest.importorskip("PySide6", reason="the presets module belongs to the window"
 
 from engine import NLMParams
 from gui.controls import parameter_help
-from gui.presets import PresetError, load_preset, save_preset, shipped_presets
+from gui.presets import Preset, PresetError, load_preset, save_preset, shipped_presets
 
 
-def test_shipped_presets_are_valid() -> None:
-    presets = shipped_presets()
+def test_shipped_presets_set_h_relative_to_the_noise() -> None:
+    presets = {name: load_preset(path) for name, path in shipped_presets().items()}
     assert set(presets) == {"light", "medium", "strong", "vhs"}
-    assert all(isinstance(load_preset(path), NLMParams) for path in presets.values())
+    assert all(isinstance(preset.params, NLMParams) and preset.strength is not None for preset in presets.values())
+    assert presets["light"].strength < presets["medium"].strength == 1 < presets["strong"].strength
 
 
 @pytest.mark.parametrize(
@@ -22,6 +23,9 @@ def test_shipped_presets_are_valid() -> None:
         ("[1, 2]", "a preset is a JSON object"),
         ('{"h": 20, "sharpness": 3}', "unknown field\\(s\\) sharpness"),
         ('{"h": -2}', "h must be a finite number > 0"),
+        ('{"strength": 0}', "strength must be a number in 0.1..5.0, got 0"),
+        ('{"strength": "strong"}', "strength must be a number"),
+        ('{"strength": 1, "h": 20}', "either strength .* or h"),
     ],
 )
 def test_bad_presets_are_refused(tmp_path, text, message) -> None:
@@ -34,8 +38,10 @@ def test_bad_presets_are_refused(tmp_path, text, message) -> None:
 def test_a_saved_preset_loads_back(tmp_path) -> None:
     params = NLMParams(h=12.5, patch_radius=2, search_radius=7, frames_past=0, weighting="exponential")
     save_preset(tmp_path / "mine.json", params)
-    assert load_preset(tmp_path / "mine.json") == params
-    assert [p.name for p in tmp_path.iterdir()] == ["mine.json"]
+    assert load_preset(tmp_path / "mine.json") == Preset(params)
+    save_preset(tmp_path / "relative.json", params, strength=1.25)
+    assert load_preset(tmp_path / "relative.json") == Preset(NLMParams(**{**vars(params), "h": 20.0}), 1.25)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json", "relative.json"]
 
 
 def test_tooltips_come_from_the_engine_docstring() -> None:

@@ -1,195 +1,454 @@
-"""The window, offscreen: controls, the worker, PSNR, noise, export, errors, threads."""
+"""The window as a person uses it: every action from its key, button or menu, mouse drags on
+the picture, what the window then shows. Offscreen, on the CPU, on a 12-frame 96 x 64 clip."""
+
+from __future__ import annotations
 
 import threading
-from fractions import Fraction
 
 import numpy as np
 import pytest
+from conftest import (
+    WAIT_MS,
+    add_synthetic_noise,
+    click_arrow,
+    clip_frames,
+    drag,
+    frame_point,
+    opened,
+    press,
+    settle,
+    type_into,
+    wheel,
+    write_clip,
+)
+from PySide6.QtCore import QPointF, QSettings, Qt, QThread
+from PySide6.QtWidgets import QFileDialog
 
-pytest.importorskip("PySide6", reason="the window needs PySide6")
-av = pytest.importorskip("av", reason="the window opens videos with PyAV")
-
-from PySide6.QtCore import QSettings, QThread  # noqa: E402
-
-from engine import NLMParams, psnr  # noqa: E402
-from engine.frames import to_float32  # noqa: E402
-from engine.preview import ArrayFrames, Previewer, SyntheticNoise  # noqa: E402
-from engine.video import read_frames  # noqa: E402
-from gui.export import ExportSettings  # noqa: E402
-from gui.presets import PRESET_FOLDER, load_preset  # noqa: E402
-from gui.window import MainWindow  # noqa: E402
+from engine import NLMParams, apply_estimate, psnr
+from engine.frames import to_float32
+from engine.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
+from engine.video import read_frames
+from gui.export import ExportDialog
+from gui.presets import PRESET_FOLDER, load_preset
+from gui.window import MainWindow
 
 pytestmark = [
     pytest.mark.qt_log_level_fail("WARNING"),
     pytest.mark.qt_log_ignore("This plugin does not support"),  # the offscreen platform's notice
 ]
-WAIT_MS = 20000  # CPU previews of a tiny clip take milliseconds; first ones compile numba code
+KEY = Qt.Key
 
 
-def write_clip(path, frames: np.ndarray) -> None:
-    """A lossless FFV1 clip of uint8 RGB frames at 25 fps."""
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("ffv1", rate=25)
-        stream.height, stream.width = frames.shape[1:3]
-        stream.pix_fmt = "bgr0"
-        for index, frame in enumerate(frames):
-            video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
-            video_frame.pts, video_frame.time_base = index, Fraction(1, 25)
-            container.mux(stream.encode(video_frame))
-        container.mux(stream.encode(None))
+def export_with_dialog(qtbot, window, target, open_dialog) -> ExportDialog:
+    """Open the export dialog with ``open_dialog``, type the target, choose FFV1, click Export."""
+    open_dialog()
+    qtbot.waitUntil(lambda: window.findChild(ExportDialog) is not None and window.findChild(ExportDialog).isVisible())
+    dialog = window.findChild(ExportDialog)
+    dialog.codec.setCurrentIndex(dialog.codec.findData("ffv1"))
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(target))
+    qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
+    window.activateWindow()  # a window manager gives the focus back; the offscreen platform does not
+    qtbot.waitUntil(window.isActiveWindow)
+    return dialog
 
 
-@pytest.fixture
-def clip(tmp_path):
-    """12 frames of 64 x 96: flat gray with a moving bright square (flat areas for the estimator)."""
-    frames = np.full((12, 64, 96, 3), 110, np.uint8)
-    for t in range(12):
-        frames[t, 20:40, 10 + 3 * t : 30 + 3 * t] = (200, 180, 90)
-    write_clip(tmp_path / "clip.mkv", frames)
-    return tmp_path / "clip.mkv", frames
+def exports_done(qtbot, window) -> None:
+    qtbot.waitUntil(lambda: window.exports.running is None and not window.exports.rows, timeout=WAIT_MS)
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    window = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
-    qtbot.addWidget(window)
-    window.parameters.backend.setCurrentIndex(window.parameters.backend.findData("cpu"))
-    window.show()
-    yield window
-    window.close()
-    # No leftover threads: the worker's and any export's are joined on close.
-    assert not window.worker_thread.thread.isRunning() and window.export_job is None
-    assert not [t for t in threading.enumerate() if t.name.startswith("nlmeans")]
+def menu_action(menu, text: str):
+    return next(action for action in menu.actions() if action.text() == text)
 
 
-# The tests wait on the window's state, not on the worker's signals: qtbot.waitSignal would run
-# its callback on the worker's thread and stop its timer from there (a Qt warning).
+# Export
 
 
-def opened(qtbot, window, path) -> None:
-    window.open_clip(path)
-    qtbot.waitUntil(lambda: window.path == path and window.preview is not None, timeout=WAIT_MS)
+@pytest.mark.parametrize("entry", ["ctrl+e", "toolbar", "file menu"])
+def test_export_from_each_entry_point_writes_a_playable_file(qtbot, window, clip, tmp_path, entry) -> None:
+    path, frames = clip
+    opened(qtbot, window, path)
+    open_dialog = {
+        "ctrl+e": lambda: press(qtbot, window, KEY.Key_E, Qt.KeyboardModifier.ControlModifier),
+        "toolbar": lambda: qtbot.mouseClick(
+            window.toolbar.widgetForAction(window.export_action), Qt.MouseButton.LeftButton
+        ),
+        "file menu": lambda: menu_action(window.file_menu, "Export…").trigger(),
+    }[entry]
+    export_with_dialog(qtbot, window, tmp_path / "out.mkv", open_dialog)
+    exports_done(qtbot, window)
+    assert "Exported 12 frames" in window.statusBar().currentMessage()
+    assert len(read_frames(tmp_path / "out.mkv")) == len(frames)
 
 
-def settle(qtbot, window) -> None:
-    """Wait until the latest preview asked for is on screen."""
-    qtbot.waitUntil(
-        lambda: not window.debounce.isActive() and window._shown >= window._pending_preview > 0, timeout=WAIT_MS
-    )
-
-
-def test_speed_readout_says_idle_when_nothing_was_rendered(qtbot) -> None:
-    from gui.panels import Readouts
-
-    readouts = Readouts()
-    qtbot.addWidget(readouts)
-    readouts.show_speed(0, None, "")
-    assert readouts.fps.text() == "idle · no frame yet"
-    readouts.show_speed(0, 12.34, "GPU: H100")
-    assert readouts.fps.text() == "idle · last frame 12.3 ms · GPU: H100"
-    readouts.show_speed(27, 4.0, "CPU: Xeon")
-    assert readouts.fps.text() == "27 frames/s · last frame 4.0 ms · CPU: Xeon"
-
-
-def test_each_control_changes_the_parameters_the_worker_receives(qtbot, window, clip, monkeypatch) -> None:
+def test_cancel_stops_the_export_and_removes_its_file_and_the_next_export_runs(qtbot, window, clip, tmp_path):
     opened(qtbot, window, clip[0])
-    received = []
-    worker = window.worker_thread.worker
-    monkeypatch.setattr(worker, "submit", lambda number, request: received.append(request))
+    resume = threading.Event()
+    export_with_dialog(qtbot, window, tmp_path / "cancelled.mkv", window.export_action.trigger)
+    row = window.exports.running
+    # The export's thread waits at its first frame until Cancel was clicked: the click always
+    # lands while the export runs, however fast the machine.
+    row.job.progressed.connect(lambda *_: resume.wait(WAIT_MS / 1000), Qt.ConnectionType.DirectConnection)
+    qtbot.waitUntil(lambda: "frames" in row.status.text(), timeout=WAIT_MS)
+    qtbot.mouseClick(row.cancel, Qt.MouseButton.LeftButton)
+    resume.set()
+    exports_done(qtbot, window)
+    assert "cancelled" in window.banner.text() and not (tmp_path / "cancelled.mkv").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no partial file
+    export_with_dialog(qtbot, window, tmp_path / "after.mkv", window.export_action.trigger)
+    exports_done(qtbot, window)
+    assert len(read_frames(tmp_path / "after.mkv")) == 12
+
+
+def test_exports_queue_and_run_one_after_another(qtbot, window, clip, tmp_path) -> None:
+    opened(qtbot, window, clip[0])
+    resume = threading.Event()
+    export_with_dialog(qtbot, window, tmp_path / "first.mkv", window.export_action.trigger)
+    window.exports.running.job.progressed.connect(
+        lambda *_: resume.wait(WAIT_MS / 1000), Qt.ConnectionType.DirectConnection
+    )
+    press(qtbot, window, KEY.Key_Right)
+    press(qtbot, window, KEY.Key_I)
+    export_with_dialog(qtbot, window, tmp_path / "second.mkv", window.export_action.trigger)
+    assert len(window.exports.rows) == 2 and "2 in the queue" in window.exports.title.text()
+    assert window.exports.rows[1].status.text() == "waiting"
+    resume.set()
+    exports_done(qtbot, window)
+    assert len(read_frames(tmp_path / "first.mkv")) == 12 and len(read_frames(tmp_path / "second.mkv")) == 11
+
+
+def test_in_and_out_marks_show_as_timecode_and_set_the_export_range(qtbot, window, clip, tmp_path) -> None:
+    path, frames = clip
+    opened(qtbot, window, path)
+    for _ in range(3):
+        press(qtbot, window, KEY.Key_Right)
+    press(qtbot, window, KEY.Key_I)
+    for _ in range(4):
+        press(qtbot, window, KEY.Key_Right)
+    press(qtbot, window, KEY.Key_O)
+    assert "00:00:00:07" in window.frame_label.text() and "in 00:00:00:03 out 00:00:00:07" in window.frame_label.text()
+    dialog = export_with_dialog(qtbot, window, tmp_path / "range.mkv", window.export_action.trigger)
+    assert dialog.start.value() == pytest.approx(3 / 25) and dialog.duration.value() == pytest.approx(5 / 25)
+    exports_done(qtbot, window)
+    np.testing.assert_array_equal(read_frames(tmp_path / "range.mkv")[:, :, :, 0] > 150, frames[3:8, :, :, 0] > 150)
+    press(qtbot, window, KEY.Key_X, Qt.KeyboardModifier.AltModifier)
+    assert " in " not in window.frame_label.text()
+
+
+def test_estimate_then_export(qtbot, window, clip, tmp_path) -> None:
+    opened(qtbot, window, clip[0])
+    qtbot.mouseClick(window.noise.estimate, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.estimate is not None and window.estimate.method != "region", timeout=WAIT_MS)
+    assert "Sigma per channel" in window.noise.result.text()
+    export_with_dialog(qtbot, window, tmp_path / "estimated.mkv", window.export_action.trigger)
+    exports_done(qtbot, window)
+    assert len(read_frames(tmp_path / "estimated.mkv")) == 12
+
+
+# Controls
+
+
+def test_every_spin_box_and_slider_re_renders(qtbot, window, clip) -> None:
+    path, frames = clip
+    opened(qtbot, window, path)
+    add_synthetic_noise(qtbot, window)
     panel = window.parameters
-    for control, value, field in [
-        (panel.h, 37.5, "h"),
-        (panel.patch_radius, 2, "patch_radius"),
-        (panel.search_radius, 4, "search_radius"),
-        (panel.frames_past, 2, "frames_past"),
-        (panel.frames_future, 0, "frames_future"),
+    for control, typed, field in [
+        (panel.h, "37.5", "h"),
+        (panel.patch_radius, "1", "patch_radius"),
+        (panel.search_radius, "2", "search_radius"),
+        (panel.frames_past, "0", "frames_past"),
+        (panel.frames_future, "2", "frames_future"),
     ]:
-        control.slider.setValue(round(value * (10 if field == "h" else 1)))  # as a user drags it
-        qtbot.waitUntil(lambda f=field, v=value: bool(received) and getattr(received[-1].params, f) == v, timeout=2000)
-    panel.weighting.setCurrentText("exponential")
-    qtbot.waitUntil(lambda: received[-1].params.weighting == "exponential", timeout=2000)
-    window.step(3)
-    qtbot.waitUntil(lambda: received[-1].index == 3, timeout=2000)
-    assert received[-1].backend == "cpu"
+        for change in ("typed", "arrow", "slider"):
+            shown = window._shown
+            if change == "typed":
+                type_into(qtbot, control.spin, typed)
+            elif change == "arrow":
+                click_arrow(qtbot, control.spin, up=field != "frames_future")
+            else:
+                control.slider.setFocus()
+                qtbot.keyClick(control.slider, KEY.Key_Left if field == "frames_past" else KEY.Key_Right)
+            qtbot.waitUntil(lambda s=shown: window._shown > s, timeout=WAIT_MS)
+            settle(qtbot, window)
+            assert (
+                getattr(window.current_params(), field)
+                == control.value()
+                == control.slider.value() / (10 if field == "h" else 1)
+            )
+    for spin_box, typed in ((window.noise.sigma, "18"), (window.noise.correlation, "0.3"), (window.noise.seed, "5")):
+        shown = window._shown
+        type_into(qtbot, spin_box, typed)
+        qtbot.waitUntil(lambda s=shown: window._shown > s, timeout=WAIT_MS)
+        settle(qtbot, window)
+    # What is on screen is the engine's render of these settings, and its PSNR the one shown.
+    noise, params = SyntheticNoise(18, 0.3, 5), window.current_params()
+    expected = Previewer(ArrayFrames(frames), "cpu").render(window.frame_slider.value(), params, noise)
+    np.testing.assert_array_equal(window.preview.after, expected.after)
+    assert f"{expected.psnr_after:.2f} dB" in window.readouts.psnr.text()
 
 
-def test_a_parameter_change_updates_the_after_view_off_the_gui_thread(qtbot, window, clip, monkeypatch) -> None:
+def test_single_key_shortcuts_work_while_a_spin_box_has_focus(qtbot, window, clip) -> None:
+    opened(qtbot, window, clip[0])
+    window.parameters.search_radius.spin.setFocus()
+    press(qtbot, window, KEY.Key_V)
+    assert window.view.mode == "side"
+    press(qtbot, window, KEY.Key_Right)
+    assert window.frame_slider.value() == 1
+    press(qtbot, window, KEY.Key_End)  # editing keys and digits still go to the spin box
+    press(qtbot, window, KEY.Key_Backspace)
+    press(qtbot, window, KEY.Key_2)
+    assert window.parameters.search_radius.spin.lineEdit().text() == "2"
+    press(qtbot, window, KEY.Key_Space)
+    assert window.playing
+    press(qtbot, window, KEY.Key_Space)
+    assert not window.playing
+
+
+def test_scrub_to_the_last_frame(qtbot, window, clip) -> None:
+    path, frames = clip
+    opened(qtbot, window, path)
+    press(qtbot, window, KEY.Key_End)
+    settle(qtbot, window)
+    assert window.preview.index == 11 and "frame 12 / 12" in window.frame_label.text()
+    press(qtbot, window, KEY.Key_Right)  # past the end: stays
+    window.frame_slider.setFocus()
+    qtbot.keyClick(window.frame_slider, KEY.Key_Home)  # the slider's own key
+    settle(qtbot, window)
+    assert window.preview.index == 0
+    qtbot.keyClick(window.frame_slider, KEY.Key_End)
+    settle(qtbot, window)
+    np.testing.assert_array_equal(window.preview.before, frames[11])
+
+
+def test_a_parameter_change_renders_off_the_gui_thread(qtbot, window, clip, monkeypatch) -> None:
     threads = []
     render = Previewer.render
     monkeypatch.setattr(
         Previewer, "render", lambda self, *a: threads.append(QThread.currentThread()) or render(self, *a)
     )
-    window.noise.synthetic.setChecked(True)
     opened(qtbot, window, clip[0])
-    settle(qtbot, window)
+    add_synthetic_noise(qtbot, window)
     first = window.preview.after.copy()
-    window.parameters.h.setValue(80)
+    type_into(qtbot, window.parameters.h.spin, "80")
     qtbot.waitUntil(lambda: not np.array_equal(window.preview.after, first), timeout=WAIT_MS)
-    np.testing.assert_array_equal(window.view.after_image.image, window.preview.after)
     assert threads and all(thread is window.worker_thread.thread for thread in threads)
-    assert QThread.currentThread() is not window.worker_thread.thread
 
 
-def test_psnr_shown_equals_engine_psnr_in_synthetic_noise_mode(qtbot, window, clip) -> None:
-    path, frames = clip
-    window.noise.sigma.setValue(20)
-    window.noise.seed.setValue(4)
-    window.noise.synthetic.setChecked(True)
-    window.parameters.h.setValue(45)
-    opened(qtbot, window, path)
-    window.step(5)
-    settle(qtbot, window)
-    preview = window.preview
-    noise, params = SyntheticNoise(20, 0.0, 4), window.current_params()
-    # The same frames through an independent Previewer on the same backend: equal to the last bit.
-    reference = Previewer(ArrayFrames(frames), "cpu")
-    noisy = np.stack([reference.noisy_frame(i, noise) for i in range(len(frames))])
-    denoised = reference.denoiser
-    denoised.params = params
-    clean = to_float32(frames[5])
-    expected_after = psnr(clean, denoised.denoise_frame(noisy, 5))
-    assert preview.psnr_before == psnr(clean, noisy[5])
-    assert preview.psnr_after == expected_after
-    assert f"{expected_after:.2f} dB" in window.readouts.psnr.text() and expected_after > preview.psnr_before + 3
-    window.noise.synthetic.setChecked(False)
-    settle(qtbot, window)
-    assert "no clean reference" in window.readouts.psnr.text()
-
-
-def test_estimating_noise_in_a_region_sets_the_color_transform(qtbot, window, clip) -> None:
-    window.noise.sigma.setValue(15)
-    window.noise.correlation.setValue(-0.4)  # decorrelating helps here (NoiseEstimate.luminance_gain > 1)
-    window.noise.synthetic.setChecked(True)
+def test_the_side_panel_never_widens_past_the_window(qtbot, window, clip) -> None:
     opened(qtbot, window, clip[0])
-    window.noise.draw_region.click()
-    window.view.roi.setPos((50, 40))
-    window.view.roi.setSize((40, 20))
-    assert window.view.roi_box() == (50, 40, 40, 20)
-    window.noise.use_region.click()
+    long_word = "/media/archive/" + "very-long-folder-name-" * 12 + "bikes.mp4"
+    window.noise.result.setText("Warning: " + "the region is textured; " * 20 + long_word)
+    window.show_error("Could not open the video: " + long_word)
+    window.resize(900, 600)
+    qtbot.waitUntil(lambda: window.width() <= 900)
+    scroll = window.side_scroll
+    assert scroll.widget().width() <= scroll.viewport().width()
+    use_region = window.noise.use_region
+    right_edge = use_region.mapTo(scroll.viewport(), use_region.rect().topRight()).x()
+    assert 0 < right_edge <= scroll.viewport().width()
+
+
+# Noise and h
+
+
+def test_synthetic_noise_and_presets_set_h_from_sigma(qtbot, window, clip) -> None:
+    opened(qtbot, window, clip[0])
+    window.noise.sigma.setValue(25)
+    qtbot.mouseClick(window.noise.synthetic, Qt.MouseButton.LeftButton)
+    settle(qtbot, window)
+    noise = SyntheticNoise(25).estimate()
+    assert window.parameters.h.value() == pytest.approx(apply_estimate(window.current_params(), noise).h, abs=0.05)
+    assert window.preview.psnr_after > window.preview.psnr_before + 1
+    menu_action(window.menuBar().actions()[3].menu(), "Light").trigger()
+    settle(qtbot, window)
+    light = load_preset(PRESET_FOLDER / "light.json")
+    expected = light.strength * apply_estimate(light.params, noise).h
+    assert window.parameters.h.value() == pytest.approx(expected, abs=0.05)
+    assert window.preview.psnr_after > window.preview.psnr_before + 0.5
+
+
+def test_first_opening_of_the_sample_adds_noise_and_shows_a_gain(qtbot, window, tmp_path, monkeypatch) -> None:
+    sample = tmp_path / "sample.mkv"
+    write_clip(sample, clip_frames())
+    monkeypatch.setattr("gui.window.SAMPLE_CLIP", sample)
+    opened(qtbot, window, sample)
+    assert window.noise.synthetic.isChecked() and window.preview.psnr_after > window.preview.psnr_before + 1
+
+
+def test_a_clip_keeps_its_own_settings(qtbot, window, clip, tmp_path) -> None:
+    other = tmp_path / "other.mkv"
+    write_clip(other, clip_frames(seed=1))
+    opened(qtbot, window, clip[0])
+    type_into(qtbot, window.parameters.search_radius.spin, "4")
+    window.parameters.h.setValue(33)
+    press(qtbot, window, KEY.Key_Right)
+    press(qtbot, window, KEY.Key_I)
+    opened(qtbot, window, other)
+    assert window.mark_in is None
+    opened(qtbot, window, clip[0])
     qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
-    assert window.estimate.method == "region" and window.estimate.regions == [(50, 40, 40, 20)]
+    assert window.parameters.h.value() == 33 and window.current_params().search_radius == 4 and window.mark_in == 1
+
+
+def test_estimating_noise_in_a_region_drawn_with_the_mouse(qtbot, window, clip) -> None:
+    opened(qtbot, window, clip[0])
+    add_synthetic_noise(qtbot, window, 15, -0.4)  # decorrelating helps here (NoiseEstimate.luminance_gain > 1)
+    qtbot.mouseClick(window.noise.draw_region, Qt.MouseButton.LeftButton)
+    drag(window, frame_point(window, 50.2, 40.2), frame_point(window, 89.8, 59.8))
+    assert window.view.roi_box() == (50, 40, 40, 20) and window.noise.use_region.isEnabled()
+    qtbot.mouseClick(window.noise.use_region, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.estimate is not None and window.estimate.method == "region", timeout=WAIT_MS)
+    assert window.estimate.regions == [(50, 40, 40, 20)]
     np.testing.assert_allclose(window.estimate.sigma, 15, rtol=0.15)  # 2 x 38 x 18 samples: about 6 % spread
     assert window.parameters.decorrelate.isChecked()
     np.testing.assert_array_equal(window.current_params().color_transform, window.estimate.color_transform())
-    assert "Sigma per channel" in window.noise.result.text()
-    window.parameters.decorrelate.setChecked(False)
-    assert window.current_params().color_transform is None
 
 
-def test_export_writes_a_playable_file_and_cancel_leaves_none(qtbot, window, clip, tmp_path) -> None:
+def test_a_region_stays_inside_the_frame_and_boxes_can_be_hidden(qtbot, window, clip) -> None:
+    opened(qtbot, window, clip[0])
+    qtbot.mouseClick(window.noise.draw_region, Qt.MouseButton.LeftButton)
+    drag(window, frame_point(window, 70.4, 30.4), frame_point(window, 140, 90))  # past the frame's corner
+    assert window.view.roi_box() == (70, 30, 26, 34)
+    roi_centre = frame_point(window, 83, 47)
+    drag(window, roi_centre, frame_point(window, 83 + 60, 47 + 60))  # the rectangle itself, off the frame
+    x, y, w, h = window.view.roi_box()
+    assert x + w <= 96 and y + h <= 64 and (w, h) == (26, 34)
+    qtbot.mouseClick(window.noise.estimate, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(window.view.region_items), timeout=WAIT_MS)
+    press(qtbot, window, KEY.Key_R)
+    assert not any(item.isVisible() for item in [*window.view.region_items, window.view.roi])
+    press(qtbot, window, KEY.Key_R)
+    assert all(item.isVisible() for item in window.view.region_items)
+
+
+# The picture
+
+
+@pytest.mark.parametrize("zoom", ["fit", "1:1", "wheel", "pan"])
+def test_side_by_side_shows_the_same_pixels_in_both_panes(qtbot, window, clip, zoom) -> None:
+    opened(qtbot, window, clip[0])
+    press(qtbot, window, KEY.Key_V)
+    qtbot.waitUntil(lambda: window.view.after_view.scene() is not None and window.view.after_view.width() > 0)
+    if zoom == "1:1":
+        press(qtbot, window, KEY.Key_1)
+    elif zoom == "wheel":
+        wheel(window, frame_point(window, 30, 20), steps=3)
+    elif zoom == "pan":
+        press(qtbot, window, KEY.Key_1)
+        drag(window, frame_point(window, 40, 30, window.view.after_view), frame_point(window, 20, 20))
+    qtbot.wait(50)
+    main, after = window.view.main_view, window.view.after_view
+    assert main.size() == after.size()
+    for x, y in ((0, 0), (48, 32), (95, 63)):  # the same frame pixel sits at the same place in each pane
+        in_main = main.mapViewToScene(QPointF(x, y)) - main.sceneBoundingRect().topLeft()
+        in_after = after.mapViewToScene(QPointF(x, y)) - after.sceneBoundingRect().topLeft()
+        assert (in_main - in_after).manhattanLength() < 0.5
+
+
+def test_the_split_view_fills_the_picture_area(qtbot, window, clip) -> None:
+    opened(qtbot, window, clip[0])
+    view = window.view
+    assert view.mode == "split" and view.after_view.scene() is None
+    assert view.main_view.width() > 0.95 * view.width()
+    frame = view.main_view.mapViewToScene(view.main_view.frame_rect).boundingRect()  # fitted and centred
+    pane = view.main_view.sceneBoundingRect()
+    assert abs((frame.center() - pane.center()).x()) < 1 and abs((frame.center() - pane.center()).y()) < 1
+
+
+def test_flip_and_difference_keys(qtbot, window, clip) -> None:
+    opened(qtbot, window, clip[0])
+    add_synthetic_noise(qtbot, window)
+    preview = window.preview
+    press(qtbot, window, KEY.Key_B)
+    np.testing.assert_array_equal(window.view.shown_image(), preview.before)
+    press(qtbot, window, KEY.Key_B)
+    np.testing.assert_array_equal(window.view.shown_image(), preview.after)
+    press(qtbot, window, KEY.Key_D)
+    np.testing.assert_array_equal(window.view.shown_image(), difference_image(preview.before, preview.after))
+    assert window.mode_actions["difference"].isChecked()
+    press(qtbot, window, KEY.Key_D)
+    assert window.view.mode == "split"
+
+
+# Playback
+
+
+def test_play_shows_every_frame_in_order_then_the_still_with_its_psnr(qtbot, window, clip, monkeypatch) -> None:
     path, frames = clip
     opened(qtbot, window, path)
-    target = tmp_path / "out.mkv"
-    window.start_export(ExportSettings(target, "ffv1", 18, 0.0, None))
-    qtbot.waitUntil(lambda: window.export_job is None, timeout=WAIT_MS)
-    assert len(read_frames(target)) == len(frames) and "Exported 12 frames" in window.statusBar().currentMessage()
+    add_synthetic_noise(qtbot, window)
+    press(qtbot, window, KEY.Key_Right)
+    press(qtbot, window, KEY.Key_Right)
+    settle(qtbot, window)
+    shown = []
+    set_images = window.view.set_images
+    monkeypatch.setattr(window.view, "set_images", lambda b, a: shown.append((window.preview, a)) or set_images(b, a))
+    press(qtbot, window, KEY.Key_Space)
+    assert window.playing and window.play_action.text() == "Pause"
+    qtbot.waitUntil(lambda: not window.playing, timeout=WAIT_MS)
+    settle(qtbot, window)
+    played = [preview for preview, _ in shown if preview.psnr_after is None]
+    assert [preview.index for preview in played] == list(range(3, 12))
+    still = Previewer(ArrayFrames(frames), "cpu")
+    for preview in played[::4]:
+        expected = still.render(preview.index, window.current_params(), window.noise.noise())
+        np.testing.assert_array_equal(preview.after, expected.after)
+    assert window.preview.index == 11 and window.preview.psnr_after is not None  # paused: the still
+    assert "dB" in window.readouts.psnr.text()
 
-    cancelled = tmp_path / "cancelled.mkv"
-    window.start_export(ExportSettings(cancelled, "ffv1", 18, 0.0, None))
-    window.export_job.progressed.connect(lambda *_: window.cancel_export())
-    qtbot.waitUntil(lambda: window.export_job is None, timeout=WAIT_MS)
-    assert "cancelled" in window.banner.text() and not cancelled.exists()
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no partial file
+
+def test_play_waits_for_frames_and_says_how_far_rendering_is(qtbot, window, clip, monkeypatch) -> None:
+    opened(qtbot, window, clip[0])
+    allowed = threading.Semaphore(0)
+    play = Previewer.play
+
+    def slow_play(self, *args):
+        for preview in play(self, *args):
+            allowed.acquire()  # one frame per release: the engine is "slower" than the clock
+            yield preview
+
+    monkeypatch.setattr(Previewer, "play", slow_play)
+    press(qtbot, window, KEY.Key_Space)
+    allowed.release()
+    qtbot.waitUntil(lambda: window.frame_slider.value() == 1, timeout=WAIT_MS)
+    qtbot.wait(200)  # five ticks of the play clock, and no frame to show: it waits
+    assert window.frame_slider.value() == 1 and window.playing
+    window._show_speed()
+    assert "rendered 1/11" in window.readouts.fps.text()
+    allowed.release()
+    qtbot.waitUntil(lambda: window.frame_slider.value() == 2, timeout=WAIT_MS)
+    press(qtbot, window, KEY.Key_Space)
+    for _ in range(12):
+        allowed.release()
+    settle(qtbot, window)
+    assert not window.playing and window.preview.index == 2
+
+
+def test_a_busy_indicator_shows_while_the_engine_works(qtbot, window, clip, monkeypatch) -> None:
+    opened(qtbot, window, clip[0])
+    release = threading.Event()
+    render = Previewer.render
+    monkeypatch.setattr(Previewer, "render", lambda self, *a: release.wait(WAIT_MS / 1000) and render(self, *a))
+    press(qtbot, window, KEY.Key_Right)
+    qtbot.waitUntil(lambda: window.busy.isVisibleTo(window), timeout=WAIT_MS)
+    window._show_speed()
+    assert "rendering…" in window.readouts.fps.text()
+    release.set()
+    settle(qtbot, window)
+    assert "frames/s" in window.readouts.fps.text()
+
+
+# Files, errors, settings
+
+
+def test_open_asks_for_video_files(qtbot, window, clip, monkeypatch) -> None:
+    asked = []
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a: asked.append(a) or (str(clip[0]), ""))
+    press(qtbot, window, KEY.Key_O, Qt.KeyboardModifier.ControlModifier)
+    assert "*.mp4" in asked[0][3] and "*.mkv" in asked[0][3] and "*.mov" in asked[0][3]
+    qtbot.waitUntil(lambda: window.path == clip[0], timeout=WAIT_MS)
+    settle(qtbot, window)
 
 
 def test_a_corrupt_file_shows_an_error_and_the_app_stays_usable(qtbot, window, clip, tmp_path) -> None:
@@ -202,26 +461,62 @@ def test_a_corrupt_file_shows_an_error_and_the_app_stays_usable(qtbot, window, c
     assert not window.banner.isVisibleTo(window) and window.info.frame_count == 12
 
 
-def test_presets_load_and_a_bad_one_is_refused_with_a_message(qtbot, window, tmp_path) -> None:
+def test_psnr_shown_equals_engine_psnr_in_synthetic_noise_mode(qtbot, window, clip) -> None:
+    path, frames = clip
+    opened(qtbot, window, path)
+    add_synthetic_noise(qtbot, window, 20, seed=4)
+    window.step(5)
+    settle(qtbot, window)
+    preview = window.preview
+    noise, params = SyntheticNoise(20, 0.0, 4), window.current_params()
+    reference = Previewer(ArrayFrames(frames), "cpu")
+    noisy = np.stack([reference.noisy_frame(i, noise) for i in range(len(frames))])
+    denoised = reference.denoiser
+    denoised.params = params
+    clean = to_float32(frames[5])
+    expected_after = psnr(clean, denoised.denoise_frame(noisy, 5))
+    assert preview.psnr_before == psnr(clean, noisy[5]) and preview.psnr_after == expected_after
+    assert f"{expected_after:.2f} dB" in window.readouts.psnr.text() and expected_after > preview.psnr_before + 3
+    qtbot.mouseClick(window.noise.synthetic, Qt.MouseButton.LeftButton)
+    settle(qtbot, window)
+    assert "no clean reference" in window.readouts.psnr.text()
+
+
+def test_a_bad_preset_is_refused_with_a_message(qtbot, window, tmp_path) -> None:
     window.load_preset(PRESET_FOLDER / "strong.json")
-    assert window.parameters.params() == load_preset(PRESET_FOLDER / "strong.json")
+    strong = window.parameters.params()
     bad = tmp_path / "bad.json"
     bad.write_text('{"h": 25, "search_radius": 99}')
     window.load_preset(bad)
     assert "search_radius must be an integer in 0..16, got 99" in window.banner.text()
-    assert window.parameters.params() == load_preset(PRESET_FOLDER / "strong.json")  # unchanged
+    assert window.parameters.params() == strong  # unchanged
 
 
-def test_parameters_persist_across_sessions(qtbot, tmp_path) -> None:
+def test_parameters_and_the_view_mode_persist_across_sessions(qtbot, tmp_path) -> None:
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
     first = MainWindow(settings)
     qtbot.addWidget(first)
     first.parameters.set_params(NLMParams(h=33, search_radius=5, frames_past=2))
+    first.set_view_mode("difference")
     first.close()
     second = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(second)
     assert second.parameters.params() == NLMParams(h=33, search_radius=5, frames_past=2)
+    assert second.view.mode == "difference"
     second.close()
+
+
+def test_speed_readouts() -> None:
+    from gui.panels import Readouts
+
+    readouts = Readouts()
+    readouts.show_still(None, "", None)
+    assert readouts.fps.text() == "no frame yet"
+    readouts.show_still(12000.0, "CPU: Xeon", 3.2)
+    assert readouts.fps.text() == "rendering… 3 s · last frame 12000.0 ms (0.08 frames/s) · CPU: Xeon"
+    readouts.show_playback(24.0, 61.5, 40, 132)
+    assert readouts.fps.text() == "playing 24.0 frames/s · render-ahead 61.5 frames/s · rendered 40/132"
+    readouts.deleteLater()
 
 
 def test_resizing_the_views_keeps_the_interpreter_alive(qtbot) -> None:
