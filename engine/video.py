@@ -397,7 +397,11 @@ def hdr10_metadata(frame: Any) -> dict[str, str]:
     units of 0.00002, luminance in 0.0001 cd/m2) and ``max-cll`` (MaxCLL,MaxFALL in cd/m2)."""
     av = _av()
     metadata = {}
-    for side_data in frame.side_data:
+    try:
+        side_data_list = list(frame.side_data)
+    except ValueError:  # a side data type newer than this PyAV (as TIFF frames carry on some machines)
+        return metadata
+    for side_data in side_data_list:
         if side_data.type == av.sidedata.sidedata.Type.MASTERING_DISPLAY_METADATA:
             # AVMasteringDisplayMetadata: R, G, B primaries and the white point as (x, y)
             # rationals, min and max luminance, then has_primaries and has_luminance.
