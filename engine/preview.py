@@ -8,9 +8,11 @@ shown; a separate clean reference clip gives PSNR for real footage.
 
 from __future__ import annotations
 
+import os
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -25,6 +27,9 @@ from .params import NLMParams
 NOISE_CACHE_FRAMES = 24  # noisy frames kept, so that a slider change does not redraw the noise
 DIFFERENCE_GAIN = 4  # the difference view shows |before - after| times this, so that removed noise shows
 PLAYING_NOTE = "playing: PSNR shows when paused"
+# Synthetic noise for playback is drawn on this many threads, a few frames ahead (NumPy's
+# generators release the GIL): one 720p frame takes 50-100 ms on one core, ten times the GPU's filter.
+NOISE_THREADS = min(8, os.cpu_count() or 1)
 
 
 class FrameSource(Protocol):
@@ -184,25 +189,26 @@ class Previewer:
         denoiser.params = params
         first = max(0, start - params.frames_past)
         end = min(len(self.source), stop + params.frames_future)
-        read: dict[int, np.ndarray] = {}
+        before: dict[int, np.ndarray] = {}
 
         def frames() -> Iterator[np.ndarray]:
-            for index, frame in zip(range(first, end), self.source.frames(first), strict=False):
-                read[index] = frame if noise is None or noise.sigma == 0 else _with_noise(frame, index, noise)
-                yield read[index]
+            for index, (filtered, shown) in enumerate(self._frames_in_order(first, end, noise), start=first):
+                before[index] = shown
+                yield filtered
 
-        outputs = denoiser.export_stream(frames(), np.uint8)
+        inputs = frames()
+        outputs = denoiser.export_stream(inputs, np.uint8)
         try:
             for index in range(first, stop):
                 started = time.perf_counter()
                 after = next(outputs)
                 engine_ms = (time.perf_counter() - started) * 1000
-                before = read.pop(index)
+                shown = before.pop(index)
                 if index >= start:
                     yield Preview(
                         index,
-                        _uint8(before),
-                        after.reshape(before.shape),
+                        shown,
+                        after.reshape(shown.shape),
                         None,
                         None,
                         PLAYING_NOTE,
@@ -212,6 +218,25 @@ class Previewer:
                     )
         finally:
             outputs.close()
+            inputs.close()  # now, not when collected: it may hold the noise threads
+
+    def _frames_in_order(
+        self, first: int, end: int, noise: SyntheticNoise | None
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(what the filter gets, ``before`` as uint8) for frames ``first`` to ``end - 1``, decoded
+        in order; synthetic noise is added on NOISE_THREADS threads, a few frames ahead."""
+        decoded = zip(range(first, end), self.source.frames(first), strict=False)
+        if noise is None or noise.sigma == 0:
+            yield from ((frame, _uint8(frame)) for _, frame in decoded)
+            return
+        with ThreadPoolExecutor(NOISE_THREADS, thread_name_prefix="nlmeans-noise") as pool:
+            pending: deque = deque()
+            for index, frame in decoded:
+                pending.append(pool.submit(_noisy_pair, frame, index, noise))
+                if len(pending) > 2 * NOISE_THREADS:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
 
     def render(self, index: int, params: NLMParams, noise: SyntheticNoise | None = None) -> Preview:
         """Denoise frame ``index`` with ``params``; PSNR against the clean frame where there is one."""
@@ -240,6 +265,11 @@ class Previewer:
             backend=denoiser.backend,
             device_name=denoiser.device_name,
         )
+
+
+def _noisy_pair(frame: np.ndarray, index: int, noise: SyntheticNoise) -> tuple[np.ndarray, np.ndarray]:
+    noisy = _with_noise(frame, index, noise)
+    return noisy, _uint8(noisy)
 
 
 def _with_noise(frame: np.ndarray, index: int, noise: SyntheticNoise) -> np.ndarray:
