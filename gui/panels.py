@@ -125,10 +125,15 @@ class NoisePanel(QGroupBox):
 
     def show_estimate(self, estimate: NoiseEstimate, transform: np.ndarray | None, h: float) -> None:
         sigma = ", ".join(f"{s:.2f}" for s in estimate.sigma)
-        source = {"spatial": "flat blocks", "temporal": "still flat blocks", "region": "your region"}[estimate.method]
+        count = len(estimate.regions)
+        source = {
+            "spatial": f"{count} flat blocks",
+            "temporal": f"{count} still flat blocks",
+            "region": "your region",
+        }[estimate.method]
         lines = [
             f"Sigma per channel: {sigma} levels",
-            f"from {len(estimate.regions)} {source} ({estimate.samples} samples).",
+            f"from {source} ({estimate.samples} samples).",
             f"Suggested h: {h:.1f}",
         ]
         if len(estimate.covariance) > 1:

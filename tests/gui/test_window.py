@@ -299,7 +299,7 @@ def test_estimating_noise_in_a_region_drawn_with_the_mouse(qtbot, window, clip) 
     assert window.view.roi_box() == (50, 40, 40, 20) and window.noise.use_region.isEnabled()
     qtbot.mouseClick(window.noise.use_region, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: window.estimate is not None and window.estimate.method == "region", timeout=WAIT_MS)
-    assert window.estimate.regions == [(50, 40, 40, 20)]
+    assert window.estimate.regions == [(50, 40, 40, 20)] and "from your region" in window.noise.result.text()
     np.testing.assert_allclose(window.estimate.sigma, 15, rtol=0.15)  # 2 x 38 x 18 samples: about 6 % spread
     assert window.parameters.decorrelate.isChecked()
     np.testing.assert_array_equal(window.current_params().color_transform, window.estimate.color_transform())
@@ -423,6 +423,38 @@ def test_play_waits_for_frames_and_says_how_far_rendering_is(qtbot, window, clip
         allowed.release()
     settle(qtbot, window)
     assert not window.playing and window.preview.index == 2
+
+
+def test_a_change_while_playing_plays_on_with_it(qtbot, window, clip, monkeypatch) -> None:
+    path, frames = clip
+    opened(qtbot, window, path)
+    add_synthetic_noise(qtbot, window)
+    allowed = threading.Semaphore(0)
+    play = Previewer.play
+
+    def paced_play(self, *args):
+        for preview in play(self, *args):
+            allowed.acquire()
+            yield preview
+
+    monkeypatch.setattr(Previewer, "play", paced_play)
+    shown = []
+    set_images = window.view.set_images
+    monkeypatch.setattr(window.view, "set_images", lambda b, a: shown.append(window.preview) or set_images(b, a))
+    press(qtbot, window, KEY.Key_Space)
+    allowed.release()
+    qtbot.waitUntil(lambda: window.frame_slider.value() == 1, timeout=WAIT_MS)
+    type_into(qtbot, window.parameters.h.spin, "60")
+    for _ in range(40):
+        allowed.release()
+    qtbot.waitUntil(lambda: not window.playing, timeout=WAIT_MS)
+    settle(qtbot, window)
+    played = [preview.index for preview in shown if preview.psnr_after is None]
+    assert played == list(range(1, 12))  # every frame, once, in order, across the change
+    expected = Previewer(ArrayFrames(frames), "cpu").render(11, window.current_params(), window.noise.noise())
+    assert window.current_params().h == 60
+    last_played = next(preview for preview in shown if preview.index == 11 and preview.psnr_after is None)
+    np.testing.assert_array_equal(last_played.after, expected.after)
 
 
 def test_a_busy_indicator_shows_while_the_engine_works(qtbot, window, clip, monkeypatch) -> None:
