@@ -14,6 +14,7 @@ CenterWeight = Literal["one", "max"]
 PATCH_RADIUS_MAX = 8
 SEARCH_RADIUS_MAX = 16
 FRAMES_MAX = 8
+H_MIN, H_MAX = 1e-3, 1e4  # 8-bit levels: u = D / (h/255)^2 stays finite in float32 for frames in [0, 1]
 WEIGHTINGS = ("bisquare", "exponential")
 CENTER_WEIGHTS = ("one", "max")
 
@@ -58,7 +59,7 @@ class NLMParams:
     ----------
     h : float
         Filter strength in 8-bit levels (1 level = 1/255 of full scale, whatever the bit
-        depth). Finite and > 0. Patches whose mean squared difference exceeds (h/255)^2 get
+        depth), from 0.001 to 10000. Patches whose mean squared difference exceeds (h/255)^2 get
         no weight with the bisquare weighting.
     patch_radius : int
         B, in pixels: patches are (2B+1) x (2B+1). 0..8, default 4.
@@ -101,10 +102,11 @@ class NLMParams:
 
     def __post_init__(self) -> None:
         h = self.h
+        message = f"h must be a finite number > 0 (8-bit levels) in {H_MIN:g}..{H_MAX:g}, got {h!r}"
         if isinstance(h, bool) or not isinstance(h, (int, float, np.integer, np.floating)):
-            raise ValueError(f"h must be a finite number > 0 (8-bit levels), got {h!r}")
-        if not math.isfinite(h) or h <= 0:
-            raise ValueError(f"h must be a finite number > 0 (8-bit levels), got {h!r}")
+            raise ValueError(message)
+        if not (math.isfinite(h) and H_MIN <= h <= H_MAX):
+            raise ValueError(message)
         set_field = object.__setattr__
         set_field(self, "h", float(h))
         set_field(self, "patch_radius", _check_int("patch_radius", self.patch_radius, PATCH_RADIUS_MAX))

@@ -9,7 +9,9 @@ from engine import NLMParams
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        (dict(h=0), r"h must be a finite number > 0 \(8-bit levels\), got 0"),
+        (dict(h=0), r"h must be a finite number > 0 \(8-bit levels\) in 0.001..10000, got 0"),
+        (dict(h=1e-300), r"h must be a finite number > 0 .* in 0.001..10000, got 1e-300"),
+        (dict(h=2e4), r"h must be a finite number > 0 .* in 0.001..10000, got 20000.0"),
         (dict(h=-3.0), r"h must be a finite number > 0 .*got -3.0"),
         (dict(h=float("nan")), r"h must be a finite number > 0 .*got nan"),
         (dict(h=float("inf")), r"h must be a finite number > 0 .*got inf"),
