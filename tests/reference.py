@@ -8,16 +8,29 @@ explicit mirror function, to check the first.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from engine import NLMParams
 
 
-def _weights(distance: np.ndarray, params: NLMParams) -> np.ndarray:
-    u = distance / (params.h / 255.0) ** 2
+def _weights(u: np.ndarray, params: NLMParams) -> tuple[np.ndarray, np.ndarray]:
+    """The weights of the other offsets of a window (``u`` = D / (h/255)^2 along axis 0) and
+    the centre weight, as DESIGN.md §1 defines them.
+
+    Exponential weights are relative to the window's smallest u, exp(-(u - u_min)), so that
+    none underflows (float64's exp(-u) does past u = 745, at h below about 1 on real frames):
+    the centre's u is the least, 0 for the centre weight 1 and the smallest u of the other
+    offsets for the largest weight, so the centre weight is exp(0) = 1 in both cases.
+    """
     if params.weighting == "exponential":
-        return np.exp(-u)
-    return np.where(u <= 1.0, (1.0 - u) ** 2, 0.0)
+        least = u.min(axis=0) if params.center_weight == "max" and len(u) > 0 else 0.0
+        return np.exp(-(u - least)), np.ones(u.shape[1:])
+    w = np.where(u <= 1.0, (1.0 - u) ** 2, 0.0)
+    largest = w.max(axis=0, initial=0.0)
+    center = np.where(largest > 0, largest, 1.0) if params.center_weight == "max" else np.ones(u.shape[1:])
+    return w, center
 
 
 def _transform(params: NLMParams, channels: int) -> np.ndarray:
@@ -36,9 +49,7 @@ def reference_denoise(clip: np.ndarray, index: int, params: NLMParams) -> np.nda
     z_padded = np.pad(z, ((0, 0), (pad, pad), (pad, pad), (0, 0)), mode="reflect")
     y_padded = np.pad(clip, ((0, 0), (search, search), (search, search), (0, 0)), mode="reflect")
 
-    numerator = np.zeros((height, width, channels))
-    denominator = np.zeros((height, width))
-    largest = np.zeros((height, width))
+    exponents, candidates = [], []  # u and Y(p + q) of each offset q other than 0
     for qt in range(-params.frames_past, params.frames_future + 1):
         other = index + qt
         if not 0 <= other < frames:
@@ -59,13 +70,13 @@ def reference_denoise(clip: np.ndarray, index: int, params: NLMParams) -> np.nda
                 patches = np.lib.stride_tricks.sliding_window_view(squared, (2 * radius + 1, 2 * radius + 1))
                 distance = patches.sum(axis=(-2, -1))
                 distance /= channels * (2 * radius + 1) ** 2
-                w = _weights(distance, params)
-                candidate = y_padded[other, search + qy : search + qy + height, search + qx : search + qx + width]
-                numerator += w[..., None] * candidate
-                denominator += w
-                largest = np.maximum(largest, w)
-    center = np.where(largest > 0, largest, 1.0) if params.center_weight == "max" else np.ones((height, width))
-    return (numerator + center[..., None] * clip[index]) / (denominator + center)[..., None]
+                exponents.append(distance / (params.h / 255.0) ** 2)
+                candidates.append(
+                    y_padded[other, search + qy : search + qy + height, search + qx : search + qx + width]
+                )
+    w, center = _weights(np.array(exponents).reshape(-1, height, width), params)
+    numerator = np.einsum("qhw,qhwc->hwc", w, np.array(candidates).reshape(-1, height, width, channels))
+    return (numerator + center[..., None] * clip[index]) / (w.sum(axis=0) + center)[..., None]
 
 
 def _mirror(coordinate: int, size: int) -> int:
@@ -87,7 +98,7 @@ def scalar_denoise_pixel(clip: np.ndarray, index: int, y: int, x: int, params: N
     def z(t: int, row: int, col: int) -> np.ndarray:
         return transform @ clip[t, _mirror(row, height), _mirror(col, width)]
 
-    weights, values = [], []
+    exponents, values = [], []
     for other in range(index - params.frames_past, index + params.frames_future + 1):
         if not 0 <= other < frames:
             continue
@@ -101,9 +112,15 @@ def scalar_denoise_pixel(clip: np.ndarray, index: int, y: int, x: int, params: N
                         difference = z(index, y + dy, x + dx) - z(other, y + qy + dy, x + qx + dx)
                         total += float(difference @ difference)
                 distance = total / (channels * (2 * radius + 1) ** 2)
-                weights.append(float(_weights(np.array(distance), params)))
+                exponents.append(distance / (params.h / 255.0) ** 2)
                 values.append(clip[other, _mirror(y + qy, height), _mirror(x + qx, width)])
-    others = max(weights, default=0.0)
-    center = others if params.center_weight == "max" and others > 0 else 1.0
+    if params.weighting == "exponential":  # relative to the window's smallest u (see _weights)
+        shift = min(exponents, default=0.0) if params.center_weight == "max" else 0.0
+        weights = [math.exp(-(u - shift)) for u in exponents]
+        center = 1.0
+    else:
+        weights = [(1.0 - u) ** 2 if u <= 1.0 else 0.0 for u in exponents]
+        others = max(weights, default=0.0)
+        center = others if params.center_weight == "max" and others > 0 else 1.0
     numerator = center * clip[index, y, x] + sum(w * v for w, v in zip(weights, values, strict=True))
     return numerator / (center + sum(weights))
