@@ -15,6 +15,13 @@ and finally divides. Within the centre frame the distance of offset q at pixel p
 distance of offset -q at pixel p+q, so each weight serves both (symmetric accumulation) and
 only half of the spatial offsets are visited. Spatial coordinates outside the frame are
 mirrored (``reflect``); distances are computed on ``Z = G Y``, the average uses ``Y``.
+
+Exponential weights are relative (DESIGN.md §1): exp(-(u - u_min)), u_min the smallest u of
+the pixel's window seen so far. With the centre weight 1 the centre's u = 0 is the smallest
+from the start, so the weights are exp(-u) (those that underflow weigh under 1e-38 of the
+centre). With the largest weight as the centre's, u_min is kept per pixel and the numerator
+and denominator are rescaled when it falls, as online softmax does; the centre weight is then
+exp(0) = 1.
 """
 
 from __future__ import annotations
@@ -70,10 +77,21 @@ def box_sum(values: Array, radius: int, axis: int) -> Array:
     return total
 
 
+def relative_weights(params: NLMParams) -> bool:
+    """Whether exponential weights need a per-pixel shift: with the largest weight as the
+    centre's, the window's smallest u is not known before the window is searched."""
+    return params.weighting == "exponential" and params.center_weight == "max"
+
+
+def exponent(distance: Array, params: NLMParams) -> Array:
+    """u = D / (h/255)^2 of DESIGN.md §1."""
+    return distance * array_module(distance).float32((255.0 / params.h) ** 2)
+
+
 def weight(distance: Array, params: NLMParams) -> Array:
-    """g(D) of DESIGN.md §1, with u = D / (h/255)^2."""
+    """g(D) of DESIGN.md §1 (exponential: exp(-u), relative to u = 0)."""
     xp = array_module(distance)
-    u = distance * xp.float32((255.0 / params.h) ** 2)
+    u = exponent(distance, params)
     if params.weighting == "exponential":
         return xp.exp(-u)
     return xp.maximum(1 - u, 0) ** 2
@@ -122,31 +140,42 @@ def denoise_window(frames: Sequence[Array], center: int, params: NLMParams) -> A
     numerator = xp.zeros((channels, height, width), dtype=xp.float32)
     denominator = xp.zeros((height, width), dtype=xp.float32)
     largest = xp.zeros((height, width), dtype=xp.float32)
+    relative = relative_weights(params)
+    shift = xp.full((height, width), xp.finfo(xp.float32).max, dtype=xp.float32)  # u_min: none seen yet
 
     def candidate(index: int, qy: int, qx: int) -> Array:
         return padded_y[index][:, search + qy : search + qy + height, search + qx : search + qx + width]
 
-    def accumulate(w: Array, pixels: Array) -> None:  # pass 4
-        nonlocal numerator, denominator, largest
+    def accumulate(values: Array, pixels: Array) -> None:  # pass 4: one offset's weights, or u where relative
+        nonlocal numerator, denominator, largest, shift
+        w = values
+        if relative:  # weights relative to u_min; the sums rescaled (by < 1) where it falls
+            low = xp.minimum(shift, values)
+            rescale = xp.exp(low - shift)
+            numerator, denominator, shift = numerator * rescale, denominator * rescale, low
+            w = xp.exp(low - values)
         numerator = numerator + w * pixels
         denominator = denominator + w
         largest = xp.maximum(largest, w)
+
+    def weigh(distance: Array) -> Array:  # pass 3's g(D), or u where weights are relative
+        return exponent(distance, params) if relative else weight(distance, params)
 
     for index in range(len(frames)):
         same_frame = index == center
         for qy, qx in spatial_offsets(search, same_frame=same_frame):
             if not same_frame:
                 distance = patch_distance(padded_z[center], padded_z[index], (qy, qx), (0, height), (0, width), params)
-                accumulate(weight(distance, params), candidate(index, qy, qx))
+                accumulate(weigh(distance), candidate(index, qy, qx))
                 continue
             # The distance over the frame and the frame shifted by -q serves +q and -q.
             top, left = min(0, -qy), min(0, -qx)
             rows, cols = (top, max(height, height - qy)), (left, max(width, width - qx))
-            w = weight(patch_distance(padded_z[center], padded_z[center], (qy, qx), rows, cols, params), params)
+            w = weigh(patch_distance(padded_z[center], padded_z[center], (qy, qx), rows, cols, params))
             accumulate(w[-top : height - top, -left : width - left], candidate(center, qy, qx))
             accumulate(w[-qy - top : height - qy - top, -qx - left : width - qx - left], candidate(center, -qy, -qx))
 
-    center_weight = xp.float32(1)
-    if params.center_weight == "max":  # the largest other weight, or 1 where all weigh 0
+    center_weight = xp.float32(1)  # also the largest weight, exp(0), of relative weights
+    if params.center_weight == "max" and not relative:  # the largest other weight, or 1 where all weigh 0
         center_weight = xp.where(largest > 0, largest, center_weight)
     return (numerator + center_weight * frames[center]) / (denominator + center_weight)

@@ -9,6 +9,12 @@ each weight serves +q and -q (the tile computes the distances over itself and it
 by -q), so half the spatial offsets are visited, as in the cascade. Planar frames and
 accumulators make every inner loop a contiguous one that LLVM vectorizes.
 
+Exponential weights with the largest weight as the centre's are relative (DESIGN.md §1): the
+row of weights holds u, and each pixel keeps the smallest u of its window seen so far in the
+place of the largest weight, weighs by exp(-(u - u_min)) and rescales its sums when u_min
+falls (online softmax); the centre weight is then exp(0) = 1. With the centre weight 1, u = 0
+is the least from the start and the weights are exp(-u) as they are.
+
 The radii, h and the weighting are run-time arguments: the kernel compiles once per machine
 (``cache=True``) and never again when the user moves a slider.
 """
@@ -27,6 +33,7 @@ TILE_ROWS, TILE_COLUMNS = 32, 256  # one parallel task; its rows of frames and s
 
 
 FAST = {"nnan", "ninf", "nsz", "arcp", "contract", "reassoc"}  # inputs are checked finite
+NO_EXPONENT = np.float32(np.finfo(np.float32).max)  # u_min before any offset: finite, exp(-(it - u)) = 0
 
 
 @numba.njit(cache=True, inline="always")
@@ -96,8 +103,9 @@ def _difference_row(z_frames, reference, other, row, row_other, start, start_oth
 
 
 @numba.njit(cache=True, fastmath=FAST)
-def _weights_row(column_sums, radius, scale, exponential, out):
-    """Box-sum ``column_sums`` horizontally over 2 radius + 1 and turn the sums into weights.
+def _weights_row(column_sums, radius, scale, exponential, relative, out):
+    """Box-sum ``column_sums`` horizontally over 2 radius + 1 and turn the sums into weights
+    (into u = sum * scale where the weights are ``relative``).
 
     2B shifted passes over the row: each vectorizes, unlike a running sum (a chain of
     dependent adds) or power-of-two partial sums doubled in place (measured slower).
@@ -109,7 +117,10 @@ def _weights_row(column_sums, radius, scale, exponential, out):
         shifted = column_sums[shift : shift + length]
         for i in range(length):
             out[i] += shifted[i]
-    if exponential:
+    if relative:
+        for i in range(length):
+            out[i] *= scale
+    elif exponential:
         for i in range(length):
             out[i] = np.exp(-out[i] * scale)
     else:
@@ -119,15 +130,37 @@ def _weights_row(column_sums, radius, scale, exponential, out):
 
 
 @numba.njit(cache=True, fastmath=FAST)
-def _accumulate_row(weights, y_frames, frame, row, start, accumulators, accumulator_row, center_max):
+def _accumulate_row(weights, y_frames, frame, row, start, accumulators, accumulator_row, center_max, relative, factors):
     """Add w Y_frame(row, start + i) to the numerators and w to the denominator of one row.
 
     ``accumulators`` is (C + 2, rows, columns): C numerators, the denominator, the largest
-    weight (kept only with ``center_max``). Each row is indexed from the C-contiguous whole so
-    that numba knows it is contiguous and the loops vectorize.
+    weight (kept only with ``center_max``), or where the weights are ``relative`` the smallest
+    u so far, u_min. Relative: ``weights`` holds u, each pixel's weight is exp(-(u - u_min))
+    and its sums are first rescaled by exp(-(u_min - u)) where u is the new u_min (one exp
+    either way), with ``factors`` ((2, columns)) for the two factors. Each row is indexed from
+    the C-contiguous whole so that numba knows it is contiguous and the loops vectorize.
     """
     width = weights.shape[0]
     channels = accumulators.shape[0] - 2
+    if relative:
+        shift = accumulators[channels + 1, accumulator_row, :width]
+        rescale, relative_weights = factors[0, :width], factors[1, :width]
+        for i in range(width):
+            difference = weights[i] - shift[i]
+            factor = np.exp(-abs(difference))
+            falls = difference < 0
+            rescale[i] = factor if falls else np.float32(1.0)
+            relative_weights[i] = np.float32(1.0) if falls else factor
+            shift[i] = min(shift[i], weights[i])
+        for channel in range(channels):
+            candidate = y_frames[frame, channel, row, start : start + width]
+            target = accumulators[channel, accumulator_row, :width]
+            for i in range(width):
+                target[i] = target[i] * rescale[i] + relative_weights[i] * candidate[i]
+        denominator = accumulators[channels, accumulator_row, :width]
+        for i in range(width):
+            denominator[i] = denominator[i] * rescale[i] + relative_weights[i]
+        return
     for channel in range(channels):
         candidate = y_frames[frame, channel, row, start : start + width]
         target = accumulators[channel, accumulator_row, :width]
@@ -154,8 +187,12 @@ def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential
     begin, end = (tile % tile_columns) * TILE_COLUMNS, min(width, (tile % tile_columns + 1) * TILE_COLUMNS)
     span = end - begin
     accumulators, ring = scratch.accumulators[tile], scratch.ring[tile]  # contiguous: vectorizes
+    factors = scratch.factors[tile]
     numerator, denominator, largest = accumulators[:channels], accumulators[channels], accumulators[channels + 1]
+    relative = exponential and center_max
     accumulators[:] = 0.0
+    if relative:
+        largest[:] = NO_EXPONENT  # u_min
     for frame in range(frame_count):
         same_frame = frame == center
         for qy in range(-search, search + 1):
@@ -181,7 +218,7 @@ def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential
                     output_row = row - radius
                     if output_row < top:
                         continue
-                    _weights_row(sums, radius, scale, exponential, row_weights)
+                    _weights_row(sums, radius, scale, exponential, relative, row_weights)
                     if first <= output_row < stop:
                         _accumulate_row(
                             row_weights[begin - left : end - left],
@@ -192,6 +229,8 @@ def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential
                             accumulators,
                             output_row - first,
                             center_max,
+                            relative,
+                            factors,
                         )
                     mirrored_row = output_row + qy
                     if same_frame and first <= mirrored_row < stop:
@@ -204,11 +243,13 @@ def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential
                             accumulators,
                             mirrored_row - first,
                             center_max,
+                            relative,
+                            factors,
                         )
     for row in range(stop - first):
         for col in range(span):
-            weight = np.float32(1.0)
-            if center_max and largest[row, col] > 0:
+            weight = np.float32(1.0)  # also the largest of relative weights, exp(0)
+            if center_max and not relative and largest[row, col] > 0:
                 weight = largest[row, col]
             inverse_total = np.float32(1.0) / (denominator[row, col] + weight)
             for channel in range(channels):
@@ -228,10 +269,11 @@ def _denoise(z_frames, y_frames, center, search, radius, scale, exponential, cen
 class Scratch(NamedTuple):
     """Per-tile work memory of ``_denoise``, made once per frame size and reused."""
 
-    accumulators: np.ndarray  # (tiles, C + 2, TILE_ROWS, TILE_COLUMNS): numerator, denominator, largest
+    accumulators: np.ndarray  # (tiles, C + 2, TILE_ROWS, TILE_COLUMNS): numerator, denominator, largest or u_min
     ring: np.ndarray  # (tiles, 2B + 1, TILE_COLUMNS + A + 2B): the rows of the vertical running sum
     column_sums: np.ndarray  # (tiles, TILE_COLUMNS + A + 2B)
     weights: np.ndarray  # (tiles, TILE_COLUMNS + A)
+    factors: np.ndarray  # (tiles, 2, TILE_COLUMNS): a row's rescale factors and relative weights
 
 
 class FusedCpuFilter:
@@ -270,6 +312,7 @@ class FusedCpuFilter:
             self._buffer("ring", (tiles, 2 * radius + 1, widest + 2 * radius)),
             self._buffer("column_sums", (tiles, widest + 2 * radius)),
             self._buffer("weights", (tiles, widest)),
+            self._buffer("factors", (tiles, 2, min(width, TILE_COLUMNS))),
         )
         output = np.empty((height, width, channels), dtype=np.float32)
         scale = np.float32(params.patch_sum_scale(channels))
