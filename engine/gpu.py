@@ -93,8 +93,9 @@ class FusedLayout:
         return f"{self.group}, {self.tile_height}, {self.tile_width}, {self.z_stride}, {self.y_stride}, {self.v_stride}"
 
     def partial_floats(self, channels: int) -> int:
-        """Floats one block of a split tile writes: C numerators, the denominator and the largest weight per pixel."""
-        return self.tile_width * self.tile_height * (channels + 2)
+        """Floats one block of a split tile may write: C numerators, the denominator, the largest
+        weight and, for relative exponential weights, the shift, per pixel."""
+        return self.tile_width * self.tile_height * (channels + 3)
 
 
 def _bank_spread_stride(columns: int, segments: int, segment: int) -> int:
@@ -411,7 +412,9 @@ class GpuCascade:
             weights = cupy.empty((height + 2 * search, width + 2 * search), cupy.float32)
             numerator = cupy.zeros((channels, height, width), cupy.float32)
             denominator = cupy.zeros((height, width), cupy.float32)
-            largest = cupy.zeros((height, width), cupy.float32)
+            relative = cascade.relative_weights(params)
+            # The largest weight, or for relative weights the smallest u so far (none: the largest float).
+            largest = cupy.full((height, width), np.finfo(np.float32).max if relative else 0, cupy.float32)
             output = cupy.empty((height, width, channels), cupy.float32)
         size = (np.int32(height), np.int32(width))
         scale = np.float32(params.patch_sum_scale(channels))
@@ -419,9 +422,13 @@ class GpuCascade:
         difference_pass = self._kernel(f"squared_difference<{channels}>")
         horizontal_pass = self._kernel(f"horizontal_box_sum<{radius}>")
         vertical_pass = self._kernel(
-            f"vertical_box_sum_weight<{radius}, {str(params.weighting == 'exponential').lower()}>"
+            f"vertical_box_sum_weight<{radius}, {str(params.weighting == 'exponential').lower()}, "
+            f"{str(relative).lower()}>"
         )
-        accumulate_pass = {same: self._kernel(f"accumulate<{channels}, {str(same).lower()}>") for same in (False, True)}
+        accumulate_pass = {
+            same: self._kernel(f"accumulate<{channels}, {str(same).lower()}, {str(relative).lower()}>")
+            for same in (False, True)
+        }
         for index, frame in enumerate(frames):
             same_frame = index == center
             for qy, qx in cascade.spatial_offsets(search, same_frame=same_frame):
@@ -466,7 +473,8 @@ class GpuCascade:
                     *offset,
                 )
         pixels = height * width
-        self._kernel(f"normalise<{channels}, {str(params.center_weight == 'max').lower()}>")(
+        center_max = params.center_weight == "max" and not relative  # relative weights' largest is 1
+        self._kernel(f"normalise<{channels}, {str(center_max).lower()}>")(
             ((pixels + BLOCK - 1) // BLOCK,),
             (BLOCK,),
             (numerator, denominator, largest, frames[center], output, np.int32(pixels)),

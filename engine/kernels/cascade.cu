@@ -61,9 +61,9 @@ __global__ void horizontal_box_sum(const float* __restrict__ source, float* __re
     target[i * target_cols + j] = sum;
 }
 
-// Pass 3: the sum of 2B + 1 vertical neighbours, then the weight g(D) with u = sum * scale; the
-// plane gets 2B shorter.
-template <int B, bool EXPONENTIAL>
+// Pass 3: the sum of 2B + 1 vertical neighbours, then the weight g(D) with u = sum * scale, or
+// with RELATIVE u itself (see accumulate); the plane gets 2B shorter.
+template <int B, bool EXPONENTIAL, bool RELATIVE>
 __global__ void vertical_box_sum_weight(const float* __restrict__ source, float* __restrict__ weights,
                                         int target_rows, int cols, float scale) {
     const int j = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
@@ -72,42 +72,53 @@ __global__ void vertical_box_sum_weight(const float* __restrict__ source, float*
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k <= 2 * B; ++k) sum += column[k * cols];
-    weights[i * cols + j] = weight_of<EXPONENTIAL>(sum, scale);
+    weights[i * cols + j] = RELATIVE ? sum * scale : weight_of<EXPONENTIAL>(sum, scale);
 }
 
 // Pass 4: add w(p, q) Y(p + q) to the numerator and w to the denominator (and the running
 // largest weight); with SYMMETRIC (the centre frame), also w(p - q, q) Y(p - q), the weight
-// computed for pixel p - q, which is the weight of offset -q at p.
-template <int C, bool SYMMETRIC>
+// computed for pixel p - q, which is the weight of offset -q at p. RELATIVE (exponential
+// weights with the largest weight as the centre's, DESIGN.md §1): `weights` holds u, `largest`
+// the smallest u of the pixel's window so far, u_min; the weights are exp(-(u - u_min)), and the
+// sums are rescaled by exp(-(u_min - u)) where a new u is the smallest, as online softmax does.
+template <int C, bool SYMMETRIC, bool RELATIVE>
 __global__ void accumulate(const float* __restrict__ weights, const float* __restrict__ frame,
                            float* __restrict__ numerator, float* __restrict__ denominator,
                            float* __restrict__ largest, int height, int width, int margin, int qy, int qx) {
     const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     if (y >= height || x >= width) return;
     const int cols = width + 2 * margin, pixels = height * width, index = y * width + x;
-    const float weight = weights[(y + margin) * cols + x + margin];
+    float weight = weights[(y + margin) * cols + x + margin];
     const int there = mirror(y + qy, height) * width + mirror(x + qx, width);
-    float total = weight, heaviest = fmaxf(largest[index], weight);
     float mirrored = 0.0f;
     int back = 0;
     if (SYMMETRIC) {
         mirrored = weights[(y + margin - qy) * cols + x + margin - qx];
         back = mirror(y - qy, height) * width + mirror(x - qx, width);
-        total += mirrored;
-        heaviest = fmaxf(heaviest, mirrored);
+    }
+    float rescale = 1.0f;  // of the sums so far
+    if (RELATIVE) {
+        const float shift = largest[index];
+        const float low = SYMMETRIC ? fminf(shift, fminf(weight, mirrored)) : fminf(shift, weight);
+        rescale = __expf(low - shift);
+        weight = __expf(low - weight);
+        mirrored = SYMMETRIC ? __expf(low - mirrored) : 0.0f;
+        largest[index] = low;
+    } else {
+        largest[index] = fmaxf(largest[index], SYMMETRIC ? fmaxf(weight, mirrored) : weight);
     }
 #pragma unroll
     for (int channel = 0; channel < C; ++channel) {
-        float sum = numerator[channel * pixels + index] + weight * frame[channel * pixels + there];
+        float sum = numerator[channel * pixels + index] * rescale + weight * frame[channel * pixels + there];
         if (SYMMETRIC) sum += mirrored * frame[channel * pixels + back];
         numerator[channel * pixels + index] = sum;
     }
-    denominator[index] += total;
-    largest[index] = heaviest;
+    denominator[index] = denominator[index] * rescale + weight + mirrored;
 }
 
 // Pass 5: X = (numerator + c Y) / (denominator + c), c the centre weight (1, or with CENTER_MAX
-// the largest other weight where one is above 0); planar in, interleaved (H, W, C) out.
+// the largest other weight where one is above 0; relative weights' largest is 1, so their
+// CENTER_MAX is false); planar in, interleaved (H, W, C) out.
 template <int C, bool CENTER_MAX>
 __global__ void normalise(const float* __restrict__ numerator, const float* __restrict__ denominator,
                           const float* __restrict__ largest, const float* __restrict__ frame,

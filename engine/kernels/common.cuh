@@ -1,5 +1,5 @@
-// Device functions both kernel files share (nlm.cu, cascade.cu): the border rule and the
-// weight of DESIGN.md §1.
+// Device functions both kernel files share (nlm.cu, cascade.cu): the border rule, the weight
+// of DESIGN.md §1 and 2^x.
 #pragma once
 
 // Mirror a coordinate into [0, size) without repeating the edge (np.pad mode="reflect"), then
@@ -19,3 +19,14 @@ __device__ __forceinline__ float weight_of(float patch_sum, float scale) {
     const float remaining = __saturatef(fmaf(patch_sum, -scale, 1.0f));  // one FFMA.SAT: 1 - u <= 1 already
     return remaining * remaining;
 }
+
+// 2^x in one MUFU.EX2 (ex2.approx.ftz: about 2 ulp, 0 below 2^-126), as __expf uses it; the
+// relative exponential weights are kept in log2 units so that no multiply precedes it.
+// tests/engine/cuda_on_cpu.h defines it for the CPU.
+#ifndef CUDA_ON_CPU
+__device__ __forceinline__ float exp2_approx(float x) {
+    float result;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(result) : "f"(x));
+    return result;
+}
+#endif

@@ -49,6 +49,18 @@ __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict
 //   candidates Y, loaded once, serves the set's QX_SPAN offsets with that qy.
 // - The centre weight 1 is the offset (0, 0) of the centre frame, visited like any other
 //   (g(0) = 1 for both weightings); only the largest-weight option treats it apart.
+// - Exponential weights with the largest-weight option are relative (DESIGN.md §1; with the
+//   centre weight 1 the centre's u = 0 is the window's least from the start, and exp(-u) is
+//   exact): each pixel weighs 2^(s - u), in log2 units, for a shift s of its own, 0 at first,
+//   and tracks its largest weight 2^highest. Pass 2 stays branch-free; after each round the
+//   thread settles its pixels: where a pixel's largest weight left [2^SETTLED_ABOVE,
+//   2^SETTLED_BELOW], s moves to its smallest u and its sums are rescaled (online softmax, per
+//   round). Where a weight of the round passed 2^REDO_ABOVE (u fell so far below s that the
+//   earlier rounds weigh under 2^-48 of it, and this round's sums may hold inf) or, in its
+//   first round with offsets, all stayed under 2^REDO_BELOW (some may have underflowed), the
+//   pixel drops its sums and the block runs the round again, with that pixel's s at the round's
+//   smallest u and the other pixels weighing 0. At moderate h none of this happens and s stays
+//   0; below about 3 levels on noisy footage the first round runs twice.
 //
 // The frame regions (reference Z, candidate Z, and candidate Y where Z is not Y itself) are
 // loaded into shared memory once per frame, mirrored at the frame's borders. For packed 8-bit
@@ -63,6 +75,9 @@ __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict
 // the output.
 
 constexpr int FUSED_THREADS = 256;
+// Relative weights' bounds on a pixel's largest weight, log2 (see above): sums stay far below 2^128.
+constexpr float SETTLED_ABOVE = -32.0f, SETTLED_BELOW = 16.0f, REDO_ABOVE = 64.0f, REDO_BELOW = -96.0f;
+constexpr float NONE_SEEN = -3.402823466e38f;  // -FLT_MAX: a pixel's highest before any offset
 constexpr int PASS1_COLUMNS = 64;  // columns a sub-group of pass 1 covers: TW + 2B <= 64
 constexpr int SUBGROUPS = FUSED_THREADS / PASS1_COLUMNS;
 
@@ -402,9 +417,67 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
     }
     float numerator[SEG][C] = {};
     float denominator[SEG] = {}, largest[SEG] = {};
+    // Relative weights: each pixel's shift s and largest weight's exponent, in log2 units.
+    constexpr bool RELATIVE = EXPONENTIAL && CENTER_MAX;
+    constexpr int PARTIAL_VALUES = C + 2 + RELATIVE;  // of a split tile's pixel: numerators, denominator, largest, s
+    const float log2_scale = scale * 1.44269504f;
+    float shift[SEG], highest[SEG], kept[SEG];  // kept: the shifts of pixels sitting a redo out
+#pragma unroll
+    for (int i = 0; i < SEG; ++i) shift[i] = 0.0f, highest[i] = NONE_SEEN;
+    unsigned sitting_out = 0;  // a bit per pixel
+    // Pass 2's step for pixel i: its weight times the candidates y[.][column].
+    const auto accumulate = [&](int i, float weight, const auto& y, int column) {
+#pragma unroll
+        for (int channel = 0; channel < C; ++channel)
+            numerator[i][channel] = fmaf(weight, y[channel][column], numerator[i][channel]);
+        denominator[i] += weight;
+        if (CENTER_MAX && !RELATIVE) largest[i] = fmaxf(largest[i], weight);
+    };
+    const auto unsettled = [](float exponent) {  // having seen an offset, outside the settled bounds
+        return exponent > SETTLED_BELOW || (exponent < SETTLED_ABOVE && exponent > NONE_SEEN);
+    };
+    // Relative weights, after a round's pass 2 (or its redo): rebase or drop each pixel as the
+    // header says; returns the pixels dropped, a bit each.
+    const auto settle = [&]() {
+#pragma unroll
+        for (int i = 0; i < SEG; ++i)
+            if (sitting_out >> i & 1u) shift[i] = kept[i];
+        sitting_out = 0;
+        bool settled = true;
+#pragma unroll
+        for (int i = 0; i < SEG; ++i) settled = settled && !unsettled(highest[i]);
+        unsigned dropped = 0;
+        if (settled) return dropped;
+#pragma unroll
+        for (int i = 0; i < SEG; ++i) {
+            const float exponent = highest[i];
+            const bool drop = exponent > REDO_ABOVE || (exponent < REDO_BELOW && exponent > NONE_SEEN);
+            if (!drop && !unsettled(exponent)) continue;
+            const float factor = exp2_approx(-exponent);  // dropped sums may hold inf: set, not scaled
+#pragma unroll
+            for (int channel = 0; channel < C; ++channel)
+                numerator[i][channel] = drop ? 0.0f : numerator[i][channel] * factor;
+            denominator[i] = drop ? 0.0f : denominator[i] * factor;
+            shift[i] -= exponent;
+            highest[i] = drop ? NONE_SEEN : 0.0f;
+            if (drop) dropped |= 1u << i;
+        }
+        return dropped;
+    };
+    // For a redo: the pixels not dropped weigh 2^-FLT_MAX = 0 until the next settle.
+    const auto sit_out = [&](unsigned dropped) {
+#pragma unroll
+        for (int i = 0; i < SEG; ++i) {
+            if (dropped >> i & 1u) continue;
+            kept[i] = shift[i];
+            shift[i] = NONE_SEEN;
+            sitting_out |= 1u << i;
+        }
+    };
 
     for (int position = first_position; position < end_position; ++position) {
         const bool same_frame = position == center;
+        const int centre_qx = same_frame ? 0 : 2 * A + 1;  // of the offset (0, 0); past the window elsewhere
         const int buffer = PACKED ? (position - first_position) % 2 : 0;
         Element* z_candidate = z_candidates + buffer * L::ZC_SIZE;
         __syncthreads();  // the previous frame's regions are no longer read
@@ -427,8 +500,9 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
             unpack_region<C, L::YC_ROWS, L::YC_COLS, YC_STRIDE, B, ZC_STRIDE>(z_candidate, y_candidate);
             __syncthreads();
         }
+        bool redone = false;  // relative weights: this round ran once already
 #pragma unroll 1
-        for (int round = first_round; round < end_round; ++round) {
+        for (int round = first_round; round < end_round; round += !redone) {
             const int group = round * SUBGROUPS + subgroup;
             const int qx = L::set_qx(group / L::QX_SPAN) + group % L::QX_SPAN, qy = L::set_qy(group / L::QX_SPAN);
             if (column < L::COLS1 && group < L::GROUPS && qx <= A) {
@@ -471,7 +545,13 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
 #pragma unroll
                             for (int m = 0; m < SPAN; ++m) {
                                 if (m >= valid_span) break;
-                                if (CENTER_MAX && same_frame && first_qx + m == 0 && qy == 0) continue;
+                                // The offset (0, 0) is the centre weight's. Relative weights test
+                                // it without same_frame, which holds for all of a frame's rounds:
+                                // with the settle after each round, the compiler made a copy of
+                                // the rounds loop for each value of it.
+                                if (RELATIVE ? qy == 0 && first_qx + m == centre_qx
+                                             : CENTER_MAX && same_frame && first_qx + m == 0 && qy == 0)
+                                    continue;
                                 const int pass1 = set_in_round * L::QX_SPAN + m;
                                 const float* sums = vertical + ((pass1 * K + k) * TH + row) * VS_STRIDE + first;
                                 float values[SEG + 2 * B];
@@ -484,22 +564,37 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
                                 float patch_sum = 0.0f;
 #pragma unroll
                                 for (int n = 0; n <= 2 * B; ++n) patch_sum += values[n];
+                                if constexpr (!RELATIVE) {
 #pragma unroll
-                                for (int i = 0; i < SEG; ++i) {
-                                    if (i > 0) patch_sum += step[i];
-                                    const float weight = weight_of<EXPONENTIAL>(patch_sum, scale);
+                                    for (int i = 0; i < SEG; ++i) {
+                                        if (i > 0) patch_sum += step[i];
+                                        accumulate(i, weight_of<EXPONENTIAL>(patch_sum, scale), y, m + i);
+                                    }
+                                } else {
 #pragma unroll
-                                    for (int channel = 0; channel < C; ++channel)
-                                        numerator[i][channel] = fmaf(weight, y[channel][m + i], numerator[i][channel]);
-                                    denominator[i] += weight;
-                                    if (CENTER_MAX) largest[i] = fmaxf(largest[i], weight);
+                                    for (int i = 0; i < SEG; ++i) {
+                                        if (i > 0) patch_sum += step[i];
+                                        const float exponent = fmaf(-patch_sum, log2_scale, shift[i]);  // s - u
+                                        accumulate(i, exp2_approx(exponent), y, m + i);
+                                        highest[i] = fmaxf(highest[i], exponent);
+                                    }
                                 }
                             }
                         }
                     });
                 });
             }
-            __syncthreads();  // the vertical sums are read before the next round overwrites them
+            // The vertical sums are read before the next round overwrites them. Relative weights:
+            // the block runs the round again where a thread dropped pixels (pass 1 gives the same
+            // sums), once: a second drop would mean u finer than float32 resolves, far below the
+            // h where DESIGN.md asks for exactness; those pixels then keep no weight of the round.
+            if constexpr (RELATIVE) {
+                const unsigned dropped = settle();
+                redone = __syncthreads_or(!redone && dropped != 0);
+                if (redone) sit_out(dropped);
+            } else {
+                __syncthreads();
+            }
         }
     }
 
@@ -514,16 +609,21 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
     }
 
     if (split) {
-        // Partial sums out; the tile's last block to arrive reads them all back, in piece order.
-        constexpr int VALUES = SEG * (C + 2);
+        // Partial sums out; the tile's last block to arrive reads them all back, in piece order
+        // (relative weights: the largest weight's exponent in the largest's place, and each
+        // piece's sums rescaled to the smaller shift as they are added; a piece that saw no
+        // offset has no shift, -NONE_SEEN).
+        constexpr int VALUES = SEG * PARTIAL_VALUES;
         float* tile_partials = partials + static_cast<size_t>(split_index) * pieces * VALUES * FUSED_THREADS;
         float* mine = tile_partials + static_cast<size_t>(piece) * VALUES * FUSED_THREADS + thread;
 #pragma unroll
         for (int i = 0; i < SEG; ++i) {
+            float* values = mine + i * PARTIAL_VALUES * FUSED_THREADS;
 #pragma unroll
-            for (int channel = 0; channel < C; ++channel) mine[(i * (C + 2) + channel) * FUSED_THREADS] = numerator[i][channel];
-            mine[(i * (C + 2) + C) * FUSED_THREADS] = denominator[i];
-            mine[(i * (C + 2) + C + 1) * FUSED_THREADS] = largest[i];
+            for (int channel = 0; channel < C; ++channel) values[channel * FUSED_THREADS] = numerator[i][channel];
+            values[C * FUSED_THREADS] = denominator[i];
+            values[(C + 1) * FUSED_THREADS] = RELATIVE ? highest[i] : largest[i];
+            if constexpr (RELATIVE) values[(C + 2) * FUSED_THREADS] = highest[i] > NONE_SEEN ? shift[i] : -NONE_SEEN;
         }
         __threadfence();
         __syncthreads();
@@ -538,16 +638,33 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
 #pragma unroll
             for (int channel = 0; channel < C; ++channel) numerator[i][channel] = 0.0f;
             denominator[i] = largest[i] = 0.0f;
+            shift[i] = -NONE_SEEN;
+            highest[i] = NONE_SEEN;
         }
         for (int other = 0; other < pieces; ++other) {
             const float* theirs = tile_partials + static_cast<size_t>(other) * VALUES * FUSED_THREADS + thread;
 #pragma unroll
             for (int i = 0; i < SEG; ++i) {
+                const float* values = theirs + i * PARTIAL_VALUES * FUSED_THREADS;
+                float factor = 1.0f;  // of their sums
+                if constexpr (RELATIVE) {  // both to the smaller shift: factors <= 1
+                    const float their_shift = __ldcg(values + (C + 2) * FUSED_THREADS);
+                    const float low = fminf(shift[i], their_shift);
+                    const float my_factor = exp2_approx(low - shift[i]);
+#pragma unroll
+                    for (int channel = 0; channel < C; ++channel) numerator[i][channel] *= my_factor;
+                    denominator[i] *= my_factor;
+                    factor = exp2_approx(low - their_shift);
+                    const float their_highest = __ldcg(values + (C + 1) * FUSED_THREADS) + (low - their_shift);
+                    highest[i] = fmaxf(highest[i] + (low - shift[i]), their_highest);
+                    shift[i] = low;
+                } else {
+                    largest[i] = fmaxf(largest[i], __ldcg(values + (C + 1) * FUSED_THREADS));
+                }
 #pragma unroll
                 for (int channel = 0; channel < C; ++channel)
-                    numerator[i][channel] += __ldcg(theirs + (i * (C + 2) + channel) * FUSED_THREADS);
-                denominator[i] += __ldcg(theirs + (i * (C + 2) + C) * FUSED_THREADS);
-                largest[i] = fmaxf(largest[i], __ldcg(theirs + (i * (C + 2) + C + 1) * FUSED_THREADS));
+                    numerator[i][channel] += factor * __ldcg(values + channel * FUSED_THREADS);
+                denominator[i] += factor * __ldcg(values + C * FUSED_THREADS);
             }
         }
     }
@@ -562,7 +679,9 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
 #pragma unroll
     for (int i = 0; i < SEG; ++i) {
         if constexpr (CENTER_MAX) {
-            const float center_weight = largest[i] > 0.0f ? largest[i] : 1.0f;
+            // The largest other weight, or 1 where there is none (or, bisquare, all weigh 0).
+            const float center_weight = RELATIVE ? (highest[i] > NONE_SEEN ? exp2_approx(highest[i]) : 1.0f)
+                                                 : (largest[i] > 0.0f ? largest[i] : 1.0f);
             denominator[i] += center_weight;
 #pragma unroll
             for (int channel = 0; channel < C; ++channel) numerator[i][channel] += center_weight * own[i][channel];

@@ -21,6 +21,7 @@ struct Dim3 {
 thread_local Dim3 threadIdx, blockIdx, blockDim;
 thread_local float* emulated_shared_memory;
 thread_local std::barrier<>* emulated_block_barrier;
+thread_local std::atomic<int>* emulated_block_vote;
 
 #define __global__
 #define __device__
@@ -29,6 +30,17 @@ thread_local std::barrier<>* emulated_block_barrier;
 #define __restrict__
 #define __launch_bounds__(...)
 #define __syncthreads() emulated_block_barrier->arrive_and_wait()
+// A barrier that returns whether any thread's predicate was non-zero. Thread 0 clears the vote
+// after all have read it; the next call's first barrier orders that before any new vote.
+inline int __syncthreads_or(int predicate) {
+    emulated_block_barrier->arrive_and_wait();
+    if (predicate) emulated_block_vote->store(1);
+    emulated_block_barrier->arrive_and_wait();
+    const int result = emulated_block_vote->load();
+    emulated_block_barrier->arrive_and_wait();
+    if (threadIdx.x == 0) emulated_block_vote->store(0);
+    return result;
+}
 template <typename T>
 inline T __ldg(const T* pointer) {
     return *pointer;
@@ -52,6 +64,7 @@ inline int atomicAdd(int* address, int value) {
     return old;
 }
 inline float __expf(float x) { return std::exp(x); }
+inline float exp2_approx(float x) { return std::exp2(x); }
 inline float __saturatef(float x) { return std::fmin(std::fmax(x, 0.0f), 1.0f); }
 inline float __int2float_rn(int x) { return static_cast<float>(x); }
 // Per-byte |a - b|, and the dot product of four bytes plus c (PTX vabsdiff4, dp4a).
@@ -77,6 +90,7 @@ void launch(int grid_x, int grid_y, int threads, int shared_bytes, Kernel kernel
         for (int bx = 0; bx < grid_x; ++bx) {
             std::vector<float> shared(shared_bytes / sizeof(float), std::nanf(""));
             std::barrier<> barrier(threads);
+            std::atomic<int> vote{0};
             std::vector<std::thread> block;
             for (int t = 0; t < threads; ++t)
                 block.emplace_back([&, t] {
@@ -85,6 +99,7 @@ void launch(int grid_x, int grid_y, int threads, int shared_bytes, Kernel kernel
                     blockIdx.y = by;
                     emulated_shared_memory = shared.data();
                     emulated_block_barrier = &barrier;
+                    emulated_block_vote = &vote;
                     kernel();
                     barrier.arrive_and_drop();
                 });

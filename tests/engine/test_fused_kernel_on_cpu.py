@@ -247,6 +247,37 @@ def test_split_tiles_add_up_to_the_reference(tmp_path, dtype, d, search_radius, 
     np.testing.assert_allclose(output, expected, rtol=0, atol=TOLERANCE)
 
 
+@pytest.mark.parametrize(
+    ("h", "dtype", "transformed", "concurrent"),
+    [
+        (0.5, np.float32, False, 1),
+        (0.5, np.float32, False, H100_MULTIPROCESSORS),
+        (0.5, np.uint8, False, H100_MULTIPROCESSORS),
+        (1.5, np.uint8, False, 1),
+        (1.5, np.float32, True, H100_MULTIPROCESSORS),
+    ],
+)
+def test_relative_exponential_weights_at_small_h(tmp_path, h, dtype, transformed, concurrent) -> None:
+    """Exponential weights with the largest weight as the centre's, at h where exp(-u) leaves
+    float32's range on a real crop: each pixel's shift, its rebasing, and the split tiles'
+    pieces of different shifts (one block at a time: whole tiles; 132: the last wave split)."""
+    params = NLMParams(
+        h=h,
+        patch_radius=2,
+        search_radius=3,
+        weighting="exponential",
+        center_weight="max",
+        color_transform=random_color_transform(5) if transformed else None,
+    )
+    clip = noisy_clip("bikes", seed=int(h * 10), frames=3, shape=(36, 44))
+    if dtype == np.uint8:
+        clip = np.clip(np.rint(clip * 255), 0, 255).astype(np.uint8)
+    output, _, grid = run_kernel_on_cpu(tmp_path, clip, 1, params, concurrent=concurrent)
+    assert (grid.split > 0) == (concurrent > 1)
+    expected = reference_denoise(clip * integer_scale(clip.dtype), 1, params)
+    np.testing.assert_allclose(output, expected, rtol=0, atol=TOLERANCE)
+
+
 def test_the_last_wave_is_split_into_pieces_that_fill_it() -> None:
     """1080p at B = 4 is 1190 tiles for the H100's 132 multiprocessors: the last 2 run as 3 frames
     (or 1) x 4 parts of their rounds; 4K's last 72 as one wave of frames; a full wave stays whole."""
