@@ -1,8 +1,11 @@
-"""Every backend against the float64 reference over the grid of the foundation issue.
+"""Every backend against the float64 reference over the grid of the foundation issue, and over
+h from 0.5 to 500 levels, where exponential weights leave float32's range (DESIGN.md §1:
+weights are relative).
 
 Tolerance: max abs difference <= 1e-4 on values in [0, 1]. float32 rounding of the distances,
-running sums and accumulations stays near 1e-6 here; 1e-4 leaves room for long sums without
-letting a wrong offset, border or weight (errors of 1e-2 and more) through.
+running sums and accumulations stays near 1e-6 here (near 1e-5 at h = 0.5, where u reaches
+thousands and its rounding moves the weights); 1e-4 leaves room for long sums without letting
+a wrong offset, border or weight (errors of 1e-2 and more) through.
 """
 
 import itertools
@@ -13,6 +16,7 @@ from conftest import noisy_clip, random_color_transform
 from reference import reference_denoise
 
 from engine import Denoiser, NLMParams
+from engine.params import CENTER_WEIGHTS, H_MAX, H_MIN, WEIGHTINGS
 
 TOLERANCE = 1e-4
 GRID = list(
@@ -85,3 +89,51 @@ def test_integer_gray_and_color_input(backend_method, dtype) -> None:
         as_float = np.asarray(clip, dtype=np.float64).reshape(3, 20, 22, -1) / full_scale
         assert result.dtype == np.float32 and result.shape == as_float.shape[1:]
         np.testing.assert_allclose(result, reference_denoise(as_float, 2, params), rtol=0, atol=TOLERANCE)
+
+
+H_VALUES = np.geomspace(0.5, 500, 7).round(3).tolist()  # 0.5, 1.58, 5, 15.8, 50, 158, 500 levels
+H_GRID = list(itertools.product(H_VALUES, WEIGHTINGS, CENTER_WEIGHTS, ["random", "real"]))
+
+
+@pytest.mark.parametrize(("h", "weighting", "center", "kind"), H_GRID)
+def test_backend_matches_reference_for_every_h(backend_method, h, weighting, center, kind) -> None:
+    """B = 4, A = 3, Dp = Df = 1, as KNLMeansCL users run it at h = 0.5-5: u reaches thousands,
+    exp(-u) is 0 in float32 and only relative weights keep the filter."""
+    case = H_GRID.index((h, weighting, center, kind))
+    clip_kind = kind if kind == "random" else CLIP_KINDS[1 + case % 2]
+    clip = noisy_clip(clip_kind, seed=case, frames=3, shape=(16, 20))
+    params = NLMParams(h=h, weighting=weighting, center_weight=center)
+    backend, method = backend_method
+    result = Denoiser(params, backend, method=method).denoise_frame(clip, 1)
+    np.testing.assert_allclose(result, reference_denoise(clip, 1, params), rtol=0, atol=TOLERANCE)
+
+
+@pytest.mark.parametrize("h", [2.0, 5.0])
+def test_color_transform_of_large_gain_at_small_h(backend_method, h) -> None:
+    """Four times a decorrelating transform multiplies the distances by 16: u passes float32's
+    exp range (87) at h = 5 already, and at h = 2 reaches the thousands that h = 0.5 gives
+    without a transform (lower h puts u's own float32 rounding near the tolerance)."""
+    clip = noisy_clip("bikes", seed=7, frames=3, shape=(16, 20))
+    params = NLMParams(
+        h=h,
+        patch_radius=2,
+        search_radius=2,
+        weighting="exponential",
+        center_weight="max",
+        color_transform=4 * random_color_transform(7),
+    )
+    backend, method = backend_method
+    result = Denoiser(params, backend, method=method).denoise_frame(clip, 1)
+    np.testing.assert_allclose(result, reference_denoise(clip, 1, params), rtol=0, atol=TOLERANCE)
+
+
+@pytest.mark.parametrize(("weighting", "center"), list(itertools.product(WEIGHTINGS, CENTER_WEIGHTS)))
+def test_outputs_are_finite_for_every_valid_h(backend_method, weighting, center) -> None:
+    """No inf or NaN pixel for finite input, h from 0.5 to 500 levels and at the ends of its
+    range, on a textured crop whose noise passes [0, 1]."""
+    clip = noisy_clip("bikes", seed=8, frames=3, shape=(16, 20))
+    backend, method = backend_method
+    for h in [H_MIN, *np.geomspace(0.5, 500, 13).tolist(), H_MAX]:
+        params = NLMParams(h=h, weighting=weighting, center_weight=center)
+        result = Denoiser(params, backend, method=method).denoise_frame(clip, 1)
+        assert np.isfinite(result).all(), f"h = {h}: {np.count_nonzero(~np.isfinite(result))} pixels not finite"
