@@ -9,10 +9,12 @@ single runs on different loans of the machine differ by several percent, these m
 fraction of one.
 
     python3 scripts/kernel_ab.py prev=.bench/prev/engine/kernels new=engine/kernels \\
-        --input .bench/sample.npy --cases 3:1,5:1 --iterations 30
+        --input .bench/sample.npy --cases 3:1,5:1,3:1:exponential:max --iterations 30
 
-Prints each version's mean output PSNR per case (the versions must agree), then per case the
-median and 20th percentile of engine milliseconds per frame (1080p uint8 frames by default).
+A case is A:d[:weighting[:centre weight[:h]]] (d = Dp = Df; bisquare, centre weight one and
+h = 50 unless given). Prints each version's mean output PSNR per case (the versions must
+agree), then per case the median and 20th percentile of engine milliseconds per frame (1080p
+uint8 frames by default).
 """
 
 from __future__ import annotations
@@ -32,12 +34,24 @@ from engine.sample import load_clean_frames, noisy_frames
 OUTPUTS = (2, 3, 4, 5)  # frames filtered per sample, of a clip of 8
 
 
+def parse_case(text: str) -> tuple[str, NLMParams]:
+    """A case's label and parameters from A:d[:weighting[:centre weight[:h]]]."""
+    fields = text.split(":")
+    weighting, center, h = (fields[2:] + ["bisquare", "one", "50"][len(fields) - 2 :])[:3]
+    a, d = int(fields[0]), int(fields[1])
+    params = NLMParams(
+        h=float(h), search_radius=a, frames_past=d, frames_future=d, weighting=weighting, center_weight=center
+    )
+    options = "" if len(fields) == 2 else f"-{weighting[:3]}-{center}" + (f"-h{h}" if len(fields) > 4 else "")
+    return f"A{a}d{d}{options}", params
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("versions", nargs="+", help="NAME=FOLDER of kernel sources")
     parser.add_argument("--input", required=True, help=".npy of uint8 (T, H, W, 3) frames, or a video")
     parser.add_argument("--size", default="1920x1080")
-    parser.add_argument("--cases", default="2:1,3:1,5:1", help="A:d pairs, d = Dp = Df")
+    parser.add_argument("--cases", default="2:1,3:1,5:1", help="A:d[:weighting[:centre weight[:h]]], d = Dp = Df")
     parser.add_argument("--iterations", type=int, default=30)
     args = parser.parse_args()
 
@@ -48,19 +62,19 @@ def main() -> None:
     frames = gpu.GpuFrames(cupy)
     resident = [frames.upload(frame) for frame in noisy]
     versions = {name: Path(folder).resolve() for name, folder in (item.split("=", 1) for item in args.versions)}
-    cases = [tuple(int(value) for value in case.split(":")) for case in args.cases.split(",")]
-    params = {(a, d): NLMParams(h=50, search_radius=a, frames_past=d, frames_future=d) for a, d in cases}
+    params = dict(parse_case(case) for case in args.cases.split(","))
+    cases = list(params)
 
-    def run(name: str, case: tuple[int, int], index: int) -> object:
+    def run(name: str, case: str, index: int) -> object:
         gpu.KERNELS = versions[name]  # gpu keeps each folder's compiled kernels
         window = window_indices(index, len(resident), params[case])
         return frames.filter_window(resident[window.start : window.stop], index - window.start, params[case])
 
     for name in versions:  # compiles every version, and shows that they agree
-        quality = [np.mean([psnr(clean[i], cupy.asnumpy(run(name, (a, d), i))) for i in OUTPUTS]) for a, d in cases]
-        print(name, " ".join(f"A{a}d{d} {value:.3f} dB" for (a, d), value in zip(cases, quality, strict=True)))
+        quality = [np.mean([psnr(clean[i], cupy.asnumpy(run(name, case, i))) for i in OUTPUTS]) for case in cases]
+        print(name, " ".join(f"{case} {value:.3f} dB" for case, value in zip(cases, quality, strict=True)))
 
-    samples: dict[tuple[str, tuple[int, int]], list[float]] = {(n, c): [] for n in versions for c in cases}
+    samples: dict[tuple[str, str], list[float]] = {(n, c): [] for n in versions for c in cases}
     for iteration in range(args.iterations):
         order = list(versions) if iteration % 2 == 0 else list(versions)[::-1]
         events = []
@@ -80,7 +94,7 @@ def main() -> None:
             f"{name} {statistics.median(times):.4f} (p20 {np.percentile(times, 20):.4f})"
             for name, times in ((name, samples[(name, case)]) for name in versions)
         )
-        print(f"A{case[0]}d{case[1]} ms: {figures}", flush=True)
+        print(f"{case} ms: {figures}", flush=True)
 
 
 if __name__ == "__main__":
