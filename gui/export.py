@@ -54,6 +54,7 @@ class ExportDialog(QDialog):
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Export denoised clip")
+        self.setMinimumWidth(560)  # room for the output's path
         self._info = info
         self.path = QLineEdit(str(source.with_name(f"{source.stem}-denoised.mp4")))
         browse = QPushButton("Browse…")

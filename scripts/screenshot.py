@@ -8,7 +8,7 @@ Needs Xvfb, openbox (started here when no window manager runs), xdotool and the 
 process so that the script knows where its buttons are; every key press, click and drag goes
 through the X server with xdotool, as a person's would, with the moves in between that a hand
 makes. The whole screen (dialogs and window decorations included) is saved as OUT_DIR/NN-name.png
-after each step: open them and look. ``--readme`` also saves the export step's picture there.
+after each step: open them and look. ``--readme`` also saves the window alone, at the export step, there.
 """
 
 from __future__ import annotations
@@ -152,9 +152,9 @@ def run(journey: Journey, readme: Path | None) -> None:
     journey.type(str(Path(tempfile.mkdtemp()) / "exported.mp4"))
     journey.key("Return")
     journey.wait(60, lambda: window.exports.running is not None and "frames" in window.exports.running.status.text())
-    picture = journey.shot("export-running")
+    journey.shot("export-running")
     if readme is not None:
-        shutil.copy(picture, readme)
+        window.grab().save(str(readme))  # the window alone
     journey.click(window.exports.running.cancel)
     journey.wait(30, lambda: window.exports.running is None)
     journey.shot("export-cancelled")
