@@ -1,5 +1,7 @@
 """Render-ahead playback (engine.playback): every frame in order, bounded, thread-safe."""
 
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -81,3 +83,22 @@ def test_gpu_playback_is_within_one_level_of_the_cpu_still(previewer) -> None:
         still = previewer.render(preview.index, PARAMS, SyntheticNoise(20)).after
         # The GPU rounds to uint8 on the device: float32 sums on a half step may round the other way.
         assert np.abs(preview.after.astype(np.int16) - still).max() <= 1
+
+
+def test_playback_runs_without_qt() -> None:
+    """The render-ahead is the engine's: it imports and plays where Qt is missing."""
+    code = (
+        "import sys\n"
+        "for name in ('PySide6', 'pyqtgraph', 'gui'): sys.modules[name] = None\n"
+        "import numpy as np\n"
+        "from engine import NLMParams\n"
+        "from engine.playback import RenderAhead\n"
+        "from engine.preview import ArrayFrames, Previewer\n"
+        "clip = ArrayFrames(np.zeros((3, 8, 8, 3), np.uint8))\n"
+        "playback = RenderAhead(Previewer(clip, 'cpu'), NLMParams(h=20, patch_radius=1, search_radius=1), None, 0, 3)\n"
+        "while playback.render_next(): pass\n"
+        "print([playback.take(i).index for i in range(3)])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[0, 1, 2]"
