@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -14,12 +15,15 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QPushButton,
     QSlider,
+    QStyle,
+    QStyleOptionSlider,
     QWidget,
 )
 
 from engine import NLMParams, gpu_unavailable_reason
 from engine.params import FRAMES_MAX, PATCH_RADIUS_MAX, SEARCH_RADIUS_MAX, WEIGHTINGS
 
+MARKED_COLOR = QColor(255, 170, 0, 150)
 H_RANGE = (0.5, 150.0)  # 8-bit levels offered by the h slider
 H_STEPS = 10  # slider positions per level
 
@@ -34,6 +38,42 @@ def parameter_help() -> dict[str, str]:
         description = body.split("\n", 1)[1] if "\n" in body else ""
         help_texts[name] = " ".join(description.split())
     return help_texts
+
+
+class Timeline(QSlider):
+    """The clip's frame slider, with the frames between the in and out marks drawn along its groove."""
+
+    def __init__(self) -> None:
+        super().__init__(Qt.Orientation.Horizontal)
+        self.marked: tuple[int, int] | None = None
+
+    def set_marked(self, marked: tuple[int, int] | None) -> None:
+        """Show frames ``first`` to ``last`` (both included) as marked, or no marks (None)."""
+        self.marked = marked
+        self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 (Qt's naming)
+        if self.marked is not None and self.maximum() > self.minimum():
+            option = QStyleOptionSlider()
+            self.initStyleOption(option)
+            style = self.style()
+            groove = style.subControlRect(
+                QStyle.ComplexControl.CC_Slider, option, QStyle.SubControl.SC_SliderGroove, self
+            )
+            handle = style.subControlRect(
+                QStyle.ComplexControl.CC_Slider, option, QStyle.SubControl.SC_SliderHandle, self
+            )
+            span = groove.width() - handle.width()
+            left, right = (
+                groove.left()
+                + handle.width() / 2
+                + QStyle.sliderPositionFromValue(self.minimum(), self.maximum(), value, span)
+                for value in self.marked
+            )
+            painter = QPainter(self)
+            painter.fillRect(QRectF(left, groove.top() - 3, max(2.0, right - left), groove.height() + 6), MARKED_COLOR)
+            painter.end()
+        super().paintEvent(event)  # the handle over the marks
 
 
 class LinkedSlider(QWidget):

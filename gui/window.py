@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QScrollArea,
-    QSlider,
     QSplitter,
     QStyle,
     QToolBar,
@@ -39,7 +38,7 @@ from engine.preview import Preview
 from engine.sample import SAMPLE_CLIP
 from engine.video import VideoInfo
 
-from .controls import ParameterPanel
+from .controls import ParameterPanel, Timeline
 from .export import ExportDialog, ExportQueue
 from .panels import NoisePanel, Readouts, wrapping_label
 from .presets import Preset, PresetError, load_preset, save_preset, shipped_presets
@@ -142,7 +141,7 @@ class MainWindow(QMainWindow):
         self.parameters = ParameterPanel()
         self.noise = NoisePanel()
         self.readouts = Readouts()
-        self.frame_slider = QSlider(Qt.Orientation.Horizontal)
+        self.frame_slider = Timeline()
         self.frame_slider.setEnabled(False)
         self.frame_label = QLabel("no clip")
         self.banner = wrapping_label()
@@ -363,7 +362,7 @@ class MainWindow(QMainWindow):
         self._remember_recent(self.path)
         self._hide_banner()
         self._restore_clip_settings()
-        self._show_frame_label()
+        self._show_position()
         self.request_preview()
 
     def _remember_recent(self, path: Path) -> None:
@@ -557,18 +556,21 @@ class MainWindow(QMainWindow):
 
     def _frame_changed(self) -> None:
         self.stop_playback()
-        self._show_frame_label()
+        self._show_position()
         self.request_preview()
 
-    def _show_frame_label(self) -> None:
+    def _show_position(self) -> None:
         if self.info is None:
             return
         index, rate = self.frame_slider.value(), self.info.frame_rate
         parts = [timecode(index, rate), f"frame {index + 1} / {self.info.frame_count}"]
+        marked = None
         if self.mark_in is not None or self.mark_out is not None:
             first, stop = self.play_range()
+            marked = (first, stop - 1)
             parts.append(f"in {timecode(first, rate)} out {timecode(stop - 1, rate)}")
         self.frame_label.setText(" · ".join(parts))
+        self.frame_slider.set_marked(marked)
 
     def step(self, frames: int) -> None:
         self.frame_slider.setValue(self.frame_slider.value() + frames)
@@ -590,11 +592,11 @@ class MainWindow(QMainWindow):
             self.mark_out = index
             if self.mark_in is not None and self.mark_in > index:
                 self.mark_in = None
-        self._show_frame_label()
+        self._show_position()
 
     def clear_marks(self) -> None:
         self.mark_in = self.mark_out = None
-        self._show_frame_label()
+        self._show_position()
 
     def play_range(self) -> tuple[int, int]:
         """The frames between the marks: (first, last + 1); the whole clip without marks."""
@@ -663,7 +665,7 @@ class MainWindow(QMainWindow):
         self.frame_slider.blockSignals(True)
         self.frame_slider.setValue(preview.index)
         self.frame_slider.blockSignals(False)
-        self._show_frame_label()
+        self._show_position()
         self._play_index = preview.index + 1
         if self._play_index >= self.playback.stop:
             self.stop_playback()

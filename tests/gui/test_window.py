@@ -131,8 +131,9 @@ def test_in_and_out_marks_show_as_timecode_and_set_the_export_range(qtbot, windo
     assert dialog.start.value() == pytest.approx(3 / 25) and dialog.duration.value() == pytest.approx(5 / 25)
     exports_done(qtbot, window)
     np.testing.assert_array_equal(read_frames(tmp_path / "range.mkv")[:, :, :, 0] > 150, frames[3:8, :, :, 0] > 150)
+    assert window.frame_slider.marked == (3, 7)  # drawn along the timeline
     press(qtbot, window, KEY.Key_X, Qt.KeyboardModifier.AltModifier)
-    assert " in " not in window.frame_label.text()
+    assert " in " not in window.frame_label.text() and window.frame_slider.marked is None
 
 
 def test_estimate_then_export(qtbot, window, clip, tmp_path) -> None:
