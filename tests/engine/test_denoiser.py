@@ -5,7 +5,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import noisy_clip
+from clips import noisy_clip
 
 from engine import BackendUnavailableError, Denoiser, NLMParams, resolve_backend
 from engine import backend as backend_module

@@ -12,7 +12,7 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import noisy_clip, random_color_transform
+from clips import noisy_clip, random_color_transform
 from reference import reference_denoise
 
 from engine import Denoiser, NLMParams

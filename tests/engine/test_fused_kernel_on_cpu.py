@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import noisy_clip, random_color_transform
+from clips import noisy_clip, random_color_transform
 from reference import reference_denoise
 
 from engine import NLMParams

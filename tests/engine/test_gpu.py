@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import noisy_clip
+from clips import noisy_clip
 from reference import reference_denoise
 
 from engine import Denoiser, NLMParams

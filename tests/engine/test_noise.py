@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import DATA
+from clips import DATA
 
 from engine import Denoiser, NLMParams, psnr
 from engine.noise import add_noise, apply_estimate, estimate_noise, suggest_h

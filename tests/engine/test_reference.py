@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import noisy_clip, random_color_transform
+from clips import noisy_clip, random_color_transform
 from reference import reference_denoise, scalar_denoise_pixel
 
 from engine import NLMParams

@@ -1,51 +1,18 @@
-"""The window under test, and what a person's hands do to it: keys, clicks and drags.
-
-Tests drive the window through what a person touches (actions, keys sent to the window, clicks
-on buttons, mouse drags on the picture) and wait on what the window shows, never on the worker's
-signals: qtbot.waitSignal would run its callback on the worker's thread.
-"""
+"""The window under test and its clip (helpers in window_driver.py)."""
 
 from __future__ import annotations
 
 import threading
-from fractions import Fraction
 
-import numpy as np
 import pytest
 
 pytest.importorskip("PySide6", reason="the window needs PySide6")
-av = pytest.importorskip("av", reason="the window opens videos with PyAV")
+pytest.importorskip("av", reason="the window opens videos with PyAV")
 
-from PySide6.QtCore import QPoint, QPointF, QSettings, Qt  # noqa: E402
-from PySide6.QtGui import QWheelEvent  # noqa: E402
-from PySide6.QtTest import QTest  # noqa: E402
-from PySide6.QtWidgets import QAbstractSpinBox, QApplication, QStyle, QStyleOptionSpinBox  # noqa: E402
+from PySide6.QtCore import QSettings
+from window_driver import clip_frames, write_clip
 
-from gui.window import MainWindow  # noqa: E402
-
-WAIT_MS = 20000  # CPU previews of a tiny clip take milliseconds; first ones compile numba code
-
-
-def write_clip(path, frames: np.ndarray) -> None:
-    """A lossless FFV1 clip of uint8 RGB frames at 25 fps."""
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("ffv1", rate=25)
-        stream.height, stream.width = frames.shape[1:3]
-        stream.pix_fmt = "bgr0"
-        for index, frame in enumerate(frames):
-            video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
-            video_frame.pts, video_frame.time_base = index, Fraction(1, 25)
-            container.mux(stream.encode(video_frame))
-        container.mux(stream.encode(None))
-
-
-def clip_frames(seed: int = 0) -> np.ndarray:
-    """12 frames of 64 x 96: gray with a little texture and a moving bright square."""
-    rng = np.random.default_rng(seed)
-    frames = np.full((12, 64, 96, 3), 110, np.uint8) + rng.integers(0, 3, (1, 64, 96, 3), dtype=np.uint8)
-    for t in range(12):
-        frames[t, 20:40, 10 + 3 * t : 30 + 3 * t] = (200, 180, 90)
-    return frames
+from gui.window import MainWindow
 
 
 @pytest.fixture
@@ -69,87 +36,3 @@ def window(qtbot, tmp_path):
     # No leftover threads: the worker's and any export's are joined on close.
     assert not window.worker_thread.thread.isRunning() and window.exports.running is None
     assert not [t for t in threading.enumerate() if t.name.startswith("nlmeans")]
-
-
-def opened(qtbot, window, path) -> None:
-    window.open_clip(path)
-    qtbot.waitUntil(lambda: window.path == path and window.preview is not None, timeout=WAIT_MS)
-    settle(qtbot, window)
-
-
-def add_synthetic_noise(qtbot, window, sigma: float = 25, correlation: float = 0.0, seed: int = 0) -> None:
-    """Set the synthetic noise's controls and tick "Add synthetic noise", as a person does."""
-    window.noise.sigma.setValue(sigma)
-    window.noise.correlation.setValue(correlation)
-    window.noise.seed.setValue(seed)
-    if not window.noise.synthetic.isChecked():
-        qtbot.mouseClick(window.noise.synthetic, Qt.MouseButton.LeftButton)
-    settle(qtbot, window)
-
-
-def settle(qtbot, window) -> None:
-    """Wait until the latest preview asked for is on screen and the engine is idle."""
-    qtbot.waitUntil(
-        lambda: (
-            not window.debounce.isActive()
-            and window._shown >= window._pending_preview > 0
-            and not window.busy.isVisibleTo(window)
-        ),
-        timeout=WAIT_MS,
-    )
-
-
-def press(qtbot, window, key: Qt.Key, modifier=Qt.KeyboardModifier.NoModifier) -> None:
-    """A key pressed with the focus where it is (shortcuts included), as a person presses it."""
-    target = window.focusWidget() or window
-    qtbot.keyClick(target, key, modifier)
-
-
-def type_into(qtbot, spin_box: QAbstractSpinBox, text: str) -> None:
-    """Click into a spin box, select its text, type ``text`` and press Return."""
-    qtbot.mouseClick(spin_box.lineEdit(), Qt.MouseButton.LeftButton)
-    spin_box.lineEdit().selectAll()
-    qtbot.keyClicks(spin_box.lineEdit(), text)
-    qtbot.keyClick(spin_box.lineEdit(), Qt.Key.Key_Return)
-
-
-def click_arrow(qtbot, spin_box: QAbstractSpinBox, up: bool = True) -> None:
-    """A click on a spin box's up (or down) arrow."""
-    option = QStyleOptionSpinBox()
-    spin_box.initStyleOption(option)
-    control = QStyle.SubControl.SC_SpinBoxUp if up else QStyle.SubControl.SC_SpinBoxDown
-    rect = spin_box.style().subControlRect(QStyle.ComplexControl.CC_SpinBox, option, control, spin_box)
-    qtbot.mouseClick(spin_box, Qt.MouseButton.LeftButton, pos=rect.center())
-
-
-def frame_point(window, x: float, y: float, pane=None) -> QPoint:
-    """Where frame pixel (x, y) is on the view's viewport, in the left pane (or ``pane``)."""
-    pane = pane or window.view.main_view
-    return window.view.mapFromScene(pane.mapViewToScene(QPointF(x, y)))
-
-
-def drag(window, start: QPoint, end: QPoint, steps: int = 5) -> None:
-    """A left-button drag on the picture, with the moves in between that a hand makes."""
-    viewport = window.view.viewport()
-    QTest.mousePress(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, start)
-    for step in range(1, steps + 1):
-        point = start + (end - start) * step / steps
-        QTest.mouseMove(viewport, point)
-    QTest.mouseRelease(viewport, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, end)
-
-
-def wheel(window, at: QPoint, steps: int) -> None:
-    """Mouse-wheel steps (zoom in) with the pointer at ``at`` on the picture."""
-    viewport = window.view.viewport()
-    for _ in range(steps):
-        event = QWheelEvent(
-            QPointF(at),
-            QPointF(viewport.mapToGlobal(at)),
-            QPoint(0, 0),
-            QPoint(0, 120),
-            Qt.MouseButton.NoButton,
-            Qt.KeyboardModifier.NoModifier,
-            Qt.ScrollPhase.NoScrollPhase,
-            False,
-        )
-        QApplication.sendEvent(viewport, event)

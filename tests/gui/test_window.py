@@ -7,7 +7,9 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import (
+from PySide6.QtCore import QPointF, QSettings, Qt, QThread
+from PySide6.QtWidgets import QFileDialog
+from window_driver import (
     WAIT_MS,
     add_synthetic_noise,
     click_arrow,
@@ -21,8 +23,6 @@ from conftest import (
     wheel,
     write_clip,
 )
-from PySide6.QtCore import QPointF, QSettings, Qt, QThread
-from PySide6.QtWidgets import QFileDialog
 
 from engine import NLMParams, apply_estimate, psnr
 from engine.frames import to_float32

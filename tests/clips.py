@@ -1,0 +1,51 @@
+"""Seeded clips, real-clip crops and color transforms the engine's tests share.
+
+A module of its own rather than the conftest: every test folder's conftest.py is imported as
+"conftest", so a test importing helpers from one may get the other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+DATA = Path(__file__).parent / "data"
+
+
+def real_crops() -> dict[str, np.ndarray]:
+    """Six RGB uint8 frames (36 x 44) from each real clip; see tests/data/README.md."""
+    with np.load(DATA / "real_crops.npz") as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+def noisy_clip(
+    kind: str, seed: int, frames: int = 5, shape: tuple[int, int] = (14, 17), channels: int = 3
+) -> np.ndarray:
+    """A float32 (T, H, W, C) clip: a smooth random pattern or a real crop, plus noise sigma 0.06.
+
+    Noise on structure makes the weights neither all 0 nor all 1, so errors show. The random
+    pattern drifts a little from frame to frame, as video does: with an unrelated pattern per
+    frame every temporal weight would be 0, and errors in the other frames would not show.
+    """
+    rng = np.random.default_rng(seed)
+    height, width = shape
+    if kind == "random":
+        rows = np.linspace(0, 3, height)[:, None, None]
+        cols = np.linspace(0, 4, width)[None, :, None]
+        phase = rng.uniform(0, 6, size=(1, 1, 1, channels)) + 0.1 * np.arange(frames)[:, None, None, None]
+        clean = 0.5 + 0.3 * np.sin(rows + cols + phase)
+    else:
+        crop = real_crops()[kind][:frames, :height, :width, :channels].astype(np.float64) / 255
+        clean = crop
+    return (clean + rng.normal(0, 0.06, size=(frames, height, width, channels))).astype(np.float32)
+
+
+def random_color_transform(seed: int) -> np.ndarray:
+    """G = s Sigma^(-1/2) for a random SPD covariance Sigma, as DESIGN.md §1 builds it."""
+    rng = np.random.default_rng(seed)
+    mixing = rng.normal(size=(3, 3))
+    covariance = mixing @ mixing.T + 0.3 * np.eye(3)
+    values, vectors = np.linalg.eigh(covariance)
+    inverse_root = vectors @ np.diag(values**-0.5) @ vectors.T
+    return np.sqrt(np.trace(covariance) / 3) * inverse_root
