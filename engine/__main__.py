@@ -2,6 +2,10 @@
 
 import sys
 
-from .cli import main
+try:
+    from .cli import main
 
-sys.exit(main())
+    sys.exit(main())
+except KeyboardInterrupt:  # Ctrl-C while the engine is imported; main() handles it afterwards
+    print("nlmeans-studio: cancelled", file=sys.stderr)
+    sys.exit(130)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import threading
@@ -17,7 +18,15 @@ from .denoiser import METHODS
 from .export import ExportCancelledError, denoise_file, estimate_clip_noise
 from .noise import apply_estimate, estimate_noise
 from .params import WEIGHTINGS, NLMParams
-from .video import CODECS, STANDARD_OUTPUT, VideoError, check_output_path, read_frames, show_ffmpeg_messages
+from .video import (
+    CODECS,
+    STANDARD_OUTPUT,
+    VideoError,
+    VideoReader,
+    check_output_path,
+    read_frames,
+    show_ffmpeg_messages,
+)
 from .video_pipe import PIPE, PipeReader
 
 DEFAULT_H = 20.0  # 8-bit levels, for sigma near 10 levels; used when the noise is not estimated
@@ -32,6 +41,47 @@ def _size(text: str) -> tuple[int, int]:
     if width < 1 or height < 1:
         raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
     return height, width
+
+
+def _seconds(text: str) -> float:
+    """A time in seconds: finite and not negative."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"a time is a finite number of seconds >= 0, like 12.5, got {text!r}")
+    return value
+
+
+def _span(text: str) -> float:
+    """A duration in seconds: finite and positive."""
+    value = _seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"a duration is a number of seconds > 0, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    """A whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _index(text: str) -> int:
+    """A frame number: a whole number of at least 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a frame number is a whole number >= 0, got {text!r}")
+    return value
 
 
 def _integers(text: str) -> list[int]:
@@ -69,8 +119,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--backend", choices=BACKENDS, default="auto")
     bench.add_argument("--methods", type=lambda t: t.split(","), default=None, help="e.g. fused,cascade")
     bench.add_argument("--size", type=_size, default=(480, 720), help="WIDTHxHEIGHT (default 720x480)")
-    bench.add_argument("--frames", type=int, default=4, help="output frames timed per case (default 4)")
-    bench.add_argument("--repeats", type=int, default=1, help="passes over those frames (default 1)")
+    bench.add_argument("--frames", type=_count, default=4, help="output frames timed per case (default 4)")
+    bench.add_argument("--repeats", type=_count, default=1, help="passes over those frames (default 1)")
     bench.add_argument("--search-radii", type=_integers, default=list(PAPER_SEARCH_RADII), help="default 2,3,5,10")
     bench.add_argument(
         "--temporal",
@@ -143,8 +193,8 @@ def _parser() -> argparse.ArgumentParser:
     denoise.add_argument("--crf", type=int, default=18, help="H.264 / H.265 quality, 0..51 (default 18)")
     denoise.add_argument("--preset", default="medium", help="H.264 / H.265 speed preset (default medium)")
     denoise.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
-    denoise.add_argument("--start", type=float, default=0.0, help="first second to denoise (default 0)")
-    denoise.add_argument("--duration", type=float, default=None, help="seconds to denoise (default: to the end)")
+    denoise.add_argument("--start", type=_seconds, default=0.0, help="first second to denoise (default 0)")
+    denoise.add_argument("--duration", type=_span, default=None, help="seconds to denoise (default: to the end)")
     denoise.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     denoise.add_argument("--verbose", action="store_true", help="show FFmpeg's warnings and notes on stderr")
     denoise.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -155,8 +205,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Noise covariance from the flattest regions of a few frames, or from a region you give.",
     )
     estimate.add_argument("input")
-    estimate.add_argument("--frame", type=int, default=0, help="first frame to look at (default 0)")
-    estimate.add_argument("--frames", type=int, default=3, help="consecutive frames to look at (default 3)")
+    estimate.add_argument("--frame", type=_index, default=0, help="first frame to look at (default 0)")
+    estimate.add_argument("--frames", type=_count, default=3, help="consecutive frames to look at (default 3)")
     estimate.add_argument("--roi", type=_box, default=None, help="X,Y,W,H: a flat region, in pixels")
     estimate.add_argument("--json", action="store_true", help="print JSON instead of text")
     return parser
@@ -260,14 +310,47 @@ def _denoise_params(args: argparse.Namespace) -> NLMParams:
     return params
 
 
+def _warn_about_the_source(args: argparse.Namespace) -> None:
+    """Say what a person should know about INPUT before its frames are used (a truncated file)."""
+    if isinstance(args.source, PipeReader) or args.quiet:
+        return
+    with VideoReader(args.source) as reader:
+        if reader.info.warning:
+            print(f"warning: {args.input}: {reader.info.warning}", file=sys.stderr)
+
+
+class _Stop:
+    """What Ctrl-C, SIGTERM and SIGHUP do to a run: once frames are being written, the export is
+    asked to stop at its next frame (it removes its file and joins its threads); before that,
+    the run stops at once. Either way nothing is left behind."""
+
+    SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+    def __init__(self) -> None:
+        self.cancel = threading.Event()
+        self.exporting = False
+        stops = [getattr(signal, name) for name in self.SIGNALS if hasattr(signal, name)]
+        self._previous = {stop: signal.signal(stop, self._stop) for stop in stops}
+
+    def _stop(self, signum: int, frame: object) -> None:
+        if not self.exporting:
+            raise KeyboardInterrupt
+        self.cancel.set()
+
+    def restore(self) -> None:
+        for stop, handler in self._previous.items():
+            signal.signal(stop, handler)
+
+
 def _denoise(args: argparse.Namespace) -> int:
     show_ffmpeg_messages(verbose=args.verbose)
-    args.source = PipeReader() if args.input == PIPE else args.input  # a pipe is read once, by both
-    params = _denoise_params(args)
-    cancel = threading.Event()
+    stop = _Stop()
     progress = None if args.quiet else _ProgressBar()
-    previous = signal.signal(signal.SIGTERM, lambda *_: cancel.set())
     try:
+        args.source = PipeReader() if args.input == PIPE else args.input  # a pipe is read once, by both
+        _warn_about_the_source(args)
+        params = _denoise_params(args)
+        stop.exporting = True
         summary = denoise_file(
             args.source,
             args.output,
@@ -281,12 +364,12 @@ def _denoise(args: argparse.Namespace) -> int:
             start=args.start,
             duration=args.duration,
             progress=progress,
-            cancel=cancel,
+            cancel=stop.cancel,
         )
     except KeyboardInterrupt:
         raise ExportCancelledError(f"cancelled; {args.output} was not written") from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        stop.restore()
         if progress is not None:
             progress.close()
     if not args.quiet:
@@ -338,6 +421,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ExportCancelledError as error:
         print(f"nlmeans-studio: {error}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("nlmeans-studio: cancelled", file=sys.stderr)
         return 130
     except (ValueError, OSError, ImportError, BackendUnavailableError, VideoError, MemoryError) as error:
         if getattr(args, "debug", False):

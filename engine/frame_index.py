@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-INDEX_VERSION = 2  # bump when the index's meaning changes: older cached indexes are then ignored
+INDEX_VERSION = 3  # bump when the index's meaning changes: older cached indexes are then ignored
 CACHED_FROM_FRAMES = 2000  # indexes of streams with at least this many frames are kept on disk
 
 
@@ -49,6 +49,7 @@ class FrameIndex:
     timestamps: np.ndarray  # int64, (frame_count,) or (0,)
     entries: np.ndarray  # int64 frame numbers
     seek_timestamps: np.ndarray  # int64, one per entry
+    packets: int = 0  # the stream's packets, discarded ones too: what a container that declares a count holds
 
     @property
     def has_timestamps(self) -> bool:
@@ -88,7 +89,7 @@ def index_stream(path: Path, open_container: Any) -> tuple[FrameIndex, Any]:
         try:
             with np.load(cache_file) as stored:
                 fields = {name: stored[name] for name in ("timestamps", "entries", "seek_timestamps")}
-                return FrameIndex(int(stored["frame_count"]), **fields), first
+                return FrameIndex(int(stored["frame_count"]), **fields, packets=int(stored["packets"])), first
         except (OSError, ValueError, KeyError):  # damaged or foreign: built again below
             pass
     index = _build(open_container, first)
@@ -106,9 +107,10 @@ def _first_frame(open_container: Any) -> Any:
 def _build(open_container: Any, first: Any) -> FrameIndex:
     if first is None:
         return FrameIndex(0, *(np.zeros(0, np.int64),) * 3)
-    timestamps, keyframes, keyframe_seeks = [], [], []
+    timestamps, keyframes, keyframe_seeks, packets = [], [], [], 0
     with open_container() as container:
         for packet in container.demux(container.streams.video[0]):
+            packets += packet.size > 0
             if packet.size == 0 or packet.is_discard:
                 continue
             if packet.pts is None or first.pts is None:
@@ -126,7 +128,7 @@ def _build(open_container: Any, first: Any) -> FrameIndex:
     inside = entries < len(presented)
     entries, first_of_each = np.unique(np.concatenate([[0], entries[inside]]), return_index=True)
     seeks = np.concatenate([[first.pts], seeks[inside]])[first_of_each]
-    return FrameIndex(len(presented), presented, entries.astype(np.int64), seeks)
+    return FrameIndex(len(presented), presented, entries.astype(np.int64), seeks, packets)
 
 
 def _count_by_decoding(open_container: Any) -> FrameIndex:
@@ -169,7 +171,7 @@ def _store(index: FrameIndex, cache_file: Path) -> None:
                 "entries": index.entries,
                 "seek_timestamps": index.seek_timestamps,
             }
-            np.savez(handle, frame_count=index.frame_count, **arrays)
+            np.savez(handle, frame_count=index.frame_count, packets=index.packets, **arrays)
         os.replace(temporary, cache_file)
     except OSError:
         if temporary is not None:

@@ -6,11 +6,14 @@ Integer frames are scaled once, here, to float32 in [0, 1] (uint8 by 1/255, uint
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .params import NLMParams
 
 CHANNEL_COUNTS = (1, 3)
+FLOAT_LIMIT = 1e3  # float frames beyond +-1000 full scales are refused: their squared distances lose all precision
 
 
 def checked_frame(frame: np.ndarray) -> np.ndarray:
@@ -19,7 +22,8 @@ def checked_frame(frame: np.ndarray) -> np.ndarray:
     Raises
     ------
     ValueError
-        Unsupported dtype, wrong number of dimensions or channels, or non-finite values.
+        Unsupported dtype, wrong number of dimensions or channels, non-finite values, or values
+        beyond +-FLOAT_LIMIT (the message says where).
     """
     array = np.asarray(frame)
     if array.ndim == 2:
@@ -31,8 +35,15 @@ def checked_frame(frame: np.ndarray) -> np.ndarray:
     if array.dtype.kind != "f":
         raise ValueError(f"frames must be uint8, uint16 or floating point, got dtype {array.dtype}")
     result = np.ascontiguousarray(array, dtype=np.float32)
-    if not np.all(np.isfinite(result)):
+    low, high = float(result.min()), float(result.max())
+    if not (math.isfinite(low) and math.isfinite(high)):
         raise ValueError("frames must be finite, got NaN or infinity")
+    if max(-low, high) > FLOAT_LIMIT:
+        row, column, channel = np.unravel_index(int(np.argmax(np.abs(result))), result.shape)
+        raise ValueError(
+            f"float frames are taken in [0, 1]; got {result[row, column, channel]:g} at row {row}, column {column}, "
+            f"channel {channel} (values beyond +-{FLOAT_LIMIT:g} are refused: scale the frames to [0, 1])"
+        )
     return result
 
 

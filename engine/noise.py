@@ -190,7 +190,8 @@ def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = N
     Raises
     ------
     ValueError
-        The region is smaller than 16 x 16 pixels or leaves the frame.
+        The region is smaller than 16 x 16 pixels or leaves the frame, or (without a region)
+        the frames are smaller than one 16 x 16 block.
 
     Notes
     -----
@@ -214,6 +215,11 @@ def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = N
         if texture > TEXTURE_FACTOR * expected:
             warning = "the region is not flat: its structure adds to the estimate, which is too high"
         return _finished(NoiseEstimate(covariance, [(x, y, w, h)], len(residuals), warning, "region"))
+    if height < BLOCK or width < BLOCK:
+        raise ValueError(
+            f"frames of {width}x{height} pixels are too small for the automatic noise estimate (blocks of "
+            f"{BLOCK}x{BLOCK}); give the strength h instead"
+        )
     return _finished(_automatic(images))
 
 

@@ -14,7 +14,6 @@ import contextlib
 import math
 import os
 import re
-import shutil
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,9 +24,11 @@ from typing import Any
 import numpy as np
 
 from .frame_index import FrameIndex, index_stream
+from .staged_output import OutputBusyError, StagedOutput
 
 HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
 SEQUENCE_NUMBER = re.compile(r"%0?(\d*)d")  # the frame number's place in an image sequence's name
+TEXT_CODECS = ("ansi", "bintext", "xbin", "idf", "tty")  # FFmpeg shows text files as pictures of text
 CACHE_FRAMES = 24  # decoded frames kept for random access
 # Frame and slice threads in decoders and encoders. PyAV's default, slice threads only, leaves
 # H.264 decoding on one core (x264 writes one slice per frame) and makes x264 encode with
@@ -69,6 +70,7 @@ class VideoInfo:
     color: dict[str, int] = field(default_factory=dict)  # FFmpeg's primaries, trc, colorspace, range
     rotation: int = 0  # degrees, from the display matrix
     hdr10: dict[str, str] = field(default_factory=dict)  # "master-display", "max-cll", in x265's syntax
+    warning: str = ""  # what a person should know before using the frames: a truncated file
     other_streams: int = 0  # audio and subtitle streams, copied by the writer
     start_time: float = 0.0  # seconds on the container's clock when frame 0 is shown
 
@@ -111,6 +113,10 @@ def _open_input(path: Path, hardware_decoding: bool = False) -> Any:
             return _with_video(av.open(str(path), format="image2"), path)
         except av.error.FFmpegError as error:
             raise VideoError(f"{path}: not an image sequence FFmpeg can read ({error})") from error
+    if path.is_dir():
+        raise VideoError(f"{path}: is a folder, not a video file")
+    if path.exists() and not path.is_file():
+        raise VideoError(f"{path}: is not a regular file (a pipe or a device); for a y4m pipe give - as the input")
     if not path.is_file():
         raise VideoError(f"{path}: no such file")
     if hardware_decoding and "cuda" in av.codec.hwaccel.hwdevices_available():
@@ -261,6 +267,7 @@ class VideoReader:
         self._decoder = _Decoder(self.path, self._index, hardware_decoding)
         self._cursor: Iterator[tuple[int, Any]] | None = None
         self._cursor_next = 0  # the frame number the cursor decodes next
+        self._closed = False
         self._cache: collections.OrderedDict[int, Any] = collections.OrderedDict()  # arrays or decoded frames
 
     def _described(self, facts: dict[str, Any], first: Any) -> VideoInfo:
@@ -275,6 +282,9 @@ class VideoReader:
         else:
             duration = count / float(facts["frame_rate"])
         start_time = float(times[0] * facts["time_base"]) if self._index.has_timestamps else 0.0
+        declared, warning = facts.pop("declared_frames"), ""
+        if self._index.packets and declared > self._index.packets:
+            warning = f"the file declares {declared} frames but holds {count}: it is truncated or damaged"
         return VideoInfo(
             path=self.path,
             width=width,
@@ -283,6 +293,7 @@ class VideoReader:
             duration=duration,
             rotation=rotation,
             hdr10=hdr10_metadata(first),
+            warning=warning,
             start_time=start_time,
             **facts,
         )
@@ -305,6 +316,11 @@ class VideoReader:
         """Close the file (idempotent)."""
         self._cursor = None
         self._decoder.close()
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise VideoError(f"{self.path}: the reader is closed; open the file again to read it")
 
     def __len__(self) -> int:
         return self.info.frame_count
@@ -330,6 +346,9 @@ class VideoReader:
         ``info.time_base`` units as the file has it (variable frame rates kept).
 
         Decodes with a demuxer of its own, so random access meanwhile does not disturb it."""
+        self._check_open()
+        if not 0 <= start < self.info.frame_count:
+            raise IndexError(f"the first frame must be in 0..{self.info.frame_count - 1}, got {start}")
         decoder = _Decoder(self.path, self._index, self._hardware)
         try:
             for number, frame in decoder.frames_from(start):
@@ -348,6 +367,7 @@ class VideoReader:
         """Frame ``index`` (0-based), by decoding forward from the entry point before it, or
         from where the last call left off when no entry point lies between. The frames decoded
         on the way are kept too (CACHE_FRAMES of them), so stepping backwards is instant."""
+        self._check_open()
         if not 0 <= index < self.info.frame_count:
             raise IndexError(f"frame index must be in 0..{self.info.frame_count - 1}, got {index}")
         if index in self._cache:
@@ -422,6 +442,10 @@ def _stream_facts(path: Path, container: Any) -> dict[str, Any]:
     """What the first video stream's headers say: pixel format, rates, colors, size."""
     stream = container.streams.video[0]
     context = stream.codec_context
+    if context is None:
+        raise VideoError(f"{path}: FFmpeg has no decoder for its video stream")
+    if context.name in TEXT_CODECS:
+        raise VideoError(f"{path}: is text ({context.name}), not a video")
     if context.pix_fmt is None or stream.format is None:
         raise VideoError(f"{path}: the video stream has no pixel format FFmpeg can decode")
     pixel_format, components = context.pix_fmt, stream.format.components
@@ -440,6 +464,7 @@ def _stream_facts(path: Path, container: Any) -> dict[str, Any]:
             "range": int(context.color_range),
         },
         "other_streams": len(container.streams.audio) + len(container.streams.subtitles),
+        "declared_frames": stream.frames,  # 0 where the container keeps no count
     }
 
 
@@ -471,6 +496,8 @@ IMAGE_FORMATS: dict[str, tuple[str, str, str]] = {
 }
 GRAY_FORMATS = {"ffv1": ("gray", "gray16le")}
 NVENC_CODECS = ("h264-nvenc", "h265-nvenc")
+X26X_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
+NVENC_PRESETS = ("p1", "p2", "p3", "p4", "p5", "p6", "p7", "fast", "medium", "slow")
 
 
 class VideoWriter:
@@ -533,6 +560,9 @@ class VideoWriter:
             raise VideoError(f"crf must be an integer in 0..51, got {crf}")
         if rgb and codec != "ffv1":
             raise VideoError(f"RGB output is for the ffv1 codec, got {codec!r}")
+        presets = NVENC_PRESETS if codec in NVENC_CODECS else X26X_PRESETS
+        if codec in ("h264", "h265", *NVENC_CODECS) and preset not in presets:
+            raise VideoError(f"preset must be one of {', '.join(presets)} for {codec}, got {preset!r}")
         self._pipe = str(path) == STANDARD_OUTPUT
         if not self._pipe:
             check_output_path(self.path, like.path, overwrite)
@@ -546,12 +576,15 @@ class VideoWriter:
             raise VideoError(f"this FFmpeg build has no {encoder} encoder; choose another codec")
         gray = like.channels == 1 and codec in GRAY_FORMATS and not self._sequence and not self._pipe
         self._frame_format = _frame_format(1 if gray else 3, like.bit_depth)
-        self._temporary = self._staged()
         try:
-            if self._pipe:
+            self._output = None if self._pipe else StagedOutput(self.path, sequence=self._sequence, overwrite=overwrite)
+        except OSError as error:
+            raise VideoError(str(error) if isinstance(error, OutputBusyError) else f"{self.path}: {error}") from error
+        try:
+            if self._output is None:
                 self._container = av.open("pipe:1", mode="w", format="yuv4mpegpipe", options={"strict": "-1"})
             else:
-                self._container = av.open(str(self._temporary), mode="w", format=_muxer(self.path))
+                self._container = av.open(str(self._output.staged), mode="w", format=_muxer(self.path))
             self._stream = self._container.add_stream(encoder, rate=like.frame_rate)
             self._stream.width, self._stream.height = like.width, like.height
             self._stream.pix_fmt = self._pixel_format(codec, gray=gray, rgb=rgb)
@@ -568,31 +601,21 @@ class VideoWriter:
             context.color_trc = like.color.get("trc", 2)
             context.colorspace = like.color.get("colorspace", 2)
             context.color_range = like.color.get("range", 0)
+            _check_size(self.path, self._stream.pix_fmt, like.width, like.height)
             self._to_yuv = _yuv_conversion(self._stream.pix_fmt, like.color)
             self._open_encoder(codec)
             self._copied = self._add_copied_streams()
         except VideoError:
-            self._remove_temporary()
+            self._discard()
             raise
         except av.error.FFmpegError as error:
-            self._remove_temporary()
+            self._discard()
             raise VideoError(f"{self.path}: cannot start writing: {error}") from error
         except OSError as error:
-            self._remove_temporary()
+            self._discard()
             raise VideoError(f"{self.path}: cannot write here: {error.strerror or error}") from error
-        self._written = 0
+        self._written, self._closed = 0, False
         self._span = (like.start_time + span[0], like.start_time + span[1])  # on the source's clock
-
-    def _staged(self) -> Path | None:
-        """Where the output is written until complete: a hidden file beside it, or for an image
-        sequence a hidden folder beside its images (made here); None for standard output."""
-        if self._pipe:
-            return None
-        if not self._sequence:
-            return self.path.with_name(f".{self.path.name}.part{self.path.suffix}")
-        folder = self.path.with_name(f".{SEQUENCE_NUMBER.sub('', self.path.name)}.part")
-        folder.mkdir(exist_ok=True)
-        return folder / self.path.name
 
     def _pixel_format(self, codec: str, *, gray: bool, rgb: bool) -> str:
         if self._pipe:
@@ -640,9 +663,19 @@ class VideoWriter:
         ``timestamp`` is its presentation time in the source's time base, counted from the
         output's start (``VideoReader.timed_frames`` gives them): variable frame rates are kept.
         Without it, frame n is shown at n / frame rate.
+
+        Raises
+        ------
+        VideoError
+            A frame of another size, or the writer was closed.
         """
         av = _av()
         array = np.ascontiguousarray(frame)
+        if self._closed:
+            raise VideoError(f"{self.path}: the writer is closed; frames go to an open VideoWriter")
+        if array.shape[:2] != (self.info.height, self.info.width):
+            wanted, size = f"{self.info.width}x{self.info.height}", "x".join(map(str, array.shape[1::-1]))
+            raise VideoError(f"{self.path}: frames must be {wanted}, as the source, got {size}")
         if array.ndim == 3 and self._frame_format.startswith("gray"):
             array = array[:, :, 0]
         elif array.ndim == 3 and array.shape[2] == 1:
@@ -675,7 +708,10 @@ class VideoWriter:
         return True
 
     def close(self) -> None:
-        """Flush the encoder, copy the other streams, close, and rename into place."""
+        """Flush the encoder, copy the other streams, close, and rename into place (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
         self._mux(self._stream.encode(None))
         if self._copied is not None:
             source, outputs = self._copied
@@ -686,43 +722,48 @@ class VideoWriter:
         self._close_sources()
         try:
             self._container.close()
-            if self._pipe:
-                return
-            if self._sequence:  # each image renamed into place, the folder removed
-                for image in sorted(self._temporary.parent.iterdir()):
-                    os.replace(image, self.path.parent / image.name)
-                self._temporary.parent.rmdir()
-            else:
-                os.replace(self._temporary, self.path)
+            if self._output is not None:
+                self._output.publish()
+        except FileExistsError as error:
+            raise VideoError(str(error)) from error
         except OSError as error:
-            self._remove_temporary()
+            self._discard()
             raise VideoError(f"{self.path}: finishing the file failed: {error.strerror or error}") from error
 
     def abort(self) -> None:
         """Stop and leave nothing behind: the target is untouched, the temporary file removed."""
+        self._closed = True
         self._close_sources()
         with contextlib.suppress(Exception):
             self._container.close()
-        self._remove_temporary()
+        self._discard()
 
     def _close_sources(self) -> None:
         if self._copied is not None:
             self._copied[0].close()
         self._copied = None
 
-    def _remove_temporary(self) -> None:
-        if self._temporary is None:
-            return
-        if self._sequence:
-            shutil.rmtree(self._temporary.parent, ignore_errors=True)
-        else:
-            self._temporary.unlink(missing_ok=True)
+    def _discard(self) -> None:
+        if self._output is not None:
+            self._output.discard()
 
 
 # FFmpeg's color matrices (AVColorSpace) -> swscale's (SWS_CS_*): BT.709, FCC, BT.601 (as
 # BT.470BG and as SMPTE 170M), SMPTE 240M, BT.2020 (constant and non-constant luminance).
 SWSCALE_MATRICES = {1: 1, 4: 4, 5: 5, 6: 5, 7: 7, 9: 9, 10: 9}
 BT601, LIMITED_RANGE = 5, 1
+
+
+def _check_size(path: Path, pixel_format: str, width: int, height: int) -> None:
+    """Refuse a size the output's chroma subsampling cannot hold (libx264 and ProRes refuse odd
+    widths of 4:2:0 and 4:2:2, with a message only a developer reads)."""
+    form = _av().VideoFormat(pixel_format, 2, 2)
+    chroma = form.components[1] if len(form.components) > 2 else form.components[0]
+    if (width % 2 and chroma.width < 2) or (height % 2 and chroma.height < 2):
+        raise VideoError(
+            f"{path}: {pixel_format} keeps color at half resolution and needs an even width and height, "
+            f"but the clip is {width}x{height}; use --codec ffv1 (lossless, any size), or crop it by a pixel"
+        )
 
 
 def _hdr10_options(codec: str, hdr10: dict[str, str]) -> dict[str, str]:
@@ -775,6 +816,8 @@ def check_output_path(path: Path, source: Path, overwrite: bool) -> None:
     """Refuse an output that is the input, exists (unless ``overwrite``) or cannot be written."""
     if path.resolve() == source.resolve():
         raise VideoError(f"{path}: the output must not be the input")
+    if path.exists() and not path.is_file():
+        raise VideoError(f"{path}: is not a regular file; the output must be a file (or - for standard output)")
     if path.exists() and not overwrite:
         raise VideoError(f"{path}: exists; pass --overwrite to replace it")
     if is_image_sequence(path) and sequence_files(path) and not overwrite:
@@ -793,9 +836,15 @@ def read_frames(path: str | Path, count: int | None = None, *, start: int = 0) -
     ------
     VideoError
         The file cannot be read, or holds fewer frames than asked for.
+    ValueError
+        ``start`` below 0 or ``count`` below 1.
     """
+    if start < 0 or (count is not None and count < 1):
+        raise ValueError(f"frames start at 0 and at least one is read, got start {start} and count {count}")
     frames = []
     with VideoReader(path) as reader:
+        if start >= reader.info.frame_count:
+            raise VideoError(f"{path}: has {reader.info.frame_count} frames, none from frame {start}")
         for frame in reader.frames(start):
             frames.append(frame)
             if count is not None and len(frames) == count:

@@ -43,6 +43,7 @@ class PipeReader:
             raise VideoError(f"standard input: not a y4m (yuv4mpegpipe) stream: {error}") from error
         facts = _stream_facts(self.path, self._container)
         width, height = facts.pop("size")
+        facts.pop("declared_frames")
         self.info = VideoInfo(path=self.path, width=width, height=height, frame_count=0, duration=0.0, **facts)
         self._frames = self._container.decode(self._container.streams.video[0])
         self._lookahead: list[np.ndarray] = []

@@ -15,8 +15,6 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from engine.cli import main as engine_main
-
 WINDOW_COMMANDS = """
 window commands:
   gui [FILE]   open the window on FILE (the default without a command; FILE defaults to the
@@ -90,8 +88,23 @@ def _gui_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``nlmeans-studio``; returns the exit status."""
-    arguments = list(sys.argv[1:] if argv is None else argv)
+    """Entry point of ``nlmeans-studio``; returns the exit status. Ctrl-C at any moment, while
+    the engine is imported too, ends it with one line and status 130."""
+    try:
+        return _dispatch(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:
+        print("nlmeans-studio: cancelled", file=sys.stderr)
+        return 130
+
+
+def engine_main(arguments: list[str]) -> int:
+    """The engine's command line, imported only when it is asked for."""
+    from engine.cli import main as command_line
+
+    return command_line(arguments)
+
+
+def _dispatch(arguments: list[str]) -> int:
     if arguments[:1] in (["-h"], ["--help"]):
         with contextlib.suppress(SystemExit):  # argparse ends there after printing the engine's commands
             engine_main(["--help"])

@@ -18,6 +18,10 @@ from engine import NLMParams
 PRESET_FOLDER = Path(__file__).resolve().parent.parent / "resources" / "presets"
 FIELDS = ("h", "patch_radius", "search_radius", "frames_past", "frames_future", "weighting")
 STRENGTH_RANGE = (0.1, 5.0)  # multiples of the suggested h
+MAX_PRESET_BYTES = 64 * 1024  # a preset is a few lines; a larger file is refused before it is read
+NUMBER, INTEGER, TEXT = (int, float), (int,), (str,)
+FIELD_TYPES = {"strength": NUMBER, "h": NUMBER, "patch_radius": INTEGER, "search_radius": INTEGER,
+               "frames_past": INTEGER, "frames_future": INTEGER, "weighting": TEXT}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -39,16 +43,30 @@ def shipped_presets() -> dict[str, Path]:
 
 
 def load_preset(path: Path) -> Preset:
-    """Read a preset; every field is optional, unknown fields and bad values are refused."""
+    """Read a preset; every field is optional, unknown fields and bad values are refused.
+
+    The file is checked before anything is built from it: its size (MAX_PRESET_BYTES), that it
+    is one JSON object, and each field's type; messages show at most the start of a bad value.
+    """
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_PRESET_BYTES:
+            raise PresetError(f"{path}: is {size} bytes; a preset is a small JSON file (at most {MAX_PRESET_BYTES})")
         fields = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise PresetError(f"{path}: not a readable preset ({error})") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:  # ValueError: a 5000-digit number too
+        if isinstance(error, PresetError):
+            raise
+        raise PresetError(f"{path}: not a readable preset ({_shortened(str(error))})") from None
     if not isinstance(fields, dict):
         raise PresetError(f'{path}: a preset is a JSON object of parameters, like {{"h": 25}}')
     unknown = sorted(set(fields) - {*FIELDS, "strength"})
     if unknown:
-        raise PresetError(f"{path}: unknown field(s) {', '.join(unknown)}; known: strength, {', '.join(FIELDS)}")
+        names = _shortened(", ".join(unknown))
+        raise PresetError(f"{path}: unknown field(s) {names}; known: strength, {', '.join(FIELDS)}")
+    for name, value in fields.items():
+        if type(value) not in FIELD_TYPES[name]:  # type(): true and false are not numbers here
+            kind = {NUMBER: "a number", INTEGER: "a whole number", TEXT: "text"}[FIELD_TYPES[name]]
+            raise PresetError(f"{path}: {name} must be {kind}, got {_shortened(value)}")
     strength = fields.pop("strength", None)
     if strength is not None and "h" in fields:
         raise PresetError(f"{path}: give either strength (relative to the noise) or h (in levels), not both")
@@ -61,6 +79,12 @@ def load_preset(path: Path) -> Preset:
         return Preset(NLMParams(**{"h": 20.0, **fields}), None if strength is None else float(strength))
     except (TypeError, ValueError) as error:
         raise PresetError(f"{path}: {error}") from None
+
+
+def _shortened(value: object, length: int = 60) -> str:
+    """``value``'s text, cut to ``length`` characters: a message stays one readable line."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= length else text[: length - 1] + "…"
 
 
 def save_preset(path: Path, params: NLMParams, strength: float | None = None) -> None:

@@ -189,7 +189,9 @@ def test_writer_refuses_bad_outputs(tmp_path, monkeypatch) -> None:
         with pytest.raises(VideoError, match=message):
             VideoWriter(path, info, codec="ffv1")
     assert (tmp_path / "exists.mkv").read_bytes() == b"keep me"
-    with pytest.raises(VideoError, match="codec must be one of h264, h265, ffv1, prores, h264-nvenc, h265-nvenc, got 'divx'"):
+    with pytest.raises(
+        VideoError, match="codec must be one of h264, h265, ffv1, prores, h264-nvenc, h265-nvenc, got 'divx'"
+    ):
         VideoWriter(tmp_path / "out.mkv", info, codec="divx")
     monkeypatch.setattr(os, "access", lambda path, mode: False)
     with pytest.raises(VideoError, match="is not writable"):

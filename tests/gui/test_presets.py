@@ -26,12 +26,24 @@ def test_shipped_presets_set_h_relative_to_the_noise() -> None:
         ('{"strength": 0}', "strength must be a number in 0.1..5.0, got 0"),
         ('{"strength": "strong"}', "strength must be a number"),
         ('{"strength": 1, "h": 20}', "either strength .* or h"),
+        ('{"h": ' + "9" * 5000 + "}", "not a readable preset \\(Exceeds the limit"),  # Python's int digits limit
+        ("[" * 10_000 + "]" * 10_000, "not a readable preset"),  # nested past Python's recursion limit
+        ('{"h": [' + "1, " * 5000 + "1]}", r"h must be a number, got \[1, 1, 1, .{30,50}…$"),  # the start only
+        ('{"patch_radius": true}', "patch_radius must be a whole number, got True"),
+        ('{"weighting": 3}', "weighting must be text, got 3"),
     ],
 )
 def test_bad_presets_are_refused(tmp_path, text, message) -> None:
     path = tmp_path / "preset.json"
     path.write_text(text)
     with pytest.raises(PresetError, match=message):
+        load_preset(path)
+
+
+def test_a_huge_preset_is_refused_before_it_is_read(tmp_path) -> None:
+    path = tmp_path / "huge.json"
+    path.write_text('{"h": [' + "1, " * 25_000_000 + "1]}")  # 75 MB
+    with pytest.raises(PresetError, match=r"huge.json: is 75000010 bytes; a preset is a small JSON file"):
         load_preset(path)
 
 

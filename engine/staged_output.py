@@ -1,0 +1,127 @@
+"""An output file written under a hidden name beside it, held by one run, renamed when complete.
+
+A run writes OUTPUT as ``.<digest>.part<suffix>`` (or, for an image sequence, into a hidden
+folder ``.<digest>.part``): short whatever the length of OUTPUT's name, and the same for every
+run that writes OUTPUT, so a second run at the same time finds it locked and is refused instead
+of writing over the first's work. The lock (``flock``) dies with its process, so what a killed
+run left behind is taken over, not a reason to refuse. Publishing renames into place, and never
+over a file that appeared meanwhile unless the run may overwrite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: an exclusive create stands in for the lock
+    fcntl = None
+
+
+class OutputBusyError(OSError):
+    """Another run is writing the same output now."""
+
+
+class StagedOutput:
+    """Where ``path`` is written until it is complete; ``path`` is ``staged`` once published.
+
+    Parameters
+    ----------
+    path : Path
+        The output: a file, or an image sequence's pattern (``scans/%06d.png``).
+    sequence : bool
+        Whether ``path`` is an image sequence: its images are written into a hidden folder.
+    overwrite : bool
+        Whether publishing may replace files of that name.
+
+    Raises
+    ------
+    OutputBusyError
+        Another run holds the output.
+    """
+
+    def __init__(self, path: Path, *, sequence: bool, overwrite: bool) -> None:
+        self.path, self._sequence, self._overwrite = path, sequence, overwrite
+        digest = hashlib.sha256(path.name.encode()).hexdigest()[:12]
+        if sequence:
+            self._hidden = path.with_name(f".{digest}.part")
+            self._hidden.mkdir(exist_ok=True)
+            self.staged = self._hidden / path.name
+        else:
+            self._hidden = self.staged = path.with_name(f".{digest}.part{path.suffix}")
+        self._lock = self._claim()
+
+    def _claim(self) -> int:
+        """An open descriptor of the hidden file or folder, locked for this run."""
+        if fcntl is None:
+            try:
+                return os.open(self._hidden / ".lock" if self._sequence else self._hidden, os.O_CREAT | os.O_EXCL)
+            except FileExistsError:
+                raise OutputBusyError(
+                    f"{self.path}: another run is writing it (or one that stopped abnormally left {self._hidden}: "
+                    "remove it)"
+                ) from None
+        descriptor = os.open(self._hidden, os.O_RDONLY if self._sequence else os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            busy = f"{self.path}: another run is writing it now; wait for it or choose another name"
+            raise OutputBusyError(busy) from None
+        return descriptor
+
+    def publish(self) -> None:
+        """Rename what was written into place and release the output.
+
+        Raises
+        ------
+        FileExistsError
+            Without overwrite, a file of that name appeared while the run wrote: the result is
+            kept beside it under a name of its own, which the message gives.
+        """
+        try:
+            if self._sequence:
+                for image in sorted(self._hidden.iterdir()):
+                    if image.name != ".lock":
+                        self._place(image, self.path.parent / image.name)
+                self._release()
+                shutil.rmtree(self._hidden, ignore_errors=True)
+            else:
+                self._place(self._hidden, self.path)
+        finally:
+            self._release()
+
+    def _place(self, written: Path, target: Path) -> None:
+        if self._overwrite:
+            os.replace(written, target)
+            return
+        try:
+            os.link(written, target)  # fails, atomically, where the name exists
+        except FileExistsError:
+            kept = target.with_name(f"{target.stem}.{os.getpid()}{target.suffix}")
+            os.replace(written, kept)
+            raise FileExistsError(f"{target}: appeared while this run wrote it; the result is {kept}") from None
+        except OSError:  # a file system without hard links
+            if target.exists():
+                raise
+            os.replace(written, target)
+        else:
+            written.unlink()
+
+    def discard(self) -> None:
+        """Remove what was written and release the output (idempotent)."""
+        if self._sequence:
+            shutil.rmtree(self._hidden, ignore_errors=True)
+        else:
+            self._hidden.unlink(missing_ok=True)
+        self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._lock)
+            self._lock = None

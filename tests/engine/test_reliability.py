@@ -1,0 +1,305 @@
+"""Careless and hostile use: two runs at once, odd sizes, nonsense arguments, files that are not
+video, signals at every stage, fuzzed files. Nothing lost, nothing wrong, every error one clear
+line and never a traceback (issue 20)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
+
+from media_corpus import ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
+
+from engine import Denoiser, NLMParams  # noqa: E402
+from engine.video import VideoError, VideoReader, VideoWriter  # noqa: E402
+
+FAST = ["--noise", "none", "--h", "20", "--patch-radius", "1", "--search-radius", "1"]
+
+
+def _cli(*arguments: str, **options) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "engine", *arguments], capture_output=True, text=True, timeout=240, **options
+    )
+
+
+def _one_clear_line(run: subprocess.CompletedProcess, message: str) -> None:
+    assert run.returncode in (1, 2), run.stderr
+    assert "Traceback" not in run.stderr
+    assert message in run.stderr.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_clip(tmp_path_factory.mktemp("clip"), ClipSpec("clip.mkv", "ffv1", pixel_format="bgr0", frames=30))
+
+
+def _hidden_parts(folder: Path) -> list[Path]:
+    return [path for path in folder.iterdir() if path.name.startswith(".") and ".part" in path.name]
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_second_run_to_the_same_output_is_refused_while_the_first_writes(clip, tmp_path, overwrite) -> None:
+    output = tmp_path / "out.mkv"
+    extra = ["--overwrite"] if overwrite else []
+    first_command = [sys.executable, "-m", "engine", "denoise", str(clip), str(output), "--codec", "ffv1",
+                     "--noise", "none", "--h", "20", "--search-radius", "6", *extra]  # fmt: skip
+    with subprocess.Popen(first_command, stderr=subprocess.PIPE, text=True) as first:
+        deadline = time.monotonic() + 120
+        while not _hidden_parts(tmp_path):  # the first run holds its output
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        second = _cli("denoise", str(clip), str(output), "--codec", "ffv1", *FAST, *extra)
+        assert first.wait(timeout=240) == 0, first.stderr.read()
+    _one_clear_line(second, f"{output}: another run is writing it now; wait for it or choose another name")
+    assert plain_pyav_numbers(output) == list(range(30))  # the first run's work, whole
+    assert not _hidden_parts(tmp_path)
+
+
+def test_what_a_killed_run_left_behind_does_not_block_the_next(clip, tmp_path) -> None:
+    output = tmp_path / "out.mkv"
+    first = subprocess.Popen([sys.executable, "-m", "engine", "denoise", str(clip), str(output), "--codec", "ffv1",
+                              "--noise", "none", "--h", "20", "--search-radius", "6"])  # fmt: skip
+    while not _hidden_parts(tmp_path):
+        time.sleep(0.05)
+    first.kill()  # SIGKILL: no handler runs, the hidden file stays
+    first.wait()
+    assert _hidden_parts(tmp_path)
+    run = _cli("denoise", str(clip), str(output), "--codec", "ffv1", *FAST)
+    assert run.returncode == 0, run.stderr
+    assert plain_pyav_numbers(output) == list(range(30)) and not _hidden_parts(tmp_path)
+
+
+def test_an_output_that_appeared_meanwhile_is_not_replaced(clip, tmp_path) -> None:
+    output = tmp_path / "out.mkv"
+    with (
+        VideoReader(clip) as reader,
+        pytest.raises(VideoError, match=r"appeared while this run wrote it; the result is"),
+        VideoWriter(output, reader.info, codec="ffv1") as writer,
+    ):
+        writer.write(reader.frame(0))
+        output.write_bytes(b"someone else's file")
+    assert output.read_bytes() == b"someone else's file"
+    kept = [path for path in tmp_path.iterdir() if path.name.startswith("out.") and path != output]
+    assert len(kept) == 1 and plain_pyav_numbers(kept[0]) == [0]
+
+
+def test_a_long_output_name_is_written(clip, tmp_path) -> None:
+    output = tmp_path / ("n" * 246 + ".mkv")  # 250 characters, the file system's limit is 255
+    run = _cli("denoise", str(clip), str(output), "--codec", "ffv1", *FAST)
+    assert run.returncode == 0, run.stderr
+    assert plain_pyav_numbers(output) == list(range(30))
+
+
+def test_only_regular_files_are_outputs(clip, tmp_path) -> None:
+    fifo = tmp_path / "fifo.mkv"
+    os.mkfifo(fifo)
+    _one_clear_line(
+        _cli("denoise", str(clip), str(fifo), "--overwrite", *FAST), "is not a regular file; the output must be a file"
+    )
+    assert fifo.exists() and not fifo.is_file()
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda folder: folder, "is a folder, not a video file"),
+        (lambda folder: _fifo(folder / "in.mkv"), "is not a regular file (a pipe or a device); for a y4m pipe give -"),
+        (lambda folder: _write(folder / "notes.txt", b"hello, world\n" * 300), "is text (ansi), not a video"),
+        (lambda folder: _write(folder / "empty.mp4", b""), "not a video file FFmpeg can read"),
+    ],
+)
+def test_inputs_that_are_not_video_are_refused(tmp_path, make, message) -> None:
+    source = make(tmp_path)
+    _one_clear_line(_cli("denoise", str(source), str(tmp_path / "out.mkv")), message)
+    assert not (tmp_path / "out.mkv").exists()
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--start", "-1"], "a time is a finite number of seconds >= 0, like 12.5, got '-1'"),
+        (["--start", "inf"], "a time is a finite number of seconds >= 0, like 12.5, got 'inf'"),
+        (["--start", "nan"], "a time is a finite number of seconds >= 0, like 12.5, got 'nan'"),
+        (["--start", "-1", "--noise", "none"], "a time is a finite number of seconds >= 0"),
+        (["--duration", "inf"], "a time is a finite number of seconds >= 0, like 12.5, got 'inf'"),
+        (["--duration", "0"], "a duration is a number of seconds > 0, got '0'"),
+        (["--h", "1e-300"], "h must be a finite number"),
+        (["--preset", "bogus"], "preset must be one of ultrafast, superfast, veryfast"),
+        (["--crf", "99"], "crf must be an integer in 0..51, got 99"),
+        (["--start", "99"], "no frames between 99.0 s and the end of the clip"),
+    ],
+)
+def test_nonsense_denoise_arguments_get_one_clear_line(clip, tmp_path, arguments, message) -> None:
+    _one_clear_line(_cli("denoise", str(clip), str(tmp_path / "out.mp4"), *arguments), message)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["bench", "--frames", "0"], "expected a whole number >= 1, got '0'"),
+        (["bench", "--repeats", "-3"], "expected a whole number >= 1, got '-3'"),
+        (["estimate-noise", "CLIP", "--frame", "-1"], "a frame number is a whole number >= 0, got '-1'"),
+        (["estimate-noise", "CLIP", "--frames", "0"], "expected a whole number >= 1, got '0'"),
+        (["estimate-noise", "CLIP", "--frames", "-2"], "expected a whole number >= 1, got '-2'"),
+        (["estimate-noise", "CLIP", "--frame", "30"], "has 30 frames, none from frame 30"),
+    ],
+)
+def test_nonsense_arguments_of_the_other_commands(clip, arguments, message) -> None:
+    _one_clear_line(_cli(*[str(clip) if part == "CLIP" else part for part in arguments]), message)
+
+
+@pytest.mark.parametrize(
+    ("size", "arguments", "message"),
+    [
+        ((1, 1), [], "frames of 1x1 pixels are too small for the automatic noise estimate"),
+        ((5, 7), [], "frames of 7x5 pixels are too small for the automatic noise estimate"),
+        ((2, 2), ["--noise", "none"], "frames of 2x2 pixels are too small for search_radius 3 and patch_radius 4"),
+        ((17, 33), ["--noise", "none"], "yuv420p keeps color at half resolution and needs an even width and height"),
+        ((17, 33), ["--noise", "none", "--codec", "h265"], "but the clip is 33x17; use --codec ffv1"),
+    ],
+)
+def test_odd_and_tiny_sizes_get_a_reason(tmp_path, size, arguments, message) -> None:
+    source = write_clip(tmp_path, ClipSpec("tiny.mkv", "ffv1", pixel_format="bgr0", size=size, frames=4))
+    _one_clear_line(_cli("denoise", str(source), str(tmp_path / "out.mp4"), *arguments), message)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["tiny.mkv"]
+
+
+def test_odd_sizes_are_written_by_a_codec_that_takes_them(tmp_path) -> None:
+    source = write_clip(tmp_path, ClipSpec("odd.mkv", "ffv1", pixel_format="bgr0", size=(17, 33), frames=4))
+    run = _cli("denoise", str(source), str(tmp_path / "out.mkv"), "--codec", "ffv1", "--noise", "none",
+               "--search-radius", "2", "--patch-radius", "1")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    with VideoReader(tmp_path / "out.mkv") as reader:
+        assert (reader.info.width, reader.info.height, reader.info.frame_count) == (33, 17, 4)
+
+
+@pytest.fixture(scope="module")
+def long_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A clip that takes the default filter seconds to denoise: time to signal every stage."""
+    spec = ClipSpec("long.mkv", "ffv1", pixel_format="bgr0", frames=200)
+    return write_clip(tmp_path_factory.mktemp("long"), spec)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGHUP, signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("stage", ["importing", "estimating", "writing"])
+def test_a_signal_at_any_stage_leaves_nothing_and_no_traceback(long_clip, tmp_path, stop, stage) -> None:
+    """Sent while Python imports the engine, about when the noise is estimated, or once frames
+    are being written (the progress bar shows)."""
+    program = Path(sys.executable).parent / "nlmeans-studio"  # as a person runs it
+    command = [str(program), "denoise", str(long_clip), str(tmp_path / "out.mkv")]
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as child:
+        error = ""
+        if stage == "writing":
+            while "frames (" not in error:
+                error += child.stderr.read(1)
+                assert error or child.poll() is None
+        else:
+            time.sleep({"importing": 0.05, "estimating": 0.8}[stage])
+        child.send_signal(stop)
+        error += child.stderr.read()
+        status = child.wait(timeout=120)
+    assert status in (130, -stop), error  # -stop: the signal came before Python could handle it
+    assert "Traceback" not in error
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_truncated_mp4_is_reported_with_its_frame_count(tmp_path) -> None:
+    source = write_clip(tmp_path, ClipSpec("whole.mp4", "libx264", frames=12, options={"x264-params": "keyint=4"}))
+    with av.open(str(source)) as container, av.open(str(tmp_path / "faststart.mp4"), "w",
+                                                    options={"movflags": "faststart"}) as out:  # fmt: skip
+        stream = out.add_stream_from_template(container.streams.video[0])
+        for packet in container.demux(container.streams.video[0]):
+            if packet.size:
+                packet.stream = stream
+                out.mux(packet)
+    data = (tmp_path / "faststart.mp4").read_bytes()
+    (tmp_path / "cut.mp4").write_bytes(data[: len(data) * 6 // 10])
+    run = _cli("denoise", str(tmp_path / "cut.mp4"), str(tmp_path / "out.mkv"), "--codec", "ffv1", *FAST)
+    assert "warning: " in run.stderr and "the file declares 12 frames but holds" in run.stderr
+    assert run.returncode == 1 or plain_pyav_numbers(tmp_path / "out.mkv") == plain_pyav_numbers(tmp_path / "cut.mp4")
+
+
+def test_the_writer_and_the_reader_refuse_misuse_with_a_reason(clip, tmp_path) -> None:
+    with VideoReader(clip) as reader:
+        frame, info = reader.frame(0), reader.info
+    with pytest.raises(VideoError, match=r"the reader is closed; open the file again"):
+        reader.frame(1)
+    writer = VideoWriter(tmp_path / "out.mkv", info, codec="ffv1")
+    with pytest.raises(VideoError, match=r"frames must be 192x128, as the source, got 96x64"):
+        writer.write(frame[::2, ::2])
+    writer.write(frame)
+    writer.close()
+    with pytest.raises(VideoError, match=r"the writer is closed"):
+        writer.write(frame)
+    writer.close()  # idempotent
+    assert plain_pyav_numbers(tmp_path / "out.mkv") == [0]
+
+
+def test_huge_float_values_are_refused_saying_where() -> None:
+    clip = np.full((3, 20, 24, 3), 0.5, np.float32)
+    clip[1, 5, 6, 2] = 1e20
+    with pytest.raises(ValueError, match=r"got 1e\+20 at row 5, column 6, channel 2"):
+        Denoiser(NLMParams(h=20, patch_radius=1, search_radius=1), "cpu").denoise_frame(clip, 1)
+
+
+FUZZ_SOURCES = ["h264.mp4", "mpeg2.ts", "ffv1.mkv", "mjpeg.avi"]
+
+
+@pytest.mark.timeout(240)
+def test_fuzzed_files_give_frames_or_a_video_error_and_never_hang(tmp_path) -> None:
+    """200 copies of small clips with bytes overwritten, cut or repeated (seed 0): opening and
+    reading each gives its frames or one VideoError; no other exception, no hang."""
+    specs = {
+        "h264.mp4": ClipSpec("h264.mp4", "libx264", frames=20, options={"x264-params": "keyint=6:bframes=2"}),
+        "mpeg2.ts": ClipSpec("mpeg2.ts", "mpeg2video", frames=20, gop=6, options={"bf": "2"}),
+        "ffv1.mkv": ClipSpec("ffv1.mkv", "ffv1", pixel_format="bgr0", frames=20),
+        "mjpeg.avi": ClipSpec("mjpeg.avi", "mjpeg", pixel_format="yuvj420p", frames=20),
+    }
+    originals = {name: write_clip(tmp_path, spec).read_bytes() for name, spec in specs.items()}
+    rng = random.Random(0)
+    outcomes = {"read": 0, "refused": 0}
+    for number in range(200):
+        name = FUZZ_SOURCES[number % len(FUZZ_SOURCES)]
+        data = bytearray(originals[name])
+        for _ in range(rng.randrange(1, 20)):
+            kind, place = rng.randrange(3), rng.randrange(len(data))
+            if kind == 0:
+                data[place] = rng.randrange(256)
+            elif kind == 1:
+                del data[place : place + rng.randrange(1, 200)]
+            else:
+                data[place:place] = data[max(0, place - 100) : place]
+        path = tmp_path / f"fuzz{number}{Path(name).suffix}"
+        path.write_bytes(bytes(data))
+        try:
+            with VideoReader(path) as reader:
+                for frame in reader.frames():
+                    frame_number(frame)
+                count = reader.info.frame_count
+                for index in (count - 1, 0, count // 2):
+                    reader.frame(index)
+            outcomes["read"] += 1
+        except VideoError:
+            outcomes["refused"] += 1
+        path.unlink()
+    assert outcomes["read"] > 0 and outcomes["refused"] > 0, outcomes
