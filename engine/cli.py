@@ -8,7 +8,7 @@ import math
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import __version__
@@ -62,26 +62,23 @@ def _span(text: str) -> float:
     return value
 
 
-def _count(text: str) -> int:
-    """A whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
+def _whole_number(least: int, what: str) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``least``; errors call it ``what``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{what} is a whole number >= {least}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _index(text: str) -> int:
-    """A frame number: a whole number of at least 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"a frame number is a whole number >= 0, got {text!r}")
-    return value
+_count = _whole_number(1, "a count")
+_index = _whole_number(0, "a frame number")
 
 
 def _integers(text: str) -> list[int]:

@@ -156,11 +156,11 @@ def test_nonsense_denoise_arguments_get_one_clear_line(clip, tmp_path, arguments
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["bench", "--frames", "0"], "expected a whole number >= 1, got '0'"),
-        (["bench", "--repeats", "-3"], "expected a whole number >= 1, got '-3'"),
+        (["bench", "--frames", "0"], "a count is a whole number >= 1, got '0'"),
+        (["bench", "--repeats", "-3"], "a count is a whole number >= 1, got '-3'"),
         (["estimate-noise", "CLIP", "--frame", "-1"], "a frame number is a whole number >= 0, got '-1'"),
-        (["estimate-noise", "CLIP", "--frames", "0"], "expected a whole number >= 1, got '0'"),
-        (["estimate-noise", "CLIP", "--frames", "-2"], "expected a whole number >= 1, got '-2'"),
+        (["estimate-noise", "CLIP", "--frames", "0"], "a count is a whole number >= 1, got '0'"),
+        (["estimate-noise", "CLIP", "--frames", "-2"], "a count is a whole number >= 1, got '-2'"),
         (["estimate-noise", "CLIP", "--frame", "30"], "has 30 frames, none from frame 30"),
     ],
 )
