@@ -150,11 +150,13 @@ class _Decoder:
 
     Where a seek lands after the frame it was meant for (transport streams seek by guessing a
     byte position), an earlier entry point is tried, and at last the file is decoded from its
-    start. Frames the index cannot identify are never returned.
+    start. Frames the index cannot identify are never returned, nor, after a seek, those before
+    the first keyframe decoded (an open GOP's leading pictures need the GOP before it).
     """
 
     def __init__(self, path: Path, index: FrameIndex, hardware_decoding: bool = False) -> None:
         self._path, self._index, self._hardware = path, index, hardware_decoding
+        self._keyframes = frozenset(int(entry) for entry in index.entries)
         self._container: Any = None
 
     def close(self) -> None:
@@ -196,7 +198,7 @@ class _Decoder:
             yield from enumerate(self._decode(None))
             return
         for entry, seek_timestamp in self._index.entries_before(number):
-            frames = self._identified(self._decode(seek_timestamp if entry else None))
+            frames = self._identified(self._decode(seek_timestamp if entry else None), after_seek=entry > 0)
             first = next(frames, None)
             if first is not None and first[0] <= number:
                 yield first
@@ -204,10 +206,12 @@ class _Decoder:
                 return
         raise VideoError(f"{self._path}: frame {number} could not be decoded from any point of the file")
 
-    def _identified(self, frames: Iterator[Any]) -> Iterator[tuple[int, Any]]:
+    def _identified(self, frames: Iterator[Any], *, after_seek: bool) -> Iterator[tuple[int, Any]]:
+        trusted = not after_seek
         for frame in frames:
             found = self._index.number_of(frame.pts)
-            if found is not None:
+            trusted = trusted or found in self._keyframes
+            if found is not None and trusted:
                 yield found, frame
 
     def _decode(self, seek_timestamp: int | None) -> Iterator[Any]:

@@ -49,6 +49,7 @@ CORPUS: tuple[ClipSpec, ...] = (
     ClipSpec("h264-late-start.mp4", "libx264", first_pts=10, options={X264: "keyint=16:min-keyint=16:bframes=2"}),
     ClipSpec("h264.mkv", "libx264", options={X264: "keyint=24:min-keyint=24:bframes=3:open-gop=1"}),
     ClipSpec("h264.ts", "libx264", options={X264: "keyint=24:min-keyint=24:bframes=3"}),
+    ClipSpec("h264-opengop.ts", "libx264", options={X264: "keyint=20:min-keyint=20:bframes=3:open-gop=1"}),
     ClipSpec("mpeg2.ts", "mpeg2video", gop=15, options={"bf": "2"}),
     ClipSpec("mpeg2.mpg", "mpeg2video", gop=15, options={"bf": "2"}, container="mpeg"),
     ClipSpec("mpeg2.vob", "mpeg2video", gop=15, options={"bf": "2"}, container="vob", audio=True),
