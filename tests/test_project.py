@@ -22,6 +22,14 @@ def test_readme_has_the_two_setup_commands_and_ci_runs_the_second() -> None:
     assert run_tests in (ROOT / ".ci" / "run").read_text().splitlines()
 
 
+def test_the_engine_never_imports_qt_or_the_window() -> None:
+    """The import-linter contracts of pyproject.toml, over every module of engine/."""
+    lint_imports = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
+    assert lint_imports, "import-linter is part of the test extra"
+    result = subprocess.run([lint_imports], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_code_is_ruff_clean() -> None:
     ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
     assert ruff, "ruff is part of the test extra"
