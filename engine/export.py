@@ -149,8 +149,6 @@ def _frame_range(reader: VideoReader | PipeReader, start: float, duration: float
     info = reader.info
     first = reader.frame_at(start)
     last = (info.frame_count or None) if duration is None else reader.frame_at(start + duration)
-    if info.frame_count:
-        last = min(last, info.frame_count)
     if last is not None and last <= first:
         end = "the end of the clip" if duration is None else f"{start + duration} s"
         raise ValueError(f"{info.path}: no frames between {start} s and {end}")
