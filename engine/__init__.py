@@ -11,6 +11,7 @@ from .denoiser import Denoiser
 from .metrics import psnr
 from .noise import NoiseEstimate, add_noise, apply_estimate, estimate_noise, suggest_h
 from .params import NLMParams
+from .volume import denoise_volume
 
 try:
     __version__ = version("nlmeans-studio")
@@ -26,6 +27,7 @@ __all__ = [
     "__version__",
     "add_noise",
     "apply_estimate",
+    "denoise_volume",
     "estimate_noise",
     "gpu_unavailable_reason",
     "psnr",

@@ -1,0 +1,86 @@
+"""Splitting work along one axis into ranges with halos, filtering them apart, stitching the result.
+
+A volume splits along z into slabs, each read with a halo of Az + Bz planes on either side (in
+the mirrored ``padded`` volume of engine/volume.py the halo is there even at the volume's ends),
+filtered, and written into its planes of the output: the union equals one pass, since every
+output voxel sees exactly the voxels it would in one pass. Several filters (one per GPU) take
+the slabs in turn, concurrently. A long video splits the same way along time, with Dp frames
+before and Df after each range, truncated at the clip's ends (``frame_ranges``).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import threading
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+SlabFilter = Callable[[np.ndarray, object], np.ndarray]  # (padded slab, params) -> (planes, Y, X, C) float32
+
+
+def split_range(length: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` contiguous ranges covering [0, length), sizes differing by at most one (none empty)."""
+    parts = max(1, min(parts, length))
+    bounds = [length * k // parts for k in range(parts + 1)]
+    return list(itertools.pairwise(bounds))
+
+
+class FrameRange(NamedTuple):
+    """Output frames [start, stop) of a video range, read from frames [read_start, read_stop)."""
+
+    start: int
+    stop: int
+    read_start: int
+    read_stop: int
+
+
+def frame_ranges(frames: int, parts: int, past: int, future: int) -> list[FrameRange]:
+    """Contiguous frame ranges of a clip for ``parts`` devices, each with its Dp / Df frames of overlap.
+
+    The temporal window is truncated at the clip's ends (DESIGN.md §1), so a range's reads are
+    clipped to [0, frames), and each range's output equals the whole clip's for its frames.
+    """
+    return [
+        FrameRange(start, stop, max(0, start - past), min(frames, stop + future))
+        for start, stop in split_range(frames, parts)
+    ]
+
+
+def filter_in_slabs(
+    padded: np.ndarray,
+    shape: tuple[int, int, int, int],
+    params: object,
+    slabs: int,
+    filters: Sequence[SlabFilter],
+    progress: Callable[[int, int], None] | None = None,
+) -> np.ndarray:
+    """Filter the (Z, Y, X, C) volume whose mirrored planes are ``padded`` in at least ``slabs``
+    slabs along z (at least one per filter), the filters running concurrently; stitched output.
+
+    ``padded`` holds pz = (len(padded) - Z) / 2 halo planes on either side; slab [z0, z1) reads
+    ``padded[z0 : z1 + 2 pz]``.
+    """
+    planes = shape[0]
+    halo = (padded.shape[0] - planes) // 2
+    ranges = split_range(planes, max(slabs, len(filters)))
+    output = np.empty(shape, dtype=np.float32)
+    done, lock = [0], threading.Lock()
+
+    def run(worker: int) -> None:
+        for start, stop in ranges[worker :: len(filters)]:
+            output[start:stop] = filters[worker](padded[start : stop + 2 * halo], params)
+            with lock:
+                done[0] += stop - start
+                if progress is not None:
+                    progress(done[0], planes)
+
+    if len(filters) == 1:
+        run(0)
+        return output
+    with concurrent.futures.ThreadPoolExecutor(len(filters)) as pool:
+        for future in [pool.submit(run, worker) for worker in range(len(filters))]:
+            future.result()
+    return output

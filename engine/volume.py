@@ -1,0 +1,215 @@
+"""The fully 3D filter of DESIGN.md §6: ``denoise_volume`` and its parameters, validated once.
+
+A volume is mirrored once on the host into ``padded``, (Z + 2 pz, C, Y + 2 py, X + 2 px) float32
+with p = A + B per axis: every voxel any output needs, in the layout both backends read (a
+plane's channels together, rows contiguous). A slab of output planes [z0, z1) reads
+``padded[z0 : z1 + 2 pz]``, its own halo of A + B planes on either side, so that slabs filter
+independently and their union equals one pass (engine/slabs.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .backend import resolve_backend
+from .params import CENTER_WEIGHTS, PATCH_RADIUS_MAX, SEARCH_RADIUS_MAX, WEIGHTINGS, _check_choice, _check_int
+
+Radii = int | tuple[int, int, int]
+Progress = Callable[[int, int], None]  # (planes done, planes in all)
+
+
+def _check_radii(name: str, value: object, high: int) -> tuple[int, int, int]:
+    if isinstance(value, (tuple, list)):
+        if len(value) != 3:
+            raise ValueError(f"{name} must be an integer or a (z, y, x) triple, got {value!r}")
+        return tuple(_check_int(f"{name}[{axis}]", v, high) for axis, v in zip("zyx", value, strict=True))
+    radius = _check_int(name, value, high)
+    return (radius, radius, radius)
+
+
+@dataclass(frozen=True)
+class VolumeParams:
+    """The volume filter's parameters (DESIGN.md §6), validated: see ``denoise_volume``."""
+
+    h: float
+    patch_radius: tuple[int, int, int]
+    search_radius: tuple[int, int, int]
+    weighting: str
+    center_weight: str
+
+    @classmethod
+    def checked(
+        cls, h: object, patch_radius: object, search_radius: object, weighting: object, center_weight: object
+    ) -> VolumeParams:
+        message = f"h must be a finite number > 0 in the volume's intensity units, got {h!r}"
+        if isinstance(h, bool) or not isinstance(h, (int, float, np.integer, np.floating)):
+            raise ValueError(message)
+        if not (math.isfinite(h) and h > 0):
+            raise ValueError(message)
+        return cls(
+            float(h),
+            _check_radii("patch_radius", patch_radius, PATCH_RADIUS_MAX),
+            _check_radii("search_radius", search_radius, SEARCH_RADIUS_MAX),
+            _check_choice("weighting", weighting, WEIGHTINGS),
+            _check_choice("center_weight", center_weight, CENTER_WEIGHTS),
+        )
+
+    @property
+    def pad(self) -> tuple[int, int, int]:
+        """A + B per axis: the mirrored border every output voxel's window reaches."""
+        return tuple(a + b for a, b in zip(self.search_radius, self.patch_radius, strict=True))
+
+    def patch_sum_scale(self, channels: int) -> float:
+        """u per unit of a patch's summed squared difference: 1 / (C |patch| h^2)."""
+        voxels = math.prod(2 * b + 1 for b in self.patch_radius)
+        return 1.0 / (channels * voxels * self.h**2)
+
+    @property
+    def exponential(self) -> bool:
+        return self.weighting == "exponential"
+
+    @property
+    def center_max(self) -> bool:
+        return self.center_weight == "max"
+
+
+def checked_volume(volume: object, params: VolumeParams) -> np.ndarray:
+    """``volume`` as a finite float32 (Z, Y, X, C) array, or ValueError saying what is wrong."""
+    array = np.asarray(volume)
+    if array.ndim not in (3, 4):
+        raise ValueError(
+            f"volume must be a (Z, Y, X) or (Z, Y, X, C) array, got {array.ndim} dimensions of shape {array.shape}"
+        )
+    if array.dtype.kind not in "biuf":
+        raise ValueError(f"volume must hold real numbers, got dtype {array.dtype}")
+    data = array.astype(np.float32, copy=False)
+    if data.ndim == 3:
+        data = data[..., np.newaxis]
+    if data.shape[3] == 0:
+        raise ValueError(f"volume must have at least one channel, got shape {array.shape}")
+    least = [a + b + 1 for a, b in zip(params.search_radius, params.patch_radius, strict=True)]
+    if any(size < need for size, need in zip(data.shape[:3], least, strict=True)):
+        raise ValueError(
+            f"volume of shape {array.shape} is smaller than the filter's window: each of Z, Y, X must be at "
+            f"least search_radius + patch_radius + 1 = {tuple(least)}; lower the radii"
+        )
+    if not np.all(np.isfinite(data)):
+        count = int(np.count_nonzero(~np.isfinite(data)))
+        raise ValueError(f"volume must be finite, got {count} NaN or infinite voxels (replace or mask them first)")
+    return data
+
+
+def padded_volume(data: np.ndarray, pad: tuple[int, int, int]) -> np.ndarray:
+    """(Z, Y, X, C) float32 mirrored by ``pad`` (np.pad mode="reflect") into the (Zp, C, Yp, Xp) layout."""
+    widths = [(p, p) for p in pad] + [(0, 0)]
+    return np.ascontiguousarray(np.pad(data, widths, mode="reflect").transpose(0, 3, 1, 2))
+
+
+def resolve_devices(devices: object) -> list[int] | None:
+    """None (the current device), or the GPU ids asked for: a sequence of ints or "all"."""
+    if devices is None:
+        return None
+    if devices == "all":
+        from .backend import cupy_module
+
+        return list(range(cupy_module().cuda.runtime.getDeviceCount()))
+    if isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence) or len(devices) == 0:
+        raise ValueError(f"devices must be None, 'all' or a non-empty list of GPU ids, got {devices!r}")
+    ids = [_check_int("devices[i]", d, 1023) for d in devices]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"devices must not repeat a GPU, got {devices!r}")
+    return ids
+
+
+def denoise_volume(
+    volume: np.ndarray,
+    *,
+    h: float,
+    patch_radius: Radii = 1,
+    search_radius: Radii = 5,
+    weighting: str = "exponential",
+    center_weight: str = "one",
+    backend: str = "auto",
+    devices: Sequence[int] | str | None = None,
+    slabs: int | None = None,
+    progress: Progress | None = None,
+) -> np.ndarray:
+    """Denoise a volume with the fully 3D Non-Local Means filter of DESIGN.md §6.
+
+    Parameters
+    ----------
+    volume : (Z, Y, X) or (Z, Y, X, C) array_like
+        Real, finite voxels in their own units (MRI and microscopy have no fixed range).
+    h : float
+        Strength in the volume's intensity units: u = D / h^2 with D the patch's mean squared
+        difference. For Gaussian noise of standard deviation sigma, exponential weights work
+        near h = 0.6 to 1 sigma with 3^3 patches (``suggest_volume_h``).
+    patch_radius : int or (z, y, x) ints
+        B in voxels, 0..8: patches are (2Bz+1)(2By+1)(2Bx+1). A triple serves anisotropic voxels.
+    search_radius : int or (z, y, x) ints
+        A in voxels, 0..16: the window is (2Az+1)(2Ay+1)(2Ax+1) offsets; the cost grows with it.
+    weighting : {"exponential", "bisquare"}
+        exp(-u) (Buades) or Tukey's bisquare (1 - u)^2.
+    center_weight : {"one", "max"}
+        Weight of the voxel itself: 1, or the largest weight of the other offsets.
+    backend : {"auto", "cpu", "gpu"}
+        numba on the CPU or the CUDA kernel (engine/backend.py chooses for "auto").
+    devices : sequence of int, "all" or None
+        GPUs to spread the volume over, in slabs along z (GPU backend only); None: the current one.
+    slabs : int or None
+        Split into at least this many slabs along z (each with a halo of Az + Bz planes); None:
+        one per device, more where a slab would not fit a GPU's memory. The result does not
+        depend on it.
+    progress : callable or None
+        Called with (planes done, planes in all) as slabs finish.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32, the shape of ``volume``.
+
+    Raises
+    ------
+    ValueError
+        A bad parameter, a volume that is not 3D or 4D, has NaN or infinite voxels, or is smaller
+        than A + B + 1 on an axis; the message says which and how to fix it.
+    BackendUnavailableError
+        backend="gpu" (or devices given) where CuPy or a GPU is missing.
+
+    Notes
+    -----
+    Coordinates outside the volume are mirrored without repeating the edge, on all three axes.
+    Exponential weights are relative to the smallest u of the window (exp(-(u - u_min))), so
+    no weight underflows whatever h. MRI magnitude noise is Rician: Gaussian only where the
+    signal is well above the noise (see ``estimate_volume_noise``).
+    """
+    params = VolumeParams.checked(h, patch_radius, search_radius, weighting, center_weight)
+    data = checked_volume(volume, params)
+    if slabs is not None:
+        _check_int("slabs", slabs, 1 << 20)
+    device_ids = resolve_devices(devices)
+    chosen = resolve_backend("gpu" if device_ids is not None and backend == "auto" else backend)
+    if chosen == "cpu" and device_ids is not None:
+        raise ValueError("devices selects GPUs: use backend='gpu' or 'auto' with it, or leave it None")
+    from . import slabs as slab_module
+
+    padded = padded_volume(data, params.pad)
+    if chosen == "cpu":
+        from .volume_cpu import filter_padded_cpu
+
+        planar = slab_module.filter_in_slabs(
+            padded, data.shape, params, slabs or 1, [filter_padded_cpu], progress=progress
+        )
+    else:
+        from .volume_gpu import gpu_slab_filters
+
+        filters, least_slabs = gpu_slab_filters(data.shape, params, device_ids)
+        planar = slab_module.filter_in_slabs(
+            padded, data.shape, params, max(slabs or 1, least_slabs), filters, progress=progress
+        )
+    result = planar if np.asarray(volume).ndim == 4 else planar[..., 0]
+    return np.ascontiguousarray(result)

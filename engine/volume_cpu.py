@@ -1,0 +1,143 @@
+"""The volume filter on the CPU, compiled with numba: per offset pair, separable box sums and
+weight symmetry over the whole slab.
+
+For each offset q of half the window (q > 0 in (z, y, x) order), the squared difference
+||V(s) - V(s + q)||^2 is box-summed over the patch for every s the two offsets +q and -q need
+(the slab's voxels and the slab shifted by -q), in three separable passes, each parallel over
+planes: y (``_row_sums``), then z and x with the weight (``_weight_planes``, reusing the video
+filter's ``_weights_row``), then each voxel p takes w(p, q) V(p + q) and w(p - q, q) V(p - q)
+(``_accumulate_planes``, reusing ``_accumulate_row`` with its relative exponential weights).
+Box sums are direct sums of 2B + 1 terms, never running sums: no drift, whatever the slab.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numba
+import numpy as np
+
+from .cpu_fused import FAST, NO_EXPONENT, _accumulate_row, _weights_row
+from .volume import VolumeParams
+
+
+@numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
+def _row_sums(padded, offset, low, patch, pad, out):
+    """out[k, j, i] = sum over dy and channels of (V(s + d) - V(s + q + d))^2, summed over the
+    patch's rows, for s = low + (k - Bz, j, i - Bx) (slab coordinates)."""
+    planes, rows, columns = out.shape
+    channels = padded.shape[1]
+    qz, qy, qx = offset
+    bz, by, bx = patch
+    span = 2 * by + 1
+    for k in numba.prange(planes):
+        z = pad[0] + low[0] - bz + k
+        squared = np.zeros((rows + 2 * by, columns), dtype=np.float32)
+        x = pad[2] + low[2] - bx
+        for r in range(rows + 2 * by):
+            y = pad[1] + low[1] - by + r
+            target = squared[r]
+            for channel in range(channels):
+                here = padded[z, channel, y, x : x + columns]
+                there = padded[z + qz, channel, y + qy, x + qx : x + qx + columns]
+                for i in range(columns):
+                    difference = here[i] - there[i]
+                    target[i] += difference * difference
+        for j in range(rows):
+            target = out[k, j]
+            target[:] = squared[j]
+            for dy in range(1, span):
+                source = squared[j + dy]
+                for i in range(columns):
+                    target[i] += source[i]
+
+
+@numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
+def _weight_planes(row_sums, patch, scale, exponential, relative, out):
+    """out[k, j] = the weights (u where ``relative``) of the z- then x-box sums of ``row_sums``."""
+    planes, rows, columns = out.shape
+    bz, bx = patch[0], patch[2]
+    for k in numba.prange(planes):
+        sums = np.empty(columns + 2 * bx, dtype=np.float32)
+        for j in range(rows):
+            sums[:] = row_sums[k, j]
+            for dz in range(1, 2 * bz + 1):
+                source = row_sums[k + dz, j]
+                for i in range(sums.shape[0]):
+                    sums[i] += source[i]
+            _weights_row(sums, bx, scale, exponential, relative, out[k, j])
+
+
+@numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
+def _accumulate_planes(weights, padded, offset, low, pad, center_max, relative, accumulators):
+    """Each voxel p of the slab takes w(p, q) V(p + q) and w(p - q, q) V(p - q)."""
+    planes, _, rows, columns = accumulators.shape
+    qz, qy, qx = offset
+    for z in numba.prange(planes):
+        factors = np.empty((2, columns), dtype=np.float32)
+        plane = accumulators[z]
+        for y in range(rows):
+            here = weights[z - low[0], y - low[1], -low[2] : -low[2] + columns]
+            _accumulate_row(
+                here, padded, pad[0] + z + qz, pad[1] + y + qy, pad[2] + qx, plane, y, center_max, relative, factors
+            )
+            there = weights[z - qz - low[0], y - qy - low[1], -qx - low[2] : -qx - low[2] + columns]
+            _accumulate_row(
+                there, padded, pad[0] + z - qz, pad[1] + y - qy, pad[2] - qx, plane, y, center_max, relative, factors
+            )
+
+
+@numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
+def _finish(accumulators, padded, pad, center_max, relative, out):
+    """out = (numerator + w_centre V(p)) / (denominator + w_centre), (Z, Y, X, C)."""
+    planes, rows, columns, channels = out.shape
+    for z in numba.prange(planes):
+        for y in range(rows):
+            for x in range(columns):
+                weight = np.float32(1.0)  # also the largest of relative weights, exp(0)
+                largest = accumulators[z, channels + 1, y, x]
+                if center_max and not relative and largest > 0:
+                    weight = largest
+                inverse = np.float32(1.0) / (accumulators[z, channels, y, x] + weight)
+                for channel in range(channels):
+                    voxel = padded[pad[0] + z, channel, pad[1] + y, pad[2] + x]
+                    out[z, y, x, channel] = (accumulators[z, channel, y, x] + weight * voxel) * inverse
+
+
+def half_window(search: tuple[int, int, int]) -> list[tuple[int, int, int]]:
+    """The offsets q > 0 (lexicographic in z, y, x) of the window: each serves +q and -q."""
+    ranges = (range(-a, a + 1) for a in search)
+    return [q for q in itertools.product(*ranges) if q > (0, 0, 0)]
+
+
+def filter_padded_cpu(padded: np.ndarray, params: VolumeParams) -> np.ndarray:
+    """Filter the planes of a padded slab ((planes + 2 pz, C, Yp, Xp), engine/volume.py): (planes, Y, X, C)."""
+    pad = params.pad
+    planes, channels = padded.shape[0] - 2 * pad[0], padded.shape[1]
+    rows, columns = padded.shape[2] - 2 * pad[1], padded.shape[3] - 2 * pad[2]
+    size = (planes, rows, columns)
+    patch = params.patch_radius
+    scale = np.float32(params.patch_sum_scale(channels))
+    relative = params.exponential and params.center_max
+    accumulators = np.zeros((planes, channels + 2, rows, columns), dtype=np.float32)
+    if relative:
+        accumulators[:, channels + 1] = NO_EXPONENT  # u_min
+    search = params.search_radius
+    most = [n + a for n, a in zip(size, search, strict=True)]
+    row_buffer = np.empty((most[0] + 2 * patch[0]) * most[1] * (most[2] + 2 * patch[2]), dtype=np.float32)
+    weight_buffer = np.empty(most[0] * most[1] * most[2], dtype=np.float32)
+    pad_array = np.array(pad, dtype=np.int64)
+    patch_array = np.array(patch, dtype=np.int64)
+    for offset in half_window(search):
+        low = np.array([min(0, -q) for q in offset], dtype=np.int64)
+        extent = [n + abs(q) for n, q in zip(size, offset, strict=True)]
+        row_shape = (extent[0] + 2 * patch[0], extent[1], extent[2] + 2 * patch[2])
+        row_sums = row_buffer[: np.prod(row_shape)].reshape(row_shape)
+        weights = weight_buffer[: np.prod(extent)].reshape(extent)
+        offset_array = np.array(offset, dtype=np.int64)
+        _row_sums(padded, offset_array, low, patch_array, pad_array, row_sums)
+        _weight_planes(row_sums, patch_array, scale, params.exponential, relative, weights)
+        _accumulate_planes(weights, padded, offset_array, low, pad_array, params.center_max, relative, accumulators)
+    out = np.empty((*size, channels), dtype=np.float32)
+    _finish(accumulators, padded, pad_array, params.center_max, relative, out)
+    return out

@@ -1,0 +1,182 @@
+"""The volume filter (DESIGN.md §6) against the float64 reference of tests/volume_reference.py:
+numba CPU, the CUDA kernel (on the GPU, and on the CPU through tests/engine/cuda_on_cpu.h),
+slabs and several GPUs, and the public boundary's errors."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from volume_reference import reference_denoise_volume
+
+from engine import denoise_volume
+from engine.slabs import frame_ranges, split_range
+from engine.volume import VolumeParams, padded_volume
+
+KERNELS = Path(__file__).parents[2] / "engine" / "kernels"
+TEMPLATE = Path(__file__).parents[1] / "data" / "mni152_t1_crop.npz"
+COMPILER = shutil.which("g++")
+TOLERANCE = 1e-4  # voxels in [0, 1]: float32 sums of up to 27 x 2 squared differences and 1330 weights
+
+CASES = [  # shape, patch radius, search radius, weighting, centre weight, h
+    ((9, 10, 11), 1, 2, "exponential", "one", 0.3),
+    ((8, 9, 12, 2), (1, 0, 2), (1, 2, 3), "bisquare", "max", 0.4),
+    ((7, 9, 8), (0, 1, 1), (2, 1, 2), "exponential", "max", 0.05),  # small h: relative weights
+    ((6, 7, 8), 1, (2, 3, 1), "bisquare", "one", 0.3),
+]
+
+
+def _random(shape: tuple[int, ...], seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).random(shape, dtype=np.float32)
+
+
+def _crop() -> np.ndarray:
+    """A 12 x 14 x 13 crop of the MNI152 T1 template (tests/data/README.md), in [0, 1], with noise."""
+    clean = np.load(TEMPLATE)["t1"].astype(np.float32) / 255
+    return clean + np.random.default_rng(3).normal(0, 0.05, clean.shape).astype(np.float32)
+
+
+def _gpu_or_skip() -> None:
+    from engine.backend import gpu_unavailable_reason
+
+    reason = gpu_unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+@pytest.mark.parametrize(("shape", "patch", "search", "weighting", "center", "h"), CASES)
+def test_cpu_matches_the_reference(shape, patch, search, weighting, center, h) -> None:
+    volume = _random(shape)
+    options = dict(h=h, patch_radius=patch, search_radius=search, weighting=weighting, center_weight=center)
+    out = denoise_volume(volume, backend="cpu", **options)
+    assert out.dtype == np.float32 and out.shape == volume.shape
+    np.testing.assert_allclose(out, reference_denoise_volume(volume, **options), rtol=0, atol=TOLERANCE)
+
+
+@pytest.mark.parametrize(("weighting", "center"), [("exponential", "one"), ("bisquare", "max")])
+def test_cpu_matches_the_reference_on_the_mri_template(weighting, center) -> None:
+    volume = _crop()
+    options = dict(h=0.05, patch_radius=1, search_radius=(2, 3, 3), weighting=weighting, center_weight=center)
+    out = denoise_volume(volume, backend="cpu", **options)
+    np.testing.assert_allclose(out, reference_denoise_volume(volume, **options), rtol=0, atol=TOLERANCE)
+
+
+@pytest.mark.parametrize("slabs", [2, 3, 7])
+def test_slabs_equal_one_pass(slabs) -> None:
+    volume = _random((7, 8, 9, 2), seed=4)
+    options = dict(h=0.3, patch_radius=(1, 1, 0), search_radius=(2, 1, 2), backend="cpu")
+    whole = denoise_volume(volume, **options)
+    np.testing.assert_array_equal(denoise_volume(volume, slabs=slabs, **options), whole)
+
+
+def test_progress_reports_every_plane() -> None:
+    reports = []
+    denoise_volume(_random((6, 5, 5)), h=0.3, patch_radius=1, search_radius=1, backend="cpu", slabs=3,
+                   progress=lambda done, total: reports.append((done, total)))  # fmt: skip
+    assert reports == [(2, 6), (4, 6), (6, 6)]
+
+
+def test_ranges_split_evenly_with_their_halos() -> None:
+    assert split_range(10, 3) == [(0, 3), (3, 6), (6, 10)]
+    assert split_range(2, 5) == [(0, 1), (1, 2)]
+    assert frame_ranges(10, 2, past=2, future=1) == [(0, 5, 0, 6), (5, 10, 3, 10)]
+
+
+@pytest.mark.parametrize(
+    ("volume", "options", "match"),
+    [
+        (np.zeros((2, 8, 8, 8, 1)), {}, r"\(Z, Y, X\) or \(Z, Y, X, C\) array, got 5 dimensions"),
+        (np.zeros((8, 8)), {}, "got 2 dimensions"),
+        (np.full((8, 8, 8), np.nan), {}, "must be finite, got 512 NaN"),
+        (np.zeros((8, 8, 8), dtype=complex), {}, "real numbers"),
+        (np.zeros((6, 20, 20)), {"search_radius": 5}, r"smaller than the filter's window.*\(7, 7, 7\)"),
+        (np.zeros((8, 8, 8)), {"h": 0}, "h must be a finite number > 0"),
+        (np.zeros((8, 8, 8)), {"h": float("nan")}, "h must be a finite number > 0"),
+        (np.zeros((8, 8, 8)), {"search_radius": (1, 2)}, r"integer or a \(z, y, x\) triple"),
+        (np.zeros((8, 8, 8)), {"search_radius": 17}, r"search_radius must be an integer in 0..16, got 17"),
+        (np.zeros((8, 8, 8)), {"patch_radius": (1, -1, 1)}, r"patch_radius\[y\] must be an integer in 0..8"),
+        (np.zeros((8, 8, 8)), {"weighting": "gauss"}, "weighting must be"),
+        (np.zeros((8, 8, 8)), {"center_weight": "all"}, "center_weight must be"),
+        (np.zeros((8, 8, 8)), {"backend": "tpu"}, "backend must be"),
+        (np.zeros((8, 8, 8)), {"devices": "some"}, "devices must be None, 'all' or a non-empty list"),
+        (np.zeros((8, 8, 8)), {"devices": [0, 0]}, "must not repeat"),
+        (np.zeros((8, 8, 8)), {"devices": [0], "backend": "cpu"}, "devices selects GPUs"),
+    ],
+)
+def test_bad_input_is_refused_clearly(volume, options, match) -> None:
+    arguments = dict(h=1.0, search_radius=1, backend="cpu") | options
+    with pytest.raises(ValueError, match=match):
+        denoise_volume(volume, **arguments)
+
+
+def _run_kernel_on_cpu(folder: Path, volume: np.ndarray, params: VolumeParams) -> np.ndarray:
+    """volume.cu's kernel compiled with g++ (tests/engine/cuda_on_cpu.h), one emulated thread at a time."""
+    data = volume if volume.ndim == 4 else volume[..., np.newaxis]
+    planes, rows, columns, channels = data.shape
+    padded_volume(data, params.pad).tofile(folder / "padded.bin")
+    bz, by, bx = params.patch_radius
+    az, ay, ax = params.search_radius
+    flags = f"{str(params.exponential).lower()}, {str(params.center_max).lower()}"
+    (folder / "main.cpp").write_text(f"""#include "{Path(__file__).with_name("cuda_on_cpu.h")}"
+#include "volume.cu"
+int main() {{
+    std::vector<float> padded({padded_volume(data, params.pad).size}), out({planes * rows * columns * channels});
+    FILE* file = fopen("padded.bin", "rb");
+    fread(padded.data(), sizeof(float), padded.size(), file);
+    fclose(file);
+    blockDim = {{{columns}, {rows}, 1}};
+    for (int z = 0; z < {planes}; ++z)
+        for (int y = 0; y < {rows}; ++y)
+            for (int x = 0; x < {columns}; ++x) {{
+                blockIdx = {{0, 0, z}};
+                threadIdx = {{x, y, 0}};
+                volume_direct<{bz}, {by}, {bx}, {channels}, {flags}>(padded.data(), out.data(), {planes}, {rows},
+                    {columns}, {az}, {ay}, {ax}, {params.patch_sum_scale(channels)!r}f);
+            }}
+    file = fopen("out.bin", "wb");
+    fwrite(out.data(), sizeof(float), out.size(), file);
+    fclose(file);
+}}
+""")
+    subprocess.run([COMPILER, "-O1", "-std=c++20", f"-I{KERNELS}", "-o", "kernel", "main.cpp"], cwd=folder, check=True)
+    subprocess.run(["./kernel"], cwd=folder, check=True)
+    return np.fromfile(folder / "out.bin", dtype=np.float32).reshape(volume.shape)
+
+
+@pytest.mark.skipif(COMPILER is None, reason="needs g++ (C++20) to run the CUDA kernel on the CPU")
+@pytest.mark.parametrize(("shape", "patch", "search", "weighting", "center", "h"), CASES)
+def test_cuda_kernel_on_the_cpu_matches_the_reference(tmp_path, shape, patch, search, weighting, center, h) -> None:
+    volume = _random(shape)
+    params = VolumeParams.checked(h, patch, search, weighting, center)
+    options = dict(h=h, patch_radius=patch, search_radius=search, weighting=weighting, center_weight=center)
+    out = _run_kernel_on_cpu(tmp_path, volume, params)
+    np.testing.assert_allclose(out, reference_denoise_volume(volume, **options), rtol=0, atol=TOLERANCE)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("shape", "patch", "search", "weighting", "center", "h"), CASES)
+def test_gpu_matches_the_reference(shape, patch, search, weighting, center, h) -> None:
+    _gpu_or_skip()
+    volume = _random(shape)
+    options = dict(h=h, patch_radius=patch, search_radius=search, weighting=weighting, center_weight=center)
+    out = denoise_volume(volume, backend="gpu", **options)
+    assert out.dtype == np.float32 and out.shape == volume.shape
+    np.testing.assert_allclose(out, reference_denoise_volume(volume, **options), rtol=0, atol=TOLERANCE)
+    np.testing.assert_allclose(out, denoise_volume(volume, backend="cpu", **options), rtol=0, atol=TOLERANCE)
+
+
+@pytest.mark.gpu
+def test_gpu_slabs_and_every_device_equal_one_pass() -> None:
+    _gpu_or_skip()
+    import cupy
+
+    volume = _crop()
+    options = dict(h=0.05, patch_radius=1, search_radius=(2, 3, 3), backend="gpu")
+    whole = denoise_volume(volume, **options)
+    np.testing.assert_array_equal(denoise_volume(volume, slabs=3, **options), whole)
+    devices = list(range(cupy.cuda.runtime.getDeviceCount()))
+    np.testing.assert_array_equal(denoise_volume(volume, devices=devices, **options), whole)
+    np.testing.assert_array_equal(denoise_volume(volume, devices="all", slabs=5, **options), whole)
