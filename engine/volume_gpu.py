@@ -19,12 +19,22 @@ from .volume import VolumeParams
 
 BLOCK = (32, 8)  # threads along x and y of a plane
 MEMORY_SHARE = 0.6  # of a device's free memory one slab's input and output may take
+PATCH_REGISTERS = 96  # most registers a thread's run of patches may hold
+LONGEST_RUN = 8
 
 
-def _kernel(cupy: Any, params: VolumeParams, channels: int) -> Any:
+def voxel_run(params: VolumeParams, channels: int) -> int:
+    """RUN, the voxels along z one thread filters: as many as keep its patch planes in registers."""
+    bz, by, bx = params.patch_radius
+    fitting = PATCH_REGISTERS // (channels * (2 * by + 1) * (2 * bx + 1)) - 2 * bz
+    return max(1, min(LONGEST_RUN, fitting))
+
+
+def kernel_name(params: VolumeParams, channels: int) -> str:
+    """The kernel's template instance for these parameters."""
     bz, by, bx = params.patch_radius
     flags = f"{str(params.exponential).lower()}, {str(params.center_max).lower()}"
-    return _function(cupy, f"volume_direct<{bz}, {by}, {bx}, {channels}, {flags}>", "volume.cu")
+    return f"volume_direct<{bz}, {by}, {bx}, {channels}, {flags}, {voxel_run(params, channels)}>"
 
 
 def filter_padded_gpu(cupy: Any, device: int, padded: np.ndarray, params: VolumeParams) -> np.ndarray:
@@ -33,10 +43,10 @@ def filter_padded_gpu(cupy: Any, device: int, padded: np.ndarray, params: Volume
     planes, channels = padded.shape[0] - 2 * pad[0], padded.shape[1]
     rows, columns = padded.shape[2] - 2 * pad[1], padded.shape[3] - 2 * pad[2]
     with cupy.cuda.Device(device):
-        kernel = _kernel(cupy, params, channels)
+        kernel = _function(cupy, kernel_name(params, channels), "volume.cu")
         source = cupy.asarray(padded)
         out = cupy.empty((planes, rows, columns, channels), dtype=cupy.float32)
-        grid = (-(-columns // BLOCK[0]), -(-rows // BLOCK[1]), planes)
+        grid = (-(-columns // BLOCK[0]), -(-rows // BLOCK[1]), -(-planes // voxel_run(params, channels)))
         az, ay, ax = params.search_radius
         scale = np.float32(params.patch_sum_scale(channels))
         kernel(

@@ -15,6 +15,7 @@ from volume_reference import reference_denoise_volume
 from engine import denoise_volume
 from engine.slabs import frame_ranges, split_range
 from engine.volume import VolumeParams, padded_volume
+from engine.volume_gpu import kernel_name, voxel_run
 
 KERNELS = Path(__file__).parents[2] / "engine" / "kernels"
 TEMPLATE = Path(__file__).parents[1] / "data" / "mni152_t1_crop.npz"
@@ -117,9 +118,8 @@ def _run_kernel_on_cpu(folder: Path, volume: np.ndarray, params: VolumeParams) -
     data = volume if volume.ndim == 4 else volume[..., np.newaxis]
     planes, rows, columns, channels = data.shape
     padded_volume(data, params.pad).tofile(folder / "padded.bin")
-    bz, by, bx = params.patch_radius
     az, ay, ax = params.search_radius
-    flags = f"{str(params.exponential).lower()}, {str(params.center_max).lower()}"
+    run = voxel_run(params, channels)
     (folder / "main.cpp").write_text(f"""#include "{Path(__file__).with_name("cuda_on_cpu.h")}"
 #include "volume.cu"
 int main() {{
@@ -128,12 +128,12 @@ int main() {{
     fread(padded.data(), sizeof(float), padded.size(), file);
     fclose(file);
     blockDim = {{{columns}, {rows}, 1}};
-    for (int z = 0; z < {planes}; ++z)
+    for (int z = 0; z < {-(-planes // run)}; ++z)
         for (int y = 0; y < {rows}; ++y)
             for (int x = 0; x < {columns}; ++x) {{
                 blockIdx = {{0, 0, z}};
                 threadIdx = {{x, y, 0}};
-                volume_direct<{bz}, {by}, {bx}, {channels}, {flags}>(padded.data(), out.data(), {planes}, {rows},
+                {kernel_name(params, channels)}(padded.data(), out.data(), {planes}, {rows},
                     {columns}, {az}, {ay}, {ax}, {params.patch_sum_scale(channels)!r}f);
             }}
     file = fopen("out.bin", "wb");
