@@ -9,7 +9,15 @@ from importlib.metadata import PackageNotFoundError, version
 from .backend import BackendUnavailableError, GpuOutOfMemoryError, gpu_unavailable_reason, resolve_backend
 from .denoiser import Denoiser
 from .metrics import psnr
-from .noise import NoiseEstimate, add_noise, apply_estimate, estimate_noise, suggest_h
+from .noise import (
+    NoiseEstimate,
+    add_noise,
+    add_realistic_noise,
+    apply_estimate,
+    decorrelation_decision,
+    estimate_noise,
+    suggest_h,
+)
 from .params import NLMParams
 from .volume import denoise_volume
 
@@ -26,7 +34,9 @@ __all__ = [
     "NoiseEstimate",
     "__version__",
     "add_noise",
+    "add_realistic_noise",
     "apply_estimate",
+    "decorrelation_decision",
     "denoise_volume",
     "estimate_noise",
     "gpu_unavailable_reason",

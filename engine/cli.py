@@ -16,7 +16,7 @@ from .backend import BACKENDS, BackendUnavailableError
 from .bench import PAPER_SEARCH_RADII, PAPER_TEMPORAL, paper_cases, run_pipeline, run_preview, run_table
 from .denoiser import METHODS
 from .export import ExportCancelledError, denoise_file, estimate_clip_noise
-from .noise import apply_estimate, estimate_noise
+from .noise import apply_estimate, decorrelation_decision, estimate_noise
 from .params import WEIGHTINGS, NLMParams
 from .video import (
     CODECS,
@@ -237,6 +237,12 @@ def _estimate_noise(args: argparse.Namespace) -> int:
         "color_transform": transform,
         "regions": len(result.regions),
         "samples": result.samples,
+        "method": result.method,
+        "confidence": result.confidence,
+        "bands": [dict(zip(("low", "high", "sigma", "blocks"), band, strict=True)) for band in result.bands],
+        "signal_dependent": result.signal_dependent,
+        "spatial_correlation": result.spatial_correlation,
+        "decorrelation": decorrelation_decision(result)[1],
         "warning": result.warning,
     }
     if args.json:
@@ -245,7 +251,12 @@ def _estimate_noise(args: argparse.Namespace) -> int:
     print(f"noise sigma per channel (8-bit levels): {', '.join(f'{s:.2f}' for s in report['sigma'])}")
     print(f"correlation: {report['correlation']}")
     print(f"color transform G: {transform}")
-    print(f"from {report['regions']} region(s), {report['samples']} samples")
+    print(f"from {report['regions']} region(s), {report['samples']} samples ({result.method})")
+    print(f"confidence: {result.confidence:.2f}")
+    for band in report["bands"]:
+        low, high = band["low"], band["high"]
+        print(f"sigma {band['sigma']:.2f} levels at intensities {low:.2f}..{high:.2f} ({band['blocks']} blocks)")
+    print(f"color decorrelation: {report['decorrelation']}")
     if result.warning:
         print(f"warning: {result.warning}")
     return 0
@@ -299,7 +310,8 @@ def _denoise_params(args: argparse.Namespace) -> NLMParams:
         sigma = ", ".join(f"{s:.1f}" for s in estimate.sigma)
         decorrelation = "on" if params.color_transform is not None else "off"
         print(
-            f"noise: sigma {sigma} levels ({estimate.method}); h = {params.h:.1f}, color decorrelation {decorrelation}",
+            f"noise: sigma {sigma} levels ({estimate.method}, confidence {estimate.confidence:.2f}); "
+            f"h = {params.h:.1f}, color decorrelation {decorrelation}",
             file=sys.stderr,
         )
         if estimate.warning:

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine import NoiseEstimate
+from engine import NoiseEstimate, decorrelation_decision
 from engine.preview import Preview, SyntheticNoise
 
 
@@ -134,11 +134,20 @@ class NoisePanel(QGroupBox):
         lines = [
             f"Sigma per channel: {sigma} levels",
             f"from {source} ({estimate.samples} samples).",
+            f"Confidence: {estimate.confidence:.0%}",
             f"Suggested h: {h:.1f}",
         ]
+        if estimate.bands:
+            bands = ", ".join(f"{low * 255:.0f}-{high * 255:.0f}: {s:.1f}" for low, high, s, _ in estimate.bands)
+            lines.append(f"Sigma per brightness band: {bands}")
+        if estimate.spatially_correlated:
+            lines.append(f"Spatially correlated noise ({estimate.spatial_correlation:.0%} below the high-pass band)")
         if len(estimate.covariance) > 1:
-            verdict = "helps here: on." if transform is not None else "would not help here: off."
-            lines.append(f"Color decorrelation {verdict}")
+            helps, reason = decorrelation_decision(estimate)
+            verdict = "helps here: on" if transform is not None else "would not help here: off"
+            if (transform is not None) != helps:
+                verdict = "on (your choice)" if transform is not None else "off (your choice)"
+            lines.append(f"Color decorrelation {verdict}: {reason}.")
         if estimate.warning:
             lines.append(f"Warning: {estimate.warning}")
         self.result.setText("\n".join(lines))

@@ -1,10 +1,12 @@
 """Measure the table ``suggest_h`` reads: the PSNR-best h / sigma per window and noise level.
 
-For every weighting, patch radius B, search radius A, window length (1 frame, or one past and
-one future frame) and noise sigma, a golden-section search over h / sigma finds the ratio that
-maximises the mean PSNR of the middle frame of three crops of the bundled sample clip (Big Buck
-Bunny) with white Gaussian noise added. The test clip of ``tests/engine/test_noise.py`` (bikes)
-is not used, so the tests check the table on footage it has not seen.
+For every weighting and centre weight, patch radius B, search radius A, window length (1 frame,
+or one past and one future frame) and noise sigma, a golden-section search over h / sigma finds
+the ratio that maximises the mean PSNR of the middle frame of three crops of the bundled sample
+clip (Big Buck Bunny) with noise as 8-bit footage has it: Gaussian, rounded to 8 bits and
+clipped (``add_realistic_noise(..., "clipped", ...)``). The test clips of
+``tests/engine/test_noise.py`` and ``tests/engine/test_realistic_noise.py`` (bikes) are not
+used, so the tests check the table on footage it has not seen.
 
 Run from the repository root (about 5 minutes on two cores):
 
@@ -13,6 +15,7 @@ Run from the repository root (about 5 minutes on two cores):
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -21,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from engine import Denoiser, NLMParams, psnr
-from engine.noise import CALIBRATION_FILE
-from engine.sample import SAMPLE_CLIP, noisy_frames
+from engine.noise import CALIBRATION_FILE, add_realistic_noise
+from engine.sample import SAMPLE_CLIP
 from engine.video import read_frames
 
 SIGMAS = [2.5, 5, 10, 25, 40]  # 8-bit levels
@@ -30,6 +33,7 @@ SEARCH_RADII = [1, 2, 3, 5, 8]
 PATCH_RADII = [2, 4, 6]
 WINDOW_FRAMES = [1, 3]  # Dp = Df = 0, or Dp = Df = 1
 WEIGHTINGS = ["bisquare", "exponential"]
+CENTER_WEIGHTS = ["one", "max"]
 CROPS = [(20, 100, 420), (60, 300, 700), (100, 450, 150)]  # (first frame, y, x) of 192 x 256 crops
 RATIO_RANGE = (0.3, 4.0)  # h / sigma searched
 STEPS = 9  # golden-section steps: the ratio to about 3 %
@@ -74,8 +78,11 @@ def best_ratio(clean: list[np.ndarray], noisy: list[np.ndarray], sigma: float, *
 def main() -> None:
     clean = crops()
     started = time.perf_counter()
+    noisy_by_sigma = {
+        sigma: [add_realistic_noise(c, "clipped", sigma, seed=round(10 * sigma)) for c in clean] for sigma in SIGMAS
+    }
     table: dict[str, list] = {}
-    for weighting in WEIGHTINGS:
+    for weighting, center_weight in itertools.product(WEIGHTINGS, CENTER_WEIGHTS):
         by_patch = []
         for patch_radius in PATCH_RADII:
             by_search = []
@@ -83,32 +90,32 @@ def main() -> None:
                 by_frames = []
                 for frames in WINDOW_FRAMES:
                     temporal = frames // 2
-                    ratios = []
-                    for sigma in SIGMAS:
-                        noisy = [noisy_frames(c, sigma, seed=round(10 * sigma)) for c in clean]
-                        ratios.append(
-                            best_ratio(
-                                clean,
-                                noisy,
-                                sigma,
-                                patch_radius=patch_radius,
-                                search_radius=search_radius,
-                                frames_past=temporal,
-                                frames_future=temporal,
-                                weighting=weighting,
-                            )
+                    ratios = [
+                        best_ratio(
+                            clean,
+                            noisy_by_sigma[sigma],
+                            sigma,
+                            patch_radius=patch_radius,
+                            search_radius=search_radius,
+                            frames_past=temporal,
+                            frames_future=temporal,
+                            weighting=weighting,
+                            center_weight=center_weight,
                         )
+                        for sigma in SIGMAS
+                    ]
                     by_frames.append(ratios)
                     print(
-                        f"{weighting} B={patch_radius} A={search_radius} frames={frames}: {ratios} "
+                        f"{weighting}/{center_weight} B={patch_radius} A={search_radius} frames={frames}: {ratios} "
                         f"({time.perf_counter() - started:.0f} s)",
                         flush=True,
                     )
                 by_search.append(by_frames)
             by_patch.append(by_search)
-        table[weighting] = by_patch
+        table[f"{weighting}/{center_weight}"] = by_patch
     calibration = {
-        "about": "PSNR-best h / sigma; written by scripts/calibrate_h.py, indexed [B][A][frames][sigma]",
+        "about": "PSNR-best h / sigma on 8-bit clipped Gaussian noise; written by scripts/calibrate_h.py, "
+        "keyed weighting/center_weight, indexed [B][A][frames][sigma]",
         "patch_radius": PATCH_RADII,
         "search_radius": SEARCH_RADII,
         "window_frames": WINDOW_FRAMES,

