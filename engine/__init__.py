@@ -20,6 +20,7 @@ from .noise import (
 )
 from .params import NLMParams
 from .volume import denoise_volume
+from .volume_noise import VolumeNoiseEstimate, estimate_volume_noise, suggest_volume_h
 
 try:
     __version__ = version("nlmeans-studio")
@@ -32,6 +33,7 @@ __all__ = [
     "GpuOutOfMemoryError",
     "NLMParams",
     "NoiseEstimate",
+    "VolumeNoiseEstimate",
     "__version__",
     "add_noise",
     "add_realistic_noise",
@@ -39,8 +41,10 @@ __all__ = [
     "decorrelation_decision",
     "denoise_volume",
     "estimate_noise",
+    "estimate_volume_noise",
     "gpu_unavailable_reason",
     "psnr",
     "resolve_backend",
     "suggest_h",
+    "suggest_volume_h",
 ]

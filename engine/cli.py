@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import __version__
+from . import __version__, volume_cli
 from .backend import BACKENDS, BackendUnavailableError
 from .bench import PAPER_SEARCH_RADII, PAPER_TEMPORAL, paper_cases, run_pipeline, run_preview, run_table
 from .denoiser import METHODS
@@ -195,6 +195,8 @@ def _parser() -> argparse.ArgumentParser:
     denoise.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     denoise.add_argument("--verbose", action="store_true", help="show FFmpeg's warnings and notes on stderr")
     denoise.add_argument("--debug", action="store_true", help="show tracebacks")
+
+    volume_cli.add_parser(commands)
 
     estimate = commands.add_parser(
         "estimate-noise",
@@ -402,6 +404,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _denoise(args)
         if args.command == "estimate-noise":
             return _estimate_noise(args)
+        if args.command == "denoise-volume":
+            return volume_cli.run(args)
         if args.preview:
             height, width = args.size
             params = NLMParams(h=args.h if args.h is not None else DEFAULT_H, patch_radius=args.patch_radius)

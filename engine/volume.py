@@ -19,7 +19,7 @@ from .backend import resolve_backend
 from .params import CENTER_WEIGHTS, PATCH_RADIUS_MAX, SEARCH_RADIUS_MAX, WEIGHTINGS, _check_choice, _check_int
 
 Radii = int | tuple[int, int, int]
-Progress = Callable[[int, int], None]  # (planes done, planes in all)
+Progress = Callable[[int, int], None]  # (work done, work in all)
 
 
 def _check_radii(name: str, value: object, high: int) -> tuple[int, int, int]:
@@ -165,7 +165,8 @@ def denoise_volume(
         one per device, more where a slab would not fit a GPU's memory. The result does not
         depend on it.
     progress : callable or None
-        Called with (planes done, planes in all) as slabs finish.
+        Called with (work done, work in all) as the filter goes: offset pairs on the CPU, planes
+        on the GPU.
 
     Returns
     -------
@@ -201,9 +202,19 @@ def denoise_volume(
     if chosen == "cpu":
         from .volume_cpu import filter_padded_cpu
 
-        planar = slab_module.filter_in_slabs(
-            padded, data.shape, params, slabs or 1, [filter_padded_cpu], progress=progress
-        )
+        count = len(slab_module.split_range(data.shape[0], slabs or 1))
+        finished = [0]
+
+        def cpu_filter(slab: np.ndarray, slab_params: VolumeParams) -> np.ndarray:
+            def on_offset(done: int, total: int) -> None:
+                if progress is not None:
+                    progress(finished[0] * total + done, count * total)
+
+            result = filter_padded_cpu(slab, slab_params, on_offset)
+            finished[0] += 1
+            return result
+
+        planar = slab_module.filter_in_slabs(padded, data.shape, params, count, [cpu_filter])
     else:
         from .volume_gpu import gpu_slab_filters
 

@@ -13,6 +13,7 @@ Box sums are direct sums of 2B + 1 terms, never running sums: no drift, whatever
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -110,8 +111,13 @@ def half_window(search: tuple[int, int, int]) -> list[tuple[int, int, int]]:
     return [q for q in itertools.product(*ranges) if q > (0, 0, 0)]
 
 
-def filter_padded_cpu(padded: np.ndarray, params: VolumeParams) -> np.ndarray:
-    """Filter the planes of a padded slab ((planes + 2 pz, C, Yp, Xp), engine/volume.py): (planes, Y, X, C)."""
+def filter_padded_cpu(
+    padded: np.ndarray, params: VolumeParams, on_offset: Callable[[int, int], None] | None = None
+) -> np.ndarray:
+    """Filter the planes of a padded slab ((planes + 2 pz, C, Yp, Xp), engine/volume.py): (planes, Y, X, C).
+
+    ``on_offset`` is called with (offset pairs done, offset pairs in all) after each pair.
+    """
     pad = params.pad
     planes, channels = padded.shape[0] - 2 * pad[0], padded.shape[1]
     rows, columns = padded.shape[2] - 2 * pad[1], padded.shape[3] - 2 * pad[2]
@@ -128,7 +134,8 @@ def filter_padded_cpu(padded: np.ndarray, params: VolumeParams) -> np.ndarray:
     weight_buffer = np.empty(most[0] * most[1] * most[2], dtype=np.float32)
     pad_array = np.array(pad, dtype=np.int64)
     patch_array = np.array(patch, dtype=np.int64)
-    for offset in half_window(search):
+    offsets = half_window(search)
+    for done, offset in enumerate(offsets, 1):
         low = np.array([min(0, -q) for q in offset], dtype=np.int64)
         extent = [n + abs(q) for n, q in zip(size, offset, strict=True)]
         row_shape = (extent[0] + 2 * patch[0], extent[1], extent[2] + 2 * patch[2])
@@ -138,6 +145,8 @@ def filter_padded_cpu(padded: np.ndarray, params: VolumeParams) -> np.ndarray:
         _row_sums(padded, offset_array, low, patch_array, pad_array, row_sums)
         _weight_planes(row_sums, patch_array, scale, params.exponential, relative, weights)
         _accumulate_planes(weights, padded, offset_array, low, pad_array, params.center_max, relative, accumulators)
+        if on_offset is not None:
+            on_offset(done, len(offsets))
     out = np.empty((*size, channels), dtype=np.float32)
     _finish(accumulators, padded, pad_array, params.center_max, relative, out)
     return out

@@ -1,0 +1,162 @@
+"""Volume files: NIfTI (.nii, .nii.gz, through nibabel), TIFF stacks (.tif, .tiff, through
+tifffile) and NumPy (.npy); read into (Z, Y, X) or (Z, Y, X, C) arrays, written back keeping
+the source's grid (NIfTI header and affine, TIFF voxel size) and its data type class.
+
+nibabel and tifffile are imported when a file of theirs is read or written, so the engine
+imports without them. NIfTI stores voxels (i, j, k) = (x, y, z): arrays are transposed to
+(z, y, x) on reading and back on writing. Writes go to a hidden file renamed into place when
+complete (engine/staged_output.py), as ``denoise`` writes videos.
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .staged_output import StagedOutput
+
+SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff", ".npy": "npy"}
+
+
+def volume_format(path: str | Path) -> str:
+    """ "nifti", "tiff" or "npy" from the file name, or ValueError naming the known suffixes."""
+    name = Path(path).name.lower()
+    for suffix, kind in sorted(SUFFIXES.items(), key=lambda item: -len(item[0])):
+        if name.endswith(suffix):
+            return kind
+    raise ValueError(f"{path}: not a volume file; use one of {', '.join(SUFFIXES)}")
+
+
+@dataclass
+class VolumeFile:
+    """A volume as read: ``data`` (Z, Y, X) or (Z, Y, X, C) in its stored type, ``spacing``
+    (z, y, x) voxel size, and what writing it back needs (``header``, ``affine``, TIFF metadata)."""
+
+    data: np.ndarray
+    spacing: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    format: str = "npy"
+    header: Any = None
+    affine: np.ndarray | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def _import(name: str) -> Any:
+    try:
+        return __import__(name)
+    except ImportError as error:
+        raise ImportError(f"{name} is needed for this volume file: pip install {name}") from error
+
+
+def read_volume(path: str | Path) -> VolumeFile:
+    """Read a volume file (``volume_format`` says which kinds).
+
+    Raises
+    ------
+    ValueError
+        An unknown suffix, or a file whose array is not 3D or 4D.
+    OSError
+        The file cannot be read.
+    """
+    path = Path(path)
+    kind = volume_format(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    if kind == "nifti":
+        nibabel = _import("nibabel")
+        image = nibabel.load(path)
+        if len(image.shape) != 3:
+            raise ValueError(
+                f"{path}: a NIfTI volume of shape {image.shape}; denoise-volume filters one 3D volume "
+                "(split a time series into its volumes first)"
+            )
+        data = np.asarray(image.dataobj).transpose(2, 1, 0)
+        spacing = tuple(float(s) for s in image.header.get_zooms()[:3][::-1])
+        return VolumeFile(data, spacing, kind, image.header.copy(), image.affine.copy())
+    if kind == "tiff":
+        tifffile = _import("tifffile")
+        with tifffile.TiffFile(path) as tiff:
+            data = tiff.asarray()
+            imagej = tiff.imagej_metadata or {}
+            page = tiff.pages[0]
+            resolution = page.tags.get("XResolution"), page.tags.get("YResolution")
+            spacing = [float(imagej.get("spacing", 1.0)), 1.0, 1.0]
+            for axis, tag in zip((2, 1), resolution, strict=True):
+                if tag is not None and tag.value[0]:
+                    spacing[axis] = tag.value[1] / tag.value[0]
+        volume = VolumeFile(data, tuple(spacing), kind, extra={"imagej": bool(imagej), "unit": imagej.get("unit")})
+    else:
+        volume = VolumeFile(np.load(path, allow_pickle=False), format=kind)
+    if volume.data.ndim not in (3, 4):
+        raise ValueError(f"{path}: an array of shape {volume.data.shape}; a volume is (Z, Y, X) or (Z, Y, X, C)")
+    return volume
+
+
+def stored_type(filtered: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``filtered`` (float32) in the source's data type class: integers rounded and clipped to
+    ``dtype``'s range, floating point as float32."""
+    if np.dtype(dtype).kind in "iub":
+        limits = np.iinfo(dtype) if np.dtype(dtype).kind != "b" else np.iinfo(np.uint8)
+        return np.clip(np.rint(filtered), limits.min, limits.max).astype(dtype)
+    return filtered.astype(np.float32, copy=False)
+
+
+def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwrite: bool = False) -> None:
+    """Write ``data`` (float32, the shape of ``like.data``) to ``path`` in ``like``'s data type class and grid.
+
+    The file is written under a hidden name beside ``path`` and renamed into place when
+    complete; without ``overwrite`` an existing ``path`` is refused (FileExistsError).
+    """
+    path = Path(path)
+    kind = volume_format(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} exists; use --overwrite to replace it")
+    values = stored_type(data, like.data.dtype)
+    staged = StagedOutput(path, sequence=False, overwrite=overwrite)
+    try:
+        with open(staged.staged, "wb") as file:
+            if kind == "nifti":
+                file.write(_nifti_bytes(values, like, compressed=path.name.lower().endswith(".gz")))
+            elif kind == "tiff":
+                _write_tiff(file, values, like)
+            else:
+                np.save(file, values, allow_pickle=False)
+        staged.publish()
+    except BaseException:
+        staged.discard()
+        raise
+
+
+def _nifti_bytes(values: np.ndarray, like: VolumeFile, *, compressed: bool) -> bytes:
+    nibabel = _import("nibabel")
+    voxels = values.transpose(2, 1, 0) if values.ndim == 3 else values.transpose(2, 1, 0, 3)
+    if like.header is not None and like.format == "nifti" and values.ndim == 3:
+        header = like.header.copy()
+        header.set_data_dtype(values.dtype)
+        image = nibabel.Nifti1Image(voxels, like.affine, header)
+    else:
+        affine = np.diag([*like.spacing[::-1], 1.0])
+        image = nibabel.Nifti1Image(voxels, affine)
+    image.header.set_slope_inter(1.0, 0.0)  # the values are written as they are
+    raw = image.to_bytes()
+    return gzip.compress(raw, mtime=0) if compressed else raw
+
+
+def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile) -> None:
+    tifffile = _import("tifffile")
+    spacing_z, spacing_y, spacing_x = like.spacing
+    imagej = like.extra.get("imagej", False) and values.dtype in (np.uint8, np.uint16, np.float32)
+    metadata = {"spacing": spacing_z, "axes": "ZYXS" if values.ndim == 4 else "ZYX"}
+    if like.extra.get("unit"):
+        metadata["unit"] = like.extra["unit"]
+    tifffile.imwrite(
+        file,
+        values,
+        imagej=imagej,
+        resolution=(1.0 / spacing_x, 1.0 / spacing_y),
+        metadata=metadata if imagej else {"spacing": spacing_z},
+        photometric="rgb" if values.ndim == 4 and values.shape[3] == 3 else "minisblack",
+    )

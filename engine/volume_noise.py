@@ -1,0 +1,123 @@
+"""The noise of a volume, from its flattest 3D blocks, and the h it suggests.
+
+The residual is the separable second difference [1, -2, 1] along z, y and x, scaled to unit
+gain (1/sqrt(216)), as engine/noise.py's 2D residual is for frames: on white Gaussian noise of
+standard deviation sigma it has standard deviation sigma, and it removes every signal that is
+quadratic along each axis. The estimate is a low quantile of the residual's variance over
+8^3 blocks, corrected for that quantile's bias on pure noise.
+
+Where the Gaussian estimate holds: MRI magnitude images have Rician noise, which is Gaussian
+only where the signal is well above sigma (about 3 sigma and up). In the background (air,
+signal 0) it is Rayleigh-distributed, with a residual variance of (2 - pi/2) sigma^2, about
+0.43 sigma^2, which would drag a low quantile down; blocks whose mean is below 3 sigma are
+therefore left out, iterating from the estimate over all blocks. The result is the sigma of
+the underlying Gaussian noise in the tissue; the filter itself treats the noise as Gaussian.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+BLOCK = 8
+QUANTILE = 0.1
+QUANTILE_BIAS = 0.814  # the 0.1 quantile of 8^3 blocks' residual variance over the true one, on pure noise
+SIGNAL_FLOOR = 3.0  # blocks with a mean below this many sigma are taken as Rician background
+# h / sigma that gave the least squared error on the MNI152 T1 template with Gaussian noise,
+# patch 3^3, search 11^3 (docs/performance.md, "Volumes"): per weighting.
+H_PER_SIGMA = {"exponential": 1.1, "bisquare": 2.3}
+
+
+@dataclass(frozen=True)
+class VolumeNoiseEstimate:
+    """Gaussian noise of a volume: ``sigma`` per channel (the volume's units), from ``blocks`` blocks."""
+
+    sigma: np.ndarray
+    blocks: int
+
+    @property
+    def average_sigma(self) -> float:
+        """sqrt of the mean variance over the channels."""
+        return float(np.sqrt(np.mean(self.sigma**2)))
+
+
+def _residual(volume: np.ndarray) -> np.ndarray:
+    """(Z - 2, Y - 2, X - 2, C) second differences along every axis, unit gain on white noise."""
+    r = volume
+    for axis in range(3):
+        length = r.shape[axis]
+        low, middle, high = (np.take(r, range(start, start + length - 2), axis=axis) for start in range(3))
+        r = low - 2 * middle + high
+    return r / math.sqrt(216.0)
+
+
+def _blocks(values: np.ndarray) -> np.ndarray:
+    """(blocks, BLOCK^3, C) of a (Z, Y, X, C) array, the partial blocks at the ends left out."""
+    counts = [n // BLOCK for n in values.shape[:3]]
+    cropped = values[: counts[0] * BLOCK, : counts[1] * BLOCK, : counts[2] * BLOCK]
+    shaped = cropped.reshape(counts[0], BLOCK, counts[1], BLOCK, counts[2], BLOCK, -1)
+    return shaped.transpose(0, 2, 4, 1, 3, 5, 6).reshape(math.prod(counts), BLOCK**3, -1)
+
+
+def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
+    """Estimate the Gaussian noise of a (Z, Y, X) or (Z, Y, X, C) volume from its flattest blocks.
+
+    Returns
+    -------
+    VolumeNoiseEstimate
+        sigma per channel, in the volume's units.
+
+    Raises
+    ------
+    ValueError
+        A volume that is not 3D or 4D, not finite, or smaller than 10 voxels on an axis.
+
+    Notes
+    -----
+    Holds for additive Gaussian noise and, in MRI magnitude volumes, for Rician noise where the
+    signal is above about 3 sigma (blocks below are left out); see the module's notes.
+    """
+    data = np.asarray(volume)
+    if data.ndim not in (3, 4):
+        raise ValueError(f"volume must be a (Z, Y, X) or (Z, Y, X, C) array, got shape {data.shape}")
+    data = data.astype(np.float64)
+    if data.ndim == 3:
+        data = data[..., np.newaxis]
+    if min(data.shape[:3]) < BLOCK + 2:
+        raise ValueError(
+            f"volume must be at least {BLOCK + 2} voxels on each axis to estimate its noise, got {data.shape}"
+        )
+    if not np.all(np.isfinite(data)):
+        raise ValueError("volume must be finite to estimate its noise, got NaN or infinite voxels")
+    residual = _blocks(_residual(data))
+    variances = (residual**2).mean(axis=1)  # (blocks, C): the residual's mean is 0 on smooth signal
+    means = _blocks(data[1:-1, 1:-1, 1:-1]).mean(axis=(1, 2))
+    chosen = np.ones(len(variances), dtype=bool)
+    for _ in range(4):  # leave out the background as sigma grows
+        total = variances[chosen].mean(axis=1)
+        sigma = math.sqrt(np.quantile(total, QUANTILE) / QUANTILE_BIAS)
+        above = means >= SIGNAL_FLOOR * sigma
+        if above.sum() < 8 or np.array_equal(above, chosen):
+            break
+        chosen = above
+    per_channel = np.sqrt(np.quantile(variances[chosen], QUANTILE, axis=0) / QUANTILE_BIAS)
+    return VolumeNoiseEstimate(per_channel, int(chosen.sum()))
+
+
+def suggest_volume_h(estimate: VolumeNoiseEstimate | float, weighting: str = "exponential") -> float:
+    """h for ``denoise_volume`` (the volume's units) from a noise estimate or a sigma.
+
+    Notes
+    -----
+    h = k sigma, with k = 1.1 for exponential weights and 2.3 for the bisquare: near the least
+    squared error on a 64^3 crop of the MNI152 T1 template with Gaussian noise of sigma 5, 10
+    and 20 (of 255), patch 3^3, search 11^3 (the best k: 1.0 to 1.2, and 2.0 to 2.5).
+    """
+    sigma = estimate.average_sigma if isinstance(estimate, VolumeNoiseEstimate) else float(estimate)
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
+    if weighting not in H_PER_SIGMA:
+        raise ValueError(f"weighting must be 'bisquare' or 'exponential', got {weighting!r}")
+    return H_PER_SIGMA[weighting] * sigma

@@ -1,0 +1,94 @@
+"""Volume files (engine/volume_io.py), the noise estimate of volumes (engine/volume_noise.py) and
+the ``denoise-volume`` command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.cli import main
+from engine.volume_io import read_volume, write_volume
+from engine.volume_noise import estimate_volume_noise, suggest_volume_h
+
+NIFTI = Path(__file__).parents[1] / "data" / "mni152_t1_crop.nii.gz"
+nibabel = pytest.importorskip("nibabel")
+tifffile = pytest.importorskip("tifffile")
+
+
+def test_nifti_round_trip_keeps_the_grid_and_type(tmp_path) -> None:
+    source = read_volume(NIFTI)
+    assert source.data.shape == (22, 24, 20) and source.data.dtype == np.uint8  # (z, y, x) of the file's (i, j, k)
+    assert np.array_equal(source.data, np.asarray(nibabel.load(NIFTI).dataobj).transpose(2, 1, 0))
+    write_volume(tmp_path / "out.nii.gz", source.data.astype(np.float32) + 0.4, source)
+    written = nibabel.load(tmp_path / "out.nii.gz")
+    assert written.get_data_dtype() == np.uint8
+    np.testing.assert_array_equal(written.affine, nibabel.load(NIFTI).affine)
+    assert written.header.get_zooms() == nibabel.load(NIFTI).header.get_zooms()
+    np.testing.assert_array_equal(read_volume(tmp_path / "out.nii.gz").data, source.data)  # rounded back
+    assert [p.name for p in tmp_path.iterdir()] == ["out.nii.gz"]  # no hidden file left
+
+
+def test_tiff_stack_keeps_voxel_size_and_float_data(tmp_path) -> None:
+    stack = np.random.default_rng(0).random((6, 7, 8), dtype=np.float32)
+    tifffile.imwrite(tmp_path / "in.tif", stack, imagej=True, resolution=(2.0, 2.0), metadata={"spacing": 3.0})
+    source = read_volume(tmp_path / "in.tif")
+    assert source.spacing == (3.0, 0.5, 0.5)
+    write_volume(tmp_path / "out.tif", stack * 2, source)
+    written = read_volume(tmp_path / "out.tif")
+    assert written.spacing == (3.0, 0.5, 0.5) and written.data.dtype == np.float32
+    np.testing.assert_array_equal(written.data, stack * 2)
+
+
+def test_npy_round_trip_and_refusals(tmp_path) -> None:
+    volume = np.random.default_rng(1).random((5, 6, 7, 2), dtype=np.float32)
+    np.save(tmp_path / "in.npy", volume)
+    source = read_volume(tmp_path / "in.npy")
+    write_volume(tmp_path / "out.npy", volume, source)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), volume)
+    with pytest.raises(FileExistsError, match="exists; use --overwrite"):
+        write_volume(tmp_path / "out.npy", volume, source)
+    with pytest.raises(ValueError, match="not a volume file"):
+        read_volume(tmp_path / "in.mp4")
+    np.save(tmp_path / "flat.npy", np.zeros((4, 4)))
+    with pytest.raises(ValueError, match=r"a volume is \(Z, Y, X\) or \(Z, Y, X, C\)"):
+        read_volume(tmp_path / "flat.npy")
+    nibabel.save(nibabel.Nifti1Image(np.zeros((8, 8, 8, 3), np.float32), np.eye(4)), tmp_path / "series.nii")
+    with pytest.raises(ValueError, match="filters one 3D volume"):
+        read_volume(tmp_path / "series.nii")
+
+
+@pytest.mark.parametrize("rician", [False, True])
+def test_noise_estimate_on_the_template(rician) -> None:
+    clean = read_volume(NIFTI).data.astype(np.float64)
+    rng = np.random.default_rng(2)
+    sigma = 8.0
+    noisy = clean + rng.normal(0, sigma, clean.shape)
+    if rician:  # magnitude of a complex signal: Rician, Gaussian where the signal is well above sigma
+        noisy = np.hypot(noisy, rng.normal(0, sigma, clean.shape))
+    estimate = estimate_volume_noise(noisy)
+    assert estimate.average_sigma == pytest.approx(sigma, rel=0.15)  # 22 x 24 x 20 voxels: few blocks
+    assert suggest_volume_h(estimate) == pytest.approx(1.1 * estimate.average_sigma)
+
+
+def test_noise_estimate_refuses_bad_volumes() -> None:
+    with pytest.raises(ValueError, match="at least 10 voxels"):
+        estimate_volume_noise(np.zeros((9, 20, 20)))
+    with pytest.raises(ValueError, match="finite"):
+        estimate_volume_noise(np.full((12, 12, 12), np.nan))
+    with pytest.raises(ValueError, match="sigma must be"):
+        suggest_volume_h(0.0)
+
+
+def test_denoise_volume_command(tmp_path, capsys) -> None:
+    output = tmp_path / "out.nii.gz"
+    assert main(["denoise-volume", str(NIFTI), str(output), "--search-radius", "1,2,2", "--backend", "cpu"]) == 0
+    assert "noise sigma" in capsys.readouterr().err
+    assert read_volume(output).data.dtype == np.uint8
+    assert main(["denoise-volume", str(NIFTI), str(output), "--backend", "cpu", "--quiet"]) == 1
+    assert "exists; use --overwrite" in capsys.readouterr().err
+    np.save(tmp_path / "small.npy", np.zeros((4, 20, 20), np.float32))
+    assert main(["denoise-volume", str(tmp_path / "small.npy"), str(tmp_path / "o.npy"), "--h", "1"]) == 1
+    assert "smaller than the filter's window" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.nii.gz", "small.npy"]
