@@ -16,8 +16,9 @@ from .backend import BACKENDS, BackendUnavailableError
 from .bench import PAPER_SEARCH_RADII, PAPER_TEMPORAL, paper_cases, run_pipeline, run_preview, run_table
 from .denoiser import METHODS
 from .export import ExportCancelledError, denoise_file, estimate_clip_noise
+from .luma_chroma import estimate_luma_chroma_noise, matrix_for, suggest_luma_chroma_h
 from .noise import apply_estimate, decorrelation_decision, estimate_noise
-from .params import WEIGHTINGS, NLMParams
+from .params import CENTER_WEIGHTS, WEIGHTINGS, NLMParams
 from .video import (
     CODECS,
     STANDARD_OUTPUT,
@@ -176,6 +177,19 @@ def _parser() -> argparse.ArgumentParser:
     denoise.add_argument("--frames-past", type=int, default=1, help="Dp (default 1)")
     denoise.add_argument("--frames-future", type=int, default=1, help="Df (default 1)")
     denoise.add_argument("--weighting", choices=WEIGHTINGS, default="bisquare")
+    denoise.add_argument(
+        "--center-weight",
+        choices=CENTER_WEIGHTS,
+        default="one",
+        help="the pixel's own weight: one (default) or max, the largest of the others' (KNLMeansCL's wref)",
+    )
+    denoise.add_argument(
+        "--luma-chroma",
+        type=_luma_chroma_mode,
+        default=None,
+        help="filter in Y'CbCr (the source's matrix) with a strength for Y and one for Cb/Cr: auto (from the "
+        "noise of each) or H_Y,H_UV in 8-bit levels; --h and the color decorrelation are then not used",
+    )
     denoise.add_argument("--backend", choices=BACKENDS, default="auto")
     denoise.add_argument(
         "--codec",
@@ -218,6 +232,39 @@ def _box(text: str) -> tuple[int, int, int, int]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"a region is X,Y,W,H in pixels, like 10,20,64,64, got {text!r}") from None
     return x, y, w, h
+
+
+def _luma_chroma_mode(text: str) -> str | tuple[float, float]:
+    """auto or H_Y,H_UV."""
+    if text == "auto":
+        return text
+    try:
+        h_luma, h_chroma = (float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected auto or H_Y,H_UV (two strengths in levels), got {text!r}") from None
+    if not (0 < h_luma <= 1e4 and 0 < h_chroma <= 1e4):
+        raise argparse.ArgumentTypeError(f"strengths must be in (0, 10000] levels, got {text!r}")
+    return h_luma, h_chroma
+
+
+def _luma_chroma(args: argparse.Namespace, params: NLMParams) -> tuple[float, float, str] | None:
+    """(h_luma, h_chroma, matrix) for --luma-chroma, estimated from the clip's start with auto."""
+    if args.luma_chroma is None:
+        return None
+    if args.input == PIPE:
+        matrix = "bt709"
+        if args.luma_chroma == "auto":
+            raise ValueError("--luma-chroma auto estimates the noise from a file; from a pipe give H_Y,H_UV")
+    else:
+        with VideoReader(args.input) as reader:
+            matrix = matrix_for(reader.info.color.get("colorspace", 2), reader.info.height)
+    if args.luma_chroma != "auto":
+        return (*args.luma_chroma, matrix)
+    frames = read_frames(args.input, 3, start=0)
+    h_luma, h_chroma = suggest_luma_chroma_h(estimate_luma_chroma_noise(frames, matrix), params)
+    if not args.quiet:
+        print(f"luma/chroma ({matrix}): h_Y = {h_luma:.1f}, h_UV = {h_chroma:.1f}", file=sys.stderr)
+    return h_luma, h_chroma, matrix
 
 
 def _noise_mode(text: str) -> str | tuple[int, int, int, int]:
@@ -300,6 +347,7 @@ def _denoise_params(args: argparse.Namespace) -> NLMParams:
         frames_past=args.frames_past,
         frames_future=args.frames_future,
         weighting=args.weighting,
+        center_weight=args.center_weight,
     )
     if args.output != STANDARD_OUTPUT:
         check_output_path(Path(args.output), Path(args.input), args.overwrite)  # before the slower estimate
@@ -312,7 +360,7 @@ def _denoise_params(args: argparse.Namespace) -> NLMParams:
         sigma = ", ".join(f"{s:.1f}" for s in estimate.sigma)
         decorrelation = "on" if params.color_transform is not None else "off"
         print(
-            f"noise: sigma {sigma} levels ({estimate.method}, confidence {estimate.confidence:.2f}); "
+            f"noise: sigma {sigma} levels ({estimate.method}), confidence {estimate.confidence:.2f}; "
             f"h = {params.h:.1f}, color decorrelation {decorrelation}",
             file=sys.stderr,
         )
@@ -361,6 +409,7 @@ def _denoise(args: argparse.Namespace) -> int:
         args.source = PipeReader() if args.input == PIPE else args.input  # a pipe is read once, by both
         _warn_about_the_source(args)
         params = _denoise_params(args)
+        luma_chroma = _luma_chroma(args, params)
         stop.exporting = True
         summary = denoise_file(
             args.source,
@@ -376,6 +425,7 @@ def _denoise(args: argparse.Namespace) -> int:
             duration=args.duration,
             progress=progress,
             cancel=stop.cancel,
+            luma_chroma=luma_chroma,
         )
     except KeyboardInterrupt:
         raise ExportCancelledError(f"cancelled; {args.output} was not written") from None

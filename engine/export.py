@@ -196,11 +196,15 @@ def denoise_file(
     duration: float | None = None,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
+    luma_chroma: tuple[float, float, str] | None = None,
 ) -> ExportSummary:
     """Denoise ``source`` into ``target`` and return what was done.
 
     Parameters
     ----------
+    luma_chroma : (h_luma, h_chroma, matrix), optional
+        Filter in Y'CbCr with a strength for Y and one for Cb/Cr (``engine.luma_chroma``);
+        ``params`` then gives the window, weighting and centre weight.
     codec, crf, preset, rgb
         The output's encoding, as ``VideoWriter`` takes it.
     start, duration : float
@@ -219,7 +223,12 @@ def denoise_file(
         ``cancel`` was set.
     """
     cancel = cancel or threading.Event()
-    denoiser = Denoiser(params, backend)
+    if luma_chroma is None:
+        denoiser = Denoiser(params, backend)
+    else:
+        from .luma_chroma import LumaChromaDenoiser
+
+        denoiser = LumaChromaDenoiser(params, *luma_chroma, backend=backend)
     started = time.perf_counter()
     with _opened(source, hardware_decoding=denoiser.backend == "gpu") as reader:
         info, decoder = reader.info, reader.decoder

@@ -1,0 +1,163 @@
+"""Luma/chroma processing: one strength for Y, another for Cb and Cr (issue 19).
+
+Restorers treat chroma noise apart from luma noise (Neat Video; KNLMeansCL's ``channels="Y"``
+and ``channels="UV"``, each with its own h). Here RGB frames are converted to Y'CbCr with the
+source's matrix (BT.601 or BT.709, full range), and:
+
+- Y is filtered with the patch distance taken on the Y plane alone, strength ``h_luma``;
+- Cb and Cr are filtered together, the distance the mean over the two planes, ``h_chroma``;
+- the window (B, A, Dp, Df, weighting, centre weight) is the same for both; the result goes
+  back to RGB with the same matrix.
+
+Each pass is the exact filter of DESIGN.md §1 on a plane group, so every backend computes it
+exactly: Y as a one-channel clip, Cb and Cr as the three-channel clip (Cb, Cr, 0), whose mean
+over three channels is 2/3 of the mean over the two planes, so that pass runs at
+h_chroma * sqrt(2/3). That is the filter with G = diag(sqrt(3), 0, 0) (Y) and
+G = diag(0, sqrt(3/2), sqrt(3/2)) (Cb, Cr) on the Y'CbCr frames, without a singular G.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from .denoiser import Denoiser
+from .frames import checked_frame, from_float32, to_float32
+from .noise import NoiseEstimate, estimate_noise, suggest_h
+from .params import H_MIN, NLMParams
+
+MATRICES = {"bt601": (0.299, 0.114), "bt709": (0.2126, 0.0722)}  # (Kr, Kb)
+CHROMA_OFFSET = np.float32(0.5)  # Cb and Cr are centred on 0.5 while filtered, inside [0, 1]
+
+
+def yuv_matrix(matrix: str) -> np.ndarray:
+    """The 3 x 3 RGB -> Y'CbCr matrix (full range, Cb and Cr in [-0.5, 0.5]) of ``matrix``.
+
+    Raises
+    ------
+    ValueError
+        ``matrix`` is not "bt601" or "bt709".
+    """
+    if matrix not in MATRICES:
+        raise ValueError(f"matrix must be 'bt601' or 'bt709', got {matrix!r}")
+    kr, kb = MATRICES[matrix]
+    kg = 1 - kr - kb
+    return np.array(
+        [
+            [kr, kg, kb],
+            [-kr / (2 * (1 - kb)), -kg / (2 * (1 - kb)), 0.5],
+            [0.5, -kg / (2 * (1 - kr)), -kb / (2 * (1 - kr))],
+        ]
+    )
+
+
+def _clip_float(clip: np.ndarray | Sequence[np.ndarray]) -> np.ndarray:
+    return np.stack([to_float32(checked_frame(frame)) for frame in clip])
+
+
+@dataclasses.dataclass(frozen=True)
+class LumaChromaEstimate:
+    """The noise of a clip in Y'CbCr: ``luma`` on Y (one channel), ``chroma`` on Cb and Cr."""
+
+    luma: NoiseEstimate
+    chroma: NoiseEstimate
+
+    @property
+    def sigma_luma(self) -> float:
+        return self.luma.average_sigma
+
+    @property
+    def sigma_chroma(self) -> float:
+        return self.chroma.average_sigma
+
+
+def estimate_luma_chroma_noise(
+    frames: np.ndarray, matrix: str = "bt709", roi: tuple[int, int, int, int] | None = None
+) -> LumaChromaEstimate:
+    """``estimate_noise`` on the Y'CbCr frames, split into Y and the (Cb, Cr) pair."""
+    yuv = _clip_float(frames if np.asarray(frames).ndim == 4 else [frames]) @ yuv_matrix(matrix).T.astype(np.float32)
+    yuv[..., 1:] += CHROMA_OFFSET
+    estimate = estimate_noise(yuv, roi=roi)
+    luma = dataclasses.replace(estimate, covariance=estimate.covariance[:1, :1])
+    chroma = dataclasses.replace(estimate, covariance=estimate.covariance[1:, 1:])
+    return LumaChromaEstimate(luma, chroma)
+
+
+def suggest_luma_chroma_h(estimate: LumaChromaEstimate, params: NLMParams) -> tuple[float, float]:
+    """(h_luma, h_chroma) from ``suggest_h`` for each plane group's noise, in 8-bit levels."""
+    window = dataclasses.replace(params, color_transform=None)
+    return suggest_h(estimate.luma, window), suggest_h(estimate.chroma, window)
+
+
+class LumaChromaDenoiser:
+    """The filter in Y'CbCr with a strength for Y and one for Cb and Cr (module docstring).
+
+    Parameters
+    ----------
+    params : NLMParams
+        The window, weighting and centre weight; ``h`` and ``color_transform`` are not used.
+    h_luma, h_chroma : float
+        Strengths in 8-bit levels for Y and for Cb/Cr (0.001 to 10000).
+    matrix : {"bt709", "bt601"}
+        The source's Y'CbCr matrix (``VideoInfo.color``).
+    backend : {"auto", "cpu", "gpu"}
+    """
+
+    def __init__(
+        self, params: NLMParams, h_luma: float, h_chroma: float, matrix: str = "bt709", backend: str = "auto"
+    ) -> None:
+        self.matrix = yuv_matrix(matrix).astype(np.float32)
+        self.inverse = np.linalg.inv(yuv_matrix(matrix)).astype(np.float32)
+        window = dataclasses.replace(params, color_transform=None)
+        self.luma = Denoiser(dataclasses.replace(window, h=h_luma), backend)
+        self.chroma = Denoiser(dataclasses.replace(window, h=max(h_chroma * math.sqrt(2 / 3), H_MIN)), backend)
+
+    def denoise_frame(self, clip: np.ndarray | Sequence[np.ndarray], index: int) -> np.ndarray:
+        """Frame ``index`` of the RGB ``clip``, denoised; float32 (H, W, 3)."""
+        planes = [self._planes(frame) for frame in clip]
+        luma = self.luma.denoise_frame([luma for luma, _ in planes], index)
+        chroma = self.chroma.denoise_frame([chroma for _, chroma in planes], index)
+        return self._rgb(luma, chroma)
+
+    @property
+    def backend(self) -> str:
+        return self.luma.backend
+
+    @property
+    def device_name(self) -> str:
+        return self.luma.device_name
+
+    def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]:
+        """Denoise a whole clip in order, as ``Denoiser.export_stream`` does; (H, W, 3) of ``dtype``."""
+        dtype = np.dtype(dtype)
+        luma_in, chroma_in = itertools.tee(self._planes(frame) for frame in frames)
+        lumas = self.luma.stream(luma for luma, _ in luma_in)
+        chromas = self.chroma.stream(chroma for _, chroma in chroma_in)
+        for luma, chroma in zip(lumas, chromas, strict=True):
+            result = self._rgb(luma, chroma)
+            yield result if dtype == np.float32 else from_float32(result, dtype)
+
+    def _planes(self, frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        yuv = to_float32(checked_frame(frame)) @ self.matrix.T
+        chroma = np.zeros_like(yuv)
+        chroma[..., :2] = yuv[..., 1:] + CHROMA_OFFSET
+        return np.ascontiguousarray(yuv[..., :1]), chroma
+
+    def _rgb(self, luma: np.ndarray, chroma: np.ndarray) -> np.ndarray:
+        planes = np.concatenate([luma.reshape(*luma.shape[:2], 1), chroma[..., :2] - CHROMA_OFFSET], axis=-1)
+        return (planes @ self.inverse.T).astype(np.float32)
+
+
+def matrix_for(colorspace: int, height: int) -> str:
+    """The Y'CbCr matrix of a source: FFmpeg's colorspace code (``VideoInfo.color``), or by
+    size where it is unspecified (BT.709 from 720 lines up, BT.601 below, as players guess)."""
+    if colorspace == 1:
+        return "bt709"
+    if colorspace in (5, 6):
+        return "bt601"
+    return "bt709" if height >= 720 else "bt601"
