@@ -19,7 +19,7 @@ from .noise import (
     suggest_h,
 )
 from .params import NLMParams
-from .volume import denoise_volume
+from .volume import denoise_volume, denoise_volume_slice
 from .volume_noise import VolumeNoiseEstimate, estimate_volume_noise, suggest_volume_h
 
 try:
@@ -40,6 +40,7 @@ __all__ = [
     "apply_estimate",
     "decorrelation_decision",
     "denoise_volume",
+    "denoise_volume_slice",
     "estimate_noise",
     "estimate_volume_noise",
     "gpu_unavailable_reason",

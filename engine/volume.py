@@ -103,10 +103,18 @@ def checked_volume(volume: object, params: VolumeParams) -> np.ndarray:
     return data
 
 
-def padded_volume(data: np.ndarray, pad: tuple[int, int, int]) -> np.ndarray:
-    """(Z, Y, X, C) float32 mirrored by ``pad`` (np.pad mode="reflect") into the (Zp, C, Yp, Xp) layout."""
-    widths = [(p, p) for p in pad] + [(0, 0)]
-    return np.ascontiguousarray(np.pad(data, widths, mode="reflect").transpose(0, 3, 1, 2))
+def padded_volume(data: np.ndarray, pad: tuple[int, int, int], planes: tuple[int, int] | None = None) -> np.ndarray:
+    """(Z, Y, X, C) float32 mirrored by ``pad`` (np.pad mode="reflect") into the (Zp, C, Yp, Xp) layout.
+
+    With ``planes`` (start, stop), only the padded planes the output planes [start, stop) read:
+    a slab's, with its halo, without mirroring the whole volume.
+    """
+    start, stop = planes if planes is not None else (0, data.shape[0])
+    depth = data.shape[0]
+    wanted = np.abs(np.arange(start - pad[0], stop + pad[0]))  # reflect below 0 ...
+    wanted = np.where(wanted >= depth, 2 * (depth - 1) - wanted, wanted)  # ... and past the end
+    widths = [(0, 0), (pad[1], pad[1]), (pad[2], pad[2]), (0, 0)]
+    return np.ascontiguousarray(np.pad(data[wanted], widths, mode="reflect").transpose(0, 3, 1, 2))
 
 
 def resolve_devices(devices: object) -> list[int] | None:
@@ -193,9 +201,7 @@ def denoise_volume(
     if slabs is not None:
         _check_int("slabs", slabs, 1 << 20)
     device_ids = resolve_devices(devices)
-    chosen = resolve_backend("gpu" if device_ids is not None and backend == "auto" else backend)
-    if chosen == "cpu" and device_ids is not None:
-        raise ValueError("devices selects GPUs: use backend='gpu' or 'auto' with it, or leave it None")
+    chosen = _chosen_backend(backend, device_ids)
     from . import slabs as slab_module
 
     padded = padded_volume(data, params.pad)
@@ -224,3 +230,71 @@ def denoise_volume(
         )
     result = planar if np.asarray(volume).ndim == 4 else planar[..., 0]
     return np.ascontiguousarray(result)
+
+
+def _chosen_backend(backend: str, device_ids: list[int] | None) -> str:
+    chosen = resolve_backend("gpu" if device_ids is not None and backend == "auto" else backend)
+    if chosen == "cpu" and device_ids is not None:
+        raise ValueError("devices selects GPUs: use backend='gpu' or 'auto' with it, or leave it None")
+    return chosen
+
+
+def denoise_volume_slice(
+    volume: np.ndarray,
+    index: int,
+    *,
+    axis: int = 0,
+    h: float,
+    patch_radius: Radii = 1,
+    search_radius: Radii = 5,
+    weighting: str = "exponential",
+    center_weight: str = "one",
+    backend: str = "auto",
+) -> np.ndarray:
+    """One plane of ``denoise_volume(volume, ...)``, filtering only the slab around it: a preview.
+
+    Parameters
+    ----------
+    volume, h, patch_radius, search_radius, weighting, center_weight, backend
+        As ``denoise_volume``; radii are (z, y, x) of ``volume`` whatever ``axis``.
+    index : int
+        The plane, 0 .. volume.shape[axis] - 1.
+    axis : {0, 1, 2}
+        The axis the plane is normal to: 0 (z, axial in RAS-oriented NIfTI), 1 (y) or 2 (x).
+
+    Returns
+    -------
+    numpy.ndarray
+        float32, the plane ``np.take(denoise_volume(volume, ...), index, axis)``; only the
+        2 (Az + Bz) + 1 planes around it (along ``axis``) are read and filtered.
+
+    Raises
+    ------
+    ValueError
+        As ``denoise_volume``, and an axis or index out of range.
+    """
+    params = VolumeParams.checked(h, patch_radius, search_radius, weighting, center_weight)
+    _check_int("axis", axis, 2)
+    order = [axis] + [a for a in range(3) if a != axis]
+    moved = VolumeParams(
+        params.h,
+        tuple(params.patch_radius[a] for a in order),
+        tuple(params.search_radius[a] for a in order),
+        params.weighting,
+        params.center_weight,
+    )
+    data = checked_volume(volume, params)
+    _check_int("index", index, data.shape[axis] - 1)
+    data = np.moveaxis(data, axis, 0)
+    slab = padded_volume(data, moved.pad, (index, index + 1))
+    if _chosen_backend(backend, None) == "cpu":
+        from .volume_cpu import filter_padded_cpu
+
+        plane = filter_padded_cpu(slab, moved)[0]
+    else:
+        from .backend import cupy_module
+        from .volume_gpu import filter_padded_gpu
+
+        cupy = cupy_module()
+        plane = filter_padded_gpu(cupy, cupy.cuda.Device().id, slab, moved)[0]
+    return plane if np.asarray(volume).ndim == 4 else plane[..., 0]

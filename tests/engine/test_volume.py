@@ -14,7 +14,7 @@ from volume_reference import reference_denoise_volume
 
 from engine import denoise_volume
 from engine.slabs import frame_ranges, split_range
-from engine.volume import VolumeParams, padded_volume
+from engine.volume import VolumeParams, denoise_volume_slice, padded_volume
 from engine.volume_gpu import kernel_name, voxel_run
 
 KERNELS = Path(__file__).parents[2] / "engine" / "kernels"
@@ -71,6 +71,18 @@ def test_slabs_equal_one_pass(slabs) -> None:
     options = dict(h=0.3, patch_radius=(1, 1, 0), search_radius=(2, 1, 2), backend="cpu")
     whole = denoise_volume(volume, **options)
     np.testing.assert_array_equal(denoise_volume(volume, slabs=slabs, **options), whole)
+
+
+@pytest.mark.parametrize(("axis", "index"), [(0, 0), (0, 4), (1, 3), (2, 8)])
+def test_a_slice_equals_that_plane_of_the_whole_volume(axis, index) -> None:
+    volume = _random((7, 8, 9, 2), seed=6)
+    options = dict(h=0.3, patch_radius=(1, 0, 1), search_radius=(2, 1, 3), center_weight="max", backend="cpu")
+    plane = denoise_volume_slice(volume, index, axis=axis, **options)
+    np.testing.assert_allclose(plane, np.take(denoise_volume(volume, **options), index, axis=axis), rtol=0, atol=1e-6)
+    with pytest.raises(ValueError, match=r"index must be an integer in 0..6, got 7"):
+        denoise_volume_slice(volume, 7, **options)
+    with pytest.raises(ValueError, match=r"axis must be an integer in 0..2, got 3"):
+        denoise_volume_slice(volume, 0, axis=3, **options)
 
 
 def test_progress_reports_every_offset_pair_of_every_slab() -> None:
