@@ -288,11 +288,18 @@ class FusedCpuFilter:
             buffer = self._buffers[name] = np.empty(shape, dtype=np.float32)
         return buffer
 
-    def __call__(self, frames: Sequence[np.ndarray], center: int, params: NLMParams) -> np.ndarray:
+    def __call__(
+        self,
+        frames: Sequence[np.ndarray],
+        center: int,
+        params: NLMParams,
+        guide: Sequence[np.ndarray] | None = None,
+    ) -> np.ndarray:
         """Denoise ``frames[center]`` searching all of ``frames`` ((H, W, C) float32 each).
 
         Same contract as ``cascade.denoise_window``, on interleaved host frames; the frames
-        are the window's, truncated at the clip's ends.
+        are the window's, truncated at the clip's ends. ``guide`` (frames of the same window
+        and shape) gives the patch distances instead of ``frames``, which are averaged.
         """
         height, width, channels = frames[center].shape
         search, radius = params.search_radius, params.patch_radius
@@ -302,9 +309,10 @@ class FusedCpuFilter:
         z_frames = self._buffer(
             "z", (len(frames), channels, height + 2 * (search + radius), width + 2 * (search + radius))
         )
+        distances = frames if guide is None else guide
         for index, frame in enumerate(frames):  # each frame padded into its slot, no stacked copy
             _pad_planar(frame[np.newaxis], identity, search, y_frames[index : index + 1])
-            _pad_planar(frame[np.newaxis], transform, search + radius, z_frames[index : index + 1])
+            _pad_planar(distances[index][np.newaxis], transform, search + radius, z_frames[index : index + 1])
         tiles = -(-height // TILE_ROWS) * -(-width // TILE_COLUMNS)
         widest = min(width, TILE_COLUMNS) + search
         scratch = Scratch(

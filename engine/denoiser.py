@@ -131,7 +131,13 @@ class Denoiser:
         window = self.params.frames_past + self.params.frames_future + 1
         self.denoise_frame(np.zeros((window, height, width, channels), np.float32), self.params.frames_past)
 
-    def denoise_frame(self, clip: np.ndarray | Sequence[np.ndarray], index: int) -> np.ndarray:
+    def denoise_frame(
+        self,
+        clip: np.ndarray | Sequence[np.ndarray],
+        index: int,
+        *,
+        guide: np.ndarray | Sequence[np.ndarray] | None = None,
+    ) -> np.ndarray:
         """Frame ``index`` of ``clip``, denoised with the frames around it.
 
         Parameters
@@ -140,6 +146,10 @@ class Denoiser:
             uint8, uint16 (scaled to [0, 1]) or floating point (taken as is).
         index : int
             0 <= index < T. The temporal window is truncated at the clip's ends.
+        guide : like ``clip``, optional
+            A clip of the same shape the patch distances are taken from while ``clip`` is
+            averaged (KNLMeansCL's rclip): a pre-filtered pass of the same clip makes the
+            weights robust at high noise. CPU backend, fused method only.
 
         Returns
         -------
@@ -158,7 +168,16 @@ class Denoiser:
             raise IndexError(f"index must be an integer in 0..{length - 1}, got {index!r}")
         window = window_indices(int(index), length, self.params)
         frames = self._uploaded([clip[i] for i in window])
-        return self._filter(frames, int(index) - window.start)
+        if guide is None:
+            return self._filter(frames, int(index) - window.start)
+        if (self.backend, self.method) != ("cpu", "fused"):
+            raise ValueError(f"a guide clip needs the CPU backend's fused method, got {self.backend} {self.method}")
+        if len(guide) != length:
+            raise ValueError(f"the guide must have the clip's {length} frames, got {len(guide)}")
+        guides = self._uploaded([guide[i] for i in window])
+        _check_same_shape(frames[0].shape, guides[0].shape)
+        filtered = self._engine.filter_window(frames, int(index) - window.start, self.params, guides)
+        return self._engine.download(filtered)
 
     def stream(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
         """Denoise frames as they arrive; yields (H, W, C) float32 in order.

@@ -39,13 +39,17 @@ def _transform(params: NLMParams, channels: int) -> np.ndarray:
     return np.asarray(params.color_transform, dtype=np.float64)
 
 
-def reference_denoise(clip: np.ndarray, index: int, params: NLMParams) -> np.ndarray:
-    """Output frame ``index`` of ``clip`` (T, H, W, C) in [0, 1], float64 (H, W, C)."""
+def reference_denoise(clip: np.ndarray, index: int, params: NLMParams, guide: np.ndarray | None = None) -> np.ndarray:
+    """Output frame ``index`` of ``clip`` (T, H, W, C) in [0, 1], float64 (H, W, C).
+
+    With ``guide`` (the clip's shape), the patch distances come from Z = G guide while the
+    average takes ``clip`` (KNLMeansCL's rclip); without it the guide is the clip.
+    """
     clip = np.asarray(clip, dtype=np.float64)
     frames, height, width, channels = clip.shape
     search, radius = params.search_radius, params.patch_radius
     pad = search + radius
-    z = clip @ _transform(params, channels).T
+    z = (clip if guide is None else np.asarray(guide, dtype=np.float64)) @ _transform(params, channels).T
     z_padded = np.pad(z, ((0, 0), (pad, pad), (pad, pad), (0, 0)), mode="reflect")
     y_padded = np.pad(clip, ((0, 0), (search, search), (search, search), (0, 0)), mode="reflect")
 
