@@ -27,6 +27,7 @@ CASES = [  # shape, patch radius, search radius, weighting, centre weight, h
     ((8, 9, 12, 2), (1, 0, 2), (1, 2, 3), "bisquare", "max", 0.4),
     ((7, 9, 8), (0, 1, 1), (2, 1, 2), "exponential", "max", 0.05),  # small h: relative weights
     ((6, 7, 8), 1, (2, 3, 1), "bisquare", "one", 0.3),
+    ((7, 8, 9), 1, 2, "exponential", "one", 0.03),  # u past 87: float32 weights underflow to 0
 ]
 
 
