@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine import NLMParams, gpu_unavailable_reason
-from engine.params import FRAMES_MAX, PATCH_RADIUS_MAX, SEARCH_RADIUS_MAX, WEIGHTINGS
+from engine.params import CENTER_WEIGHTS, FRAMES_MAX, PATCH_RADIUS_MAX, SEARCH_RADIUS_MAX, WEIGHTINGS
 
 MARKED_COLOR = QColor(255, 170, 0, 150)
 H_RANGE = (0.5, 150.0)  # 8-bit levels offered by the h slider
@@ -137,6 +137,8 @@ class ParameterPanel(QGroupBox):
         self.frames_future = LinkedSlider(0, FRAMES_MAX)
         self.weighting = QComboBox()
         self.weighting.addItems(WEIGHTINGS)
+        self.center_weight = QComboBox()
+        self.center_weight.addItems(CENTER_WEIGHTS)
         self.backend = QComboBox()
         self.decorrelate = QCheckBox("Color decorrelation (G from the noise estimate)")
         self.decorrelate.setEnabled(False)
@@ -161,6 +163,7 @@ class ParameterPanel(QGroupBox):
             ("Past frames", self.frames_past, "frames_past"),
             ("Future frames", self.frames_future, "frames_future"),
             ("Weighting", self.weighting, "weighting"),
+            ("Centre weight", self.center_weight, "center_weight"),
         ]
         for label, widget, name in rows:
             widget.setToolTip(help_texts[name])
@@ -170,7 +173,7 @@ class ParameterPanel(QGroupBox):
         form.addRow(self.reset)
         for slider in (self.h, self.patch_radius, self.search_radius, self.frames_past, self.frames_future):
             slider.valueChanged.connect(self.changed)
-        for combo in (self.weighting, self.backend):
+        for combo in (self.weighting, self.center_weight, self.backend):
             combo.currentIndexChanged.connect(self.changed)
         self.decorrelate.toggled.connect(self.changed)
         self.set_params(NLMParams(h=20))
@@ -184,6 +187,7 @@ class ParameterPanel(QGroupBox):
         self.frames_past.setValue(params.frames_past)
         self.frames_future.setValue(params.frames_future)
         self.weighting.setCurrentText(params.weighting)
+        self.center_weight.setCurrentText(params.center_weight)
         self.blockSignals(False)
         self.changed.emit()
 
@@ -196,6 +200,7 @@ class ParameterPanel(QGroupBox):
             frames_past=int(self.frames_past.value()),
             frames_future=int(self.frames_future.value()),
             weighting=self.weighting.currentText(),
+            center_weight=self.center_weight.currentText(),
             color_transform=color_transform if self.decorrelate.isChecked() else None,
         )
 

@@ -16,12 +16,12 @@ from pathlib import Path
 from engine import NLMParams
 
 PRESET_FOLDER = Path(__file__).resolve().parent.parent / "resources" / "presets"
-FIELDS = ("h", "patch_radius", "search_radius", "frames_past", "frames_future", "weighting")
+FIELDS = ("h", "patch_radius", "search_radius", "frames_past", "frames_future", "weighting", "center_weight")
 STRENGTH_RANGE = (0.1, 5.0)  # multiples of the suggested h
 MAX_PRESET_BYTES = 64 * 1024  # a preset is a few lines; a larger file is refused before it is read
 NUMBER, INTEGER, TEXT = (int, float), (int,), (str,)
 FIELD_TYPES = {"strength": NUMBER, "h": NUMBER, "patch_radius": INTEGER, "search_radius": INTEGER,
-               "frames_past": INTEGER, "frames_future": INTEGER, "weighting": TEXT}  # fmt: skip
+               "frames_past": INTEGER, "frames_future": INTEGER, "weighting": TEXT, "center_weight": TEXT}  # fmt: skip
 
 
 @dataclass(frozen=True)
