@@ -455,6 +455,13 @@ def _median_covariance(covariances: np.ndarray, samples: int) -> np.ndarray:
 def _finished(estimate: NoiseEstimate) -> NoiseEstimate:
     if estimate.sigma.max() < CLEAN_SIGMA:
         warning = f"the footage looks clean (noise below {CLEAN_SIGMA} levels); denoising may only soften it"
+        if estimate.confidence < LOW_CONFIDENCE:
+            # Compressed footage: the encoder flattened the flat areas, its artifacts sit in the
+            # texture, where no flat block sees them.
+            warning += (
+                f"; low confidence ({estimate.confidence:.2f}): if the footage was compressed, its noise may "
+                "hide in the texture; choose a region of your own"
+            )
         return dataclasses.replace(estimate, warning=warning)
     return estimate
 

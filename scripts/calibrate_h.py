@@ -8,7 +8,7 @@ clipped (``add_realistic_noise(..., "clipped", ...)``). The test clips of
 ``tests/engine/test_noise.py`` and ``tests/engine/test_realistic_noise.py`` (bikes) are not
 used, so the tests check the table on footage it has not seen.
 
-Run from the repository root (about 5 minutes on two cores):
+Run from the repository root (about 7 minutes on two cores):
 
     python scripts/calibrate_h.py        # rewrites engine/h_calibration.json
 """
