@@ -71,11 +71,6 @@ class FrameIndex:
             for entry, seek in zip(self.entries[usable][::-1], self.seek_timestamps[usable][::-1], strict=True)
         ]
 
-    def first_at_or_after(self, seconds: float, time_base: float) -> int:
-        """The first frame shown at or after ``seconds`` from frame 0 (frame_count if none)."""
-        offsets = (self.timestamps - self.timestamps[0]) * time_base
-        return int(np.searchsorted(offsets, seconds - 1e-9))
-
 
 def index_stream(path: Path, open_container: Any) -> tuple[FrameIndex, Any]:
     """The index of ``path``'s first video stream, from the cache or built, and its first

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import math
 import os
 import re
@@ -329,17 +330,21 @@ class VideoReader:
     def __len__(self) -> int:
         return self.info.frame_count
 
-    def start_time(self, index: int) -> float:
-        """When frame ``index`` is shown, in seconds from frame 0 (variable frame rates too)."""
+    @functools.cached_property
+    def frame_times(self) -> np.ndarray:
+        """When each frame is shown, in seconds from frame 0 (float64, variable frame rates
+        too; at the nominal rate for a stream without timestamps)."""
         if self._index.has_timestamps:
-            return float((self._index.timestamps[index] - self._index.timestamps[0]) * self.info.time_base)
-        return index / float(self.info.frame_rate)
+            return (self._index.timestamps - self._index.timestamps[0]) * float(self.info.time_base)
+        return np.arange(self.info.frame_count) / float(self.info.frame_rate)
+
+    def start_time(self, index: int) -> float:
+        """When frame ``index`` is shown, in seconds from frame 0."""
+        return float(self.frame_times[index])
 
     def frame_at(self, seconds: float) -> int:
         """The first frame shown at or after ``seconds`` from frame 0 (``frame_count`` if none)."""
-        if self._index.has_timestamps:
-            return self._index.first_at_or_after(seconds, float(self.info.time_base))
-        return min(self.info.frame_count, math.ceil(seconds * float(self.info.frame_rate) - 1e-9))
+        return int(np.searchsorted(self.frame_times, seconds - 1e-9))
 
     def frames(self, start: int = 0) -> Iterator[np.ndarray]:
         """Decode frames start, start + 1, ... to the end, in order."""

@@ -110,6 +110,7 @@ class MainWindow(QMainWindow):
         self._opening: Path | None = None
         self._banner_callback: Callable[[], None] | None = None
         self.info: VideoInfo | None = None
+        self.frame_times = np.zeros(0)  # seconds from frame 0 of each frame of the clip
         self.estimate: NoiseEstimate | None = None
         self.noise_in_use: NoiseEstimate | None = None  # what h follows: the synthetic noise or an estimate
         self.transform: np.ndarray | None = None
@@ -343,10 +344,10 @@ class MainWindow(QMainWindow):
         if path:
             self.open_clip(self.path, path)
 
-    def _opened(self, number: int, info: VideoInfo) -> None:
+    def _opened(self, number: int, info: VideoInfo, frame_times: np.ndarray) -> None:
         if self.path is not None and self.path != self._opening:
             self._save_clip_settings()
-        self.path, self.info = self._opening, info
+        self.path, self.info, self.frame_times = self._opening, info, frame_times
         self.estimate, self.noise_in_use, self.transform = None, None, None
         self.parameters.decorrelate.setChecked(False)
         self.parameters.decorrelate.setEnabled(False)
@@ -759,10 +760,10 @@ class MainWindow(QMainWindow):
         """Ask for an export's settings (the range from the marks); Export adds it to the queue."""
         if self.path is None or self.info is None:
             return self.show_error("Open a clip first.")
-        first, stop = self.play_range()
-        rate = float(self.info.frame_rate)
-        marked = self.mark_in is not None or self.mark_out is not None
-        dialog = ExportDialog(self, self.path, self.info, first / rate, (stop - first) / rate if marked else None)
+        first, stop = self.play_range()  # as the frames' own times: exact on variable frame rates too
+        start = float(self.frame_times[first])
+        end = float(self.frame_times[stop]) if stop < len(self.frame_times) else None
+        dialog = ExportDialog(self, self.path, self.info, start, None if end is None else end - start)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         source, params, backend = self.path, self.current_params(), self.parameters.backend_name()
         dialog.accepted.connect(lambda: self.exports.add(source, dialog.settings(), params, backend, dialog.describe()))

@@ -64,7 +64,7 @@ class EstimateRequest:
 class PreviewWorker(QObject):
     """Opens clips, renders previews and estimates noise, on the thread it was moved to."""
 
-    opened = Signal(int, object)  # request number, VideoInfo
+    opened = Signal(int, object, object)  # request number, VideoInfo, each frame's time in seconds
     rendered = Signal(int, object)  # request number, engine.preview.Preview
     estimated = Signal(int, object)  # request number, NoiseEstimate
     playback_started = Signal(int, object)  # request number, engine.playback.RenderAhead
@@ -138,7 +138,7 @@ class PreviewWorker(QObject):
         try:
             if isinstance(request, OpenRequest):
                 self._stop_playback()
-                self.opened.emit(number, self._open(request))
+                self.opened.emit(number, *self._open(request))
             elif isinstance(request, EstimateRequest):
                 self.estimated.emit(number, self._estimate(request))
             elif isinstance(request, PreviewRequest):
@@ -163,7 +163,7 @@ class PreviewWorker(QObject):
             traceback.print_exception(error)
             self.failed.emit(number, "backend", f"{type(error).__name__}: {error}")
 
-    def _open(self, request: OpenRequest) -> VideoInfo:
+    def _open(self, request: OpenRequest) -> tuple[VideoInfo, np.ndarray]:
         readers = [VideoReader(request.path)]
         try:
             if request.reference is not None:
@@ -178,7 +178,7 @@ class PreviewWorker(QObject):
             raise
         self._close_readers()
         self._readers, self._previewer = readers, previewer
-        return readers[0].info
+        return readers[0].info, readers[0].frame_times
 
     def _render(self, request: PreviewRequest):  # -> Preview
         return self._on_backend(request.backend).render(request.index, request.params, request.noise)

@@ -7,6 +7,8 @@ import threading
 
 import numpy as np
 import pytest
+from media_corpus import ClipSpec, plain_pyav_numbers
+from media_corpus import write_clip as write_corpus_clip
 from PySide6.QtCore import QPointF, QSettings, Qt, QThread
 from PySide6.QtWidgets import QFileDialog
 from window_driver import (
@@ -134,6 +136,25 @@ def test_in_and_out_marks_show_as_timecode_and_set_the_export_range(qtbot, windo
     assert window.frame_slider.marked == (3, 7)  # drawn along the timeline
     press(qtbot, window, KEY.Key_X, Qt.KeyboardModifier.AltModifier)
     assert " in " not in window.frame_label.text() and window.frame_slider.marked is None
+
+
+def test_marks_export_exactly_their_frames_on_a_variable_frame_rate(qtbot, window, tmp_path) -> None:
+    """Frames shown at irregular times: the export range comes from the frames' own times, not
+    from frame numbers over the nominal rate (which would cut a frame early or late)."""
+    times = (0, 40, 100, 120, 200, 210, 290, 330, 400, 480, 500, 560)  # milliseconds
+    spec = ClipSpec("vfr.mkv", "ffv1", pixel_format="bgr0", size=(48, 128), frames=len(times), times=times)
+    path = write_corpus_clip(tmp_path, spec)
+    opened(qtbot, window, path)
+    for _ in range(3):
+        press(qtbot, window, KEY.Key_Right)
+    press(qtbot, window, KEY.Key_I)
+    for _ in range(4):
+        press(qtbot, window, KEY.Key_Right)
+    press(qtbot, window, KEY.Key_O)
+    dialog = export_with_dialog(qtbot, window, tmp_path / "range.mkv", window.export_action.trigger)
+    assert dialog.start.value() == pytest.approx(0.120) and dialog.duration.value() == pytest.approx(0.400 - 0.120)
+    exports_done(qtbot, window)
+    assert plain_pyav_numbers(tmp_path / "range.mkv") == [3, 4, 5, 6, 7]
 
 
 def test_estimate_then_export(qtbot, window, clip, tmp_path) -> None:
