@@ -119,15 +119,20 @@ def test_exports_queue_and_run_one_after_another(qtbot, window, clip, tmp_path) 
     assert len(read_frames(tmp_path / "first.mkv")) == 12 and len(read_frames(tmp_path / "second.mkv")) == 11
 
 
+def mark_frames(qtbot, window, first: int, last: int) -> None:
+    """From frame 0: Right to ``first``, I, Right to ``last``, O."""
+    for _ in range(first):
+        press(qtbot, window, KEY.Key_Right)
+    press(qtbot, window, KEY.Key_I)
+    for _ in range(last - first):
+        press(qtbot, window, KEY.Key_Right)
+    press(qtbot, window, KEY.Key_O)
+
+
 def test_in_and_out_marks_show_as_timecode_and_set_the_export_range(qtbot, window, clip, tmp_path) -> None:
     path, frames = clip
     opened(qtbot, window, path)
-    for _ in range(3):
-        press(qtbot, window, KEY.Key_Right)
-    press(qtbot, window, KEY.Key_I)
-    for _ in range(4):
-        press(qtbot, window, KEY.Key_Right)
-    press(qtbot, window, KEY.Key_O)
+    mark_frames(qtbot, window, 3, 7)
     assert "00:00:00:07" in window.frame_label.text() and "in 00:00:00:03 out 00:00:00:07" in window.frame_label.text()
     dialog = export_with_dialog(qtbot, window, tmp_path / "range.mkv", window.export_action.trigger)
     assert dialog.start.value() == pytest.approx(3 / 25) and dialog.duration.value() == pytest.approx(5 / 25)
@@ -145,12 +150,7 @@ def test_marks_export_exactly_their_frames_on_a_variable_frame_rate(qtbot, windo
     spec = ClipSpec("vfr.mkv", "ffv1", pixel_format="bgr0", size=(48, 128), frames=len(times), times=times)
     path = write_corpus_clip(tmp_path, spec)
     opened(qtbot, window, path)
-    for _ in range(3):
-        press(qtbot, window, KEY.Key_Right)
-    press(qtbot, window, KEY.Key_I)
-    for _ in range(4):
-        press(qtbot, window, KEY.Key_Right)
-    press(qtbot, window, KEY.Key_O)
+    mark_frames(qtbot, window, 3, 7)
     dialog = export_with_dialog(qtbot, window, tmp_path / "range.mkv", window.export_action.trigger)
     assert dialog.start.value() == pytest.approx(0.120) and dialog.duration.value() == pytest.approx(0.400 - 0.120)
     exports_done(qtbot, window)
