@@ -16,7 +16,7 @@ from .backend import BACKENDS, BackendUnavailableError
 from .bench import PAPER_SEARCH_RADII, PAPER_TEMPORAL, paper_cases, run_pipeline, run_preview, run_table
 from .denoiser import METHODS
 from .export import ExportCancelledError, denoise_file, estimate_clip_noise
-from .luma_chroma import estimate_luma_chroma_noise, matrix_for, suggest_luma_chroma_h
+from .luma_chroma import estimate_luma_chroma_noise, matrix_for, parse_luma_chroma, suggest_luma_chroma_h
 from .noise import apply_estimate, decorrelation_decision, estimate_noise
 from .params import CENTER_WEIGHTS, WEIGHTINGS, NLMParams
 from .video import (
@@ -235,16 +235,14 @@ def _box(text: str) -> tuple[int, int, int, int]:
 
 
 def _luma_chroma_mode(text: str) -> str | tuple[float, float]:
-    """auto or H_Y,H_UV."""
-    if text == "auto":
-        return text
+    """auto or H_Y,H_UV (off: the option left out)."""
     try:
-        h_luma, h_chroma = (float(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected auto or H_Y,H_UV (two strengths in levels), got {text!r}") from None
-    if not (0 < h_luma <= 1e4 and 0 < h_chroma <= 1e4):
-        raise argparse.ArgumentTypeError(f"strengths must be in (0, 10000] levels, got {text!r}")
-    return h_luma, h_chroma
+        mode = parse_luma_chroma(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if mode is None:
+        raise argparse.ArgumentTypeError("expected auto or H_Y,H_UV; leave --luma-chroma out for off")
+    return mode
 
 
 def _luma_chroma(args: argparse.Namespace, params: NLMParams) -> tuple[float, float, str] | None:

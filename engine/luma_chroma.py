@@ -88,6 +88,36 @@ def estimate_luma_chroma_noise(
     return LumaChromaEstimate(luma, chroma)
 
 
+def split_estimate(estimate: NoiseEstimate, matrix: str = "bt709") -> LumaChromaEstimate:
+    """An RGB clip's noise estimate seen in Y'CbCr: the covariance M C M^T of ``matrix``'s M,
+    split into Y and (Cb, Cr). For a window that has an estimate (or synthetic noise) already."""
+    transform = yuv_matrix(matrix)
+    covariance = transform @ np.asarray(estimate.covariance, dtype=np.float64) @ transform.T
+    luma = dataclasses.replace(estimate, covariance=covariance[:1, :1])
+    chroma = dataclasses.replace(estimate, covariance=covariance[1:, 1:])
+    return LumaChromaEstimate(luma, chroma)
+
+
+def parse_luma_chroma(text: str) -> str | tuple[float, float] | None:
+    """A luma/chroma mode as written by a person (CLI, presets): "off" (None), "auto", or
+    "H_Y,H_UV", two strengths in 8-bit levels in (0, 10000].
+
+    Raises
+    ------
+    ValueError
+        Anything else; the message shows the text and the forms expected.
+    """
+    if text in ("off", "auto"):
+        return None if text == "off" else text
+    try:
+        h_luma, h_chroma = (float(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(f"expected off, auto or H_Y,H_UV (two strengths in levels), got {text!r}") from None
+    if not (0 < h_luma <= 1e4 and 0 < h_chroma <= 1e4):
+        raise ValueError(f"luma/chroma strengths must be in (0, 10000] levels, got {text!r}")
+    return h_luma, h_chroma
+
+
 def suggest_luma_chroma_h(estimate: LumaChromaEstimate, params: NLMParams) -> tuple[float, float]:
     """(h_luma, h_chroma) from ``suggest_h`` for each plane group's noise, in 8-bit levels."""
     window = dataclasses.replace(params, color_transform=None)
@@ -119,9 +149,8 @@ class LumaChromaDenoiser:
 
     def denoise_frame(self, clip: np.ndarray | Sequence[np.ndarray], index: int) -> np.ndarray:
         """Frame ``index`` of the RGB ``clip``, denoised; float32 (H, W, 3)."""
-        planes = [self._planes(frame) for frame in clip]
-        luma = self.luma.denoise_frame([luma for luma, _ in planes], index)
-        chroma = self.chroma.denoise_frame([chroma for _, chroma in planes], index)
+        luma = self.luma.denoise_frame(_Planes(clip, self, 0), index)
+        chroma = self.chroma.denoise_frame(_Planes(clip, self, 1), index)
         return self._rgb(luma, chroma)
 
     @property
@@ -151,6 +180,20 @@ class LumaChromaDenoiser:
     def _rgb(self, luma: np.ndarray, chroma: np.ndarray) -> np.ndarray:
         planes = np.concatenate([luma.reshape(*luma.shape[:2], 1), chroma[..., :2] - CHROMA_OFFSET], axis=-1)
         return (planes @ self.inverse.T).astype(np.float32)
+
+
+class _Planes(Sequence):
+    """One plane group of a clip's frames, converted when a frame is asked for: the filter
+    reads only its window's frames, not the whole clip (a preview of a long video)."""
+
+    def __init__(self, clip: np.ndarray | Sequence[np.ndarray], denoiser: LumaChromaDenoiser, group: int) -> None:
+        self._clip, self._denoiser, self._group = clip, denoiser, group
+
+    def __len__(self) -> int:
+        return len(self._clip)
+
+    def __getitem__(self, index: int) -> np.ndarray:  # type: ignore[override]
+        return self._denoiser._planes(self._clip[index])[self._group]
 
 
 def matrix_for(colorspace: int, height: int) -> str:

@@ -13,6 +13,8 @@ from engine.luma_chroma import (
     LumaChromaDenoiser,
     estimate_luma_chroma_noise,
     matrix_for,
+    parse_luma_chroma,
+    split_estimate,
     suggest_luma_chroma_h,
     yuv_matrix,
 )
@@ -103,4 +105,28 @@ def test_cli_denoises_in_luma_chroma(tmp_path, capsys) -> None:
         np.testing.assert_allclose(frame, reference, atol=1)  # one level: a half step rounded either way
     with pytest.raises(SystemExit):
         main([*arguments, str(tmp_path / "bad.mkv"), "--luma-chroma", "4"])
-    assert "expected auto or H_Y,H_UV (two strengths in levels), got '4'" in capsys.readouterr().err
+    assert "expected off, auto or H_Y,H_UV (two strengths in levels), got '4'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*arguments, str(tmp_path / "bad.mkv"), "--luma-chroma", "off"])
+    assert "leave --luma-chroma out for off" in capsys.readouterr().err
+
+
+def test_modes_as_written() -> None:
+    assert parse_luma_chroma("off") is None and parse_luma_chroma("auto") == "auto"
+    assert parse_luma_chroma("4,9.5") == (4.0, 9.5)
+    with pytest.raises(ValueError, match="expected off, auto or H_Y,H_UV"):
+        parse_luma_chroma("strong")
+    with pytest.raises(ValueError, match=r"strengths must be in \(0, 10000\] levels, got '0,9'"):
+        parse_luma_chroma("0,9")
+
+
+def test_an_rgb_estimate_split_matches_the_estimate_taken_in_ycbcr() -> None:
+    """The window splits the estimate it has: M C M^T equals estimating on the Y'CbCr frames
+    where both take the same regions (here the whole frame, given as the region)."""
+    clip = np.clip(noisy_clip("random", seed=3, frames=2, shape=(48, 64)), 0, 1)
+    roi = (0, 0, 64, 48)
+    split = split_estimate(estimate_noise(clip, roi=roi), "bt601")
+    direct = estimate_luma_chroma_noise(clip, "bt601", roi=roi)
+    # float32 frames and the CHROMA_OFFSET shift: equal to a few parts in 10^5
+    np.testing.assert_allclose(split.luma.covariance, direct.luma.covariance, rtol=1e-4)
+    np.testing.assert_allclose(split.chroma.covariance, direct.chroma.covariance, rtol=1e-4, atol=1e-9)
