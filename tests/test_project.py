@@ -22,6 +22,15 @@ def test_readme_has_the_two_setup_commands_and_ci_runs_the_second() -> None:
     assert run_tests in (ROOT / ".ci" / "run").read_text().splitlines()
 
 
+def test_the_readme_python_examples_run(tmp_path) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
+    assert blocks
+    for block in blocks:
+        run = [sys.executable, "-c", block]
+        result = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, block + result.stderr
+
+
 def test_the_engine_never_imports_qt_or_the_window() -> None:
     """The import-linter contracts of pyproject.toml, over every module of engine/."""
     lint_imports = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
