@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 
 from .params import NLMParams
-from .preview import Preview, Previewer, SyntheticNoise
+from .preview import LumaChroma, Preview, Previewer, SyntheticNoise
 
 DEFAULT_AHEAD = 32  # frames rendered past the one shown (720p: about 180 MB of before and after)
 
@@ -36,6 +36,8 @@ class RenderAhead:
         The frames played, ``start`` included, ``stop`` excluded.
     ahead : int
         At most this many frames are held rendered and not yet taken.
+    luma_chroma : (h_luma, h_chroma, matrix), optional
+        Filter in Y'CbCr (``Previewer.filter_for``).
 
     Raises
     ------
@@ -52,6 +54,7 @@ class RenderAhead:
         stop: int,
         *,
         ahead: int = DEFAULT_AHEAD,
+        luma_chroma: LumaChroma | None = None,
     ) -> None:
         length = len(previewer.source)
         if not 0 <= start < stop <= length:
@@ -60,6 +63,7 @@ class RenderAhead:
             raise ValueError(f"ahead must be at least 1 frame, got {ahead}")
         self.previewer, self.params, self.noise = previewer, params, noise
         self.start, self.stop, self.ahead = start, stop, ahead
+        self.luma_chroma = luma_chroma
         self._frames: Iterator[Preview] | None = None
         self._buffer: dict[int, Preview] = {}
         self._lock = threading.Lock()
@@ -101,7 +105,7 @@ class RenderAhead:
         if not self.has_room():
             return False
         if self._frames is None:
-            self._frames = self.previewer.play(self.start, self.stop, self.params, self.noise)
+            self._frames = self.previewer.play(self.start, self.stop, self.params, self.noise, self.luma_chroma)
         started = time.perf_counter()
         preview = next(self._frames)
         self._seconds += time.perf_counter() - started

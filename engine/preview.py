@@ -20,6 +20,7 @@ import numpy as np
 
 from .denoiser import Denoiser
 from .frames import from_float32, to_float32
+from .luma_chroma import LumaChromaDenoiser
 from .metrics import psnr
 from .noise import NoiseEstimate, add_noise
 from .params import NLMParams
@@ -30,6 +31,7 @@ PLAYING_NOTE = "playing: PSNR shows when paused"
 # Synthetic noise for playback is drawn on this many threads, a few frames ahead (NumPy's
 # generators release the GIL): one 720p frame takes 50-100 ms on one core, ten times the GPU's filter.
 NOISE_THREADS = min(8, os.cpu_count() or 1)
+LumaChroma = tuple[float, float, str]  # (h_luma, h_chroma, matrix): engine.luma_chroma's mode
 
 
 class FrameSource(Protocol):
@@ -176,17 +178,32 @@ class Previewer:
             return np.asarray(self.source.frame(index))
         return self.noisy_frame(index, noise)
 
-    def play(self, start: int, stop: int, params: NLMParams, noise: SyntheticNoise | None = None) -> Iterator[Preview]:
+    def filter_for(self, params: NLMParams, luma_chroma: LumaChroma | None = None) -> Denoiser | LumaChromaDenoiser:
+        """The preview's Denoiser with ``params``, or with ``luma_chroma`` a LumaChromaDenoiser
+        (h_luma, h_chroma, matrix) with ``params``' window, on the same backend."""
+        denoiser = self.denoiser
+        if luma_chroma is None:
+            denoiser.params = params
+            return denoiser
+        return LumaChromaDenoiser(params, *luma_chroma, backend=denoiser.backend)
+
+    def play(
+        self,
+        start: int,
+        stop: int,
+        params: NLMParams,
+        noise: SyntheticNoise | None = None,
+        luma_chroma: LumaChroma | None = None,
+    ) -> Iterator[Preview]:
         """Frames ``start`` to ``stop - 1`` denoised in order, for playback, the way export runs:
         the clip is decoded once, in order, each frame is uploaded once (``Denoiser.export_stream``)
         and, on the GPU, converted to uint8 there.
 
         ``after`` equals ``render``'s on the CPU, and is within one level of it on the GPU (float32
         rounding on a half step). PSNR is not computed (it would cost more than the filter on the
-        GPU): ``psnr_note`` says so.
+        GPU): ``psnr_note`` says so. ``luma_chroma`` as in ``filter_for``.
         """
-        denoiser = self.denoiser
-        denoiser.params = params
+        denoiser = self.filter_for(params, luma_chroma)
         first = max(0, start - params.frames_past)
         end = min(len(self.source), stop + params.frames_future)
         before: dict[int, np.ndarray] = {}
@@ -238,10 +255,16 @@ class Previewer:
             while pending:
                 yield pending.popleft().result()
 
-    def render(self, index: int, params: NLMParams, noise: SyntheticNoise | None = None) -> Preview:
-        """Denoise frame ``index`` with ``params``; PSNR against the clean frame where there is one."""
-        denoiser = self.denoiser
-        denoiser.params = params
+    def render(
+        self,
+        index: int,
+        params: NLMParams,
+        noise: SyntheticNoise | None = None,
+        luma_chroma: LumaChroma | None = None,
+    ) -> Preview:
+        """Denoise frame ``index`` with ``params`` (in Y'CbCr with ``luma_chroma``, as in
+        ``filter_for``); PSNR against the clean frame where there is one."""
+        denoiser = self.filter_for(params, luma_chroma)
         clip = _NoisyClip(self, noise)
         before = clip[index]
         started = time.perf_counter()

@@ -26,6 +26,12 @@ from engine.params import CENTER_WEIGHTS, FRAMES_MAX, PATCH_RADIUS_MAX, SEARCH_R
 MARKED_COLOR = QColor(255, 170, 0, 150)
 H_RANGE = (0.5, 150.0)  # 8-bit levels offered by the h slider
 H_STEPS = 10  # slider positions per level
+LUMA_CHROMA_MODES = (("Off", "off"), ("Auto (from the noise)", "auto"), ("Strengths given", "given"))
+LUMA_CHROMA_HELP = (
+    "Filter in Y'CbCr (the clip's matrix) with a strength for Y and one for Cb and Cr, as restorers treat "
+    "chroma noise apart from luma noise. Auto: both follow the noise, as h does; h and the color "
+    "decorrelation are then not used."
+)
 
 
 def parameter_help() -> dict[str, str]:
@@ -140,6 +146,14 @@ class ParameterPanel(QGroupBox):
         self.center_weight = QComboBox()
         self.center_weight.addItems(CENTER_WEIGHTS)
         self.backend = QComboBox()
+        self.luma_chroma = QComboBox()
+        for text, mode in LUMA_CHROMA_MODES:
+            self.luma_chroma.addItem(text, mode)
+        self.luma_chroma.setToolTip(LUMA_CHROMA_HELP)
+        self.h_luma = LinkedSlider(*H_RANGE, scale=H_STEPS, decimals=1)
+        self.h_luma.setToolTip("Strength for Y (luma), in 8-bit levels")
+        self.h_chroma = LinkedSlider(*H_RANGE, scale=H_STEPS, decimals=1)
+        self.h_chroma.setToolTip("Strength for Cb and Cr (chroma), in 8-bit levels")
         self.decorrelate = QCheckBox("Color decorrelation (G from the noise estimate)")
         self.decorrelate.setEnabled(False)
         self.decorrelate.setToolTip(
@@ -168,15 +182,21 @@ class ParameterPanel(QGroupBox):
         for label, widget, name in rows:
             widget.setToolTip(help_texts[name])
             form.addRow(label, widget)
+        form.addRow("Luma/chroma", self.luma_chroma)
+        form.addRow("h luma (levels)", self.h_luma)
+        form.addRow("h chroma (levels)", self.h_chroma)
         form.addRow("Backend", self.backend)
         form.addRow(self.decorrelate)
         form.addRow(self.reset)
-        for slider in (self.h, self.patch_radius, self.search_radius, self.frames_past, self.frames_future):
+        sliders = (self.h, self.patch_radius, self.search_radius, self.frames_past, self.frames_future)
+        for slider in (*sliders, self.h_luma, self.h_chroma):
             slider.valueChanged.connect(self.changed)
-        for combo in (self.weighting, self.center_weight, self.backend):
+        for combo in (self.weighting, self.center_weight, self.backend, self.luma_chroma):
             combo.currentIndexChanged.connect(self.changed)
+        self.luma_chroma.currentIndexChanged.connect(self._show_luma_chroma_mode)
         self.decorrelate.toggled.connect(self.changed)
         self.set_params(NLMParams(h=20))
+        self._show_luma_chroma_mode()
 
     def set_params(self, params: NLMParams) -> None:
         """Show ``params`` (the color transform is the noise panel's) and emit ``changed`` once."""
@@ -203,6 +223,41 @@ class ParameterPanel(QGroupBox):
             center_weight=self.center_weight.currentText(),
             color_transform=color_transform if self.decorrelate.isChecked() else None,
         )
+
+    def luma_chroma_mode(self) -> str | tuple[float, float] | None:
+        """None (off), "auto", or the strengths given (h_luma, h_chroma)."""
+        mode = self.luma_chroma.currentData()
+        if mode == "given":
+            return self.h_luma.value(), self.h_chroma.value()
+        return None if mode == "off" else mode
+
+    def luma_chroma_text(self) -> str:
+        """The mode as presets and the CLI write it: off, auto or H_Y,H_UV."""
+        mode = self.luma_chroma_mode()
+        return "off" if mode is None else mode if isinstance(mode, str) else f"{mode[0]:g},{mode[1]:g}"
+
+    def set_luma_chroma_mode(self, mode: str | tuple[float, float] | None) -> None:
+        """Show ``mode`` (as ``luma_chroma_mode`` returns it) and emit ``changed`` once."""
+        self.blockSignals(True)
+        if isinstance(mode, tuple):
+            self.set_luma_chroma_h(*mode)
+        self.luma_chroma.setCurrentIndex(
+            self.luma_chroma.findData("off" if mode is None else mode if isinstance(mode, str) else "given")
+        )
+        self.blockSignals(False)
+        self.changed.emit()
+
+    def set_luma_chroma_h(self, h_luma: float, h_chroma: float) -> None:
+        """Show the two strengths (those auto found, or given), within the sliders' range."""
+        for slider, value in ((self.h_luma, h_luma), (self.h_chroma, h_chroma)):
+            slider.setValue(min(max(value, H_RANGE[0]), H_RANGE[1]))
+
+    def _show_luma_chroma_mode(self) -> None:
+        """The two strengths can be typed when given; h is unused while the mode is on."""
+        mode = self.luma_chroma.currentData()
+        self.h_luma.setEnabled(mode == "given")
+        self.h_chroma.setEnabled(mode == "given")
+        self.h.setEnabled(mode == "off")
 
     def backend_name(self) -> str:
         return self.backend.currentData()

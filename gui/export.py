@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from engine import BackendUnavailableError, GpuOutOfMemoryError, NLMParams
 from engine.export import ExportCancelledError, denoise_file
+from engine.preview import LumaChroma
 from engine.video import CODECS, VideoError, VideoInfo
 
 SUFFIXES = {"h264": ".mp4", "h265": ".mp4", "ffv1": ".mkv", "prores": ".mov"}
@@ -144,9 +145,17 @@ class ExportJob(QObject):
     finished = Signal(str)  # a summary line
     failed = Signal(str)  # what went wrong, in plain words ("cancelled" included)
 
-    def __init__(self, source: Path, settings: ExportSettings, params: NLMParams, backend: str) -> None:
+    def __init__(
+        self,
+        source: Path,
+        settings: ExportSettings,
+        params: NLMParams,
+        backend: str,
+        luma_chroma: LumaChroma | None = None,
+    ) -> None:
         super().__init__()
         self.source, self.settings, self.params, self.backend = source, settings, params, backend
+        self.luma_chroma = luma_chroma
         self._cancel = threading.Event()
         self.thread = QThread()
         self.thread.setObjectName("nlmeans-export")
@@ -180,6 +189,7 @@ class ExportJob(QObject):
                 duration=settings.duration,
                 progress=lambda done, total, seconds: self.progressed.emit(done, total, seconds),
                 cancel=self._cancel,
+                luma_chroma=self.luma_chroma,
             )
         except ExportCancelledError:
             self.failed.emit("Export cancelled; no file was written.")
@@ -200,9 +210,17 @@ class ExportJob(QObject):
 class ExportRow(QWidget):
     """One export in the queue: its file and range, a progress bar with fps and ETA, and Cancel."""
 
-    def __init__(self, source: Path, settings: ExportSettings, params: NLMParams, backend: str, range_text: str):
+    def __init__(
+        self,
+        source: Path,
+        settings: ExportSettings,
+        params: NLMParams,
+        backend: str,
+        range_text: str,
+        luma_chroma: LumaChroma | None = None,
+    ):
         super().__init__()
-        self.job = ExportJob(source, settings, params, backend)
+        self.job = ExportJob(source, settings, params, backend, luma_chroma)
         self.name = QLabel(f"{settings.target.name} ({range_text})")
         self.name.setToolTip(str(settings.target))
         self.name.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -246,9 +264,18 @@ class ExportQueue(QWidget):
         self._layout.addWidget(self.title)
         self.hide()
 
-    def add(self, source: Path, settings: ExportSettings, params: NLMParams, backend: str, range_text: str) -> None:
-        """Queue an export of ``source``; it starts once the ones before it have ended."""
-        row = ExportRow(source, settings, params, backend, range_text)
+    def add(
+        self,
+        source: Path,
+        settings: ExportSettings,
+        params: NLMParams,
+        backend: str,
+        range_text: str,
+        luma_chroma: LumaChroma | None = None,
+    ) -> None:
+        """Queue an export of ``source`` (in Y'CbCr with ``luma_chroma``: (h_luma, h_chroma,
+        matrix)); it starts once the ones before it have ended."""
+        row = ExportRow(source, settings, params, backend, range_text, luma_chroma)
         row.cancel.clicked.connect(lambda: self.cancel(row))
         row.job.finished.connect(self._ended)
         row.job.failed.connect(self._ended)

@@ -3,6 +3,8 @@
 A preset's strength is relative to the noise: ``"strength": 1.0`` is the h that ``suggest_h``
 finds best for the clip's noise (estimated, or the synthetic noise) and the preset's window;
 0.7 is lighter, 1.3 stronger. An absolute ``"h"`` in levels is taken as it is.
+``"luma_chroma"`` is the luma/chroma mode as the CLI writes it: "off" (the default), "auto"
+(both strengths from the noise) or "H_Y,H_UV" in levels.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine import NLMParams
+from engine.luma_chroma import parse_luma_chroma
 
 PRESET_FOLDER = Path(__file__).resolve().parent.parent / "resources" / "presets"
 FIELDS = ("h", "patch_radius", "search_radius", "frames_past", "frames_future", "weighting", "center_weight")
@@ -21,7 +24,8 @@ STRENGTH_RANGE = (0.1, 5.0)  # multiples of the suggested h
 MAX_PRESET_BYTES = 64 * 1024  # a preset is a few lines; a larger file is refused before it is read
 NUMBER, INTEGER, TEXT = (int, float), (int,), (str,)
 FIELD_TYPES = {"strength": NUMBER, "h": NUMBER, "patch_radius": INTEGER, "search_radius": INTEGER,
-               "frames_past": INTEGER, "frames_future": INTEGER, "weighting": TEXT, "center_weight": TEXT}  # fmt: skip
+               "frames_past": INTEGER, "frames_future": INTEGER, "weighting": TEXT, "center_weight": TEXT,
+               "luma_chroma": TEXT}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,7 @@ class Preset:
 
     params: NLMParams
     strength: float | None = None
+    luma_chroma: str | tuple[float, float] | None = None  # parse_luma_chroma's: None is off
 
 
 class PresetError(ValueError):
@@ -59,15 +64,19 @@ def load_preset(path: Path) -> Preset:
         raise PresetError(f"{path}: not a readable preset ({_shortened(str(error))})") from None
     if not isinstance(fields, dict):
         raise PresetError(f'{path}: a preset is a JSON object of parameters, like {{"h": 25}}')
-    unknown = sorted(set(fields) - {*FIELDS, "strength"})
+    unknown = sorted(set(fields) - set(FIELD_TYPES))
     if unknown:
         names = _shortened(", ".join(unknown))
-        raise PresetError(f"{path}: unknown field(s) {names}; known: strength, {', '.join(FIELDS)}")
+        raise PresetError(f"{path}: unknown field(s) {names}; known: {', '.join(FIELD_TYPES)}")
     for name, value in fields.items():
         if type(value) not in FIELD_TYPES[name]:  # type(): true and false are not numbers here
             kind = {NUMBER: "a number", INTEGER: "a whole number", TEXT: "text"}[FIELD_TYPES[name]]
             raise PresetError(f"{path}: {name} must be {kind}, got {_shortened(value)}")
     strength = fields.pop("strength", None)
+    try:
+        luma_chroma = parse_luma_chroma(fields.pop("luma_chroma", "off"))
+    except ValueError as error:
+        raise PresetError(f"{path}: luma_chroma: {_shortened(str(error), 120)}") from None
     if strength is not None and "h" in fields:
         raise PresetError(f"{path}: give either strength (relative to the noise) or h (in levels), not both")
     low, high = STRENGTH_RANGE
@@ -76,7 +85,8 @@ def load_preset(path: Path) -> Preset:
     if strength is not None and not low <= strength <= high:
         raise PresetError(f"{path}: strength must be a number in {low}..{high}, got {strength!r}")
     try:
-        return Preset(NLMParams(**{"h": 20.0, **fields}), None if strength is None else float(strength))
+        params = NLMParams(**{"h": 20.0, **fields})
+        return Preset(params, None if strength is None else float(strength), luma_chroma)
     except (TypeError, ValueError) as error:
         raise PresetError(f"{path}: {error}") from None
 
@@ -87,14 +97,18 @@ def _shortened(value: object, length: int = 60) -> str:
     return text if len(text) <= length else text[: length - 1] + "…"
 
 
-def save_preset(path: Path, params: NLMParams, strength: float | None = None) -> None:
+def save_preset(path: Path, params: NLMParams, strength: float | None = None, luma_chroma: str = "off") -> None:
     """Write the parameters (not the color transform, which belongs to a clip's noise): with
-    ``strength`` instead of h when given, so that the preset follows the next clip's noise."""
+    ``strength`` instead of h when given, so that the preset follows the next clip's noise, and
+    the luma/chroma mode (off, auto or H_Y,H_UV) when it is on."""
     path = Path(path)
-    fields = {name: getattr(params, name) for name in FIELDS}
+    parse_luma_chroma(luma_chroma)  # a bad mode is refused here, not when the preset is next loaded
+    fields: dict[str, object] = {name: getattr(params, name) for name in FIELDS}
     if strength is not None:
         del fields["h"]
         fields = {"strength": round(strength, 3), **fields}
+    if luma_chroma != "off":
+        fields["luma_chroma"] = luma_chroma
     temporary = path.with_name(f".{path.name}.part")
     temporary.write_text(json.dumps(fields, indent=1) + "\n")
     os.replace(temporary, path)

@@ -33,8 +33,9 @@ from PySide6.QtWidgets import (
 
 import engine
 from engine import NLMParams, NoiseEstimate, apply_estimate
+from engine.luma_chroma import matrix_for, parse_luma_chroma, split_estimate, suggest_luma_chroma_h
 from engine.playback import RenderAhead
-from engine.preview import Preview
+from engine.preview import LumaChroma, Preview
 from engine.sample import SAMPLE_CLIP
 from engine.video import VideoInfo
 
@@ -170,6 +171,7 @@ class MainWindow(QMainWindow):
         self.speed_timer.start()
         self.parameters.changed.connect(self.debounce.start)
         self.parameters.reset.clicked.connect(self.reset_to_suggested)
+        self.parameters.luma_chroma.currentIndexChanged.connect(self._follow_noise_in_luma_chroma)
         self.noise.synthetic_changed.connect(self._synthetic_changed)
         self.noise.estimate_requested.connect(lambda: self.request_estimate(None))
         self.noise.draw_region_requested.connect(self._draw_region)
@@ -400,6 +402,7 @@ class MainWindow(QMainWindow):
             "params": params,
             "noise": self.noise.settings(),
             "strength": self.strength,
+            "luma_chroma": self.parameters.luma_chroma_text(),
             "in": self.mark_in,
             "out": self.mark_out,
         }
@@ -417,7 +420,8 @@ class MainWindow(QMainWindow):
             try:
                 clip = json.loads(saved)
                 params = NLMParams(**clip["params"])
-            except (ValueError, TypeError, KeyError):
+                luma_chroma = parse_luma_chroma(clip.get("luma_chroma", "off"))
+            except (ValueError, TypeError, KeyError, AttributeError):
                 clip = None
                 self.show_error("This clip's saved settings were not valid; the current ones are used.")
         if clip is None:  # synthetic_changed follows: h from the synthetic noise, or an estimate
@@ -426,6 +430,7 @@ class MainWindow(QMainWindow):
         self.strength = float(clip.get("strength", 1.0))
         self.mark_in, self.mark_out = clip.get("in"), clip.get("out")
         self.parameters.set_params(params)
+        self.parameters.set_luma_chroma_mode(luma_chroma)
         self._keep_h = True  # the h saved with the clip stands, whatever its noise
         self.noise.restore(clip.get("noise", {}))
         self._keep_h = self.noise.noise() is None  # and when the estimate on its way arrives
@@ -439,6 +444,28 @@ class MainWindow(QMainWindow):
 
     def current_params(self) -> NLMParams:
         return self.parameters.params(self.transform)
+
+    def current_luma_chroma(self) -> LumaChroma | None:
+        """(h_luma, h_chroma, matrix) when the luma/chroma mode is on, in the clip's Y'CbCr matrix."""
+        if self.parameters.luma_chroma_mode() is None or self.info is None:
+            return None
+        matrix = matrix_for(self.info.color.get("colorspace", 2), self.info.height)
+        return self.parameters.h_luma.value(), self.parameters.h_chroma.value(), matrix
+
+    def _follow_noise_in_luma_chroma(self) -> None:
+        """Unless given, the two strengths are the suggested ones for the noise in use, times
+        ``strength`` (as h is): the RGB estimate seen in the clip's Y'CbCr. Off, they show what
+        auto would use, and where typing them starts from."""
+        estimate, mode = self.noise_in_use, self.parameters.luma_chroma_mode()
+        if isinstance(mode, tuple) or estimate is None or self.info is None:
+            return
+        if len(estimate.covariance) != 3:
+            if mode == "auto":
+                self.show_error("Luma/chroma needs a color clip; this one has no chroma.")
+            return
+        matrix = matrix_for(self.info.color.get("colorspace", 2), self.info.height)
+        h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, matrix), self.parameters.params())
+        self.parameters.set_luma_chroma_h(self.strength * h_luma, self.strength * h_chroma)
 
     def _parameters_settled(self) -> None:
         """The controls stopped moving: a new preview, or playback again from here with them."""
@@ -456,7 +483,9 @@ class MainWindow(QMainWindow):
             params, noise = self.current_params(), self.noise.noise()
         except ValueError as error:
             return self.show_error(str(error))
-        request = PreviewRequest(self.frame_slider.value(), params, noise, self.parameters.backend_name())
+        request = PreviewRequest(
+            self.frame_slider.value(), params, noise, self.parameters.backend_name(), self.current_luma_chroma()
+        )
         self._pending_preview = self._submit(request)
 
     def request_estimate(self, roi: tuple[int, int, int, int] | None) -> None:
@@ -504,6 +533,7 @@ class MainWindow(QMainWindow):
         self.parameters.decorrelate.blockSignals(False)
         if not self._keep_h:
             self.parameters.h.setValue(self.strength * suggested.h)
+        self._follow_noise_in_luma_chroma()
         self.debounce.start()
 
     def _synthetic_changed(self) -> None:
@@ -627,7 +657,8 @@ class MainWindow(QMainWindow):
         self.playing = True
         self._play_index = start
         self._shown_times = []
-        self._play_number = self._submit(PlayRequest(start, stop, params, noise, self.parameters.backend_name()))
+        request = PlayRequest(start, stop, params, noise, self.parameters.backend_name(), self.current_luma_chroma())
+        self._play_number = self._submit(request)
         self.play_timer.start()
         self._show_play_state()
 
@@ -730,6 +761,7 @@ class MainWindow(QMainWindow):
         except PresetError as error:
             return self.show_error(str(error))
         self.parameters.set_params(preset.params)
+        self.parameters.set_luma_chroma_mode(preset.luma_chroma)
         if preset.strength is not None:
             self.strength = preset.strength
             if self.noise_in_use is None and self.info is not None:
@@ -750,7 +782,7 @@ class MainWindow(QMainWindow):
         estimate, params = self.noise_in_use, self.current_params()
         strength = None if estimate is None else params.h / apply_estimate(params, estimate).h
         try:
-            save_preset(Path(path), params, strength)
+            save_preset(Path(path), params, strength, self.parameters.luma_chroma_text())
         except OSError as error:
             self.show_error(f"Could not save the preset: {error}")
 
@@ -766,7 +798,10 @@ class MainWindow(QMainWindow):
         dialog = ExportDialog(self, self.path, self.info, start, None if end is None else end - start)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         source, params, backend = self.path, self.current_params(), self.parameters.backend_name()
-        dialog.accepted.connect(lambda: self.exports.add(source, dialog.settings(), params, backend, dialog.describe()))
+        luma_chroma = self.current_luma_chroma()
+        dialog.accepted.connect(
+            lambda: self.exports.add(source, dialog.settings(), params, backend, dialog.describe(), luma_chroma)
+        )
         dialog.open()
 
     # About, settings, closing

@@ -23,7 +23,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from engine import BackendUnavailableError, GpuOutOfMemoryError, NLMParams, estimate_noise
 from engine.playback import RenderAhead
-from engine.preview import Previewer, SyntheticNoise
+from engine.preview import LumaChroma, Previewer, SyntheticNoise
 from engine.video import VideoError, VideoInfo, VideoReader
 
 ORDER = ("open", "estimate", "preview", "play")  # a new clip first; an estimate before a preview
@@ -41,6 +41,7 @@ class PreviewRequest:
     params: NLMParams
     noise: SyntheticNoise | None
     backend: str
+    luma_chroma: LumaChroma | None = None  # (h_luma, h_chroma, matrix): filter in Y'CbCr
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class PlayRequest:
     params: NLMParams
     noise: SyntheticNoise | None
     backend: str
+    luma_chroma: LumaChroma | None = None
 
 
 @dataclass(frozen=True)
@@ -181,11 +183,15 @@ class PreviewWorker(QObject):
         return readers[0].info, readers[0].frame_times
 
     def _render(self, request: PreviewRequest):  # -> Preview
-        return self._on_backend(request.backend).render(request.index, request.params, request.noise)
+        return self._on_backend(request.backend).render(
+            request.index, request.params, request.noise, request.luma_chroma
+        )
 
     def _play(self, request: PlayRequest) -> RenderAhead:
         previewer = self._on_backend(request.backend)
-        return RenderAhead(previewer, request.params, request.noise, request.start, request.stop)
+        return RenderAhead(
+            previewer, request.params, request.noise, request.start, request.stop, luma_chroma=request.luma_chroma
+        )
 
     def _on_backend(self, backend: str) -> Previewer:
         """The clip's Previewer, on ``backend`` (made anew when the backend changed)."""

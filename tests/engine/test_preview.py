@@ -5,6 +5,7 @@ import pytest
 
 from engine import Denoiser, NLMParams, psnr, suggest_h
 from engine.frames import from_float32, to_float32
+from engine.luma_chroma import LumaChromaDenoiser
 from engine.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
 
 PARAMS = NLMParams(h=40, patch_radius=2, search_radius=2)
@@ -77,6 +78,20 @@ def test_play_yields_the_renders_of_consecutive_frames(clip) -> None:
         np.testing.assert_array_equal(preview.after, still.after)
         np.testing.assert_array_equal(preview.before, still.before)
         assert preview.psnr_after is None and "paused" in preview.psnr_note
+
+
+def test_luma_chroma_previews_and_plays_the_luma_chroma_filter(clip) -> None:
+    """With (h_luma, h_chroma, matrix) the preview and playback are LumaChromaDenoiser's frames,
+    and the plain Denoiser is used again without it."""
+    params, luma_chroma = NLMParams(h=40, patch_radius=1, search_radius=2, frames_future=1), (12.0, 30.0, "bt601")
+    previewer = Previewer(ArrayFrames(clip), "cpu")
+    expected = LumaChromaDenoiser(params, *luma_chroma, backend="cpu").denoise_frame(clip, 2)
+    rendered = previewer.render(2, params, luma_chroma=luma_chroma)
+    np.testing.assert_array_equal(rendered.after, from_float32(expected, np.dtype(np.uint8)))
+    played = list(previewer.play(1, 4, params, luma_chroma=luma_chroma))
+    np.testing.assert_array_equal(played[1].after, rendered.after)  # the CPU rounds both the same
+    plain = from_float32(Denoiser(params, "cpu").denoise_frame(clip, 2), np.dtype(np.uint8))
+    np.testing.assert_array_equal(previewer.render(2, params).after, plain)
 
 
 def test_synthetic_noise_as_an_estimate_gives_h_from_its_sigma() -> None:

@@ -31,6 +31,10 @@ def test_shipped_presets_set_h_relative_to_the_noise() -> None:
         ('{"h": [' + "1, " * 5000 + "1]}", r"h must be a number, got \[1, 1, 1, .{30,50}…$"),  # the start only
         ('{"patch_radius": true}', "patch_radius must be a whole number, got True"),
         ('{"weighting": 3}', "weighting must be text, got 3"),
+        ('{"luma_chroma": [4, 9]}', r"luma_chroma must be text, got \[4, 9\]"),
+        ('{"luma_chroma": "strong"}', "luma_chroma: expected off, auto or H_Y,H_UV .*got 'strong'"),
+        ('{"luma_chroma": "4,0"}', r"luma_chroma: luma/chroma strengths must be in \(0, 10000\] levels"),
+        ('{"luma_chroma": "' + "4," * 5000 + '"}', r"luma_chroma: expected off, .{100,130}…$"),  # the start only
     ],
 )
 def test_bad_presets_are_refused(tmp_path, text, message) -> None:
@@ -54,6 +58,16 @@ def test_a_saved_preset_loads_back(tmp_path) -> None:
     save_preset(tmp_path / "relative.json", params, strength=1.25)
     assert load_preset(tmp_path / "relative.json") == Preset(NLMParams(**{**vars(params), "h": 20.0}), 1.25)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json", "relative.json"]
+
+
+def test_the_luma_chroma_mode_is_saved_when_on(tmp_path) -> None:
+    params = NLMParams(h=12.5)
+    for text, mode in (("auto", "auto"), ("4.5,9", (4.5, 9.0)), ("off", None)):
+        save_preset(tmp_path / "mine.json", params, luma_chroma=text)
+        assert load_preset(tmp_path / "mine.json") == Preset(params, None, mode)
+    assert "luma_chroma" not in (tmp_path / "mine.json").read_text()  # off: the file as before the mode
+    with pytest.raises(ValueError, match="expected off, auto or H_Y,H_UV"):
+        save_preset(tmp_path / "bad.json", params, luma_chroma="on")
 
 
 def test_tooltips_come_from_the_engine_docstring() -> None:

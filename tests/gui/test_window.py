@@ -28,6 +28,7 @@ from window_driver import (
 
 from engine import NLMParams, apply_estimate, psnr
 from engine.frames import to_float32
+from engine.luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
 from engine.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
 from engine.video import read_frames
 from gui.export import ExportDialog
@@ -272,6 +273,69 @@ def test_the_side_panel_never_widens_past_the_window(qtbot, window, clip) -> Non
 
 
 # Noise and h
+
+
+def choose_luma_chroma(qtbot, window, text: str) -> None:
+    """Pick ``text`` in the luma/chroma box with the arrow keys, as a person does from the keyboard."""
+    box = window.parameters.luma_chroma
+    box.setFocus()
+    while box.currentText() != text:
+        shown = window._shown
+        qtbot.keyClick(box, KEY.Key_Down if box.findText(text) > box.currentIndex() else KEY.Key_Up)
+        qtbot.waitUntil(lambda s=shown: window._shown > s, timeout=WAIT_MS)  # each choice re-renders
+        settle(qtbot, window)
+
+
+def test_luma_chroma_mode_previews_exports_and_is_kept_by_clip_and_preset(
+    qtbot, window, clip, tmp_path, monkeypatch
+) -> None:
+    path, frames = clip
+    opened(qtbot, window, path)
+    add_synthetic_noise(qtbot, window, sigma=20)
+    index, panel = window.frame_slider.value(), window.parameters
+    assert not panel.h_luma.isEnabled() and panel.h.isEnabled()
+    noise, params, plain = SyntheticNoise(20), window.current_params(), window.preview.after
+    # Auto: both strengths follow the noise (the clip is 96 x 64 of unspecified matrix: BT.601).
+    choose_luma_chroma(qtbot, window, "Auto (from the noise)")
+    suggested = suggest_luma_chroma_h(split_estimate(noise.estimate(), "bt601"), params)
+    assert (panel.h_luma.value(), panel.h_chroma.value()) == pytest.approx(suggested, abs=0.05)
+    assert not panel.h.isEnabled() and not panel.h_luma.isEnabled()
+    expected = Previewer(ArrayFrames(frames), "cpu").render(index, params, noise, window.current_luma_chroma())
+    np.testing.assert_array_equal(window.preview.after, expected.after)
+    assert not np.array_equal(window.preview.after, plain)
+    # Strengths given, typed; the export is the engine's luma/chroma filter of the clip.
+    choose_luma_chroma(qtbot, window, "Strengths given")
+    for spin, typed in ((panel.h_luma.spin, "12"), (panel.h_chroma.spin, "40")):
+        shown = window._shown
+        type_into(qtbot, spin, typed)
+        qtbot.waitUntil(lambda s=shown: window._shown > s, timeout=WAIT_MS)
+        settle(qtbot, window)
+    assert window.current_luma_chroma() == (12.0, 40.0, "bt601")
+    expected = Previewer(ArrayFrames(frames), "cpu").render(index, params, noise, (12.0, 40.0, "bt601"))
+    np.testing.assert_array_equal(window.preview.after, expected.after)
+    export_with_dialog(qtbot, window, tmp_path / "lc.mkv", window.export_action.trigger)
+    exports_done(qtbot, window)
+    engine_frames = LumaChromaDenoiser(params, 12.0, 40.0, "bt601", "cpu").export_stream(iter(frames))
+    for written, reference in zip(read_frames(tmp_path / "lc.mkv"), engine_frames, strict=True):
+        np.testing.assert_array_equal(written, reference)
+    # Saved as a preset (Save preset…), and with the clip's own settings.
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a: (str(tmp_path / "lc.json"), ""))
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a: (str(tmp_path / "lc.json"), ""))
+    presets = window.menuBar().actions()[3].menu()
+    menu_action(presets, "Save preset…").trigger()
+    assert load_preset(tmp_path / "lc.json").luma_chroma == (12.0, 40.0)
+    choose_luma_chroma(qtbot, window, "Off")
+    assert window.current_luma_chroma() is None
+    menu_action(presets, "Load preset…").trigger()
+    settle(qtbot, window)
+    assert window.current_luma_chroma() == (12.0, 40.0, "bt601")
+    other = tmp_path / "other.mkv"
+    write_clip(other, clip_frames(seed=1))
+    opened(qtbot, window, other)
+    choose_luma_chroma(qtbot, window, "Off")
+    opened(qtbot, window, path)
+    assert panel.luma_chroma.currentText() == "Strengths given"
+    assert window.current_luma_chroma() == (12.0, 40.0, "bt601")
 
 
 def test_synthetic_noise_and_presets_set_h_from_sigma(qtbot, window, clip) -> None:
