@@ -14,7 +14,8 @@ Frames here are planar float32 arrays (C, H, W). For each search offset q the ca
 and finally divides. Within the centre frame the distance of offset q at pixel p is also the
 distance of offset -q at pixel p+q, so each weight serves both (symmetric accumulation) and
 only half of the spatial offsets are visited. Spatial coordinates outside the frame are
-mirrored (``reflect``); distances are computed on ``Z = G Y``, the average uses ``Y``.
+mirrored (``reflect``); distances are computed on ``Z = G Y`` (or on a guide clip's ``G X``),
+the average uses ``Y``.
 
 Exponential weights are relative (DESIGN.md §1): exp(-(u - u_min)), u_min the smallest u of
 the pixel's window seen so far. With the centre weight 1 the centre's u = 0 is the smallest
@@ -123,17 +124,22 @@ def patch_distance(
     return patch_sum * (1.0 / (channels * (2 * radius + 1) ** 2))
 
 
-def denoise_window(frames: Sequence[Array], center: int, params: NLMParams) -> Array:
+def denoise_window(
+    frames: Sequence[Array], center: int, params: NLMParams, guide: Sequence[Array] | None = None
+) -> Array:
     """Denoise ``frames[center]`` searching all of ``frames`` (planar (C, H, W) float32).
 
     ``frames`` are the frames of the temporal window, already truncated at the clip's ends.
+    ``guide`` (the same window of another clip, same shapes) gives the patch distances instead
+    of ``frames``, which are averaged (KNLMeansCL's rclip): Z = G X with X the guide.
     """
     xp = array_module(frames[center])
     channels, height, width = frames[center].shape
     search = params.search_radius
     z_pad = search + params.patch_radius
     padded_z = [
-        xp.pad(color_transformed(f, params), ((0, 0), (z_pad, z_pad), (z_pad, z_pad)), mode="reflect") for f in frames
+        xp.pad(color_transformed(f, params), ((0, 0), (z_pad, z_pad), (z_pad, z_pad)), mode="reflect")
+        for f in (frames if guide is None else guide)
     ]
     padded_y = [xp.pad(f, ((0, 0), (search, search), (search, search)), mode="reflect") for f in frames]
 

@@ -149,7 +149,7 @@ class Denoiser:
         guide : like ``clip``, optional
             A clip of the same shape the patch distances are taken from while ``clip`` is
             averaged (KNLMeansCL's rclip): a pre-filtered pass of the same clip makes the
-            weights robust at high noise. CPU backend, fused method only.
+            weights robust at high noise. CPU backend (both methods) only.
 
         Returns
         -------
@@ -170,8 +170,8 @@ class Denoiser:
         frames = self._uploaded([clip[i] for i in window])
         if guide is None:
             return self._filter(frames, int(index) - window.start)
-        if (self.backend, self.method) != ("cpu", "fused"):
-            raise ValueError(f"a guide clip needs the CPU backend's fused method, got {self.backend} {self.method}")
+        if self.backend != "cpu":
+            raise ValueError(f"a guide clip needs the CPU backend, got {self.backend} {self.method}")
         if len(guide) != length:
             raise ValueError(f"the guide must have the clip's {length} frames, got {len(guide)}")
         guides = self._uploaded([guide[i] for i in window])

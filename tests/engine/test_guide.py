@@ -1,6 +1,7 @@
 """Reference-guided filtering (KNLMeansCL's rclip): distances from a guide clip, the average
 from the source (issue 19)."""
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -23,8 +24,8 @@ def test_guided_filter_matches_the_reference(weighting, center_weight, transform
         h=30, patch_radius=1, search_radius=2, weighting=weighting, center_weight=center_weight,
         color_transform=transform,
     )  # fmt: skip
-    for index in (0, 2, 4):
-        result = Denoiser(params, backend="cpu", method="fused").denoise_frame(clip, index, guide=guide)
+    for index, method in itertools.product((0, 2, 4), ("fused", "cascade")):
+        result = Denoiser(params, backend="cpu", method=method).denoise_frame(clip, index, guide=guide)
         expected = reference_denoise(clip, index, params, guide=guide)
         np.testing.assert_allclose(result, expected, rtol=0, atol=1e-4)  # TOLERANCE of test_filter_exact
     # The guide changes the weights, not what is averaged: a guide equal to the clip is no guide.
@@ -35,8 +36,10 @@ def test_guided_filter_matches_the_reference(weighting, center_weight, transform
 def test_guide_errors() -> None:
     clip = noisy_clip("random", seed=5)
     params = NLMParams(h=20, patch_radius=1, search_radius=1)
-    with pytest.raises(ValueError, match="a guide clip needs the CPU backend's fused method, got cpu cascade"):
-        Denoiser(params, backend="cpu", method="cascade").denoise_frame(clip, 1, guide=clip)
+    on_gpu = Denoiser(params, backend="cpu", method="cascade")
+    on_gpu._engine = dataclasses.replace(on_gpu._engine, backend="gpu")  # the branch, without a device
+    with pytest.raises(ValueError, match="a guide clip needs the CPU backend, got gpu cascade"):
+        on_gpu.denoise_frame(clip, 1, guide=clip)
     with pytest.raises(ValueError, match="the guide must have the clip's 5 frames, got 4"):
         Denoiser(params, backend="cpu").denoise_frame(clip, 1, guide=clip[:4])
     with pytest.raises(ValueError, match="all frames of a clip must have one shape"):
