@@ -190,6 +190,13 @@ def _parser() -> argparse.ArgumentParser:
         help="filter in Y'CbCr (the source's matrix) with a strength for Y and one for Cb/Cr: auto (from the "
         "noise of each) or H_Y,H_UV in 8-bit levels; --h and the color decorrelation are then not used",
     )
+    denoise.add_argument(
+        "--guide",
+        choices=("prefilter",),
+        default=None,
+        help="prefilter: two passes, the first (same parameters) makes a guide the second takes its patch "
+        "distances from (KNLMeansCL's rclip); robust weights at high noise, twice the time; CPU backend",
+    )
     denoise.add_argument("--backend", choices=BACKENDS, default="auto")
     denoise.add_argument(
         "--codec",
@@ -424,6 +431,7 @@ def _denoise(args: argparse.Namespace) -> int:
             progress=progress,
             cancel=stop.cancel,
             luma_chroma=luma_chroma,
+            guide=args.guide,
         )
     except KeyboardInterrupt:
         raise ExportCancelledError(f"cancelled; {args.output} was not written") from None

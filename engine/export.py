@@ -197,6 +197,7 @@ def denoise_file(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
     luma_chroma: tuple[float, float, str] | None = None,
+    guide: str | None = None,
 ) -> ExportSummary:
     """Denoise ``source`` into ``target`` and return what was done.
 
@@ -205,6 +206,9 @@ def denoise_file(
     luma_chroma : (h_luma, h_chroma, matrix), optional
         Filter in Y'CbCr with a strength for Y and one for Cb/Cr (``engine.luma_chroma``);
         ``params`` then gives the window, weighting and centre weight.
+    guide : {"prefilter"}, optional
+        Two passes (``engine.guided``): a first pass with ``params`` makes the guide, the second
+        takes its patch distances from it. CPU backend; not with ``luma_chroma``.
     codec, crf, preset, rgb
         The output's encoding, as ``VideoWriter`` takes it.
     start, duration : float
@@ -223,7 +227,15 @@ def denoise_file(
         ``cancel`` was set.
     """
     cancel = cancel or threading.Event()
-    if luma_chroma is None:
+    if guide not in (None, "prefilter"):
+        raise ValueError(f"guide must be 'prefilter' or None, got {guide!r}")
+    if guide is not None and luma_chroma is not None:
+        raise ValueError("the two-pass guide and the luma/chroma mode do not combine yet: choose one")
+    if guide is not None:
+        from .guided import GuidedDenoiser
+
+        denoiser = GuidedDenoiser(params, backend)
+    elif luma_chroma is None:
         denoiser = Denoiser(params, backend)
     else:
         from .luma_chroma import LumaChromaDenoiser

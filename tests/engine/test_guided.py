@@ -1,0 +1,76 @@
+"""The two-pass guide: a first pass makes the guide, the second takes its distances from it (issue 19)."""
+
+import subprocess
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from clips import noisy_clip
+
+from engine import Denoiser, NLMParams
+from engine.guided import GuidedDenoiser
+
+
+def two_passes(clip: np.ndarray, params: NLMParams, prefilter_h: float | None = None) -> list[np.ndarray]:
+    """The definition: the whole first pass, then each frame guided by it."""
+    first = Denoiser(NLMParams(**{**vars(params), "h": prefilter_h or params.h}), "cpu")
+    guide = np.stack([first.denoise_frame(clip, i) for i in range(len(clip))])
+    return [Denoiser(params, "cpu").denoise_frame(clip, i, guide=guide) for i in range(len(clip))]
+
+
+@pytest.mark.parametrize(("past", "future", "prefilter_h"), [(1, 1, None), (0, 2, 45.0), (2, 0, None)])
+def test_streamed_and_random_access_equal_the_two_passes(past, future, prefilter_h) -> None:
+    clip = np.clip(noisy_clip("random", seed=5, frames=5, shape=(20, 24)), 0, 1)
+    params = NLMParams(h=30, patch_radius=1, search_radius=2, frames_past=past, frames_future=future)
+    expected = two_passes(clip, params, prefilter_h)
+    guided = GuidedDenoiser(params, "cpu", prefilter_h)
+    streamed = list(guided.export_stream(iter(clip), np.float32))
+    assert len(streamed) == len(clip)
+    for index, frame in enumerate(expected):
+        np.testing.assert_array_equal(streamed[index], frame)  # the same calls on the same frames
+        np.testing.assert_array_equal(guided.denoise_frame(clip, index), frame)
+    assert not np.array_equal(expected[2], Denoiser(params, "cpu").denoise_frame(clip, 2))
+
+
+def test_the_guide_is_refused_off_the_cpu_and_with_luma_chroma(tmp_path, monkeypatch) -> None:
+    from engine.export import denoise_file
+
+    params = NLMParams(h=20, patch_radius=1, search_radius=1)
+    with pytest.raises(ValueError, match="guide must be 'prefilter' or None, got 'twice'"):
+        denoise_file(tmp_path / "in.mkv", tmp_path / "out.mkv", params, guide="twice")
+    with pytest.raises(ValueError, match="the two-pass guide and the luma/chroma mode do not combine yet"):
+        denoise_file(tmp_path / "in.mkv", tmp_path / "out.mkv", params, guide="prefilter", luma_chroma=(4, 9, "bt709"))
+
+    class OnTheGpu(Denoiser):  # the branch, without a device
+        backend = "gpu"
+
+    monkeypatch.setattr("engine.guided.Denoiser", OnTheGpu)
+    with pytest.raises(ValueError, match="the two-pass guide runs on the CPU backend only, got gpu"):
+        GuidedDenoiser(params, "cpu")
+
+
+def test_cli_guide_prefilter_writes_the_two_passes(tmp_path) -> None:
+    av = pytest.importorskip("av", reason="the CLI reads and writes videos with PyAV")
+    from engine.video import read_frames
+
+    noisy = (np.clip(noisy_clip("random", seed=6, frames=4, shape=(32, 40)), 0, 1) * 255).round().astype(np.uint8)
+    with av.open(str(tmp_path / "noisy.mkv"), "w") as container:  # lossless RGB, as the filter sees it
+        stream = container.add_stream("ffv1", rate=25)
+        stream.height, stream.width, stream.pix_fmt = 32, 40, "bgr0"
+        for index, frame in enumerate(noisy):
+            video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
+            video_frame.pts, video_frame.time_base = index, Fraction(1, 25)
+            container.mux(stream.encode(video_frame))
+        container.mux(stream.encode(None))
+    window = ["--h", "30", "--patch-radius", "1", "--search-radius", "2", "--frames-past", "1", "--frames-future", "1"]
+    command = [sys.executable, "-m", "engine", "denoise", str(tmp_path / "noisy.mkv"), str(tmp_path / "out.mkv")]
+    options = ["--codec", "ffv1", "--rgb", "--noise", "none", "--quiet", "--guide", "prefilter", *window]
+    result = subprocess.run([*command, *options, "--backend", "cpu"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    params = NLMParams(h=30, patch_radius=1, search_radius=2, frames_past=1, frames_future=1)
+    for written, expected in zip(read_frames(tmp_path / "out.mkv"), two_passes(noisy, params), strict=True):
+        np.testing.assert_allclose(written, expected * 255, atol=0.5 + 1e-3)  # uint8 rounding of the float32
+    refused = subprocess.run([*command[:-1], str(tmp_path / "gpu.mkv"), *options, "--backend", "gpu"],
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert refused.returncode != 0 and not (tmp_path / "gpu.mkv").exists()
