@@ -172,7 +172,12 @@ class LumaChromaDenoiser:
             yield result if dtype == np.float32 else from_float32(result, dtype)
 
     def _planes(self, frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        yuv = to_float32(checked_frame(frame)) @ self.matrix.T
+        frame = checked_frame(frame)
+        if frame.ndim != 3 or frame.shape[2] != 3:
+            raise ValueError(
+                f"the luma/chroma mode needs RGB frames (H, W, 3), got {frame.shape}: a gray clip has no chroma"
+            )
+        yuv = to_float32(frame) @ self.matrix.T
         chroma = np.zeros_like(yuv)
         chroma[..., :2] = yuv[..., 1:] + CHROMA_OFFSET
         return np.ascontiguousarray(yuv[..., :1]), chroma

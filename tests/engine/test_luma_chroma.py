@@ -63,6 +63,9 @@ def test_matrices_and_their_errors() -> None:
     np.testing.assert_allclose(yuv_matrix("bt709") @ [1, 1, 1], [1, 0, 0], atol=1e-12)  # gray has no chroma
     with pytest.raises(ValueError, match="matrix must be 'bt601' or 'bt709', got 'rec2020'"):
         yuv_matrix("rec2020")
+    gray = np.zeros((2, 16, 16), np.uint8)
+    with pytest.raises(ValueError, match=r"needs RGB frames \(H, W, 3\), got \(16, 16, 1\): a gray clip has no chroma"):
+        LumaChromaDenoiser(NLMParams(h=1, patch_radius=1, search_radius=1), 4, 9, backend="cpu").denoise_frame(gray, 0)
 
 
 def test_chroma_heavy_noise_gains_over_the_best_single_pass() -> None:
