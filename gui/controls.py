@@ -156,6 +156,7 @@ class ParameterPanel(QGroupBox):
         self.h_chroma.setToolTip("Strength for Cb and Cr (chroma), in 8-bit levels")
         self.decorrelate = QCheckBox("Color decorrelation (G from the noise estimate)")
         self.decorrelate.setEnabled(False)
+        self._decorrelation_available = False  # a noise estimate gave a color transform
         self.decorrelate.setToolTip(
             "Measure patch distances on G Y, where the estimated noise is white. Needs a noise estimate."
         )
@@ -252,12 +253,18 @@ class ParameterPanel(QGroupBox):
         for slider, value in ((self.h_luma, h_luma), (self.h_chroma, h_chroma)):
             slider.setValue(min(max(value, H_RANGE[0]), H_RANGE[1]))
 
+    def set_decorrelation_available(self, available: bool) -> None:
+        """Whether the noise estimate gave a color transform to tick decorrelation for."""
+        self._decorrelation_available = available
+        self._show_luma_chroma_mode()
+
     def _show_luma_chroma_mode(self) -> None:
-        """The two strengths can be typed when given; h is unused while the mode is on."""
+        """The two strengths can be typed when given; h and decorrelation are unused while the mode is on."""
         mode = self.luma_chroma.currentData()
         self.h_luma.setEnabled(mode == "given")
         self.h_chroma.setEnabled(mode == "given")
         self.h.setEnabled(mode == "off")
+        self.decorrelate.setEnabled(mode == "off" and self._decorrelation_available)
 
     def backend_name(self) -> str:
         return self.backend.currentData()

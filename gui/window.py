@@ -352,7 +352,7 @@ class MainWindow(QMainWindow):
         self.path, self.info, self.frame_times = self._opening, info, frame_times
         self.estimate, self.noise_in_use, self.transform = None, None, None
         self.parameters.decorrelate.setChecked(False)
-        self.parameters.decorrelate.setEnabled(False)
+        self.parameters.set_decorrelation_available(False)
         self.view.show_regions([])
         self.noise.result.setText("No estimate yet.")
         self.setWindowTitle(f"NLMeans Studio — {self.path.name}")
@@ -527,7 +527,7 @@ class MainWindow(QMainWindow):
             self.transform = estimate.color_transform() if len(estimate.covariance) > 1 else None
         except ValueError:
             self.transform = None
-        self.parameters.decorrelate.setEnabled(self.transform is not None)
+        self.parameters.set_decorrelation_available(self.transform is not None)
         self.parameters.decorrelate.blockSignals(True)
         self.parameters.decorrelate.setChecked(suggested.color_transform is not None)
         self.parameters.decorrelate.blockSignals(False)

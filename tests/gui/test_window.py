@@ -299,7 +299,7 @@ def test_luma_chroma_mode_previews_exports_and_is_kept_by_clip_and_preset(
     choose_luma_chroma(qtbot, window, "Auto (from the noise)")
     suggested = suggest_luma_chroma_h(split_estimate(noise.estimate(), "bt601"), params)
     assert (panel.h_luma.value(), panel.h_chroma.value()) == pytest.approx(suggested, abs=0.05)
-    assert not panel.h.isEnabled() and not panel.h_luma.isEnabled()
+    assert not panel.h.isEnabled() and not panel.h_luma.isEnabled() and not panel.decorrelate.isEnabled()
     expected = Previewer(ArrayFrames(frames), "cpu").render(index, params, noise, window.current_luma_chroma())
     np.testing.assert_array_equal(window.preview.after, expected.after)
     assert not np.array_equal(window.preview.after, plain)
