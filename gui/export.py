@@ -45,6 +45,17 @@ class ExportSettings:
     duration: float | None
 
 
+@dataclass(frozen=True)
+class ExportRequest:
+    """One export as the window queues it: the clip, the dialog's settings and the filter then."""
+
+    source: Path
+    settings: ExportSettings
+    params: NLMParams
+    backend: str
+    luma_chroma: LumaChroma | None = None  # (h_luma, h_chroma, matrix): filtered in Y'CbCr
+
+
 class ExportDialog(QDialog):
     """Output path, codec, quality and range (from the in and out marks); audio and subtitles are
     always copied. The Export button adds the export to the queue; a file that exists is named
@@ -145,17 +156,9 @@ class ExportJob(QObject):
     finished = Signal(str)  # a summary line
     failed = Signal(str)  # what went wrong, in plain words ("cancelled" included)
 
-    def __init__(
-        self,
-        source: Path,
-        settings: ExportSettings,
-        params: NLMParams,
-        backend: str,
-        luma_chroma: LumaChroma | None = None,
-    ) -> None:
+    def __init__(self, request: ExportRequest) -> None:
         super().__init__()
-        self.source, self.settings, self.params, self.backend = source, settings, params, backend
-        self.luma_chroma = luma_chroma
+        self.request = request
         self._cancel = threading.Event()
         self.thread = QThread()
         self.thread.setObjectName("nlmeans-export")
@@ -175,13 +178,13 @@ class ExportJob(QObject):
 
     @Slot()
     def _run(self) -> None:
-        settings = self.settings
+        request, settings = self.request, self.request.settings
         try:
             summary = denoise_file(
-                self.source,
+                request.source,
                 settings.target,
-                self.params,
-                backend=self.backend,
+                request.params,
+                backend=request.backend,
                 codec=settings.codec,
                 crf=settings.crf,
                 overwrite=True,
@@ -189,7 +192,7 @@ class ExportJob(QObject):
                 duration=settings.duration,
                 progress=lambda done, total, seconds: self.progressed.emit(done, total, seconds),
                 cancel=self._cancel,
-                luma_chroma=self.luma_chroma,
+                luma_chroma=request.luma_chroma,
             )
         except ExportCancelledError:
             self.failed.emit("Export cancelled; no file was written.")
@@ -210,19 +213,12 @@ class ExportJob(QObject):
 class ExportRow(QWidget):
     """One export in the queue: its file and range, a progress bar with fps and ETA, and Cancel."""
 
-    def __init__(
-        self,
-        source: Path,
-        settings: ExportSettings,
-        params: NLMParams,
-        backend: str,
-        range_text: str,
-        luma_chroma: LumaChroma | None = None,
-    ):
+    def __init__(self, request: ExportRequest, range_text: str):
         super().__init__()
-        self.job = ExportJob(source, settings, params, backend, luma_chroma)
-        self.name = QLabel(f"{settings.target.name} ({range_text})")
-        self.name.setToolTip(str(settings.target))
+        self.job = ExportJob(request)
+        target = request.settings.target
+        self.name = QLabel(f"{target.name} ({range_text})")
+        self.name.setToolTip(str(target))
         self.name.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.bar = QProgressBar()
         self.status = QLabel("waiting")
@@ -264,18 +260,9 @@ class ExportQueue(QWidget):
         self._layout.addWidget(self.title)
         self.hide()
 
-    def add(
-        self,
-        source: Path,
-        settings: ExportSettings,
-        params: NLMParams,
-        backend: str,
-        range_text: str,
-        luma_chroma: LumaChroma | None = None,
-    ) -> None:
-        """Queue an export of ``source`` (in Y'CbCr with ``luma_chroma``: (h_luma, h_chroma,
-        matrix)); it starts once the ones before it have ended."""
-        row = ExportRow(source, settings, params, backend, range_text, luma_chroma)
+    def add(self, request: ExportRequest, range_text: str) -> None:
+        """Queue an export; it starts once the ones before it have ended."""
+        row = ExportRow(request, range_text)
         row.cancel.clicked.connect(lambda: self.cancel(row))
         row.job.finished.connect(self._ended)
         row.job.failed.connect(self._ended)

@@ -40,7 +40,7 @@ from engine.sample import SAMPLE_CLIP
 from engine.video import VideoInfo
 
 from .controls import ParameterPanel, Timeline
-from .export import ExportDialog, ExportQueue
+from .export import ExportDialog, ExportQueue, ExportRequest
 from .panels import NoisePanel, Readouts, wrapping_label
 from .presets import Preset, PresetError, load_preset, save_preset, shipped_presets
 from .views import ComparisonView
@@ -800,7 +800,9 @@ class MainWindow(QMainWindow):
         source, params, backend = self.path, self.current_params(), self.parameters.backend_name()
         luma_chroma = self.current_luma_chroma()
         dialog.accepted.connect(
-            lambda: self.exports.add(source, dialog.settings(), params, backend, dialog.describe(), luma_chroma)
+            lambda: self.exports.add(
+                ExportRequest(source, dialog.settings(), params, backend, luma_chroma), dialog.describe()
+            )
         )
         dialog.open()
 
