@@ -1,15 +1,48 @@
 """NLMeans Studio's engine: Non-Local Means video denoising on the CPU (NumPy, numba) or GPU (CuPy).
 
-The engine never imports Qt. CuPy and PyAV are imported lazily, so this package imports and
-runs with NumPy and numba alone. The public API is listed here; every other name is private.
+This is the engine's public face: everything the window, the command line and a library user
+need is exported here, and ``nlmeans_studio.gui`` imports nothing else of the engine (an
+import-linter contract in the test suite holds both to it). Other modules are the engine's
+own and may change.
+
+The engine never imports Qt. CuPy, numba and PyAV are imported when first needed, so this
+package imports with NumPy alone.
+
+Filtering
+    ``NLMParams``, ``Denoiser``, ``LumaChromaDenoiser``, ``GuidedDenoiser``, the volume filter
+    ``denoise_volume``.
+Noise and h
+    ``estimate_noise``, ``suggest_h``, ``apply_estimate``, ``decorrelation_decision``, the
+    luma/chroma mode's helpers, ``estimate_volume_noise``.
+Files
+    ``VideoReader``, ``VideoWriter``, ``read_frames``, ``denoise_file``, ``read_volume``,
+    ``write_volume``.
+The window's engine
+    ``Previewer`` (before/after previews, playback), ``RenderAhead``, ``difference_image``.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from .backend import BackendUnavailableError, GpuOutOfMemoryError, gpu_unavailable_reason, resolve_backend
-from .denoiser import Denoiser
-from .metrics import psnr
-from .noise import (
+from nlmeans_studio.engine.backend import (
+    BACKENDS,
+    BackendUnavailableError,
+    GpuOutOfMemoryError,
+    gpu_unavailable_reason,
+    resolve_backend,
+)
+from nlmeans_studio.engine.denoiser import METHODS, Denoiser
+from nlmeans_studio.engine.export import ExportCancelledError, denoise_file
+from nlmeans_studio.engine.guided import GuidedDenoiser
+from nlmeans_studio.engine.luma_chroma import (
+    LumaChromaDenoiser,
+    matrix_for,
+    parse_luma_chroma,
+    split_estimate,
+    suggest_luma_chroma_h,
+)
+from nlmeans_studio.engine.media.video import CODECS, VideoError, VideoInfo, VideoReader, VideoWriter, read_frames
+from nlmeans_studio.engine.metrics import psnr
+from nlmeans_studio.engine.noise import (
     NoiseEstimate,
     add_noise,
     add_realistic_noise,
@@ -18,34 +51,89 @@ from .noise import (
     estimate_noise,
     suggest_h,
 )
-from .params import NLMParams
-from .volume import denoise_volume, denoise_volume_slice
-from .volume_noise import VolumeNoiseEstimate, estimate_volume_noise, suggest_volume_h
+from nlmeans_studio.engine.params import (
+    CENTER_WEIGHTS,
+    FRAMES_MAX,
+    PATCH_RADIUS_MAX,
+    SEARCH_RADIUS_MAX,
+    WEIGHTINGS,
+    NLMParams,
+)
+from nlmeans_studio.engine.playback import RenderAhead
+from nlmeans_studio.engine.preview import LumaChroma, Preview, Previewer, SyntheticNoise, difference_image
+from nlmeans_studio.engine.resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
+from nlmeans_studio.engine.volume.denoise import denoise_volume, denoise_volume_slice
+from nlmeans_studio.engine.volume.io import read_volume, write_volume
+from nlmeans_studio.engine.volume.noise import VolumeNoiseEstimate, estimate_volume_noise, suggest_volume_h
 
 try:
     __version__ = version("nlmeans-studio")
 except PackageNotFoundError:  # run from a source tree that was not installed
     __version__ = "0+unknown"
 
+
+def command_line(argv: list[str] | None = None) -> int:
+    """Run the command line (``nlmeans-studio denoise ...``) on ``argv``; returns the exit status.
+
+    Imported when called: the window does not pay for the command line's modules.
+    """
+    from nlmeans_studio.engine.cli import main
+
+    return main(argv)
+
+
 __all__ = [
+    "BACKENDS",
+    "CENTER_WEIGHTS",
+    "CODECS",
+    "FRAMES_MAX",
+    "ICON",
+    "METHODS",
+    "PATCH_RADIUS_MAX",
+    "PRESET_FOLDER",
+    "SAMPLE_CLIP",
+    "SEARCH_RADIUS_MAX",
+    "WEIGHTINGS",
     "BackendUnavailableError",
     "Denoiser",
+    "ExportCancelledError",
     "GpuOutOfMemoryError",
+    "GuidedDenoiser",
+    "LumaChroma",
+    "LumaChromaDenoiser",
     "NLMParams",
     "NoiseEstimate",
+    "Preview",
+    "Previewer",
+    "RenderAhead",
+    "SyntheticNoise",
+    "VideoError",
+    "VideoInfo",
+    "VideoReader",
+    "VideoWriter",
     "VolumeNoiseEstimate",
     "__version__",
     "add_noise",
     "add_realistic_noise",
     "apply_estimate",
+    "command_line",
     "decorrelation_decision",
+    "denoise_file",
     "denoise_volume",
     "denoise_volume_slice",
+    "difference_image",
     "estimate_noise",
     "estimate_volume_noise",
     "gpu_unavailable_reason",
+    "matrix_for",
+    "parse_luma_chroma",
     "psnr",
+    "read_frames",
+    "read_volume",
     "resolve_backend",
+    "split_estimate",
     "suggest_h",
+    "suggest_luma_chroma_h",
     "suggest_volume_h",
+    "write_volume",
 ]

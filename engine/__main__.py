@@ -1,9 +1,9 @@
-"""``python -m engine``: the same command line as ``nlmeans-studio``."""
+"""``python -m nlmeans_studio.engine``: the same command line as ``nlmeans-studio``."""
 
 import sys
 
 try:
-    from .cli import main
+    from nlmeans_studio.engine.cli import main
 
     sys.exit(main())
 except KeyboardInterrupt:  # Ctrl-C while the engine is imported; main() handles it afterwards

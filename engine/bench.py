@@ -24,12 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from . import peers
-from .backend import cupy_module, resolve_backend
-from .denoiser import Denoiser
-from .metrics import psnr
-from .params import NLMParams
-from .sample import load_clean_frames, noisy_frames
+from nlmeans_studio.engine import peers
+from nlmeans_studio.engine.backend import cupy_module, resolve_backend
+from nlmeans_studio.engine.denoiser import Denoiser
+from nlmeans_studio.engine.filters import WindowFilter, window_filter
+from nlmeans_studio.engine.frames import from_float32, window_indices
+from nlmeans_studio.engine.metrics import psnr
+from nlmeans_studio.engine.params import NLMParams
+from nlmeans_studio.engine.sample import load_clean_frames, noisy_frames
 
 PAPER_SEARCH_RADII = (2, 3, 5, 10)
 PAPER_TEMPORAL = ((0, 0), (1, 0), (2, 0), (3, 0), (1, 1))
@@ -93,15 +95,14 @@ def time_cpu(denoiser: Denoiser, noisy: np.ndarray, clean: np.ndarray, outputs: 
 
 
 def time_gpu_engine(
-    filter_window: Callable[[list[Any], int, NLMParams], Any],
+    window_filter: WindowFilter,
     resident: list[Any],
     params: NLMParams,
     clean: np.ndarray,
     outputs: Sequence[int],
     repeats: int,
-    download: Callable[[Any], np.ndarray],
 ) -> Timing:
-    """Median per-frame GPU time of ``filter_window`` on frames already on the GPU (CUDA events).
+    """Median per-frame GPU time of ``window_filter`` on frames already on the GPU (CUDA events).
 
     The host queues every repeat before it waits for any, so that the GPU never idles between
     two events waiting for the next launch: a wait per repeat added the host's time to launch
@@ -110,22 +111,22 @@ def time_gpu_engine(
     cupy = cupy_module()
 
     def window(index: int) -> tuple[list[Any], int]:
-        first = max(0, index - params.frames_past)
-        return resident[first : index + params.frames_future + 1], index - first
+        indices = window_indices(index, len(resident), params)
+        return resident[indices.start : indices.stop], index - indices.start
 
     for index in outputs:  # compiles, and makes what each window keeps from call to call
-        filter_window(*window(index), params)
+        window_filter(*window(index), params)
     events = []
     for _ in range(repeats):
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
         for index in outputs:
-            filter_window(*window(index), params)
+            window_filter(*window(index), params)
         end.record()
         events.append((start, end))
     events[-1][1].synchronize()
     samples = [cupy.cuda.get_elapsed_time(start, end) / 1e3 / len(outputs) for start, end in events]
-    quality = [psnr(clean[index], download(filter_window(*window(index), params))) for index in outputs]
+    quality = [psnr(clean[index], window_filter.download(window_filter(*window(index), params))) for index in outputs]
     return Timing(statistics.median(samples), statistics.fmean(quality))
 
 
@@ -135,7 +136,7 @@ def time_gpu_pipeline(params: NLMParams, noisy_8bit: np.ndarray, clean: np.ndarr
     Each timed run streams E2E_FRAMES frames (the clip's frames over and over) so that the
     pipeline's fill and drain do not count; the PSNR comes from one run over the clip itself.
     """
-    from .gpu import GpuPipeline
+    from nlmeans_studio.engine.gpu.pipeline import GpuPipeline
 
     with contextlib.closing(GpuPipeline(cupy_module(), params, np.uint8)) as pipeline:
         outputs = list(pipeline.run(noisy_8bit))  # also compiles and allocates
@@ -213,11 +214,13 @@ def run_table(
         else:
             columns += [f"{name} ms", f"{name} dB", f"{methods[0]} time / {name}"]
     print_line(" | ".join(columns))
-    noisy_8bit = np.clip(np.rint(noisy * 255), 0, 255).astype(np.uint8)
+    noisy_8bit = from_float32(noisy, np.uint8)
     resident_8bit = np.dtype(frame_dtype) == np.uint8
     if backend == "gpu":
         print_line(f"# GPU engine-only columns: frames resident from {np.dtype(frame_dtype).name} host frames")
-    gpu_frames = _resident_frames(noisy_8bit if resident_8bit else noisy) if backend == "gpu" else None
+    gpu_filters = {method: window_filter("gpu", method) for method in methods} if backend == "gpu" else {}
+    resident = noisy_8bit if resident_8bit else noisy
+    gpu_frames = [gpu_filters[methods[0]].upload(frame) for frame in resident] if backend == "gpu" else []
     rows = []
     for case in cases:
         params = NLMParams(
@@ -231,7 +234,7 @@ def run_table(
         cells = [str(case.search_radius), str(case.frames_past), str(case.frames_future), str(case.window)]
         for method in methods:
             if backend == "gpu":
-                timing = _time_gpu_method(gpu_frames, method, params, clean, outputs, repeats)
+                timing = time_gpu_engine(gpu_filters[method], gpu_frames, params, clean, outputs, repeats)
                 cells += [f"{timing.seconds * 1e3:.3f}", f"{timing.psnr:.2f}"]
                 cells.append(f"{timing.seconds * 1e3 / case.floor_ms(height, width):.1f}")
             else:
@@ -258,23 +261,6 @@ def run_table(
     return rows
 
 
-def _resident_frames(noisy: np.ndarray) -> list[Any]:
-    from .gpu import GpuFrames
-
-    frames = GpuFrames(cupy_module())
-    return [frames.upload(frame) for frame in noisy]
-
-
-def _time_gpu_method(
-    resident: list[Any], method: str, params: NLMParams, clean: np.ndarray, outputs: Sequence[int], repeats: int
-) -> Timing:
-    from .gpu import GpuCascade, GpuFrames
-
-    cupy = cupy_module()
-    window_filter = GpuFrames(cupy).filter_window if method == "fused" else GpuCascade(cupy)
-    return time_gpu_engine(window_filter, resident, params, clean, outputs, repeats, cupy.asnumpy)
-
-
 def run_pipeline(
     source: str,
     *,
@@ -297,8 +283,8 @@ def run_pipeline(
     import tempfile
     from pathlib import Path
 
-    from .export import denoise_file
-    from .video import VideoReader, VideoWriter
+    from nlmeans_studio.engine.export import denoise_file
+    from nlmeans_studio.engine.media.video import VideoReader, VideoWriter
 
     denoiser = Denoiser(params, backend)
     hardware_decoding = denoiser.backend == "gpu"  # as the export decodes
@@ -384,9 +370,9 @@ def run_preview(
     renders every frame once in a shuffled order (random access, each with its neighbours,
     uint8 back on the host); a slider change renders the middle frame again with a new h.
     """
-    from .preview import ArrayFrames, Previewer
+    from nlmeans_studio.engine.preview import ArrayFrames, Previewer
 
-    clip = np.rint(load_clean_frames(source, frames, height, width) * 255).astype(np.uint8)
+    clip = from_float32(load_clean_frames(source, frames, height, width), np.uint8)
     previewer = Previewer(ArrayFrames(clip), backend)
     previewer.render(0, params)  # compiles and allocates
     order = np.random.default_rng(0).permutation(frames)

@@ -11,15 +11,26 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import __version__, volume_cli
-from .backend import BACKENDS, BackendUnavailableError
-from .bench import PAPER_SEARCH_RADII, PAPER_TEMPORAL, paper_cases, run_pipeline, run_preview, run_table
-from .denoiser import METHODS
-from .export import ExportCancelledError, denoise_file, estimate_clip_noise
-from .luma_chroma import estimate_luma_chroma_noise, matrix_for, parse_luma_chroma, suggest_luma_chroma_h
-from .noise import apply_estimate, decorrelation_decision, estimate_noise
-from .params import CENTER_WEIGHTS, WEIGHTINGS, NLMParams
-from .video import (
+from nlmeans_studio.engine import __version__
+from nlmeans_studio.engine.backend import BACKENDS, BackendUnavailableError
+from nlmeans_studio.engine.bench import (
+    PAPER_SEARCH_RADII,
+    PAPER_TEMPORAL,
+    paper_cases,
+    run_pipeline,
+    run_preview,
+    run_table,
+)
+from nlmeans_studio.engine.denoiser import METHODS
+from nlmeans_studio.engine.export import ExportCancelledError, denoise_file, estimate_clip_noise
+from nlmeans_studio.engine.luma_chroma import (
+    estimate_luma_chroma_noise,
+    matrix_for,
+    parse_luma_chroma,
+    suggest_luma_chroma_h,
+)
+from nlmeans_studio.engine.media.pipe import PIPE, PipeReader
+from nlmeans_studio.engine.media.video import (
     CODECS,
     STANDARD_OUTPUT,
     VideoError,
@@ -28,7 +39,9 @@ from .video import (
     read_frames,
     show_ffmpeg_messages,
 )
-from .video_pipe import PIPE, PipeReader
+from nlmeans_studio.engine.noise import apply_estimate, decorrelation_decision, estimate_noise
+from nlmeans_studio.engine.params import CENTER_WEIGHTS, WEIGHTINGS, NLMParams
+from nlmeans_studio.engine.volume import cli as volume_cli
 
 DEFAULT_H = 20.0  # 8-bit levels, for sigma near 10 levels; used when the noise is not estimated
 

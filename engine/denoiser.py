@@ -3,65 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import cascade
-from .backend import cpu_name, cupy_module, gpu_name, resolve_backend
-from .frames import check_frame_shape, checked_frame, from_float32, to_float32, window_indices
-from .params import NLMParams
+from nlmeans_studio.engine.backend import cpu_name, cupy_module, gpu_name, resolve_backend
+from nlmeans_studio.engine.filters import METHODS, WindowFilter, window_filter
+from nlmeans_studio.engine.frames import check_frame_shape, checked_frame, from_float32, window_indices
+from nlmeans_studio.engine.params import NLMParams
 
-METHODS = ("fused", "cascade")
-
-WindowFilter = Callable[[Sequence[Any], int, NLMParams], Any]
-
-
-@dataclass(frozen=True)
-class _Engine:
-    """One backend and method: how frames go to the device, are filtered and come back."""
-
-    backend: str
-    method: str
-    device_name: str
-    upload: Callable[[np.ndarray], Any]  # checked (H, W, C) host frame -> the filter's device frame
-    filter_window: WindowFilter
-    download: Callable[[Any], np.ndarray]  # the filter's output -> (H, W, C) float32 host
-
-
-def _planar_host(frame: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(to_float32(frame).transpose(2, 0, 1))
-
-
-def _interleaved_host(frame: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(frame.transpose(1, 2, 0))
-
-
-def _cpu_engine(method: str) -> _Engine:
-    if method == "fused":
-        from .cpu_fused import FusedCpuFilter
-
-        return _Engine("cpu", method, cpu_name(), to_float32, FusedCpuFilter(), np.asarray)
-    return _Engine("cpu", method, cpu_name(), _planar_host, cascade.denoise_window, _interleaved_host)
-
-
-def _gpu_engine(method: str) -> _Engine:
-    from .gpu import GpuCascade, GpuFrames
-
-    cupy = cupy_module()
-    frames = GpuFrames(cupy)
-    window_filter = frames.filter_window if method == "fused" else GpuCascade(cupy)
-    return _Engine("gpu", method, gpu_name(), frames.upload, window_filter, cupy.asnumpy)
-
-
-def _create_engine(backend: str, method: str | None) -> _Engine:
-    if method is None:
-        method = METHODS[0]
-    if method not in METHODS:
-        raise ValueError(f"method must be 'fused' or 'cascade', got {method!r}")
-    return _cpu_engine(method) if resolve_backend(backend) == "cpu" else _gpu_engine(method)
+__all__ = ["METHODS", "Denoiser"]
 
 
 class Denoiser:
@@ -98,7 +50,8 @@ class Denoiser:
 
     def __init__(self, params: NLMParams, backend: str = "auto", *, method: str | None = None) -> None:
         self.params = params
-        self._engine = _create_engine(backend, method)
+        self._window_filter: WindowFilter = window_filter(resolve_backend(backend), method or METHODS[0])
+        self.device_name = cpu_name() if self.backend == "cpu" else gpu_name()
 
     @property
     def params(self) -> NLMParams:
@@ -112,15 +65,11 @@ class Denoiser:
 
     @property
     def backend(self) -> str:
-        return self._engine.backend
+        return self._window_filter.backend
 
     @property
     def method(self) -> str:
-        return self._engine.method
-
-    @property
-    def device_name(self) -> str:
-        return self._engine.device_name
+        return self._window_filter.method
 
     def warm_up(self, height: int, width: int, channels: int = 3) -> None:
         """Compile and allocate for frames of height x width now, so that the first real frame is fast.
@@ -176,8 +125,7 @@ class Denoiser:
             raise ValueError(f"the guide must have the clip's {length} frames, got {len(guide)}")
         guides = self._uploaded([guide[i] for i in window])
         _check_same_shape(frames[0].shape, guides[0].shape)
-        filtered = self._engine.filter_window(frames, int(index) - window.start, self.params, guides)
-        return self._engine.download(filtered)
+        return self._filter(frames, int(index) - window.start, guides)
 
     def stream(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
         """Denoise frames as they arrive; yields (H, W, C) float32 in order.
@@ -194,7 +142,7 @@ class Denoiser:
             shape = shape or host.shape
             _check_same_shape(shape, host.shape)
             check_frame_shape(host.shape, self.params)
-            held[arrived] = self._engine.upload(host)
+            held[arrived] = self._window_filter.upload(host)
             arrived += 1
             while next_output + self.params.frames_future < arrived:
                 yield self._filter_held(held, next_output, arrived)
@@ -216,7 +164,7 @@ class Denoiser:
         """
         dtype = np.dtype(dtype)
         if self.backend == "gpu" and self.method == "fused":
-            from .gpu import GpuPipeline
+            from nlmeans_studio.engine.gpu.pipeline import GpuPipeline
 
             with contextlib.closing(GpuPipeline(cupy_module(), self.params, dtype)) as pipeline:
                 yield from pipeline.run(frames)
@@ -233,10 +181,11 @@ class Denoiser:
         for host in hosts:
             _check_same_shape(hosts[0].shape, host.shape)
         check_frame_shape(hosts[0].shape, self.params)
-        return [self._engine.upload(host) for host in hosts]
+        return [self._window_filter.upload(host) for host in hosts]
 
-    def _filter(self, frames: Sequence[Any], center: int) -> np.ndarray:
-        return self._engine.download(self._engine.filter_window(frames, center, self.params))
+    def _filter(self, frames: Sequence[Any], center: int, guides: Sequence[Any] | None = None) -> np.ndarray:
+        chosen = self._window_filter
+        return chosen.download(chosen(frames, center, self.params, guides))
 
 
 def _check_same_shape(first: tuple[int, ...], shape: tuple[int, ...]) -> None:

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .denoiser import Denoiser
-from .noise import NoiseEstimate, estimate_noise
-from .params import NLMParams
-from .video import VideoError, VideoReader, VideoWriter
-from .video_pipe import LOOKAHEAD, PIPE, PipeReader
+from nlmeans_studio.engine.denoiser import Denoiser
+from nlmeans_studio.engine.media.pipe import LOOKAHEAD, PIPE, PipeReader
+from nlmeans_studio.engine.media.video import VideoError, VideoReader, VideoWriter
+from nlmeans_studio.engine.noise import NoiseEstimate, estimate_noise
+from nlmeans_studio.engine.params import NLMParams
 
 QUEUE_FRAMES = 8  # frames waiting between two stages
 NOISE_PLACES = 3  # places in a clip the noise is estimated at
@@ -232,13 +232,13 @@ def denoise_file(
     if guide is not None and luma_chroma is not None:
         raise ValueError("the two-pass guide and the luma/chroma mode do not combine yet: choose one")
     if guide is not None:
-        from .guided import GuidedDenoiser
+        from nlmeans_studio.engine.guided import GuidedDenoiser
 
         denoiser = GuidedDenoiser(params, backend)
     elif luma_chroma is None:
         denoiser = Denoiser(params, backend)
     else:
-        from .luma_chroma import LumaChromaDenoiser
+        from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser
 
         denoiser = LumaChromaDenoiser(params, *luma_chroma, backend=backend)
     started = time.perf_counter()

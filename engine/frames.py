@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .params import NLMParams
+from nlmeans_studio.engine.params import NLMParams
 
 CHANNEL_COUNTS = (1, 3)
 FLOAT_LIMIT = 1e3  # float frames beyond +-1000 full scales are refused: their squared distances lose all precision

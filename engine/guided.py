@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .denoiser import Denoiser
-from .frames import checked_frame, from_float32, window_indices
-from .params import NLMParams
+from nlmeans_studio.engine.denoiser import Denoiser
+from nlmeans_studio.engine.frames import checked_frame, from_float32, window_indices
+from nlmeans_studio.engine.params import NLMParams
 
 
 class GuidedDenoiser:

@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from .denoiser import Denoiser
-from .frames import checked_frame, from_float32, to_float32
-from .noise import NoiseEstimate, estimate_noise, suggest_h
-from .params import H_MIN, NLMParams
+from nlmeans_studio.engine.denoiser import Denoiser
+from nlmeans_studio.engine.frames import checked_frame, from_float32, to_float32
+from nlmeans_studio.engine.noise import NoiseEstimate, estimate_noise, suggest_h
+from nlmeans_studio.engine.params import H_MIN, NLMParams
 
 MATRICES = {"bt601": (0.299, 0.114), "bt709": (0.2126, 0.0722)}  # (Kr, Kb)
 CHROMA_OFFSET = np.float32(0.5)  # Cb and Cr are centred on 0.5 while filtered, inside [0, 1]

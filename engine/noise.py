@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .frames import checked_frame, to_float32
-from .params import NLMParams
+from nlmeans_studio.engine.frames import checked_frame, to_float32
+from nlmeans_studio.engine.params import NLMParams
 
 BLOCK = 16  # pixels on a side of the blocks automatic mode chooses among
 MIN_REGION = 16  # pixels on a side of the smallest region an estimate is made from

@@ -19,13 +19,13 @@ WEIGHTINGS = ("bisquare", "exponential")
 CENTER_WEIGHTS = ("one", "max")
 
 
-def _check_int(name: str, value: object, high: int) -> int:
+def check_int(name: str, value: object, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= high:
         raise ValueError(f"{name} must be an integer in 0..{high}, got {value!r}")
     return int(value)
 
 
-def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     if value not in choices:
         allowed = " or ".join(repr(c) for c in choices)
         raise ValueError(f"{name} must be {allowed}, got {value!r}")
@@ -109,12 +109,12 @@ class NLMParams:
             raise ValueError(message)
         set_field = object.__setattr__
         set_field(self, "h", float(h))
-        set_field(self, "patch_radius", _check_int("patch_radius", self.patch_radius, PATCH_RADIUS_MAX))
-        set_field(self, "search_radius", _check_int("search_radius", self.search_radius, SEARCH_RADIUS_MAX))
-        set_field(self, "frames_past", _check_int("frames_past", self.frames_past, FRAMES_MAX))
-        set_field(self, "frames_future", _check_int("frames_future", self.frames_future, FRAMES_MAX))
-        set_field(self, "weighting", _check_choice("weighting", self.weighting, WEIGHTINGS))
-        set_field(self, "center_weight", _check_choice("center_weight", self.center_weight, CENTER_WEIGHTS))
+        set_field(self, "patch_radius", check_int("patch_radius", self.patch_radius, PATCH_RADIUS_MAX))
+        set_field(self, "search_radius", check_int("search_radius", self.search_radius, SEARCH_RADIUS_MAX))
+        set_field(self, "frames_past", check_int("frames_past", self.frames_past, FRAMES_MAX))
+        set_field(self, "frames_future", check_int("frames_future", self.frames_future, FRAMES_MAX))
+        set_field(self, "weighting", check_choice("weighting", self.weighting, WEIGHTINGS))
+        set_field(self, "center_weight", check_choice("center_weight", self.center_weight, CENTER_WEIGHTS))
         set_field(self, "color_transform", _check_color_transform(self.color_transform))
 
     def __eq__(self, other: object) -> bool:

@@ -18,12 +18,12 @@ from typing import Protocol
 
 import numpy as np
 
-from .denoiser import Denoiser
-from .frames import from_float32, to_float32
-from .luma_chroma import LumaChromaDenoiser
-from .metrics import psnr
-from .noise import NoiseEstimate, add_noise
-from .params import NLMParams
+from nlmeans_studio.engine.denoiser import Denoiser
+from nlmeans_studio.engine.frames import from_float32, to_float32
+from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser
+from nlmeans_studio.engine.metrics import psnr
+from nlmeans_studio.engine.noise import NoiseEstimate, add_noise
+from nlmeans_studio.engine.params import NLMParams
 
 NOISE_CACHE_FRAMES = 24  # noisy frames kept, so that a slider change does not redraw the noise
 DIFFERENCE_GAIN = 4  # the difference view shows |before - after| times this, so that removed noise shows

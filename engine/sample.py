@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-SAMPLE_CLIP = Path(__file__).resolve().parent.parent / "resources" / "sample.mp4"
+from nlmeans_studio.engine.resources import SAMPLE_CLIP
 
 
 def resize_bilinear(frames: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -51,7 +51,7 @@ def load_clean_frames(source: str | Path | None, count: int, height: int, width:
         if len(decoded) < count:
             raise ValueError(f"{path} holds {len(decoded)} frames, fewer than the {count} asked for")
     else:
-        from .video import read_frames
+        from nlmeans_studio.engine.media.video import read_frames
 
         decoded = read_frames(path, count)
     frames = decoded.astype(np.float32) / 255

@@ -9,12 +9,9 @@ from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
-from engine import __version__
-from engine.sample import SAMPLE_CLIP
+from nlmeans_studio.engine import ICON, SAMPLE_CLIP, __version__
 
 from .window import MainWindow
-
-ICON = Path(__file__).resolve().parent.parent / "resources" / "icon.png"
 
 
 def run(path: str | Path | None = None) -> int:

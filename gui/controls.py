@@ -20,8 +20,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine import NLMParams, gpu_unavailable_reason
-from engine.params import CENTER_WEIGHTS, FRAMES_MAX, PATCH_RADIUS_MAX, SEARCH_RADIUS_MAX, WEIGHTINGS
+from nlmeans_studio.engine import (
+    CENTER_WEIGHTS,
+    FRAMES_MAX,
+    PATCH_RADIUS_MAX,
+    SEARCH_RADIUS_MAX,
+    WEIGHTINGS,
+    NLMParams,
+    gpu_unavailable_reason,
+)
 
 MARKED_COLOR = QColor(255, 170, 0, 150)
 H_RANGE = (0.5, 150.0)  # 8-bit levels offered by the h slider

@@ -26,10 +26,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine import BackendUnavailableError, GpuOutOfMemoryError, NLMParams
-from engine.export import ExportCancelledError, denoise_file
-from engine.preview import LumaChroma
-from engine.video import CODECS, VideoError, VideoInfo
+from nlmeans_studio.engine import (
+    CODECS,
+    BackendUnavailableError,
+    ExportCancelledError,
+    GpuOutOfMemoryError,
+    LumaChroma,
+    NLMParams,
+    VideoError,
+    VideoInfo,
+    denoise_file,
+)
 
 SUFFIXES = {"h264": ".mp4", "h265": ".mp4", "ffv1": ".mkv", "prores": ".mov"}
 

@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def engine_main(arguments: list[str]) -> int:
     """The engine's command line, imported only when it is asked for."""
-    from engine.cli import main as command_line
+    from nlmeans_studio.engine import command_line
 
     return command_line(arguments)
 
@@ -116,7 +116,7 @@ def _dispatch(arguments: list[str]) -> int:
             description="Check the installation, headless: the sample clip opens, every backend denoises "
             "it like the CPU, an export is written and read back, the window shows a denoised frame.",
         ).parse_args(arguments[1:])
-        from gui.selftest import main as self_test
+        from nlmeans_studio.gui.selftest import main as self_test
 
         return self_test()
     if arguments and arguments[0] != "gui":
@@ -130,7 +130,7 @@ def _dispatch(arguments: list[str]) -> int:
         print(f"nlmeans-studio: error: {problem}", file=sys.stderr)
         return 1
     try:
-        from gui.app import run
+        from nlmeans_studio.gui.app import run
     except ImportError as error:
         print(f"nlmeans-studio: error: the window needs PySide6 and pyqtgraph ({error})", file=sys.stderr)
         return 1

@@ -19,8 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine import NoiseEstimate, decorrelation_decision
-from engine.preview import Preview, SyntheticNoise
+from nlmeans_studio.engine import NoiseEstimate, Preview, SyntheticNoise, decorrelation_decision
 
 
 def _matrix_text(matrix: np.ndarray, digits: int = 2) -> str:

@@ -15,10 +15,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine import NLMParams
-from engine.luma_chroma import parse_luma_chroma
+from nlmeans_studio.engine import PRESET_FOLDER, NLMParams, parse_luma_chroma
 
-PRESET_FOLDER = Path(__file__).resolve().parent.parent / "resources" / "presets"
 FIELDS = ("h", "patch_radius", "search_radius", "frames_past", "frames_future", "weighting", "center_weight")
 STRENGTH_RANGE = (0.1, 5.0)  # multiples of the suggested h
 MAX_PRESET_BYTES = 64 * 1024  # a preset is a few lines; a larger file is refused before it is read

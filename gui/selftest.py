@@ -20,9 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
-from engine import BackendUnavailableError, Denoiser, NLMParams, __version__, psnr
-from engine.backend import resolve_backend
-from engine.sample import SAMPLE_CLIP
+from nlmeans_studio.engine import (
+    SAMPLE_CLIP,
+    BackendUnavailableError,
+    Denoiser,
+    NLMParams,
+    __version__,
+    psnr,
+    resolve_backend,
+)
 
 TOLERANCE = 2e-4  # float32: every backend is within 1e-4 of the exact filter, so two within 2e-4
 PARAMS = NLMParams(h=20, patch_radius=3, search_radius=3, frames_past=1, frames_future=1)
@@ -37,7 +43,7 @@ class SkippedError(Exception):
 @functools.cache
 def _sample_frames() -> np.ndarray:
     """The sample's first three frames, decoded once for every check that needs them."""
-    from engine.video import VideoReader
+    from nlmeans_studio.engine import VideoReader
 
     with VideoReader(SAMPLE_CLIP) as reader:
         frames = np.stack([reader.frame(index) for index in range(3)])
@@ -76,8 +82,7 @@ def check_gpu() -> str:
 
 
 def check_export() -> str:
-    from engine.export import denoise_file
-    from engine.video import read_frames
+    from nlmeans_studio.engine import denoise_file, read_frames
 
     params = NLMParams(h=20, patch_radius=2, search_radius=2)
     with tempfile.TemporaryDirectory(prefix="nlmeans-self-test-") as folder:

@@ -16,7 +16,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QGraphicsRectItem, QGraphicsTextItem
 
-from engine.preview import difference_image
+from nlmeans_studio.engine import difference_image
 
 pg.setConfigOptions(imageAxisOrder="row-major", antialias=False)
 

@@ -31,13 +31,21 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-import engine
-from engine import NLMParams, NoiseEstimate, apply_estimate
-from engine.luma_chroma import matrix_for, parse_luma_chroma, split_estimate, suggest_luma_chroma_h
-from engine.playback import RenderAhead
-from engine.preview import LumaChroma, Preview
-from engine.sample import SAMPLE_CLIP
-from engine.video import VideoInfo
+from nlmeans_studio import engine
+from nlmeans_studio.engine import (
+    SAMPLE_CLIP,
+    LumaChroma,
+    NLMParams,
+    NoiseEstimate,
+    Preview,
+    RenderAhead,
+    VideoInfo,
+    apply_estimate,
+    matrix_for,
+    parse_luma_chroma,
+    split_estimate,
+    suggest_luma_chroma_h,
+)
 
 from .controls import ParameterPanel, Timeline
 from .export import ExportDialog, ExportQueue, ExportRequest

@@ -21,10 +21,19 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
-from engine import BackendUnavailableError, GpuOutOfMemoryError, NLMParams, estimate_noise
-from engine.playback import RenderAhead
-from engine.preview import LumaChroma, Previewer, SyntheticNoise
-from engine.video import VideoError, VideoInfo, VideoReader
+from nlmeans_studio.engine import (
+    BackendUnavailableError,
+    GpuOutOfMemoryError,
+    LumaChroma,
+    NLMParams,
+    Previewer,
+    RenderAhead,
+    SyntheticNoise,
+    VideoError,
+    VideoInfo,
+    VideoReader,
+    estimate_noise,
+)
 
 ORDER = ("open", "estimate", "preview", "play")  # a new clip first; an estimate before a preview
 

@@ -23,10 +23,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from engine import NLMParams, suggest_h
-from engine.playback import DEFAULT_AHEAD, RenderAhead
-from engine.preview import Previewer, SyntheticNoise
-from engine.sample import load_clean_frames
+from nlmeans_studio.engine import NLMParams, suggest_h
+from nlmeans_studio.engine.playback import DEFAULT_AHEAD, RenderAhead
+from nlmeans_studio.engine.preview import Previewer, SyntheticNoise
+from nlmeans_studio.engine.sample import load_clean_frames
 
 WARM_UP_FRAMES = 6  # compile the kernels, allocate the buffers
 

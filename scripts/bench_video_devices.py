@@ -1,5 +1,5 @@
 """Frames per second of the fused GPU filter on a 4K clip held in memory, on one GPU and split
-over several (engine/video_devices.py), with a window that makes the filter the bottleneck.
+over several (engine/gpu/video_devices.py), with a window that makes the filter the bottleneck.
 
     python scripts/bench_video_devices.py --frames 48 --devices 0 1
 """
@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 
-from engine import NLMParams
-from engine.video_devices import denoise_clip_on_devices
+from nlmeans_studio.engine import NLMParams
+from nlmeans_studio.engine.gpu.video_devices import denoise_clip_on_devices
 
 
 def main() -> None:

@@ -17,21 +17,22 @@ import time
 
 import numpy as np
 
-from engine import denoise_volume
-from engine.slabs import filter_in_slabs
-from engine.volume import VolumeParams, padded_volume
-from engine.volume_gpu import BLOCK, gpu_slab_filters, kernel_name, voxel_run
+from nlmeans_studio.engine import denoise_volume
+from nlmeans_studio.engine.filters.volume_gpu import BLOCK, gpu_slab_filters, kernel_name, voxel_run
+from nlmeans_studio.engine.gpu.slabs import filter_in_slabs
+from nlmeans_studio.engine.volume.denoise import padded_volume
+from nlmeans_studio.engine.volume.params import VolumeParams
 
 
 def kernel_seconds(cupy, volume: np.ndarray, params: VolumeParams, repeats: int) -> float:
     """Best GPU time of the kernel over the whole volume, its input already on the device."""
-    from engine.gpu import _function
+    from nlmeans_studio.engine.gpu.device import kernel_function
 
     data = volume[..., np.newaxis]
     planes, rows, columns, channels = data.shape
     source = cupy.asarray(padded_volume(data, params.pad))
     out = cupy.empty(data.shape, dtype=cupy.float32)
-    kernel = _function(cupy, kernel_name(params, channels), "volume.cu")
+    kernel = kernel_function(cupy, kernel_name(params, channels), "volume.cu")
     grid = (-(-columns // BLOCK[0]), -(-rows // BLOCK[1]), -(-planes // voxel_run(params, channels)))
     arguments = (source, out, *(np.int32(n) for n in (planes, rows, columns, *params.search_radius)))
     arguments += (np.float32(params.patch_sum_scale(channels)),)

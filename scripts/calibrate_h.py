@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from engine import Denoiser, NLMParams, psnr
-from engine.noise import CALIBRATION_FILE, add_realistic_noise
-from engine.sample import SAMPLE_CLIP
-from engine.video import read_frames
+from nlmeans_studio.engine import Denoiser, NLMParams, psnr
+from nlmeans_studio.engine.media.video import read_frames
+from nlmeans_studio.engine.noise import CALIBRATION_FILE, add_realistic_noise
+from nlmeans_studio.engine.sample import SAMPLE_CLIP
 
 SIGMAS = [2.5, 5, 10, 25, 40]  # 8-bit levels
 SEARCH_RADII = [1, 2, 3, 5, 8]

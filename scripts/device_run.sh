@@ -27,5 +27,5 @@ fi
 n=0
 for bench_args in "$@"; do
   n=$((n + 1))
-  python3 -m engine bench --backend gpu --input .bench/sample.npy $bench_args 2>&1 | tee "$out/bench$n.log"
+  python3 -m nlmeans_studio.engine bench --backend gpu --input .bench/sample.npy $bench_args 2>&1 | tee "$out/bench$n.log"
 done

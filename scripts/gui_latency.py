@@ -18,9 +18,9 @@ import time
 from PySide6.QtCore import QSettings, QTimer
 from PySide6.QtWidgets import QApplication
 
-from engine import NLMParams
-from engine.sample import SAMPLE_CLIP
-from gui.window import MainWindow
+from nlmeans_studio.engine import NLMParams
+from nlmeans_studio.engine.sample import SAMPLE_CLIP
+from nlmeans_studio.gui.window import MainWindow
 
 TICK_MS = 10
 

@@ -1,7 +1,7 @@
 """Interleaved A/B timing of versions of the fused kernel on the GPU machine.
 
 Each version is a folder of kernel sources (nlm.cu, common.cuh, ...; e.g. made with
-``git archive REV engine/kernels | tar -x -C .bench/prev``) that fits this engine/gpu.py: the
+``git archive REV engine/kernels | tar -x -C .bench/prev``) that fits this engine/filters/fused_layout.py: the
 same template arguments and shared-memory layout (``fused_layout``), else the launch reads
 past its shared memory. Every iteration times every version on every case in turn, 4 outputs
 between two CUDA events, so that the GPU's clock drift over a run hits all versions alike;
@@ -25,11 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
-from engine import NLMParams, gpu
-from engine.backend import cupy_module
-from engine.frames import from_float32, window_indices
-from engine.metrics import psnr
-from engine.sample import load_clean_frames, noisy_frames
+from nlmeans_studio.engine import NLMParams
+from nlmeans_studio.engine.backend import cupy_module
+from nlmeans_studio.engine.filters.fused_gpu import FusedGpuFilter
+from nlmeans_studio.engine.frames import from_float32, window_indices
+from nlmeans_studio.engine.gpu import device
+from nlmeans_studio.engine.metrics import psnr
+from nlmeans_studio.engine.sample import load_clean_frames, noisy_frames
 
 OUTPUTS = (2, 3, 4, 5)  # frames filtered per sample, of a clip of 8
 
@@ -59,16 +61,16 @@ def main() -> None:
     width, height = (int(value) for value in args.size.split("x"))
     clean = load_clean_frames(args.input, 8, height, width)
     noisy = [from_float32(frame, np.uint8) for frame in noisy_frames(clean, 25, 0)]
-    frames = gpu.GpuFrames(cupy)
-    resident = [frames.upload(frame) for frame in noisy]
+    fused = FusedGpuFilter(cupy)
+    resident = [fused.upload(frame) for frame in noisy]
     versions = {name: Path(folder).resolve() for name, folder in (item.split("=", 1) for item in args.versions)}
     params = dict(parse_case(case) for case in args.cases.split(","))
     cases = list(params)
 
     def run(name: str, case: str, index: int) -> object:
-        gpu.KERNELS = versions[name]  # gpu keeps each folder's compiled kernels
+        device.KERNELS = versions[name]  # the compile cache keeps each folder's kernels
         window = window_indices(index, len(resident), params[case])
-        return frames.filter_window(resident[window.start : window.stop], index - window.start, params[case])
+        return fused(resident[window.start : window.stop], index - window.start, params[case])
 
     for name in versions:  # compiles every version, and shows that they agree
         quality = [np.mean([psnr(clean[i], cupy.asnumpy(run(name, case, i))) for i in OUTPUTS]) for case in cases]

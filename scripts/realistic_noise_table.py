@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from engine import Denoiser, NLMParams, psnr
-from engine.noise import add_realistic_noise, apply_estimate, estimate_noise
-from engine.video import read_frames
+from nlmeans_studio.engine import Denoiser, NLMParams, psnr
+from nlmeans_studio.engine.media.video import read_frames
+from nlmeans_studio.engine.noise import add_realistic_noise, apply_estimate, estimate_noise
 
 CASES = [("clipped", 10), ("clipped", 25), ("yuv", 10), ("signal", 20), ("h264", 10), ("h264", 25)]
 VARIANTS = [("bisquare", "one"), ("exponential", "max")]

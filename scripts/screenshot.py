@@ -25,9 +25,9 @@ from pathlib import Path
 from PySide6.QtCore import QPoint, QPointF, QSettings
 from PySide6.QtWidgets import QApplication, QWidget
 
-from engine.sample import SAMPLE_CLIP
-from gui.export import ExportDialog
-from gui.window import MainWindow
+from nlmeans_studio.engine.sample import SAMPLE_CLIP
+from nlmeans_studio.gui.export import ExportDialog
+from nlmeans_studio.gui.window import MainWindow
 
 SETTLE_SECONDS = 600.0  # the CPU renders a 720p frame in about 0.5 s; the first one compiles
 DRAG_STEPS = 8

@@ -12,7 +12,7 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from engine import gpu_unavailable_reason
+from nlmeans_studio.engine import gpu_unavailable_reason
 
 # (backend, method) pairs every exactness test runs on; GPU pairs skip without a device.
 BACKEND_METHODS = [

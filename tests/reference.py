@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from engine import NLMParams
+from nlmeans_studio.engine import NLMParams
 
 
 def _weights(u: np.ndarray, params: NLMParams) -> tuple[np.ndarray, np.ndarray]:

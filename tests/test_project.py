@@ -31,8 +31,9 @@ def test_the_readme_python_examples_run(tmp_path) -> None:
         assert result.returncode == 0, block + result.stderr
 
 
-def test_the_engine_never_imports_qt_or_the_window() -> None:
-    """The import-linter contracts of pyproject.toml, over every module of engine/."""
+def test_the_import_contracts_hold() -> None:
+    """The import-linter contracts of pyproject.toml, over every module: no Qt in the engine, and the
+    window keeps to the engine's public face."""
     lint_imports = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
     assert lint_imports, "import-linter is part of the test extra"
     result = subprocess.run([lint_imports], cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -1,6 +1,6 @@
 // NLMeans Studio's fused GPU kernel (DESIGN.md §1, §2). Compiled at run time through
 // cupy.RawModule; the patch radius B, search radius A, channels C, the tile's layout (chosen
-// by engine/gpu.py, which also sizes the shared memory) and the options are compile-time
+// by engine/filters/fused_layout.py, which also sizes the shared memory) and the options are compile-time
 // constants given as template arguments, so every loop over a patch or a tile unrolls.
 //
 // Frames live on the device as planar float32 [C][H][W], each uploaded once and kept while an
@@ -68,7 +68,7 @@ __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict
 // frames the words arrive by cp.async, the next frame's while the current one is filtered, and
 // Y is unpacked from the candidate words in shared memory.
 //
-// The grid is one block per tile, except for the last `split` tiles (engine/gpu.py chooses
+// The grid is one block per tile, except for the last `split` tiles (engine/filters/fused_layout.py chooses
 // them so that the grid's last wave of blocks, which would otherwise run a few whole tiles
 // while most multiprocessors wait, runs short pieces): each of those is split into pieces, one
 // block per frame of the window and part of its rounds, which write their partial sums to
@@ -267,7 +267,7 @@ __device__ void unpack_region(const unsigned* packed, float* region) {
     }
 }
 
-// The tile's shared-memory layout; strides come from engine/gpu.py (chosen so that the lanes
+// The tile's shared-memory layout; strides come from engine/filters/fused_layout.py (chosen so that the lanes
 // of a pass-2 warp hit distinct banks). Pass 2 reads the candidates Y from the Z region where
 // Z is Y itself, else from a region of their own.
 template <int B, int A, int C, int K, int TH, int TW, int ZC_STRIDE, int YC_STRIDE, int VS_STRIDE, bool TRANSFORMED,

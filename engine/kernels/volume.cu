@@ -1,4 +1,4 @@
-// The volume filter of DESIGN.md §6 (engine/volume_gpu.py): each thread filters RUN consecutive
+// The volume filter of DESIGN.md §6 (engine/filters/volume_gpu.py): each thread filters RUN consecutive
 // voxels of one (y, x) column.
 //
 // A straightforward direct kernel. The thread keeps the RUN + 2 Bz planes of its voxels' patches
@@ -8,7 +8,7 @@
 // V(p + q). No weight symmetry and no running sums: 2 |patch| C operations per voxel and offset
 // where the floor (separable running sums, symmetry) needs about 8; docs/performance.md
 // measures it against that floor. Input: the slab mirrored by A + B on every axis, laid out
-// (Zp, C, Yp, Xp) (engine/volume.py); output: (planes, Y, X, C) float32.
+// (Zp, C, Yp, Xp) (engine/volume/denoise.py); output: (planes, Y, X, C) float32.
 #include "common.cuh"
 
 template <int BZ, int BY, int BX, int C, bool EXPONENTIAL, bool CENTER_MAX, int RUN>

@@ -6,9 +6,9 @@ import sys
 import numpy as np
 import pytest
 
-from engine import __version__
-from engine.cli import main
-from engine.sample import SAMPLE_CLIP, load_clean_frames, resize_bilinear
+from nlmeans_studio.engine import __version__
+from nlmeans_studio.engine.cli import main
+from nlmeans_studio.engine.sample import SAMPLE_CLIP, load_clean_frames, resize_bilinear
 
 TINY_BENCH = ["bench", "--backend", "cpu", "--size", "48x40", "--frames", "1", "--search-radii", "1"]
 

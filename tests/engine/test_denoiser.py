@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from clips import noisy_clip
 
-from engine import BackendUnavailableError, Denoiser, NLMParams, resolve_backend
-from engine import backend as backend_module
+from nlmeans_studio.engine import BackendUnavailableError, Denoiser, NLMParams, resolve_backend
+from nlmeans_studio.engine import backend as backend_module
 
 
 @pytest.mark.parametrize(("past", "future"), [(0, 0), (2, 1), (1, 3)])
@@ -194,7 +194,7 @@ def test_warm_up_compiles_for_the_frame_size(backend_method) -> None:
 
 def test_the_cpu_kernel_compiles_once_for_every_parameter() -> None:
     """Radii, h, weighting, centre weight and the window are run-time values of one numba kernel."""
-    from engine import cpu_fused
+    from nlmeans_studio.engine.filters import fused_cpu
 
     clip = noisy_clip("random", seed=6, frames=3, shape=(16, 16))
     for params in [
@@ -203,4 +203,4 @@ def test_the_cpu_kernel_compiles_once_for_every_parameter() -> None:
         NLMParams(h=50, patch_radius=0, search_radius=4, center_weight="max", color_transform=np.eye(3) * 2),
     ]:
         Denoiser(params, "cpu").denoise_frame(clip, 1)
-    assert len(cpu_fused._denoise.signatures) == 1
+    assert len(fused_cpu._denoise.signatures) == 1

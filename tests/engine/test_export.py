@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from test_video import make_clip
 
-from engine import NLMParams, psnr
-from engine.cli import main
-from engine.export import ExportCancelledError, denoise_file
-from engine.sample import noisy_frames
-from engine.video import VideoError, VideoReader, VideoWriter, read_frames
+from nlmeans_studio.engine import NLMParams, psnr
+from nlmeans_studio.engine.cli import main
+from nlmeans_studio.engine.export import ExportCancelledError, denoise_file
+from nlmeans_studio.engine.media.video import VideoError, VideoReader, VideoWriter, read_frames
+from nlmeans_studio.engine.sample import noisy_frames
 
 PARAMS = NLMParams(h=45, patch_radius=2, search_radius=2)
 

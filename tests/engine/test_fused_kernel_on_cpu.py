@@ -19,11 +19,9 @@ import pytest
 from clips import noisy_clip, random_color_transform
 from reference import reference_denoise
 
-from engine import NLMParams
-from engine.frames import integer_scale
-from engine.gpu import (
+from nlmeans_studio.engine import NLMParams
+from nlmeans_studio.engine.filters.fused_layout import (
     FUSED_THREADS,
-    KERNELS,
     FusedGrid,
     FusedLayout,
     fused_grid,
@@ -31,6 +29,8 @@ from engine.gpu import (
     patch_scale,
     split_tiles,
 )
+from nlmeans_studio.engine.frames import integer_scale
+from nlmeans_studio.engine.gpu.device import KERNELS
 
 TOLERANCE = 1e-4
 COMPILER = shutil.which("g++")
@@ -51,7 +51,7 @@ def run_kernel_on_cpu(
 ) -> tuple[np.ndarray, FusedLayout, FusedGrid]:
     """Compile nlm.cu's fused kernel for ``params`` and run it on ``clip``, the window itself
     (its frames, Dp before ``center`` and Df after; float32, or uint8:
-    the packed path, as gpu.GpuFrames runs 8-bit frames), with the grid gpu.GpuFrames makes
+    the packed path, as FusedGpuFilter runs 8-bit frames), with the grid FusedGpuFilter makes
     for ``concurrent`` blocks at once; returns the (H, W, C) output, the layout and the grid used."""
     frames, height, width, channels = clip.shape
     transformed = params.color_transform is not None

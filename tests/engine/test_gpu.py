@@ -11,8 +11,8 @@ import pytest
 from clips import noisy_clip
 from reference import reference_denoise
 
-from engine import Denoiser, NLMParams
-from engine.backend import GpuOutOfMemoryError, cupy_module
+from nlmeans_studio.engine import Denoiser, NLMParams
+from nlmeans_studio.engine.backend import GpuOutOfMemoryError, cupy_module
 
 pytestmark = pytest.mark.gpu
 TOLERANCE = 1e-4  # as the exactness grid: float32 rounding is near 1e-6
@@ -60,7 +60,7 @@ def test_cpu_and_gpu_agree_on_real_frames_with_every_option() -> None:
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
 def test_pipeline_streams_integer_frames_like_the_denoiser(dtype) -> None:
-    from engine.gpu import GpuPipeline
+    from nlmeans_studio.engine.gpu.pipeline import GpuPipeline
 
     full_scale = np.iinfo(dtype).max
     clip = (noisy_clip("bikes", seed=4, frames=6, shape=(36, 44)).clip(0, 1) * full_scale).round().astype(dtype)
@@ -95,15 +95,17 @@ def test_device_name_and_method() -> None:
 @pytest.mark.parametrize(("shared_limit", "tile_height"), [(None, 32), (100_000, 16), (60_000, 8)])
 def test_smaller_tiles_where_shared_memory_is_short(monkeypatch, shared_limit, tile_height) -> None:
     """Where a device has less shared memory per block, shorter tiles take over and stay exact."""
-    import engine.gpu as gpu
+    import nlmeans_studio.engine.filters.fused_gpu as fused_gpu
+    from nlmeans_studio.engine.filters.fused_layout import fused_layout
 
     cupy = cupy_module()
-    limit, per_multiprocessor, multiprocessors = gpu._device_attributes(cupy, cupy.cuda.Device().id)
+    limit, per_multiprocessor, multiprocessors = fused_gpu.device_attributes(cupy, cupy.cuda.Device().id)
     if shared_limit is not None:
         limit = shared_limit
-        monkeypatch.setattr(gpu, "_device_attributes", lambda *_: (shared_limit, per_multiprocessor, multiprocessors))
+        attributes = (shared_limit, per_multiprocessor, multiprocessors)
+        monkeypatch.setattr(fused_gpu, "device_attributes", lambda *_: attributes)
     params = NLMParams(h=40, patch_radius=4, search_radius=3, frames_past=1, frames_future=0)
-    assert gpu.fused_layout(4, 3, 3, False, limit).tile_height == tile_height
+    assert fused_layout(4, 3, 3, False, limit).tile_height == tile_height
     clip = noisy_clip("random", seed=12, frames=2, shape=(37, 50))
     result = Denoiser(params, "gpu").denoise_frame(clip, 1)
     np.testing.assert_allclose(result, reference_denoise(clip, 1, params), rtol=0, atol=TOLERANCE)
@@ -120,11 +122,11 @@ def test_largest_radii_match_the_reference() -> None:
 @pytest.mark.parametrize("channels", [1, 3])
 def test_8_bit_frames_take_the_packed_path_and_match_the_reference(channels) -> None:
     """8-bit frames without a transform: distances on the packed bytes, in integers."""
-    from engine.gpu import GpuFrames
+    from nlmeans_studio.engine.filters.fused_gpu import FusedGpuFilter
 
     clip = noisy_clip("random", seed=9, frames=3, shape=(45, 70), channels=channels)
     clip8 = (clip.clip(0, 1) * 255).round().astype(np.uint8)
-    assert GpuFrames(cupy_module()).upload(clip8[0]).packed is not None
+    assert FusedGpuFilter(cupy_module()).frames.upload(clip8[0]).packed is not None
     expected_inputs = clip8 / 255.0
     for params in [
         NLMParams(h=40, patch_radius=4, search_radius=3, frames_past=1, frames_future=1),
@@ -139,17 +141,18 @@ def test_8_bit_frames_take_the_packed_path_and_match_the_reference(channels) -> 
 @pytest.mark.parametrize("dtype", [np.float32, np.uint8])
 def test_split_tiles_add_up_to_the_reference(monkeypatch, dtype) -> None:
     """As if the device ran 4 blocks at once: the last tiles of the grid are split by frame."""
-    import engine.gpu as gpu
+    import nlmeans_studio.engine.filters.fused_gpu as fused_gpu
+    from nlmeans_studio.engine.filters.fused_layout import fused_grid, fused_layout
 
     cupy = cupy_module()
-    per_block, per_multiprocessor, _ = gpu._device_attributes(cupy, cupy.cuda.Device().id)
-    monkeypatch.setattr(gpu, "_device_attributes", lambda *_: (per_block, per_multiprocessor, 4))
+    per_block, per_multiprocessor, _ = fused_gpu.device_attributes(cupy, cupy.cuda.Device().id)
+    monkeypatch.setattr(fused_gpu, "device_attributes", lambda *_: (per_block, per_multiprocessor, 4))
     params = NLMParams(h=40, patch_radius=3, search_radius=4, frames_past=1, frames_future=1, center_weight="max")
     clip = noisy_clip("random", seed=22, frames=3, shape=(61, 151))  # 2 x 3 tiles: 2 split
     if dtype == np.uint8:
         clip = np.clip(np.rint(clip * 255), 0, 255).astype(np.uint8)
-    layout = gpu.fused_layout(3, 4, 3, False, per_block, dtype == np.uint8)
-    assert gpu.fused_grid(layout, 61, 151, 3, 4).split > 0
+    layout = fused_layout(3, 4, 3, False, per_block, dtype == np.uint8)
+    assert fused_grid(layout, 61, 151, 3, 4).split > 0
     expected = reference_denoise(clip / (255.0 if dtype == np.uint8 else 1.0), 1, params)
     for _ in range(2):  # the arrival counters are back at zero for the next launch
         result = Denoiser(params, "gpu").denoise_frame(clip, 1)
@@ -157,7 +160,7 @@ def test_split_tiles_add_up_to_the_reference(monkeypatch, dtype) -> None:
 
 
 def test_pipeline_refuses_bad_frames() -> None:
-    from engine.gpu import GpuPipeline
+    from nlmeans_studio.engine.gpu.pipeline import GpuPipeline
 
     pipeline = GpuPipeline(cupy_module(), NLMParams(h=20, patch_radius=1, search_radius=1), np.uint8)
     frames = [np.zeros((12, 12, 3), np.uint8), np.zeros((12, 13, 3), np.uint8)]
@@ -190,8 +193,8 @@ def test_an_abandoned_export_stream_stops_its_threads() -> None:
 
 def test_nvdec_decodes_what_the_cpu_decodes() -> None:
     pytest.importorskip("av", reason="PyAV is not installed")
-    from engine.sample import SAMPLE_CLIP
-    from engine.video import VideoReader, read_frames
+    from nlmeans_studio.engine.media.video import VideoReader, read_frames
+    from nlmeans_studio.engine.sample import SAMPLE_CLIP
 
     with VideoReader(SAMPLE_CLIP, hardware_decoding=True) as reader:
         assert reader.decoder == "NVDEC"

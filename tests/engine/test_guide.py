@@ -1,7 +1,6 @@
 """Reference-guided filtering (KNLMeansCL's rclip): distances from a guide clip, the average
 from the source (issue 19)."""
 
-import dataclasses
 import itertools
 
 import numpy as np
@@ -9,7 +8,7 @@ import pytest
 from clips import noisy_clip
 from reference import reference_denoise
 
-from engine import Denoiser, NLMParams
+from nlmeans_studio.engine import Denoiser, NLMParams
 
 
 @pytest.mark.parametrize(
@@ -37,7 +36,7 @@ def test_guide_errors() -> None:
     clip = noisy_clip("random", seed=5)
     params = NLMParams(h=20, patch_radius=1, search_radius=1)
     on_gpu = Denoiser(params, backend="cpu", method="cascade")
-    on_gpu._engine = dataclasses.replace(on_gpu._engine, backend="gpu")  # the branch, without a device
+    on_gpu._window_filter.backend = "gpu"  # the branch, without a device
     with pytest.raises(ValueError, match="a guide clip needs the CPU backend, got gpu cascade"):
         on_gpu.denoise_frame(clip, 1, guide=clip)
     with pytest.raises(ValueError, match="the guide must have the clip's 5 frames, got 4"):

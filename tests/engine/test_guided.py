@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from clips import noisy_clip
 
-from engine import Denoiser, NLMParams
-from engine.guided import GuidedDenoiser
+from nlmeans_studio.engine import Denoiser, NLMParams
+from nlmeans_studio.engine.guided import GuidedDenoiser
 
 
 def two_passes(clip: np.ndarray, params: NLMParams, prefilter_h: float | None = None) -> list[np.ndarray]:
@@ -34,7 +34,7 @@ def test_streamed_and_random_access_equal_the_two_passes(past, future, prefilter
 
 
 def test_the_guide_is_refused_off_the_cpu_and_with_luma_chroma(tmp_path, monkeypatch) -> None:
-    from engine.export import denoise_file
+    from nlmeans_studio.engine.export import denoise_file
 
     params = NLMParams(h=20, patch_radius=1, search_radius=1)
     with pytest.raises(ValueError, match="guide must be 'prefilter' or None, got 'twice'"):
@@ -45,14 +45,14 @@ def test_the_guide_is_refused_off_the_cpu_and_with_luma_chroma(tmp_path, monkeyp
     class OnTheGpu(Denoiser):  # the branch, without a device
         backend = "gpu"
 
-    monkeypatch.setattr("engine.guided.Denoiser", OnTheGpu)
+    monkeypatch.setattr("nlmeans_studio.engine.guided.Denoiser", OnTheGpu)
     with pytest.raises(ValueError, match="the two-pass guide runs on the CPU backend only, got gpu"):
         GuidedDenoiser(params, "cpu")
 
 
 def test_cli_guide_prefilter_writes_the_two_passes(tmp_path) -> None:
     av = pytest.importorskip("av", reason="the CLI reads and writes videos with PyAV")
-    from engine.video import read_frames
+    from nlmeans_studio.engine.media.video import read_frames
 
     noisy = (np.clip(noisy_clip("random", seed=6, frames=4, shape=(32, 40)), 0, 1) * 255).round().astype(np.uint8)
     with av.open(str(tmp_path / "noisy.mkv"), "w") as container:  # lossless RGB, as the filter sees it

@@ -7,8 +7,8 @@ import pytest
 from clips import DATA, noisy_clip
 from reference import reference_denoise
 
-from engine import Denoiser, NLMParams, psnr
-from engine.luma_chroma import (
+from nlmeans_studio.engine import Denoiser, NLMParams, psnr
+from nlmeans_studio.engine.luma_chroma import (
     CHROMA_OFFSET,
     LumaChromaDenoiser,
     estimate_luma_chroma_noise,
@@ -18,7 +18,7 @@ from engine.luma_chroma import (
     suggest_luma_chroma_h,
     yuv_matrix,
 )
-from engine.noise import apply_estimate, estimate_noise
+from nlmeans_studio.engine.noise import apply_estimate, estimate_noise
 
 
 @pytest.mark.parametrize("matrix", ["bt601", "bt709"])
@@ -93,8 +93,8 @@ def test_cli_denoises_in_luma_chroma(tmp_path, capsys) -> None:
     pytest.importorskip("av", reason="the CLI reads and writes videos with PyAV")
     from test_video import make_clip
 
-    from engine.cli import main
-    from engine.video import read_frames
+    from nlmeans_studio.engine.cli import main
+    from nlmeans_studio.engine.media.video import read_frames
 
     clean = make_clip(tmp_path / "clean.mkv", frames=3, size=(64, 80))
     arguments = ["denoise", str(tmp_path / "clean.mkv"), "--codec", "ffv1", "--rgb", "--noise", "none"]

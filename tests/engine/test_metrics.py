@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from engine import psnr
+from nlmeans_studio.engine import psnr
 
 
 def test_psnr_matches_definition() -> None:

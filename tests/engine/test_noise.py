@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from clips import DATA
 
-from engine import Denoiser, NLMParams, psnr
-from engine.noise import add_noise, apply_estimate, estimate_noise, suggest_h
-from engine.sample import SAMPLE_CLIP
+from nlmeans_studio.engine import Denoiser, NLMParams, psnr
+from nlmeans_studio.engine.noise import add_noise, apply_estimate, estimate_noise, suggest_h
+from nlmeans_studio.engine.sample import SAMPLE_CLIP
 
 SIGMAS = [5, 10, 25, 40]  # 8-bit levels
 CORRELATIONS = [0.0, 0.5, 0.8]
@@ -20,7 +20,7 @@ def _clips() -> dict[str, np.ndarray]:
         bikes = archive["frames"]
     clips = {"bikes": bikes.astype(np.float32) / 255}
     pytest.importorskip("av", reason="the sample clip decodes with PyAV")
-    from engine.video import read_frames
+    from nlmeans_studio.engine.media.video import read_frames
 
     clips["bigbuckbunny"] = read_frames(SAMPLE_CLIP, 3, start=40)[:, 200:456, 400:720].astype(np.float32) / 255
     return clips
@@ -125,8 +125,8 @@ def test_cli_estimate_noise_prints_json_and_refuses_small_regions(tmp_path, caps
 
     from test_video import make_clip
 
-    from engine.cli import main
-    from engine.video import VideoReader, VideoWriter
+    from nlmeans_studio.engine.cli import main
+    from nlmeans_studio.engine.media.video import VideoReader, VideoWriter
 
     clean = make_clip(tmp_path / "clean.mkv", frames=3, size=(96, 128)).astype(np.float32) / 255
     noisy = add_noise(clean, covariance_of(12, 0.5), seed=4)

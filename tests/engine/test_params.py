@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from engine import NLMParams
+from nlmeans_studio.engine import NLMParams
 
 
 @pytest.mark.parametrize(

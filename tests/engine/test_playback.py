@@ -7,9 +7,9 @@ import threading
 import numpy as np
 import pytest
 
-from engine import NLMParams
-from engine.playback import RenderAhead
-from engine.preview import ArrayFrames, Previewer, SyntheticNoise
+from nlmeans_studio.engine import NLMParams
+from nlmeans_studio.engine.playback import RenderAhead
+from nlmeans_studio.engine.preview import ArrayFrames, Previewer, SyntheticNoise
 
 PARAMS = NLMParams(h=40, patch_radius=1, search_radius=1)
 

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from engine import Denoiser, NLMParams, psnr, suggest_h
-from engine.frames import from_float32, to_float32
-from engine.luma_chroma import LumaChromaDenoiser
-from engine.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
+from nlmeans_studio.engine import Denoiser, NLMParams, psnr, suggest_h
+from nlmeans_studio.engine.frames import from_float32, to_float32
+from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser
+from nlmeans_studio.engine.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
 
 PARAMS = NLMParams(h=40, patch_radius=2, search_radius=2)
 

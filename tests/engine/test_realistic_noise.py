@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from clips import DATA
 
-from engine import Denoiser, NLMParams, psnr
-from engine.noise import add_noise, add_realistic_noise, apply_estimate, estimate_noise
+from nlmeans_studio.engine import Denoiser, NLMParams, psnr
+from nlmeans_studio.engine.noise import add_noise, add_realistic_noise, apply_estimate, estimate_noise
 
 
 @pytest.fixture(scope="module")

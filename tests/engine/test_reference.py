@@ -5,7 +5,7 @@ import pytest
 from clips import noisy_clip, random_color_transform
 from reference import reference_denoise, scalar_denoise_pixel
 
-from engine import NLMParams
+from nlmeans_studio.engine import NLMParams
 
 CASES = [
     dict(h=30, patch_radius=1, search_radius=2, frames_past=1, frames_future=1),

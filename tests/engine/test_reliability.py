@@ -19,8 +19,8 @@ av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine ha
 
 from media_corpus import ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
-from engine import Denoiser, NLMParams  # noqa: E402
-from engine.video import VideoError, VideoReader, VideoWriter  # noqa: E402
+from nlmeans_studio.engine import Denoiser, NLMParams  # noqa: E402
+from nlmeans_studio.engine.media.video import VideoError, VideoReader, VideoWriter  # noqa: E402
 
 FAST = ["--noise", "none", "--h", "20", "--patch-radius", "1", "--search-radius", "1"]
 

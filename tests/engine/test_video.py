@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine import Denoiser, NLMParams, psnr
-from engine.export import denoise_file
-from engine.sample import SAMPLE_CLIP
-from engine.video import VideoError, VideoReader, VideoWriter, read_frames
+from nlmeans_studio.engine import Denoiser, NLMParams, psnr
+from nlmeans_studio.engine.export import denoise_file
+from nlmeans_studio.engine.media.video import VideoError, VideoReader, VideoWriter, read_frames
+from nlmeans_studio.engine.sample import SAMPLE_CLIP
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
 PARAMS = NLMParams(h=45, patch_radius=2, search_radius=2)

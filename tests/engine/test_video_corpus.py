@@ -22,9 +22,9 @@ av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine ha
 
 from media_corpus import CORPUS, ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
-from engine.export import denoise_file  # noqa: E402
-from engine.params import NLMParams  # noqa: E402
-from engine.video import VideoError, VideoReader  # noqa: E402
+from nlmeans_studio.engine.export import denoise_file  # noqa: E402
+from nlmeans_studio.engine.media.video import VideoError, VideoReader  # noqa: E402
+from nlmeans_studio.engine.params import NLMParams  # noqa: E402
 
 SPECS = {spec.name: spec for spec in CORPUS}
 

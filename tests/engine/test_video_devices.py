@@ -1,12 +1,12 @@
-"""A clip split over every GPU (engine/video_devices.py) equals one GPU's export stream."""
+"""A clip split over every GPU (engine/gpu/video_devices.py) equals one GPU's export stream."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from engine import Denoiser, NLMParams
-from engine.backend import gpu_unavailable_reason
+from nlmeans_studio.engine import Denoiser, NLMParams
+from nlmeans_studio.engine.backend import gpu_unavailable_reason
 
 
 @pytest.mark.gpu
@@ -16,7 +16,7 @@ def test_every_gpu_equals_one(past, future) -> None:
         pytest.skip(gpu_unavailable_reason())
     import cupy
 
-    from engine.video_devices import denoise_clip_on_devices
+    from nlmeans_studio.engine.gpu.video_devices import denoise_clip_on_devices
 
     frames = list(np.random.default_rng(5).integers(0, 256, (9, 40, 48, 3), dtype=np.uint8))
     params = NLMParams(h=30.0, patch_radius=2, search_radius=3, frames_past=past, frames_future=future)

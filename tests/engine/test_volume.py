@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from volume_reference import reference_denoise_volume
 
-from engine import denoise_volume
-from engine.slabs import frame_ranges, split_range
-from engine.volume import VolumeParams, denoise_volume_slice, padded_volume
-from engine.volume_gpu import kernel_name, voxel_run
+from nlmeans_studio.engine import denoise_volume
+from nlmeans_studio.engine.filters.volume_gpu import kernel_name, voxel_run
+from nlmeans_studio.engine.gpu.slabs import frame_ranges, split_range
+from nlmeans_studio.engine.volume.denoise import denoise_volume_slice, padded_volume
+from nlmeans_studio.engine.volume.params import VolumeParams
 
 KERNELS = Path(__file__).parents[2] / "engine" / "kernels"
 TEMPLATE = Path(__file__).parents[1] / "data" / "mni152_t1_crop.npz"
@@ -42,7 +43,7 @@ def _crop() -> np.ndarray:
 
 
 def _gpu_or_skip() -> None:
-    from engine.backend import gpu_unavailable_reason
+    from nlmeans_studio.engine.backend import gpu_unavailable_reason
 
     reason = gpu_unavailable_reason()
     if reason is not None:

@@ -1,4 +1,4 @@
-"""Volume files (engine/volume_io.py), the noise estimate of volumes (engine/volume_noise.py) and
+"""Volume files (engine/volume/io.py), the noise estimate of volumes (engine/volume/noise.py) and
 the ``denoise-volume`` command."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.cli import main
-from engine.volume_io import read_volume, write_volume
-from engine.volume_noise import estimate_volume_noise, suggest_volume_h
+from nlmeans_studio.engine.cli import main
+from nlmeans_studio.engine.volume.io import read_volume, write_volume
+from nlmeans_studio.engine.volume.noise import estimate_volume_noise, suggest_volume_h
 
 NIFTI = Path(__file__).parents[1] / "data" / "mni152_t1_crop.nii.gz"
 nibabel = pytest.importorskip("nibabel")

@@ -12,7 +12,7 @@ pytest.importorskip("av", reason="the window opens videos with PyAV")
 from PySide6.QtCore import QSettings
 from window_driver import clip_frames, write_clip
 
-from gui.window import MainWindow
+from nlmeans_studio.gui.window import MainWindow
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ and a plain message where the window cannot open."""
 
 import pytest
 
-from gui.launcher import QT_X11_LIBRARIES, display_problem, main
+from nlmeans_studio.gui.launcher import QT_X11_LIBRARIES, display_problem, main
 
 
 def test_commands_go_to_the_engine_and_a_missing_file_is_refused(capsys) -> None:

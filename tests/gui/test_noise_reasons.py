@@ -6,11 +6,11 @@ import pytest
 
 pytest.importorskip("PySide6", reason="the panels are Qt widgets")
 
-from engine import NLMParams
-from engine.noise import NoiseEstimate
-from gui.controls import ParameterPanel
-from gui.panels import NoisePanel
-from gui.presets import Preset, load_preset, save_preset
+from nlmeans_studio.engine import NLMParams
+from nlmeans_studio.engine.noise import NoiseEstimate
+from nlmeans_studio.gui.controls import ParameterPanel
+from nlmeans_studio.gui.panels import NoisePanel
+from nlmeans_studio.gui.presets import Preset, load_preset, save_preset
 
 
 def _estimate(sigmas: list[float], correlation: float) -> NoiseEstimate:

@@ -4,9 +4,9 @@ import pytest
 
 pytest.importorskip("PySide6", reason="the presets module belongs to the window")
 
-from engine import NLMParams
-from gui.controls import parameter_help
-from gui.presets import Preset, PresetError, load_preset, save_preset, shipped_presets
+from nlmeans_studio.engine import NLMParams
+from nlmeans_studio.gui.controls import parameter_help
+from nlmeans_studio.gui.presets import Preset, PresetError, load_preset, save_preset, shipped_presets
 
 
 def test_shipped_presets_set_h_relative_to_the_noise() -> None:

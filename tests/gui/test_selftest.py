@@ -5,8 +5,8 @@ import pytest
 pytest.importorskip("PySide6", reason="the self-test opens the window")
 pytest.importorskip("av", reason="the self-test reads the sample clip")
 
-from gui import selftest
-from gui.launcher import main
+from nlmeans_studio.gui import selftest
+from nlmeans_studio.gui.launcher import main
 
 pytestmark = pytest.mark.qt_log_ignore("This plugin does not support")
 

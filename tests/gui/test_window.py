@@ -26,14 +26,14 @@ from window_driver import (
     write_clip,
 )
 
-from engine import NLMParams, apply_estimate, psnr
-from engine.frames import to_float32
-from engine.luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
-from engine.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
-from engine.video import read_frames
-from gui.export import ExportDialog
-from gui.presets import PRESET_FOLDER, load_preset
-from gui.window import MainWindow
+from nlmeans_studio.engine import NLMParams, apply_estimate, psnr
+from nlmeans_studio.engine.frames import to_float32
+from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
+from nlmeans_studio.engine.media.video import read_frames
+from nlmeans_studio.engine.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
+from nlmeans_studio.gui.export import ExportDialog
+from nlmeans_studio.gui.presets import PRESET_FOLDER, load_preset
+from nlmeans_studio.gui.window import MainWindow
 
 pytestmark = [
     pytest.mark.qt_log_level_fail("WARNING"),
@@ -357,7 +357,7 @@ def test_synthetic_noise_and_presets_set_h_from_sigma(qtbot, window, clip) -> No
 def test_first_opening_of_the_sample_adds_noise_and_shows_a_gain(qtbot, window, tmp_path, monkeypatch) -> None:
     sample = tmp_path / "sample.mkv"
     write_clip(sample, clip_frames())
-    monkeypatch.setattr("gui.window.SAMPLE_CLIP", sample)
+    monkeypatch.setattr("nlmeans_studio.gui.window.SAMPLE_CLIP", sample)
     opened(qtbot, window, sample)
     assert window.noise.synthetic.isChecked() and window.preview.psnr_after > window.preview.psnr_before + 1
 
@@ -625,7 +625,7 @@ def test_parameters_and_the_view_mode_persist_across_sessions(qtbot, tmp_path) -
 
 
 def test_speed_readouts() -> None:
-    from gui.panels import Readouts
+    from nlmeans_studio.gui.panels import Readouts
 
     readouts = Readouts()
     readouts.show_still(None, "", None)
@@ -646,7 +646,7 @@ def test_resizing_the_views_keeps_the_interpreter_alive(qtbot) -> None:
 
     from PySide6.QtCore import QCoreApplication
 
-    from gui.views import ComparisonView
+    from nlmeans_studio.gui.views import ComparisonView
 
     view = ComparisonView()
     qtbot.addWidget(view)

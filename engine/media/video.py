@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from .frame_index import FrameIndex, index_stream
-from .staged_output import OutputBusyError, StagedOutput
+from nlmeans_studio.engine.media.frame_index import FrameIndex, index_stream
+from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput
 
 HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
 SEQUENCE_NUMBER = re.compile(r"%0?(\d*)d")  # the frame number's place in an image sequence's name

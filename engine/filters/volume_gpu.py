@@ -1,7 +1,7 @@
 """The volume filter on one or several GPUs: the kernel of ``kernels/volume.cu``, one slab filter per device.
 
 Kernels compile once per (device, Bz, By, Bx, C, weighting, centre weight) through the video
-filter's compile cache (``gpu._function``), with those values in the kernel's name; the search
+filter's compile cache (``gpu.device.kernel_function``), with those values in the kernel's name; the search
 radii are run-time arguments.
 """
 
@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from .backend import cupy_module
-from .gpu import _function
-from .slabs import SlabFilter
-from .volume import VolumeParams
+from nlmeans_studio.engine.backend import cupy_module
+from nlmeans_studio.engine.gpu.device import kernel_function
+from nlmeans_studio.engine.gpu.slabs import SlabFilter
+from nlmeans_studio.engine.volume.params import VolumeParams
 
 BLOCK = (32, 8)  # threads along x and y of a plane
 MEMORY_SHARE = 0.6  # of a device's free memory one slab's input and output may take
@@ -43,7 +43,7 @@ def filter_padded_gpu(cupy: Any, device: int, padded: np.ndarray, params: Volume
     planes, channels = padded.shape[0] - 2 * pad[0], padded.shape[1]
     rows, columns = padded.shape[2] - 2 * pad[1], padded.shape[3] - 2 * pad[2]
     with cupy.cuda.Device(device):
-        kernel = _function(cupy, kernel_name(params, channels), "volume.cu")
+        kernel = kernel_function(cupy, kernel_name(params, channels), "volume.cu")
         source = cupy.asarray(padded)
         out = cupy.empty((planes, rows, columns, channels), dtype=cupy.float32)
         grid = (-(-columns // BLOCK[0]), -(-rows // BLOCK[1]), -(-planes // voxel_run(params, channels)))

@@ -5,7 +5,7 @@ the source's grid (NIfTI header and affine, TIFF voxel size) and its data type c
 nibabel and tifffile are imported when a file of theirs is read or written, so the engine
 imports without them. NIfTI stores voxels (i, j, k) = (x, y, z): arrays are transposed to
 (z, y, x) on reading and back on writing. Writes go to a hidden file renamed into place when
-complete (engine/staged_output.py), as ``denoise`` writes videos.
+complete (engine/media/staged_output.py), as ``denoise`` writes videos.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .staged_output import StagedOutput
+from nlmeans_studio.engine.media.staged_output import StagedOutput
 
 SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff", ".npy": "npy"}
 

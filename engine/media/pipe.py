@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .video import VideoError, VideoInfo, _av, _frame_format, _stream_facts
+from nlmeans_studio.engine.media.video import VideoError, VideoInfo, _av, _frame_format, _stream_facts
 
 PIPE = "-"
 LOOKAHEAD = 8  # frames kept from the stream's start for random access

@@ -1,7 +1,7 @@
 """Splitting work along one axis into ranges with halos, filtering them apart, stitching the result.
 
 A volume splits along z into slabs, each read with a halo of Az + Bz planes on either side (in
-the mirrored ``padded`` volume of engine/volume.py the halo is there even at the volume's ends),
+the mirrored ``padded`` volume of engine/volume/denoise.py the halo is there even at the volume's ends),
 filtered, and written into its planes of the output: the union equals one pass, since every
 output voxel sees exactly the voxels it would in one pass. Several filters (one per GPU) take
 the slabs in turn, concurrently. A long video splits the same way along time, with Dp frames

@@ -1,7 +1,7 @@
 """The ``denoise-volume`` command: a NIfTI, TIFF stack or .npy volume in, the denoised one out.
 
-h comes from the volume's noise estimate when not given (engine/volume_noise.py); the output
-is written under a hidden name and renamed when complete (engine/volume_io.py), keeping the
+h comes from the volume's noise estimate when not given (engine/volume/noise.py); the output
+is written under a hidden name and renamed when complete (engine/volume/io.py), keeping the
 source's grid and data type class.
 """
 
@@ -11,8 +11,8 @@ import argparse
 import sys
 import time
 
-from .backend import BACKENDS
-from .params import CENTER_WEIGHTS, WEIGHTINGS
+from nlmeans_studio.engine.backend import BACKENDS
+from nlmeans_studio.engine.params import CENTER_WEIGHTS, WEIGHTINGS
 
 
 def _radii(text: str) -> int | tuple[int, int, int]:
@@ -80,9 +80,9 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``denoise-volume``; errors propagate to the CLI's handler."""
-    from .volume import denoise_volume
-    from .volume_io import read_volume, volume_format, write_volume
-    from .volume_noise import estimate_volume_noise, suggest_volume_h
+    from nlmeans_studio.engine.volume.denoise import denoise_volume
+    from nlmeans_studio.engine.volume.io import read_volume, volume_format, write_volume
+    from nlmeans_studio.engine.volume.noise import estimate_volume_noise, suggest_volume_h
 
     volume_format(args.output)  # refuse an unknown output kind before any work
     source = read_volume(args.input)

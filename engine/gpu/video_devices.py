@@ -1,5 +1,5 @@
 """A clip in memory denoised over several GPUs: contiguous frame ranges, one per device, each
-read with its Dp frames before and Df after (engine/slabs.py ``frame_ranges``) and filtered by
+read with its Dp frames before and Df after (engine/gpu/slabs.py ``frame_ranges``) and filtered by
 that device's own ``GpuPipeline`` concurrently; the ranges' outputs, in order, equal one GPU's."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from .backend import cupy_module
-from .params import NLMParams
-from .slabs import frame_ranges
+from nlmeans_studio.engine.backend import cupy_module
+from nlmeans_studio.engine.gpu.slabs import frame_ranges
+from nlmeans_studio.engine.params import NLMParams
 
 
 def denoise_clip_on_devices(
@@ -25,7 +25,7 @@ def denoise_clip_on_devices(
     truncated window and dropped; a range's frames are yielded once all ranges before it are.
     """
     cupy = cupy_module()
-    from .gpu import GpuPipeline
+    from nlmeans_studio.engine.gpu.pipeline import GpuPipeline
 
     def run(device: int, start: int, stop: int, read_start: int, read_stop: int) -> list[np.ndarray]:
         with cupy.cuda.Device(device):

@@ -27,7 +27,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .params import NLMParams
+from nlmeans_studio.engine.frames import to_float32
+from nlmeans_studio.engine.params import NLMParams
 
 TILE_ROWS, TILE_COLUMNS = 32, 256  # one parallel task; its rows of frames and sums stay in L2
 
@@ -103,7 +104,7 @@ def _difference_row(z_frames, reference, other, row, row_other, start, start_oth
 
 
 @numba.njit(cache=True, fastmath=FAST)
-def _weights_row(column_sums, radius, scale, exponential, relative, out):
+def weights_row(column_sums, radius, scale, exponential, relative, out):
     """Box-sum ``column_sums`` horizontally over 2 radius + 1 and turn the sums into weights
     (into u = sum * scale where the weights are ``relative``).
 
@@ -130,7 +131,7 @@ def _weights_row(column_sums, radius, scale, exponential, relative, out):
 
 
 @numba.njit(cache=True, fastmath=FAST)
-def _accumulate_row(weights, y_frames, frame, row, start, accumulators, accumulator_row, center_max, relative, factors):
+def accumulate_row(weights, y_frames, frame, row, start, accumulators, accumulator_row, center_max, relative, factors):
     """Add w Y_frame(row, start + i) to the numerators and w to the denominator of one row.
 
     ``accumulators`` is (C + 2, rows, columns): C numerators, the denominator, the largest
@@ -218,9 +219,9 @@ def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential
                     output_row = row - radius
                     if output_row < top:
                         continue
-                    _weights_row(sums, radius, scale, exponential, relative, row_weights)
+                    weights_row(sums, radius, scale, exponential, relative, row_weights)
                     if first <= output_row < stop:
-                        _accumulate_row(
+                        accumulate_row(
                             row_weights[begin - left : end - left],
                             y_frames,
                             frame,
@@ -234,7 +235,7 @@ def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential
                         )
                     mirrored_row = output_row + qy
                     if same_frame and first <= mirrored_row < stop:
-                        _accumulate_row(
+                        accumulate_row(
                             row_weights[begin - qx - left : end - qx - left],
                             y_frames,
                             frame,
@@ -277,10 +278,18 @@ class Scratch(NamedTuple):
 
 
 class FusedCpuFilter:
-    """The fused numba filter with its buffers, which it keeps between frames of one size."""
+    """The fused numba filter with its buffers, which it keeps between frames of one size.
+
+    Its frames are the host frames as (H, W, C) float32 (``upload``); outputs are the same.
+    """
+
+    backend, method = "cpu", "fused"
 
     def __init__(self) -> None:
         self._buffers: dict[str, np.ndarray] = {}
+
+    upload = staticmethod(to_float32)
+    download = staticmethod(np.asarray)
 
     def _buffer(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
         buffer = self._buffers.get(name)
@@ -297,7 +306,7 @@ class FusedCpuFilter:
     ) -> np.ndarray:
         """Denoise ``frames[center]`` searching all of ``frames`` ((H, W, C) float32 each).
 
-        Same contract as ``cascade.denoise_window``, on interleaved host frames; the frames
+        Same contract as ``CascadeCpuFilter``, on interleaved host frames; the frames
         are the window's, truncated at the clip's ends. ``guide`` (frames of the same window
         and shape) gives the patch distances instead of ``frames``, which are averaged.
         """

@@ -4,77 +4,20 @@ A volume is mirrored once on the host into ``padded``, (Z + 2 pz, C, Y + 2 py, X
 with p = A + B per axis: every voxel any output needs, in the layout both backends read (a
 plane's channels together, rows contiguous). A slab of output planes [z0, z1) reads
 ``padded[z0 : z1 + 2 pz]``, its own halo of A + B planes on either side, so that slabs filter
-independently and their union equals one pass (engine/slabs.py).
+independently and their union equals one pass (engine/gpu/slabs.py).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from .backend import resolve_backend
-from .params import CENTER_WEIGHTS, PATCH_RADIUS_MAX, SEARCH_RADIUS_MAX, WEIGHTINGS, _check_choice, _check_int
+from nlmeans_studio.engine.backend import resolve_backend
+from nlmeans_studio.engine.params import check_int
+from nlmeans_studio.engine.volume.params import Radii, VolumeParams
 
-Radii = int | tuple[int, int, int]
 Progress = Callable[[int, int], None]  # (work done, work in all)
-
-
-def _check_radii(name: str, value: object, high: int) -> tuple[int, int, int]:
-    if isinstance(value, (tuple, list)):
-        if len(value) != 3:
-            raise ValueError(f"{name} must be an integer or a (z, y, x) triple, got {value!r}")
-        return tuple(_check_int(f"{name}[{axis}]", v, high) for axis, v in zip("zyx", value, strict=True))
-    radius = _check_int(name, value, high)
-    return (radius, radius, radius)
-
-
-@dataclass(frozen=True)
-class VolumeParams:
-    """The volume filter's parameters (DESIGN.md §6), validated: see ``denoise_volume``."""
-
-    h: float
-    patch_radius: tuple[int, int, int]
-    search_radius: tuple[int, int, int]
-    weighting: str
-    center_weight: str
-
-    @classmethod
-    def checked(
-        cls, h: object, patch_radius: object, search_radius: object, weighting: object, center_weight: object
-    ) -> VolumeParams:
-        message = f"h must be a finite number > 0 in the volume's intensity units, got {h!r}"
-        if isinstance(h, bool) or not isinstance(h, (int, float, np.integer, np.floating)):
-            raise ValueError(message)
-        if not (math.isfinite(h) and h > 0):
-            raise ValueError(message)
-        return cls(
-            float(h),
-            _check_radii("patch_radius", patch_radius, PATCH_RADIUS_MAX),
-            _check_radii("search_radius", search_radius, SEARCH_RADIUS_MAX),
-            _check_choice("weighting", weighting, WEIGHTINGS),
-            _check_choice("center_weight", center_weight, CENTER_WEIGHTS),
-        )
-
-    @property
-    def pad(self) -> tuple[int, int, int]:
-        """A + B per axis: the mirrored border every output voxel's window reaches."""
-        return tuple(a + b for a, b in zip(self.search_radius, self.patch_radius, strict=True))
-
-    def patch_sum_scale(self, channels: int) -> float:
-        """u per unit of a patch's summed squared difference: 1 / (C |patch| h^2)."""
-        voxels = math.prod(2 * b + 1 for b in self.patch_radius)
-        return 1.0 / (channels * voxels * self.h**2)
-
-    @property
-    def exponential(self) -> bool:
-        return self.weighting == "exponential"
-
-    @property
-    def center_max(self) -> bool:
-        return self.center_weight == "max"
 
 
 def checked_volume(volume: object, params: VolumeParams) -> np.ndarray:
@@ -122,12 +65,12 @@ def resolve_devices(devices: object) -> list[int] | None:
     if devices is None:
         return None
     if devices == "all":
-        from .backend import cupy_module
+        from nlmeans_studio.engine.backend import cupy_module
 
         return list(range(cupy_module().cuda.runtime.getDeviceCount()))
     if isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence) or len(devices) == 0:
         raise ValueError(f"devices must be None, 'all' or a non-empty list of GPU ids, got {devices!r}")
-    ids = [_check_int("devices[i]", d, 1023) for d in devices]
+    ids = [check_int("devices[i]", d, 1023) for d in devices]
     if len(set(ids)) != len(ids):
         raise ValueError(f"devices must not repeat a GPU, got {devices!r}")
     return ids
@@ -199,14 +142,14 @@ def denoise_volume(
     params = VolumeParams.checked(h, patch_radius, search_radius, weighting, center_weight)
     data = checked_volume(volume, params)
     if slabs is not None:
-        _check_int("slabs", slabs, 1 << 20)
+        check_int("slabs", slabs, 1 << 20)
     device_ids = resolve_devices(devices)
     chosen = _chosen_backend(backend, device_ids)
-    from . import slabs as slab_module
+    from nlmeans_studio.engine.gpu import slabs as slab_module
 
     padded = padded_volume(data, params.pad)
     if chosen == "cpu":
-        from .volume_cpu import filter_padded_cpu
+        from nlmeans_studio.engine.filters.volume_cpu import filter_padded_cpu
 
         count = len(slab_module.split_range(data.shape[0], slabs or 1))
         finished = [0]
@@ -222,7 +165,7 @@ def denoise_volume(
 
         planar = slab_module.filter_in_slabs(padded, data.shape, params, count, [cpu_filter])
     else:
-        from .volume_gpu import gpu_slab_filters
+        from nlmeans_studio.engine.filters.volume_gpu import gpu_slab_filters
 
         filters, least_slabs = gpu_slab_filters(data.shape, params, device_ids)
         planar = slab_module.filter_in_slabs(
@@ -274,7 +217,7 @@ def denoise_volume_slice(
         As ``denoise_volume``, and an axis or index out of range.
     """
     params = VolumeParams.checked(h, patch_radius, search_radius, weighting, center_weight)
-    _check_int("axis", axis, 2)
+    check_int("axis", axis, 2)
     order = [axis] + [a for a in range(3) if a != axis]
     moved = VolumeParams(
         params.h,
@@ -284,16 +227,16 @@ def denoise_volume_slice(
         params.center_weight,
     )
     data = checked_volume(volume, params)
-    _check_int("index", index, data.shape[axis] - 1)
+    check_int("index", index, data.shape[axis] - 1)
     data = np.moveaxis(data, axis, 0)
     slab = padded_volume(data, moved.pad, (index, index + 1))
     if _chosen_backend(backend, None) == "cpu":
-        from .volume_cpu import filter_padded_cpu
+        from nlmeans_studio.engine.filters.volume_cpu import filter_padded_cpu
 
         plane = filter_padded_cpu(slab, moved)[0]
     else:
-        from .backend import cupy_module
-        from .volume_gpu import filter_padded_gpu
+        from nlmeans_studio.engine.backend import cupy_module
+        from nlmeans_studio.engine.filters.volume_gpu import filter_padded_gpu
 
         cupy = cupy_module()
         plane = filter_padded_gpu(cupy, cupy.cuda.Device().id, slab, moved)[0]

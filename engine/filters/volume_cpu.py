@@ -5,8 +5,8 @@ For each offset q of half the window (q > 0 in (z, y, x) order), the squared dif
 ||V(s) - V(s + q)||^2 is box-summed over the patch for every s the two offsets +q and -q need
 (the slab's voxels and the slab shifted by -q), in three separable passes, each parallel over
 planes: y (``_row_sums``), then z and x with the weight (``_weight_planes``, reusing the video
-filter's ``_weights_row``), then each voxel p takes w(p, q) V(p + q) and w(p - q, q) V(p - q)
-(``_accumulate_planes``, reusing ``_accumulate_row`` with its relative exponential weights).
+filter's ``weights_row``), then each voxel p takes w(p, q) V(p + q) and w(p - q, q) V(p - q)
+(``_accumulate_planes``, reusing ``accumulate_row`` with its relative exponential weights).
 Box sums are direct sums of 2B + 1 terms, never running sums: no drift, whatever the slab.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from .cpu_fused import FAST, NO_EXPONENT, _accumulate_row, _weights_row
-from .volume import VolumeParams
+from nlmeans_studio.engine.filters.fused_cpu import FAST, NO_EXPONENT, accumulate_row, weights_row
+from nlmeans_studio.engine.volume.params import VolumeParams
 
 
 @numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
@@ -94,10 +94,10 @@ def _weight_planes(row_sums, patch, scale, exponential, relative, out):
                 for i in range(sums.shape[0]):
                     sums[i] += source[i]
             if exponential and not relative:  # u from the shared row code, then a vectorized exp
-                _weights_row(sums, bx, scale, exponential, True, out[k, j])
+                weights_row(sums, bx, scale, exponential, True, out[k, j])
                 _exp_negative(out[k, j], exponents)
             else:
-                _weights_row(sums, bx, scale, exponential, relative, out[k, j])
+                weights_row(sums, bx, scale, exponential, relative, out[k, j])
 
 
 @numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
@@ -110,11 +110,11 @@ def _accumulate_planes(weights, padded, offset, low, pad, center_max, relative, 
         plane = accumulators[z]
         for y in range(rows):
             here = weights[z - low[0], y - low[1], -low[2] : -low[2] + columns]
-            _accumulate_row(
+            accumulate_row(
                 here, padded, pad[0] + z + qz, pad[1] + y + qy, pad[2] + qx, plane, y, center_max, relative, factors
             )
             there = weights[z - qz - low[0], y - qy - low[1], -qx - low[2] : -qx - low[2] + columns]
-            _accumulate_row(
+            accumulate_row(
                 there, padded, pad[0] + z - qz, pad[1] + y - qy, pad[2] - qx, plane, y, center_max, relative, factors
             )
 
@@ -145,7 +145,7 @@ def half_window(search: tuple[int, int, int]) -> list[tuple[int, int, int]]:
 def filter_padded_cpu(
     padded: np.ndarray, params: VolumeParams, on_offset: Callable[[int, int], None] | None = None
 ) -> np.ndarray:
-    """Filter the planes of a padded slab ((planes + 2 pz, C, Yp, Xp), engine/volume.py): (planes, Y, X, C).
+    """Filter the planes of a padded slab ((planes + 2 pz, C, Yp, Xp), engine/volume/denoise.py): (planes, Y, X, C).
 
     ``on_offset`` is called with (offset pairs done, offset pairs in all) after each pair.
     """

@@ -2,7 +2,7 @@
 
 Readable first: this module is the executable explanation of the method and the CPU's cascade.
 It takes its array module (NumPy or CuPy) from the frames it is given; on the GPU the cascade
-runs as one CUDA kernel per pass (``kernels/cascade.cu``, ``gpu.GpuCascade``), these same steps.
+runs as one CUDA kernel per pass (``kernels/cascade.cu``, ``cascade_gpu.CascadeGpuFilter``), these same steps.
 
 Frames here are planar float32 arrays (C, H, W). For each search offset q the cascade runs
 
@@ -30,7 +30,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .params import NLMParams
+import numpy as np
+
+from nlmeans_studio.engine.frames import to_float32
+from nlmeans_studio.engine.params import NLMParams
 
 Array = Any  # numpy.ndarray or cupy.ndarray
 
@@ -185,3 +188,22 @@ def denoise_window(
     if params.center_weight == "max" and not relative:  # the largest other weight, or 1 where all weigh 0
         center_weight = xp.where(largest > 0, largest, center_weight)
     return (numerator + center_weight * frames[center]) / (denominator + center_weight)
+
+
+class CascadeCpuFilter:
+    """The cascade on the host: frames planar (C, H, W) float32, outputs interleaved (H, W, C)."""
+
+    backend, method = "cpu", "cascade"
+
+    @staticmethod
+    def upload(frame: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(to_float32(frame).transpose(2, 0, 1))
+
+    @staticmethod
+    def download(output: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(output.transpose(1, 2, 0))
+
+    def __call__(
+        self, window: Sequence[np.ndarray], center: int, params: NLMParams, guide: Sequence[np.ndarray] | None = None
+    ) -> np.ndarray:
+        return denoise_window(window, center, params, guide)

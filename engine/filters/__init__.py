@@ -1,0 +1,66 @@
+"""The window filters: one module per filter, one protocol they share, one table to choose from.
+
+Every filter denoises the centre frame of a temporal window (DESIGN.md §1) and computes the
+same result within float32 rounding:
+
+=========  ==========  ==============================================================
+backend    method      module
+=========  ==========  ==============================================================
+cpu        fused       ``fused_cpu``: numba, the cascade fused per tile of pixels
+cpu        cascade     ``cascade``: the paper's pass cascade as NumPy array code
+gpu        fused       ``fused_gpu``: one CUDA kernel for the whole window (``nlm.cu``)
+gpu        cascade     ``cascade_gpu``: one CUDA kernel per pass and offset (``cascade.cu``)
+=========  ==========  ==============================================================
+
+``fused_layout`` plans the fused GPU kernel's tiles in pure Python; ``volume_cpu`` and
+``volume_gpu`` are the 3D filter of DESIGN.md §6 (driven by ``engine.volume``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from nlmeans_studio.engine.params import NLMParams
+
+METHODS = ("fused", "cascade")  # the first is the default
+FILTERS = {
+    ("cpu", "fused"): "fused_cpu:FusedCpuFilter",
+    ("cpu", "cascade"): "cascade:CascadeCpuFilter",
+    ("gpu", "fused"): "fused_gpu:FusedGpuFilter",
+    ("gpu", "cascade"): "cascade_gpu:CascadeGpuFilter",
+}
+
+
+class WindowFilter(Protocol):
+    """A filter of the table: frames go to its device with ``upload``, windows of uploaded frames
+    are filtered by calling it, and outputs come back with ``download``."""
+
+    backend: str
+    method: str
+
+    def upload(self, frame: np.ndarray) -> Any:
+        """A checked (H, W, C) host frame (uint8, uint16 or float32) -> the filter's own frame."""
+
+    def __call__(
+        self, window: Sequence[Any], center: int, params: NLMParams, guide: Sequence[Any] | None = None
+    ) -> Any:
+        """Denoise ``window[center]`` searching ``window`` (uploaded frames, truncated at the clip's
+        ends). ``guide``, the same window of another clip, gives the patch distances instead."""
+
+    def download(self, output: Any) -> np.ndarray:
+        """An output -> (H, W, C) float32 on the host."""
+
+
+def window_filter(backend: str, method: str) -> WindowFilter:
+    """A new filter for a resolved backend ("cpu" / "gpu") and a method of METHODS.
+
+    Its module is imported here, so that numba or CuPy load only when their filter is asked for.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be {' or '.join(map(repr, METHODS))}, got {method!r}")
+    module, name = FILTERS[backend, method].split(":")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)()

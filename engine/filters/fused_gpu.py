@@ -1,0 +1,126 @@
+"""The fused GPU filter: the whole window in one launch of the kernel of ``kernels/nlm.cu``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from nlmeans_studio.engine.backend import cupy_module
+from nlmeans_studio.engine.filters.fused_layout import FUSED_THREADS, fused_grid, fused_layout, patch_scale
+from nlmeans_studio.engine.frames import integer_scale
+from nlmeans_studio.engine.gpu.device import CUDA_TYPES, DeviceFrame, DeviceFrames, device_attributes, kernel_function
+from nlmeans_studio.engine.params import NLMParams
+
+
+class FusedGpuFilter:
+    """Denoises windows of device frames with the fused kernel, on the current device.
+
+    Its frames are ``DeviceFrame``s (``upload``: each crosses the bus once, in its own dtype);
+    outputs are interleaved (H, W, C) device arrays. Launch buffers are kept between calls.
+    """
+
+    backend, method = "gpu", "fused"
+
+    def __init__(self, cupy: Any = None) -> None:
+        self.cupy = cupy = cupy if cupy is not None else cupy_module()
+        self.frames = DeviceFrames(cupy)
+        self.upload = self.frames.upload
+        self.download = cupy.asnumpy
+        self._pointer_arrays: dict[tuple[int, ...], Any] = {}
+        self._split_buffers: tuple[Any, Any] | None = None  # (partials, arrivals)
+
+    def _pointers(self, arrays: list[Any]) -> Any:
+        """The arrays' device addresses as a device array, kept per window (a ring repeats them)."""
+        key = tuple(array.data.ptr for array in arrays)
+        pointers = self._pointer_arrays.get(key)
+        if pointers is None:
+            if len(self._pointer_arrays) > 256:
+                self._pointer_arrays.clear()
+            pointers = self._pointer_arrays[key] = self.cupy.asarray(np.array(key, dtype=np.uint64))
+        return pointers
+
+    def _split_buffers_for(self, floats: int, counters: int) -> tuple[Any, Any]:
+        """Partial sums and arrival counters for split tiles, kept from launch to launch: the kernel
+        sets the counters back to zero, and launches on one stream never overlap."""
+        buffers = self._split_buffers
+        if buffers is None or buffers[0].size < floats or buffers[1].size < counters:
+            buffers = self._split_buffers = (
+                self.cupy.empty(floats, dtype=self.cupy.float32),
+                self.cupy.zeros(counters, dtype=self.cupy.int32),
+            )
+        return buffers
+
+    def __call__(
+        self,
+        frames: Sequence[DeviceFrame],
+        center: int,
+        params: NLMParams,
+        guide: None = None,
+        *,
+        out_dtype: Any = np.float32,
+        out: Any = None,
+    ) -> Any:
+        """Denoise ``frames[center]`` searching ``frames``.
+
+        Returns the output as interleaved (H, W, C) on the GPU, of ``out_dtype`` (or ``out``'s
+        dtype): float32, or uint8 / uint16 scaled to their full range, rounded and clamped.
+        """
+        _refuse_guide(guide)
+        cupy = self.cupy
+        channels, height, width = frames[center].shape
+        out_dtype = np.dtype(out.dtype if out is not None else out_dtype)
+        radius, search = params.patch_radius, params.search_radius
+        transformed = params.color_transform is not None
+        packed = not transformed and all(frame.packed is not None for frame in frames)
+        per_block, per_multiprocessor, multiprocessors = device_attributes(cupy, cupy.cuda.Device().id)
+        layout = fused_layout(radius, search, channels, transformed, per_block, packed)
+        min_blocks = 2 if 2 * layout.shared_bytes <= per_multiprocessor else 1
+        options = (transformed, packed, params.weighting == "exponential", params.center_weight == "max")
+        name = (
+            f"nlm_fused<{radius}, {search}, {channels}, {layout.template_arguments}, "
+            f"{', '.join(str(option).lower() for option in options)}, {CUDA_TYPES[out_dtype]}, {min_blocks}>"
+        )
+        kernel = kernel_function(cupy, name)
+        kernel.max_dynamic_shared_size_bytes = layout.shared_bytes
+        with self.frames.out_of_memory_as_error(frames[center].shape):
+            matrix = params.color_transform
+            transform = np.uint64(0) if matrix is None else self.frames.transform(matrix)
+            if out is None:
+                out = cupy.empty((height, width, channels), dtype=out_dtype)
+            grid = fused_grid(layout, height, width, len(frames), min_blocks * multiprocessors)
+            partials, arrivals = np.uint64(0), np.uint64(0)
+            if grid.split:
+                partials, arrivals = self._split_buffers_for(
+                    grid.split * grid.pieces * layout.partial_floats(channels), grid.split
+                )
+            kernel(
+                (grid.blocks,),
+                (FUSED_THREADS,),
+                (
+                    self._pointers([frame.planar for frame in frames]),
+                    self._pointers([frame.packed for frame in frames]) if packed else np.uint64(0),
+                    np.int32(len(frames)),
+                    np.int32(center),
+                    np.int32(height),
+                    np.int32(width),
+                    transform,
+                    np.float32(patch_scale(params, channels, packed)),
+                    out,
+                    np.float32(1.0 / integer_scale(out_dtype)),
+                    np.int32(grid.tiles_x),
+                    np.int32(grid.whole_tiles),
+                    np.int32(grid.parts),
+                    partials,
+                    arrivals,
+                ),
+                shared_mem=layout.shared_bytes,
+            )
+        return out
+
+
+def _refuse_guide(guide: object) -> None:
+    """The GPU filters measure distances on the frames they average: no guide clip yet."""
+    if guide is not None:
+        raise ValueError("a guide clip needs the CPU backend; the GPU filters take none")

@@ -1,0 +1,74 @@
+"""The volume filter's parameters (DESIGN.md §6): radii per axis, validated once."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from nlmeans_studio.engine.params import (
+    CENTER_WEIGHTS,
+    PATCH_RADIUS_MAX,
+    SEARCH_RADIUS_MAX,
+    WEIGHTINGS,
+    check_choice,
+    check_int,
+)
+
+Radii = int | tuple[int, int, int]
+
+
+def _check_radii(name: str, value: object, high: int) -> tuple[int, int, int]:
+    if isinstance(value, (tuple, list)):
+        if len(value) != 3:
+            raise ValueError(f"{name} must be an integer or a (z, y, x) triple, got {value!r}")
+        return tuple(check_int(f"{name}[{axis}]", v, high) for axis, v in zip("zyx", value, strict=True))
+    radius = check_int(name, value, high)
+    return (radius, radius, radius)
+
+
+@dataclass(frozen=True)
+class VolumeParams:
+    """The volume filter's parameters (DESIGN.md §6), validated: see ``denoise_volume``."""
+
+    h: float
+    patch_radius: tuple[int, int, int]
+    search_radius: tuple[int, int, int]
+    weighting: str
+    center_weight: str
+
+    @classmethod
+    def checked(
+        cls, h: object, patch_radius: object, search_radius: object, weighting: object, center_weight: object
+    ) -> VolumeParams:
+        message = f"h must be a finite number > 0 in the volume's intensity units, got {h!r}"
+        if isinstance(h, bool) or not isinstance(h, (int, float, np.integer, np.floating)):
+            raise ValueError(message)
+        if not (math.isfinite(h) and h > 0):
+            raise ValueError(message)
+        return cls(
+            float(h),
+            _check_radii("patch_radius", patch_radius, PATCH_RADIUS_MAX),
+            _check_radii("search_radius", search_radius, SEARCH_RADIUS_MAX),
+            check_choice("weighting", weighting, WEIGHTINGS),
+            check_choice("center_weight", center_weight, CENTER_WEIGHTS),
+        )
+
+    @property
+    def pad(self) -> tuple[int, int, int]:
+        """A + B per axis: the mirrored border every output voxel's window reaches."""
+        return tuple(a + b for a, b in zip(self.search_radius, self.patch_radius, strict=True))
+
+    def patch_sum_scale(self, channels: int) -> float:
+        """u per unit of a patch's summed squared difference: 1 / (C |patch| h^2)."""
+        voxels = math.prod(2 * b + 1 for b in self.patch_radius)
+        return 1.0 / (channels * voxels * self.h**2)
+
+    @property
+    def exponential(self) -> bool:
+        return self.weighting == "exponential"
+
+    @property
+    def center_max(self) -> bool:
+        return self.center_weight == "max"
