@@ -1,6 +1,6 @@
 """Playback throughput: the window's render-ahead (engine.playback.RenderAhead) without Qt.
 
-    PYTHONPATH=. python3 scripts/bench_playback.py [--input .bench/sample720.npy] [--frames 240] [--backend auto]
+    python3 scripts/bench_playback.py [--input .bench/sample720.npy] [--frames 240] [--backend auto]
         [--synthetic-noise 25,0] [--ahead 32]
 
 A producer thread renders ahead as the window's worker does, and the consumer takes frame i as

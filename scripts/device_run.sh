@@ -5,19 +5,9 @@
 # --peers, the wheels of ../shared/tools/peer-wheels in .whl; for --pipeline, PyAV's cp312
 # manylinux wheel in .avwhl (carried; .whl and .avwhl together exceed the carry limit).
 set -u
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+source "$(dirname "$0")/device_env.sh"
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
-if ls .avwhl/*.whl >/dev/null 2>&1; then  # PyAV, for --pipeline and the video tests
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .avwhl/*.whl
-  export PYTHONPATH=$PYTHONPATH:/tmp/site
-fi
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
-  export PYTHONPATH=$PYTHONPATH:/tmp/site
-  nv=$(python3 -c "import glob,sys;print(next(p for s in sys.path for p in glob.glob(s+'/nvidia/cu13/lib')))")
-  for f in "$nv"/libnvrtc*.so*; do ln -sf "$f" /tmp/site/vapoursynth/plugins/vszipcu/; done
-fi
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv | tee "$out/device.txt"
 pytest_args=$1
 shift
