@@ -53,6 +53,7 @@ from nlmeans_studio.engine.noise import (
 )
 from nlmeans_studio.engine.params import (
     CENTER_WEIGHTS,
+    DEFAULT_H,
     FRAMES_MAX,
     PATCH_RADIUS_MAX,
     SEARCH_RADIUS_MAX,
@@ -86,6 +87,7 @@ __all__ = [
     "BACKENDS",
     "CENTER_WEIGHTS",
     "CODECS",
+    "DEFAULT_H",
     "FRAMES_MAX",
     "ICON",
     "METHODS",

@@ -40,10 +40,8 @@ from nlmeans_studio.engine.media.video import (
     show_ffmpeg_messages,
 )
 from nlmeans_studio.engine.noise import apply_estimate, decorrelation_decision, estimate_noise
-from nlmeans_studio.engine.params import CENTER_WEIGHTS, WEIGHTINGS, NLMParams
+from nlmeans_studio.engine.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, NLMParams
 from nlmeans_studio.engine.volume import cli as volume_cli
-
-DEFAULT_H = 20.0  # 8-bit levels, for sigma near 10 levels; used when the noise is not estimated
 
 
 def _size(text: str) -> tuple[int, int]:

@@ -14,6 +14,7 @@ CenterWeight = Literal["one", "max"]
 PATCH_RADIUS_MAX = 8
 SEARCH_RADIUS_MAX = 16
 FRAMES_MAX = 8
+DEFAULT_H = 20.0  # 8-bit levels: good for sigma near 10 levels; where no noise estimate chooses h
 H_MIN, H_MAX = 1e-3, 1e4  # 8-bit levels: u = D / (h/255)^2 stays finite in float32 for frames in [0, 1]
 WEIGHTINGS = ("bisquare", "exponential")
 CENTER_WEIGHTS = ("one", "max")
@@ -59,8 +60,8 @@ class NLMParams:
     ----------
     h : float
         Filter strength in 8-bit levels (1 level = 1/255 of full scale, whatever the bit
-        depth), from 0.001 to 10000. Patches whose mean squared difference exceeds (h/255)^2 get
-        no weight with the bisquare weighting.
+        depth), from 0.001 to 10000, default 20 (``DEFAULT_H``). Patches whose mean squared
+        difference exceeds (h/255)^2 get no weight with the bisquare weighting.
     patch_radius : int
         B, in pixels: patches are (2B+1) x (2B+1). 0..8, default 4.
     search_radius : int
@@ -91,7 +92,7 @@ class NLMParams:
     with running box sums.
     """
 
-    h: float
+    h: float = DEFAULT_H
     patch_radius: int = 4
     search_radius: int = 3
     frames_past: int = 1
