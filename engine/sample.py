@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nlmeans_studio.engine.noise import add_noise
 from nlmeans_studio.engine.resources import SAMPLE_CLIP
 
 
@@ -33,10 +34,10 @@ def resize_bilinear(frames: np.ndarray, height: int, width: int) -> np.ndarray:
 
 
 def noisy_frames(clean: np.ndarray, sigma: float, seed: int) -> np.ndarray:
-    """``clean`` float frames in [0, 1] plus white Gaussian noise of ``sigma`` 8-bit levels (float32)."""
-    rng = np.random.default_rng(seed)
-    noise = rng.standard_normal(clean.shape, dtype=np.float32) * np.float32(sigma / 255)
-    return clean.astype(np.float32) + noise
+    """``clean`` float frames in [0, 1] plus white Gaussian noise of ``sigma`` 8-bit levels (float32),
+    independent between channels: ``noise.add_noise`` with a diagonal covariance."""
+    channels = np.shape(clean)[-1]
+    return add_noise(clean, np.eye(channels) * (sigma / 255) ** 2, seed)
 
 
 def load_clean_frames(source: str | Path | None, count: int, height: int, width: int) -> np.ndarray:
