@@ -50,8 +50,9 @@ class Denoiser:
 
     def __init__(self, params: NLMParams, backend: str = "auto", *, method: str | None = None) -> None:
         self.params = params
-        self._window_filter: WindowFilter = window_filter(resolve_backend(backend), method or METHODS[0])
-        self.device_name = cpu_name() if self.backend == "cpu" else gpu_name()
+        resolved = resolve_backend(backend)
+        self._window_filter: WindowFilter = window_filter(resolved, method or METHODS[0])
+        self.device_name = cpu_name() if resolved == "cpu" else gpu_name()
 
     @property
     def params(self) -> NLMParams:

@@ -6,11 +6,13 @@ A module of its own rather than the conftest: every test folder's conftest.py is
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 
 DATA = Path(__file__).parent / "data"
+CLI = (sys.executable, "-m", "nlmeans_studio.engine")  # the command line, as a subprocess
 
 
 def real_crops() -> dict[str, np.ndarray]:

@@ -1,12 +1,11 @@
 """The two-pass guide: a first pass makes the guide, the second takes its distances from it (issue 19)."""
 
 import subprocess
-import sys
 from fractions import Fraction
 
 import numpy as np
 import pytest
-from clips import noisy_clip
+from clips import CLI, noisy_clip
 
 from nlmeans_studio.engine import Denoiser, NLMParams
 from nlmeans_studio.engine.guided import GuidedDenoiser
@@ -64,7 +63,7 @@ def test_cli_guide_prefilter_writes_the_two_passes(tmp_path) -> None:
             container.mux(stream.encode(video_frame))
         container.mux(stream.encode(None))
     window = ["--h", "30", "--patch-radius", "1", "--search-radius", "2", "--frames-past", "1", "--frames-future", "1"]
-    command = [sys.executable, "-m", "engine", "denoise", str(tmp_path / "noisy.mkv"), str(tmp_path / "out.mkv")]
+    command = [*CLI, "denoise", str(tmp_path / "noisy.mkv"), str(tmp_path / "out.mkv")]
     options = ["--codec", "ffv1", "--rgb", "--noise", "none", "--quiet", "--guide", "prefilter", *window]
     result = subprocess.run([*command, *options, "--backend", "cpu"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -17,6 +17,7 @@ import pytest
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
 
+from clips import CLI  # noqa: E402
 from media_corpus import ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
 from nlmeans_studio.engine import Denoiser, NLMParams  # noqa: E402
@@ -26,9 +27,7 @@ FAST = ["--noise", "none", "--h", "20", "--patch-radius", "1", "--search-radius"
 
 
 def _cli(*arguments: str, **options) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "engine", *arguments], capture_output=True, text=True, timeout=240, **options
-    )
+    return subprocess.run([*CLI, *arguments], capture_output=True, text=True, timeout=240, **options)
 
 
 def _one_clear_line(run: subprocess.CompletedProcess, message: str) -> None:
@@ -50,7 +49,7 @@ def _hidden_parts(folder: Path) -> list[Path]:
 def test_a_second_run_to_the_same_output_is_refused_while_the_first_writes(clip, tmp_path, overwrite) -> None:
     output = tmp_path / "out.mkv"
     extra = ["--overwrite"] if overwrite else []
-    first_command = [sys.executable, "-m", "engine", "denoise", str(clip), str(output), "--codec", "ffv1",
+    first_command = [*CLI, "denoise", str(clip), str(output), "--codec", "ffv1",
                      "--noise", "none", "--h", "20", "--search-radius", "6", *extra]  # fmt: skip
     with subprocess.Popen(first_command, stderr=subprocess.PIPE, text=True) as first:
         deadline = time.monotonic() + 120
@@ -66,7 +65,7 @@ def test_a_second_run_to_the_same_output_is_refused_while_the_first_writes(clip,
 
 def test_what_a_killed_run_left_behind_does_not_block_the_next(clip, tmp_path) -> None:
     output = tmp_path / "out.mkv"
-    first = subprocess.Popen([sys.executable, "-m", "engine", "denoise", str(clip), str(output), "--codec", "ffv1",
+    first = subprocess.Popen([*CLI, "denoise", str(clip), str(output), "--codec", "ffv1",
                               "--noise", "none", "--h", "20", "--search-radius", "6"])  # fmt: skip
     while not _hidden_parts(tmp_path):
         time.sleep(0.05)

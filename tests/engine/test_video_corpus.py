@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import random
 import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
 
+from clips import CLI  # noqa: E402
 from media_corpus import CORPUS, ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
 from nlmeans_studio.engine.export import denoise_file  # noqa: E402
@@ -98,7 +98,7 @@ def test_frames_from_the_middle_start_exactly_there(corpus: Path, name: str) -> 
 def test_denoise_with_its_defaults_writes_every_frame_in_order(corpus: Path, tmp_path: Path, name: str) -> None:
     output = tmp_path / "out.mkv"
     run = subprocess.run(
-        [sys.executable, "-m", "engine", "denoise", str(corpus / name), str(output), "--quiet", "--backend", "cpu"],
+        [*CLI, "denoise", str(corpus / name), str(output), "--quiet", "--backend", "cpu"],
         capture_output=True,
         text=True,
         timeout=240,
@@ -159,7 +159,7 @@ def test_nvenc_encodes_where_the_gpu_has_an_encoder_and_is_refused_clearly_elsew
     """This machine has no NVIDIA encoder (an H100 has none either): refused before any work."""
     output = tmp_path / "out.mp4"
     run = subprocess.run(
-        [sys.executable, "-m", "engine", "denoise", str(corpus / "mjpeg.avi"), str(output), "--codec",
+        [*CLI, "denoise", str(corpus / "mjpeg.avi"), str(output), "--codec",
          "h265-nvenc", "--noise", "none", "--quiet", "--duration", "0.2"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -172,7 +172,7 @@ def test_nvenc_encodes_where_the_gpu_has_an_encoder_and_is_refused_clearly_elsew
 
 def test_verbose_shows_ffmpegs_warnings(corpus: Path, tmp_path: Path) -> None:
     """MJPEG decodes through a deprecated full-range pixel format: FFmpeg warns, and --verbose shows it."""
-    command = [sys.executable, "-m", "engine", "denoise", str(corpus / "mjpeg.avi"), str(tmp_path / "out.mkv"),
+    command = [*CLI, "denoise", str(corpus / "mjpeg.avi"), str(tmp_path / "out.mkv"),
                "--noise", "none", "--quiet", "--duration", "0.2", "--codec", "ffv1"]  # fmt: skip
     quiet = subprocess.run(command, capture_output=True, text=True, timeout=120)
     verbose = subprocess.run([*command, "--overwrite", "--verbose"], capture_output=True, text=True, timeout=120)
@@ -231,7 +231,7 @@ def _y4m_numbers(data: bytes) -> tuple[str, list[int]]:
 @pytest.mark.parametrize(("source", "target"), [("-", "out.mkv"), ("hevc10.mkv", "-"), ("-", "-")])
 def test_y4m_pipes_in_and_out(corpus: Path, tmp_path: Path, source: str, target: str) -> None:
     """In an FFmpeg pipeline: y4m on stdin, on stdout, or both; the noise estimated on the pipe's start."""
-    command = [sys.executable, "-m", "engine", "denoise", source if source == "-" else str(corpus / source),
+    command = [*CLI, "denoise", source if source == "-" else str(corpus / source),
                target if target == "-" else str(tmp_path / target), "--quiet", "--backend", "cpu"]  # fmt: skip
     stdin = _y4m(corpus / "hevc10.mkv") if source == "-" else b""
     run = subprocess.run(command, input=stdin, capture_output=True, timeout=240)
@@ -244,7 +244,7 @@ def test_y4m_pipes_in_and_out(corpus: Path, tmp_path: Path, source: str, target:
 
 def test_a_pipe_that_is_no_y4m_is_refused(tmp_path: Path) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "engine", "denoise", "-", str(tmp_path / "out.mkv")],
+        [*CLI, "denoise", "-", str(tmp_path / "out.mkv")],
         input=b"not a video\n" * 100, capture_output=True, timeout=120,
     )  # fmt: skip
     assert run.returncode == 1
