@@ -9,7 +9,10 @@ from __future__ import annotations
 import functools
 import os
 import platform
+from collections.abc import Sequence
 from typing import Any
+
+from nlmeans_studio.engine.params import check_int
 
 BACKENDS = ("auto", "cpu", "gpu")
 ENVIRONMENT_VARIABLE = "NLMEANS_BACKEND"
@@ -84,6 +87,46 @@ def resolve_backend(backend: str = "auto") -> str:
     if backend == "gpu":
         cupy_module()
     return backend
+
+
+def check_devices(devices: object) -> list[int] | str | None:
+    """``devices`` as given, validated without touching a GPU: None, "all" or distinct ids.
+
+    Raises
+    ------
+    ValueError
+        Not one of those.
+    """
+    if devices is None or devices == "all":
+        return devices
+    if isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence) or len(devices) == 0:
+        raise ValueError(f"devices must be None, 'all' or a non-empty list of GPU ids, got {devices!r}")
+    ids = [check_int("devices[i]", d, 1023) for d in devices]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"devices must not repeat a GPU, got {devices!r}")
+    return ids
+
+
+def resolve_devices(devices: object) -> list[int] | None:
+    """The GPU ids asked for (``check_devices``), "all" expanded, each one this machine has.
+
+    Raises
+    ------
+    ValueError
+        Malformed, or an id this machine has no GPU for.
+    BackendUnavailableError
+        There is no usable GPU.
+    """
+    devices = check_devices(devices)
+    if devices is None:
+        return None
+    count = cupy_module().cuda.runtime.getDeviceCount()
+    if devices == "all":
+        return list(range(count))
+    missing = [device for device in devices if device >= count]
+    if missing:
+        raise ValueError(f"no GPU {missing[0]}: this machine has {count} (ids 0..{count - 1})")
+    return devices
 
 
 @functools.cache

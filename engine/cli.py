@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nlmeans_studio.engine import __version__
-from nlmeans_studio.engine.backend import BACKENDS, BackendUnavailableError
+from nlmeans_studio.engine.backend import BACKENDS, BackendUnavailableError, resolve_devices
 from nlmeans_studio.engine.bench import (
     PAPER_SEARCH_RADII,
     PAPER_TEMPORAL,
@@ -209,6 +209,13 @@ def _parser() -> argparse.ArgumentParser:
         "distances from (KNLMeansCL's rclip); robust weights at high noise, twice the time; CPU backend",
     )
     denoise.add_argument("--backend", choices=BACKENDS, default="auto")
+    denoise.add_argument(
+        "--devices",
+        type=volume_cli.gpu_ids,
+        default=None,
+        help="all, or GPU ids such as 0,1: the clip in chunks over those GPUs, concurrently (the fused filter; "
+        "not with --luma-chroma or --guide); default: one GPU",
+    )
     denoise.add_argument(
         "--codec",
         choices=tuple(CODECS),
@@ -422,6 +429,10 @@ def _denoise(args: argparse.Namespace) -> int:
     stop = _Stop()
     progress = None if args.quiet else _ProgressBar()
     try:
+        if args.devices is not None:  # before any reading: a combination refused, or no GPU
+            if args.guide is not None or args.luma_chroma is not None:
+                raise ValueError("--devices runs the plain filter only: not with --luma-chroma or --guide yet")
+            args.devices = resolve_devices(args.devices)
         args.source = PipeReader() if args.input == PIPE else args.input  # a pipe is read once, by both
         _warn_about_the_source(args)
         params = _denoise_params(args)
@@ -443,6 +454,7 @@ def _denoise(args: argparse.Namespace) -> int:
             cancel=stop.cancel,
             luma_chroma=luma_chroma,
             guide=args.guide,
+            devices=args.devices,
         )
     except KeyboardInterrupt:
         raise ExportCancelledError(f"cancelled; {args.output} was not written") from None

@@ -14,12 +14,13 @@ import math
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from nlmeans_studio.engine.backend import gpu_unavailable_reason, resolve_backend
 from nlmeans_studio.engine.denoiser import Denoiser
 from nlmeans_studio.engine.media.pipe import LOOKAHEAD, PIPE, PipeReader
 from nlmeans_studio.engine.media.video import VideoError, VideoReader, VideoWriter
@@ -198,6 +199,7 @@ def denoise_file(
     cancel: threading.Event | None = None,
     luma_chroma: tuple[float, float, str] | None = None,
     guide: str | None = None,
+    devices: Sequence[int] | str | None = None,
 ) -> ExportSummary:
     """Denoise ``source`` into ``target`` and return what was done.
 
@@ -209,6 +211,9 @@ def denoise_file(
     guide : {"prefilter"}, optional
         Two passes (``engine.guided``): a first pass with ``params`` makes the guide, the second
         takes its patch distances from it. CPU backend; not with ``luma_chroma``.
+    devices : "all" or sequence of int, optional
+        GPUs to share the clip (``gpu.video_devices``: chunks of frames, concurrently); the
+        result equals one GPU's. The plain filter only: not with ``luma_chroma`` or ``guide``.
     codec, crf, preset, rgb
         The output's encoding, as ``VideoWriter`` takes it.
     start, duration : float
@@ -231,7 +236,17 @@ def denoise_file(
         raise ValueError(f"guide must be 'prefilter' or None, got {guide!r}")
     if guide is not None and luma_chroma is not None:
         raise ValueError("the two-pass guide and the luma/chroma mode do not combine yet: choose one")
-    if guide is not None:
+    if devices is not None and (guide is not None or luma_chroma is not None):
+        raise ValueError("several GPUs run the plain filter only: not with the luma/chroma mode or the guide yet")
+    if devices is not None:
+        from nlmeans_studio.engine.gpu.video_devices import DevicesDenoiser
+
+        if resolve_backend(backend) != "gpu":
+            raise ValueError(
+                f"several GPUs need the GPU backend: {gpu_unavailable_reason() or 'the CPU was asked for'}"
+            )
+        denoiser = DevicesDenoiser(params, devices)
+    elif guide is not None:
         from nlmeans_studio.engine.guided import GuidedDenoiser
 
         denoiser = GuidedDenoiser(params, backend)

@@ -1,5 +1,5 @@
-"""Frames per second of the fused GPU filter on a 4K clip held in memory, on one GPU and split
-over several (engine/gpu/video_devices.py), with a window that makes the filter the bottleneck.
+"""Frames per second of the fused GPU filter on a 4K clip held in memory, on one GPU and dealt
+over several in chunks (engine/gpu/video_devices.py), with a window that makes the filter the bottleneck.
 
     python scripts/bench_video_devices.py --frames 48 --devices 0 1
 """
@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from nlmeans_studio.engine import NLMParams
-from nlmeans_studio.engine.gpu.video_devices import denoise_clip_on_devices
+from nlmeans_studio.engine.gpu.video_devices import DevicesDenoiser
 
 
 def main() -> None:
@@ -31,9 +31,10 @@ def main() -> None:
           f"{len(frames)} frames from memory")  # fmt: skip
     results = {}
     for devices in ([arguments.devices[0]], arguments.devices):
-        list(denoise_clip_on_devices(frames[: 2 * arguments.temporal + 2], params, devices))  # compile, warm
+        denoiser = DevicesDenoiser(params, devices)
+        list(denoiser.export_stream(frames[: 2 * arguments.temporal + 2]))  # compile, warm
         start = time.perf_counter()
-        results[len(devices)] = list(denoise_clip_on_devices(frames, params, devices))
+        results[len(devices)] = list(denoiser.export_stream(frames))
         seconds = time.perf_counter() - start
         print(f"GPUs {devices}: {len(frames) / seconds:.2f} fps ({seconds:.2f} s)")
     one, several = np.array(results[1], dtype=np.int16), np.array(results[len(arguments.devices)], dtype=np.int16)

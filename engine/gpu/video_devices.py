@@ -1,43 +1,137 @@
-"""A clip in memory denoised over several GPUs: contiguous frame ranges, one per device, each
-read with its Dp frames before and Df after (engine/gpu/slabs.py ``frame_ranges``) and filtered by
-that device's own ``GpuPipeline`` concurrently; the ranges' outputs, in order, equal one GPU's."""
+"""A clip denoised over several GPUs as it streams: chunks of frames dealt to the devices in turn.
+
+Chunk k outputs frames [kK, (k+1)K) and is read with its Dp frames before and Df after (the
+temporal window, truncated at the clip's ends as DESIGN.md §1 does), so its outputs equal the
+whole clip's; the lead-in and lead-out outputs a chunk's own pipeline makes are dropped, which
+costs (Dp + Df) / K of the work. The devices filter chunks concurrently, each with its own
+``GpuPipeline``; chunks are yielded in order, and at most one chunk per device waits or runs,
+so memory stays bounded however long the clip (unlike contiguous ranges, one per device, which
+would hold a device's whole range until the ranges before it were written).
+"""
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
-from collections.abc import Iterator, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import cupy_module
-from nlmeans_studio.engine.gpu.slabs import frame_ranges
+from nlmeans_studio.engine.backend import cupy_module, gpu_name, resolve_devices
 from nlmeans_studio.engine.params import NLMParams
 
+CHUNK_BYTES = 1 << 30  # input frames of one chunk: K is as many frames as fit (at least MIN_CHUNK)
+MIN_CHUNK = 8
 
-def denoise_clip_on_devices(
-    frames: Sequence[np.ndarray], params: NLMParams, devices: Sequence[int], dtype: Any = np.uint8
+ChunkFilter = Callable[[list[np.ndarray]], list[np.ndarray]]  # a window's frames in -> their outputs, in order
+
+
+def chunk_frames(frame_bytes: int, params: NLMParams) -> int:
+    """K for frames of ``frame_bytes``: CHUNK_BYTES of frames, and at least 4 (Dp + Df) so that the
+    overlap costs at most a fifth of the work."""
+    return max(MIN_CHUNK, 4 * (params.frames_past + params.frames_future), CHUNK_BYTES // max(frame_bytes, 1))
+
+
+def filter_in_chunks(
+    frames: Iterable[np.ndarray], params: NLMParams, filters: Sequence[ChunkFilter], chunk: int
 ) -> Iterator[np.ndarray]:
-    """Yield the denoised frames of ``frames`` ((H, W, C) each, all in memory) in order, as
-    ``Denoiser.export_stream`` would on one GPU, the clip split over ``devices``.
+    """Yield the outputs of ``frames`` in order, chunks of ``chunk`` outputs dealt to ``filters``
+    in turn (each runs on its own thread, its chunks one after another)."""
+    past, future = params.frames_past, params.frames_future
+    held: collections.deque[np.ndarray] = collections.deque()  # frames [first_held, first_held + len)
+    first_held = 0
+    pending: collections.deque[concurrent.futures.Future] = collections.deque()
+    workers = [
+        concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"nlmeans-device-{n}") for n in range(len(filters))
+    ]
+    submitted = 0  # chunks
 
-    The first Dp outputs of each range but the first are the window's lead-in, filtered with a
-    truncated window and dropped; a range's frames are yielded once all ranges before it are.
+    def submit(stop: int) -> None:
+        """Chunk ``submitted``: outputs [start, stop) from the held frames [read_start, read_stop)."""
+        nonlocal submitted, first_held
+        start = submitted * chunk
+        read_start = max(0, start - past)
+        window = list(held)[read_start - first_held :]
+        lead = start - read_start
+        filter_ = filters[submitted % len(filters)]
+        pending.append(workers[submitted % len(filters)].submit(lambda: filter_(window)[lead : lead + stop - start]))
+        submitted += 1
+        while held and first_held < submitted * chunk - past:  # no later chunk reads these
+            held.popleft()
+            first_held += 1
+
+    try:
+        for frame in frames:
+            held.append(frame)
+            read = first_held + len(held)  # frames read so far
+            if read == (submitted + 1) * chunk + future:
+                submit((submitted + 1) * chunk)
+                while len(pending) > len(filters):
+                    yield from pending.popleft().result()
+        read = first_held + len(held)
+        while submitted * chunk < read:
+            submit(min((submitted + 1) * chunk, read))
+        while pending:
+            yield from pending.popleft().result()
+    finally:
+        for worker in workers:
+            worker.shutdown(wait=True, cancel_futures=True)
+
+
+class DevicesDenoiser:
+    """``Denoiser.export_stream`` over several GPUs (the fused filter, one ``GpuPipeline`` each).
+
+    Parameters
+    ----------
+    params : NLMParams
+    devices : "all" or sequence of int
+        CUDA device ids (``backend.resolve_devices``).
+    chunk : int, optional
+        Outputs per chunk, K; by default as many frames as CHUNK_BYTES holds (``chunk_frames``).
     """
-    cupy = cupy_module()
-    from nlmeans_studio.engine.gpu.pipeline import GpuPipeline
 
-    def run(device: int, start: int, stop: int, read_start: int, read_stop: int) -> list[np.ndarray]:
-        with cupy.cuda.Device(device):
-            pipeline = GpuPipeline(cupy, params, np.dtype(dtype))
-            try:
-                outputs = list(pipeline.run(frames[read_start:read_stop]))
-            finally:
-                pipeline.close()
-        return outputs[start - read_start : stop - read_start]
+    backend, method = "gpu", "fused"
 
-    ranges = frame_ranges(len(frames), len(devices), params.frames_past, params.frames_future)
-    with concurrent.futures.ThreadPoolExecutor(len(ranges)) as pool:
-        futures = [pool.submit(run, device, *frame_range) for device, frame_range in zip(devices, ranges, strict=False)]
-        for future in futures:
-            yield from future.result()
+    def __init__(self, params: NLMParams, devices: Sequence[int] | str, chunk: int | None = None) -> None:
+        if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+            raise ValueError(f"chunk must be a whole number of frames >= 1, got {chunk!r}")
+        self.params = params
+        self.chunk = chunk
+        self.devices = resolve_devices(devices)
+        self.cupy = cupy_module()
+        self.device_name = f"{len(self.devices)} x {gpu_name()}" if len(self.devices) > 1 else gpu_name()
+
+    def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]:
+        """The denoised frames of ``frames`` in order, as (H, W, C) arrays of ``dtype``: equal to one
+        GPU's ``Denoiser.export_stream``."""
+        from nlmeans_studio.engine.gpu.pipeline import GpuPipeline
+
+        source = iter(frames)
+        first = next(source, None)
+        if first is None:
+            return
+        with contextlib.ExitStack() as stack:
+            pipelines = []
+            for device in self.devices:
+                with self.cupy.cuda.Device(device):
+                    pipelines.append(
+                        stack.enter_context(contextlib.closing(GpuPipeline(self.cupy, self.params, dtype)))
+                    )
+
+            def on_device(device: int, pipeline: GpuPipeline) -> ChunkFilter:
+                def run(window: list[np.ndarray]) -> list[np.ndarray]:
+                    with self.cupy.cuda.Device(device):
+                        return list(pipeline.run(window))
+
+                return run
+
+            filters = [on_device(device, pipeline) for device, pipeline in zip(self.devices, pipelines, strict=True)]
+            chunk = self.chunk or chunk_frames(np.asarray(first).nbytes, self.params)
+            yield from filter_in_chunks(_chained(first, source), self.params, filters, chunk)
+
+
+def _chained(first: np.ndarray, rest: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+    yield first
+    yield from rest

@@ -28,7 +28,7 @@ def _radii(text: str) -> int | tuple[int, int, int]:
     return tuple(values)
 
 
-def _devices(text: str) -> list[int] | str:
+def gpu_ids(text: str) -> list[int] | str:
     """ "all" or "0,1"."""
     if text == "all":
         return text
@@ -56,7 +56,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--weighting", choices=WEIGHTINGS, default="exponential")
     parser.add_argument("--center-weight", choices=CENTER_WEIGHTS, default="one")
     parser.add_argument("--backend", choices=BACKENDS, default="auto")
-    parser.add_argument("--devices", type=_devices, default=None, help="GPUs to split the volume over: 0,1 or all")
+    parser.add_argument("--devices", type=gpu_ids, default=None, help="GPUs to split the volume over: 0,1 or all")
     parser.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
     parser.add_argument("--quiet", action="store_true", help="no progress and no summary")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import resolve_backend
+from nlmeans_studio.engine.backend import check_devices, resolve_backend, resolve_devices
 from nlmeans_studio.engine.params import check_int
 from nlmeans_studio.engine.volume.params import Radii, VolumeParams
 
@@ -58,22 +58,6 @@ def padded_volume(data: np.ndarray, pad: tuple[int, int, int], planes: tuple[int
     wanted = np.where(wanted >= depth, 2 * (depth - 1) - wanted, wanted)  # ... and past the end
     widths = [(0, 0), (pad[1], pad[1]), (pad[2], pad[2]), (0, 0)]
     return np.ascontiguousarray(np.pad(data[wanted], widths, mode="reflect").transpose(0, 3, 1, 2))
-
-
-def resolve_devices(devices: object) -> list[int] | None:
-    """None (the current device), or the GPU ids asked for: a sequence of ints or "all"."""
-    if devices is None:
-        return None
-    if devices == "all":
-        from nlmeans_studio.engine.backend import cupy_module
-
-        return list(range(cupy_module().cuda.runtime.getDeviceCount()))
-    if isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence) or len(devices) == 0:
-        raise ValueError(f"devices must be None, 'all' or a non-empty list of GPU ids, got {devices!r}")
-    ids = [check_int("devices[i]", d, 1023) for d in devices]
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"devices must not repeat a GPU, got {devices!r}")
-    return ids
 
 
 def denoise_volume(
@@ -143,8 +127,7 @@ def denoise_volume(
     data = checked_volume(volume, params)
     if slabs is not None:
         check_int("slabs", slabs, 1 << 20)
-    device_ids = resolve_devices(devices)
-    chosen = _chosen_backend(backend, device_ids)
+    chosen = _chosen_backend(backend, devices)
     from nlmeans_studio.engine.gpu import slabs as slab_module
 
     padded = padded_volume(data, params.pad)
@@ -167,7 +150,7 @@ def denoise_volume(
     else:
         from nlmeans_studio.engine.filters.volume_gpu import gpu_slab_filters
 
-        filters, least_slabs = gpu_slab_filters(data.shape, params, device_ids)
+        filters, least_slabs = gpu_slab_filters(data.shape, params, resolve_devices(devices))
         planar = slab_module.filter_in_slabs(
             padded, data.shape, params, max(slabs or 1, least_slabs), filters, progress=progress
         )
@@ -175,11 +158,12 @@ def denoise_volume(
     return np.ascontiguousarray(result)
 
 
-def _chosen_backend(backend: str, device_ids: list[int] | None) -> str:
-    chosen = resolve_backend("gpu" if device_ids is not None and backend == "auto" else backend)
-    if chosen == "cpu" and device_ids is not None:
+def _chosen_backend(backend: str, devices: object) -> str:
+    """The backend ``denoise_volume`` runs on: the GPU wherever ``devices`` are given (checked first)."""
+    if check_devices(devices) is not None and backend == "cpu":
         raise ValueError("devices selects GPUs: use backend='gpu' or 'auto' with it, or leave it None")
-    return chosen
+    resolve_devices(devices)
+    return resolve_backend("gpu" if devices is not None and backend == "auto" else backend)
 
 
 def denoise_volume_slice(
