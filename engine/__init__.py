@@ -64,7 +64,8 @@ from nlmeans_studio.engine.playback import RenderAhead
 from nlmeans_studio.engine.preview import LumaChroma, Preview, Previewer, SyntheticNoise, difference_image
 from nlmeans_studio.engine.resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
 from nlmeans_studio.engine.volume.denoise import denoise_volume, denoise_volume_slice
-from nlmeans_studio.engine.volume.io import read_volume, write_volume
+from nlmeans_studio.engine.volume.io import SUFFIXES as VOLUME_SUFFIXES
+from nlmeans_studio.engine.volume.io import VolumeFile, read_volume, volume_format, write_volume
 from nlmeans_studio.engine.volume.noise import VolumeNoiseEstimate, estimate_volume_noise, suggest_volume_h
 
 try:
@@ -95,6 +96,7 @@ __all__ = [
     "PRESET_FOLDER",
     "SAMPLE_CLIP",
     "SEARCH_RADIUS_MAX",
+    "VOLUME_SUFFIXES",
     "WEIGHTINGS",
     "BackendUnavailableError",
     "Denoiser",
@@ -113,6 +115,7 @@ __all__ = [
     "VideoInfo",
     "VideoReader",
     "VideoWriter",
+    "VolumeFile",
     "VolumeNoiseEstimate",
     "__version__",
     "add_noise",
@@ -137,5 +140,6 @@ __all__ = [
     "suggest_h",
     "suggest_luma_chroma_h",
     "suggest_volume_h",
+    "volume_format",
     "write_volume",
 ]
