@@ -368,7 +368,8 @@ def run_preview(
 
     ``frames`` uint8 frames of ``source`` are held in memory as decoded ones would be. Scrubbing
     renders every frame once in a shuffled order (random access, each with its neighbours,
-    uint8 back on the host); a slider change renders the middle frame again with a new h.
+    uint8 back on the host; on the GPU a neighbour still resident there is not sent again); a
+    slider change renders the middle frame again with a new h, and on the GPU sends no frame.
     """
     from nlmeans_studio.engine.preview import ArrayFrames, Previewer
 
@@ -379,6 +380,8 @@ def run_preview(
     started = time.perf_counter()
     engine = [previewer.render(int(index), params).engine_ms for index in order]
     scrub = frames / (time.perf_counter() - started)
+    previewer.render(frames // 2, params)
+    uploaded = previewer.frames_uploaded
     changes = []
     for step in range(5):
         started = time.perf_counter()
@@ -394,6 +397,7 @@ def run_preview(
         "previews per second (scrubbing)": scrub,
         "engine ms per preview (median)": statistics.median(engine),
         "slider change to result, ms (median of 5)": statistics.median(changes),
+        "frames sent to the GPU per slider change": (previewer.frames_uploaded - uploaded) / len(changes),
     }
     print_line("measure | value")
     for name, value in figures.items():

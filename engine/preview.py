@@ -4,6 +4,11 @@ This is what the GUI's worker runs for every slider change, and what ``bench --p
 times without Qt. In synthetic-noise mode the clip is taken as clean and noise of a known
 covariance is added (the same noise for a frame whichever frame it serves), so PSNR can be
 shown; a separate clean reference clip gives PSNR for real footage.
+
+On the GPU a still preview keeps its frames there (``gpu.device.ResidentFrames``, by frame
+and by the noise they carry): each crosses the bus once, in its own dtype, and a slider
+moved on one frame sends none again. The result is made uint8 on the GPU, rounded as on the
+host, and comes back as uint8, as in export.
 """
 
 from __future__ import annotations
@@ -14,12 +19,12 @@ from collections import OrderedDict, deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from nlmeans_studio.engine.denoiser import Denoiser
-from nlmeans_studio.engine.frames import from_float32, to_float32
+from nlmeans_studio.engine.frames import check_frame_shape, checked_frame, from_float32, to_float32, window_indices
 from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser
 from nlmeans_studio.engine.metrics import psnr
 from nlmeans_studio.engine.noise import NoiseEstimate, add_noise
@@ -152,6 +157,13 @@ class Previewer:
         self._denoiser: Denoiser | None = None
         self._backend = backend
         self._noisy: OrderedDict[tuple[int, SyntheticNoise], np.ndarray] = OrderedDict()
+        self._on_device: _DevicePreview | None = None
+
+    @property
+    def frames_uploaded(self) -> int:
+        """Frames ``render`` has sent to the GPU so far: each once while it stays resident, none
+        when only the parameters change (0 on the CPU, which filters the host frames)."""
+        return 0 if self._on_device is None else self._on_device.resident.uploads
 
     @property
     def denoiser(self) -> Denoiser:
@@ -267,27 +279,96 @@ class Previewer:
         denoiser = self.filter_for(params, luma_chroma)
         clip = _NoisyClip(self, noise)
         before = clip[index]
+        has_noise = noise is not None and noise.sigma > 0
         started = time.perf_counter()
-        after = denoiser.denoise_frame(clip, index)
+        if luma_chroma is None and denoiser.backend == "gpu" and denoiser.method == "fused":
+            after, after_float = self._render_on_device(index, params, noise if has_noise else None), None
+        else:
+            after_float = denoiser.denoise_frame(clip, index).reshape(before.shape)
+            after = from_float32(after_float, np.dtype(np.uint8))
         engine_ms = (time.perf_counter() - started) * 1000
         clean, note = None, "no clean reference: add synthetic noise or load a reference clip"
-        if noise is not None and noise.sigma > 0:
+        if has_noise:
             clean = to_float32(np.asarray(self.source.frame(index)))
         elif self.reference is not None:
             clean = to_float32(np.asarray(self.reference.frame(index)))
         if clean is not None and clean.shape != before.shape:
             clean, note = None, f"the reference's frames are {clean.shape}, the clip's {before.shape}"
+        if clean is not None and after_float is None:
+            after_float = self._on_device.float_output().reshape(before.shape)
         return Preview(
             index=index,
             before=_uint8(before),
-            after=from_float32(after.reshape(before.shape), np.dtype(np.uint8)),
+            after=after.reshape(before.shape),
             psnr_before=None if clean is None else psnr(clean, to_float32(before)),
-            psnr_after=None if clean is None else psnr(clean, after.reshape(before.shape)),
+            psnr_after=None if clean is None else psnr(clean, after_float),
             psnr_note=None if clean is not None else note,
             engine_ms=engine_ms,
             backend=denoiser.backend,
             device_name=denoiser.device_name,
         )
+
+    def _render_on_device(self, index: int, params: NLMParams, noise: SyntheticNoise | None) -> np.ndarray:
+        """``render``'s GPU filter: frame ``index`` from the resident frames, uint8 on the host
+        (the float32 output stays on the GPU for PSNR: ``_DevicePreview.float_output``)."""
+        length = len(self.source)
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < length:
+            raise IndexError(f"index must be an integer in 0..{length - 1}, got {index!r}")
+        if self._on_device is None:
+            self._on_device = _DevicePreview()
+        window = window_indices(int(index), length, params)
+        frames = self._on_device.resident.window(
+            [(position, noise) for position in window],
+            lambda key: checked_frame(self.filter_input(*key)),
+        )
+        shapes = [(height, width, channels) for channels, height, width in (frame.shape for frame in frames)]
+        for shape in shapes:
+            if shape != shapes[0]:
+                raise ValueError(f"all frames of a clip must have one shape, got {shapes[0]} and then {shape}")
+        check_frame_shape(shapes[0], params)
+        return self._on_device.denoise(frames, int(index) - window.start, params)
+
+
+class _DevicePreview:
+    """A still preview's GPU side: the resident frames, the fused filter and its kept outputs.
+
+    The filter writes float32 (as ``Denoiser.denoise_frame``), which is rounded to uint8 on the
+    GPU as ``frames.from_float32`` rounds on the host, so that the preview is the same to the
+    level; only the uint8 frame comes back, and the float32 one when PSNR asks for it.
+    """
+
+    def __init__(self) -> None:
+        from nlmeans_studio.engine.backend import cupy_module
+        from nlmeans_studio.engine.filters.fused_gpu import FusedGpuFilter
+        from nlmeans_studio.engine.gpu.device import ResidentFrames
+
+        self.cupy = cupy_module()
+        self.filter = FusedGpuFilter(self.cupy)
+        self.resident = ResidentFrames(self.filter.frames)
+        self._outputs: tuple[Any, Any, Any] | None = None  # float32 output, float32 scratch, uint8 output
+
+    def denoise(self, frames: Sequence[Any], center: int, params: NLMParams) -> np.ndarray:
+        """Denoise ``frames[center]`` (DeviceFrames) into the kept outputs; uint8 (H, W, C) on the host."""
+        from nlmeans_studio.engine.gpu.device import round_to_integers
+
+        channels, height, width = frames[center].shape
+        shape = (height, width, channels)
+        if self._outputs is None or self._outputs[0].shape != shape:
+            with self.filter.frames.out_of_memory_as_error(shape):
+                cupy = self.cupy
+                self._outputs = (
+                    cupy.empty(shape, cupy.float32),
+                    cupy.empty(shape, cupy.float32),
+                    cupy.empty(shape, cupy.uint8),
+                )
+        output, scratch, rounded = self._outputs
+        self.filter(frames, center, params, out=output)
+        round_to_integers(self.cupy, output, rounded, scratch)
+        return rounded.get()
+
+    def float_output(self) -> np.ndarray:
+        """The last ``denoise``'s float32 output, on the host."""
+        return self._outputs[0].get()
 
 
 def _noisy_pair(frame: np.ndarray, index: int, noise: SyntheticNoise) -> tuple[np.ndarray, np.ndarray]:

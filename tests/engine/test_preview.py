@@ -1,10 +1,14 @@
 """The preview path the window's worker runs (engine.preview), without Qt."""
 
+import dataclasses
+
 import numpy as np
 import pytest
+from clips import noisy_clip
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr, suggest_h
-from nlmeans_studio.engine.frames import from_float32, to_float32
+from nlmeans_studio.engine.frames import checked_frame, from_float32, to_float32
+from nlmeans_studio.engine.gpu.device import DeviceFrame, ResidentFrames
 from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser
 from nlmeans_studio.engine.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
 
@@ -105,3 +109,149 @@ def test_the_difference_image_is_what_the_filter_removed_amplified() -> None:
     before = np.array([[[10, 200, 0]]], np.uint8)
     after = np.array([[[12, 100, 0]]], np.uint8)
     np.testing.assert_array_equal(difference_image(before, after, gain=4), [[[8, 255, 0]]])
+
+
+class HostFrames:
+    """``DeviceFrames``' two methods that ResidentFrames uses, on NumPy: DeviceFrames with planar
+    float32 and packed words for 8-bit frames, and a record of what was made and uploaded."""
+
+    def __init__(self) -> None:
+        self.made: list[DeviceFrame] = []
+        self.uploaded: list[np.ndarray] = []
+
+    def empty(self, shape, dtype) -> DeviceFrame:
+        height, width, channels = shape
+        packed = np.empty((height, width), np.uint32) if np.dtype(dtype) == np.uint8 else None
+        self.made.append(DeviceFrame(np.empty((channels, height, width), np.float32), packed))
+        return self.made[-1]
+
+    def upload_into(self, frame: np.ndarray, out: DeviceFrame) -> None:
+        self.uploaded.append(frame)
+        out.planar[...] = np.moveaxis(to_float32(frame), -1, 0)
+        if out.packed is not None:
+            out.packed[...] = sum(frame[..., c].astype(np.uint32) << (8 * c) for c in range(frame.shape[-1]))
+
+
+def test_resident_frames_upload_each_frame_once_into_reused_slots(clip) -> None:
+    host = HostFrames()
+    resident = ResidentFrames(host, spare=2)
+    reads = []
+
+    def read(key):
+        reads.append(key)
+        return clip[key]
+
+    window = resident.window([0, 1, 2], read)
+    assert resident.uploads == 3 and reads == [0, 1, 2] and len(host.made) == 3
+    for index, frame in zip([0, 1, 2], window, strict=True):
+        np.testing.assert_array_equal(frame.planar, np.moveaxis(to_float32(clip[index]), -1, 0))
+        assert frame.packed is not None  # uint8 frames keep their packed words
+    assert resident.window([0, 1, 2], read) == window and resident.uploads == 3  # the same slots, no upload
+    resident.window([1, 2, 3], read)  # the next frame: one upload, 0 stays as a spare
+    resident.window([2, 3, 4], read)  # 0 and 1 are the spares now
+    assert resident.uploads == 5 and len(resident) == 5 and 0 in resident
+    resident.window([1, 2, 3], read)  # back a frame: nothing sent again
+    assert resident.uploads == 5
+    resident.window([0, 1, 2, 3], read)  # 4 and 0 least recently used, 4 outside: 0 resident still
+    assert resident.uploads == 5 and reads == [0, 1, 2, 3, 4]
+    assert len(host.made) == 5  # at most window + spare slots were ever made
+
+
+def test_resident_frames_give_up_the_least_recently_used_and_reuse_its_slot(clip) -> None:
+    host = HostFrames()
+    resident = ResidentFrames(host, spare=0)
+    first = resident.window([0, 1], clip.__getitem__)
+    second = resident.window([1, 2], clip.__getitem__)
+    assert 0 not in resident and second[0] is first[1] and second[1] is first[0]  # 0's slot took 2
+    np.testing.assert_array_equal(second[1].planar, np.moveaxis(to_float32(clip[2]), -1, 0))
+    # Float frames (the synthetic noise's) need no packed words: another slot, made once.
+    noisy = resident.window([("noisy", 2)], lambda key: to_float32(clip[key[1]]))
+    assert noisy[0].packed is None and resident.uploads == 4 and len(host.made) == 3
+    resident.clear()
+    assert len(resident) == 0 and resident.window([3], clip.__getitem__)[0].packed is not None
+    assert len(host.made) == 3  # a uint8 slot was free
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("noise", [None, SyntheticNoise(20, 0.5, seed=4)], ids=["clip", "synthetic-noise"])
+def test_a_gpu_preview_is_the_gpu_denoiser_output_rounded_as_on_the_host(noise) -> None:
+    """The resident-frame path changes where frames live, not the result: the same filter, and
+    the rounding of frames.from_float32 (halves to even) made on the GPU."""
+    clip = (noisy_clip("bigbuckbunny", seed=5, frames=5, shape=(40, 52)).clip(0, 1) * 255).round().astype(np.uint8)
+    params = NLMParams(h=30, patch_radius=2, search_radius=3, frames_past=1, frames_future=2)
+    previewer = Previewer(ArrayFrames(clip), "gpu")
+    denoiser = Denoiser(params, "gpu")
+    for index in (0, 2, 3, 4):
+        preview = previewer.render(index, params, noise)
+        seen = np.stack([previewer.filter_input(i, noise) for i in range(len(clip))])
+        expected = denoiser.denoise_frame(seen, index)
+        assert preview.after.dtype == np.uint8 and preview.backend == "gpu"
+        np.testing.assert_array_equal(preview.after, from_float32(expected, np.dtype(np.uint8)))
+        if noise is not None:
+            assert preview.psnr_after == psnr(to_float32(clip[index]), expected)
+
+
+@pytest.mark.gpu
+def test_a_gpu_preview_rounds_halves_to_even_like_the_host() -> None:
+    """A frame whose filtered values sit on half steps: with h tiny every weight but the centre
+    is 0, the output is the input, and float inputs k + 1/2 levels must round to even."""
+    levels = np.arange(12 * 16 * 3, dtype=np.float32).reshape(12, 16, 3) % 250 + np.float32(0.5)
+    clip = np.stack([levels / np.float32(255)] * 3)  # neighbours 3 levels apart: u = 36 at h = 0.5
+    params = NLMParams(h=0.5, patch_radius=1, search_radius=1, frames_past=0, frames_future=0)
+    preview = Previewer(ArrayFrames(clip), "gpu").render(1, params)
+    expected = from_float32(Denoiser(params, "gpu").denoise_frame(clip, 1), np.dtype(np.uint8))
+    assert (expected != np.floor(levels + 0.5)).any()  # halves up (the kernel's own uint8 output) would differ
+    np.testing.assert_array_equal(preview.after, expected)
+
+
+@pytest.mark.gpu
+def test_gray_and_16_bit_clips_preview_on_the_gpu_as_the_denoiser_filters_them() -> None:
+    rng = np.random.default_rng(6)
+    params = NLMParams(h=30, patch_radius=1, search_radius=2)
+    for clip in (rng.integers(0, 256, (3, 20, 24), dtype=np.uint8), rng.integers(0, 65536, (3, 20, 24, 3), np.uint16)):
+        preview = Previewer(ArrayFrames(clip), "gpu").render(1, params)
+        expected = Denoiser(params, "gpu").denoise_frame(clip, 1).reshape(clip[1].shape)
+        assert preview.after.shape == clip[1].shape
+        np.testing.assert_array_equal(preview.after, from_float32(expected, np.dtype(np.uint8)))
+
+
+@pytest.mark.gpu
+def test_a_slider_change_on_the_gpu_sends_no_frame_again(clip) -> None:
+    """Each frame crosses the bus once while it stays resident: new parameters on the same frame
+    (h, the radii, the weighting) reuse the frames on the GPU; a step to the next frame sends the
+    one new frame; synthetic noise is another input, sent once too."""
+    previewer = Previewer(ArrayFrames(clip), "gpu")
+    assert previewer.frames_uploaded == 0
+    previewer.render(2, PARAMS)
+    assert previewer.frames_uploaded == 3  # frames 1, 2, 3 (Dp = Df = 1)
+    for change in ({"h": 55}, {"search_radius": 3}, {"patch_radius": 1}, {"weighting": "exponential"}):
+        previewer.render(2, dataclasses.replace(PARAMS, **change))
+    assert previewer.frames_uploaded == 3
+    previewer.render(3, PARAMS)
+    assert previewer.frames_uploaded == 4  # frame 4
+    previewer.render(2, dataclasses.replace(PARAMS, frames_past=2))
+    assert previewer.frames_uploaded == 5  # frame 0
+    noise = SyntheticNoise(20, seed=1)
+    previewer.render(2, PARAMS, noise)
+    previewer.render(2, dataclasses.replace(PARAMS, h=60), noise)
+    assert previewer.frames_uploaded == 8  # the noisy frames 1, 2, 3, once
+
+
+@pytest.mark.gpu
+def test_gpu_previews_refuse_what_the_denoiser_refuses(clip) -> None:
+    previewer = Previewer(ArrayFrames(clip), "gpu")
+    with pytest.raises(IndexError, match=r"index must be an integer in 0..4, got -1"):
+        previewer.render(-1, PARAMS)
+    with pytest.raises(ValueError, match="too small"):
+        previewer.render(2, NLMParams(h=10, search_radius=16, patch_radius=8))
+    wrong_size = dataclasses.replace(PARAMS, color_transform=np.eye(1))
+    with pytest.raises(ValueError, match="color_transform is 1x1 but the frames have 3 channel"):
+        previewer.render(2, wrong_size)
+    assert previewer.frames_uploaded == 3  # the refusals came after the frames were resident, and sent none
+
+
+def test_the_cpu_preview_uploads_nothing_to_a_gpu(clip) -> None:
+    previewer = Previewer(ArrayFrames(clip), "cpu")
+    previewer.render(2, PARAMS)
+    assert previewer.frames_uploaded == 0
+    assert checked_frame(previewer.render(2, PARAMS).after).dtype == np.uint8
