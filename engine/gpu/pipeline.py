@@ -54,118 +54,141 @@ class GpuPipeline:
         buffers = self._buffers
         if buffers is None or buffers.key != (frame.shape, frame.dtype, self.out_dtype, ring_size):
             buffers = self._buffers = _PipelineBuffers(self.cupy, frame.shape, frame.dtype, self.out_dtype, ring_size)
-        else:
-            buffers.reset()
         return buffers
 
     def run(self, host_frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
         """Yield the denoised frames in order; frame t once frame t + Df has been read."""
-        params = self.params
-        ring_size = params.frames_past + params.frames_future + 2
-        buffers: _PipelineBuffers | None = None
-        arrived = 0
-        filtered = 0
+        yield from _PipelineRun(self, host_frames).outputs()
 
-        def filter_next(available: int) -> None:
-            nonlocal filtered
-            index, slot = filtered, filtered % OUTPUT_BUFFERS
-            first = max(0, index - params.frames_past)
-            last = min(available - 1, index + params.frames_future)
-            stream = self.compute_stream
-            for position in range(first, last + 1):
-                stream.wait_event(buffers.uploaded[position % ring_size])
-            if buffers.downloaded[slot] is not None:
-                stream.wait_event(buffers.downloaded[slot])  # device_out[slot] was read
-            with stream:
-                window = [buffers.ring[position % ring_size] for position in range(first, last + 1)]
-                self.filter(window, index - first, params, out=buffers.device_out[slot])
-                buffers.computed[index % ring_size] = stream.record()
-            self.download_stream.wait_event(buffers.computed[index % ring_size])
-            buffers.device_out[slot].get(stream=self.download_stream, out=buffers.pinned_out[slot])
-            buffers.downloaded[slot] = self.download_stream.record()
-            filtered += 1
 
-        def collect(index: int) -> np.ndarray:
-            """Output ``index`` as a new host array (on the second helper thread)."""
-            buffers.downloaded[index % OUTPUT_BUFFERS].synchronize()
-            return buffers.pinned_out[index % OUTPUT_BUFFERS].copy()
+class _PipelineRun:
+    """One clip through a ``GpuPipeline``: the counters and queues its stages share.
 
-        collecting: collections.deque[concurrent.futures.Future] = collections.deque()
+    Frames are read and staged into pinned buffers on a helper thread (``read_ahead``),
+    uploaded and converted into the ring on the upload stream (``upload_next``), filtered on
+    the compute stream and downloaded on the download stream (``filter_next``), and copied out
+    of the pinned output buffers on a second helper thread (``collect``). Events order the
+    streams; the buffers are the pipeline's, made when the first frame shows their shape.
+    """
 
-        def filter_and_collect() -> Iterator[np.ndarray]:
-            """Filter the next output, and yield the oldest once OUTPUT_BUFFERS - 1 are in flight.
+    def __init__(self, pipeline: GpuPipeline, host_frames: Iterable[np.ndarray]) -> None:
+        self.pipeline = pipeline
+        self.params = params = pipeline.params
+        self.ring_size = params.frames_past + params.frames_future + 2
+        self.source = iter(host_frames)
+        self.buffers: _PipelineBuffers | None = None
+        self.read = 0  # frames read from the source (and sent to staging)
+        self.arrived = 0  # frames uploaded into the ring
+        self.filtered = 0  # outputs filtered
+        self.staging: collections.deque[concurrent.futures.Future] = collections.deque()
+        self.collecting: collections.deque[concurrent.futures.Future] = collections.deque()
 
-            An output's pinned buffer is rewritten by the download of output index + OUTPUT_BUFFERS,
-            which is issued only after that output was yielded, its copy complete.
-            """
-            filter_next(arrived)
-            collecting.append(self._collector.submit(collect, filtered - 1))
-            if len(collecting) >= OUTPUT_BUFFERS - 1:
-                yield collecting.popleft().result()
-
-        def stage(frame: np.ndarray, index: int) -> None:
-            """Copy frame ``index`` into its pinned buffer (on the helper thread)."""
-            staging = index % STAGED_FRAMES
-            if buffers.staged[staging] is not None:
-                buffers.staged[staging].synchronize()  # its previous frame went to the device
-            np.copyto(buffers.pinned_in[staging], frame)
-
-        def next_frame() -> np.ndarray | None:
-            frame = next(source, None)
-            if frame is None:
-                return None
-            frame = checked_frame(frame)
-            if buffers is not None and frame.shape != buffers.key[0]:
-                raise ValueError(
-                    f"all frames of a clip must have one shape, got {buffers.key[0]} and then {frame.shape}"
-                )
-            return frame
-
-        source = iter(host_frames)
-        staging_queue: collections.deque[concurrent.futures.Future] = collections.deque()
-        read = 0
-
-        def read_ahead() -> None:
-            """Keep STAGED_FRAMES - 1 frames being staged ahead of the one uploading."""
-            nonlocal buffers, read
-            while len(staging_queue) < STAGED_FRAMES - 1:
-                frame = next_frame()
-                if frame is None:
-                    return
-                if buffers is None:
-                    check_frame_shape(frame.shape, params)
-                    buffers = self._buffers_for(frame, ring_size)
-                staging_queue.append(self._helper.submit(stage, frame, read))
-                read += 1
-
-        read_ahead()
-        while staging_queue:
-            staging_queue.popleft().result()
-            slot, staging = arrived % ring_size, arrived % STAGED_FRAMES
-            # The slot's previous frame, arrived - ring_size, is last read by output
-            # arrived - ring_size + Dp, which was filtered before: wait for it on the GPU.
-            previous = buffers.computed[(arrived - ring_size + params.frames_past) % ring_size]
-            if arrived >= ring_size and previous is not None:
-                self.upload_stream.wait_event(previous)
-            with self.upload_stream:
-                buffers.device_in.set(buffers.pinned_in[staging], stream=self.upload_stream)
-                buffers.staged[staging] = self.upload_stream.record()
-                self.filter.frames.convert(buffers.device_in, buffers.ring[slot])
-                buffers.uploaded[slot] = self.upload_stream.record()
-            arrived += 1
+    def outputs(self) -> Iterator[np.ndarray]:
+        """The run: each frame uploaded as soon as it is staged, each output filtered as soon as
+        its window has arrived, outputs yielded once OUTPUT_BUFFERS - 1 are in flight."""
+        frames_future = self.params.frames_future
+        self.read_ahead()
+        while self.staging:
+            self.upload_next()
             # Later frames are staged on one helper thread while this one filters and earlier
             # outputs are copied out on another: numpy's copies release the GIL.
-            read_ahead()
-            while filtered + params.frames_future < arrived:
-                yield from filter_and_collect()
-        while filtered < arrived:
-            yield from filter_and_collect()
-        while collecting:
-            yield collecting.popleft().result()
+            self.read_ahead()
+            while self.filtered + frames_future < self.arrived:
+                if (output := self.filter_next()) is not None:
+                    yield output
+        while self.filtered < self.arrived:
+            if (output := self.filter_next()) is not None:
+                yield output
+        while self.collecting:
+            yield self.collecting.popleft().result()
+
+    def read_ahead(self) -> None:
+        """Keep STAGED_FRAMES - 1 frames being staged ahead of the one uploading."""
+        while len(self.staging) < STAGED_FRAMES - 1:
+            frame = self._next_frame()
+            if frame is None:
+                return
+            if self.buffers is None:
+                check_frame_shape(frame.shape, self.params)
+                self.buffers = self.pipeline._buffers_for(frame, self.ring_size)
+            self.staging.append(self.pipeline._helper.submit(self._stage, frame, self.read))
+            self.read += 1
+
+    def _next_frame(self) -> np.ndarray | None:
+        frame = next(self.source, None)
+        if frame is None:
+            return None
+        frame = checked_frame(frame)
+        if self.buffers is not None and frame.shape != self.buffers.key[0]:
+            raise ValueError(
+                f"all frames of a clip must have one shape, got {self.buffers.key[0]} and then {frame.shape}"
+            )
+        return frame
+
+    def _stage(self, frame: np.ndarray, index: int) -> None:
+        """Copy frame ``index`` into its pinned buffer (on the helper thread)."""
+        staging = index % STAGED_FRAMES
+        self.buffers.staged[staging].synchronize()  # its previous frame went to the device
+        np.copyto(self.buffers.pinned_in[staging], frame)
+
+    def upload_next(self) -> None:
+        """Upload the oldest staged frame and convert it into its slot of the ring."""
+        self.staging.popleft().result()
+        buffers, stream, arrived = self.buffers, self.pipeline.upload_stream, self.arrived
+        slot, staging = arrived % self.ring_size, arrived % STAGED_FRAMES
+        if arrived >= self.ring_size:
+            # The slot's previous frame, arrived - ring_size, is last read by output
+            # arrived - ring_size + Dp, which was filtered before: wait for it on the GPU.
+            stream.wait_event(buffers.computed[(arrived - self.ring_size + self.params.frames_past) % self.ring_size])
+        with stream:
+            buffers.device_in.set(buffers.pinned_in[staging], stream=stream)
+            stream.record(buffers.staged[staging])
+            self.pipeline.filter.frames.convert(buffers.device_in, buffers.ring[slot])
+            stream.record(buffers.uploaded[slot])
+        self.arrived += 1
+
+    def filter_next(self) -> np.ndarray | None:
+        """Filter the next output and start its download; return the oldest output once
+        OUTPUT_BUFFERS - 1 are in flight, else None.
+
+        An output's pinned buffer is rewritten by the download of output index + OUTPUT_BUFFERS,
+        which is issued only after that output was returned, its copy complete.
+        """
+        buffers, params, ring_size = self.buffers, self.params, self.ring_size
+        index, slot = self.filtered, self.filtered % OUTPUT_BUFFERS
+        first = max(0, index - params.frames_past)
+        last = min(self.arrived - 1, index + params.frames_future)
+        compute, download = self.pipeline.compute_stream, self.pipeline.download_stream
+        for position in range(first, last + 1):
+            compute.wait_event(buffers.uploaded[position % ring_size])
+        compute.wait_event(buffers.downloaded[slot])  # device_out[slot] was read
+        with compute:
+            window = [buffers.ring[position % ring_size] for position in range(first, last + 1)]
+            self.pipeline.filter(window, index - first, params, out=buffers.device_out[slot])
+            compute.record(buffers.computed[index % ring_size])
+        download.wait_event(buffers.computed[index % ring_size])
+        buffers.device_out[slot].get(stream=download, out=buffers.pinned_out[slot])
+        download.record(buffers.downloaded[slot])
+        self.filtered += 1
+        self.collecting.append(self.pipeline._collector.submit(self.collect, index))
+        if len(self.collecting) >= OUTPUT_BUFFERS - 1:
+            return self.collecting.popleft().result()
+        return None
+
+    def collect(self, index: int) -> np.ndarray:
+        """Output ``index`` as a new host array (on the second helper thread)."""
+        self.buffers.downloaded[index % OUTPUT_BUFFERS].synchronize()
+        return self.buffers.pinned_out[index % OUTPUT_BUFFERS].copy()
 
 
 class _PipelineBuffers:
-    """The device ring, the pinned and device staging buffers and the events of a pipeline."""
+    """The device ring, the pinned and device staging buffers and the events of a pipeline.
+
+    Events are made here too and recorded again for every frame. One not yet recorded is
+    complete (waiting on it or synchronizing with it returns at once), as is one a previous run
+    recorded: that run has finished or, abandoned, been waited for by ``GpuPipeline.close``, or
+    its work is merely ordered before the new run's.
+    """
 
     def __init__(self, cupy: Any, shape: tuple[int, ...], in_dtype: Any, out_dtype: Any, ring_size: int) -> None:
         self.key = (shape, np.dtype(in_dtype), np.dtype(out_dtype), ring_size)
@@ -174,15 +197,14 @@ class _PipelineBuffers:
         self.device_in = cupy.empty(shape, in_dtype)  # the upload stream converts it before the next copy
         self.pinned_out = [_pinned(cupy, shape, out_dtype) for _ in range(OUTPUT_BUFFERS)]
         self.device_out = [cupy.empty(shape, out_dtype) for _ in range(OUTPUT_BUFFERS)]
-        self.reset()
 
-    def reset(self) -> None:
-        """Forget the events of a previous run (its work has finished: the run collected it all)."""
-        ring_size = len(self.ring)
-        self.uploaded: list[Any] = [None] * ring_size  # slot -> event: frame converted
-        self.computed: list[Any] = [None] * ring_size  # output index mod ring_size -> event: filtered
-        self.staged: list[Any] = [None] * STAGED_FRAMES  # event: pinned_in copied to the device
-        self.downloaded: list[Any] = [None] * OUTPUT_BUFFERS  # event: device_out copied to pinned_out
+        def events(count: int) -> list[Any]:
+            return [cupy.cuda.Event(disable_timing=True) for _ in range(count)]
+
+        self.uploaded = events(ring_size)  # slot -> frame converted
+        self.computed = events(ring_size)  # output index mod ring_size -> filtered
+        self.staged = events(STAGED_FRAMES)  # pinned_in copied to the device
+        self.downloaded = events(OUTPUT_BUFFERS)  # device_out copied to pinned_out
 
 
 def _pinned(cupy: Any, shape: tuple[int, ...], dtype: Any) -> np.ndarray:

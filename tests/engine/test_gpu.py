@@ -159,6 +159,29 @@ def test_split_tiles_add_up_to_the_reference(monkeypatch, dtype) -> None:
         np.testing.assert_allclose(result, expected, rtol=0, atol=TOLERANCE)
 
 
+def test_a_pipeline_runs_again_on_its_buffers_after_a_whole_and_an_abandoned_run() -> None:
+    """Later runs reuse the buffers and events of the first (nothing is made per frame or per
+    run), also after a run left off with work in flight, and give the same frames."""
+    from nlmeans_studio.engine.gpu.pipeline import GpuPipeline
+
+    clip = (noisy_clip("bikes", seed=7, frames=7, shape=(36, 44)).clip(0, 1) * 255).round().astype(np.uint8)
+    params = NLMParams(h=40, patch_radius=2, search_radius=2, frames_past=1, frames_future=2)
+    pipeline = GpuPipeline(cupy_module(), params, np.uint8)
+    try:
+        first = np.stack(list(pipeline.run(iter(clip))))
+        buffers = pipeline._buffers
+        abandoned = pipeline.run(iter(clip[::-1]))
+        next(abandoned)
+        abandoned.close()
+        again = np.stack(list(pipeline.run(iter(clip))))
+    finally:
+        pipeline.close()
+    assert pipeline._buffers is buffers
+    np.testing.assert_array_equal(again, first)
+    expected = np.stack(list(Denoiser(params, "gpu").export_stream(iter(clip), np.uint8)))
+    np.testing.assert_array_equal(first, expected)
+
+
 def test_pipeline_refuses_bad_frames() -> None:
     from nlmeans_studio.engine.gpu.pipeline import GpuPipeline
 
