@@ -6,7 +6,12 @@
 // Frames live on the device as planar float32 [C][H][W], each uploaded once and kept while an
 // output's temporal window needs it; a kernel gets the window as an array of frame pointers.
 // 8-bit frames also keep their bytes packed, one 32-bit word per pixel [H][W], for the
-// distances (see PackedSpace).
+// distances (see PackedSpace). Why a second copy: the kernel is bound by instructions, not by
+// memory (docs/performance.md, v5 and v6), and on the packed bytes a squared difference of all
+// C channels is two integer instructions (VABSDIFF4, IDP4A) against 3C float ones, from one
+// shared load instead of C. The distances are then exact integers, so this path is more exact
+// than the float one, not less. Only 8-bit frames without a color transform take it: Z = G Y
+// is not an integer, and 16-bit channels do not fit four to a word.
 
 #include "common.cuh"
 
@@ -49,6 +54,15 @@ __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict
 //   candidates Y, loaded once, serves the set's QX_SPAN offsets with that qy.
 // - The centre weight 1 is the offset (0, 0) of the centre frame, visited like any other
 //   (g(0) = 1 for both weightings); only the largest-weight option treats it apart.
+// - No symmetric accumulation. The cascade (cascade.cu, DESIGN.md §2 step 4) computes each
+//   weight once for +q and -q and adds it to both pixels p and p + q, halving the offsets. Here
+//   every frame, the centre one included, visits its whole window: the weight w(p - q, p) that
+//   the trick reuses belongs to the tile shifted by -q, whose distances the column sweep of
+//   pass 1 does not compute (it would need 64 + A pass-1 columns per group), and it would save
+//   a sixth of pass 1 at d = 1 but nothing of pass 2, now the larger part of the work
+//   (docs/performance.md, "How v5 works" and "Next steps"). The cascade's accumulation pass
+//   adds into device-memory planes, where a second, translated add is cheap; here each pixel's
+//   sums live in the registers of the thread that owns it, out of reach of the pixel p - q.
 // - Exponential weights with the largest-weight option are relative (DESIGN.md §1; with the
 //   centre weight 1 the centre's u = 0 is the window's least from the start, and exp(-u) is
 //   exact): each pixel weighs 2^(s - u), in log2 units, for a shift s of its own, 0 at first,
@@ -114,7 +128,8 @@ struct FloatSpace {
 
 // 8-bit frames without a transform: a pixel's bytes packed in one word (channel c in byte c).
 // A squared difference is |a - b| per byte, then a dot product of four bytes: two integer
-// instructions instead of 3C float ones, and exact. Vertical sums are exact in int32 and in the
+// instructions instead of 3C float ones (the kernel is instruction-bound, so this is where the
+// time goes), and exact, where float differences of values scaled by 1/255 round. Vertical sums are exact in int32 and in the
 // float pass 2 gets ((2B + 1) * 3 * 255^2 < 2^24); the weight's scale is for byte units (1/255^2
 // of the float scale), so patch sums agree with the float path's up to its rounding.
 struct PackedSpace {
