@@ -1,0 +1,341 @@
+"""The volume window: a 3D volume (NIfTI, TIFF stack, .npy) denoised with the filter of DESIGN.md §6.
+
+The before/after view shows one plane; a slider walks it along the chosen axis (z, y or x).
+The volume filter's controls (h in the volume's units, patch and search radii, weighting,
+centre weight) drive a preview that filters only the slab around the plane
+(``denoise_volume_slice``: the same plane the whole volume's filter gives); File > Export
+filters the whole volume and writes it in the input's format, type and grid.
+
+The engine runs on one background thread; the window never waits on it. Previews are
+numbered, and only the latest request's answer is shown.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import time
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressDialog,
+    QSlider,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from nlmeans_studio.engine import (
+    CENTER_WEIGHTS,
+    PATCH_RADIUS_MAX,
+    SEARCH_RADIUS_MAX,
+    VOLUME_SUFFIXES,
+    WEIGHTINGS,
+    BackendUnavailableError,
+    ExportCancelledError,
+    GpuOutOfMemoryError,
+    denoise_volume,
+    denoise_volume_slice,
+    estimate_volume_noise,
+    read_volume,
+    suggest_volume_h,
+    write_volume,
+)
+
+from .views import ComparisonView
+
+AXES = ("z", "y", "x")  # the axis a plane is normal to: 0, 1, 2 of (Z, Y, X)
+PREVIEW_DELAY_MS = 250  # a control's changes settle this long before the preview runs
+DISPLAY_PERCENTILES = (0.5, 99.5)  # of the input's intensities: black and white of the view
+ENGINE_ERRORS = (ValueError, OSError, MemoryError, BackendUnavailableError, GpuOutOfMemoryError)
+
+
+def display_plane(plane: np.ndarray, low: float, high: float) -> np.ndarray:
+    """A plane (H, W[, C]) of intensities as uint8 for the view: ``low`` black, ``high`` white."""
+    scale = 255.0 / max(high - low, 1e-12)
+    return np.clip(np.rint((plane.astype(np.float32) - low) * scale), 0, 255).astype(np.uint8)
+
+
+def plane_of(volume: np.ndarray, axis: int, index: int) -> np.ndarray:
+    """Plane ``index`` normal to ``axis`` of a (Z, Y, X[, C]) volume, rows top to bottom: along y
+    and x the planes are flipped so that z grows upwards."""
+    plane = np.take(volume, index, axis=axis)
+    return plane if axis == 0 else plane[::-1]
+
+
+class _Results(QObject):
+    """Carries the background thread's answers to the window's thread (queued signals)."""
+
+    preview_done = Signal(int, object, float)  # request number, plane (float32), seconds
+    preview_failed = Signal(int, str)
+    export_progress = Signal(int, int)  # done, total
+    export_done = Signal(str)  # the written path
+    export_failed = Signal(str)
+
+
+class VolumeWindow(QMainWindow):
+    """A volume file in the before/after view with the volume filter's controls; see the module."""
+
+    def __init__(self, path: str | Path, backend: str = "auto", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.path = Path(path)
+        self.backend = backend
+        self.file = read_volume(self.path)
+        self.data = np.asarray(self.file.data, dtype=np.float32)
+        self.low, self.high = (float(v) for v in np.percentile(self.data, DISPLAY_PERCENTILES))
+        self.estimate = estimate_volume_noise(self.data)
+        self.setWindowTitle(f"{self.path.name} - NLMeans Studio")
+        self._engine = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="nlmeans-volume")
+        self._results = _Results()
+        self._requests = itertools.count(1)
+        self._latest = 0
+        self._cancel_export = False
+        self._progress: QProgressDialog | None = None
+        self._delay = QTimer(self, singleShot=True, interval=PREVIEW_DELAY_MS)
+        self._delay.timeout.connect(self.request_preview)
+        self._build()
+        self._results.preview_done.connect(self._show_preview)
+        self._results.preview_failed.connect(self._preview_failed)
+        self._results.export_progress.connect(self._export_progress)
+        self._results.export_done.connect(self._export_done)
+        self._results.export_failed.connect(self._export_failed)
+        self.request_preview()
+
+    def _build(self) -> None:
+        self.view = ComparisonView()
+        self.axis = QComboBox()
+        self.axis.addItems(list(AXES))
+        self.axis.setToolTip("The axis the shown plane is normal to")
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setToolTip("The plane along the axis (arrow keys, Page Up / Down)")
+        self.slider.setPageStep(10)
+        self.plane_label = QLabel()
+        self.h = _double_spin(1e-6, 1e9, suggest_volume_h(self.estimate), "h, in the volume's intensity units")
+        self.patch = _spin(0, PATCH_RADIUS_MAX, 1, "patch radius B, voxels: patches are (2B+1)^3")
+        self.search = _spin(0, SEARCH_RADIUS_MAX, 5, "search radius A, voxels: the window is (2A+1)^3")
+        self.weighting = _combo(WEIGHTINGS, "exponential")
+        self.center = _combo(CENTER_WEIGHTS, "one")
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+
+        controls = QFormLayout()
+        controls.addRow("Strength h", self.h)
+        controls.addRow("Patch radius", self.patch)
+        controls.addRow("Search radius", self.search)
+        controls.addRow("Weighting", self.weighting)
+        controls.addRow("Centre weight", self.center)
+        sigma = ", ".join(f"{s:.3g}" for s in self.estimate.sigma)
+        noise = QLabel(f"Noise sigma {sigma} (the volume's units); h suggested from it.")
+        noise.setWordWrap(True)
+        side = QVBoxLayout()
+        side.addLayout(controls)
+        side.addWidget(noise)
+        side.addWidget(self.status)
+        side.addStretch(1)
+        walk = QHBoxLayout()
+        walk.addWidget(QLabel("Axis"))
+        walk.addWidget(self.axis)
+        walk.addWidget(self.slider, 1)
+        walk.addWidget(self.plane_label)
+        left = QVBoxLayout()
+        left.addWidget(self.view, 1)
+        left.addLayout(walk)
+        body = QHBoxLayout()
+        body.addLayout(left, 1)
+        body.addLayout(side)
+        central = QWidget()
+        central.setLayout(body)
+        self.setCentralWidget(central)
+
+        self.export_action = QAction("&Export denoised volume...", self)
+        self.export_action.setShortcut(QKeySequence("Ctrl+E"))
+        self.export_action.triggered.connect(self.export)
+        close = QAction("&Close", self)
+        close.setShortcut(QKeySequence.StandardKey.Close)
+        close.triggered.connect(self.close)
+        menu = self.menuBar().addMenu("&File")
+        menu.addAction(self.export_action)
+        menu.addAction(close)
+
+        self.axis.currentIndexChanged.connect(self._axis_changed)
+        self.slider.valueChanged.connect(self._plane_changed)
+        for spin in (self.h, self.patch, self.search):
+            spin.valueChanged.connect(self._delay.start)
+        for combo in (self.weighting, self.center):
+            combo.currentIndexChanged.connect(self._delay.start)
+        self._axis_changed(0)
+
+    # The plane and its preview
+
+    @property
+    def plane_index(self) -> tuple[int, int]:
+        """(axis, index) of the shown plane."""
+        return self.axis.currentIndex(), self.slider.value()
+
+    def _axis_changed(self, axis: int) -> None:
+        size = self.data.shape[axis]
+        self.slider.blockSignals(True)
+        self.slider.setRange(0, size - 1)
+        self.slider.setValue(size // 2)
+        self.slider.blockSignals(False)
+        self._plane_changed()
+
+    def _plane_changed(self, *_: object) -> None:
+        axis, index = self.plane_index
+        self.plane_label.setText(f"{AXES[axis]} {index + 1} / {self.data.shape[axis]}")
+        self._show_plane()
+        self._delay.start()
+
+    def _show_plane(self, after: np.ndarray | None = None) -> None:
+        axis, index = self.plane_index
+        before = display_plane(self._displayed(plane_of(self.data, axis, index)), self.low, self.high)
+        shown = before if after is None else display_plane(self._displayed(after), self.low, self.high)
+        self.view.set_images(before, shown)
+
+    @staticmethod
+    def _displayed(plane: np.ndarray) -> np.ndarray:
+        """Channels the view can show: three as RGB, else the first."""
+        return plane[..., 0] if plane.ndim == 3 and plane.shape[-1] != 3 else plane
+
+    def settings(self) -> dict:
+        """The filter's settings as ``denoise_volume`` takes them."""
+        return {
+            "h": self.h.value(),
+            "patch_radius": self.patch.value(),
+            "search_radius": self.search.value(),
+            "weighting": self.weighting.currentText(),
+            "center_weight": self.center.currentText(),
+            "backend": self.backend,
+        }
+
+    def request_preview(self) -> None:
+        """Filter the slab around the shown plane in the background; the latest request wins."""
+        self._delay.stop()
+        number = self._latest = next(self._requests)
+        axis, index = self.plane_index
+        settings = self.settings()
+        self.status.setText("Filtering the slab around this plane...")
+        self._engine.submit(self._preview, number, axis, index, settings)
+
+    def _preview(self, number: int, axis: int, index: int, settings: dict) -> None:
+        if number != self._latest:
+            return  # a newer request is queued behind this one
+        started = time.perf_counter()
+        try:
+            plane = denoise_volume_slice(self.data, index, axis=axis, **settings)
+        except ENGINE_ERRORS as error:
+            self._results.preview_failed.emit(number, str(error))
+            return
+        if axis != 0:
+            plane = plane[::-1]
+        self._results.preview_done.emit(number, plane, time.perf_counter() - started)
+
+    def _show_preview(self, number: int, plane: np.ndarray, seconds: float) -> None:
+        if number != self._latest:
+            return
+        self._show_plane(plane)
+        self.status.setText(f"Preview of this plane: {seconds:.2f} s (the slab around it, filtered in 3D).")
+
+    def _preview_failed(self, number: int, message: str) -> None:
+        if number == self._latest:
+            self.status.setText(f"Cannot preview: {message}")
+
+    # Export
+
+    def export(self) -> None:
+        """Ask where, then filter the whole volume in the background and write it there."""
+        suffix = next(s for s in sorted(VOLUME_SUFFIXES, key=len, reverse=True) if self.path.name.lower().endswith(s))
+        proposed = self.path.with_name(self.path.name[: -len(suffix)] + "-denoised" + suffix)
+        target, _ = QFileDialog.getSaveFileName(
+            self, "Export the denoised volume", str(proposed), f"Volumes (*{' *'.join(VOLUME_SUFFIXES)})"
+        )
+        if not target:
+            return
+        self._cancel_export = False
+        self._progress = QProgressDialog("Denoising the volume...", "Cancel", 0, 100, self)
+        self._progress.setWindowModality(Qt.WindowModality.WindowModal)
+        self._progress.canceled.connect(self._cancel)
+        self._progress.show()
+        self.export_action.setEnabled(False)
+        self._engine.submit(self._export, Path(target), self.settings())
+
+    def _cancel(self) -> None:
+        self._cancel_export = True
+
+    def _export(self, target: Path, settings: dict) -> None:
+        def progress(done: int, total: int) -> None:
+            if self._cancel_export:
+                raise ExportCancelledError("cancelled")  # out of denoise_volume, from its slab loop
+            self._results.export_progress.emit(done, total)
+
+        try:
+            result = denoise_volume(self.data, progress=progress, **settings)
+            write_volume(target, result, self.file, overwrite=True)  # the dialog asked about replacing it
+        except ExportCancelledError:
+            self._results.export_failed.emit("")
+        except (*ENGINE_ERRORS, FileExistsError) as error:
+            self._results.export_failed.emit(str(error))
+        else:
+            self._results.export_done.emit(str(target))
+
+    def _export_progress(self, done: int, total: int) -> None:
+        if self._progress is not None and total:
+            self._progress.setValue(int(100 * done / total))
+
+    def _export_finished(self) -> None:
+        if self._progress is not None:
+            self._progress.reset()
+            self._progress = None
+        self.export_action.setEnabled(True)
+
+    def _export_done(self, target: str) -> None:
+        self._export_finished()
+        self.status.setText(f"Exported {target}")
+
+    def _export_failed(self, message: str) -> None:
+        self._export_finished()
+        if message:
+            QMessageBox.warning(self, "Export failed", f"The volume was not written: {message}")
+        else:
+            self.status.setText("Export cancelled: nothing was written.")
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
+        self._cancel_export = True
+        self._latest = -1
+        self._engine.shutdown(wait=True, cancel_futures=True)
+        super().closeEvent(event)
+
+
+def _spin(low: int, high: int, value: int, tip: str) -> QSpinBox:
+    spin = QSpinBox()
+    spin.setRange(low, high)
+    spin.setValue(value)
+    spin.setToolTip(tip)
+    return spin
+
+
+def _double_spin(low: float, high: float, value: float, tip: str) -> QDoubleSpinBox:
+    spin = QDoubleSpinBox()
+    spin.setDecimals(3)
+    spin.setRange(low, high)
+    spin.setValue(value)
+    spin.setToolTip(tip)
+    return spin
+
+
+def _combo(items: tuple[str, ...], value: str) -> QComboBox:
+    combo = QComboBox()
+    combo.addItems(list(items))
+    combo.setCurrentText(value)
+    return combo

@@ -1,0 +1,120 @@
+"""The volume window, driven as a person would: keys on the plane slider and the axis, typed
+settings, File > Export; the shown planes and the written file checked against the engine."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog, QMessageBox
+from window_driver import type_into
+
+from nlmeans_studio.engine import denoise_volume, read_volume, write_volume
+from nlmeans_studio.engine.volume.io import VolumeFile
+from nlmeans_studio.gui.volume_window import VolumeWindow, display_plane, plane_of
+
+pytest.importorskip("nibabel", reason="NIfTI volumes are read with nibabel")
+
+SETTINGS = {"patch_radius": 1, "search_radius": 1, "weighting": "exponential", "center_weight": "one"}
+
+
+@pytest.fixture
+def volume_path(tmp_path):
+    """A 20 x 18 x 16 int16 NIfTI volume: a bright cube in noise (as a scanner writes it)."""
+    rng = np.random.default_rng(3)
+    clean = np.zeros((20, 18, 16), np.float32)
+    clean[5:15, 4:14, 3:13] = 400
+    noisy = np.rint(clean + rng.normal(0, 30, clean.shape) + 100).astype(np.int16)
+    path = tmp_path / "scan.nii.gz"
+    write_volume(path, noisy.astype(np.float32), VolumeFile(noisy, format="nifti"))
+    return path
+
+
+@pytest.fixture
+def volume_window(qtbot, volume_path):
+    window = VolumeWindow(volume_path, backend="cpu")
+    qtbot.addWidget(window)
+    window.patch.setValue(SETTINGS["patch_radius"])
+    window.search.setValue(SETTINGS["search_radius"])
+    window.view.set_mode("after")  # the view shows the denoised plane whole
+    window.show()
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    yield window
+    window.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("nlmeans-volume")]
+
+
+def _wait_for_preview(qtbot, window, expected: np.ndarray | None = None) -> None:
+    """Until the latest preview is shown (and equals ``expected``, when given)."""
+
+    def shown() -> bool:
+        if not window.status.text().startswith("Preview of this plane"):
+            return False
+        return expected is None or np.array_equal(window.view.shown_image(), expected)
+
+    qtbot.waitUntil(shown, timeout=60_000)
+
+
+def _expected_after(window, axis: int, index: int) -> np.ndarray:
+    volume = read_volume(window.path).data.astype(np.float32)
+    denoised = denoise_volume(volume, h=window.h.value(), backend="cpu", **SETTINGS)
+    return display_plane(plane_of(denoised, axis, index), window.low, window.high)
+
+
+def test_walking_the_planes_shows_each_preview(qtbot, volume_window) -> None:
+    window = volume_window
+    _wait_for_preview(qtbot, window)
+    assert window.plane_index == (0, 10)
+    window.slider.setFocus()
+    qtbot.keyClick(window.slider, Qt.Key.Key_Right)
+    qtbot.keyClick(window.slider, Qt.Key.Key_Right)
+    assert window.plane_index == (0, 12) and window.plane_label.text() == "z 13 / 20"
+    _wait_for_preview(qtbot, window, _expected_after(window, 0, 12))
+    # The axis switched from the keyboard: the middle plane along x, flipped so z grows upwards.
+    window.axis.setFocus()
+    qtbot.keyClick(window.axis, Qt.Key.Key_Down)
+    qtbot.keyClick(window.axis, Qt.Key.Key_Down)
+    assert window.plane_index == (2, 8)
+    expected = _expected_after(window, 2, 8)
+    assert expected.shape == (20, 18)
+    _wait_for_preview(qtbot, window, expected)
+
+
+def test_a_typed_strength_re_renders(qtbot, volume_window) -> None:
+    window = volume_window
+    _wait_for_preview(qtbot, window)
+    before = window.view.shown_image().copy()
+    type_into(qtbot, window.h, "200")
+    assert window.h.value() == 200
+    expected = _expected_after(window, 0, 10)
+    assert not np.array_equal(expected, before)
+    _wait_for_preview(qtbot, window, expected)
+
+
+def test_export_writes_the_whole_volume_in_the_input_format(qtbot, volume_window, tmp_path, monkeypatch) -> None:
+    window = volume_window
+    target = tmp_path / "out.nii.gz"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(target), ""))
+    qtbot.keyClick(window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: window.status.text() == f"Exported {target}", timeout=120_000)
+    written = read_volume(target)
+    source = read_volume(window.path)
+    assert written.data.dtype == np.int16 and written.data.shape == source.data.shape
+    np.testing.assert_allclose(written.affine, source.affine)
+    expected = denoise_volume(source.data.astype(np.float32), h=window.h.value(), backend="cpu", **SETTINGS)
+    np.testing.assert_array_equal(written.data, np.rint(expected).astype(np.int16))
+    assert window.export_action.isEnabled()
+
+
+def test_an_unwritable_target_is_said_in_a_dialog(qtbot, volume_window, tmp_path, monkeypatch) -> None:
+    window = volume_window
+    target = tmp_path / "no such folder" / "out.nii.gz"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(target), ""))
+    shown = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text: shown.append(text))
+    window.export_action.trigger()
+    qtbot.waitUntil(lambda: bool(shown), timeout=120_000)
+    assert "was not written" in shown[0] and "Traceback" not in shown[0] and not target.exists()
