@@ -142,9 +142,9 @@ class _PipelineRun:
             stream.wait_event(buffers.computed[(arrived - self.ring_size + self.params.frames_past) % self.ring_size])
         with stream:
             buffers.device_in.set(buffers.pinned_in[staging], stream=stream)
-            stream.record(buffers.staged[staging])
+            buffers.staged[staging].record(stream)
             self.pipeline.filter.frames.convert(buffers.device_in, buffers.ring[slot])
-            stream.record(buffers.uploaded[slot])
+            buffers.uploaded[slot].record(stream)
         self.arrived += 1
 
     def filter_next(self) -> np.ndarray | None:
@@ -165,10 +165,10 @@ class _PipelineRun:
         with compute:
             window = [buffers.ring[position % ring_size] for position in range(first, last + 1)]
             self.pipeline.filter(window, index - first, params, out=buffers.device_out[slot])
-            compute.record(buffers.computed[index % ring_size])
+            buffers.computed[index % ring_size].record(compute)
         download.wait_event(buffers.computed[index % ring_size])
         buffers.device_out[slot].get(stream=download, out=buffers.pinned_out[slot])
-        download.record(buffers.downloaded[slot])
+        buffers.downloaded[slot].record(download)
         self.filtered += 1
         self.collecting.append(self.pipeline._collector.submit(self.collect, index))
         if len(self.collecting) >= OUTPUT_BUFFERS - 1:

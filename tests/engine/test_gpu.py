@@ -164,7 +164,7 @@ def test_a_pipeline_runs_again_on_its_buffers_after_a_whole_and_an_abandoned_run
     run), also after a run left off with work in flight, and give the same frames."""
     from nlmeans_studio.engine.gpu.pipeline import GpuPipeline
 
-    clip = (noisy_clip("bikes", seed=7, frames=7, shape=(36, 44)).clip(0, 1) * 255).round().astype(np.uint8)
+    clip = (noisy_clip("bikes", seed=7, frames=6, shape=(36, 44)).clip(0, 1) * 255).round().astype(np.uint8)
     params = NLMParams(h=40, patch_radius=2, search_radius=2, frames_past=1, frames_future=2)
     pipeline = GpuPipeline(cupy_module(), params, np.uint8)
     try:
