@@ -8,7 +8,7 @@ shown; a separate clean reference clip gives PSNR for real footage.
 On the GPU a still preview keeps its frames there (``gpu.device.ResidentFrames``, by frame
 and by the noise they carry): each crosses the bus once, in its own dtype, and a slider
 moved on one frame sends none again. The result is made uint8 on the GPU, rounded as on the
-host, and comes back as uint8, as in export.
+host, and comes back as uint8, as in export (the float32 result too where PSNR is shown).
 """
 
 from __future__ import annotations
