@@ -78,6 +78,22 @@ def command_line(argv: list[str] | None = None) -> int:
     """Run the command line (``nlmeans-studio denoise ...``) on ``argv``; returns the exit status.
 
     Imported when called: the window does not pay for the command line's modules.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program's name (``["denoise", "in.mp4", "out.mp4"]``); None
+        (the default): ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        0 on success, 1 on an error (printed on stderr, one line), 130 when cancelled.
+
+    Raises
+    ------
+    SystemExit
+        Arguments the parser refuses (status 2), or ``--help``.
     """
     from nlmeans_studio.engine.cli import main
 

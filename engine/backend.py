@@ -19,12 +19,29 @@ ENVIRONMENT_VARIABLE = "NLMEANS_BACKEND"
 
 
 class BackendUnavailableError(RuntimeError):
-    """The backend asked for cannot run here; the message says why and what to do."""
+    """The backend asked for cannot run here; the message says why and what to do.
+
+    Parameters
+    ----------
+    message : str
+        Why (CuPy missing or not importing, no CUDA device, a driver too old) and what to do.
+    """
 
 
 @functools.cache
 def gpu_unavailable_reason() -> str | None:
-    """Why the GPU backend cannot run on this machine, or None when it can."""
+    """Why the GPU backend cannot run on this machine, or None when it can.
+
+    Returns
+    -------
+    str or None
+        One sentence a person can act on (CuPy missing or not importing, no NVIDIA driver or
+        one too old, no CUDA device), or None when CuPy imports and sees a CUDA device.
+
+    Notes
+    -----
+    Probed once per process (the answer is cached); CuPy is imported here, not before.
+    """
     try:
         import cupy
     except ImportError as error:
@@ -69,10 +86,19 @@ def resolve_backend(backend: str = "auto") -> str:
     "auto" defers to the NLMEANS_BACKEND environment variable, then picks the GPU when CuPy
     imports and a CUDA device is present, else the CPU.
 
+    Parameters
+    ----------
+    backend : {"auto", "cpu", "gpu"}
+        The backend asked for.
+
+    Returns
+    -------
+    {"cpu", "gpu"}
+
     Raises
     ------
     ValueError
-        An unknown backend name.
+        An unknown backend name, in ``backend`` or in NLMEANS_BACKEND.
     BackendUnavailableError
         "gpu" asked for explicitly where it cannot run.
     """
@@ -153,4 +179,11 @@ def gpu_name() -> str:
 
 
 class GpuOutOfMemoryError(MemoryError):
-    """The GPU has too little free memory for these frames; the CPU backend can take over."""
+    """The GPU has too little free memory for these frames; the CPU backend can take over.
+
+    Parameters
+    ----------
+    message : str
+        The frames' shape, CuPy's error, and what to do (close other GPU programs, a smaller
+        window or smaller frames, or the CPU backend).
+    """

@@ -33,6 +33,8 @@ class Denoiser:
 
     Attributes
     ----------
+    params : NLMParams
+        The filter, replaceable between frames.
     backend : str
         The resolved backend, "cpu" or "gpu".
     method : str
@@ -44,6 +46,8 @@ class Denoiser:
     ------
     ValueError
         Unknown backend or method.
+    TypeError
+        ``params`` (here or when replaced) is not an ``NLMParams``.
     BackendUnavailableError
         backend="gpu" where CuPy is missing, no device exists or the driver is too old.
     """

@@ -33,12 +33,34 @@ Progress = Callable[[int, int, float], None]  # frames done, frames in all, seco
 
 
 class ExportCancelledError(Exception):
-    """The run was cancelled; nothing was written."""
+    """The run was cancelled; nothing was written.
+
+    Parameters
+    ----------
+    message : str
+        How far the run got, and that the target was not written.
+    """
 
 
 @dataclass(frozen=True)
 class ExportSummary:
-    """What a finished run did."""
+    """What a finished run did.
+
+    Attributes
+    ----------
+    frames : int
+        Frames denoised and written.
+    seconds : float
+        Wall-clock time of the run, in seconds.
+    backend : str
+        "cpu" or "gpu".
+    device_name : str
+        The processor or GPU(s) the frames were filtered on.
+    decoder : str
+        "NVDEC" or "CPU".
+    fps : float
+        Frames per second over the run (0 for a run of no time).
+    """
 
     frames: int
     seconds: float
@@ -203,8 +225,22 @@ def denoise_file(
 ) -> ExportSummary:
     """Denoise ``source`` into ``target`` and return what was done.
 
+    Decoding, filtering and encoding overlap on threads; the output is complete or not written
+    at all (``VideoWriter``).
+
     Parameters
     ----------
+    source : str, Path or PipeReader
+        A video file, an image sequence's pattern, or standard input ("-" or a PipeReader).
+    target : str or Path
+        The output, as ``VideoWriter`` takes it (a file, an image sequence, or "-" for y4m on
+        standard output).
+    params : NLMParams
+        The filter.
+    backend : {"auto", "cpu", "gpu"}
+        As ``Denoiser`` takes it; on the GPU, frames are decoded on NVDEC where it can.
+    overwrite : bool
+        Replace an existing ``target``.
     luma_chroma : (h_luma, h_chroma, matrix), optional
         Filter in Y'CbCr with a strength for Y and one for Cb/Cr (``engine.luma_chroma``);
         ``params`` then gives the window, weighting and centre weight.
@@ -224,10 +260,22 @@ def denoise_file(
     cancel : threading.Event, optional
         Set it from another thread to stop; ``ExportCancelledError`` is raised and nothing is written.
 
+    Returns
+    -------
+    ExportSummary
+        Frames written, seconds taken, backend, device name and decoder.
+
     Raises
     ------
     VideoError
-        The source cannot be read or the target written (the message says why).
+        The source cannot be read or the target written (the message says why), or the source
+        ended before the frames asked for.
+    ValueError
+        An unknown ``guide``, ``guide`` or ``devices`` with the luma/chroma mode, ``devices``
+        with ``guide`` or off the GPU backend, or no frames between ``start`` and
+        ``start + duration``.
+    BackendUnavailableError
+        backend="gpu" (or ``devices``) where the GPU cannot run.
     ExportCancelledError
         ``cancel`` was set.
     """

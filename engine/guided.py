@@ -33,10 +33,22 @@ class GuidedDenoiser:
     prefilter_h : float, optional
         The first pass's h in 8-bit levels (default: ``params.h``).
 
+    Attributes
+    ----------
+    backend : str
+        The resolved backend: "cpu".
+    device_name : str
+        The processor the frames are filtered on, for readouts.
+    prefilter, filter : Denoiser
+        The first pass (the guide) and the second (the result).
+
     Raises
     ------
     ValueError
-        The backend is the GPU, which takes no guide yet.
+        The backend is the GPU, which takes no guide yet; an unknown backend, or
+        ``prefilter_h`` out of 0.001..10000.
+    BackendUnavailableError
+        backend="gpu" where the GPU cannot run.
     """
 
     def __init__(self, params: NLMParams, backend: str = "auto", prefilter_h: float | None = None) -> None:

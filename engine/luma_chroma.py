@@ -89,8 +89,28 @@ def estimate_luma_chroma_noise(
 
 
 def split_estimate(estimate: NoiseEstimate, matrix: str = "bt709") -> LumaChromaEstimate:
-    """An RGB clip's noise estimate seen in Y'CbCr: the covariance M C M^T of ``matrix``'s M,
-    split into Y and (Cb, Cr). For a window that has an estimate (or synthetic noise) already."""
+    """An RGB clip's noise estimate seen in Y'CbCr, split into Y and (Cb, Cr).
+
+    The covariance is M C M^T with M ``matrix``'s RGB -> Y'CbCr matrix (full range). For a
+    window that has an estimate (or synthetic noise) already: nothing is measured again.
+
+    Parameters
+    ----------
+    estimate : NoiseEstimate
+        The noise of the RGB clip (3 x 3 covariance, full scale squared).
+    matrix : {"bt709", "bt601"}
+        The source's Y'CbCr matrix (``matrix_for``).
+
+    Returns
+    -------
+    LumaChromaEstimate
+        ``luma`` (1 x 1 covariance) and ``chroma`` (2 x 2), each otherwise a copy of ``estimate``.
+
+    Raises
+    ------
+    ValueError
+        ``matrix`` is not "bt601" or "bt709", or the covariance is not 3 x 3.
+    """
     transform = yuv_matrix(matrix)
     covariance = transform @ np.asarray(estimate.covariance, dtype=np.float64) @ transform.T
     luma = dataclasses.replace(estimate, covariance=covariance[:1, :1])
@@ -99,8 +119,17 @@ def split_estimate(estimate: NoiseEstimate, matrix: str = "bt709") -> LumaChroma
 
 
 def parse_luma_chroma(text: str) -> str | tuple[float, float] | None:
-    """A luma/chroma mode as written by a person (CLI, presets): "off" (None), "auto", or
-    "H_Y,H_UV", two strengths in 8-bit levels in (0, 10000].
+    """A luma/chroma mode as written by a person (CLI, presets).
+
+    Parameters
+    ----------
+    text : str
+        "off", "auto", or "H_Y,H_UV": two strengths in 8-bit levels in (0, 10000].
+
+    Returns
+    -------
+    None, "auto" or (float, float)
+        None for "off", "auto" as it is, or (h_luma, h_chroma) in 8-bit levels.
 
     Raises
     ------
@@ -119,7 +148,20 @@ def parse_luma_chroma(text: str) -> str | tuple[float, float] | None:
 
 
 def suggest_luma_chroma_h(estimate: LumaChromaEstimate, params: NLMParams) -> tuple[float, float]:
-    """(h_luma, h_chroma) from ``suggest_h`` for each plane group's noise, in 8-bit levels."""
+    """(h_luma, h_chroma) from ``suggest_h`` for each plane group's noise, in 8-bit levels.
+
+    Parameters
+    ----------
+    estimate : LumaChromaEstimate
+        The noise on Y and on (Cb, Cr) (``split_estimate``).
+    params : NLMParams
+        The window, weighting and centre weight; ``h`` and ``color_transform`` are ignored.
+
+    Returns
+    -------
+    (float, float)
+        h_luma and h_chroma in 8-bit levels, as ``LumaChromaDenoiser`` takes them.
+    """
     window = dataclasses.replace(params, color_transform=None)
     return suggest_h(estimate.luma, window), suggest_h(estimate.chroma, window)
 
@@ -134,8 +176,25 @@ class LumaChromaDenoiser:
     h_luma, h_chroma : float
         Strengths in 8-bit levels for Y and for Cb/Cr (0.001 to 10000).
     matrix : {"bt709", "bt601"}
-        The source's Y'CbCr matrix (``VideoInfo.color``).
+        The source's Y'CbCr matrix (``matrix_for`` reads it from ``VideoInfo.color``).
     backend : {"auto", "cpu", "gpu"}
+        As ``Denoiser`` takes it; both passes run on it.
+
+    Attributes
+    ----------
+    backend : str
+        The resolved backend, "cpu" or "gpu".
+    device_name : str
+        The processor or GPU the frames are filtered on, for readouts.
+    luma, chroma : Denoiser
+        The Y pass and the (Cb, Cr) pass (the latter at h_chroma * sqrt(2/3), module docstring).
+
+    Raises
+    ------
+    ValueError
+        An unknown matrix or backend, or ``h_luma`` out of 0.001..10000.
+    BackendUnavailableError
+        backend="gpu" where it cannot run.
     """
 
     def __init__(
@@ -202,8 +261,20 @@ class _Planes(Sequence):
 
 
 def matrix_for(colorspace: int, height: int) -> str:
-    """The Y'CbCr matrix of a source: FFmpeg's colorspace code (``VideoInfo.color``), or by
-    size where it is unspecified (BT.709 from 720 lines up, BT.601 below, as players guess)."""
+    """The Y'CbCr matrix of a source, from its colorspace code or else its size.
+
+    Parameters
+    ----------
+    colorspace : int
+        FFmpeg's colorspace code (``VideoInfo.color["colorspace"]``): 1 is BT.709, 5 and 6
+        BT.601; any other (2, unspecified) leaves it to the size.
+    height : int
+        The frame height in pixels: BT.709 from 720 lines up, BT.601 below, as players guess.
+
+    Returns
+    -------
+    {"bt709", "bt601"}
+    """
     if colorspace == 1:
         return "bt709"
     if colorspace in (5, 6):

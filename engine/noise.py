@@ -71,6 +71,8 @@ CALIBRATION_FILE = Path(__file__).with_name("h_calibration.json")
 class NoiseEstimate:
     """The noise of a clip, as ``estimate_noise`` measured it.
 
+    ``estimate_noise`` makes it; the constructor takes the attributes below, in order.
+
     Attributes
     ----------
     covariance : (C, C) ndarray
@@ -223,20 +225,23 @@ def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = N
 
     Parameters
     ----------
-    frames : array
-        One frame (H, W[, C]) or several (T, H, W[, C]); uint8, uint16 or float in [0, 1].
+    frames : array_like
+        One frame (H, W[, C]) or several (T, H, W[, C]), C = 1 or 3; uint8, uint16 or float in
+        [0, 1] (full scale). Several consecutive frames let still blocks give a temporal estimate.
     roi : (x, y, width, height), optional
         A flat region chosen by the user, in pixels. Without it the flattest blocks are found.
 
     Returns
     -------
     NoiseEstimate
+        The covariance in full scale squared, where it came from and how far to trust it.
 
     Raises
     ------
     ValueError
         The region is smaller than 16 x 16 pixels or leaves the frame, or (without a region)
-        the frames are smaller than one 16 x 16 block.
+        the frames are smaller than one 16 x 16 block; frames of another dtype, shape or
+        channel count, or with NaN or infinite values.
 
     Notes
     -----
@@ -469,8 +474,31 @@ def _finished(estimate: NoiseEstimate) -> NoiseEstimate:
 def add_noise(frames: np.ndarray, covariance: np.ndarray, seed: int) -> np.ndarray:
     """Frames (float in [0, 1], or integers, scaled) plus Gaussian noise of ``covariance``.
 
-    White in space, correlated across channels as ``covariance`` (C x C, full-scale units)
-    says; float32 out, not clipped, so that the noise stays exactly Gaussian.
+    White in space, correlated across channels as ``covariance`` says; float32 out, not
+    clipped, so that the noise stays exactly Gaussian.
+
+    Parameters
+    ----------
+    frames : array_like
+        One frame (H, W[, C]) or several (T, H, W[, C]), C = 1 or 3; uint8 and uint16 are
+        scaled to [0, 1], floats taken in [0, 1] (full scale).
+    covariance : (C, C) array_like
+        The noise covariance in full scale squared (a sigma of 10 levels is (10/255)^2 on the
+        diagonal); positive semi-definite.
+    seed : int
+        Seed of NumPy's random generator: the same seed gives the same noise.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 in full scale, not clipped: (T, H, W, C) for several frames or a 4D input,
+        else (H, W, C).
+
+    Raises
+    ------
+    ValueError
+        ``covariance`` is not C x C for these frames or not positive semi-definite, or the
+        frames are not frames (dtype, shape, NaN or infinite values).
     """
     images = np.stack(_float_frames(frames))
     covariance = np.asarray(covariance, dtype=np.float64)
@@ -506,6 +534,21 @@ def _interpolate(table: np.ndarray, axes: list[list[float]], point: list[float])
 def suggest_h(estimate: NoiseEstimate, params: NLMParams) -> float:
     """The h (8-bit levels) that gives the highest PSNR for this noise, window and color transform.
 
+    Parameters
+    ----------
+    estimate : NoiseEstimate
+        The noise, from ``estimate_noise`` (or ``SyntheticNoise.estimate``).
+    params : NLMParams
+        The window, weighting, centre weight and color transform the h is for; ``params.h``
+        is ignored.
+
+    Returns
+    -------
+    float
+        h in 8-bit levels.
+
+    Notes
+    -----
     h / sigma comes from a table measured on the sample clip with 8-bit, clipped Gaussian noise
     (``scripts/calibrate_h.py``), per weighting and centre weight, interpolated linearly in the
     patch radius, the search radius, the window's frames and log sigma, clamped to the table's
@@ -519,7 +562,6 @@ def suggest_h(estimate: NoiseEstimate, params: NLMParams) -> float:
     noisiest band's sigma for the bisquare weighting: a bisquare h under the noise of a bright
     region gives its patches no weight there, and the output is the input (a cliff of 3 to 5 dB
     on Poisson-Gaussian noise); exponential weights degrade gently and keep the average.
-    ``params.h`` is ignored.
     """
     table = _calibration()
     sigma = max(estimate.average_sigma, CLEAN_SIGMA)
@@ -541,7 +583,24 @@ def decorrelation_decision(estimate: NoiseEstimate) -> tuple[bool, str]:
     """Whether the color transform G helps this noise, and why, in a sentence the window shows.
 
     The criterion is the luminance gain g = |G u| (``NoiseEstimate.luminance_gain``): G helps
-    where g >= 1. Measured at each one's best h (bisquare, centre "one", tests/data bikes and
+    where g >= 1. Gray footage, footage that looks clean (sigma under 0.5 levels) and a
+    singular covariance get no G.
+
+    Parameters
+    ----------
+    estimate : NoiseEstimate
+        The noise, from ``estimate_noise``.
+
+    Returns
+    -------
+    decorrelate : bool
+        Whether to use ``estimate.color_transform()``.
+    reason : str
+        Why, in one sentence (with the gain where there is one).
+
+    Notes
+    -----
+    Measured at each one's best h (bisquare, centre "one", tests/data bikes and
     the sample clip): g of 1.46 to 1.94 (a noisy blue channel, negative correlations, unequal
     sigmas) gained 1.2 to 1.6 dB; g of 0.62 to 0.97 (equal-sigma correlations 0.6 and 0.8,
     sigmas 20/25/30 at 0.5, YUV-domain noise) changed PSNR by -0.1 to +0.25 dB, and at the
@@ -573,6 +632,26 @@ def apply_estimate(params: NLMParams, estimate: NoiseEstimate, h: float | None =
     not shrink luminance differences (``NoiseEstimate.luminance_gain`` at least 1). None for
     gray footage, footage that looks clean or a singular covariance: there is no correlation
     to undo.
+
+    Parameters
+    ----------
+    params : NLMParams
+        The filter; its window, weighting and centre weight are kept.
+    estimate : NoiseEstimate
+        The noise, from ``estimate_noise``.
+    h : float, optional
+        The strength in 8-bit levels; None (the default): ``suggest_h`` for the new color
+        transform.
+
+    Returns
+    -------
+    NLMParams
+        A copy of ``params`` with ``color_transform`` and ``h`` replaced.
+
+    Raises
+    ------
+    ValueError
+        ``h`` out of 0.001..10000 (``NLMParams``).
     """
     decorrelate, _ = decorrelation_decision(estimate)
     transform = estimate.color_transform() if decorrelate else None
@@ -601,10 +680,22 @@ def add_realistic_noise(frames: np.ndarray, kind: str, sigma: float, seed: int) 
     sigma : float
         Noise level in 8-bit levels.
     seed : int
+        Seed of NumPy's random generator: the same seed gives the same noise.
 
     Returns
     -------
-    (T, H, W, 3) float32 in [0, 1], on the 8-bit grid.
+    numpy.ndarray
+        (T, H, W, 3) float32 in [0, 1], on the 8-bit grid ("h264": height and width cropped to
+        even numbers).
+
+    Raises
+    ------
+    ValueError
+        An unknown ``kind``, or frames that are not frames (dtype, shape, NaN or infinite values).
+
+    Notes
+    -----
+    "h264" needs PyAV (imported when first used).
     """
     if kind not in REALISTIC_NOISES:
         raise ValueError(f"kind must be one of {', '.join(REALISTIC_NOISES)}, got {kind!r}")

@@ -79,6 +79,15 @@ class NLMParams:
         Weight of the pixel itself: 1 (the paper) or the largest weight of the other offsets
         (Buades; KNLMeansCL's wref = 1).
 
+    Attributes
+    ----------
+    h, patch_radius, search_radius, frames_past, frames_future, weighting, center_weight
+        The parameters above, validated (``h`` as a float).
+    color_transform : (C, C) ndarray or None
+        G as read-only float64, or None.
+    min_frame_size : int
+        Smallest frame height and width the filter accepts: A + B + 1 pixels.
+
     Raises
     ------
     ValueError

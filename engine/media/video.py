@@ -38,7 +38,13 @@ CODEC_THREADS = "AUTO"
 
 
 class VideoError(Exception):
-    """A video could not be read or written; the message says which file and why."""
+    """A video could not be read or written; the message says which file and why.
+
+    Parameters
+    ----------
+    message : str
+        One line a person can act on, naming the file.
+    """
 
 
 def show_ffmpeg_messages(*, verbose: bool) -> None:
@@ -55,7 +61,47 @@ def show_ffmpeg_messages(*, verbose: bool) -> None:
 
 @dataclass(frozen=True)
 class VideoInfo:
-    """What a video file holds, as the reader found it."""
+    """What a video file holds, as the reader found it.
+
+    ``VideoReader`` makes it (``reader.info``); the constructor takes the attributes below.
+
+    Attributes
+    ----------
+    path : Path
+        The file (or image sequence pattern).
+    width, height : int
+        The frames' size in pixels, upright (after the file's rotation).
+    channels : int
+        1 (gray) or 3 (RGB), as the frames come out.
+    bit_depth : int
+        Bits per component of the source.
+    pixel_format : str
+        FFmpeg's name of the source's pixel format ("yuv420p", "yuv422p10le", ...).
+    codec : str
+        FFmpeg's name of the source's codec.
+    frame_rate : Fraction
+        Frames per second (the stream's average rate).
+    time_base : Fraction
+        Seconds per timestamp unit.
+    frame_count : int
+        The frames FFmpeg's sequential decode presents.
+    duration : float
+        Seconds, from frame 0 to the end of the last frame.
+    color : dict of str to int
+        FFmpeg's codes for "primaries", "trc", "colorspace" and "range".
+    rotation : int
+        Degrees (0, 90, 180, 270), from the display matrix; already applied to the frames.
+    hdr10 : dict of str to str
+        "master-display" and "max-cll", in x265's syntax; empty without HDR10 metadata.
+    warning : str
+        What a person should know before using the frames (a truncated file); "" if nothing.
+    other_streams : int
+        Audio and subtitle streams, copied by the writer.
+    start_time : float
+        Seconds on the container's clock when frame 0 is shown.
+    dtype : numpy.dtype
+        uint8 for 8-bit sources, uint16 (full 16-bit scale) for deeper ones.
+    """
 
     path: Path
     width: int
@@ -250,11 +296,32 @@ class VideoReader:
     hwaccel) where there is one and it takes the codec, else on the CPU: the same frames
     (decoding is bit-exact by the codecs' standards), with the CPU left to the encoder.
 
+    Parameters
+    ----------
+    path : str or Path
+        A video file, or an image sequence's pattern (``scans/%06d.png``).
+    hardware_decoding : bool
+        Decode on NVDEC where it can (see above); CPU decoding by default.
+
+    Attributes
+    ----------
+    path : Path
+        The file.
+    info : VideoInfo
+        What the file holds: size, frame count, rates, color metadata.
+    decoder : str
+        Where frames are decoded: "NVDEC" or "CPU".
+    frame_times : numpy.ndarray
+        When each frame is shown, in seconds from frame 0 (float64).
+
     Raises
     ------
     VideoError
         A missing file, a file that is not a video, an unsupported pixel format, or a stream
-        that stops decoding (the message names the frame).
+        that stops decoding (the message names the frame); PyAV missing. Reading from a closed
+        reader.
+    IndexError
+        ``frame(i)`` or ``frames(start)`` outside 0 .. ``info.frame_count`` - 1.
     """
 
     def __init__(self, path: str | Path, *, hardware_decoding: bool = False) -> None:
@@ -533,7 +600,10 @@ class VideoWriter:
         Quality of H.264 / H.265 (constant quality of NVENC), 0 (lossless) .. 51; 18 is
         visually transparent.
     preset : str
-        Speed of H.264 / H.265 ("ultrafast" .. "veryslow").
+        Speed of H.264 / H.265 ("ultrafast" .. "veryslow"); of NVENC "p1" .. "p7", "fast",
+        "medium" or "slow".
+    overwrite : bool
+        Replace an existing ``path`` (or existing images of the sequence).
     rgb : bool
         FFV1 only: store planar RGB, the filter's output exactly, whatever the source's sampling
         (about twice the size of 4:2:0).
@@ -542,10 +612,18 @@ class VideoWriter:
         copied audio and subtitles are cut to it and start with the video. The whole source by
         default.
 
+    Attributes
+    ----------
+    path : Path
+        The output.
+    info : VideoInfo
+        ``like``.
+
     Raises
     ------
     VideoError
-        Output refused, folder missing or read-only, an encoder missing, or the disk full.
+        An unknown codec or preset, crf out of 0..51, ``rgb`` with a codec other than FFV1;
+        output refused, folder missing or read-only, an encoder missing, or the disk full.
     """
 
     def __init__(
@@ -840,6 +918,21 @@ def check_output_path(path: Path, source: Path, overwrite: bool) -> None:
 
 def read_frames(path: str | Path, count: int | None = None, *, start: int = 0) -> np.ndarray:
     """Decode frames ``start`` .. ``start + count - 1`` of a video file as (T, H, W, C).
+
+    Parameters
+    ----------
+    path : str or Path
+        The video file (or image sequence pattern), as ``VideoReader`` takes it.
+    count : int, optional
+        How many frames; None (the default): all from ``start`` to the end.
+    start : int
+        The first frame, 0-based.
+
+    Returns
+    -------
+    numpy.ndarray
+        (T, H, W, C) uint8, or uint16 for sources deeper than 8 bits (``VideoInfo.dtype``);
+        C is 3 (RGB) or 1 (gray).
 
     Raises
     ------

@@ -199,6 +199,8 @@ def denoise_volume_slice(
     ------
     ValueError
         As ``denoise_volume``, and an axis or index out of range.
+    BackendUnavailableError
+        backend="gpu" where CuPy or a GPU is missing.
     """
     params = VolumeParams.checked(h, patch_radius, search_radius, weighting, center_weight)
     check_int("axis", axis, 2)

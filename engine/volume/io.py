@@ -23,7 +23,22 @@ SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff"
 
 
 def volume_format(path: str | Path) -> str:
-    """ "nifti", "tiff" or "npy" from the file name, or ValueError naming the known suffixes."""
+    """ "nifti", "tiff" or "npy" from the file name, or ValueError naming the known suffixes.
+
+    Parameters
+    ----------
+    path : str or Path
+        A file name; its suffix (.nii, .nii.gz, .tif, .tiff, .npy, any case) decides.
+
+    Returns
+    -------
+    {"nifti", "tiff", "npy"}
+
+    Raises
+    ------
+    ValueError
+        Another suffix; the message names the known ones.
+    """
     name = Path(path).name.lower()
     for suffix, kind in sorted(SUFFIXES.items(), key=lambda item: -len(item[0])):
         if name.endswith(suffix):
@@ -34,7 +49,26 @@ def volume_format(path: str | Path) -> str:
 @dataclass
 class VolumeFile:
     """A volume as read: ``data`` (Z, Y, X) or (Z, Y, X, C) in its stored type, ``spacing``
-    (z, y, x) voxel size, and what writing it back needs (``header``, ``affine``, TIFF metadata)."""
+    (z, y, x) voxel size, and what writing it back needs (``header``, ``affine``, TIFF metadata).
+
+    ``read_volume`` makes it; the constructor takes the attributes below, in order.
+
+    Attributes
+    ----------
+    data : numpy.ndarray
+        The voxels, (Z, Y, X) or (Z, Y, X, C), in the file's data type.
+    spacing : (float, float, float)
+        Voxel size along (z, y, x), in the file's units (NIfTI: the header's, usually
+        millimetres; TIFF: ImageJ's unit); 1 where the file says nothing (.npy).
+    format : {"nifti", "tiff", "npy"}
+        The kind of file it was read from.
+    header : nibabel header or None
+        The NIfTI header (a copy), kept when written back as NIfTI.
+    affine : (4, 4) ndarray or None
+        The NIfTI voxel-to-world matrix (a copy).
+    extra : dict
+        TIFF metadata: "imagej" (whether the file was an ImageJ stack) and "unit".
+    """
 
     data: np.ndarray
     spacing: tuple[float, float, float] = (1.0, 1.0, 1.0)
@@ -54,12 +88,26 @@ def _import(name: str) -> Any:
 def read_volume(path: str | Path) -> VolumeFile:
     """Read a volume file (``volume_format`` says which kinds).
 
+    Parameters
+    ----------
+    path : str or Path
+        A .nii, .nii.gz, .tif, .tiff or .npy file; the suffix says which reader.
+
+    Returns
+    -------
+    VolumeFile
+        ``data`` (Z, Y, X) or (Z, Y, X, C) in its stored type, ``spacing`` (z, y, x), the voxel
+        size in the file's units, and what writing it back needs (NIfTI header and affine,
+        TIFF metadata).
+
     Raises
     ------
     ValueError
-        An unknown suffix, or a file whose array is not 3D or 4D.
+        An unknown suffix, a NIfTI image that is not 3D, or a file whose array is not 3D or 4D.
     OSError
-        The file cannot be read.
+        The file cannot be read (FileNotFoundError where it does not exist).
+    ImportError
+        nibabel (NIfTI) or tifffile (TIFF) is not installed.
     """
     path = Path(path)
     kind = volume_format(path)
@@ -109,6 +157,32 @@ def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwr
 
     The file is written under a hidden name beside ``path`` and renamed into place when
     complete; without ``overwrite`` an existing ``path`` is refused (FileExistsError).
+
+    Parameters
+    ----------
+    path : str or Path
+        The output; its suffix (.nii, .nii.gz, .tif, .tiff, .npy) chooses the format, which may
+        differ from ``like``'s.
+    data : numpy.ndarray
+        The filtered volume (``denoise_volume``'s float32), in the source's units. Stored in
+        ``like.data``'s type class: integers rounded and clipped to its range, floating
+        point as float32.
+    like : VolumeFile
+        The source as ``read_volume`` read it: its data type class and voxel size are kept, its
+        header and affine where a 3D NIfTI is written as NIfTI, its ImageJ metadata in TIFF.
+    overwrite : bool
+        Replace an existing ``path``.
+
+    Raises
+    ------
+    FileExistsError
+        ``path`` exists and ``overwrite`` is False.
+    ValueError
+        An unknown suffix.
+    OSError
+        The file cannot be written.
+    ImportError
+        nibabel (NIfTI) or tifffile (TIFF) is not installed.
     """
     path = Path(path)
     kind = volume_format(path)

@@ -32,7 +32,19 @@ H_PER_SIGMA = {"exponential": 1.1, "bisquare": 2.3}
 
 @dataclass(frozen=True)
 class VolumeNoiseEstimate:
-    """Gaussian noise of a volume: ``sigma`` per channel (the volume's units), from ``blocks`` blocks."""
+    """Gaussian noise of a volume: ``sigma`` per channel (the volume's units), from ``blocks`` blocks.
+
+    ``estimate_volume_noise`` makes it; the constructor takes the attributes below, in order.
+
+    Attributes
+    ----------
+    sigma : (C,) ndarray
+        Standard deviation per channel, in the volume's intensity units.
+    blocks : int
+        How many 8^3 blocks the estimate was taken over (those above the Rician background).
+    average_sigma : float
+        sqrt of the mean variance over the channels, in the volume's units.
+    """
 
     sigma: np.ndarray
     blocks: int
@@ -63,6 +75,11 @@ def _blocks(values: np.ndarray) -> np.ndarray:
 
 def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
     """Estimate the Gaussian noise of a (Z, Y, X) or (Z, Y, X, C) volume from its flattest blocks.
+
+    Parameters
+    ----------
+    volume : (Z, Y, X) or (Z, Y, X, C) array_like
+        Real, finite voxels in their own units.
 
     Returns
     -------
@@ -108,6 +125,23 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
 
 def suggest_volume_h(estimate: VolumeNoiseEstimate | float, weighting: str = "exponential") -> float:
     """h for ``denoise_volume`` (the volume's units) from a noise estimate or a sigma.
+
+    Parameters
+    ----------
+    estimate : VolumeNoiseEstimate or float
+        The noise (its ``average_sigma`` is used), or a sigma in the volume's units.
+    weighting : {"exponential", "bisquare"}
+        The weighting ``denoise_volume`` will use.
+
+    Returns
+    -------
+    float
+        h in the volume's intensity units.
+
+    Raises
+    ------
+    ValueError
+        A sigma that is not a finite number > 0, or an unknown weighting.
 
     Notes
     -----
