@@ -67,8 +67,22 @@ class ArrayFrames:
 
 @dataclass(frozen=True)
 class SyntheticNoise:
-    """Gaussian noise added to a clip taken as clean: sigma in 8-bit levels, the same for every
-    channel, with correlation coefficient ``correlation`` between channels."""
+    """Gaussian noise added to a clip taken as clean, to judge the filter against the clean frame.
+
+    Parameters
+    ----------
+    sigma : float
+        Standard deviation in 8-bit levels, the same for every channel, 0 to 255.
+    correlation : float
+        Correlation coefficient between the channels' noise, in (-0.5, 1).
+    seed : int
+        The random generator's seed: frame t's noise is the same whenever it is drawn.
+
+    Raises
+    ------
+    ValueError
+        ``sigma`` or ``correlation`` out of range.
+    """
 
     sigma: float
     correlation: float = 0.0
@@ -93,10 +107,23 @@ class SyntheticNoise:
 
 @dataclass(frozen=True)
 class Preview:
-    """One previewed frame. ``before`` is what the filter saw, ``after`` its result (uint8).
+    """One previewed frame: what the filter saw, its result, and the readouts.
 
-    PSNR values are in dB against the clean frame (the clip itself in synthetic-noise mode, or
-    the reference clip); None with ``psnr_note`` saying why when there is no clean frame.
+    Attributes
+    ----------
+    index : int
+        The frame's number in the clip.
+    before, after : numpy.ndarray
+        (H, W, C) uint8: the filter's input (with synthetic noise, if any) and its output.
+    psnr_before, psnr_after : float or None
+        PSNR in dB of ``before`` and ``after`` against the clean frame (the clip itself in
+        synthetic-noise mode, or the reference clip); None when there is no clean frame.
+    psnr_note : str or None
+        Why the PSNR is missing, for the readout; None when it is there.
+    engine_ms : float
+        Milliseconds the filter took for this frame.
+    backend, device_name : str
+        Where it ran: "cpu" or "gpu", and the processor's or GPU's name.
     """
 
     index: int
@@ -117,6 +144,20 @@ def _uint8(frame: np.ndarray) -> np.ndarray:
 def difference_image(before: np.ndarray, after: np.ndarray, gain: float = DIFFERENCE_GAIN) -> np.ndarray:
     """What the filter removed, for a difference view: |before - after| x ``gain``, uint8.
 
+    Parameters
+    ----------
+    before, after : numpy.ndarray
+        uint8 frames of one shape: the filter's input and output.
+    gain : float
+        How much the difference is amplified, so that removed noise shows.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8, the shape of ``before``, clamped at 255.
+
+    Notes
+    -----
     Noise shows as fine grain; edges or texture that show up here are detail the filter took away
     (lower h, or a smaller search window).
     """
@@ -140,13 +181,22 @@ class _NoisyClip(Sequence):
 class Previewer:
     """Renders previews of ``source`` with one Denoiser, replacing its parameters per call.
 
+    On the GPU (fused method) the frames a preview needs stay on the device, each uploaded once
+    in its own dtype, and the result comes back as uint8 (``frames_uploaded`` counts uploads).
+
     Parameters
     ----------
     source : FrameSource
         The clip (a ``VideoReader`` or ``ArrayFrames``).
     backend : {"auto", "gpu", "cpu"}
+        As ``Denoiser``; resolved when the first preview is rendered.
     reference : FrameSource, optional
         A clean version of ``source`` (same length and size), for PSNR on real footage.
+
+    Raises
+    ------
+    ValueError
+        A reference clip of another length.
     """
 
     def __init__(self, source: FrameSource, backend: str = "auto", reference: FrameSource | None = None) -> None:

@@ -21,12 +21,6 @@ import pytest
 
 import nlmeans_studio.engine as engine
 
-# Defined in engine/preview.py and engine/playback.py, which were being changed while the rest
-# were documented: their numpydoc sections are still to write. Skipped until then; remove a name
-# here once its docstring has them. (LumaChroma is a type alias, tuple[float, float, str], not a
-# class: no test reads it, and its comment in preview.py is its documentation.)
-PENDING = {"Preview", "Previewer", "RenderAhead", "SyntheticNoise", "LumaChroma", "difference_image"}
-
 SECTION = re.compile(r"^(?P<title>[A-Z][A-Za-z ]*)\n(?P<rule>-+)\n", re.MULTILINE)
 
 
@@ -74,15 +68,8 @@ def test_every_public_name_exists() -> None:
     assert len(set(engine.__all__)) == len(engine.__all__), "__all__ names something twice"
 
 
-def test_the_pending_names_are_public() -> None:
-    """PENDING lists only names of ``__all__``: an entry no longer exported is removed."""
-    assert set(engine.__all__) >= PENDING
-
-
 @pytest.mark.parametrize("name", _documented())
 def test_public_docstrings_have_the_sections_their_signature_calls_for(name: str) -> None:
-    if name in PENDING:
-        pytest.skip(f"{name}: its module is being changed; its numpydoc sections are to write (PENDING)")
     obj = getattr(engine, name)
     assert (obj.__doc__ or "").strip(), f"{name} has no docstring"
     sections = _sections(obj)
