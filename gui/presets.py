@@ -83,7 +83,7 @@ def load_preset(path: Path) -> Preset:
     if strength is not None and not low <= strength <= high:
         raise PresetError(f"{path}: strength must be a number in {low}..{high}, got {strength!r}")
     try:
-        params = NLMParams(**{"h": 20.0, **fields})
+        params = NLMParams(**fields)  # without h: the default strength, a placeholder where strength is given
         return Preset(params, None if strength is None else float(strength), luma_chroma)
     except (TypeError, ValueError) as error:
         raise PresetError(f"{path}: {error}") from None

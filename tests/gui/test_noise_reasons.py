@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("PySide6", reason="the panels are Qt widgets")
 
-from nlmeans_studio.engine import NLMParams
+from nlmeans_studio.engine import DEFAULT_H, NLMParams
 from nlmeans_studio.engine.noise import NoiseEstimate
 from nlmeans_studio.gui.controls import ParameterPanel
 from nlmeans_studio.gui.panels import NoisePanel
@@ -40,4 +40,4 @@ def test_centre_weight_is_a_control_and_a_preset_field(qtbot, tmp_path) -> None:
     controls.set_params(params)
     assert controls.params() == params
     save_preset(tmp_path / "gentle.json", params, strength=0.8)
-    assert load_preset(tmp_path / "gentle.json") == Preset(NLMParams(**{**vars(params), "h": 20.0}), 0.8)
+    assert load_preset(tmp_path / "gentle.json") == Preset(NLMParams(**{**vars(params), "h": DEFAULT_H}), 0.8)

@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("PySide6", reason="the presets module belongs to the window")
 
-from nlmeans_studio.engine import NLMParams
+from nlmeans_studio.engine import DEFAULT_H, NLMParams
 from nlmeans_studio.gui.controls import parameter_help
 from nlmeans_studio.gui.presets import Preset, PresetError, load_preset, save_preset, shipped_presets
 
@@ -56,7 +56,7 @@ def test_a_saved_preset_loads_back(tmp_path) -> None:
     save_preset(tmp_path / "mine.json", params)
     assert load_preset(tmp_path / "mine.json") == Preset(params)
     save_preset(tmp_path / "relative.json", params, strength=1.25)
-    assert load_preset(tmp_path / "relative.json") == Preset(NLMParams(**{**vars(params), "h": 20.0}), 1.25)
+    assert load_preset(tmp_path / "relative.json") == Preset(NLMParams(**{**vars(params), "h": DEFAULT_H}), 1.25)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json", "relative.json"]
 
 
