@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import (
@@ -54,19 +55,78 @@ def parameter_help() -> dict[str, str]:
 
 
 class Timeline(QSlider):
-    """The clip's frame slider, with the frames between the in and out marks drawn along its groove."""
+    """The clip's frame slider and its in and out marks, the frames between them drawn along its groove.
+
+    The marks are the range played and exported; ``marks_changed`` is emitted when they move.
+    The slider is disabled until ``set_frame_count`` gives it a clip.
+    """
+
+    marks_changed = Signal()
 
     def __init__(self) -> None:
         super().__init__(Qt.Orientation.Horizontal)
-        self.marked: tuple[int, int] | None = None
+        self.frame_count = 0
+        self.mark_in: int | None = None
+        self.mark_out: int | None = None
+        self.setEnabled(False)
 
-    def set_marked(self, marked: tuple[int, int] | None) -> None:
-        """Show frames ``first`` to ``last`` (both included) as marked, or no marks (None)."""
-        self.marked = marked
+    def set_frame_count(self, count: int) -> None:
+        """A clip of ``count`` frames: the slider spans it (the position kept where it can be),
+        without emitting ``valueChanged``."""
+        self.frame_count = count
+        self.blockSignals(True)
+        self.setRange(0, count - 1)
+        self.setValue(min(self.value(), count - 1))
+        self.blockSignals(False)
+        self.setEnabled(True)
+
+    def show_frame(self, index: int) -> None:
+        """Move to ``index`` as playback shows it, without emitting ``valueChanged`` (a move by
+        the user stops playback)."""
+        self.blockSignals(True)
+        self.setValue(index)
+        self.blockSignals(False)
+
+    def set_mark(self, which: str) -> None:
+        """Mark the current frame as the first ("in") or last ("out") of the range; a mark on
+        the wrong side of it is cleared."""
+        index = self.value()
+        if which == "in":
+            self.mark_in = index
+            if self.mark_out is not None and self.mark_out < index:
+                self.mark_out = None
+        else:
+            self.mark_out = index
+            if self.mark_in is not None and self.mark_in > index:
+                self.mark_in = None
+        self._marks_moved()
+
+    def set_marks(self, mark_in: int | None, mark_out: int | None) -> None:
+        """Both marks at once (None: not set), as a clip's saved settings have them."""
+        self.mark_in, self.mark_out = mark_in, mark_out
+        self._marks_moved()
+
+    def play_range(self) -> tuple[int, int]:
+        """The frames between the marks: (first, last + 1); the whole clip without marks."""
+        first = self.mark_in or 0
+        stop = self.frame_count if self.mark_out is None else self.mark_out + 1
+        return first, stop
+
+    @property
+    def marked(self) -> tuple[int, int] | None:
+        """The marked frames (first, last), both included; None without marks."""
+        if self.mark_in is None and self.mark_out is None:
+            return None
+        first, stop = self.play_range()
+        return first, stop - 1
+
+    def _marks_moved(self) -> None:
         self.update()
+        self.marks_changed.emit()
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 (Qt's naming)
-        if self.marked is not None and self.maximum() > self.minimum():
+        marked = self.marked
+        if marked is not None and self.maximum() > self.minimum():
             option = QStyleOptionSlider()
             self.initStyleOption(option)
             style = self.style()
@@ -81,7 +141,7 @@ class Timeline(QSlider):
                 groove.left()
                 + handle.width() / 2
                 + QStyle.sliderPositionFromValue(self.minimum(), self.maximum(), value, span)
-                for value in self.marked
+                for value in marked
             )
             painter = QPainter(self)
             painter.fillRect(QRectF(left, groove.top() - 3, max(2.0, right - left), groove.height() + 6), MARKED_COLOR)
@@ -136,9 +196,17 @@ class LinkedSlider(QWidget):
 
 
 class ParameterPanel(QGroupBox):
-    """h, radii, frames, weighting, backend and color decorrelation; emits ``changed`` on any edit."""
+    """h, radii, frames, weighting, luma/chroma, backend and color decorrelation.
+
+    Emits ``changed`` on any edit, ``luma_chroma_mode_changed`` when the luma/chroma mode is
+    another, and ``reset_requested`` for "Reset to suggested" (the window knows the noise). The
+    color transform offered for decorrelation comes from the noise estimate
+    (``offer_decorrelation``); ``params`` carries it while decorrelation is ticked.
+    """
 
     changed = Signal()
+    luma_chroma_mode_changed = Signal()
+    reset_requested = Signal()
 
     def __init__(self) -> None:
         super().__init__("Filter")
@@ -163,7 +231,7 @@ class ParameterPanel(QGroupBox):
         self.h_chroma.setToolTip("Strength for Cb and Cr (chroma), in 8-bit levels")
         self.decorrelate = QCheckBox("Color decorrelation (G from the noise estimate)")
         self.decorrelate.setEnabled(False)
-        self._decorrelation_available = False  # a noise estimate gave a color transform
+        self._color_transform: np.ndarray | None = None  # the noise estimate's G, if it has one
         self.decorrelate.setToolTip(
             "Measure patch distances on G Y, where the estimated noise is white. Needs a noise estimate."
         )
@@ -201,13 +269,14 @@ class ParameterPanel(QGroupBox):
             slider.valueChanged.connect(self.changed)
         for combo in (self.weighting, self.center_weight, self.backend, self.luma_chroma):
             combo.currentIndexChanged.connect(self.changed)
-        self.luma_chroma.currentIndexChanged.connect(self._show_luma_chroma_mode)
+        self.luma_chroma.currentIndexChanged.connect(self._luma_chroma_mode_chosen)
         self.decorrelate.toggled.connect(self.changed)
-        self.set_params(NLMParams(h=20))
+        self.reset.clicked.connect(self.reset_requested)
+        self.set_params(NLMParams())
         self._show_luma_chroma_mode()
 
     def set_params(self, params: NLMParams) -> None:
-        """Show ``params`` (the color transform is the noise panel's) and emit ``changed`` once."""
+        """Show ``params`` (the color transform is the noise estimate's) and emit ``changed`` once."""
         self.blockSignals(True)
         self.h.setValue(min(max(params.h, H_RANGE[0]), H_RANGE[1]))
         self.patch_radius.setValue(params.patch_radius)
@@ -219,8 +288,12 @@ class ParameterPanel(QGroupBox):
         self.blockSignals(False)
         self.changed.emit()
 
-    def params(self, color_transform: object = None) -> NLMParams:
-        """The parameters shown, with ``color_transform`` when decorrelation is on."""
+    def set_h(self, h: float) -> None:
+        """Show strength ``h`` in levels (within the slider's range); ``changed`` if it moved."""
+        self.h.setValue(min(max(h, H_RANGE[0]), H_RANGE[1]))
+
+    def params(self) -> NLMParams:
+        """The parameters shown, with the offered color transform when decorrelation is ticked."""
         return NLMParams(
             h=self.h.value(),
             patch_radius=int(self.patch_radius.value()),
@@ -229,7 +302,7 @@ class ParameterPanel(QGroupBox):
             frames_future=int(self.frames_future.value()),
             weighting=self.weighting.currentText(),
             center_weight=self.center_weight.currentText(),
-            color_transform=color_transform if self.decorrelate.isChecked() else None,
+            color_transform=self._color_transform if self.decorrelate.isChecked() else None,
         )
 
     def luma_chroma_mode(self) -> str | tuple[float, float] | None:
@@ -245,7 +318,9 @@ class ParameterPanel(QGroupBox):
         return "off" if mode is None else mode if isinstance(mode, str) else f"{mode[0]:g},{mode[1]:g}"
 
     def set_luma_chroma_mode(self, mode: str | tuple[float, float] | None) -> None:
-        """Show ``mode`` (as ``luma_chroma_mode`` returns it) and emit ``changed`` once."""
+        """Show ``mode`` (as ``luma_chroma_mode`` returns it): ``luma_chroma_mode_changed`` if it
+        is another, then ``changed`` once."""
+        before = self.luma_chroma.currentIndex()
         self.blockSignals(True)
         if isinstance(mode, tuple):
             self.set_luma_chroma_h(*mode)
@@ -253,17 +328,32 @@ class ParameterPanel(QGroupBox):
             self.luma_chroma.findData("off" if mode is None else mode if isinstance(mode, str) else "given")
         )
         self.blockSignals(False)
+        if self.luma_chroma.currentIndex() != before:
+            self.luma_chroma_mode_changed.emit()
         self.changed.emit()
+
+    def luma_chroma_h(self) -> tuple[float, float]:
+        """The two strengths shown (h_luma, h_chroma) in levels: given, or those auto found."""
+        return self.h_luma.value(), self.h_chroma.value()
 
     def set_luma_chroma_h(self, h_luma: float, h_chroma: float) -> None:
         """Show the two strengths (those auto found, or given), within the sliders' range."""
         for slider, value in ((self.h_luma, h_luma), (self.h_chroma, h_chroma)):
             slider.setValue(min(max(value, H_RANGE[0]), H_RANGE[1]))
 
-    def set_decorrelation_available(self, available: bool) -> None:
-        """Whether the noise estimate gave a color transform to tick decorrelation for."""
-        self._decorrelation_available = available
+    def offer_decorrelation(self, transform: np.ndarray | None, ticked: bool = False) -> None:
+        """The noise estimate's color transform G (None: none to offer, decorrelation greyed out)
+        and whether decorrelation is ticked, as the estimate suggests. Emits nothing: the caller
+        asks for a new preview once the rest of the estimate is applied."""
+        self._color_transform = transform
+        self.decorrelate.blockSignals(True)
+        self.decorrelate.setChecked(ticked and transform is not None)
+        self.decorrelate.blockSignals(False)
         self._show_luma_chroma_mode()
+
+    def _luma_chroma_mode_chosen(self) -> None:
+        self._show_luma_chroma_mode()
+        self.luma_chroma_mode_changed.emit()
 
     def _show_luma_chroma_mode(self) -> None:
         """The two strengths can be typed when given; h and decorrelation are unused while the mode is on."""
@@ -271,7 +361,12 @@ class ParameterPanel(QGroupBox):
         self.h_luma.setEnabled(mode == "given")
         self.h_chroma.setEnabled(mode == "given")
         self.h.setEnabled(mode == "off")
-        self.decorrelate.setEnabled(mode == "off" and self._decorrelation_available)
+        self.decorrelate.setEnabled(mode == "off" and self._color_transform is not None)
 
     def backend_name(self) -> str:
+        """Where the filter runs: "gpu" or "cpu"."""
         return self.backend.currentData()
+
+    def set_backend(self, name: str) -> None:
+        """Run the filter on ``name`` ("gpu" or "cpu") from now on; ``changed`` if it is another."""
+        self.backend.setCurrentIndex(self.backend.findData(name))

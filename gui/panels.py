@@ -122,7 +122,17 @@ class NoisePanel(QGroupBox):
         self.blockSignals(False)
         self.synthetic_changed.emit()
 
+    def allow_region(self) -> None:
+        """A region was drawn on the picture: "Use this region" can measure it."""
+        self.use_region.setEnabled(True)
+
+    def clear_estimate(self) -> None:
+        """Another clip: its noise is not estimated yet."""
+        self.result.setText("No estimate yet.")
+
     def show_estimate(self, estimate: NoiseEstimate, transform: np.ndarray | None, h: float) -> None:
+        """The estimate's sigma, source, confidence and the h it suggests; whether color
+        decorrelation is on (``transform`` not None) and why; its correlation and G matrices."""
         sigma = ", ".join(f"{s:.2f}" for s in estimate.sigma)
         count = len(estimate.regions)
         source = {

@@ -1,28 +1,24 @@
-"""The main window: views, controls, readouts, playback, marks, noise, exports, presets, settings."""
+"""The main window: it lays out the picture, the panels and the actions, and wires them to the
+background worker and to each other. Each panel owns its widgets and state; the window calls
+their small public methods and connects to their signals."""
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
-import platform
 import time
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QActionGroup, QDragEnterEvent, QDropEvent, QKeyEvent, QKeySequence
+from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtGui import QAction, QActionGroup, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QFileDialog,
     QHBoxLayout,
     QLabel,
     QMainWindow,
-    QMessageBox,
     QProgressBar,
-    QPushButton,
     QScrollArea,
     QSplitter,
     QStyle,
@@ -31,7 +27,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from nlmeans_studio import engine
 from nlmeans_studio.engine import (
     SAMPLE_CLIP,
     LumaChroma,
@@ -40,45 +35,28 @@ from nlmeans_studio.engine import (
     Preview,
     RenderAhead,
     VideoInfo,
-    apply_estimate,
     matrix_for,
-    parse_luma_chroma,
-    split_estimate,
-    suggest_luma_chroma_h,
 )
 
+from .about import show_about
+from .banner import ErrorBanner
 from .controls import ParameterPanel, Timeline
 from .export import ExportDialog, ExportQueue, ExportRequest
-from .panels import NoisePanel, Readouts, wrapping_label
-from .presets import Preset, PresetError, load_preset, save_preset, shipped_presets
+from .noise_following import NoiseFollower
+from .panels import NoisePanel, Readouts
+from .preset_menu import PresetMenu
+from .presets import PresetError, load_preset, save_preset
+from .recent_files import RecentFilesMenu
+from .saved_settings import ClipSettings, load_clip_settings, params_from_json, params_to_json, save_clip_settings
+from .spin_box_keys import SpinBoxKeys
 from .views import ComparisonView
 from .worker import EstimateRequest, OpenRequest, PlayRequest, PreviewRequest, WorkerThread
 
 DEBOUNCE_MS = 40  # a slider's movements within this time make one request
-RECENT_FILES = 8
-DEFAULT_PARAMS = NLMParams(h=20)
 VIDEO_FILTER = (
     "Videos (*.mp4 *.m4v *.mov *.mkv *.webm *.avi *.mxf *.mts *.m2ts *.ts *.mpg *.mpeg *.vob *.wmv *.flv *.dv "
     "*.y4m *.nut *.ogv *.3gp);;All files (*)"
 )
-# Keys a focused spin box keeps although the window has single-key shortcuts on some of them:
-# the ones that type or edit a number. Every other single-key shortcut (Space, V, Left...) works
-# while a spin box has focus.
-SPIN_BOX_KEYS = {
-    *(getattr(Qt.Key, f"Key_{digit}") for digit in range(10)),
-    Qt.Key.Key_Period,
-    Qt.Key.Key_Comma,
-    Qt.Key.Key_Minus,
-    Qt.Key.Key_Plus,
-    Qt.Key.Key_Backspace,
-    Qt.Key.Key_Delete,
-    Qt.Key.Key_Home,
-    Qt.Key.Key_End,
-    Qt.Key.Key_Up,
-    Qt.Key.Key_Down,
-    Qt.Key.Key_PageUp,
-    Qt.Key.Key_PageDown,
-}
 
 
 def timecode(index: int, frame_rate: Fraction) -> str:
@@ -86,25 +64,6 @@ def timecode(index: int, frame_rate: Fraction) -> str:
     per_second = max(1, round(frame_rate))
     seconds, frames = divmod(index, per_second)
     return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}:{frames:02d}"
-
-
-class SpinBoxKeys(QObject):
-    """Lets the window's single-key shortcuts through a focused spin box (except the keys that
-    edit a number), and gives the focus back to the picture when Return ends an edit."""
-
-    def __init__(self, picture: QWidget) -> None:
-        super().__init__(picture)
-        self._picture = picture
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's naming)
-        if not isinstance(event, QKeyEvent) or event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
-            return False
-        if event.type() == QEvent.Type.ShortcutOverride and event.key() not in SPIN_BOX_KEYS:
-            event.ignore()
-            return True  # the spin box never claims the key: the shortcut runs
-        if event.type() == QEvent.Type.KeyPress and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-            QTimer.singleShot(0, self._picture.setFocus)
-        return False
 
 
 class MainWindow(QMainWindow):
@@ -117,17 +76,9 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.path: Path | None = None
         self._opening: Path | None = None
-        self._banner_callback: Callable[[], None] | None = None
         self.info: VideoInfo | None = None
         self.frame_times = np.zeros(0)  # seconds from frame 0 of each frame of the clip
-        self.estimate: NoiseEstimate | None = None
-        self.noise_in_use: NoiseEstimate | None = None  # what h follows: the synthetic noise or an estimate
-        self.transform: np.ndarray | None = None
         self.preview: Preview | None = None
-        self.strength = 1.0  # h as a multiple of the h suggested for the noise (presets set it)
-        self._keep_h = False  # the clip's saved h stands when its noise estimate arrives
-        self.mark_in: int | None = None
-        self.mark_out: int | None = None
         self.playback: RenderAhead | None = None
         self.playing = False
         self._play_number = 0
@@ -151,13 +102,10 @@ class MainWindow(QMainWindow):
         self.parameters = ParameterPanel()
         self.noise = NoisePanel()
         self.readouts = Readouts()
+        self.noise_follower = NoiseFollower(self.parameters, self.noise, self)
         self.frame_slider = Timeline()
-        self.frame_slider.setEnabled(False)
         self.frame_label = QLabel("no clip")
-        self.banner = wrapping_label()
-        self.banner.setStyleSheet("background: #5a1d1d; color: white; padding: 6px")
-        self.banner_action = QPushButton()
-        self.banner_close = QPushButton("Dismiss")
+        self.banner = ErrorBanner()
         self.exports = ExportQueue()
         self.busy = QProgressBar()
         self.busy.setRange(0, 0)  # an indicator that moves while the engine works
@@ -178,8 +126,10 @@ class MainWindow(QMainWindow):
         self.speed_timer.timeout.connect(self._show_speed)
         self.speed_timer.start()
         self.parameters.changed.connect(self.debounce.start)
-        self.parameters.reset.clicked.connect(self.reset_to_suggested)
-        self.parameters.luma_chroma.currentIndexChanged.connect(self._follow_noise_in_luma_chroma)
+        self.parameters.reset_requested.connect(self.noise_follower.reset_to_suggested)
+        self.noise_follower.parameters_changed.connect(self.debounce.start)
+        self.noise_follower.estimate_needed.connect(lambda: self.request_estimate(None))
+        self.noise_follower.failed.connect(self.show_error)
         self.noise.synthetic_changed.connect(self._synthetic_changed)
         self.noise.estimate_requested.connect(lambda: self.request_estimate(None))
         self.noise.draw_region_requested.connect(self._draw_region)
@@ -187,12 +137,15 @@ class MainWindow(QMainWindow):
         self.noise.reference_requested.connect(self._choose_reference)
         self.view.region_drawn.connect(self._region_drawn)
         self.frame_slider.valueChanged.connect(self._frame_changed)
+        self.frame_slider.marks_changed.connect(self._show_position)
         self.exports.finished.connect(lambda summary: self.statusBar().showMessage(summary, 15000))
         self.exports.failed.connect(self.show_error)
-        self.banner_close.clicked.connect(self._hide_banner)
-        self.banner_action.clicked.connect(lambda: self._banner_callback and self._banner_callback())
-        self._hide_banner()
         self._restore_settings()
+
+    @property
+    def estimate(self) -> NoiseEstimate | None:
+        """The clip's latest noise estimate (None until one arrives)."""
+        return self.noise_follower.estimate
 
     # Layout and actions
 
@@ -207,16 +160,12 @@ class MainWindow(QMainWindow):
         self.side_scroll.setWidgetResizable(True)
         self.side_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.side_scroll.setMinimumWidth(440)
-        banner_row = QHBoxLayout()
-        banner_row.addWidget(self.banner, 1)
-        banner_row.addWidget(self.banner_action)
-        banner_row.addWidget(self.banner_close)
         frame_row = QHBoxLayout()
         frame_row.addWidget(self.frame_slider, 1)
         frame_row.addWidget(self.frame_label)
         centre = QWidget()
         centre_layout = QVBoxLayout(centre)
-        centre_layout.addLayout(banner_row)
+        centre_layout.addWidget(self.banner)
         centre_layout.addWidget(self.view, 1)
         centre_layout.addLayout(frame_row)
         centre_layout.addWidget(self.exports)
@@ -276,7 +225,7 @@ class MainWindow(QMainWindow):
         self.regions_action.setChecked(True)
         self.fit_action = self._action("Fit", "F", self.view.fit)
         self.actual_action = self._action("1:1", "1", self.view.actual_pixels)
-        about = self._action("About NLMeans Studio", None, self.show_about)
+        about = self._action("About NLMeans Studio", None, lambda: show_about(self, self.preview))
         toolbar = QToolBar("Main")
         toolbar.setObjectName("main-toolbar")
         for action in (
@@ -304,7 +253,9 @@ class MainWindow(QMainWindow):
         menus = self.menuBar()
         file_menu = menus.addMenu("&File")
         file_menu.addAction(self.open_action)
-        self.recent_menu = file_menu.addMenu("Open recent")
+        self.recent_menu = RecentFilesMenu(self.settings, self)
+        self.recent_menu.chosen.connect(self.open_clip)
+        file_menu.addMenu(self.recent_menu)
         file_menu.addAction(self.export_action)
         file_menu.addSeparator()
         file_menu.addAction(self._action("Quit", "Ctrl+Q", self.close))
@@ -324,12 +275,10 @@ class MainWindow(QMainWindow):
         play_menu.addSeparator()
         for action in (self.in_action, self.out_action, self.clear_marks_action):
             play_menu.addAction(action)
-        presets = menus.addMenu("&Presets")
-        for name, path in shipped_presets().items():
-            presets.addAction(name.upper() if name == "vhs" else name.capitalize(), lambda p=path: self.load_preset(p))
-        presets.addSeparator()
-        presets.addAction("Load preset…", lambda: self._choose_preset(save=False))
-        presets.addAction("Save preset…", lambda: self._choose_preset(save=True))
+        presets = PresetMenu(self.settings, self)
+        presets.load_requested.connect(self.load_preset)
+        presets.save_requested.connect(self.save_preset)
+        menus.addMenu(presets)
         menus.addMenu("&Help").addAction(about)
 
     # Opening clips
@@ -358,34 +307,16 @@ class MainWindow(QMainWindow):
         if self.path is not None and self.path != self._opening:
             self._save_clip_settings()
         self.path, self.info, self.frame_times = self._opening, info, frame_times
-        self.estimate, self.noise_in_use, self.transform = None, None, None
-        self.parameters.decorrelate.setChecked(False)
-        self.parameters.set_decorrelation_available(False)
+        self.noise_follower.new_clip(matrix_for(info.color.get("colorspace", 2), info.height))
         self.view.show_regions([])
-        self.noise.result.setText("No estimate yet.")
         self.setWindowTitle(f"NLMeans Studio — {self.path.name}")
-        self.frame_slider.blockSignals(True)
-        self.frame_slider.setRange(0, info.frame_count - 1)
-        self.frame_slider.setValue(min(self.frame_slider.value(), info.frame_count - 1))
-        self.frame_slider.blockSignals(False)
-        self.frame_slider.setEnabled(True)
+        self.frame_slider.set_frame_count(info.frame_count)
         self.play_timer.setInterval(max(1, round(1000 / float(info.frame_rate))))
-        self._remember_recent(self.path)
-        self._hide_banner()
+        self.recent_menu.remember(self.path)
+        self.banner.hide()
         self._restore_clip_settings()
         self._show_position()
         self.request_preview()
-
-    def _remember_recent(self, path: Path) -> None:
-        recent = [str(path)] + [p for p in self.recent_files() if p != str(path)]
-        self.settings.setValue("recent", recent[:RECENT_FILES])
-        self.recent_menu.clear()
-        for entry in recent[:RECENT_FILES]:
-            self.recent_menu.addAction(entry, lambda p=entry: self.open_clip(p))
-
-    def recent_files(self) -> list[str]:
-        value = self.settings.value("recent", [])
-        return [value] if isinstance(value, str) else list(value or [])
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 (Qt's naming)
         if event.mimeData().hasUrls():
@@ -398,50 +329,31 @@ class MainWindow(QMainWindow):
 
     # Settings per clip
 
-    def _clip_key(self) -> str:
-        return "clips/" + hashlib.sha1(str(self.path.resolve()).encode()).hexdigest()
-
     def _save_clip_settings(self) -> None:
         if self.path is None:
             return
-        params = dataclasses.asdict(self.parameters.params())
-        params.pop("color_transform")
-        clip = {
-            "params": params,
-            "noise": self.noise.settings(),
-            "strength": self.strength,
-            "luma_chroma": self.parameters.luma_chroma_text(),
-            "in": self.mark_in,
-            "out": self.mark_out,
-        }
-        self.settings.setValue(self._clip_key(), json.dumps(clip))
+        clip = ClipSettings(
+            self.parameters.params(),
+            self.noise.settings(),
+            self.noise_follower.strength,
+            self.parameters.luma_chroma_text(),
+            self.frame_slider.mark_in,
+            self.frame_slider.mark_out,
+        )
+        save_clip_settings(self.settings, self.path, clip)
 
     def _restore_clip_settings(self) -> None:
         """The clip's own parameters, noise and marks as it was left. A clip opened for the first
         time gets its noise estimated (h follows it); the bundled sample, which is clean, gets
         synthetic noise instead, so that the filter has work to do."""
-        saved = self.settings.value(self._clip_key())
-        self.mark_in = self.mark_out = None
-        self._keep_h = False
-        clip = None
-        if saved is not None:
-            try:
-                clip = json.loads(saved)
-                params = NLMParams(**clip["params"])
-                luma_chroma = parse_luma_chroma(clip.get("luma_chroma", "off"))
-            except (ValueError, TypeError, KeyError, AttributeError):
-                clip = None
-                self.show_error("This clip's saved settings were not valid; the current ones are used.")
-        if clip is None:  # synthetic_changed follows: h from the synthetic noise, or an estimate
-            self.noise.restore({**self.noise.settings(), "on": self.path.resolve() == SAMPLE_CLIP.resolve()})
-            return
-        self.strength = float(clip.get("strength", 1.0))
-        self.mark_in, self.mark_out = clip.get("in"), clip.get("out")
-        self.parameters.set_params(params)
-        self.parameters.set_luma_chroma_mode(luma_chroma)
-        self._keep_h = True  # the h saved with the clip stands, whatever its noise
-        self.noise.restore(clip.get("noise", {}))
-        self._keep_h = self.noise.noise() is None  # and when the estimate on its way arrives
+        try:
+            clip = load_clip_settings(self.settings, self.path)
+        except ValueError:
+            clip = None
+            self.show_error("This clip's saved settings were not valid; the current ones are used.")
+        marks = (clip.mark_in, clip.mark_out) if clip is not None else (None, None)
+        self.frame_slider.set_marks(*marks)
+        self.noise_follower.restore_clip(clip, synthetic=self.path.resolve() == SAMPLE_CLIP.resolve())
 
     # Requests to the worker and their answers
 
@@ -451,29 +363,14 @@ class MainWindow(QMainWindow):
         return self._requests
 
     def current_params(self) -> NLMParams:
-        return self.parameters.params(self.transform)
+        """The filter's parameters as shown, with the color transform while decorrelation is on."""
+        return self.parameters.params()
 
     def current_luma_chroma(self) -> LumaChroma | None:
         """(h_luma, h_chroma, matrix) when the luma/chroma mode is on, in the clip's Y'CbCr matrix."""
-        if self.parameters.luma_chroma_mode() is None or self.info is None:
+        if self.parameters.luma_chroma_mode() is None or self.noise_follower.matrix is None:
             return None
-        matrix = matrix_for(self.info.color.get("colorspace", 2), self.info.height)
-        return self.parameters.h_luma.value(), self.parameters.h_chroma.value(), matrix
-
-    def _follow_noise_in_luma_chroma(self) -> None:
-        """Unless given, the two strengths are the suggested ones for the noise in use, times
-        ``strength`` (as h is): the RGB estimate seen in the clip's Y'CbCr. Off, they show what
-        auto would use, and where typing them starts from."""
-        estimate, mode = self.noise_in_use, self.parameters.luma_chroma_mode()
-        if isinstance(mode, tuple) or estimate is None or self.info is None:
-            return
-        if len(estimate.covariance) != 3:
-            if mode == "auto":
-                self.show_error("Luma/chroma needs a color clip; this one has no chroma.")
-            return
-        matrix = matrix_for(self.info.color.get("colorspace", 2), self.info.height)
-        h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, matrix), self.parameters.params())
-        self.parameters.set_luma_chroma_h(self.strength * h_luma, self.strength * h_chroma)
+        return *self.parameters.luma_chroma_h(), self.noise_follower.matrix
 
     def _parameters_settled(self) -> None:
         """The controls stopped moving: a new preview, or playback again from here with them."""
@@ -515,46 +412,17 @@ class MainWindow(QMainWindow):
         self.readouts.show_psnr(preview)
 
     def _estimated(self, number: int, estimate: NoiseEstimate) -> None:
-        self.estimate = estimate
         if estimate.method != "region":
             self.view.show_regions(estimate.regions)
         self.readouts.show_sigma(estimate)
-        self.apply_noise(estimate)
-        self._keep_h = False
-        self.noise.show_estimate(estimate, self.current_params().color_transform, self.parameters.h.value())
-
-    def apply_noise(self, estimate: NoiseEstimate | None = None) -> None:
-        """h (``strength`` times the suggested h) and color decorrelation from ``estimate``, which
-        becomes ``noise_in_use`` (by default the noise in use already, if any)."""
-        estimate = estimate or self.noise_in_use
-        if estimate is None:
-            return
-        self.noise_in_use = estimate
-        suggested = apply_estimate(self.parameters.params(), estimate)
-        try:
-            self.transform = estimate.color_transform() if len(estimate.covariance) > 1 else None
-        except ValueError:
-            self.transform = None
-        self.parameters.set_decorrelation_available(self.transform is not None)
-        self.parameters.decorrelate.blockSignals(True)
-        self.parameters.decorrelate.setChecked(suggested.color_transform is not None)
-        self.parameters.decorrelate.blockSignals(False)
-        if not self._keep_h:
-            self.parameters.h.setValue(self.strength * suggested.h)
-        self._follow_noise_in_luma_chroma()
-        self.debounce.start()
+        self.noise_follower.estimated(estimate)
 
     def _synthetic_changed(self) -> None:
-        """h follows the synthetic noise while it is on, the clip's estimated noise otherwise."""
+        """The synthetic noise changed: its sigma is the readout's, h follows the noise."""
+        self.noise_follower.synthetic_changed()
         synthetic = self.noise.noise()
         if synthetic is not None:
-            self.apply_noise(synthetic.estimate())
             self.readouts.show_sigma(synthetic.estimate())
-        elif self.estimate is not None:
-            self.apply_noise(self.estimate)
-        elif self.info is not None:
-            self.noise_in_use = None
-            self.request_estimate(None)
         self.debounce.start()
 
     def _failed(self, number: int, kind: str, message: str) -> None:
@@ -573,23 +441,15 @@ class MainWindow(QMainWindow):
         self._show_speed()
 
     def use_cpu(self) -> None:
-        self.parameters.backend.setCurrentIndex(self.parameters.backend.findData("cpu"))
-        self._hide_banner()
+        """Denoise on the CPU from now on (the banner's action after a GPU failure)."""
+        self.parameters.set_backend("cpu")
+        self.banner.hide()
 
-    def show_error(self, message: str, action_text: str | None = None, action: Callable[[], None] | None = None):
+    def show_error(
+        self, message: str, action_text: str | None = None, action: Callable[[], None] | None = None
+    ) -> None:
         """A message above the views (never a dialog that blocks), with an optional action button."""
-        self.banner.setText(message)
-        self.banner.setToolTip(message)
-        self.banner.show()
-        self.banner_close.show()
-        self._banner_callback = action
-        self.banner_action.setVisible(action is not None)
-        if action is not None:
-            self.banner_action.setText(action_text)
-
-    def _hide_banner(self) -> None:
-        for widget in (self.banner, self.banner_action, self.banner_close):
-            widget.hide()
+        self.banner.show_error(message, action_text, action)
 
     # Frames, marks and playback
 
@@ -603,15 +463,13 @@ class MainWindow(QMainWindow):
             return
         index, rate = self.frame_slider.value(), self.info.frame_rate
         parts = [timecode(index, rate), f"frame {index + 1} / {self.info.frame_count}"]
-        marked = None
-        if self.mark_in is not None or self.mark_out is not None:
-            first, stop = self.play_range()
-            marked = (first, stop - 1)
-            parts.append(f"in {timecode(first, rate)} out {timecode(stop - 1, rate)}")
+        marked = self.frame_slider.marked
+        if marked is not None:
+            parts.append(f"in {timecode(marked[0], rate)} out {timecode(marked[1], rate)}")
         self.frame_label.setText(" · ".join(parts))
-        self.frame_slider.set_marked(marked)
 
     def step(self, frames: int) -> None:
+        """Show the frame ``frames`` after (before, if negative) the current one."""
         self.frame_slider.setValue(self.frame_slider.value() + frames)
 
     def go_to(self, index: int | None) -> None:
@@ -620,41 +478,24 @@ class MainWindow(QMainWindow):
 
     def set_mark(self, which: str) -> None:
         """Mark the current frame as the first ("in") or last ("out") of the range played and exported."""
-        if self.info is None:
-            return
-        index = self.frame_slider.value()
-        if which == "in":
-            self.mark_in = index
-            if self.mark_out is not None and self.mark_out < index:
-                self.mark_out = None
-        else:
-            self.mark_out = index
-            if self.mark_in is not None and self.mark_in > index:
-                self.mark_in = None
-        self._show_position()
+        if self.info is not None:
+            self.frame_slider.set_mark(which)
 
     def clear_marks(self) -> None:
-        self.mark_in = self.mark_out = None
-        self._show_position()
-
-    def play_range(self) -> tuple[int, int]:
-        """The frames between the marks: (first, last + 1); the whole clip without marks."""
-        count = self.info.frame_count if self.info is not None else 0
-        first = self.mark_in or 0
-        stop = count if self.mark_out is None else self.mark_out + 1
-        return first, stop
+        """Play and export the whole clip again."""
+        self.frame_slider.set_marks(None, None)
 
     def toggle_play(self) -> None:
         """Play every denoised frame from the next one to the out mark (from the in mark when at
         the end), at the clip's rate where the engine keeps up; pause."""
         if self.playing or self.info is None:
             return self.stop_playback()
-        first, stop = self.play_range()
+        first, stop = self.frame_slider.play_range()
         current = self.frame_slider.value()
         self._start_playback(current + 1 if first <= current < stop - 1 else first)
 
     def _start_playback(self, start: int) -> None:
-        stop = self.play_range()[1]
+        stop = self.frame_slider.play_range()[1]
         try:
             params, noise = self.current_params(), self.noise.noise()
         except ValueError as error:
@@ -702,9 +543,7 @@ class MainWindow(QMainWindow):
         self.worker_thread.worker.wake()  # a frame left the buffer: room to render ahead
         self._show(preview)
         self._shown_times.append(time.perf_counter())
-        self.frame_slider.blockSignals(True)
-        self.frame_slider.setValue(preview.index)
-        self.frame_slider.blockSignals(False)
+        self.frame_slider.show_frame(preview.index)
         self._show_position()
         self._play_index = preview.index + 1
         if self._play_index >= self.playback.stop:
@@ -726,10 +565,12 @@ class MainWindow(QMainWindow):
     # Views
 
     def set_view_mode(self, mode: str) -> None:
+        """Show the frames as ``mode`` (split, side, before, after, difference); its menu entry ticked."""
         self.view.set_mode(mode)
         self.mode_actions[mode].setChecked(True)
 
     def toggle_view(self) -> None:
+        """Split, or side by side."""
         self.set_view_mode("side" if self.view.mode == "split" else "split")
 
     def flip(self) -> None:
@@ -737,12 +578,13 @@ class MainWindow(QMainWindow):
         self.set_view_mode("after" if self.view.mode == "before" else "before")
 
     def toggle_difference(self) -> None:
+        """What the filter removed, or the split view again."""
         self.set_view_mode("split" if self.view.mode == "difference" else "difference")
 
     def _show_regions_changed(self) -> None:
         self.view.set_regions_visible(self.regions_action.isChecked())
 
-    # Noise and parameters
+    # Noise regions and presets
 
     def _draw_region(self) -> None:
         if self.info is None:
@@ -753,44 +595,24 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Drag a rectangle over a flat area of the picture.", 10000)
 
     def _region_drawn(self, box: tuple[int, int, int, int]) -> None:
-        self.noise.use_region.setEnabled(True)
+        self.noise.allow_region()
         self.statusBar().showMessage(f"Region {box[2]} x {box[3]} at ({box[0]}, {box[1]}): Use this region.", 10000)
-
-    def reset_to_suggested(self) -> None:
-        """Default radii and frames; h and decorrelation from the noise when it is known."""
-        self.strength = 1.0
-        self.parameters.set_params(DEFAULT_PARAMS)
-        self.apply_noise()
 
     def load_preset(self, path: str | Path) -> None:
         """Take a preset's parameters; its strength sets h from the noise (measured first if unknown)."""
         try:
-            preset: Preset = load_preset(Path(path))
+            preset = load_preset(Path(path))
         except PresetError as error:
             return self.show_error(str(error))
-        self.parameters.set_params(preset.params)
-        self.parameters.set_luma_chroma_mode(preset.luma_chroma)
-        if preset.strength is not None:
-            self.strength = preset.strength
-            if self.noise_in_use is None and self.info is not None:
-                self.request_estimate(None)
-            self.apply_noise()
+        self.noise_follower.apply_preset(preset)
 
-    def _choose_preset(self, save: bool) -> None:
-        folder = str(Path(self.settings.value("preset-folder", str(Path.home()))))
-        if save:
-            path, _ = QFileDialog.getSaveFileName(self, "Save preset", folder, "Presets (*.json)")
-        else:
-            path, _ = QFileDialog.getOpenFileName(self, "Load preset", folder, "Presets (*.json)")
-        if not path:
-            return
-        self.settings.setValue("preset-folder", str(Path(path).parent))
-        if not save:
-            return self.load_preset(path)
-        estimate, params = self.noise_in_use, self.current_params()
-        strength = None if estimate is None else params.h / apply_estimate(params, estimate).h
+    def save_preset(self, path: str | Path) -> None:
+        """Save the parameters shown as a preset: h as a strength relative to the noise when it is known."""
+        params = self.current_params()
         try:
-            save_preset(Path(path), params, strength, self.parameters.luma_chroma_text())
+            save_preset(
+                Path(path), params, self.noise_follower.relative_strength(params), self.parameters.luma_chroma_text()
+            )
         except OSError as error:
             self.show_error(f"Could not save the preset: {error}")
 
@@ -800,7 +622,7 @@ class MainWindow(QMainWindow):
         """Ask for an export's settings (the range from the marks); Export adds it to the queue."""
         if self.path is None or self.info is None:
             return self.show_error("Open a clip first.")
-        first, stop = self.play_range()  # as the frames' own times: exact on variable frame rates too
+        first, stop = self.frame_slider.play_range()  # as the frames' own times: exact on variable frame rates too
         start = float(self.frame_times[first])
         end = float(self.frame_times[stop]) if stop < len(self.frame_times) else None
         dialog = ExportDialog(self, self.path, self.info, start, None if end is None else end - start)
@@ -814,10 +636,7 @@ class MainWindow(QMainWindow):
         )
         dialog.open()
 
-    # About, settings, closing
-
-    def show_about(self) -> None:
-        QMessageBox.about(self, "About NLMeans Studio", about_text(self.preview))
+    # Settings, closing
 
     def _restore_settings(self) -> None:
         geometry = self.settings.value("geometry")
@@ -831,19 +650,15 @@ class MainWindow(QMainWindow):
         saved = self.settings.value("params")
         if saved:
             try:
-                self.parameters.set_params(NLMParams(**json.loads(saved)))
+                self.parameters.set_params(params_from_json(saved))
             except (ValueError, TypeError):
                 self.show_error("The saved parameters were not valid; the defaults are used.")
-        for entry in self.recent_files()[::-1]:
-            self._remember_recent(Path(entry))
 
     def _save_settings(self) -> None:
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("splitter", self.splitter.saveState())
         self.settings.setValue("view-mode", self.view.mode)
-        params = dataclasses.asdict(self.parameters.params())
-        params.pop("color_transform")
-        self.settings.setValue("params", json.dumps(params))
+        self.settings.setValue("params", params_to_json(self.parameters.params()))
         self._save_clip_settings()
         self.settings.sync()
 
@@ -856,29 +671,3 @@ class MainWindow(QMainWindow):
         self.exports.stop()
         self.worker_thread.stop()
         super().closeEvent(event)
-
-
-def about_text(preview: Preview | None) -> str:
-    """Versions of the app and its libraries, and the device the last preview ran on."""
-    import pyqtgraph
-    import PySide6
-
-    lines = [
-        f"<b>NLMeans Studio {engine.__version__}</b>",
-        "Non-Local Means video denoising on an NVIDIA GPU or the CPU.",
-        f"Python {platform.python_version()}, NumPy {np.__version__}, PySide6 {PySide6.__version__}, "
-        f"pyqtgraph {pyqtgraph.__version__}",
-    ]
-    try:
-        import av
-
-        lines.append(f"PyAV {av.__version__} (FFmpeg {av.ffmpeg_version_info})")
-    except ImportError:
-        lines.append("PyAV is not installed: no video files")
-    if preview is not None:
-        lines.append(f"Denoising on the {preview.backend.upper()}: {preview.device_name}")
-    reason = engine.gpu_unavailable_reason()
-    if reason:
-        lines.append(f"GPU unavailable: {reason}")
-    lines.append("Sample clip: Big Buck Bunny, © Blender Foundation, CC-BY 3.0.")
-    return "<br>".join(lines)

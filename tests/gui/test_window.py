@@ -354,6 +354,40 @@ def test_synthetic_noise_and_presets_set_h_from_sigma(qtbot, window, clip) -> No
     assert window.preview.psnr_after > window.preview.psnr_before + 0.5
 
 
+def test_reset_to_suggested_restores_the_default_window_and_h_from_the_noise(qtbot, window, clip) -> None:
+    opened(qtbot, window, clip[0])
+    add_synthetic_noise(qtbot, window, sigma=20)
+    type_into(qtbot, window.parameters.search_radius.spin, "6")
+    type_into(qtbot, window.parameters.h.spin, "70")
+    settle(qtbot, window)
+    shown = window._shown
+    qtbot.mouseClick(window.parameters.reset, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window._shown > shown, timeout=WAIT_MS)
+    settle(qtbot, window)
+    params, defaults = window.current_params(), NLMParams()
+    assert (params.patch_radius, params.search_radius) == (defaults.patch_radius, defaults.search_radius)
+    assert params.h == pytest.approx(apply_estimate(defaults, SyntheticNoise(20).estimate()).h, abs=0.05)
+
+
+def test_a_preset_that_turns_auto_luma_chroma_on_sets_both_strengths_for_its_window(
+    qtbot, window, clip, tmp_path, monkeypatch
+) -> None:
+    """The strengths follow the preset's window (patch radius 4 here, 2 before it), not the old one."""
+    opened(qtbot, window, clip[0])
+    add_synthetic_noise(qtbot, window, sigma=20)
+    preset = tmp_path / "auto.json"
+    preset.write_text('{"h": 15, "patch_radius": 4, "luma_chroma": "auto"}')
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a: (str(preset), ""))
+    menu_action(window.menuBar().actions()[3].menu(), "Load preset…").trigger()
+    settle(qtbot, window)
+    panel, params = window.parameters, window.current_params()
+    suggested = suggest_luma_chroma_h(split_estimate(SyntheticNoise(20).estimate(), "bt601"), params)
+    before = suggest_luma_chroma_h(split_estimate(SyntheticNoise(20).estimate(), "bt601"), NLMParams(patch_radius=2))
+    assert suggested != pytest.approx(before, abs=0.05)  # the test tells the two windows apart
+    assert panel.luma_chroma.currentText() == "Auto (from the noise)" and params.h == 15
+    assert (panel.h_luma.value(), panel.h_chroma.value()) == pytest.approx(suggested, abs=0.05)
+
+
 def test_first_opening_of_the_sample_adds_noise_and_shows_a_gain(qtbot, window, tmp_path, monkeypatch) -> None:
     sample = tmp_path / "sample.mkv"
     write_clip(sample, clip_frames())
@@ -371,10 +405,14 @@ def test_a_clip_keeps_its_own_settings(qtbot, window, clip, tmp_path) -> None:
     press(qtbot, window, KEY.Key_Right)
     press(qtbot, window, KEY.Key_I)
     opened(qtbot, window, other)
-    assert window.mark_in is None
+    assert window.frame_slider.mark_in is None
     opened(qtbot, window, clip[0])
     qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
-    assert window.parameters.h.value() == 33 and window.current_params().search_radius == 4 and window.mark_in == 1
+    assert (
+        window.parameters.h.value() == 33
+        and window.current_params().search_radius == 4
+        and window.frame_slider.mark_in == 1
+    )
 
 
 def test_estimating_noise_in_a_region_drawn_with_the_mouse(qtbot, window, clip) -> None:
@@ -567,6 +605,31 @@ def test_open_asks_for_video_files(qtbot, window, clip, monkeypatch) -> None:
     assert "*.mp4" in asked[0][3] and "*.mkv" in asked[0][3] and "*.mov" in asked[0][3]
     qtbot.waitUntil(lambda: window.path == clip[0], timeout=WAIT_MS)
     settle(qtbot, window)
+
+
+def test_open_recent_lists_the_clips_newest_first_and_opens_one(qtbot, window, clip, tmp_path) -> None:
+    other = tmp_path / "other.mkv"
+    write_clip(other, clip_frames(seed=1))
+    opened(qtbot, window, clip[0])
+    opened(qtbot, window, other)
+    recent = menu_action(window.file_menu, "Open recent").menu()
+    assert [action.text() for action in recent.actions()] == [str(other), str(clip[0])]
+    recent.actions()[1].trigger()
+    qtbot.waitUntil(lambda: window.path == clip[0], timeout=WAIT_MS)
+    settle(qtbot, window)
+    assert [action.text() for action in recent.actions()] == [str(clip[0]), str(other)]
+
+
+def test_an_error_banner_offers_its_action_and_can_be_dismissed(qtbot, window) -> None:
+    acted = []
+    window.show_error("The GPU could not denoise this frame", "Use the CPU", lambda: acted.append(True))
+    assert window.banner.isVisibleTo(window) and window.banner.action.text() == "Use the CPU"
+    qtbot.mouseClick(window.banner.action, Qt.MouseButton.LeftButton)
+    assert acted == [True]
+    qtbot.mouseClick(window.banner.dismiss, Qt.MouseButton.LeftButton)
+    assert not window.banner.isVisibleTo(window)
+    window.show_error("Open a clip first.")
+    assert window.banner.text() == "Open a clip first." and not window.banner.action.isVisibleTo(window)
 
 
 def test_a_corrupt_file_shows_an_error_and_the_app_stays_usable(qtbot, window, clip, tmp_path) -> None:

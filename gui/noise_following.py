@@ -1,0 +1,146 @@
+"""h follows the noise: the filter's strengths and color decorrelation set from the noise in use.
+
+The noise in use is the synthetic noise while it is on, else the clip's latest estimate. h is
+``strength`` times the h the engine suggests for that noise and the window (1 by default; a
+preset's strength sets another multiple), and so are the luma/chroma strengths unless they are
+given. Color decorrelation is offered when the noise gives a color transform, and ticked where
+the engine says it helps. A clip's saved h stands until its first estimate arrives.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal
+
+from nlmeans_studio.engine import (
+    NLMParams,
+    NoiseEstimate,
+    apply_estimate,
+    parse_luma_chroma,
+    split_estimate,
+    suggest_luma_chroma_h,
+)
+
+from .controls import ParameterPanel
+from .panels import NoisePanel
+from .presets import Preset
+from .saved_settings import ClipSettings
+
+
+class NoiseFollower(QObject):
+    """Sets the parameter panel from the noise; the window feeds it the clip, the estimates and
+    the synthetic noise's changes, and wires its signals.
+
+    ``estimate_needed``: h has no noise to follow and a clip is open, the window asks the worker
+    for an estimate. ``parameters_changed``: h, decorrelation or the luma/chroma strengths may
+    have moved, preview again. ``failed``: a message for the window's banner.
+    """
+
+    estimate_needed = Signal()
+    parameters_changed = Signal()
+    failed = Signal(str)
+
+    def __init__(self, parameters: ParameterPanel, noise: NoisePanel, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._parameters = parameters
+        self._noise = noise
+        self.estimate: NoiseEstimate | None = None  # the clip's latest estimate
+        self.noise_in_use: NoiseEstimate | None = None  # what h follows: the synthetic noise or the estimate
+        self.strength = 1.0  # h as a multiple of the h suggested for the noise
+        self.matrix: str | None = None  # the clip's Y'CbCr matrix; None until a clip is open
+        self._keep_h = False  # the clip's saved h stands when its noise estimate arrives
+        parameters.luma_chroma_mode_changed.connect(self._follow_in_luma_chroma)
+
+    def new_clip(self, matrix: str) -> None:
+        """Another clip is open (Y'CbCr ``matrix``): its noise is not known yet."""
+        self.matrix = matrix
+        self.estimate = self.noise_in_use = None
+        self._parameters.offer_decorrelation(None)
+        self._noise.clear_estimate()
+
+    def restore_clip(self, clip: ClipSettings | None, synthetic: bool) -> None:
+        """The clip's saved settings, whose h stands until its estimate arrives; a clip without
+        them gets synthetic noise if ``synthetic`` (a clean clip), else its noise estimated."""
+        if clip is None:  # synthetic_changed follows: h from the synthetic noise, or an estimate
+            self._keep_h = False
+            self._noise.restore({**self._noise.settings(), "on": synthetic})
+            return
+        self.strength = clip.strength
+        self._parameters.set_params(clip.params)
+        self._parameters.set_luma_chroma_mode(parse_luma_chroma(clip.luma_chroma))
+        self._keep_h = True  # the h saved with the clip stands, whatever its noise
+        self._noise.restore(clip.noise)
+        self._keep_h = self._noise.noise() is None  # and when the estimate on its way arrives
+
+    def synthetic_changed(self) -> None:
+        """h follows the synthetic noise while it is on, the clip's estimated noise otherwise."""
+        synthetic = self._noise.noise()
+        if synthetic is not None:
+            self.apply_noise(synthetic.estimate())
+        elif self.estimate is not None:
+            self.apply_noise(self.estimate)
+        elif self.matrix is not None:
+            self.noise_in_use = None
+            self.estimate_needed.emit()
+
+    def estimated(self, estimate: NoiseEstimate) -> None:
+        """The worker measured the clip's noise: h follows it (a saved h no longer stands)."""
+        self.estimate = estimate
+        self.apply_noise(estimate)
+        self._keep_h = False
+        params = self._parameters.params()
+        self._noise.show_estimate(estimate, params.color_transform, params.h)
+
+    def apply_noise(self, estimate: NoiseEstimate | None = None) -> None:
+        """h (``strength`` times the suggested h) and color decorrelation from ``estimate``, which
+        becomes ``noise_in_use`` (by default the noise in use already, if any)."""
+        estimate = estimate or self.noise_in_use
+        if estimate is None:
+            return
+        self.noise_in_use = estimate
+        suggested = apply_estimate(self._parameters.params(), estimate)
+        try:
+            transform = estimate.color_transform() if len(estimate.covariance) > 1 else None
+        except ValueError:
+            transform = None
+        self._parameters.offer_decorrelation(transform, ticked=suggested.color_transform is not None)
+        if not self._keep_h:
+            self._parameters.set_h(self.strength * suggested.h)
+        self._follow_in_luma_chroma()
+        self.parameters_changed.emit()
+
+    def reset_to_suggested(self) -> None:
+        """Default radii and frames; h and decorrelation from the noise when it is known."""
+        self.strength = 1.0
+        self._parameters.set_params(NLMParams())
+        self.apply_noise()
+
+    def apply_preset(self, preset: Preset) -> None:
+        """A preset's parameters; its strength sets h from the noise (estimated first if unknown)."""
+        self._parameters.set_params(preset.params)
+        self._parameters.set_luma_chroma_mode(preset.luma_chroma)
+        if preset.strength is not None:
+            self.strength = preset.strength
+            if self.noise_in_use is None and self.matrix is not None:
+                self.estimate_needed.emit()
+            self.apply_noise()
+
+    def relative_strength(self, params: NLMParams) -> float | None:
+        """``params.h`` as a multiple of the h suggested for the noise in use (None: not known),
+        for a preset that follows the next clip's noise."""
+        if self.noise_in_use is None:
+            return None
+        return params.h / apply_estimate(params, self.noise_in_use).h
+
+    def _follow_in_luma_chroma(self) -> None:
+        """Unless given, the two strengths are the suggested ones for the noise in use, times
+        ``strength`` (as h is): the RGB estimate seen in the clip's Y'CbCr. Off, they show what
+        auto would use, and where typing them starts from."""
+        estimate, mode = self.noise_in_use, self._parameters.luma_chroma_mode()
+        if isinstance(mode, tuple) or estimate is None or self.matrix is None:
+            return
+        if len(estimate.covariance) != 3:
+            if mode == "auto":
+                self.failed.emit("Luma/chroma needs a color clip; this one has no chroma.")
+            return
+        h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, self.matrix), self._parameters.params())
+        self._parameters.set_luma_chroma_h(self.strength * h_luma, self.strength * h_chroma)
