@@ -199,9 +199,10 @@ class ParameterPanel(QGroupBox):
     """h, radii, frames, weighting, luma/chroma, backend and color decorrelation.
 
     Emits ``changed`` on any edit, ``luma_chroma_mode_changed`` when the luma/chroma mode is
-    another, and ``reset_requested`` for "Reset to suggested" (the window knows the noise). The
-    color transform offered for decorrelation comes from the noise estimate
-    (``offer_decorrelation``); ``params`` carries it while decorrelation is ticked.
+    another, and ``reset_requested`` for "Reset to suggested" (what is suggested depends on the
+    noise, which the panel does not know). The color transform offered for decorrelation comes
+    from the noise estimate (``offer_decorrelation``); ``params`` carries it while decorrelation
+    is ticked.
     """
 
     changed = Signal()

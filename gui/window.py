@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QActionGroup, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QFileDialog,
@@ -33,7 +33,6 @@ from nlmeans_studio.engine import (
     NLMParams,
     NoiseEstimate,
     Preview,
-    RenderAhead,
     VideoInfo,
     matrix_for,
 )
@@ -44,6 +43,7 @@ from .controls import ParameterPanel, Timeline
 from .export import ExportDialog, ExportQueue, ExportRequest
 from .noise_following import NoiseFollower
 from .panels import NoisePanel, Readouts
+from .player import Player
 from .preset_menu import PresetMenu
 from .presets import PresetError, load_preset, save_preset
 from .recent_files import RecentFilesMenu
@@ -79,11 +79,6 @@ class MainWindow(QMainWindow):
         self.info: VideoInfo | None = None
         self.frame_times = np.zeros(0)  # seconds from frame 0 of each frame of the clip
         self.preview: Preview | None = None
-        self.playback: RenderAhead | None = None
-        self.playing = False
-        self._play_number = 0
-        self._play_index = 0
-        self._shown_times: list[float] = []
         self._busy_since: float | None = None
         self._requests = 0
         self._shown = 0
@@ -93,9 +88,12 @@ class MainWindow(QMainWindow):
         worker.opened.connect(self._opened)
         worker.rendered.connect(self._rendered)
         worker.estimated.connect(self._estimated)
-        worker.playback_started.connect(self._playback_started)
         worker.failed.connect(self._failed)
         worker.busy_changed.connect(self._busy_changed)
+        self.player = Player(worker, self._submit, self)
+        self.player.frame_due.connect(self._show_played)
+        self.player.started.connect(self._show_play_state)
+        self.player.stopped.connect(self._playback_stopped)
 
         self.view = ComparisonView()
         self.view.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
@@ -120,8 +118,6 @@ class MainWindow(QMainWindow):
 
         self.debounce = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
         self.debounce.timeout.connect(self._parameters_settled)
-        self.play_timer = QTimer(self)
-        self.play_timer.timeout.connect(self._next_frame)
         self.speed_timer = QTimer(self, interval=1000)
         self.speed_timer.timeout.connect(self._show_speed)
         self.speed_timer.start()
@@ -141,6 +137,11 @@ class MainWindow(QMainWindow):
         self.exports.finished.connect(lambda summary: self.statusBar().showMessage(summary, 15000))
         self.exports.failed.connect(self.show_error)
         self._restore_settings()
+
+    @property
+    def playing(self) -> bool:
+        """Whether playback runs."""
+        return self.player.playing
 
     @property
     def estimate(self) -> NoiseEstimate | None:
@@ -311,7 +312,7 @@ class MainWindow(QMainWindow):
         self.view.show_regions([])
         self.setWindowTitle(f"NLMeans Studio — {self.path.name}")
         self.frame_slider.set_frame_count(info.frame_count)
-        self.play_timer.setInterval(max(1, round(1000 / float(info.frame_rate))))
+        self.player.set_frame_rate(info.frame_rate)
         self.recent_menu.remember(self.path)
         self.banner.hide()
         self._restore_clip_settings()
@@ -375,7 +376,7 @@ class MainWindow(QMainWindow):
     def _parameters_settled(self) -> None:
         """The controls stopped moving: a new preview, or playback again from here with them."""
         if self.playing:
-            self._start_playback(self._play_index)
+            self._start_playback(self.player.next_index)
         else:
             self.request_preview()
 
@@ -426,7 +427,7 @@ class MainWindow(QMainWindow):
         self.debounce.start()
 
     def _failed(self, number: int, kind: str, message: str) -> None:
-        if number == self._play_number and self.playing:
+        if number == self.player.number and self.playing:
             self.stop_playback()
         if kind == "backend" and self.parameters.backend_name() == "gpu":
             self.show_error(f"The GPU could not denoise this frame: {message}", "Use the CPU", self.use_cpu)
@@ -500,33 +501,14 @@ class MainWindow(QMainWindow):
             params, noise = self.current_params(), self.noise.noise()
         except ValueError as error:
             return self.show_error(str(error))
-        if self.playback is not None:
-            self.playback.cancel()
-        self.playback = None
-        self.playing = True
-        self._play_index = start
-        self._shown_times = []
         request = PlayRequest(start, stop, params, noise, self.parameters.backend_name(), self.current_luma_chroma())
-        self._play_number = self._submit(request)
-        self.play_timer.start()
-        self._show_play_state()
-
-    def _playback_started(self, number: int, playback: RenderAhead) -> None:
-        if number == self._play_number and self.playing:
-            self.playback = playback
-        else:
-            playback.cancel()
+        self.player.play(request)
 
     def stop_playback(self) -> None:
         """Pause; the frame shown is rendered again as a still (with its PSNR)."""
-        if not self.playing:
-            return
-        self.playing = False
-        self.play_timer.stop()
-        if self.playback is not None:
-            self.playback.cancel()
-            self.worker_thread.worker.wake()
-        self.playback = None
+        self.player.stop()
+
+    def _playback_stopped(self) -> None:
         self._show_play_state()
         self.request_preview()
 
@@ -535,31 +517,18 @@ class MainWindow(QMainWindow):
         pixmap = QStyle.StandardPixmap.SP_MediaPause if self.playing else QStyle.StandardPixmap.SP_MediaPlay
         self.play_action.setIcon(self.style().standardIcon(pixmap))
 
-    def _next_frame(self) -> None:
-        """The play clock: show the next frame if it is rendered, else wait for it (never skip)."""
-        preview = self.playback.take(self._play_index) if self.playback is not None else None
-        if preview is None:
-            return
-        self.worker_thread.worker.wake()  # a frame left the buffer: room to render ahead
+    def _show_played(self, preview: Preview) -> None:
+        """A frame playback shows: the picture, and the timeline and position follow it."""
         self._show(preview)
-        self._shown_times.append(time.perf_counter())
         self.frame_slider.show_frame(preview.index)
         self._show_position()
-        self._play_index = preview.index + 1
-        if self._play_index >= self.playback.stop:
-            self.stop_playback()
 
     def _show_speed(self) -> None:
-        now = time.perf_counter()
         if self.playing:
-            self._shown_times = [t for t in self._shown_times if now - t <= 1.0]
-            playback = self.playback
-            rendered = (playback.rendered, playback.total) if playback is not None else (0, 0)
-            fps = playback.frames_per_second if playback is not None else None
-            return self.readouts.show_playback(len(self._shown_times), fps, *rendered)
+            return self.readouts.show_playback(*self.player.speed())
         engine_ms = self.preview.engine_ms if self.preview is not None else None
         device = f"{self.preview.backend.upper()}: {self.preview.device_name}" if self.preview else ""
-        rendering = None if self._busy_since is None else now - self._busy_since
+        rendering = None if self._busy_since is None else time.perf_counter() - self._busy_since
         self.readouts.show_still(engine_ms, device, rendering)
 
     # Views
@@ -662,10 +631,9 @@ class MainWindow(QMainWindow):
         self._save_clip_settings()
         self.settings.sync()
 
-    def closeEvent(self, event) -> None:  # noqa: N802 (Qt's naming)
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's naming)
         self._save_settings()
         self.stop_playback()
-        self.play_timer.stop()
         self.speed_timer.stop()
         self.debounce.stop()
         self.exports.stop()
