@@ -26,7 +26,7 @@ def clip(tmp_path):
 def window(qtbot, tmp_path):
     window = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(window)
-    window.parameters.backend.setCurrentIndex(window.parameters.backend.findData("cpu"))
+    window.parameters.set_backend("cpu")
     window.parameters.patch_radius.setValue(2)  # small radii keep the tests fast on 2 cores
     window.show()
     window.activateWindow()
