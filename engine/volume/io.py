@@ -19,6 +19,7 @@ import numpy as np
 
 from nlmeans_studio.engine.media.staged_output import StagedOutput
 
+FORMAT_NAMES = {"nifti": "NIfTI", "tiff": "TIFF", "npy": "NumPy .npy"}
 SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff", ".npy": "npy"}
 
 
@@ -78,6 +79,10 @@ class VolumeFile:
     extra: dict = field(default_factory=dict)
 
 
+class NotOneVolumeError(ValueError):
+    """A file that holds something else than one volume (a NIfTI time series)."""
+
+
 def _import(name: str) -> Any:
     try:
         return __import__(name)
@@ -113,11 +118,29 @@ def read_volume(path: str | Path) -> VolumeFile:
     kind = volume_format(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
+    try:
+        volume = _read(path, kind)
+    except (NotOneVolumeError, ImportError, MemoryError):
+        raise
+    except Exception as error:  # a corrupt file: each reader fails its own way (ValueError, IndexError, EOFError...)
+        if isinstance(error, OSError) and not isinstance(error, gzip.BadGzipFile):
+            raise  # the file itself (permissions, a disk error), not its content
+        raise ValueError(f"{path}: not a {FORMAT_NAMES[kind]} volume that can be read ({error})") from error
+    if volume.data.ndim not in (3, 4):
+        raise ValueError(f"{path}: an array of shape {volume.data.shape}; a volume is (Z, Y, X) or (Z, Y, X, C)")
+    return volume
+
+
+def _read(path: Path, kind: str) -> VolumeFile:
+    """The file as its reader gives it, the readers' errors unchanged."""
     if kind == "nifti":
         nibabel = _import("nibabel")
-        image = nibabel.load(path)
+        try:
+            image = nibabel.load(path)
+        except nibabel.filebasedimages.ImageFileError as error:
+            raise ValueError(str(error)) from error
         if len(image.shape) != 3:
-            raise ValueError(
+            raise NotOneVolumeError(
                 f"{path}: a NIfTI volume of shape {image.shape}; denoise-volume filters one 3D volume "
                 "(split a time series into its volumes first)"
             )
@@ -135,12 +158,8 @@ def read_volume(path: str | Path) -> VolumeFile:
             for axis, tag in zip((2, 1), resolution, strict=True):
                 if tag is not None and tag.value[0]:
                     spacing[axis] = tag.value[1] / tag.value[0]
-        volume = VolumeFile(data, tuple(spacing), kind, extra={"imagej": bool(imagej), "unit": imagej.get("unit")})
-    else:
-        volume = VolumeFile(np.load(path, allow_pickle=False), format=kind)
-    if volume.data.ndim not in (3, 4):
-        raise ValueError(f"{path}: an array of shape {volume.data.shape}; a volume is (Z, Y, X) or (Z, Y, X, C)")
-    return volume
+        return VolumeFile(data, tuple(spacing), kind, extra={"imagej": bool(imagej), "unit": imagej.get("unit")})
+    return VolumeFile(np.load(path, allow_pickle=False), format=kind)
 
 
 def stored_type(filtered: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -92,3 +92,32 @@ def test_denoise_volume_command(tmp_path, capsys) -> None:
     assert main(["denoise-volume", str(tmp_path / "small.npy"), str(tmp_path / "o.npy"), "--h", "1"]) == 1
     assert "smaller than the filter's window" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.nii.gz", "small.npy"]
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("not-gzip.nii.gz", b"not a NIfTI file"),
+        ("garbage.nii", b"\x00" * 400),
+        ("garbage.tif", b"II*\x00garbage"),
+        ("garbage.npy", b"\x93NUMPY garbage"),
+    ],
+)
+def test_a_file_its_reader_cannot_read_is_a_clear_value_error(tmp_path, name, content) -> None:
+    """Whatever the reader library raises, the caller gets a ValueError naming the file."""
+    pytest.importorskip("nibabel")
+    pytest.importorskip("tifffile")
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=f"{name}: not a .* volume that can be read"):
+        read_volume(path)
+
+
+def test_a_truncated_nifti_is_a_clear_value_error(tmp_path) -> None:
+    nibabel = pytest.importorskip("nibabel")
+    path = tmp_path / "whole.nii.gz"
+    nibabel.save(nibabel.Nifti1Image(np.random.default_rng(0).random((20, 20, 20), dtype=np.float32), np.eye(4)), path)
+    cut = tmp_path / "cut.nii.gz"
+    cut.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(ValueError, match=r"cut\.nii\.gz: not a NIfTI volume that can be read"):
+        read_volume(cut)
