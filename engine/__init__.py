@@ -64,9 +64,10 @@ from nlmeans_studio.engine.playback import RenderAhead
 from nlmeans_studio.engine.preview import LumaChroma, Preview, Previewer, SyntheticNoise, difference_image
 from nlmeans_studio.engine.resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
 from nlmeans_studio.engine.volume.denoise import denoise_volume, denoise_volume_slice
-from nlmeans_studio.engine.volume.io import SUFFIXES as VOLUME_SUFFIXES
-from nlmeans_studio.engine.volume.io import VolumeFile, read_volume, volume_format, write_volume
+from nlmeans_studio.engine.volume.io import SUFFIXES, VolumeFile, read_volume, volume_format, write_volume
 from nlmeans_studio.engine.volume.noise import VolumeNoiseEstimate, estimate_volume_noise, suggest_volume_h
+
+VOLUME_SUFFIXES = tuple(SUFFIXES)  # the file names read_volume and write_volume take: ".nii.gz", ...
 
 try:
     __version__ = version("nlmeans-studio")

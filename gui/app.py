@@ -15,7 +15,8 @@ from .window import MainWindow
 
 
 def run(path: str | Path | None = None) -> int:
-    """Open the window on ``path`` (the bundled sample clip by default); returns the exit status."""
+    """Open the window on ``path`` (the bundled sample clip by default; a volume opens in a volume
+    window of its own); returns the exit status."""
     QCoreApplication.setOrganizationName("NLMeans Studio")
     QCoreApplication.setApplicationName("NLMeans Studio")
     QCoreApplication.setApplicationVersion(__version__)
@@ -23,5 +24,5 @@ def run(path: str | Path | None = None) -> int:
     app.setWindowIcon(QIcon(str(ICON)))
     window = MainWindow()
     window.show()
-    window.open_clip(path or SAMPLE_CLIP)
+    window.open_file(path or SAMPLE_CLIP)
     return app.exec()

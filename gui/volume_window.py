@@ -88,13 +88,13 @@ class VolumeWindow(QMainWindow):
     """A volume file in the before/after view with the volume filter's controls; see the module."""
 
     def __init__(self, path: str | Path, backend: str = "auto", parent: QWidget | None = None) -> None:
+        # Read before the window exists: a file that cannot be read (ValueError, OSError) leaves none behind.
+        file = read_volume(path)
+        data = np.asarray(file.data, dtype=np.float32)
+        estimate = estimate_volume_noise(data)
         super().__init__(parent)
-        self.path = Path(path)
-        self.backend = backend
-        self.file = read_volume(self.path)
-        self.data = np.asarray(self.file.data, dtype=np.float32)
+        self.path, self.backend, self.file, self.data, self.estimate = Path(path), backend, file, data, estimate
         self.low, self.high = (float(v) for v in np.percentile(self.data, DISPLAY_PERCENTILES))
-        self.estimate = estimate_volume_noise(self.data)
         self.setWindowTitle(f"{self.path.name} - NLMeans Studio")
         self._engine = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="nlmeans-volume")
         self._results = _Results()

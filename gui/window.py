@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from nlmeans_studio.engine import (
     SAMPLE_CLIP,
+    VOLUME_SUFFIXES,
     LumaChroma,
     NLMParams,
     NoiseEstimate,
@@ -50,12 +51,19 @@ from .recent_files import RecentFilesMenu
 from .saved_settings import ClipSettings, load_clip_settings, params_from_json, params_to_json, save_clip_settings
 from .spin_box_keys import SpinBoxKeys
 from .views import ComparisonView
+from .volume_window import VolumeWindow
 from .worker import EstimateRequest, OpenRequest, PlayRequest, PreviewRequest, WorkerThread
 
 DEBOUNCE_MS = 40  # a slider's movements within this time make one request
-VIDEO_FILTER = (
-    "Videos (*.mp4 *.m4v *.mov *.mkv *.webm *.avi *.mxf *.mts *.m2ts *.ts *.mpg *.mpeg *.vob *.wmv *.flv *.dv "
-    "*.y4m *.nut *.ogv *.3gp);;All files (*)"
+VIDEO_PATTERNS = (
+    "*.mp4 *.m4v *.mov *.mkv *.webm *.avi *.mxf *.mts *.m2ts *.ts *.mpg *.mpeg *.vob *.wmv *.flv *.dv "
+    "*.y4m *.nut *.ogv *.3gp"
+)
+VOLUME_PATTERNS = " ".join(f"*{suffix}" for suffix in VOLUME_SUFFIXES)
+VIDEO_FILTER = f"Videos ({VIDEO_PATTERNS});;All files (*)"
+OPEN_FILTER = (
+    f"Videos and volumes ({VIDEO_PATTERNS} {VOLUME_PATTERNS});;Videos ({VIDEO_PATTERNS});;"
+    f"Volumes ({VOLUME_PATTERNS});;All files (*)"
 )
 
 
@@ -255,7 +263,7 @@ class MainWindow(QMainWindow):
         file_menu = menus.addMenu("&File")
         file_menu.addAction(self.open_action)
         self.recent_menu = RecentFilesMenu(self.settings, self)
-        self.recent_menu.chosen.connect(self.open_clip)
+        self.recent_menu.chosen.connect(self.open_file)
         file_menu.addMenu(self.recent_menu)
         file_menu.addAction(self.export_action)
         file_menu.addSeparator()
@@ -282,7 +290,26 @@ class MainWindow(QMainWindow):
         menus.addMenu(presets)
         menus.addMenu("&Help").addAction(about)
 
-    # Opening clips
+    # Opening clips and volumes
+
+    def open_file(self, path: str | Path) -> None:
+        """Open a video here, or a volume (NIfTI, TIFF stack, .npy) in a volume window of its own."""
+        if str(path).lower().endswith(VOLUME_SUFFIXES):
+            self.open_volume(path)
+        else:
+            self.open_clip(path)
+
+    def open_volume(self, path: str | Path) -> VolumeWindow | None:
+        """A volume window on ``path``, on this window's backend; errors show in the banner."""
+        try:
+            volume = VolumeWindow(path, backend=self.parameters.backend_name(), parent=self)
+        except (ValueError, OSError, MemoryError) as error:
+            self.show_error(f"Cannot open the volume: {error}")
+            return None
+        volume.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # this window owns it until then
+        self.recent_menu.remember(Path(path))
+        volume.show()
+        return volume
 
     def open_clip(self, path: str | Path, reference: str | Path | None = None) -> None:
         """Open a video (the worker decodes it); errors show in the window."""
@@ -292,9 +319,9 @@ class MainWindow(QMainWindow):
 
     def _choose_file(self) -> None:
         folder = str(self.path.parent if self.path else Path.home())
-        path, _ = QFileDialog.getOpenFileName(self, "Open a video", folder, VIDEO_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Open a video or a volume", folder, OPEN_FILTER)
         if path:
-            self.open_clip(path)
+            self.open_file(path)
 
     def _choose_reference(self) -> None:
         if self.path is None:
@@ -326,7 +353,7 @@ class MainWindow(QMainWindow):
     def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 (Qt's naming)
         urls = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
         if urls:
-            self.open_clip(urls[0])
+            self.open_file(urls[0])
 
     # Settings per clip
 
@@ -632,6 +659,8 @@ class MainWindow(QMainWindow):
         self.settings.sync()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's naming)
+        for volume in self.findChildren(VolumeWindow):
+            volume.close()
         self._save_settings()
         self.stop_playback()
         self.speed_timer.stop()

@@ -7,8 +7,9 @@ import threading
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog, QMessageBox
+from PySide6.QtCore import QEvent, QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 from window_driver import type_into
 
 from nlmeans_studio.engine import denoise_volume, read_volume, write_volume
@@ -118,3 +119,40 @@ def test_an_unwritable_target_is_said_in_a_dialog(qtbot, volume_window, tmp_path
     window.export_action.trigger()
     qtbot.waitUntil(lambda: bool(shown), timeout=120_000)
     assert "was not written" in shown[0] and "Traceback" not in shown[0] and not target.exists()
+
+
+def _drop(window, path) -> None:
+    """A file dropped on the window, as a file manager drops it."""
+    data = QMimeData()
+    data.setUrls([QUrl.fromLocalFile(str(path))])
+    point = QPointF(window.rect().center())
+    for event_type in (QEvent.Type.DragEnter, QEvent.Type.Drop):
+        event_class = QDragEnterEvent if event_type == QEvent.Type.DragEnter else QDropEvent
+        event = event_class(point.toPoint() if event_class is QDragEnterEvent else point,
+                            Qt.DropAction.CopyAction, data, Qt.MouseButton.LeftButton,
+                            Qt.KeyboardModifier.NoModifier)  # fmt: skip
+        QApplication.sendEvent(window, event)
+
+
+def test_the_main_window_opens_volumes_from_the_menu_and_by_drop(qtbot, window, volume_path, monkeypatch) -> None:
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args, **kwargs: (str(volume_path), ""))
+    qtbot.keyClick(window, Qt.Key.Key_O, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: len(window.findChildren(VolumeWindow)) == 1)
+    opened = window.findChildren(VolumeWindow)[0]
+    assert opened.isVisible() and opened.path == volume_path and opened.backend == "cpu"
+    _wait_for_preview(qtbot, opened)
+    _drop(window, volume_path)
+    qtbot.waitUntil(lambda: len(window.findChildren(VolumeWindow)) == 2)
+    for volume in window.findChildren(VolumeWindow):
+        _wait_for_preview(qtbot, volume)
+        volume.close()
+    qtbot.waitUntil(lambda: not window.findChildren(VolumeWindow))  # closed windows are deleted
+
+
+def test_a_volume_that_cannot_be_read_is_said_in_the_banner(qtbot, window, tmp_path) -> None:
+    broken = tmp_path / "broken.nii.gz"
+    broken.write_bytes(b"not a NIfTI file")
+    window.open_file(broken)
+    assert window.banner.isVisibleTo(window)
+    assert "broken.nii.gz: not a NIfTI volume that can be read" in window.banner.text()
+    assert not window.findChildren(VolumeWindow)
