@@ -28,6 +28,11 @@ SIGNAL_FLOOR = 3.0  # blocks with a mean below this many sigma are taken as Rici
 # h / sigma that gave the least squared error on the MNI152 T1 template with Gaussian noise,
 # patch 3^3, search 11^3 (docs/performance.md, "Volumes"): per weighting.
 H_PER_SIGMA = {"exponential": 1.1, "bisquare": 2.3}
+# A volume whose noise reads below this fraction of its intensity range (0.5th to 99.5th
+# percentile) is taken as clean, and h is suggested at that noise: half an 8-bit level of
+# the range, as engine/noise.py's CLEAN_SIGMA is for video. A template or a synthetic volume
+# reads 0, which no h can be suggested from.
+CLEAN_FRACTION = 0.5 / 255
 
 
 @dataclass(frozen=True)
@@ -42,17 +47,27 @@ class VolumeNoiseEstimate:
         Standard deviation per channel, in the volume's intensity units.
     blocks : int
         How many 8^3 blocks the estimate was taken over (those above the Rician background).
+    clean_sigma : float
+        The noise under which the volume is taken as clean: CLEAN_FRACTION of its intensity range.
     average_sigma : float
         sqrt of the mean variance over the channels, in the volume's units.
+    clean : bool
+        Whether ``average_sigma`` is under ``clean_sigma``: h is then suggested at ``clean_sigma``.
     """
 
     sigma: np.ndarray
     blocks: int
+    clean_sigma: float = 0.0
 
     @property
     def average_sigma(self) -> float:
         """sqrt of the mean variance over the channels."""
         return float(np.sqrt(np.mean(self.sigma**2)))
+
+    @property
+    def clean(self) -> bool:
+        """Whether the volume reads as noise-free (``average_sigma`` < ``clean_sigma``)."""
+        return self.average_sigma < self.clean_sigma
 
 
 def _residual(volume: np.ndarray) -> np.ndarray:
@@ -120,7 +135,8 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
             break
         chosen = above
     per_channel = np.sqrt(np.quantile(variances[chosen], QUANTILE, axis=0) / QUANTILE_BIAS)
-    return VolumeNoiseEstimate(per_channel, int(chosen.sum()))
+    low, high = np.percentile(data, (0.5, 99.5))
+    return VolumeNoiseEstimate(per_channel, int(chosen.sum()), CLEAN_FRACTION * float(high - low))
 
 
 def suggest_volume_h(estimate: VolumeNoiseEstimate | float, weighting: str = "exponential") -> float:
@@ -129,7 +145,8 @@ def suggest_volume_h(estimate: VolumeNoiseEstimate | float, weighting: str = "ex
     Parameters
     ----------
     estimate : VolumeNoiseEstimate or float
-        The noise (its ``average_sigma`` is used), or a sigma in the volume's units.
+        The noise (its ``average_sigma``, at least its ``clean_sigma``: a clean volume gets a
+        gentle h), or a sigma in the volume's units.
     weighting : {"exponential", "bisquare"}
         The weighting ``denoise_volume`` will use.
 
@@ -141,7 +158,7 @@ def suggest_volume_h(estimate: VolumeNoiseEstimate | float, weighting: str = "ex
     Raises
     ------
     ValueError
-        A sigma that is not a finite number > 0, or an unknown weighting.
+        A sigma that is not a finite number > 0 (a constant volume), or an unknown weighting.
 
     Notes
     -----
@@ -149,7 +166,12 @@ def suggest_volume_h(estimate: VolumeNoiseEstimate | float, weighting: str = "ex
     squared error on a 64^3 crop of the MNI152 T1 template with Gaussian noise of sigma 5, 10
     and 20 (of 255), patch 3^3, search 11^3 (the best k: 1.0 to 1.2, and 2.0 to 2.5).
     """
-    sigma = estimate.average_sigma if isinstance(estimate, VolumeNoiseEstimate) else float(estimate)
+    if isinstance(estimate, VolumeNoiseEstimate):
+        sigma = max(estimate.average_sigma, estimate.clean_sigma)
+        if sigma == 0:
+            raise ValueError("the volume is constant: there is no noise and nothing to denoise")
+    else:
+        sigma = float(estimate)
     if not (math.isfinite(sigma) and sigma > 0):
         raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
     if weighting not in H_PER_SIGMA:

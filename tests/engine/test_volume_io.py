@@ -121,3 +121,18 @@ def test_a_truncated_nifti_is_a_clear_value_error(tmp_path) -> None:
     cut.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     with pytest.raises(ValueError, match=r"cut\.nii\.gz: not a NIfTI volume that can be read"):
         read_volume(cut)
+
+
+def test_a_clean_volume_gets_a_gentle_h_and_a_warning(tmp_path, capsys) -> None:
+    """A template or synthetic volume reads no noise: h for half an 8-bit level of its range."""
+    z, y, x = np.mgrid[0:24, 0:24, 0:24].astype(np.float32)
+    clean = 1000 * np.exp(-((z - 12) ** 2 + (y - 12) ** 2 + (x - 12) ** 2) / 60)
+    estimate = estimate_volume_noise(clean)
+    assert estimate.clean and estimate.average_sigma < 1e-3
+    range_ = np.percentile(clean, 99.5) - np.percentile(clean, 0.5)
+    assert suggest_volume_h(estimate) == pytest.approx(1.1 * 0.5 / 255 * range_, rel=1e-6)
+    with pytest.raises(ValueError, match="constant"):
+        suggest_volume_h(estimate_volume_noise(np.full((24, 24, 24), 7.0)))
+    np.save(tmp_path / "clean.npy", clean)
+    assert main(["denoise-volume", str(tmp_path / "clean.npy"), str(tmp_path / "out.npy"), "--search-radius", "1"]) == 0
+    assert "the volume looks clean" in capsys.readouterr().err
