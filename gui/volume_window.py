@@ -56,6 +56,7 @@ from nlmeans_studio.engine import (
 from .views import ComparisonView
 
 AXES = ("z", "y", "x")  # the axis a plane is normal to: 0, 1, 2 of (Z, Y, X)
+WINDOW_SIZE = (1100, 720)  # pixels, when it opens
 PREVIEW_DELAY_MS = 250  # a control's changes settle this long before the preview runs
 DISPLAY_PERCENTILES = (0.5, 99.5)  # of the input's intensities: black and white of the view
 ENGINE_ERRORS = (ValueError, OSError, MemoryError, BackendUnavailableError, GpuOutOfMemoryError)
@@ -110,6 +111,8 @@ class VolumeWindow(QMainWindow):
         self._results.export_progress.connect(self._export_progress)
         self._results.export_done.connect(self._export_done)
         self._results.export_failed.connect(self._export_failed)
+        self.resize(*WINDOW_SIZE)
+        self.slider.setFocus()  # the arrow keys and Page Up / Down walk the planes from the start
         self.request_preview()
 
     def _build(self) -> None:
@@ -136,7 +139,8 @@ class VolumeWindow(QMainWindow):
         controls.addRow("Weighting", self.weighting)
         controls.addRow("Centre weight", self.center)
         sigma = ", ".join(f"{s:.3g}" for s in self.estimate.sigma)
-        noise = QLabel(f"Noise sigma {sigma} (the volume's units); h suggested from it.")
+        clean = " The volume looks clean: h is set for half an 8-bit level of its range." if self.estimate.clean else ""
+        noise = QLabel(f"Noise sigma {sigma} (the volume's units); h suggested from it.{clean}")
         noise.setWordWrap(True)
         side = QVBoxLayout()
         side.addLayout(controls)

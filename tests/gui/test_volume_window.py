@@ -68,10 +68,9 @@ def _expected_after(window, axis: int, index: int) -> np.ndarray:
 def test_walking_the_planes_shows_each_preview(qtbot, volume_window) -> None:
     window = volume_window
     _wait_for_preview(qtbot, window)
-    assert window.plane_index == (0, 10)
-    window.slider.setFocus()
-    qtbot.keyClick(window.slider, Qt.Key.Key_Right)
-    qtbot.keyClick(window.slider, Qt.Key.Key_Right)
+    assert window.plane_index == (0, 10) and window.slider.hasFocus()  # the keys walk the planes at once
+    qtbot.keyClick(window.focusWidget(), Qt.Key.Key_Right)
+    qtbot.keyClick(window.focusWidget(), Qt.Key.Key_Right)
     assert window.plane_index == (0, 12) and window.plane_label.text() == "z 13 / 20"
     _wait_for_preview(qtbot, window, _expected_after(window, 0, 12))
     # The axis switched from the keyboard: the middle plane along x, flipped so z grows upwards.
