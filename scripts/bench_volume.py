@@ -1,7 +1,9 @@
 """Times the volume filter on the study's setting (DESIGN.md §6): a random float32 volume, search
 11^3, patch 3^3, exponential weights, on one GPU and on several (``--devices 0 1``).
 
-Prints the kernel's GPU time on one device (CUDA events, the padded slab already on the GPU),
+Prints each kernel's GPU time on one device (CUDA events, the padded slab already on the GPU;
+``volume_tiled`` and ``volume_direct`` by default, and their largest difference), the tiled
+kernel's time with the other weightings and centre weights,
 the whole ``denoise_volume`` call (host padding, copies, slabs) per device set, the ratio to the
 arithmetic floor (16 FLOP per voxel per offset pair at the GPU's fp32 peak) and, with several
 devices, whether their result equals one GPU's.
@@ -18,33 +20,32 @@ import time
 import numpy as np
 
 from nlmeans_studio.engine import denoise_volume
-from nlmeans_studio.engine.filters.volume_gpu import BLOCK, gpu_slab_filters, kernel_name, voxel_run
+from nlmeans_studio.engine.filters.volume_gpu import gpu_slab_filters, tiled_layout, volume_launcher
+from nlmeans_studio.engine.gpu.device import device_attributes
 from nlmeans_studio.engine.gpu.slabs import filter_in_slabs
 from nlmeans_studio.engine.volume.denoise import padded_volume
 from nlmeans_studio.engine.volume.params import VolumeParams
 
 
-def kernel_seconds(cupy, volume: np.ndarray, params: VolumeParams, repeats: int) -> float:
-    """Best GPU time of the kernel over the whole volume, its input already on the device."""
-    from nlmeans_studio.engine.gpu.device import kernel_function
-
-    data = volume[..., np.newaxis]
-    planes, rows, columns, channels = data.shape
-    source = cupy.asarray(padded_volume(data, params.pad))
-    out = cupy.empty(data.shape, dtype=cupy.float32)
-    kernel = kernel_function(cupy, kernel_name(params, channels), "volume.cu")
-    grid = (-(-columns // BLOCK[0]), -(-rows // BLOCK[1]), -(-planes // voxel_run(params, channels)))
-    arguments = (source, out, *(np.int32(n) for n in (planes, rows, columns, *params.search_radius)))
-    arguments += (np.float32(params.patch_sum_scale(channels)),)
+def kernel_seconds(cupy, source, out, params: VolumeParams, repeats: int, kind: str, layout=None) -> tuple[float, str]:
+    """Best GPU time of one kernel (``kind``: "tiled", "direct", "auto"; ``layout``: the tiled
+    one's, if not its own) over the whole padded volume ``source``, already on the device, and
+    its template instance with its registers."""
+    name, launch = volume_launcher(cupy, params, out.shape, kind, layout)
     best = math.inf
     for _ in range(repeats + 1):  # the first compiles and warms up
+        out.fill(math.nan)
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
-        kernel(grid, BLOCK, arguments)
+        launch(source, out)
         stop.record()
         stop.synchronize()
         best = min(best, cupy.cuda.get_elapsed_time(start, stop) / 1e3)
-    return best
+    from nlmeans_studio.engine.gpu.device import kernel_function
+
+    function = kernel_function(cupy, name, "volume.cu")
+    resources = f"{getattr(function, 'num_regs', '?')} registers, {getattr(function, 'local_size_bytes', '?')} B local"
+    return best, f"{name}: {resources}"
 
 
 def main() -> None:
@@ -53,6 +54,8 @@ def main() -> None:
     parser.add_argument("--devices", type=int, nargs="*", default=[0])
     parser.add_argument("--peak-tflops", type=float, default=63.0, help="the GPU's fp32 peak (H100 SXM: about 63)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--kernels", nargs="+", default=["tiled", "direct"], help="volume_launcher kinds to time")
+    parser.add_argument("--layouts", nargs="*", default=[], help="tiled layouts to time too, PLANESxROWSxCOLUMNSxWARPS")
     arguments = parser.parse_args()
     import cupy
 
@@ -64,8 +67,35 @@ def main() -> None:
     floor = 16 * size**3 * pairs / (arguments.peak_tflops * 1e12)
     print(f"{cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, {size}^3, search 11^3, patch 3^3")
     print(f"floor: {floor * 1e3:.1f} ms (16 FLOP x {pairs} pairs per voxel at {arguments.peak_tflops:g} TFLOP/s)")
-    seconds = kernel_seconds(cupy, volume, params, arguments.repeats)
-    print(f"kernel, one GPU: {seconds * 1e3:.1f} ms = {seconds / floor:.1f} x the floor")
+    source = cupy.asarray(padded_volume(volume[..., np.newaxis], params.pad))
+    outputs = {}
+    for kind in arguments.kernels:
+        out = cupy.empty((size, size, size, 1), dtype=cupy.float32)
+        seconds, name = kernel_seconds(cupy, source, out, params, arguments.repeats, kind)
+        print(f"kernel {kind}, one GPU: {seconds * 1e3:.1f} ms = {seconds / floor:.1f} x the floor ({name})")
+        outputs[kind] = out
+    if len(outputs) > 1:
+        first, *others = outputs.values()
+        for kind, out in zip(arguments.kernels[1:], others, strict=True):
+            difference = float(cupy.abs(out - first).max())
+            print(f"max |{kind} - {arguments.kernels[0]}| over the volume: {difference:.2e}")
+    del outputs
+    shared_limit = device_attributes(cupy, 0)[0]
+    for text in arguments.layouts:
+        planes, rows, columns, warps = (int(n) for n in text.split("x"))
+        layout = tiled_layout(params, 1, shared_limit, warps, [(planes, rows, columns)])
+        if layout is None:
+            print(f"layout {text}: does not fit")
+            continue
+        out = cupy.empty((size, size, size, 1), dtype=cupy.float32)
+        seconds, name = kernel_seconds(cupy, source, out, params, arguments.repeats, "tiled", layout)
+        print(f"kernel tiled, layout {text}: {seconds * 1e3:.1f} ms = {seconds / floor:.1f} x the floor ({name})")
+    for weighting, center in (("exponential", "max"), ("bisquare", "one"), ("bisquare", "max")):
+        other = VolumeParams.checked(options["h"], 1, 5, weighting, center)
+        out = cupy.empty((size, size, size, 1), dtype=cupy.float32)
+        seconds, name = kernel_seconds(cupy, source, out, other, arguments.repeats, "auto")
+        print(f"kernel auto, {weighting} / centre {center}: {seconds * 1e3:.1f} ms ({name})")
+    del source, out
     results = {}
     padded = padded_volume(volume[..., np.newaxis], params.pad)
     for devices in ([arguments.devices[0]], arguments.devices) if len(arguments.devices) > 1 else ([0],):

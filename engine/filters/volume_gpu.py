@@ -1,40 +1,154 @@
-"""The volume filter on one or several GPUs: the kernel of ``kernels/volume.cu``, one slab filter per device.
+"""The volume filter on one or several GPUs: the kernels of ``kernels/volume.cu``, one slab filter per device.
 
-Kernels compile once per (device, Bz, By, Bx, C, weighting, centre weight) through the video
-filter's compile cache (``gpu.device.kernel_function``), with those values in the kernel's name; the search
-radii are run-time arguments.
+``volume_tiled`` (separable box sums, a tile per block in shared memory) runs wherever its tile
+fits the shared memory and its sums the registers (``tiled_layout``); ``volume_direct`` (each
+thread a run of voxels' patches, summed directly) covers the rest: large search windows, many
+channels with large patches. Kernels compile once per device and template instance through the
+video filter's compile cache (``gpu.device.kernel_function``), with the radii (the tiled
+kernel's search radii too), channels and options in the kernel's name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from nlmeans_studio.engine.backend import cupy_module
-from nlmeans_studio.engine.gpu.device import kernel_function
+from nlmeans_studio.engine.gpu.device import device_attributes, kernel_function
 from nlmeans_studio.engine.gpu.slabs import SlabFilter
 from nlmeans_studio.engine.volume.params import VolumeParams
 
-BLOCK = (32, 8)  # threads along x and y of a plane
+BLOCK = (32, 8)  # volume_direct: threads along x and y of a plane
 MEMORY_SHARE = 0.6  # of a device's free memory one slab's input and output may take
-PATCH_REGISTERS = 96  # most registers a thread's run of patches may hold
+PATCH_REGISTERS = 96  # volume_direct: most registers a thread's run of patches may hold
 LONGEST_RUN = 8
+WARPS = 8  # volume_tiled: warps per block, each WARPS-th of the tile's rows
+TILED_REGISTERS = 136  # volume_tiled: most registers a thread's own patch values and sums may hold
+# (planes, rows, columns) a thread filters, best first: two columns a lane halve the warp
+# shuffles a voxel (on the H100 the study's volume took 121 ms either way, with 8 or 12 warps).
+THREAD_TILES = ((4, 4, 2), (8, 4, 1), (4, 2, 2), (4, 4, 1), (4, 2, 1), (2, 2, 1), (2, 1, 1), (1, 1, 1))
+LOG2_E = 1.4426950408889634
 
 
 def voxel_run(params: VolumeParams, channels: int) -> int:
-    """RUN, the voxels along z one thread filters: as many as keep its patch planes in registers."""
+    """volume_direct's RUN, the voxels along z one thread filters: as many as keep its patch planes in registers."""
     bz, by, bx = params.patch_radius
     fitting = PATCH_REGISTERS // (channels * (2 * by + 1) * (2 * bx + 1)) - 2 * bz
     return max(1, min(LONGEST_RUN, fitting))
 
 
 def kernel_name(params: VolumeParams, channels: int) -> str:
-    """The kernel's template instance for these parameters."""
+    """volume_direct's template instance for these parameters."""
     bz, by, bx = params.patch_radius
     flags = f"{str(params.exponential).lower()}, {str(params.center_max).lower()}"
     return f"volume_direct<{bz}, {by}, {bx}, {channels}, {flags}, {voxel_run(params, channels)}>"
+
+
+@dataclass(frozen=True)
+class TiledLayout:
+    """volume_tiled's tile: each thread filters ``planes`` x ``rows`` x ``columns`` voxels; a
+    block of ``warps`` warps ``warps`` x ``rows`` rows and 32 ``columns`` - 2 Bx columns of
+    ``planes`` planes, with ``shared_bytes`` of shared memory for the padded voxels they read."""
+
+    planes: int
+    rows: int
+    columns: int
+    warps: int
+    shared_bytes: int
+
+    def grid(self, shape: tuple[int, ...], patch_radius_x: int) -> tuple[int, int, int]:
+        """Blocks along x, y, z for a (planes, rows, columns, ...) slab."""
+        planes, rows, columns = shape[:3]
+        width = 32 * self.columns - 2 * patch_radius_x
+        return (-(-columns // width), -(-rows // (self.warps * self.rows)), -(-planes // self.planes))
+
+
+def tiled_layout(
+    params: VolumeParams,
+    channels: int,
+    shared_limit: int,
+    warps: int = WARPS,
+    tiles: Sequence[tuple[int, int, int]] = THREAD_TILES,
+) -> TiledLayout | None:
+    """The first of ``tiles`` (planes, rows, columns) whose patch values and sums fit
+    TILED_REGISTERS and whose block's region fits ``shared_limit`` bytes, or None (then
+    volume_direct filters)."""
+    bz, by, _ = params.patch_radius
+    pz, py, _ = params.pad
+    ax = params.search_radius[2]
+    sums = channels + 1 + int(params.center_max)  # numerators, denominator, u_min or the largest weight
+    for planes, rows, columns in tiles:
+        registers = (channels * (planes + 2 * bz) * (rows + 2 * by) + sums * planes * rows) * columns
+        shared = 4 * channels * (planes + 2 * pz) * (warps * rows + 2 * py) * (32 * columns + 2 * ax)
+        if registers <= TILED_REGISTERS and shared <= shared_limit:
+            return TiledLayout(planes, rows, columns, warps, shared)
+    return None
+
+
+def tiled_kernel_name(params: VolumeParams, channels: int, layout: TiledLayout) -> str:
+    """volume_tiled's template instance."""
+    radii = ", ".join(str(r) for r in (*params.patch_radius, *params.search_radius))
+    flags = f"{str(params.exponential).lower()}, {str(params.center_max).lower()}"
+    return (
+        f"volume_tiled<{radii}, {channels}, {flags}, {layout.planes}, {layout.rows}, {layout.columns}, {layout.warps}>"
+    )
+
+
+def tiled_root(params: VolumeParams, channels: int) -> np.float32:
+    """volume_tiled's factor on the voxels: its square is u per unit of a patch's summed squared
+    difference (in log2 units for exponential weights, which it weighs as 2^-u)."""
+    scale = params.patch_sum_scale(channels) * (LOG2_E if params.exponential else 1.0)
+    return np.float32(math.sqrt(scale))
+
+
+def volume_launcher(
+    cupy: Any,
+    params: VolumeParams,
+    shape: tuple[int, int, int, int],
+    kind: str = "auto",
+    layout: TiledLayout | None = None,
+) -> tuple[str, Callable[[Any, Any], None]]:
+    """The kernel for a (planes, rows, columns, C) slab on the current device: its template
+    instance and a function (padded slab on the GPU, output (planes, rows, columns, C)) -> None
+    that launches it. ``kind``: "auto" (tiled where it fits), "tiled" or "direct"; ``layout``
+    the tiled kernel's, where not ``tiled_layout``'s."""
+    planes, rows, columns, channels = shape
+    sizes = tuple(np.int32(n) for n in (planes, rows, columns))
+    if kind == "direct":
+        layout = None
+    elif layout is None:
+        layout = tiled_layout(params, channels, device_attributes(cupy, cupy.cuda.Device().id)[0])
+        if layout is None and kind == "tiled":
+            raise ValueError("volume_tiled does not fit these parameters")
+    if layout is not None:
+        name = tiled_kernel_name(params, channels, layout)
+        kernel = kernel_function(cupy, name, "volume.cu")
+        kernel.max_dynamic_shared_size_bytes = layout.shared_bytes
+        bx = params.patch_radius[2]
+        grid = (
+            -(-columns // (32 * layout.columns - 2 * bx)),
+            -(-rows // (layout.warps * layout.rows)),
+            -(-planes // layout.planes),
+        )
+        block, root, shared = (32 * layout.warps,), tiled_root(params, channels), layout.shared_bytes
+
+        def run_tiled(source: Any, out: Any) -> None:
+            kernel(grid, block, (source, out, *sizes, root), shared_mem=shared)
+
+        return name, run_tiled
+    name = kernel_name(params, channels)
+    kernel = kernel_function(cupy, name, "volume.cu")
+    grid = (-(-columns // BLOCK[0]), -(-rows // BLOCK[1]), -(-planes // voxel_run(params, channels)))
+    radii = tuple(np.int32(a) for a in params.search_radius)
+
+    def run_direct(source: Any, out: Any) -> None:
+        kernel(grid, BLOCK, (source, out, *sizes, *radii, np.float32(params.patch_sum_scale(channels))))
+
+    return name, run_direct
 
 
 def filter_padded_gpu(cupy: Any, device: int, padded: np.ndarray, params: VolumeParams) -> np.ndarray:
@@ -43,17 +157,10 @@ def filter_padded_gpu(cupy: Any, device: int, padded: np.ndarray, params: Volume
     planes, channels = padded.shape[0] - 2 * pad[0], padded.shape[1]
     rows, columns = padded.shape[2] - 2 * pad[1], padded.shape[3] - 2 * pad[2]
     with cupy.cuda.Device(device):
-        kernel = kernel_function(cupy, kernel_name(params, channels), "volume.cu")
+        _, launch = volume_launcher(cupy, params, (planes, rows, columns, channels))
         source = cupy.asarray(padded)
         out = cupy.empty((planes, rows, columns, channels), dtype=cupy.float32)
-        grid = (-(-columns // BLOCK[0]), -(-rows // BLOCK[1]), -(-planes // voxel_run(params, channels)))
-        az, ay, ax = params.search_radius
-        scale = np.float32(params.patch_sum_scale(channels))
-        kernel(
-            grid,
-            BLOCK,
-            (source, out, np.int32(planes), np.int32(rows), np.int32(columns), *map(np.int32, (az, ay, ax)), scale),
-        )
+        launch(source, out)
         return cupy.asnumpy(out)
 
 

@@ -1,6 +1,7 @@
 """The volume filter (DESIGN.md §6) against the float64 reference of tests/volume_reference.py:
-numba CPU, the CUDA kernel (on the GPU, and on the CPU through tests/engine/cuda_on_cpu.h),
-slabs and several GPUs, and the public boundary's errors."""
+numba CPU, the CUDA kernels (both on the GPU; volume_direct here and volume_tiled in
+test_volume_kernel_on_cpu.py on the CPU through tests/engine/cuda_on_cpu.h), slabs and several
+GPUs, and the public boundary's errors."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_volume_kernel_on_cpu import write_emulated_source
 from volume_reference import reference_denoise_volume
 
 from nlmeans_studio.engine import denoise_volume
@@ -30,6 +32,9 @@ CASES = [  # shape, patch radius, search radius, weighting, centre weight, h
     ((6, 7, 8), 1, (2, 3, 1), "bisquare", "one", 0.3),
     ((7, 8, 9), 1, 2, "exponential", "one", 0.03),  # u past 87: float32 weights underflow to 0
 ]
+
+
+TILES_CASE = ((19, 70, 65, 3), (1, 1, 0), (2, 1, 3), "exponential", "max", 0.2)  # blocks on every axis, RGB
 
 
 def _random(shape: tuple[int, ...], seed: int = 1) -> np.ndarray:
@@ -134,8 +139,9 @@ def _run_kernel_on_cpu(folder: Path, volume: np.ndarray, params: VolumeParams) -
     padded_volume(data, params.pad).tofile(folder / "padded.bin")
     az, ay, ax = params.search_radius
     run = voxel_run(params, channels)
+    write_emulated_source(folder)
     (folder / "main.cpp").write_text(f"""#include "{Path(__file__).with_name("cuda_on_cpu.h")}"
-#include "volume.cu"
+#include "volume.inc"
 int main() {{
     std::vector<float> padded({padded_volume(data, params.pad).size}), out({planes * rows * columns * channels});
     FILE* file = fopen("padded.bin", "rb");
@@ -180,6 +186,32 @@ def test_gpu_matches_the_reference(shape, patch, search, weighting, center, h) -
     assert out.dtype == np.float32 and out.shape == volume.shape
     np.testing.assert_allclose(out, reference_denoise_volume(volume, **options), rtol=0, atol=TOLERANCE)
     np.testing.assert_allclose(out, denoise_volume(volume, backend="cpu", **options), rtol=0, atol=TOLERANCE)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["tiled", "tiled-12-warps", "direct"])
+@pytest.mark.parametrize(("shape", "patch", "search", "weighting", "center", "h"), [*CASES, TILES_CASE])
+def test_each_gpu_kernel_matches_the_reference(kind, shape, patch, search, weighting, center, h) -> None:
+    """volume_tiled (with its layout, and with 12 warps a block) and volume_direct alike
+    (denoise_volume takes the tiled one where it fits), every voxel written (the output starts as NaN)."""
+    _gpu_or_skip()
+    import cupy
+
+    from nlmeans_studio.engine.filters.volume_gpu import tiled_layout, volume_launcher
+    from nlmeans_studio.engine.gpu.device import device_attributes
+
+    volume = _random(shape, seed=len(shape) + 7)
+    params = VolumeParams.checked(h, patch, search, weighting, center)
+    data = volume if volume.ndim == 4 else volume[..., np.newaxis]
+    layout = None
+    if kind == "tiled-12-warps":
+        layout = tiled_layout(params, data.shape[3], device_attributes(cupy, cupy.cuda.Device().id)[0], warps=12)
+    out = cupy.full(data.shape, np.nan, dtype=cupy.float32)
+    _, launch = volume_launcher(cupy, params, data.shape, kind.split("-")[0], layout)
+    launch(cupy.asarray(padded_volume(data, params.pad)), out)
+    options = dict(h=h, patch_radius=patch, search_radius=search, weighting=weighting, center_weight=center)
+    expected = reference_denoise_volume(volume, **options)
+    np.testing.assert_allclose(cupy.asnumpy(out).reshape(volume.shape), expected, rtol=0, atol=TOLERANCE)
 
 
 @pytest.mark.gpu

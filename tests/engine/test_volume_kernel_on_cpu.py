@@ -1,0 +1,162 @@
+"""volume.cu's tiled kernel (``volume_tiled``), run on the CPU, against the float64 reference.
+
+CI has no GPU, so the kernel is compiled here as C++ with ``cuda_on_cpu.h`` (one std::thread
+per CUDA thread, a barrier per block), its warp shuffles emulated through a per-block buffer
+between two barriers, and run on small volumes with the tile ``tiled_layout`` picks: partial
+tiles on every side, several blocks per axis, every option. The output starts as NaN, so an
+unwritten voxel fails. tests/engine/test_volume.py runs the same kernel on the GPU.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from volume_reference import reference_denoise_volume
+
+from nlmeans_studio.engine.filters.volume_gpu import (
+    THREAD_TILES,
+    TiledLayout,
+    tiled_kernel_name,
+    tiled_layout,
+    tiled_root,
+)
+from nlmeans_studio.engine.gpu.device import KERNELS
+from nlmeans_studio.engine.volume.denoise import padded_volume
+from nlmeans_studio.engine.volume.params import VolumeParams
+
+COMPILER = shutil.which("g++")
+TOLERANCE = 1e-4  # as tests/engine/test_volume.py
+H100_SHARED_BYTES = 232448  # per block, opt-in
+
+pytestmark = pytest.mark.skipif(COMPILER is None, reason="needs g++ (C++20) to run the CUDA kernel on the CPU")
+
+SHUFFLES = """
+thread_local float* emulated_shuffle_slots;
+// A warp shuffle: every thread of the block writes its value, then reads its source lane's.
+inline float emulated_shuffle(float value, int source_lane) {
+    emulated_block_barrier->arrive_and_wait();  // the last shuffle's reads are done
+    emulated_shuffle_slots[threadIdx.x] = value;
+    emulated_block_barrier->arrive_and_wait();
+    return emulated_shuffle_slots[(threadIdx.x & ~31) + source_lane];
+}
+inline float __shfl_up_sync(unsigned, float value, int delta) {
+    const int lane = threadIdx.x & 31;
+    return emulated_shuffle(value, lane >= delta ? lane - delta : lane);
+}
+inline float __shfl_down_sync(unsigned, float value, int delta) {
+    const int lane = threadIdx.x & 31;
+    return emulated_shuffle(value, lane + delta < 32 ? lane + delta : lane);
+}
+"""
+
+
+def write_emulated_source(folder: Path) -> None:
+    """volume.cu as ``folder``/volume.inc for cuda_on_cpu.h: shared memory the emulated block's,
+    and SHUFFLES before it."""
+    source = (KERNELS / "volume.cu").read_text()
+    source = source.replace("extern __shared__ float tile[];", "float* tile = emulated_shared_memory;")
+    (folder / "volume.inc").write_text(SHUFFLES + source)
+
+
+def run_tiled_on_cpu(
+    folder: Path, volume: np.ndarray, params: VolumeParams, layout: TiledLayout, slab: tuple[int, int] | None = None
+) -> np.ndarray:
+    """volume_tiled for ``params`` with ``layout`` on ``volume`` ((Z, Y, X) or (Z, Y, X, C)), or
+    on its planes [start, stop) of ``slab`` as slabs are filtered (padded_volume's planes)."""
+    data = volume if volume.ndim == 4 else volume[..., np.newaxis]
+    padded = padded_volume(data, params.pad, slab)
+    if slab is not None:
+        data = data[slice(*slab)]
+    planes, rows, columns, channels = data.shape
+    padded.tofile(folder / "padded.bin")
+    write_emulated_source(folder)
+    bx = params.patch_radius[2]
+    grid = (
+        -(-columns // (32 * layout.columns - 2 * bx)),
+        -(-rows // (layout.warps * layout.rows)),
+        -(-planes // layout.planes),
+    )
+    threads = 32 * layout.warps
+    (folder / "main.cpp").write_text(f"""#include "{Path(__file__).with_name("cuda_on_cpu.h")}"
+#include "volume.inc"
+int main() {{
+    std::vector<float> padded({padded.size}), out({data.size}, std::nanf(""));
+    FILE* file = fopen("padded.bin", "rb");
+    if (fread(padded.data(), sizeof(float), padded.size(), file) != padded.size()) return 2;
+    fclose(file);
+    for (int gz = 0; gz < {grid[2]}; ++gz)
+        for (int gy = 0; gy < {grid[1]}; ++gy)
+            for (int gx = 0; gx < {grid[0]}; ++gx) {{
+                std::vector<float> shared({layout.shared_bytes // 4}, std::nanf("")), slots({threads});
+                std::barrier<> barrier({threads});
+                std::vector<std::thread> block;
+                for (int t = 0; t < {threads}; ++t)
+                    block.emplace_back([&, t] {{
+                        threadIdx = {{t, 0, 0}};
+                        blockIdx = {{gx, gy, gz}};
+                        blockDim = {{{threads}, 1, 1}};
+                        emulated_shared_memory = shared.data();
+                        emulated_block_barrier = &barrier;
+                        emulated_shuffle_slots = slots.data();
+                        {tiled_kernel_name(params, channels, layout)}(padded.data(), out.data(), {planes}, {rows},
+                            {columns}, {float(tiled_root(params, channels))!r}f);
+                        barrier.arrive_and_drop();
+                    }});
+                for (auto& thread : block) thread.join();
+            }}
+    file = fopen("out.bin", "wb");
+    fwrite(out.data(), sizeof(float), out.size(), file);
+    fclose(file);
+}}
+""")
+    command = [COMPILER, "-O1", "-std=c++20", "-pthread", f"-I{KERNELS}", "-o", "kernel", "main.cpp"]
+    subprocess.run(command, cwd=folder, check=True)
+    subprocess.run(["./kernel"], cwd=folder, check=True)
+    return np.fromfile(folder / "out.bin", dtype=np.float32).reshape(data.shape if volume.ndim == 4 else data.shape[:3])
+
+
+CASES = [  # shape, patch radius, search radius, weighting, centre weight, h, thread tile (planes, rows, columns)
+    ((9, 10, 11), 1, 2, "exponential", "one", 0.3, (4, 4, 2)),
+    ((8, 9, 12, 2), (1, 0, 2), (1, 2, 3), "bisquare", "max", 0.4, (4, 2, 2)),
+    ((7, 9, 8), (0, 1, 1), (2, 1, 2), "exponential", "max", 0.05, (4, 2, 2)),  # small h: relative weights
+    ((6, 7, 8), 1, (2, 3, 1), "bisquare", "one", 0.3, (4, 4, 2)),
+    ((7, 8, 9), 1, 2, "exponential", "one", 0.03, (4, 4, 2)),  # u past 87: float32 weights underflow to 0
+    ((9, 20, 33, 3), (0, 1, 1), 1, "bisquare", "max", 0.5, (4, 2, 1)),  # 3 channels
+    ((6, 37, 70), (1, 1, 0), (1, 2, 2), "exponential", "one", 0.2, (4, 4, 2)),  # 2 x 2 x 2 blocks, partial
+]
+ONE_COLUMN = [((11, 37, 35), 1, (1, 2, 2), "exponential", "one", 0.2, (8, 4, 1))]  # a tile picked by hand
+
+
+@pytest.mark.parametrize(("shape", "patch", "search", "weighting", "center", "h", "tile"), CASES + ONE_COLUMN)
+def test_tiled_kernel_on_the_cpu_matches_the_reference(tmp_path, shape, patch, search, weighting, center, h, tile):
+    volume = np.random.default_rng(sum(shape)).random(shape, dtype=np.float32)
+    params = VolumeParams.checked(h, patch, search, weighting, center)
+    channels = shape[3] if len(shape) == 4 else 1
+    tiles = [tile] if (shape, tile) in [(case[0], case[-1]) for case in ONE_COLUMN] else THREAD_TILES
+    layout = tiled_layout(params, channels, H100_SHARED_BYTES, tiles=tiles)
+    assert layout is not None and (layout.planes, layout.rows, layout.columns) == tile
+    out = run_tiled_on_cpu(tmp_path, volume, params, layout)
+    options = dict(h=h, patch_radius=patch, search_radius=search, weighting=weighting, center_weight=center)
+    np.testing.assert_allclose(out, reference_denoise_volume(volume, **options), rtol=0, atol=TOLERANCE)
+
+
+def test_a_slab_equals_those_planes_of_one_pass_bit_for_bit(tmp_path) -> None:
+    """A slab starting at an odd plane moves every z tile by one: each voxel's sums keep their order."""
+    volume = np.random.default_rng(9).random((11, 9, 10), dtype=np.float32)
+    params = VolumeParams.checked(0.3, 1, (1, 1, 2), "exponential", "one")
+    layout = tiled_layout(params, 1, H100_SHARED_BYTES)
+    whole = run_tiled_on_cpu(tmp_path, volume, params, layout)
+    np.testing.assert_array_equal(run_tiled_on_cpu(tmp_path, volume, params, layout, (3, 8)), whole[3:8])
+
+
+def test_the_tile_shrinks_to_fit_and_large_windows_fall_back() -> None:
+    study = VolumeParams.checked(0.3, 1, 5, "exponential", "one")
+    assert tiled_layout(study, 1, H100_SHARED_BYTES) == TiledLayout(4, 4, 2, 8, 4 * 16 * 44 * 74)
+    relative = tiled_layout(VolumeParams.checked(0.3, 1, 5, "exponential", "max"), 1, H100_SHARED_BYTES)
+    assert (relative.planes, relative.rows, relative.columns) == (4, 2, 2)  # one more sum a voxel
+    assert tiled_layout(study, 1, 150_000).columns == 1  # less shared memory: a smaller tile
+    assert tiled_layout(VolumeParams.checked(0.3, 8, 16, "exponential", "one"), 1, H100_SHARED_BYTES) is None
