@@ -18,8 +18,7 @@ gpu        cascade     ``cascade_gpu``: one CUDA kernel per pass and offset (``c
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -27,12 +26,6 @@ import numpy as np
 from nlmeans_studio.engine.params import NLMParams
 
 METHODS = ("fused", "cascade")  # the first is the default
-FILTERS = {
-    ("cpu", "fused"): "fused_cpu:FusedCpuFilter",
-    ("cpu", "cascade"): "cascade:CascadeCpuFilter",
-    ("gpu", "fused"): "fused_gpu:FusedGpuFilter",
-    ("gpu", "cascade"): "cascade_gpu:CascadeGpuFilter",
-}
 
 
 class WindowFilter(Protocol):
@@ -55,12 +48,42 @@ class WindowFilter(Protocol):
         """An output -> (H, W, C) float32 on the host."""
 
 
-def window_filter(backend: str, method: str) -> WindowFilter:
-    """A new filter for a resolved backend ("cpu" / "gpu") and a method of METHODS.
+def _fused_cpu() -> WindowFilter:
+    from nlmeans_studio.engine.filters.fused_cpu import FusedCpuFilter
 
-    Its module is imported here, so that numba or CuPy load only when their filter is asked for.
-    """
+    return FusedCpuFilter()
+
+
+def _cascade_cpu() -> WindowFilter:
+    from nlmeans_studio.engine.filters.cascade import CascadeCpuFilter
+
+    return CascadeCpuFilter()
+
+
+def _fused_gpu() -> WindowFilter:
+    from nlmeans_studio.engine.filters.fused_gpu import FusedGpuFilter
+
+    return FusedGpuFilter()
+
+
+def _cascade_gpu() -> WindowFilter:
+    from nlmeans_studio.engine.filters.cascade_gpu import CascadeGpuFilter
+
+    return CascadeGpuFilter()
+
+
+# (backend, method) -> a new filter. Each imports its module when called, so that numba or CuPy
+# load only when their filter is asked for (and a bundler still sees every import).
+FILTERS: dict[tuple[str, str], Callable[[], WindowFilter]] = {
+    ("cpu", "fused"): _fused_cpu,
+    ("cpu", "cascade"): _cascade_cpu,
+    ("gpu", "fused"): _fused_gpu,
+    ("gpu", "cascade"): _cascade_gpu,
+}
+
+
+def window_filter(backend: str, method: str) -> WindowFilter:
+    """A new filter for a resolved backend ("cpu" / "gpu") and a method of METHODS (``FILTERS``)."""
     if method not in METHODS:
         raise ValueError(f"method must be {' or '.join(map(repr, METHODS))}, got {method!r}")
-    module, name = FILTERS[backend, method].split(":")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)()
+    return FILTERS[backend, method]()
