@@ -14,7 +14,7 @@ if [ "${1:-}" = "--remove" ]; then
 fi
 mkdir -p "$(dirname "$entry")" "$(dirname "$icon")" "$(dirname "$link")"
 sed "s|@APP@|$app|" "$app/nlmeans-studio.desktop" > "$entry"
-cp "$app/_internal/resources/icon.png" "$icon"
+cp "$app/_internal/nlmeans_studio/resources/icon.png" "$icon"
 ln -sf "$app/nlmeans-studio" "$link"
 command -v update-desktop-database >/dev/null 2>&1 && update-desktop-database "$data/applications" || true
 echo "NLMeans Studio is in your application menu; 'nlmeans-studio' runs it from a terminal ($link)"

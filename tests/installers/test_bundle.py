@@ -45,7 +45,11 @@ def test_the_bundle_builds_and_passes_its_self_test(build) -> None:
 def test_the_bundle_holds_no_tests_and_no_test_data(build) -> None:
     internal = APP / "_internal"
     assert not any(part.name in ("tests", "pytest", "_pytest") for part in internal.iterdir())
-    assert sorted(p.name for p in (internal / "resources").iterdir()) == ["icon.png", "presets", "sample.mp4"]
+    assert sorted(p.name for p in (internal / "nlmeans_studio" / "resources").iterdir()) == [
+        "icon.png",
+        "presets",
+        "sample.mp4",
+    ]
     assert not (internal / "PySide6" / "Qt" / "translations").exists()
 
 
