@@ -1,4 +1,4 @@
-"""File > Open recent: the clips opened last, newest first, kept in the user's settings."""
+"""File > Open recent: the clips and volumes opened last, newest first, kept in the user's settings."""
 
 from __future__ import annotations
 
