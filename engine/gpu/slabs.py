@@ -4,8 +4,8 @@ A volume splits along z into slabs, each read with a halo of Az + Bz planes on e
 the mirrored ``padded`` volume of engine/volume/denoise.py the halo is there even at the volume's ends),
 filtered, and written into its planes of the output: the union equals one pass, since every
 output voxel sees exactly the voxels it would in one pass. Several filters (one per GPU) take
-the slabs in turn, concurrently. A long video splits the same way along time, with Dp frames
-before and Df after each range, truncated at the clip's ends (``frame_ranges``).
+the slabs in turn, concurrently. (A video over several GPUs is dealt in chunks of frames
+instead: ``video_devices``.)
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import concurrent.futures
 import itertools
 import threading
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 import numpy as np
 
@@ -26,27 +25,6 @@ def split_range(length: int, parts: int) -> list[tuple[int, int]]:
     parts = max(1, min(parts, length))
     bounds = [length * k // parts for k in range(parts + 1)]
     return list(itertools.pairwise(bounds))
-
-
-class FrameRange(NamedTuple):
-    """Output frames [start, stop) of a video range, read from frames [read_start, read_stop)."""
-
-    start: int
-    stop: int
-    read_start: int
-    read_stop: int
-
-
-def frame_ranges(frames: int, parts: int, past: int, future: int) -> list[FrameRange]:
-    """Contiguous frame ranges of a clip for ``parts`` devices, each with its Dp / Df frames of overlap.
-
-    The temporal window is truncated at the clip's ends (DESIGN.md §1), so a range's reads are
-    clipped to [0, frames), and each range's output equals the whole clip's for its frames.
-    """
-    return [
-        FrameRange(start, stop, max(0, start - past), min(frames, stop + future))
-        for start, stop in split_range(frames, parts)
-    ]
 
 
 def filter_in_slabs(

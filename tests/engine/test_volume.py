@@ -16,7 +16,7 @@ from volume_reference import reference_denoise_volume
 
 from nlmeans_studio.engine import denoise_volume
 from nlmeans_studio.engine.filters.volume_gpu import kernel_name, voxel_run
-from nlmeans_studio.engine.gpu.slabs import frame_ranges, split_range
+from nlmeans_studio.engine.gpu.slabs import split_range
 from nlmeans_studio.engine.volume.denoise import denoise_volume_slice, padded_volume
 from nlmeans_studio.engine.volume.params import VolumeParams
 
@@ -99,10 +99,9 @@ def test_progress_reports_every_offset_pair_of_every_slab() -> None:
     assert reports == [(done, 39) for done in range(1, 40)]  # 13 pairs of 3^3 offsets, 3 slabs
 
 
-def test_ranges_split_evenly_with_their_halos() -> None:
+def test_ranges_split_evenly() -> None:
     assert split_range(10, 3) == [(0, 3), (3, 6), (6, 10)]
     assert split_range(2, 5) == [(0, 1), (1, 2)]
-    assert frame_ranges(10, 2, past=2, future=1) == [(0, 5, 0, 6), (5, 10, 3, 10)]
 
 
 @pytest.mark.parametrize(
