@@ -44,9 +44,7 @@ def array_module(array: Array) -> Any:
         import cupy
 
         return cupy
-    import numpy
-
-    return numpy
+    return np
 
 
 def color_transformed(frame: Array, params: NLMParams) -> Array:
