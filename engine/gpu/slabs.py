@@ -1,7 +1,8 @@
 """Splitting work along one axis into ranges with halos, filtering them apart, stitching the result.
 
-A volume splits along z into slabs, each read with a halo of Az + Bz planes on either side (in
-the mirrored ``padded`` volume of engine/volume/denoise.py the halo is there even at the volume's ends),
+A volume splits along z into slabs, each read with a halo of Az + Bz planes on either side
+(mirrored at the volume's ends: engine/volume/denoise.py's ``padded_volume`` makes a slab's
+padded planes when the slab is filtered, so the whole volume is never padded at once),
 filtered, and written into its planes of the output: the union equals one pass, since every
 output voxel sees exactly the voxels it would in one pass. Several filters (one per GPU) take
 the slabs in turn, concurrently. (A video over several GPUs is dealt in chunks of frames
@@ -18,6 +19,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 SlabFilter = Callable[[np.ndarray, object], np.ndarray]  # (padded slab, params) -> (planes, Y, X, C) float32
+SlabReader = Callable[[int, int], np.ndarray]  # output planes [start, stop) -> the padded planes they read
 
 
 def split_range(length: int, parts: int) -> list[tuple[int, int]]:
@@ -28,28 +30,26 @@ def split_range(length: int, parts: int) -> list[tuple[int, int]]:
 
 
 def filter_in_slabs(
-    padded: np.ndarray,
+    read_slab: SlabReader,
     shape: tuple[int, int, int, int],
     params: object,
     slabs: int,
     filters: Sequence[SlabFilter],
     progress: Callable[[int, int], None] | None = None,
 ) -> np.ndarray:
-    """Filter the (Z, Y, X, C) volume whose mirrored planes are ``padded`` in at least ``slabs``
-    slabs along z (at least one per filter), the filters running concurrently; stitched output.
+    """Filter a (Z, Y, X, C) volume in at least ``slabs`` slabs along z (at least one per filter),
+    the filters running concurrently, each slab read when its filter takes it; stitched output.
 
-    ``padded`` holds pz = (len(padded) - Z) / 2 halo planes on either side; slab [z0, z1) reads
-    ``padded[z0 : z1 + 2 pz]``.
+    ``read_slab(z0, z1)`` gives the padded planes output planes [z0, z1) read, halos included.
     """
     planes = shape[0]
-    halo = (padded.shape[0] - planes) // 2
     ranges = split_range(planes, max(slabs, len(filters)))
     output = np.empty(shape, dtype=np.float32)
     done, lock = [0], threading.Lock()
 
     def run(worker: int) -> None:
         for start, stop in ranges[worker :: len(filters)]:
-            output[start:stop] = filters[worker](padded[start : stop + 2 * halo], params)
+            output[start:stop] = filters[worker](read_slab(start, stop), params)
             with lock:
                 done[0] += stop - start
                 if progress is not None:

@@ -1,10 +1,12 @@
 """The fully 3D filter of DESIGN.md §6: ``denoise_volume`` and its parameters, validated once.
 
-A volume is mirrored once on the host into ``padded``, (Z + 2 pz, C, Y + 2 py, X + 2 px) float32
-with p = A + B per axis: every voxel any output needs, in the layout both backends read (a
-plane's channels together, rows contiguous). A slab of output planes [z0, z1) reads
-``padded[z0 : z1 + 2 pz]``, its own halo of A + B planes on either side, so that slabs filter
-independently and their union equals one pass (engine/gpu/slabs.py).
+A slab of output planes [z0, z1) reads its padded planes, ``padded_volume(data, pad, (z0, z1))``:
+(z1 - z0 + 2 pz, C, Y + 2 py, X + 2 px) float32 with p = A + B per axis, mirrored at the
+volume's ends, in the layout both backends read (a plane's channels together, rows contiguous).
+With its own halo of A + B planes on either side, each slab filters independently and their
+union equals one pass (engine/gpu/slabs.py). Slabs are padded as they are filtered, never the
+whole volume at once: half the host memory, and faster (the 512^3 volume: 0.15-0.64 s in four
+slabs against 2.2-2.5 s at once on this machine's 2 cores).
 """
 
 from __future__ import annotations
@@ -130,7 +132,9 @@ def denoise_volume(
     chosen = _chosen_backend(backend, devices)
     from nlmeans_studio.engine.gpu import slabs as slab_module
 
-    padded = padded_volume(data, params.pad)
+    def read_slab(start: int, stop: int) -> np.ndarray:
+        return padded_volume(data, params.pad, (start, stop))
+
     if chosen == "cpu":
         from nlmeans_studio.engine.filters.volume_cpu import filter_padded_cpu
 
@@ -146,13 +150,13 @@ def denoise_volume(
             finished[0] += 1
             return result
 
-        planar = slab_module.filter_in_slabs(padded, data.shape, params, count, [cpu_filter])
+        planar = slab_module.filter_in_slabs(read_slab, data.shape, params, count, [cpu_filter])
     else:
         from nlmeans_studio.engine.filters.volume_gpu import gpu_slab_filters
 
         filters, least_slabs = gpu_slab_filters(data.shape, params, resolve_devices(devices))
         planar = slab_module.filter_in_slabs(
-            padded, data.shape, params, max(slabs or 1, least_slabs), filters, progress=progress
+            read_slab, data.shape, params, max(slabs or 1, least_slabs), filters, progress=progress
         )
     result = planar if np.asarray(volume).ndim == 4 else planar[..., 0]
     return np.ascontiguousarray(result)
