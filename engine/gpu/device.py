@@ -215,11 +215,6 @@ class ResidentFrames:
             self.uploads += 1
         return [self._resident[key] for key in keys]
 
-    def clear(self) -> None:
-        """Forget every frame (their slots stay, to be reused)."""
-        self._free.extend(self._resident.values())
-        self._resident.clear()
-
     def _slot_for(self, host: np.ndarray) -> DeviceFrame:
         """A free slot that fits ``host`` (its shape, and packed words for 8-bit frames), else a new one."""
         height, width, channels = host.shape

@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -129,9 +130,4 @@ class DevicesDenoiser:
 
             filters = [on_device(device, pipeline) for device, pipeline in zip(self.devices, pipelines, strict=True)]
             chunk = self.chunk or chunk_frames(np.asarray(first).nbytes, self.params)
-            yield from filter_in_chunks(_chained(first, source), self.params, filters, chunk)
-
-
-def _chained(first: np.ndarray, rest: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
-    yield first
-    yield from rest
+            yield from filter_in_chunks(itertools.chain([first], source), self.params, filters, chunk)

@@ -167,9 +167,6 @@ def test_resident_frames_give_up_the_least_recently_used_and_reuse_its_slot(clip
     # Float frames (the synthetic noise's) need no packed words: another slot, made once.
     noisy = resident.window([("noisy", 2)], lambda key: to_float32(clip[key[1]]))
     assert noisy[0].packed is None and resident.uploads == 4 and len(host.made) == 3
-    resident.clear()
-    assert len(resident) == 0 and resident.window([3], clip.__getitem__)[0].packed is not None
-    assert len(host.made) == 3  # a uint8 slot was free
 
 
 @pytest.mark.gpu
