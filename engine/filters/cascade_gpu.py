@@ -9,7 +9,6 @@ import numpy as np
 
 from nlmeans_studio.engine.backend import cupy_module
 from nlmeans_studio.engine.filters import cascade
-from nlmeans_studio.engine.filters.fused_gpu import _refuse_guide
 from nlmeans_studio.engine.gpu.device import BLOCK, DeviceFrame, DeviceFrames, kernel_function
 from nlmeans_studio.engine.params import NLMParams
 
@@ -18,7 +17,7 @@ class CascadeGpuFilter:
     """The paper's pass cascade (DESIGN.md §2) on the GPU: one kernel of ``kernels/cascade.cu``
     per pass and search offset, intermediates in device memory. The baseline the fused kernel is
     measured against, computing the same filter; ``__call__`` matches ``FusedGpuFilter``
-    for float32 output.
+    for float32 output, with a guide too (distances on Z = G X of the guide's frames).
     """
 
     backend, method = "gpu", "cascade"
@@ -54,19 +53,25 @@ class CascadeGpuFilter:
         )
         return z
 
-    def __call__(self, window: Sequence[DeviceFrame], center: int, params: NLMParams, guide: None = None) -> Any:
-        """Denoise ``window[center]`` searching ``window``.
+    def __call__(
+        self,
+        window: Sequence[DeviceFrame],
+        center: int,
+        params: NLMParams,
+        guide: Sequence[DeviceFrame] | None = None,
+    ) -> Any:
+        """Denoise ``window[center]`` searching ``window``, with the distances from ``guide``
+        (the same window of another clip) where given.
 
         Returns the output as interleaved (H, W, C) float32 on the GPU.
         """
-        _refuse_guide(guide)
         cupy = self.cupy
         frames = [frame.planar for frame in window]
         channels, height, width = frames[center].shape
         radius, search = params.patch_radius, params.search_radius
         margin = search + radius  # of the squared differences; the weights have A
         with self.frames.out_of_memory_as_error(frames[center].shape):
-            z = [self._distance_space(frame, params) for frame in frames]
+            z = [self._distance_space(frame.planar, params) for frame in (window if guide is None else guide)]
             difference = cupy.empty((height + 2 * margin, width + 2 * margin), cupy.float32)
             horizontal = cupy.empty((height + 2 * margin, width + 2 * search), cupy.float32)
             weights = cupy.empty((height + 2 * search, width + 2 * search), cupy.float32)

@@ -18,7 +18,9 @@ class FusedGpuFilter:
     """Denoises windows of device frames with the fused kernel, on the current device.
 
     Its frames are ``DeviceFrame``s (``upload``: each crosses the bus once, in its own dtype);
-    outputs are interleaved (H, W, C) device arrays. Launch buffers are kept between calls.
+    outputs are interleaved (H, W, C) device arrays. Launch buffers are kept between calls. A
+    guide window (KNLMeansCL's rclip) gives the distances: the kernel's guided instance, which
+    loads Z = G X from the guide's planes and Y from the frames' (never the packed path).
     """
 
     backend, method = "gpu", "fused"
@@ -57,30 +59,31 @@ class FusedGpuFilter:
         frames: Sequence[DeviceFrame],
         center: int,
         params: NLMParams,
-        guide: None = None,
+        guide: Sequence[DeviceFrame] | None = None,
         *,
         out_dtype: Any = np.float32,
         out: Any = None,
     ) -> Any:
-        """Denoise ``frames[center]`` searching ``frames``.
+        """Denoise ``frames[center]`` searching ``frames``, with the distances from ``guide``
+        (the same window of another clip) where given.
 
         Returns the output as interleaved (H, W, C) on the GPU, of ``out_dtype`` (or ``out``'s
         dtype): float32, or uint8 / uint16 scaled to their full range, rounded and clamped.
         """
-        _refuse_guide(guide)
         cupy = self.cupy
         channels, height, width = frames[center].shape
         out_dtype = np.dtype(out.dtype if out is not None else out_dtype)
         radius, search = params.patch_radius, params.search_radius
-        transformed = params.color_transform is not None
-        packed = not transformed and all(frame.packed is not None for frame in frames)
+        transformed, guided = params.color_transform is not None, guide is not None
+        packed = not transformed and not guided and all(frame.packed is not None for frame in frames)
         per_block, per_multiprocessor, multiprocessors = device_attributes(cupy, cupy.cuda.Device().id)
-        layout = fused_layout(radius, search, channels, transformed, per_block, packed)
+        layout = fused_layout(radius, search, channels, transformed or guided, per_block, packed)
         min_blocks = 2 if 2 * layout.shared_bytes <= per_multiprocessor else 1
         options = (transformed, packed, params.weighting == "exponential", params.center_weight == "max")
         name = (
             f"nlm_fused<{radius}, {search}, {channels}, {layout.template_arguments}, "
-            f"{', '.join(str(option).lower() for option in options)}, {CUDA_TYPES[out_dtype]}, {min_blocks}>"
+            f"{', '.join(str(option).lower() for option in options)}, {CUDA_TYPES[out_dtype]}, {min_blocks}"
+            f"{', true' if guided else ''}>"
         )
         kernel = kernel_function(cupy, name)
         kernel.max_dynamic_shared_size_bytes = layout.shared_bytes
@@ -114,13 +117,8 @@ class FusedGpuFilter:
                     np.int32(grid.parts),
                     partials,
                     arrivals,
+                    self._pointers([frame.planar for frame in guide]) if guided else np.uint64(0),
                 ),
                 shared_mem=layout.shared_bytes,
             )
         return out
-
-
-def _refuse_guide(guide: object) -> None:
-    """The GPU filters measure distances on the frames they average: no guide clip yet."""
-    if guide is not None:
-        raise ValueError("a guide clip needs the CPU backend; the GPU filters take none")

@@ -70,9 +70,10 @@ def fused_layout(
 ) -> FusedLayout:
     """The layout of the tallest tile, and then the cheapest group, whose shared memory fits ``shared_limit`` bytes.
 
-    ``packed``: distances on 8-bit frames' packed words (one plane of Z instead of C, two
-    buffers of it so that the next frame's arrives meanwhile, and candidates Y in a region of
-    their own, as with a transform).
+    ``transformed``: Z is not Y itself (a color transform, or a guide clip's frames), so that
+    the candidates Y have a region of their own. ``packed``: distances on 8-bit frames' packed
+    words (one plane of Z instead of C, two buffers of it so that the next frame's arrives
+    meanwhile, and candidates Y in a region of their own, as with a transform).
     """
     radius, search = patch_radius, search_radius
     planes = 1 if packed else channels  # of the Z regions

@@ -284,11 +284,11 @@ __device__ void unpack_region(const unsigned* packed, float* region) {
 
 // The tile's shared-memory layout; strides come from engine/filters/fused_layout.py (chosen so that the lanes
 // of a pass-2 warp hit distinct banks). Pass 2 reads the candidates Y from the Z region where
-// Z is Y itself, else from a region of their own.
-template <int B, int A, int C, int K, int TH, int TW, int ZC_STRIDE, int YC_STRIDE, int VS_STRIDE, bool TRANSFORMED,
+// Z is Y itself, else (OTHER_Z: a color transform or a guide; or PACKED) from a region of their own.
+template <int B, int A, int C, int K, int TH, int TW, int ZC_STRIDE, int YC_STRIDE, int VS_STRIDE, bool OTHER_Z,
           bool PACKED>
 struct FusedLayout {
-    static constexpr bool OWN_Y = TRANSFORMED || PACKED;
+    static constexpr bool OWN_Y = OTHER_Z || PACKED;
     static constexpr int PLANES = DistanceSpace<C, PACKED>::PLANES;  // of the Z regions
     static constexpr int SEGMENTS = FUSED_THREADS / TH;  // pass 2: threads per row
     static constexpr int SEG = TW / SEGMENTS;             // pass 2: pixels per thread
@@ -365,14 +365,21 @@ __device__ __forceinline__ void vertical_sums(const typename Space::Element* ref
 // of them, with `partials` ([split][frame_count * parts][values][256] floats) and `arrivals`
 // ([split] counters, zero between launches; null where nothing is split). MIN_BLOCKS: blocks
 // per multiprocessor the registers must allow (2 where two blocks' shared memory fits).
+// GUIDED (KNLMeansCL's rclip; docs/design-luma-chroma.md): the distance space is Z = G X of
+// `guides`, another clip's frames of the window (planar float32, as `frames`), while the
+// candidates Y and a pixel's own values come from `frames`: Y takes its own region, as with a
+// transform. Never with PACKED. The last template argument and the last parameter, so that
+// the unguided kernels' names and code stay as they were (`guides` is null for them).
 template <int B, int A, int C, int K, int TH, int TW, int ZC_STRIDE, int YC_STRIDE, int VS_STRIDE, bool TRANSFORMED,
-          bool PACKED, bool EXPONENTIAL, bool CENTER_MAX, typename Out, int MIN_BLOCKS>
+          bool PACKED, bool EXPONENTIAL, bool CENTER_MAX, typename Out, int MIN_BLOCKS, bool GUIDED = false>
 __global__ void __launch_bounds__(FUSED_THREADS, MIN_BLOCKS)
 nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __restrict__ packed, int frame_count,
           int center, int height, int width, const float* __restrict__ transform, float scale, Out* __restrict__ output,
           float full_scale, int tiles_x, int whole_tiles, int parts, float* __restrict__ partials,
-          int* __restrict__ arrivals) {
-    using L = FusedLayout<B, A, C, K, TH, TW, ZC_STRIDE, YC_STRIDE, VS_STRIDE, TRANSFORMED, PACKED>;
+          int* __restrict__ arrivals, const float* const* __restrict__ guides) {
+    static_assert(!(GUIDED && PACKED), "distances on a guide are taken on its float planes");
+    using L = FusedLayout<B, A, C, K, TH, TW, ZC_STRIDE, YC_STRIDE, VS_STRIDE, TRANSFORMED || GUIDED, PACKED>;
+    const float* const* z_frames = GUIDED ? guides : frames;  // the distance space's frames, before G
     using Space = DistanceSpace<C, PACKED>;
     using Element = typename Space::Element;
     constexpr int SEG = L::SEG;
@@ -412,8 +419,8 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
                                                               height, width);
     copy_candidates(first_position, 0);
     if constexpr (!PACKED)
-        load_region<C, L::ZR_ROWS, L::COLS1, L::ZR_STRIDE>(frames[center], transform, z_reference, tile_top - B,
-                                                           tile_left - B, height, width);
+        load_region<C, L::ZR_ROWS, L::COLS1, L::ZR_STRIDE>(z_frames[center], transform, z_reference, tile_top - B,
+                                                             tile_left - B, height, width);
     // The centre weight: 1 (g(0)) comes with the offset (0, 0) of the centre frame, which the
     // window visits like any other. The largest weight (CENTER_MAX) replaces that offset, and
     // needs the thread's own pixels Y(p) for its term at the end. Float frames: loaded now (at
@@ -505,10 +512,10 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
                 copies_wait<0>();
             }
         } else {
-            load_region<C, L::ZC_ROWS, L::ZC_COLS, ZC_STRIDE>(frames[position], transform, z_candidate,
-                                                          tile_top - A - B, tile_left - A - B, height, width);
+            load_region<C, L::ZC_ROWS, L::ZC_COLS, ZC_STRIDE>(z_frames[position], transform, z_candidate,
+                                                              tile_top - A - B, tile_left - A - B, height, width);
         }
-        if (TRANSFORMED)
+        if (TRANSFORMED || GUIDED)
             load_region<C, L::YC_ROWS, L::YC_COLS, YC_STRIDE>(frames[position], nullptr, y_candidate, tile_top - A,
                                                           tile_left - A, height, width);
         __syncthreads();

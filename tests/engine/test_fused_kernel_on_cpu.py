@@ -48,15 +48,19 @@ def run_kernel_on_cpu(
     out_dtype=np.float32,
     shared_limit=H100_SHARED_BYTES,
     concurrent=H100_MULTIPROCESSORS,
+    guide: np.ndarray | None = None,
 ) -> tuple[np.ndarray, FusedLayout, FusedGrid]:
     """Compile nlm.cu's fused kernel for ``params`` and run it on ``clip``, the window itself
     (its frames, Dp before ``center`` and Df after; float32, or uint8:
     the packed path, as FusedGpuFilter runs 8-bit frames), with the grid FusedGpuFilter makes
-    for ``concurrent`` blocks at once; returns the (H, W, C) output, the layout and the grid used."""
+    for ``concurrent`` blocks at once; returns the (H, W, C) output, the layout and the grid used.
+    ``guide``, a window of ``clip``'s shape, gives the distances (the guided kernel, never packed)."""
     frames, height, width, channels = clip.shape
-    transformed = params.color_transform is not None
-    packed = clip.dtype == np.uint8 and not transformed
-    layout = fused_layout(params.patch_radius, params.search_radius, channels, transformed, shared_limit, packed)
+    transformed, guided = params.color_transform is not None, guide is not None
+    packed = clip.dtype == np.uint8 and not transformed and not guided
+    layout = fused_layout(
+        params.patch_radius, params.search_radius, channels, transformed or guided, shared_limit, packed
+    )
     grid = fused_grid(layout, height, width, frames, concurrent)
     scale = patch_scale(params, channels, packed)
     source = (
@@ -72,7 +76,7 @@ def run_kernel_on_cpu(
     )
     kernel = (
         f"nlm_fused<{params.patch_radius}, {params.search_radius}, {channels}, {layout.template_arguments}, "
-        f"{options}, {out_type}, 1>"
+        f"{options}, {out_type}, 1{', true' if guided else ''}>"
     )
     full_scale = 255.0 if out_dtype == np.uint8 else 1.0
     (folder / "main.cpp").write_text(f"""#include "{Path(__file__).with_name("cuda_on_cpu.h")}"
@@ -80,6 +84,7 @@ def run_kernel_on_cpu(
 int main() {{
     const int frames = {frames}, height = {height}, width = {width}, channels = {channels};
     std::vector<float> data((size_t)frames * channels * height * width), transform(channels * channels);
+    std::vector<float> guide_data(data.size());
     std::vector<unsigned> words((size_t)frames * height * width);
     FILE* file = fopen("frames.bin", "rb");
     fread(data.data(), sizeof(float), data.size(), file);
@@ -90,11 +95,15 @@ int main() {{
     file = fopen("transform.bin", "rb");
     fread(transform.data(), sizeof(float), transform.size(), file);
     fclose(file);
-    std::vector<const float*> pointers;
+    file = fopen("guide.bin", "rb");
+    fread(guide_data.data(), sizeof(float), guide_data.size(), file);
+    fclose(file);
+    std::vector<const float*> pointers, guides;
     std::vector<const unsigned*> packed;
     for (int t = 0; t < frames; ++t) {{
         pointers.push_back(data.data() + (size_t)t * channels * height * width);
         packed.push_back(words.data() + (size_t)t * height * width);
+        guides.push_back(guide_data.data() + (size_t)t * channels * height * width);
     }}
     std::vector<{out_type}> output((size_t)height * width * channels);
     std::vector<float> partials({grid.split * grid.pieces * layout.partial_floats(channels)} + 1, std::nanf(""));
@@ -102,7 +111,8 @@ int main() {{
     launch({grid.blocks}, 1, {FUSED_THREADS}, {layout.shared_bytes}, [&] {{
         {kernel}(pointers.data(), {"packed.data()" if packed else "nullptr"}, frames, {center}, height, width,
                  {"transform.data()" if transformed else "nullptr"}, {scale!r}f, output.data(), {full_scale!r}f,
-                 {grid.tiles_x}, {grid.whole_tiles}, {grid.parts}, partials.data(), arrivals.data());
+                 {grid.tiles_x}, {grid.whole_tiles}, {grid.parts}, partials.data(), arrivals.data(),
+                 {"guides.data()" if guided else "nullptr"});
     }});
     for (int count : arrivals) if (count != 0) return 1;  // every split tile's counter back at zero
     file = fopen("output.bin", "wb");
@@ -113,8 +123,9 @@ int main() {{
     subprocess.run(
         [COMPILER, "-O1", "-std=c++20", "-pthread", f"-I{KERNELS}", "-o", "kernel", "main.cpp"], cwd=folder, check=True
     )
-    planes = clip.transpose(0, 3, 1, 2).astype(np.float32) * np.float32(integer_scale(clip.dtype))
-    np.ascontiguousarray(planes).tofile(folder / "frames.bin")
+    for name, frames_of in (("frames", clip), ("guide", clip if guide is None else guide)):
+        planes = frames_of.transpose(0, 3, 1, 2).astype(np.float32) * np.float32(integer_scale(frames_of.dtype))
+        np.ascontiguousarray(planes).tofile(folder / f"{name}.bin")
     words = sum(clip[..., channel].astype(np.uint32) << (8 * channel) for channel in range(channels))
     np.ascontiguousarray(words, dtype=np.uint32).tofile(folder / "packed.bin")
     transform = params.color_transform if transformed else np.eye(channels)
@@ -293,3 +304,64 @@ def test_uint8_output_is_the_rounded_filter(tmp_path) -> None:
     output, _, _ = run_kernel_on_cpu(tmp_path, clip, 1, params, out_dtype=np.uint8)
     expected = np.clip(np.round(reference_denoise(clip, 1, params) * 255), 0, 255)
     assert np.abs(output.astype(np.int16) - expected).max() <= 1  # rounding at a .5 boundary may differ
+
+
+GUIDED_CASES = [
+    # (params, (frames, height, width, channels), centre, clip dtype): the guided instance (Z
+    # from the guide, Y in a region of its own) with each weighting and centre weight, a
+    # transform, relative weights at small h with split tiles, and 8-bit frames off the packed path.
+    pytest.param(
+        NLMParams(h=40, patch_radius=2, search_radius=3, frames_past=1, frames_future=1),
+        (3, 40, 70, 3),
+        1,
+        np.float32,
+        id="two-tile-columns-three-frames",
+    ),
+    pytest.param(
+        NLMParams(
+            h=30,
+            patch_radius=1,
+            search_radius=2,
+            frames_past=0,
+            frames_future=1,
+            weighting="exponential",
+            color_transform=random_color_transform(3),
+        ),
+        (2, 20, 17, 3),
+        0,
+        np.float32,
+        id="exponential-color-transform",
+    ),
+    pytest.param(
+        NLMParams(h=1.5, patch_radius=2, search_radius=3, weighting="exponential", center_weight="max"),
+        (3, 36, 44, 3),
+        1,
+        np.uint8,
+        id="relative-weights-small-h-8-bit",
+    ),
+    pytest.param(
+        NLMParams(h=40, patch_radius=4, search_radius=2, frames_past=1, frames_future=0, center_weight="max"),
+        (2, 26, 27, 1),
+        1,
+        np.uint8,
+        id="gray-centre-max-8-bit",
+    ),
+]
+
+
+@pytest.mark.parametrize(("params", "shape", "center", "dtype"), GUIDED_CASES)
+def test_guided_kernel_matches_the_reference(tmp_path, params, shape, center, dtype) -> None:
+    """Distances from a guide (another noisy pass of the frames), the average from the clip."""
+    frames, height, width, channels = shape
+    clip, guide = (
+        noisy_clip("random", seed=height + width + seed, frames=frames, shape=(height, width), channels=channels)
+        for seed in (0, 1)
+    )
+    if dtype == np.uint8:
+        clip, guide = (np.clip(np.rint(frames_of * 255), 0, 255).astype(np.uint8) for frames_of in (clip, guide))
+    output, layout, _ = run_kernel_on_cpu(tmp_path, clip, center, params, guide=guide)
+    assert layout.y_stride > 0  # Y of its own
+    scale = integer_scale(dtype)
+    expected = reference_denoise(clip * scale, center, params, guide=guide * scale)
+    np.testing.assert_allclose(output, expected, rtol=0, atol=TOLERANCE)
+    assert np.abs(expected - reference_denoise(clip * scale, center, params)).max() > 1e-2  # the guide mattered
