@@ -206,7 +206,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=("prefilter",),
         default=None,
         help="prefilter: two passes, the first (same parameters) makes a guide the second takes its patch "
-        "distances from (KNLMeansCL's rclip); robust weights at high noise, twice the time; CPU backend",
+        "distances from (KNLMeansCL's rclip); robust weights at high noise, twice the time; not with --devices",
     )
     denoise.add_argument("--backend", choices=BACKENDS, default="auto")
     denoise.add_argument(

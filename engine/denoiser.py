@@ -103,7 +103,7 @@ class Denoiser:
         guide : like ``clip``, optional
             A clip of the same shape the patch distances are taken from while ``clip`` is
             averaged (KNLMeansCL's rclip): a pre-filtered pass of the same clip makes the
-            weights robust at high noise. CPU backend (both methods) only.
+            weights robust at high noise. Every backend and method.
 
         Returns
         -------
@@ -115,7 +115,8 @@ class Denoiser:
         IndexError
             index outside the clip.
         ValueError
-            Frames of different shapes, too small for the radii, or of an unsupported dtype.
+            Frames of different shapes, too small for the radii, or of an unsupported dtype; a
+            guide of another length or frame shape than the clip.
         """
         length = len(clip)
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < length:
@@ -124,8 +125,6 @@ class Denoiser:
         frames = self._uploaded([clip[i] for i in window])
         if guide is None:
             return self._filter(frames, int(index) - window.start)
-        if self.backend != "cpu":
-            raise ValueError(f"a guide clip needs the CPU backend, got {self.backend} {self.method}")
         if len(guide) != length:
             raise ValueError(f"the guide must have the clip's {length} frames, got {len(guide)}")
         guides = self._uploaded([guide[i] for i in window])

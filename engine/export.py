@@ -246,7 +246,7 @@ def denoise_file(
         ``params`` then gives the window, weighting and centre weight.
     guide : {"prefilter"}, optional
         Two passes (``engine.guided``): a first pass with ``params`` makes the guide, the second
-        takes its patch distances from it. CPU backend; not with ``luma_chroma``.
+        takes its patch distances from it. Either backend; not with ``luma_chroma`` or ``devices``.
     devices : "all" or sequence of int, optional
         GPUs to share the clip (``gpu.video_devices``: chunks of frames, concurrently); the
         result equals one GPU's. The plain filter only: not with ``luma_chroma`` or ``guide``.

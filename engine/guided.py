@@ -4,7 +4,8 @@ clip, the second pass takes its patch distances from it and averages the source.
 At high noise the weights of one pass follow the noise in the patches; the first pass's output
 is a cleaner picture to compare patches on (docs/design-luma-chroma.md, "Reference-guided
 filtering"). Both passes use the same window; the first pass's h is ``prefilter_h`` when given,
-else the second's. CPU backend: the GPU paths refuse a guide (``Denoiser.denoise_frame``).
+else the second's. Both backends: on the GPU the first pass's frames come back to the host and
+go up again as the second's guide (the two passes are two ``Denoiser``s).
 """
 
 from __future__ import annotations
@@ -28,15 +29,15 @@ class GuidedDenoiser:
     ----------
     params : NLMParams
         The second pass (the result); the first pass has the same window.
-    backend : {"auto", "cpu"}
-        "auto" must resolve to the CPU here.
+    backend : {"auto", "cpu", "gpu"}
+        As ``Denoiser`` takes it; both passes run on it (the fused method).
     prefilter_h : float, optional
         The first pass's h in 8-bit levels (default: ``params.h``).
 
     Attributes
     ----------
     backend : str
-        The resolved backend: "cpu".
+        The resolved backend, "cpu" or "gpu".
     device_name : str
         The processor the frames are filtered on, for readouts.
     prefilter, filter : Denoiser
@@ -45,8 +46,7 @@ class GuidedDenoiser:
     Raises
     ------
     ValueError
-        The backend is the GPU, which takes no guide yet; an unknown backend, or
-        ``prefilter_h`` out of 0.001..10000.
+        An unknown backend, or ``prefilter_h`` out of 0.001..10000.
     BackendUnavailableError
         backend="gpu" where the GPU cannot run.
     """
@@ -55,8 +55,6 @@ class GuidedDenoiser:
         first = params if prefilter_h is None else dataclasses.replace(params, h=prefilter_h)
         self.prefilter = Denoiser(first, backend)
         self.filter = Denoiser(params, backend)
-        if self.filter.backend != "cpu":
-            raise ValueError(f"the two-pass guide runs on the CPU backend only, got {self.filter.backend}")
 
     @property
     def backend(self) -> str:
