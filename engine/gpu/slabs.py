@@ -5,8 +5,9 @@ A volume splits along z into slabs, each read with a halo of Az + Bz planes on e
 padded planes when the slab is filtered, so the whole volume is never padded at once),
 filtered, and written into its planes of the output: the union equals one pass, since every
 output voxel sees exactly the voxels it would in one pass. Several filters (one per GPU) take
-the slabs in turn, concurrently. (A video over several GPUs is dealt in chunks of frames
-instead: ``video_devices``.)
+the slabs in turn, concurrently; each filter's next slab is read (padded, on a CPU thread)
+while it filters the current one, so that the host's padding hides behind the GPU's work.
+(A video over several GPUs is dealt in chunks of frames instead: ``video_devices``.)
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ def filter_in_slabs(
     progress: Callable[[int, int], None] | None = None,
 ) -> np.ndarray:
     """Filter a (Z, Y, X, C) volume in at least ``slabs`` slabs along z (at least one per filter),
-    the filters running concurrently, each slab read when its filter takes it; stitched output.
+    the filters running concurrently; stitched output.
 
     ``read_slab(z0, z1)`` gives the padded planes output planes [z0, z1) read, halos included.
+    Each filter's slabs are read one ahead, on a thread of their own, while the filter works on
+    the one before: at most two padded slabs per filter are held at a time.
     """
     planes = shape[0]
     ranges = split_range(planes, max(slabs, len(filters)))
@@ -48,12 +51,21 @@ def filter_in_slabs(
     done, lock = [0], threading.Lock()
 
     def run(worker: int) -> None:
-        for start, stop in ranges[worker :: len(filters)]:
-            output[start:stop] = filters[worker](read_slab(start, stop), params)
-            with lock:
-                done[0] += stop - start
-                if progress is not None:
-                    progress(done[0], planes)
+        mine = ranges[worker :: len(filters)]
+        if not mine:  # more filters than planes
+            return
+        with concurrent.futures.ThreadPoolExecutor(1) as reader:
+            upcoming = reader.submit(read_slab, *mine[0])
+            for index, (start, stop) in enumerate(mine):
+                slab = upcoming.result()
+                if index + 1 < len(mine):
+                    upcoming = reader.submit(read_slab, *mine[index + 1])
+                output[start:stop] = filters[worker](slab, params)
+                del slab  # before the next is taken: two slabs at most
+                with lock:
+                    done[0] += stop - start
+                    if progress is not None:
+                        progress(done[0], planes)
 
     if len(filters) == 1:
         run(0)

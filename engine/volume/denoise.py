@@ -6,7 +6,9 @@ volume's ends, in the layout both backends read (a plane's channels together, ro
 With its own halo of A + B planes on either side, each slab filters independently and their
 union equals one pass (engine/gpu/slabs.py). Slabs are padded as they are filtered, never the
 whole volume at once: half the host memory, and faster (the 512^3 volume: 0.15-0.64 s in four
-slabs against 2.2-2.5 s at once on this machine's 2 cores).
+slabs against 2.2-2.5 s at once on this machine's 2 cores). On the GPU a volume of enough
+planes is cut into at least PIPELINED_SLABS slabs per device, so that the next slab's padding
+(a CPU thread) overlaps the GPU's filtering of the current one; the result does not change.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from nlmeans_studio.engine.params import check_int
 from nlmeans_studio.engine.volume.params import Radii, VolumeParams
 
 Progress = Callable[[int, int], None]  # (work done, work in all)
+PIPELINED_SLABS = 4  # per GPU: all but the first slab's padding hides behind the GPU
+THINNEST_PIPELINED_SLAB = 64  # planes: thinner slabs would pad too many halo planes (2 (Az + Bz) each)
 
 
 def checked_volume(volume: object, params: VolumeParams) -> np.ndarray:
@@ -99,8 +103,9 @@ def denoise_volume(
         GPUs to spread the volume over, in slabs along z (GPU backend only); None: the current one.
     slabs : int or None
         Split into at least this many slabs along z (each with a halo of Az + Bz planes); None:
-        one per device, more where a slab would not fit a GPU's memory. The result does not
-        depend on it.
+        one per device, more where a slab would not fit a GPU's memory, and on the GPU up to 4
+        per device of at least 64 planes each (the next slab is padded while the GPU filters).
+        The result does not depend on it.
     progress : callable or None
         Called with (work done, work in all) as the filter goes: offset pairs on the CPU, planes
         on the GPU.
@@ -155,8 +160,9 @@ def denoise_volume(
         from nlmeans_studio.engine.filters.volume_gpu import gpu_slab_filters
 
         filters, least_slabs = gpu_slab_filters(data.shape, params, resolve_devices(devices))
+        pipelined = min(PIPELINED_SLABS * len(filters), data.shape[0] // THINNEST_PIPELINED_SLAB)
         planar = slab_module.filter_in_slabs(
-            read_slab, data.shape, params, max(slabs or 1, least_slabs), filters, progress=progress
+            read_slab, data.shape, params, max(slabs or 1, least_slabs, pipelined), filters, progress=progress
         )
     result = planar if np.asarray(volume).ndim == 4 else planar[..., 0]
     return np.ascontiguousarray(result)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from volume_reference import reference_denoise_volume
 
 from nlmeans_studio.engine import denoise_volume
 from nlmeans_studio.engine.filters.volume_gpu import kernel_name, voxel_run
-from nlmeans_studio.engine.gpu.slabs import split_range
+from nlmeans_studio.engine.gpu.slabs import filter_in_slabs, split_range
 from nlmeans_studio.engine.volume.denoise import denoise_volume_slice, padded_volume
 from nlmeans_studio.engine.volume.params import VolumeParams
 
@@ -97,6 +98,33 @@ def test_progress_reports_every_offset_pair_of_every_slab() -> None:
     denoise_volume(_random((6, 5, 5)), h=0.3, patch_radius=1, search_radius=1, backend="cpu", slabs=3,
                    progress=lambda done, total: reports.append((done, total)))  # fmt: skip
     assert reports == [(done, 39) for done in range(1, 40)]  # 13 pairs of 3^3 offsets, 3 slabs
+
+
+def test_the_next_slab_is_padded_while_the_filter_works_and_the_volume_is_unchanged() -> None:
+    """filter_in_slabs reads a filter's next slab on another thread during its current one."""
+    from nlmeans_studio.engine.filters.volume_cpu import filter_padded_cpu
+
+    volume = _random((10, 6, 7, 1), seed=8)
+    params = VolumeParams.checked(0.3, 1, 1, "exponential", "one")
+    ranges = split_range(10, 3)
+    reading = {start: threading.Event() for start, _ in ranges}  # set when that slab's padding began
+    overlapped = []
+
+    def read_slab(start: int, stop: int) -> np.ndarray:
+        reading[start].set()
+        return padded_volume(volume, params.pad, (start, stop))
+
+    def slab_filter(slab: np.ndarray, slab_params: VolumeParams) -> np.ndarray:
+        index = len(overlapped)
+        if index + 1 < len(ranges):  # the next slab's padding starts while this one is filtered
+            overlapped.append(reading[ranges[index + 1][0]].wait(timeout=10))
+        else:
+            overlapped.append(True)
+        return filter_padded_cpu(slab, slab_params)
+
+    out = filter_in_slabs(read_slab, volume.shape, params, len(ranges), [slab_filter])
+    assert overlapped == [True, True, True]
+    np.testing.assert_array_equal(out, filter_padded_cpu(padded_volume(volume, params.pad), params))
 
 
 def test_ranges_split_evenly() -> None:
