@@ -10,7 +10,13 @@ import numpy as np
 
 from nlmeans_studio.engine.backend import cpu_name, cupy_module, gpu_name, resolve_backend
 from nlmeans_studio.engine.filters import METHODS, WindowFilter, window_filter
-from nlmeans_studio.engine.frames import check_frame_shape, checked_frame, from_float32, window_indices
+from nlmeans_studio.engine.frames import (
+    check_frame_shape,
+    check_same_shape,
+    checked_frame,
+    from_float32,
+    window_indices,
+)
 from nlmeans_studio.engine.params import NLMParams
 
 __all__ = ["METHODS", "Denoiser"]
@@ -128,7 +134,7 @@ class Denoiser:
         if len(guide) != length:
             raise ValueError(f"the guide must have the clip's {length} frames, got {len(guide)}")
         guides = self._uploaded([guide[i] for i in window])
-        _check_same_shape(frames[0].shape, guides[0].shape)
+        check_same_shape(frames[0].shape, guides[0].shape)
         return self._filter(frames, int(index) - window.start, guides)
 
     def stream(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
@@ -144,7 +150,7 @@ class Denoiser:
         for frame in frames:
             host = checked_frame(frame)
             shape = shape or host.shape
-            _check_same_shape(shape, host.shape)
+            check_same_shape(shape, host.shape)
             check_frame_shape(host.shape, self.params)
             held[arrived] = self._window_filter.upload(host)
             arrived += 1
@@ -183,15 +189,10 @@ class Denoiser:
     def _uploaded(self, frames: Sequence[np.ndarray]) -> list[Any]:
         hosts = [checked_frame(frame) for frame in frames]
         for host in hosts:
-            _check_same_shape(hosts[0].shape, host.shape)
+            check_same_shape(hosts[0].shape, host.shape)
         check_frame_shape(hosts[0].shape, self.params)
         return [self._window_filter.upload(host) for host in hosts]
 
     def _filter(self, frames: Sequence[Any], center: int, guides: Sequence[Any] | None = None) -> np.ndarray:
         chosen = self._window_filter
         return chosen.download(chosen(frames, center, self.params, guides))
-
-
-def _check_same_shape(first: tuple[int, ...], shape: tuple[int, ...]) -> None:
-    if shape != first:
-        raise ValueError(f"all frames of a clip must have one shape, got {first} and then {shape}")

@@ -88,6 +88,12 @@ def check_frame_shape(shape: tuple[int, ...], params: NLMParams) -> None:
         )
 
 
+def check_same_shape(first: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    """Refuse a frame whose shape is not the clip's first frame's."""
+    if shape != first:
+        raise ValueError(f"all frames of a clip must have one shape, got {first} and then {shape}")
+
+
 def window_indices(index: int, length: int, params: NLMParams) -> range:
     """Frame indices searched for output ``index`` of a clip of ``length`` frames (truncated)."""
     return range(max(0, index - params.frames_past), min(length, index + params.frames_future + 1))

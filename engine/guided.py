@@ -4,21 +4,27 @@ clip, the second pass takes its patch distances from it and averages the source.
 At high noise the weights of one pass follow the noise in the patches; the first pass's output
 is a cleaner picture to compare patches on (docs/design-luma-chroma.md, "Reference-guided
 filtering"). Both passes use the same window; the first pass's h is ``prefilter_h`` when given,
-else the second's. Both backends: on the GPU the first pass's frames come back to the host and
-go up again as the second's guide (the two passes are two ``Denoiser``s).
+else the second's. Both backends; ``export_stream`` keeps the frames and the guide on the
+filter's device (``denoise_frame`` composes the two ``Denoiser``s, through the host).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from nlmeans_studio.engine.denoiser import Denoiser
-from nlmeans_studio.engine.frames import checked_frame, from_float32, window_indices
+from nlmeans_studio.engine.filters import METHODS, window_filter
+from nlmeans_studio.engine.frames import (
+    check_frame_shape,
+    check_same_shape,
+    checked_frame,
+    from_float32,
+    window_indices,
+)
 from nlmeans_studio.engine.params import NLMParams
 
 
@@ -55,6 +61,7 @@ class GuidedDenoiser:
         first = params if prefilter_h is None else dataclasses.replace(params, h=prefilter_h)
         self.prefilter = Denoiser(first, backend)
         self.filter = Denoiser(params, backend)
+        self._window_filter = window_filter(self.filter.backend, METHODS[0])  # export_stream's, for both passes
 
     @property
     def backend(self) -> str:
@@ -74,30 +81,45 @@ class GuidedDenoiser:
     def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]:
         """Denoise a whole clip in order, as ``Denoiser.export_stream`` does; frames equal
         ``denoise_frame``'s. Frame t comes once the guide's frame t + Df is made (source frame
-        t + 2 Df read); only the frames the two windows need are held."""
+        t + 2 Df read). Only the frames the two windows need are held, on the filter's device:
+        each source frame crosses to it once and the guide never leaves it. ``params`` are taken
+        when the run starts."""
         dtype = np.dtype(dtype)
-        past, future = self.filter.params.frames_past, self.filter.params.frames_future
-        sources, to_prefilter = itertools.tee(checked_frame(frame) for frame in frames)
-        held: dict[int, np.ndarray] = {}
-        guides: dict[int, np.ndarray] = {}
-        read = 0
+        first, second = self.prefilter.params, self.filter.params
+        chosen = self._window_filter  # both passes' frames are its own
+        held: dict[int, Any] = {}  # source frames, uploaded
+        guides: dict[int, Any] = {}  # the first pass's outputs, as frames
+
+        def guide(index: int, length: int) -> Any:
+            window = window_indices(index, length, first)
+            return chosen.as_frame(chosen([held[i] for i in window], index - window.start, first))
 
         def output(index: int, length: int) -> np.ndarray:
-            window = range(max(0, index - past), min(length, index + future + 1))
-            result = self.filter.denoise_frame(
-                [held[i] for i in window], index - window.start, guide=[guides[i] for i in window]
+            window = window_indices(index, length, second)
+            result = chosen.download(
+                chosen([held[i] for i in window], index - window.start, second, [guides[i] for i in window])
             )
-            for old in [i for i in held if i < index + 1 - past]:
+            for old in [i for i in held if i < index + 1 - second.frames_past]:
                 del held[old], guides[old]
             return result if dtype == np.float32 else from_float32(result, dtype)
 
-        for made, guide in enumerate(self.prefilter.stream(to_prefilter)):
-            guides[made] = guide
-            while read <= made:  # the source frames the guide has made so far
-                held[read] = next(sources)
-                read += 1
-            if made - future >= 0:
-                yield output(made - future, made + future + 1)
-        length = read
-        for index in range(max(0, length - future), length):
-            yield output(index, length)
+        future = second.frames_future
+        shape: tuple[int, ...] | None = None
+        read = made = written = 0
+        for frame in frames:
+            host = checked_frame(frame)
+            shape = shape or host.shape
+            check_same_shape(shape, host.shape)
+            check_frame_shape(host.shape, second)
+            held[read] = chosen.upload(host)
+            read += 1
+            if read > made + future:  # the guide's frame `made` has its whole window
+                guides[made] = guide(made, read)
+                made += 1
+                if made > written + future:
+                    yield output(written, made)
+                    written += 1
+        for index in range(made, read):
+            guides[index] = guide(index, read)
+        for index in range(written, read):
+            yield output(index, read)

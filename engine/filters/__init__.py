@@ -30,7 +30,8 @@ METHODS = ("fused", "cascade")  # the first is the default
 
 class WindowFilter(Protocol):
     """A filter of the table: frames go to its device with ``upload``, windows of uploaded frames
-    are filtered by calling it, and outputs come back with ``download``."""
+    are filtered by calling it, and outputs come back with ``download`` (or, with ``as_frame``,
+    stay on its device as frames to filter again)."""
 
     backend: str
     method: str
@@ -46,6 +47,10 @@ class WindowFilter(Protocol):
 
     def download(self, output: Any) -> np.ndarray:
         """An output -> (H, W, C) float32 on the host."""
+
+    def as_frame(self, output: Any) -> Any:
+        """An output -> one of the filter's frames, on its device, equal to ``upload(download(output))``:
+        a first pass's output as a second pass's guide (``engine.guided``)."""
 
 
 def _fused_cpu() -> WindowFilter:

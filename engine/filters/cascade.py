@@ -201,6 +201,10 @@ class CascadeCpuFilter:
     def download(output: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(output.transpose(1, 2, 0))
 
+    @staticmethod
+    def as_frame(output: np.ndarray) -> np.ndarray:
+        return output  # planar (C, H, W) float32, as frames
+
     def __call__(
         self, window: Sequence[np.ndarray], center: int, params: NLMParams, guide: Sequence[np.ndarray] | None = None
     ) -> np.ndarray:

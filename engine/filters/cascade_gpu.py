@@ -28,6 +28,7 @@ class CascadeGpuFilter:
         self.frames = DeviceFrames(cupy)
         self.upload = self.frames.upload
         self.download = cupy.asnumpy
+        self.as_frame = self.frames.from_output
 
     def _kernel(self, name: str) -> Any:
         return kernel_function(self.cupy, name, "cascade.cu")

@@ -290,6 +290,7 @@ class FusedCpuFilter:
 
     upload = staticmethod(to_float32)
     download = staticmethod(np.asarray)
+    as_frame = staticmethod(np.asarray)  # outputs are (H, W, C) float32, as frames
 
     def _buffer(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
         buffer = self._buffers.get(name)

@@ -30,6 +30,7 @@ class FusedGpuFilter:
         self.frames = DeviceFrames(cupy)
         self.upload = self.frames.upload
         self.download = cupy.asnumpy
+        self.as_frame = self.frames.from_output
         self._pointer_arrays: dict[tuple[int, ...], Any] = {}
         self._split_buffers: tuple[Any, Any] | None = None  # (partials, arrivals)
 

@@ -107,6 +107,13 @@ class DeviceFrames:
             self.convert(self.cupy.asarray(frame), device_frame)
             return device_frame
 
+    def from_output(self, output: Any) -> DeviceFrame:
+        """A filter's interleaved (H, W, C) float32 output -> a new DeviceFrame, on the GPU: as
+        ``upload`` of the downloaded output, without the trips over the bus."""
+        device_frame = self.empty(output.shape, np.float32)
+        self.convert(output, device_frame)
+        return device_frame
+
     def empty(self, shape: tuple[int, int, int], dtype: Any) -> DeviceFrame:
         """An empty DeviceFrame for (H, W, C) host frames of ``dtype`` (``empty_device_frame``)."""
         with self.out_of_memory_as_error(shape):

@@ -8,6 +8,7 @@ import pytest
 from clips import CLI, noisy_clip
 
 from nlmeans_studio.engine import Denoiser, NLMParams
+from nlmeans_studio.engine.filters import window_filter
 from nlmeans_studio.engine.frames import from_float32
 from nlmeans_studio.engine.guided import GuidedDenoiser
 
@@ -53,6 +54,27 @@ def test_gpu_streamed_and_random_access_equal_the_cpu_two_passes(prefilter_h) ->
     streamed8 = list(guided.export_stream(iter(clip8), np.uint8))
     assert all(frame.dtype == np.uint8 for frame in streamed8)
     np.testing.assert_array_equal(np.stack(streamed8), from_float32(np.stack(frames), np.uint8))
+
+
+def test_outputs_kept_as_frames_filter_as_uploaded_ones(backend_method) -> None:
+    """export_stream keeps the first pass's outputs on the filter's device (``as_frame``)."""
+    chosen = window_filter(*backend_method)
+    clip = noisy_clip("random", seed=8, frames=3, shape=(20, 24))
+    params = NLMParams(h=30, patch_radius=1, search_radius=2)
+    frames = [chosen.upload(frame) for frame in clip]
+    outputs = [chosen(frames, index, params) for index in range(3)]
+    kept = chosen.download(chosen(frames, 1, params, [chosen.as_frame(output) for output in outputs]))
+    uploaded = [chosen.upload(chosen.download(output)) for output in outputs]
+    np.testing.assert_array_equal(kept, chosen.download(chosen(frames, 1, params, uploaded)))
+
+
+def test_export_stream_refuses_frames_of_another_shape() -> None:
+    clip = noisy_clip("random", seed=9, frames=2, shape=(20, 24))
+    stream = GuidedDenoiser(NLMParams(h=30, patch_radius=1, search_radius=1), "cpu").export_stream(
+        iter([clip[0], clip[1, :, :-1]]), np.float32
+    )
+    with pytest.raises(ValueError, match="all frames of a clip must have one shape"):
+        list(stream)
 
 
 def test_the_guide_is_refused_with_luma_chroma_and_unknown_names(tmp_path) -> None:
