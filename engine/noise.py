@@ -11,6 +11,9 @@ estimate, blocks over it are dropped, and the estimate is made again from the re
 consecutive frames, the flat blocks that also stay still from one frame to the next (their
 temporal differences (f[t+1] - f[t]) / sqrt(2) agree with the spatial estimate) give the final
 estimate from those differences: every pixel of the block counts, with no high-pass weighting.
+Where the flat blocks show little noise with a low confidence and there are consecutive frames,
+the noise an encoder kept in the texture is read from the motion-compensated frame-to-frame
+change instead (``engine.motion_noise``).
 
 ``suggest_h`` reads the PSNR-best h / sigma from a table measured on the sample clip
 (``scripts/calibrate_h.py`` regenerates it).
@@ -29,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from nlmeans_studio.engine.frames import checked_frame, to_float32
+from nlmeans_studio.engine.motion_noise import kept_noise
 from nlmeans_studio.engine.params import NLMParams
 
 BLOCK = 16  # pixels on a side of the blocks automatic mode chooses among
@@ -64,6 +68,9 @@ SIGNAL_DEPENDENT_RATIO = 1.5
 # distances see the pixels' noise, not the residuals').
 CORRELATED_RATIO = 1.4
 LOW_CONFIDENCE = 0.5
+# The confidence of an estimate from the frame-to-frame change (``engine.motion_noise``): under
+# LOW_CONFIDENCE, so that the warning still offers a region to check it on.
+MOTION_CONFIDENCE = 0.4
 CALIBRATION_FILE = Path(__file__).with_name("h_calibration.json")
 
 
@@ -83,9 +90,11 @@ class NoiseEstimate:
         Residual pixels used.
     warning : str or None
         Why the estimate may be poor (a region too textured, footage that looks clean).
-    method : {"spatial", "temporal", "region", "synthetic"}
+    method : {"spatial", "temporal", "motion", "region", "synthetic"}
         Where the residuals came from: high-pass residuals of flat blocks, temporal differences
-        of flat blocks that stay still, or the user's region; "synthetic" for noise of a known
+        of flat blocks that stay still, the frame-to-frame change of the quietest
+        motion-compensated blocks where the flat blocks show little noise (compressed footage:
+        ``engine.motion_noise``), or the user's region; "synthetic" for noise of a known
         covariance (``engine.preview.SyntheticNoise.estimate``), measured from nothing.
     confidence : float
         0 to 1: how far the estimate can be trusted (enough flat blocks, blocks that agree with
@@ -384,8 +393,17 @@ def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
     confidence *= min(1.0, chosen.sum() / 16) * _agreement(spatial[chosen], residual_samples)
     if chosen.sum() < 4:
         notes.insert(0, "few flat regions: the estimate rests on little data")
+    kept = kept_noise(images) if confidence < LOW_CONFIDENCE and len(images) > 1 else None
+    if kept is not None and np.trace(kept[0]) > np.trace(covariance):
+        covariance, regions, samples = kept
+        method, confidence = "motion", MOTION_CONFIDENCE
+        notes.append(
+            "the flat areas show little noise, but the texture changes from frame to frame as noise does "
+            "(compressed footage): sigma is that change after motion compensation, plus the compression artifacts"
+        )
     if confidence < LOW_CONFIDENCE:
-        notes.append(f"low confidence ({confidence:.2f}): choose a flat region of your own")
+        region = "a region (of the texture) to check it on" if method == "motion" else "a flat region of your own"
+        notes.append(f"low confidence ({confidence:.2f}): choose {region}")
     warning = "; ".join(notes) or None
     return NoiseEstimate(
         covariance,

@@ -138,6 +138,7 @@ class NoisePanel(QGroupBox):
         source = {
             "spatial": f"{count} flat blocks",
             "temporal": f"{count} still flat blocks",
+            "motion": f"{count} motion-compensated blocks",
             "region": "your region",
         }[estimate.method]
         lines = [

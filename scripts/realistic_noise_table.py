@@ -24,7 +24,7 @@ from nlmeans_studio.engine import Denoiser, NLMParams, psnr
 from nlmeans_studio.engine.media.video import read_frames
 from nlmeans_studio.engine.noise import add_realistic_noise, apply_estimate, estimate_noise
 
-CASES = [("clipped", 10), ("clipped", 25), ("yuv", 10), ("signal", 20), ("h264", 10), ("h264", 25)]
+CASES = [("clipped", 10), ("clipped", 25), ("yuv", 10), ("signal", 20), ("h264", 10), ("h264", 15), ("h264", 25)]
 VARIANTS = [("bisquare", "one"), ("exponential", "max")]
 RATIOS = np.geomspace(0.33, 3.0, 19)  # h relative to the automatic h: 13 % steps
 

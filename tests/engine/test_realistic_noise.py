@@ -98,6 +98,9 @@ CASES = [
     ("yuv", 10, "exponential", "max"),
     ("signal", 20, "bisquare", "one"),
     ("signal", 20, "exponential", "max"),
+    ("h264", 10, "bisquare", "one"),
+    ("h264", 10, "exponential", "max"),
+    ("h264", 15, "bisquare", "one"),
     ("h264", 25, "bisquare", "max"),
 ]
 
@@ -119,9 +122,28 @@ def test_automatic_h_is_near_the_best_h_on_realistic_noise(bikes, kind, sigma, w
     assert automatic >= best - 0.5, f"automatic {automatic:.2f} dB, best {best:.2f} dB"
 
 
-def test_compressed_footage_that_looks_clean_asks_for_a_region(bikes) -> None:
+def test_compressed_noise_is_read_from_the_motion_compensated_change(bikes) -> None:
     pytest.importorskip("av", reason="the compressed case encodes with PyAV")
-    # H.264 at CRF 23 flattens sigma-10 noise in the flat areas and leaves artifacts in the texture
-    # (5 levels RMS): no flat block sees them, so the estimate is near 0 and says it is unsure.
+    # H.264 at CRF 23 flattens sigma-10 noise in the flat areas and keeps part of it in the
+    # texture: no flat block sees it (the spatial estimate reads 0.2 levels, confidence 0.03),
+    # the frame-to-frame change of the matched blocks does. The warning still offers a region.
     estimate = estimate_noise(add_realistic_noise(bikes, "h264", 10, seed=7))
-    assert estimate.confidence < 0.5 and "choose a region of your own" in estimate.warning
+    assert estimate.method == "motion" and 4 < estimate.average_sigma < 9
+    assert estimate.confidence < 0.5 and "choose a region (of the texture)" in estimate.warning
+    assert all(w == h == 16 for _, _, w, h in estimate.regions)
+    # One frame has no frame-to-frame change: the spatial estimate and its warning stand.
+    single = estimate_noise(add_realistic_noise(bikes, "h264", 10, seed=7)[1])
+    assert single.method == "spatial" and single.average_sigma < 1 and "choose a region of your own" in single.warning
+
+
+@pytest.mark.parametrize(("first", "y", "x"), [(20, 100, 420), (60, 300, 700), (100, 450, 150), (40, 0, 0)])
+def test_clean_decoded_footage_is_not_taken_for_compressed_noise(first, y, x) -> None:
+    pytest.importorskip("av", reason="the sample clip is read with PyAV")
+    from nlmeans_studio.engine.media.video import read_frames
+    from nlmeans_studio.engine.resources import SAMPLE_CLIP
+
+    # The sample clip (H.264, moving and still scenes) as it is: its quiet blocks change by less
+    # than the gate (0 to 2.3 levels on these crops), so it stays footage that looks clean.
+    frames = read_frames(SAMPLE_CLIP, 2, start=first)[:, y : y + 192, x : x + 256]
+    estimate = estimate_noise(frames)
+    assert estimate.method != "motion" and estimate.average_sigma < 0.5

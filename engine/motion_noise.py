@@ -1,0 +1,157 @@
+"""The noise an encoder kept, from the frame-to-frame change left after motion compensation.
+
+An encoder such as x264 smooths the noise out of the flat areas and keeps part of it in the
+texture, where no flat block sees it: the spatial estimate of ``engine.noise`` then reads almost
+nothing with a low confidence. The noise that was kept is new in every frame, so a block matched
+(by a motion search) in the next frame differs from its match by sqrt(2) times that noise, in
+every channel. Changes that the motion search does not explain (occlusions, blur, light) add
+to the difference, so the estimate reads the quietest quarter of the blocks, and only footage
+whose quiet quarter changes by more than MOTION_GATE is taken as noisy: clean crops of three
+clips, moving and still, decoded from H.264 or not, read 0 to 2.3 levels, and 3.0 on a street
+with a truck passing in motion blur (which the gate then takes for noise: h about 5).
+
+The filter's h must also cover the compression artifacts that differ between similar patches:
+ARTIFACT_SIGMA, calibrated on the calibration crops of ``scripts/calibrate_h.py`` with noise of
+sigma 7, 10 and 15 encoded by libx264 at CRF 23 (``docs/realistic-noise.md``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+BLOCK = 16  # pixels on a side of a matched block
+MAX_BLOCKS = 600  # blocks matched per frame pair, spread over the frame
+COARSE_FACTOR = 4  # the coarse search runs on frames averaged over 4 x 4 pixels
+COARSE_RADIUS = 8  # coarse pixels: motion up to 32 + FINE_RADIUS pixels is followed
+FINE_RADIUS = 2  # pixels searched around the coarse motion (and around no motion)
+QUIET_QUANTILE = 0.25  # the quarter of blocks that changed least
+MOTION_GATE = 2.5 / 255  # full scale: a quieter quiet quarter is taken as clean footage
+ARTIFACT_SIGMA = 4.0 / 255  # full scale: the compression artifacts' share of the patch differences
+
+
+def _downsampled(frame: np.ndarray, factor: int) -> np.ndarray:
+    rows, cols = frame.shape[0] // factor, frame.shape[1] // factor
+    cropped = frame[: rows * factor, : cols * factor]
+    return cropped.reshape(rows, factor, cols, factor, -1).mean(axis=(1, 3))
+
+
+def _windows(frame: np.ndarray, tops: np.ndarray, lefts: np.ndarray, size: int) -> np.ndarray:
+    """(N, size, size, C) windows of ``frame`` with their corners at (tops, lefts)."""
+    rows = tops[:, None] + np.arange(size)
+    cols = lefts[:, None] + np.arange(size)
+    return frame[rows[:, :, None], cols[:, None, :]]
+
+
+def _best_match(template: np.ndarray, region: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each template (N, s, s, C) and its region (N, s + 2 r, s + 2 r, C): the smallest
+    mean squared difference over the region's shifts and the shift (dy, dx) that gives it."""
+    size = template.shape[1]
+    best = np.full(len(template), np.inf)
+    shift = np.zeros((len(template), 2), dtype=int)
+    for dy in range(2 * radius + 1):
+        for dx in range(2 * radius + 1):
+            difference = ((template - region[:, dy : dy + size, dx : dx + size]) ** 2).mean(axis=(1, 2, 3))
+            better = difference < best
+            best = np.where(better, difference, best)
+            shift[better] = (dy - radius, dx - radius)
+    return best, shift
+
+
+def motion_residuals(current: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Blocks of ``current`` matched in ``reference`` and half their difference's covariance.
+
+    Parameters
+    ----------
+    current, reference : ndarray
+        Consecutive frames (H, W, C), float in full scale, H and W at least BLOCK.
+
+    Returns
+    -------
+    covariances : (N, C, C) ndarray
+        Per block, the covariance of (block - its match) / sqrt(2) about zero: the covariance of
+        the noise that changed, for noise new in each frame.
+    corners : (N, 2) ndarray
+        Each block's (y, x) in ``current``; at most MAX_BLOCKS blocks, spread over the frame.
+
+    Notes
+    -----
+    The motion of each block is found on frames averaged over COARSE_FACTOR pixels, from a
+    template twice the block's size (noise averages out there), and refined at full resolution
+    within FINE_RADIUS pixels of it; the match near no motion is also tried, so that blocks
+    that stayed still keep their match.
+    """
+    current, reference = (np.asarray(frame, dtype=np.float64) for frame in (current, reference))
+    rows, cols = current.shape[0] // BLOCK, current.shape[1] // BLOCK
+    tops, lefts = (grid.ravel() * BLOCK for grid in np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij"))
+    if len(tops) > MAX_BLOCKS:
+        kept = np.linspace(0, len(tops) - 1, MAX_BLOCKS).round().astype(int)
+        tops, lefts = tops[kept], lefts[kept]
+    coarse = 2 * BLOCK // COARSE_FACTOR  # the coarse template's side
+    margin = coarse + COARSE_RADIUS
+
+    def padded(frame: np.ndarray, pad: int) -> np.ndarray:
+        return np.pad(frame, ((pad, pad), (pad, pad), (0, 0)), mode="edge")
+
+    coarse_top = (tops + BLOCK // 2) // COARSE_FACTOR - coarse // 2 + margin
+    coarse_left = (lefts + BLOCK // 2) // COARSE_FACTOR - coarse // 2 + margin
+    _, motion = _best_match(
+        _windows(padded(_downsampled(current, COARSE_FACTOR), margin), coarse_top, coarse_left, coarse),
+        _windows(
+            padded(_downsampled(reference, COARSE_FACTOR), margin),
+            coarse_top - COARSE_RADIUS,
+            coarse_left - COARSE_RADIUS,
+            coarse + 2 * COARSE_RADIUS,
+        ),
+        COARSE_RADIUS,
+    )
+    pad = COARSE_FACTOR * COARSE_RADIUS + FINE_RADIUS
+    wide = padded(reference, pad)
+    blocks = _windows(current, tops, lefts, BLOCK)
+    best, matches = np.full(len(blocks), np.inf), np.zeros_like(blocks)
+    for dy, dx in (COARSE_FACTOR * motion[:, 0], COARSE_FACTOR * motion[:, 1]), (0, 0):
+        region = _windows(wide, tops + dy + pad - FINE_RADIUS, lefts + dx + pad - FINE_RADIUS, BLOCK + 2 * FINE_RADIUS)
+        difference, shift = _best_match(blocks, region, FINE_RADIUS)
+        better = difference < best
+        best = np.where(better, difference, best)
+        match = _windows(wide, tops + dy + pad + shift[:, 0], lefts + dx + pad + shift[:, 1], BLOCK)
+        matches[better] = match[better]
+    change = (blocks - matches).reshape(len(blocks), BLOCK * BLOCK, -1) / math.sqrt(2)
+    covariances = np.einsum("npi,npj->nij", change, change) / (BLOCK * BLOCK)
+    return covariances, np.stack([tops, lefts], axis=1)
+
+
+def kept_noise(frames: list[np.ndarray]) -> tuple[np.ndarray, list[tuple[int, int, int, int]], int] | None:
+    """The covariance patch distances see in compressed noisy footage, or None where it looks clean.
+
+    Parameters
+    ----------
+    frames : list of ndarray
+        Two or more consecutive frames (H, W, C), float in full scale.
+
+    Returns
+    -------
+    (covariance, regions, samples) or None
+        ``covariance`` (C, C) in full scale squared: the quietest quarter of the matched blocks'
+        noise (median covariance, rescaled to its quartile sigma), plus ARTIFACT_SIGMA^2 on the
+        average sigma; ``regions`` those blocks as (x, y, width, height) in the first frame of
+        their pair; ``samples`` their pixels. None where the quiet quarter changed by less than
+        MOTION_GATE (clean footage, a repeated frame, a still picture the encoder held).
+    """
+    pairs = [motion_residuals(current, reference) for current, reference in itertools.pairwise(frames)]
+    covariance_stack = np.concatenate([covariances for covariances, _ in pairs])
+    corner_stack = np.concatenate([corners for _, corners in pairs])
+    channels = covariance_stack.shape[-1]
+    sigmas = np.sqrt(np.trace(covariance_stack, axis1=1, axis2=2) / channels)
+    kept = float(np.quantile(sigmas, QUIET_QUANTILE))
+    if kept < MOTION_GATE:
+        return None
+    quiet = sigmas <= kept
+    shape = np.median(covariance_stack[quiet], axis=0)
+    shape = (shape + shape.T) / 2
+    total = kept**2 + ARTIFACT_SIGMA**2
+    covariance = shape * (total / max(np.trace(shape) / channels, 1e-30))
+    regions = sorted({(int(x), int(y), BLOCK, BLOCK) for y, x in corner_stack[quiet]})
+    return covariance, regions, int(quiet.sum()) * BLOCK * BLOCK

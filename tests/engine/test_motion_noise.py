@@ -1,0 +1,86 @@
+"""The noise an encoder kept, read from the motion-compensated frame-to-frame change (issue 19)."""
+
+import numpy as np
+import pytest
+from clips import DATA
+
+from nlmeans_studio.engine.motion_noise import ARTIFACT_SIGMA, BLOCK, MAX_BLOCKS, kept_noise, motion_residuals
+
+
+@pytest.fixture(scope="module")
+def picture() -> np.ndarray:
+    """A textured clean picture larger than the tests' frames (bikes, tests/data), float64."""
+    with np.load(DATA / "bikes_frames.npz") as archive:
+        return archive["frames"][0].astype(np.float64) / 255
+
+
+def moved_pair(picture: np.ndarray, motion: tuple[int, int], sigma: float, seed: int, size=(192, 256)):
+    """Two frames of ``picture`` with the second one's content moved by ``motion`` (dy, dx)
+    pixels, each with its own white noise of ``sigma`` levels."""
+    rng = np.random.default_rng(seed)
+    height, width = size
+    dy, dx = motion
+    first = picture[40 : 40 + height, 40 : 40 + width]
+    second = picture[40 - dy : 40 - dy + height, 40 - dx : 40 - dx + width]
+    return [frame + rng.normal(0, sigma / 255, frame.shape) for frame in (first, second)]
+
+
+@pytest.mark.parametrize("motion", [(0, 0), (1, -2), (5, -9), (-20, 13), (33, -30)])
+def test_the_change_after_motion_compensation_is_the_fresh_noise(picture, motion) -> None:
+    # White noise of 6 levels new in each frame: (block - its match) / sqrt(2) has its covariance,
+    # whatever the motion up to 34 pixels (4 x 8 coarse + 2 fine). Tolerance: the median of 192
+    # block variances of 768 samples each (relative spread 5 % per block).
+    first, second = moved_pair(picture, motion, 6, seed=1)
+    covariances, corners = motion_residuals(first, second)
+    assert len(covariances) == (192 // BLOCK) * (256 // BLOCK) and corners.shape == (len(covariances), 2)
+    # Blocks whose match lies inside the frame (the rest match its edge-padded border).
+    inside = np.all((corners >= 40) & (corners + BLOCK <= np.array([192, 256]) - 40), axis=1)
+    variance = np.median(np.trace(covariances[inside], axis1=1, axis2=2) / 3)
+    assert np.sqrt(variance) * 255 == pytest.approx(6, rel=0.1)
+    np.testing.assert_allclose(covariances, np.swapaxes(covariances, 1, 2))
+
+
+def test_without_motion_compensation_the_change_would_be_the_picture(picture) -> None:
+    # The same frames compared in place change by 1.5 times the noise and more: the search is
+    # what finds 6.
+    first, second = moved_pair(picture, (5, -9), 6, seed=2)
+    in_place = np.sqrt(np.median(((first - second) ** 2).mean(axis=-1)) / 2) * 255
+    assert in_place > 9
+
+
+def test_kept_noise_reads_the_quiet_quarter_plus_the_artifacts(picture) -> None:
+    frames = moved_pair(picture, (3, 4), 6, seed=3)
+    covariance, regions, samples = kept_noise(frames)
+    sigmas = np.sqrt(np.trace(motion_residuals(*frames)[0], axis1=1, axis2=2) / 3)
+    quartile = np.quantile(sigmas, 0.25)
+    average = np.sqrt(np.trace(covariance) / 3)
+    assert average == pytest.approx(np.sqrt(quartile**2 + ARTIFACT_SIGMA**2), rel=1e-9)
+    assert len(regions) == int((sigmas <= quartile).sum()) and samples == len(regions) * BLOCK * BLOCK
+    assert all(w == h == BLOCK and 0 <= x <= 256 - BLOCK and 0 <= y <= 192 - BLOCK for x, y, w, h in regions)
+
+
+def test_clean_or_repeated_frames_are_not_taken_for_noise(picture) -> None:
+    still = picture[:64, :96]
+    assert kept_noise([still, still.copy()]) is None
+    clean_motion = moved_pair(picture, (2, -3), 0, seed=4)
+    assert kept_noise(clean_motion) is None
+    # 1.5 levels of fresh noise is under the gate (MOTION_GATE, 2.5 levels): footage the
+    # encoder left that little noise in is treated as clean.
+    assert kept_noise(moved_pair(picture, (2, -3), 1.5, seed=4)) is None
+
+
+def test_gray_frames_odd_sizes_and_one_block(picture) -> None:
+    rng = np.random.default_rng(5)
+    for shape in [(16, 16, 1), (37, 53, 1), (16, 40, 3), (70, 18, 3)]:
+        frames = [picture[: shape[0], : shape[1], : shape[2]] + rng.normal(0, 0.03, shape) for _ in range(3)]
+        covariance, regions, _ = kept_noise(frames)
+        assert covariance.shape == (shape[2], shape[2]) and regions
+        assert 0.02 < np.sqrt(np.trace(covariance) / shape[2]) < 0.045
+
+
+def test_large_frames_match_a_bounded_number_of_blocks(picture) -> None:
+    frame = np.tile(picture, (4, 2, 1))[:1080, :640]
+    covariances, corners = motion_residuals(frame, frame)
+    assert len(covariances) == MAX_BLOCKS
+    # Spread over the whole frame, not its top rows.
+    assert corners[:, 0].min() == 0 and corners[:, 0].max() >= 1080 - 2 * BLOCK
