@@ -391,16 +391,17 @@ def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
     blocks = (int(i) % per_frame for i in np.flatnonzero(chosen))
     regions = sorted({(block % cols * size, block // cols * size, size, size) for block in blocks})
     confidence *= min(1.0, chosen.sum() / 16) * _agreement(spatial[chosen], residual_samples)
-    if chosen.sum() < 4:
-        notes.insert(0, "few flat regions: the estimate rests on little data")
     kept = kept_noise(images) if confidence < LOW_CONFIDENCE and len(images) > 1 else None
     if kept is not None and np.trace(kept[0]) > np.trace(covariance):
+        # The flat blocks' notes and bands describe the noise the encoder left there, not this.
         covariance, regions, samples = kept
-        method, confidence = "motion", MOTION_CONFIDENCE
-        notes.append(
+        method, confidence, estimate_bands = "motion", MOTION_CONFIDENCE, ()
+        notes = [
             "the flat areas show little noise, but the texture changes from frame to frame as noise does "
             "(compressed footage): sigma is that change after motion compensation, plus the compression artifacts"
-        )
+        ]
+    elif chosen.sum() < 4:
+        notes.insert(0, "few flat regions: the estimate rests on little data")
     if confidence < LOW_CONFIDENCE:
         region = "a region (of the texture) to check it on" if method == "motion" else "a flat region of your own"
         notes.append(f"low confidence ({confidence:.2f}): choose {region}")
