@@ -6,7 +6,8 @@ nothing with a low confidence. The noise that was kept is new in every frame, so
 (by a motion search) in the next frame differs from its match by sqrt(2) times that noise, in
 every channel. Changes that the motion search does not explain (occlusions, blur, light) add
 to the difference, so the estimate reads the quietest quarter of the blocks, and only footage
-whose quiet quarter changes by more than MOTION_GATE is taken as noisy: clean crops of three
+whose quiet quarter changes by more than MOTION_GATE (and than the flat blocks' noise: else the
+noise was not smoothed away) is taken as noisy: clean crops of three
 clips, moving and still, decoded from H.264 or not, read 0 to 2.3 levels, and 3.0 on a street
 with a truck passing in motion blur (which the gate then takes for noise: h about 5).
 
@@ -123,13 +124,18 @@ def motion_residuals(current: np.ndarray, reference: np.ndarray) -> tuple[np.nda
     return covariances, np.stack([tops, lefts], axis=1)
 
 
-def kept_noise(frames: list[np.ndarray]) -> tuple[np.ndarray, list[tuple[int, int, int, int]], int] | None:
+def kept_noise(
+    frames: list[np.ndarray], flat_sigma: float = 0.0
+) -> tuple[np.ndarray, list[tuple[int, int, int, int]], int] | None:
     """The covariance patch distances see in compressed noisy footage, or None where it looks clean.
 
     Parameters
     ----------
     frames : list of ndarray
         Two or more consecutive frames (H, W, C), float in full scale.
+    flat_sigma : float
+        The noise the flat blocks show (full scale): where the moving blocks' quiet quarter
+        changes by no more, the flat blocks' estimate stands (the noise was not smoothed away).
 
     Returns
     -------
@@ -138,7 +144,8 @@ def kept_noise(frames: list[np.ndarray]) -> tuple[np.ndarray, list[tuple[int, in
         noise (median covariance, rescaled to its quartile sigma), plus ARTIFACT_SIGMA^2 on the
         average sigma; ``regions`` those blocks as (x, y, width, height) in the first frame of
         their pair; ``samples`` their pixels. None where the quiet quarter changed by less than
-        MOTION_GATE (clean footage, a repeated frame, a still picture the encoder held).
+        MOTION_GATE (clean footage, a repeated frame, a still picture the encoder held) or
+        than ``flat_sigma``.
     """
     pairs = [motion_residuals(current, reference) for current, reference in itertools.pairwise(frames)]
     covariance_stack = np.concatenate([covariances for covariances, _ in pairs])
@@ -146,7 +153,7 @@ def kept_noise(frames: list[np.ndarray]) -> tuple[np.ndarray, list[tuple[int, in
     channels = covariance_stack.shape[-1]
     sigmas = np.sqrt(np.trace(covariance_stack, axis1=1, axis2=2) / channels)
     kept = float(np.quantile(sigmas, QUIET_QUANTILE))
-    if kept < MOTION_GATE:
+    if kept < max(MOTION_GATE, flat_sigma):
         return None
     quiet = sigmas <= kept
     shape = np.median(covariance_stack[quiet], axis=0)

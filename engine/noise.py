@@ -391,8 +391,9 @@ def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
     blocks = (int(i) % per_frame for i in np.flatnonzero(chosen))
     regions = sorted({(block % cols * size, block // cols * size, size, size) for block in blocks})
     confidence *= min(1.0, chosen.sum() / 16) * _agreement(spatial[chosen], residual_samples)
-    kept = kept_noise(images) if confidence < LOW_CONFIDENCE and len(images) > 1 else None
-    if kept is not None and np.trace(kept[0]) > np.trace(covariance):
+    flat_sigma = math.sqrt(np.trace(covariance) / len(covariance))
+    kept = kept_noise(images, flat_sigma) if confidence < LOW_CONFIDENCE and len(images) > 1 else None
+    if kept is not None:
         # The flat blocks' notes and bands describe the noise the encoder left there, not this.
         covariance, regions, samples = kept
         method, confidence, estimate_bands = "motion", MOTION_CONFIDENCE, ()

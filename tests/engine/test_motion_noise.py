@@ -84,3 +84,9 @@ def test_large_frames_match_a_bounded_number_of_blocks(picture) -> None:
     assert len(covariances) == MAX_BLOCKS
     # Spread over the whole frame, not its top rows.
     assert corners[:, 0].min() == 0 and corners[:, 0].max() >= 1080 - 2 * BLOCK
+
+
+def test_the_flat_blocks_estimate_stands_where_the_moving_blocks_change_no_more(picture) -> None:
+    frames = moved_pair(picture, (3, 4), 6, seed=6)
+    assert kept_noise(frames, flat_sigma=5 / 255) is not None
+    assert kept_noise(frames, flat_sigma=7 / 255) is None
