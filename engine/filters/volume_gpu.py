@@ -27,9 +27,11 @@ MEMORY_SHARE = 0.6  # of a device's free memory one slab's input and output may 
 PATCH_REGISTERS = 96  # volume_direct: most registers a thread's run of patches may hold
 LONGEST_RUN = 8
 WARPS = 8  # volume_tiled: warps per block, each WARPS-th of the tile's rows
+OFFSETS = 3  # volume_tiled: offsets (consecutive qy) a sweep over the patch planes takes at once
 TILED_REGISTERS = 136  # volume_tiled: most registers a thread's own patch values and sums may hold
 # (planes, rows, columns) a thread filters, best first: two columns a lane halve the warp
-# shuffles a voxel (on the H100 the study's volume took 121 ms either way, with 8 or 12 warps).
+# shuffles a voxel (on the H100 the study's volume took 116-117 ms either way: 4 x 4 x 2 with 8
+# warps, 4 x 4 x 1 with 16).
 THREAD_TILES = ((4, 4, 2), (8, 4, 1), (4, 2, 2), (4, 4, 1), (4, 2, 1), (2, 2, 1), (2, 1, 1), (1, 1, 1))
 LOG2_E = 1.4426950408889634
 
@@ -52,19 +54,23 @@ def kernel_name(params: VolumeParams, channels: int) -> str:
 class TiledLayout:
     """volume_tiled's tile: each thread filters ``planes`` x ``rows`` x ``columns`` voxels; a
     block of ``warps`` warps ``warps`` x ``rows`` rows and 32 ``columns`` - 2 Bx columns of
-    ``planes`` planes, with ``shared_bytes`` of shared memory for the padded voxels they read."""
+    ``planes`` planes, with ``shared_bytes`` of shared memory for the padded voxels they read;
+    ``offsets`` offsets at a time."""
 
     planes: int
     rows: int
     columns: int
     warps: int
     shared_bytes: int
+    offsets: int = OFFSETS
 
-    def grid(self, shape: tuple[int, ...], patch_radius_x: int) -> tuple[int, int, int]:
-        """Blocks along x, y, z for a (planes, rows, columns, ...) slab."""
+    def grid(self, shape: tuple[int, ...], patch_radius_x: int, first_plane: int = 0) -> tuple[int, int, int]:
+        """Blocks along x, y, z for a (planes, rows, columns, ...) slab whose plane 0 is the
+        volume's ``first_plane`` (the z tiles start at the volume's multiples of ``planes``)."""
         planes, rows, columns = shape[:3]
         width = 32 * self.columns - 2 * patch_radius_x
-        return (-(-columns // width), -(-rows // (self.warps * self.rows)), -(-planes // self.planes))
+        depth = first_plane % self.planes + planes
+        return (-(-columns // width), -(-rows // (self.warps * self.rows)), -(-depth // self.planes))
 
 
 def tiled_layout(
@@ -73,10 +79,11 @@ def tiled_layout(
     shared_limit: int,
     warps: int = WARPS,
     tiles: Sequence[tuple[int, int, int]] = THREAD_TILES,
+    offsets: int = OFFSETS,
 ) -> TiledLayout | None:
     """The first of ``tiles`` (planes, rows, columns) whose patch values and sums fit
     TILED_REGISTERS and whose block's region fits ``shared_limit`` bytes, or None (then
-    volume_direct filters)."""
+    volume_direct filters); its sweeps take ``offsets`` offsets at a time."""
     bz, by, _ = params.patch_radius
     pz, py, _ = params.pad
     ax = params.search_radius[2]
@@ -85,7 +92,7 @@ def tiled_layout(
         registers = (channels * (planes + 2 * bz) * (rows + 2 * by) + sums * planes * rows) * columns
         shared = 4 * channels * (planes + 2 * pz) * (warps * rows + 2 * py) * (32 * columns + 2 * ax)
         if registers <= TILED_REGISTERS and shared <= shared_limit:
-            return TiledLayout(planes, rows, columns, warps, shared)
+            return TiledLayout(planes, rows, columns, warps, shared, offsets)
     return None
 
 
@@ -94,7 +101,8 @@ def tiled_kernel_name(params: VolumeParams, channels: int, layout: TiledLayout) 
     radii = ", ".join(str(r) for r in (*params.patch_radius, *params.search_radius))
     flags = f"{str(params.exponential).lower()}, {str(params.center_max).lower()}"
     return (
-        f"volume_tiled<{radii}, {channels}, {flags}, {layout.planes}, {layout.rows}, {layout.columns}, {layout.warps}>"
+        f"volume_tiled<{radii}, {channels}, {flags}, {layout.planes}, {layout.rows}, {layout.columns}, {layout.warps}, "
+        f"{layout.offsets}>"
     )
 
 
@@ -111,11 +119,12 @@ def volume_launcher(
     shape: tuple[int, int, int, int],
     kind: str = "auto",
     layout: TiledLayout | None = None,
-) -> tuple[str, Callable[[Any, Any], None]]:
+) -> tuple[str, Callable[..., None]]:
     """The kernel for a (planes, rows, columns, C) slab on the current device: its template
-    instance and a function (padded slab on the GPU, output (planes, rows, columns, C)) -> None
-    that launches it. ``kind``: "auto" (tiled where it fits), "tiled" or "direct"; ``layout``
-    the tiled kernel's, where not ``tiled_layout``'s."""
+    instance and a function (padded slab on the GPU, output (planes, rows, columns, C), the
+    volume's plane that is the slab's plane 0 (default 0)) -> None that launches it. ``kind``:
+    "auto" (tiled where it fits), "tiled" or "direct"; ``layout`` the tiled kernel's, where not
+    ``tiled_layout``'s."""
     planes, rows, columns, channels = shape
     sizes = tuple(np.int32(n) for n in (planes, rows, columns))
     if kind == "direct":
@@ -128,16 +137,12 @@ def volume_launcher(
         name = tiled_kernel_name(params, channels, layout)
         kernel = kernel_function(cupy, name, "volume.cu")
         kernel.max_dynamic_shared_size_bytes = layout.shared_bytes
-        bx = params.patch_radius[2]
-        grid = (
-            -(-columns // (32 * layout.columns - 2 * bx)),
-            -(-rows // (layout.warps * layout.rows)),
-            -(-planes // layout.planes),
-        )
         block, root, shared = (32 * layout.warps,), tiled_root(params, channels), layout.shared_bytes
 
-        def run_tiled(source: Any, out: Any) -> None:
-            kernel(grid, block, (source, out, *sizes, root), shared_mem=shared)
+        def run_tiled(source: Any, out: Any, first_plane: int = 0) -> None:
+            grid = layout.grid(shape, params.patch_radius[2], first_plane)
+            phase = np.int32(first_plane % layout.planes)
+            kernel(grid, block, (source, out, *sizes, phase, root), shared_mem=shared)
 
         return name, run_tiled
     name = kernel_name(params, channels)
@@ -145,14 +150,18 @@ def volume_launcher(
     grid = (-(-columns // BLOCK[0]), -(-rows // BLOCK[1]), -(-planes // voxel_run(params, channels)))
     radii = tuple(np.int32(a) for a in params.search_radius)
 
-    def run_direct(source: Any, out: Any) -> None:
+    def run_direct(source: Any, out: Any, first_plane: int = 0) -> None:  # its sums do not depend on it
         kernel(grid, BLOCK, (source, out, *sizes, *radii, np.float32(params.patch_sum_scale(channels))))
 
     return name, run_direct
 
 
-def filter_padded_gpu(cupy: Any, device: int, padded: np.ndarray, params: VolumeParams) -> np.ndarray:
-    """Filter the planes of a padded slab on ``device``: (planes, Y, X, C) float32 (as volume_cpu's)."""
+def filter_padded_gpu(
+    cupy: Any, device: int, padded: np.ndarray, params: VolumeParams, first_plane: int = 0
+) -> np.ndarray:
+    """Filter the planes of a padded slab on ``device``: (planes, Y, X, C) float32 (as volume_cpu's).
+    ``first_plane``: the volume's plane that is the slab's plane 0 (the tiled kernel sums a voxel
+    in an order that depends on it modulo its tile, so that slabs equal one pass bit for bit)."""
     pad = params.pad
     planes, channels = padded.shape[0] - 2 * pad[0], padded.shape[1]
     rows, columns = padded.shape[2] - 2 * pad[1], padded.shape[3] - 2 * pad[2]
@@ -160,7 +169,7 @@ def filter_padded_gpu(cupy: Any, device: int, padded: np.ndarray, params: Volume
         _, launch = volume_launcher(cupy, params, (planes, rows, columns, channels))
         source = cupy.asarray(padded)
         out = cupy.empty((planes, rows, columns, channels), dtype=cupy.float32)
-        launch(source, out)
+        launch(source, out, first_plane)
         return cupy.asnumpy(out)
 
 
@@ -185,5 +194,5 @@ def gpu_slab_filters(
     fitting = int(min(free) * MEMORY_SHARE) // per_plane - 2 * pad[0]
     if fitting < 1:
         raise MemoryError(f"not one plane of this volume fits the GPU memory free ({min(free) / 2**30:.1f} GiB)")
-    filters = [lambda slab, p, device=device: filter_padded_gpu(cupy, device, slab, p) for device in ids]
+    filters = [lambda slab, p, first, device=device: filter_padded_gpu(cupy, device, slab, p, first) for device in ids]
     return filters, -(-planes // fitting)

@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-SlabFilter = Callable[[np.ndarray, object], np.ndarray]  # (padded slab, params) -> (planes, Y, X, C) float32
+# (padded slab, params, the volume's plane that is the slab's first) -> (planes, Y, X, C) float32
+SlabFilter = Callable[[np.ndarray, object, int], np.ndarray]
 SlabReader = Callable[[int, int], np.ndarray]  # output planes [start, stop) -> the padded planes they read
 
 
@@ -60,7 +61,7 @@ def filter_in_slabs(
                 slab = upcoming.result()
                 if index + 1 < len(mine):
                     upcoming = reader.submit(read_slab, *mine[index + 1])
-                output[start:stop] = filters[worker](slab, params)
+                output[start:stop] = filters[worker](slab, params, start)
                 del slab  # before the next is taken: two slabs at most
                 with lock:
                     done[0] += stop - start

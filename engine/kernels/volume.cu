@@ -1,5 +1,5 @@
 // The volume filter of DESIGN.md §6 (engine/filters/volume_gpu.py), two kernels: `volume_tiled`
-// (below: separable box sums over a tile in shared memory, 5.8x faster on the study's volume)
+// (below: separable box sums over a tile in shared memory, the faster by far)
 // wherever its tile fits, and for the rest (large search windows, many channels with large
 // patches) `volume_direct`, in which each thread filters RUN consecutive voxels of one (y, x) column.
 //
@@ -122,22 +122,41 @@ __global__ void __launch_bounds__(256) volume_direct(const float* __restrict__ p
 // copies every padded voxel the tile's windows reach into shared memory, [C][z][y][x], times
 // `root` = sqrt(u per unit of patch sum), so that a patch's summed squared difference is u
 // itself (in log2 units for exponential weights); the search radii are template arguments, so
-// every shared-memory offset below is a constant. Lane L owns the CX columns x0 - Bx + CX L ..
-// (the outer Bx columns on either side are the x halo) and warp w the rows y0 + w RY .. + RY - 1
-// of the block's TZ planes: its TZ x RY x CX voxels' sums stay in registers for the whole
-// window, and so do their own patch values (TZ + 2 Bz planes x RY + 2 By rows), loaded once.
-// Every offset of the window is visited (no weight symmetry), K = 2 at a time with consecutive
-// qy (one candidate row more serves both), in a sweep over the thread's TZ + 2 Bz planes: per
-// plane one shared load per row, column and channel (the candidates), the squared differences
-// and their sums over the patch's rows; per output plane the sum over its planes, then over its
-// columns, the lanes' neighbours by warp shuffles (2 per lane, row and output plane with
-// Bx = 1: CX = 2 halves them a voxel, which measured no faster on the H100 than CX = 1: both
-// 121 ms on the study's volume, about 14 instructions a voxel and offset); the weight, and
-// w V(p + q) into the sums (V(p + q) is a loaded candidate). With By = 1 two rows' sums share
-// their middle pair, and with CX = 2 two columns' theirs. Each voxel's sums are added in an
-// order that does not depend on where its tile starts along z, so that slabs (which move the
-// z tiles) give the same volume bit for bit; the tiles along y and x never move.
+// every shared-memory offset below is a constant but the column's. Lane L owns the CX columns
+// x0 - Bx + CX L .. (the outer Bx columns on either side are the x halo) and warp w the rows
+// y0 + w RY .. + RY - 1 of the block's TZ planes: its TZ x RY x CX voxels' sums stay in
+// registers for the whole window, and so do their own patch values (TZ + 2 Bz planes x RY + 2 By
+// rows), loaded once. A region row holds its columns by phase (x mod CX, `column_slot`), so that
+// a warp's load of one column a lane touches 32 consecutive words: in the plain layout CX = 2
+// read every bank twice (2 wavefronts a load, with the shuffles 3.8 shared-memory cycles a voxel
+// and offset where 2.1 are needed now).
+// Every offset of the window is visited (no weight symmetry: the partner's voxel belongs to
+// another thread, and the exchange, at least 3 shared-memory accesses a pair, would leave at best
+// 15 % fewer instructions with the shared-memory pipe as busy as the issue; docs/performance.md
+// counts it), K = 3 at a time with
+// consecutive qy (the candidate rows serve all three), in a sweep over the thread's TZ + 2 Bz
+// planes: per plane one shared load per row, column and channel (the candidates), the squared
+// differences and their sums over the patch's rows; per output plane the sum over its planes,
+// then over its columns, the lanes' neighbours by warp shuffles (2 per lane, row and output
+// plane with Bx = 1: one a voxel with CX = 2); the weight, and w V(p + q) into the sums
+// (V(p + q) is a loaded candidate). With By = 1 two rows' sums share their middle pair, with
+// Bz = 1 two planes' theirs, and with CX = 2 two columns' theirs: about 13.3 instructions a voxel
+// and offset (14.2 before the planes were paired and K was 2).
+// Each voxel's sums are added in an order that depends on its place in its tile alone, and the
+// tiles never move: along y and x they start at the slab's 0, TY, .., along z at the volume's
+// planes 0, TZ, .. (`phase`, the slab's first plane modulo TZ), so that slabs give the same
+// volume as one pass bit for bit.
 namespace tiled {
+
+// Where column x of a region row lies in shared memory: the row holds its columns by phase,
+// x mod CX first, so that a warp's load of the columns CX lane + c (one per lane) reads 32
+// consecutive words, whatever c: no bank conflicts (in the plain layout, CX = 2 read every
+// bank twice).
+template <int CX, int SX>
+__device__ __forceinline__ int column_slot(int x) {
+    static_assert(SX % CX == 0, "the region's rows hold whole phases");
+    return x % CX * (SX / CX) + x / CX;
+}
 
 // sum + ||d||^2 over the channels.
 template <int C>
@@ -198,17 +217,23 @@ __device__ __forceinline__ void weigh(int t, const float (&plane_sums)[RY][CX], 
 #pragma unroll
         for (int i = 0; i < CX; ++i) {
             const float u = total[i];
-            float w;
-            if (RELATIVE) {  // 2^-(u - u_min), rescaling the sums when u_min falls (online softmax)
-                if (u < sums.extreme[t][j][i]) {
-                    const float rescale = exp2_approx(u - sums.extreme[t][j][i]);
-                    sums.denominator[t][j][i] *= rescale;
+            if (RELATIVE) {
+                // 2^-(u - u_min), rescaling the sums when u_min falls (online softmax), in one
+                // MUFU: 2^-|u - u_min| is the new voxel's weight, or, where u is the new least,
+                // the factor on the sums so far (and the new voxel's weight is 2^0 = 1).
+                float& least = sums.extreme[t][j][i];
+                const float power = exp2_approx(-fabsf(u - least));
+                const bool lower = u < least;
+                const float factor = lower ? power : 1.0f, w = lower ? 1.0f : power;
+                least = fminf(least, u);
+                sums.denominator[t][j][i] = fmaf(sums.denominator[t][j][i], factor, w);
 #pragma unroll
-                    for (int c = 0; c < C; ++c) sums.numerator[t][j][i][c] *= rescale;
-                    sums.extreme[t][j][i] = u;
-                }
-                w = exp2_approx(sums.extreme[t][j][i] - u);
-            } else if (EXPONENTIAL) {
+                for (int c = 0; c < C; ++c)
+                    sums.numerator[t][j][i][c] = fmaf(sums.numerator[t][j][i][c], factor, w * value[j][i][c]);
+                continue;
+            }
+            float w;
+            if (EXPONENTIAL) {
                 w = exp2_approx(-u);
             } else {
                 const float remaining = __saturatef(1.0f - u);
@@ -223,16 +248,17 @@ __device__ __forceinline__ void weigh(int t, const float (&plane_sums)[RY][CX], 
     }
 }
 
-// K offsets (qy, qy + 1, ..) of one (qz, qx): `candidates` points at the first one's first
-// candidate (plane 0, row 0, column 0, channel 0 of the thread's patches, shifted by q).
+// K offsets (qy, qy + 1, ..) of one (qz, qx): `candidates[i]` points at the first one's first
+// candidate of column i (plane 0, row 0, channel 0 of the thread's patches, shifted by q).
 template <int BZ, int BY, int BX, int C, bool EXPONENTIAL, bool CENTER_MAX, int TZ, int RY, int CX, int K,
           int PLANE, int ROW, int CHANNEL>
-__device__ __forceinline__ void sweep(const float* candidates, const float (&own)[TZ + 2 * BZ][RY + 2 * BY][CX][C],
-                                      Sums<TZ, RY, CX, C>& sums) {
+__device__ __forceinline__ void sweep(const float* const (&candidates)[CX],
+                                      const float (&own)[TZ + 2 * BZ][RY + 2 * BY][CX][C], Sums<TZ, RY, CX, C>& sums) {
     constexpr int KZ = TZ + 2 * BZ, KY = RY + 2 * BY;
-    constexpr bool PAIR_ROWS = BY == 1 && RY % 2 == 0;
+    constexpr bool PAIR_ROWS = BY == 1 && RY % 2 == 0, PAIR_PLANES = BZ == 1 && TZ % 2 == 0;
     float rows_sum[K][KZ][RY][CX];  // per plane: the squared differences summed over the patch's rows
     float value[K][TZ][RY][CX][C];  // V(p + q)
+    float middle[K][RY][CX];        // PAIR_PLANES: planes t + 1 and t + 2's sums, for output planes t (even), t + 1
 #pragma unroll
     for (int k = 0; k < KZ; ++k) {
         float candidate[KY + K - 1][CX][C];
@@ -241,7 +267,7 @@ __device__ __forceinline__ void sweep(const float* candidates, const float (&own
 #pragma unroll
             for (int i = 0; i < CX; ++i)
 #pragma unroll
-                for (int c = 0; c < C; ++c) candidate[j][i][c] = candidates[c * CHANNEL + k * PLANE + j * ROW + i];
+                for (int c = 0; c < C; ++c) candidate[j][i][c] = candidates[i][c * CHANNEL + k * PLANE + j * ROW];
 #pragma unroll
         for (int n = 0; n < K; ++n)
 #pragma unroll
@@ -284,10 +310,17 @@ __device__ __forceinline__ void sweep(const float* candidates, const float (&own
             for (int j = 0; j < RY; ++j)
 #pragma unroll
                 for (int i = 0; i < CX; ++i) {
-                    float sum = rows_sum[n][t][j][i];
+                    if (PAIR_PLANES && t % 2 == 0) {
+                        middle[n][j][i] = rows_sum[n][t + 1][j][i] + rows_sum[n][t + 2][j][i];
+                        plane_sums[j][i] = rows_sum[n][t][j][i] + middle[n][j][i];
+                    } else if (PAIR_PLANES) {
+                        plane_sums[j][i] = middle[n][j][i] + rows_sum[n][t + 2][j][i];
+                    } else {
+                        float sum = rows_sum[n][t][j][i];
 #pragma unroll
-                    for (int dz = 1; dz < 2 * BZ + 1; ++dz) sum += rows_sum[n][t + dz][j][i];
-                    plane_sums[j][i] = sum;
+                        for (int dz = 1; dz < 2 * BZ + 1; ++dz) sum += rows_sum[n][t + dz][j][i];
+                        plane_sums[j][i] = sum;
+                    }
                 }
             weigh<BX, TZ, RY, CX, C, EXPONENTIAL, CENTER_MAX>(t, plane_sums, value[n][t], sums);
         }
@@ -297,37 +330,43 @@ __device__ __forceinline__ void sweep(const float* candidates, const float (&own
 }  // namespace tiled
 
 template <int BZ, int BY, int BX, int AZ, int AY, int AX, int C, bool EXPONENTIAL, bool CENTER_MAX, int TZ, int RY,
-          int CX, int WARPS>
+          int CX, int WARPS, int K>
 __global__ void __launch_bounds__(32 * WARPS, 1)
     volume_tiled(const float* __restrict__ padded, float* __restrict__ out, int planes, int rows, int columns,
-                 float root) {
+                 int phase, float root) {
     constexpr int KZ = TZ + 2 * BZ, KY = RY + 2 * BY;  // planes and rows of a thread's patches
     constexpr int TY = WARPS * RY, TX = 32 * CX - 2 * BX;  // the block's output rows and columns
     constexpr int PADZ = AZ + BZ, PADY = AY + BY, PADX = AX + BX;
     constexpr int SZ = TZ + 2 * PADZ, SY = TY + 2 * PADY, SX = 32 * CX + 2 * AX;  // the shared region
     constexpr int ROW = SX, PLANE = SY * SX, CHANNEL = SZ * SY * SX;
     constexpr bool RELATIVE = EXPONENTIAL && CENTER_MAX;
+    static_assert(K >= 1 && K <= 3, "a sweep takes 1, 2 or 3 offsets");
     extern __shared__ float tile[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int x0 = blockIdx.x * TX, y0 = blockIdx.y * TY, z0 = blockIdx.z * TZ;
+    // The z tiles start at the volume's planes 0, TZ, 2 TZ, .. (the slab's plane 0 is the
+    // volume's plane `phase` mod TZ), so that a slab's voxels are summed as one pass sums them.
+    const int x0 = blockIdx.x * TX, y0 = blockIdx.y * TY, z0 = blockIdx.z * TZ - phase;
 
     // The region: padded planes z0 .., rows y0 .., columns x0 .. (clamped into the slab: what
-    // lies past it feeds only voxels past the volume, which are not written).
+    // lies outside it feeds only voxels outside the slab, which are not written).
     {
         const int padded_rows = rows + 2 * PADY, padded_columns = columns + 2 * PADX;
         const int padded_planes = planes + 2 * PADZ;
         for (int r = warp; r < C * SZ * SY; r += WARPS) {
             const int y = r % SY, z = (r / SY) % SZ, c = r / (SY * SZ);
-            const long row = ((long)min(z0 + z, padded_planes - 1) * C + c) * padded_rows + min(y0 + y, padded_rows - 1);
+            const long row = ((long)min(max(z0 + z, 0), padded_planes - 1) * C + c) * padded_rows +
+                             min(y0 + y, padded_rows - 1);
             for (int x = lane; x < SX; x += 32)
-                tile[r * SX + x] = root * __ldg(padded + row * padded_columns + min(x0 + x, padded_columns - 1));
+                tile[r * SX + tiled::column_slot<CX, SX>(x)] =
+                    root * __ldg(padded + row * padded_columns + min(x0 + x, padded_columns - 1));
         }
     }
     __syncthreads();
 
-    // This thread's first column in the region is AX + CX lane (the candidates: + qx); its first
-    // patch row, plane w RY + AY, AZ (the candidates: + qy, + qz).
-    const float* home = tile + (AZ * SY + warp * RY + AY) * SX + AX + CX * lane;
+    // This thread's columns in the region are AX + CX lane + i (the candidates: + qx); its first
+    // patch row, plane w RY + AY, AZ (the candidates: + qy, + qz). Column CX lane + c lies at
+    // lane + column_slot(c) for c >= 0.
+    const float* home = tile + (AZ * SY + warp * RY + AY) * SX + lane;
     float own[KZ][KY][CX][C];
 #pragma unroll
     for (int k = 0; k < KZ; ++k)
@@ -336,7 +375,8 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
 #pragma unroll
             for (int i = 0; i < CX; ++i)
 #pragma unroll
-                for (int c = 0; c < C; ++c) own[k][j][i][c] = home[c * CHANNEL + k * PLANE + j * ROW + i];
+                for (int c = 0; c < C; ++c)
+                    own[k][j][i][c] = home[tiled::column_slot<CX, SX>(AX + i) + c * CHANNEL + k * PLANE + j * ROW];
 
     tiled::Sums<TZ, RY, CX, C> sums;
 #pragma unroll
@@ -354,17 +394,35 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
     for (int qz = -AZ; qz <= AZ; ++qz)
         for (int qx = -AX; qx <= AX; ++qx) {
             const bool centre = qz == 0 && qx == 0;  // its qy = 0 is the centre, weighed apart
+            const float* shifted[CX];  // column i's candidates for qy = 0
+#pragma unroll
+            for (int i = 0; i < CX; ++i) shifted[i] = home + qz * PLANE + tiled::column_slot<CX, SX>(AX + i + qx);
             int qy = -AY;
             while (qy <= AY) {
-                const float* candidates = home + qz * PLANE + qy * ROW + qx;
-                if (qy < AY && !(centre && (qy == 0 || qy == -1))) {
+                const float* candidates[CX];
+#pragma unroll
+                for (int i = 0; i < CX; ++i) candidates[i] = shifted[i] + qy * ROW;
+                int n = min(K, AY + 1 - qy);  // the offsets of this sweep: qy .. qy + n - 1, short of the centre
+                if (centre && qy <= 0 && qy + n > 0) n = -qy;
+                if (n == 0) {
+                    qy += 1;  // the centre
+                    continue;
+                }
+                if constexpr (K >= 3) {
+                    if (n >= 3) {
+                        tiled::sweep<BZ, BY, BX, C, EXPONENTIAL, CENTER_MAX, TZ, RY, CX, 3, PLANE, ROW, CHANNEL>(
+                            candidates, own, sums);
+                        qy += 3;
+                        continue;
+                    }
+                }
+                if (n >= 2) {
                     tiled::sweep<BZ, BY, BX, C, EXPONENTIAL, CENTER_MAX, TZ, RY, CX, 2, PLANE, ROW, CHANNEL>(
                         candidates, own, sums);
                     qy += 2;
                 } else {
-                    if (!(centre && qy == 0))
-                        tiled::sweep<BZ, BY, BX, C, EXPONENTIAL, CENTER_MAX, TZ, RY, CX, 1, PLANE, ROW, CHANNEL>(
-                            candidates, own, sums);
+                    tiled::sweep<BZ, BY, BX, C, EXPONENTIAL, CENTER_MAX, TZ, RY, CX, 1, PLANE, ROW, CHANNEL>(
+                        candidates, own, sums);
                     qy += 1;
                 }
             }
@@ -380,7 +438,7 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
 #pragma unroll
             for (int j = 0; j < RY; ++j) {
                 const int z = z0 + t, y = y0 + warp * RY + j;
-                if (z >= planes || y >= rows) continue;
+                if (z < 0 || z >= planes || y >= rows) continue;
                 // The centre: weight 1 (also 2^0, the largest relative weight), or the largest weight.
                 const float extreme = sums.extreme[t][j][i];
                 const float center = (CENTER_MAX && !RELATIVE && extreme > 0.0f) ? extreme : 1.0f;

@@ -146,7 +146,7 @@ def denoise_volume(
         count = len(slab_module.split_range(data.shape[0], slabs or 1))
         finished = [0]
 
-        def cpu_filter(slab: np.ndarray, slab_params: VolumeParams) -> np.ndarray:
+        def cpu_filter(slab: np.ndarray, slab_params: VolumeParams, first_plane: int) -> np.ndarray:
             def on_offset(done: int, total: int) -> None:
                 if progress is not None:
                     progress(finished[0] * total + done, count * total)
@@ -235,5 +235,5 @@ def denoise_volume_slice(
         from nlmeans_studio.engine.filters.volume_gpu import filter_padded_gpu
 
         cupy = cupy_module()
-        plane = filter_padded_gpu(cupy, cupy.cuda.Device().id, slab, moved)[0]
+        plane = filter_padded_gpu(cupy, cupy.cuda.Device().id, slab, moved, index)[0]
     return plane if np.asarray(volume).ndim == 4 else plane[..., 0]

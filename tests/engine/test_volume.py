@@ -114,7 +114,7 @@ def test_the_next_slab_is_padded_while_the_filter_works_and_the_volume_is_unchan
         reading[start].set()
         return padded_volume(volume, params.pad, (start, stop))
 
-    def slab_filter(slab: np.ndarray, slab_params: VolumeParams) -> np.ndarray:
+    def slab_filter(slab: np.ndarray, slab_params: VolumeParams, first_plane: int) -> np.ndarray:
         index = len(overlapped)
         if index + 1 < len(ranges):  # the next slab's padding starts while this one is filtered
             overlapped.append(reading[ranges[index + 1][0]].wait(timeout=10))

@@ -74,12 +74,8 @@ def run_tiled_on_cpu(
     planes, rows, columns, channels = data.shape
     padded.tofile(folder / "padded.bin")
     write_emulated_source(folder)
-    bx = params.patch_radius[2]
-    grid = (
-        -(-columns // (32 * layout.columns - 2 * bx)),
-        -(-rows // (layout.warps * layout.rows)),
-        -(-planes // layout.planes),
-    )
+    first_plane = 0 if slab is None else slab[0]
+    grid = layout.grid(data.shape, params.patch_radius[2], first_plane)
     threads = 32 * layout.warps
     (folder / "main.cpp").write_text(f"""#include "{Path(__file__).with_name("cuda_on_cpu.h")}"
 #include "volume.inc"
@@ -103,7 +99,7 @@ int main() {{
                         emulated_block_barrier = &barrier;
                         emulated_shuffle_slots = slots.data();
                         {tiled_kernel_name(params, channels, layout)}(padded.data(), out.data(), {planes}, {rows},
-                            {columns}, {float(tiled_root(params, channels))!r}f);
+                            {columns}, {first_plane % layout.planes}, {float(tiled_root(params, channels))!r}f);
                         barrier.arrive_and_drop();
                     }});
                 for (auto& thread : block) thread.join();
@@ -145,17 +141,23 @@ def test_tiled_kernel_on_the_cpu_matches_the_reference(tmp_path, shape, patch, s
 
 
 def test_a_slab_equals_those_planes_of_one_pass_bit_for_bit(tmp_path) -> None:
-    """A slab starting at an odd plane moves every z tile by one: each voxel's sums keep their order."""
+    """Slabs starting at planes 3 and 6: the z tiles start at the volume's multiples of 4 all the
+    same (a voxel's plane sums pair by its plane's parity), so each voxel's sums keep their order;
+    and sweeps of 2 offsets sum as sweeps of 3 do."""
     volume = np.random.default_rng(9).random((11, 9, 10), dtype=np.float32)
-    params = VolumeParams.checked(0.3, 1, (1, 1, 2), "exponential", "one")
+    params = VolumeParams.checked(0.3, 1, (1, 2, 2), "exponential", "one")
     layout = tiled_layout(params, 1, H100_SHARED_BYTES)
+    assert (layout.planes, layout.offsets) == (4, 3)
     whole = run_tiled_on_cpu(tmp_path, volume, params, layout)
     np.testing.assert_array_equal(run_tiled_on_cpu(tmp_path, volume, params, layout, (3, 8)), whole[3:8])
+    np.testing.assert_array_equal(run_tiled_on_cpu(tmp_path, volume, params, layout, (6, 11)), whole[6:11])
+    pairs = tiled_layout(params, 1, H100_SHARED_BYTES, offsets=2)
+    np.testing.assert_array_equal(run_tiled_on_cpu(tmp_path, volume, params, pairs), whole)
 
 
 def test_the_tile_shrinks_to_fit_and_large_windows_fall_back() -> None:
     study = VolumeParams.checked(0.3, 1, 5, "exponential", "one")
-    assert tiled_layout(study, 1, H100_SHARED_BYTES) == TiledLayout(4, 4, 2, 8, 4 * 16 * 44 * 74)
+    assert tiled_layout(study, 1, H100_SHARED_BYTES) == TiledLayout(4, 4, 2, 8, 4 * 16 * 44 * 74, 3)
     relative = tiled_layout(VolumeParams.checked(0.3, 1, 5, "exponential", "max"), 1, H100_SHARED_BYTES)
     assert (relative.planes, relative.rows, relative.columns) == (4, 2, 2)  # one more sum a voxel
     assert tiled_layout(study, 1, 150_000).columns == 1  # less shared memory: a smaller tile
