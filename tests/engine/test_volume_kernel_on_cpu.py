@@ -158,7 +158,9 @@ def test_a_slab_equals_those_planes_of_one_pass_bit_for_bit(tmp_path) -> None:
 def test_the_tile_shrinks_to_fit_and_large_windows_fall_back() -> None:
     study = VolumeParams.checked(0.3, 1, 5, "exponential", "one")
     assert tiled_layout(study, 1, H100_SHARED_BYTES) == TiledLayout(4, 4, 2, 8, 4 * 16 * 44 * 74, 3)
-    relative = tiled_layout(VolumeParams.checked(0.3, 1, 5, "exponential", "max"), 1, H100_SHARED_BYTES)
-    assert (relative.planes, relative.rows, relative.columns) == (4, 2, 2)  # one more sum a voxel
+    relative = VolumeParams.checked(0.3, 1, 5, "exponential", "max")
+    layout = tiled_layout(relative, 1, H100_SHARED_BYTES)  # one more sum a voxel: a smaller tile, more warps
+    assert (layout.planes, layout.rows, layout.columns, layout.warps) == (4, 2, 2, 12)
+    assert tiled_layout(relative, 1, 150_000).warps == 8  # where 12 warps' region does not fit, 8
     assert tiled_layout(study, 1, 150_000).columns == 1  # less shared memory: a smaller tile
     assert tiled_layout(VolumeParams.checked(0.3, 8, 16, "exponential", "one"), 1, H100_SHARED_BYTES) is None
