@@ -9,6 +9,11 @@ arithmetic floor (16 FLOP per voxel per offset pair at the GPU's fp32 peak) and,
 devices, whether their result equals one GPU's.
 
     python scripts/bench_volume.py --size 512 --devices 0 1 --peak-tflops 63
+
+To compare two versions in one device call, run this script under each tree's engine in turn
+(``cd OLD && source scripts/device_env.sh && python3 NEW/scripts/bench_volume.py ...``, then the
+same in NEW): one method for both, and the kernels compile per source, so the two never share a
+cached kernel. Options older engines lack (``--layouts`` with offsets) apply to the new one only.
 """
 
 from __future__ import annotations
@@ -55,7 +60,15 @@ def main() -> None:
     parser.add_argument("--peak-tflops", type=float, default=63.0, help="the GPU's fp32 peak (H100 SXM: about 63)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--kernels", nargs="+", default=["tiled", "direct"], help="volume_launcher kinds to time")
-    parser.add_argument("--layouts", nargs="*", default=[], help="tiled layouts to time too, PLANESxROWSxCOLUMNSxWARPS")
+    parser.add_argument(
+        "--layouts",
+        nargs="*",
+        default=[],
+        help="tiled layouts to time too, [WEIGHTING/CENTRE:]PLANESxROWSxCOLUMNSxWARPS[xOFFSETS] "
+        "(exponential/one by default, then compared with the first kernel's volume)",
+    )
+    parser.add_argument("--whole-calls", type=int, default=1, help="whole denoise_volume calls to time (each printed)")
+    parser.add_argument("--kernels-only", action="store_true", help="stop after the kernels (for a profiler)")
     arguments = parser.parse_args()
     import cupy
 
@@ -79,23 +92,37 @@ def main() -> None:
         for kind, out in zip(arguments.kernels[1:], others, strict=True):
             difference = float(cupy.abs(out - first).max())
             print(f"max |{kind} - {arguments.kernels[0]}| over the volume: {difference:.2e}")
+    first = outputs[arguments.kernels[0]]
     del outputs
     shared_limit = device_attributes(cupy, 0)[0]
     for text in arguments.layouts:
-        planes, rows, columns, warps = (int(n) for n in text.split("x"))
-        layout = tiled_layout(params, 1, shared_limit, warps, [(planes, rows, columns)])
+        weighting, center, sizes = "exponential", "one", text
+        if ":" in text:
+            weighting_text, sizes = text.split(":")
+            weighting, center = weighting_text.split("/")
+        planes, rows, columns, warps, *offsets = (int(n) for n in sizes.split("x"))
+        chosen = VolumeParams.checked(options["h"], 1, 5, weighting, center)
+        layout = tiled_layout(chosen, 1, shared_limit, warps, [(planes, rows, columns)], *offsets)
         if layout is None:
             print(f"layout {text}: does not fit")
             continue
         out = cupy.empty((size, size, size, 1), dtype=cupy.float32)
-        seconds, name = kernel_seconds(cupy, source, out, params, arguments.repeats, "tiled", layout)
-        print(f"kernel tiled, layout {text}: {seconds * 1e3:.1f} ms = {seconds / floor:.1f} x the floor ({name})")
+        seconds, name = kernel_seconds(cupy, source, out, chosen, arguments.repeats, "tiled", layout)
+        difference = f", max |this - {arguments.kernels[0]}| {float(cupy.abs(out - first).max()):.2e}"
+        same = chosen == params
+        print(
+            f"kernel tiled, layout {text}: {seconds * 1e3:.1f} ms = {seconds / floor:.1f} x the floor ({name}"
+            f"{difference if same else ''})"
+        )
+    del first
     for weighting, center in (("exponential", "max"), ("bisquare", "one"), ("bisquare", "max")):
         other = VolumeParams.checked(options["h"], 1, 5, weighting, center)
         out = cupy.empty((size, size, size, 1), dtype=cupy.float32)
         seconds, name = kernel_seconds(cupy, source, out, other, arguments.repeats, "auto")
-        print(f"kernel auto, {weighting} / centre {center}: {seconds * 1e3:.1f} ms ({name})")
+        print(f"kernel auto, {weighting} / centre {center}: {seconds * 1e3:.1f} ms = {seconds / floor:.1f} x ({name})")
     del source, out
+    if arguments.kernels_only:
+        return
     results = {}
     padded = padded_volume(volume[..., np.newaxis], params.pad)
 
@@ -111,9 +138,10 @@ def main() -> None:
             filter_in_slabs(slab_of, (*volume.shape, 1), params, len(devices), filters)
             best = min(best, time.perf_counter() - start)
         print(f"slabs on GPUs {devices}: {best:.3f} s (copies to and from the GPUs included, host padding not)")
-        start = time.perf_counter()
-        results[len(devices)] = denoise_volume(volume, backend="gpu", devices=devices, **options)
-        print(f"denoise_volume on GPUs {devices}: {time.perf_counter() - start:.3f} s (host padding included)")
+        for _ in range(arguments.whole_calls):
+            start = time.perf_counter()
+            results[len(devices)] = denoise_volume(volume, backend="gpu", devices=devices, **options)
+            print(f"denoise_volume on GPUs {devices}: {time.perf_counter() - start:.3f} s (host padding included)")
     if len(results) > 1:
         equal = np.array_equal(results[1], results[len(arguments.devices)])
         print(f"{len(arguments.devices)} GPUs equal one GPU bit for bit: {equal}")
