@@ -142,7 +142,7 @@ class MainWindow(QMainWindow):
         self.view.region_drawn.connect(self._region_drawn)
         self.frame_slider.valueChanged.connect(self._frame_changed)
         self.frame_slider.marks_changed.connect(self._show_position)
-        self.exports.finished.connect(lambda summary: self.statusBar().showMessage(summary, 15000))
+        self.exports.finished.connect(self.last_export.setText)
         self.exports.failed.connect(self.show_error)
         self._restore_settings()
 
@@ -184,6 +184,10 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(0, 1)
         self.splitter.setSizes([1000, 440])
         self.setCentralWidget(self.splitter)
+        # The last export's summary stays until the next one: a temporary status message would
+        # be wiped by the first status tip of the toolbar button under the mouse.
+        self.last_export = QLabel()
+        self.statusBar().addPermanentWidget(self.last_export)
         self.statusBar().addPermanentWidget(self.busy)
         self.resize(1400, 820)
 

@@ -80,7 +80,9 @@ def test_export_from_each_entry_point_writes_a_playable_file(qtbot, window, clip
     }[entry]
     export_with_dialog(qtbot, window, tmp_path / "out.mkv", open_dialog)
     exports_done(qtbot, window)
-    assert "Exported 12 frames" in window.statusBar().currentMessage()
+    # In the status bar's permanent corner, which the toolbar's status tips never wipe.
+    qtbot.waitUntil(lambda: "Exported 12 frames to out.mkv" in window.last_export.text(), timeout=WAIT_MS)
+    assert window.last_export.isVisible()
     assert len(read_frames(tmp_path / "out.mkv")) == len(frames)
 
 
