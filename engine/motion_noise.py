@@ -40,9 +40,10 @@ def _downsampled(frame: np.ndarray, factor: int) -> np.ndarray:
 
 
 def _windows(frame: np.ndarray, tops: np.ndarray, lefts: np.ndarray, size: int) -> np.ndarray:
-    """(N, size, size, C) windows of ``frame`` with their corners at (tops, lefts)."""
-    rows = tops[:, None] + np.arange(size)
-    cols = lefts[:, None] + np.arange(size)
+    """(N, size, size, C) windows of ``frame`` with their corners at (tops, lefts); pixels past
+    its edges repeat the edge's (as edge padding would, without a padded copy of the frame)."""
+    rows = np.clip(tops[:, None] + np.arange(size), 0, frame.shape[0] - 1)
+    cols = np.clip(lefts[:, None] + np.arange(size), 0, frame.shape[1] - 1)
     return frame[rows[:, :, None], cols[:, None, :]]
 
 
@@ -84,42 +85,35 @@ def motion_residuals(current: np.ndarray, reference: np.ndarray) -> tuple[np.nda
     within FINE_RADIUS pixels of it; the match near no motion is also tried, so that blocks
     that stayed still keep their match.
     """
-    current, reference = (np.asarray(frame, dtype=np.float64) for frame in (current, reference))
+    current, reference = (np.asarray(frame, dtype=np.float32) for frame in (current, reference))
     rows, cols = current.shape[0] // BLOCK, current.shape[1] // BLOCK
     tops, lefts = (grid.ravel() * BLOCK for grid in np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij"))
     if len(tops) > MAX_BLOCKS:
         kept = np.linspace(0, len(tops) - 1, MAX_BLOCKS).round().astype(int)
         tops, lefts = tops[kept], lefts[kept]
     coarse = 2 * BLOCK // COARSE_FACTOR  # the coarse template's side
-    margin = coarse + COARSE_RADIUS
-
-    def padded(frame: np.ndarray, pad: int) -> np.ndarray:
-        return np.pad(frame, ((pad, pad), (pad, pad), (0, 0)), mode="edge")
-
-    coarse_top = (tops + BLOCK // 2) // COARSE_FACTOR - coarse // 2 + margin
-    coarse_left = (lefts + BLOCK // 2) // COARSE_FACTOR - coarse // 2 + margin
+    coarse_top = (tops + BLOCK // 2) // COARSE_FACTOR - coarse // 2
+    coarse_left = (lefts + BLOCK // 2) // COARSE_FACTOR - coarse // 2
     _, motion = _best_match(
-        _windows(padded(_downsampled(current, COARSE_FACTOR), margin), coarse_top, coarse_left, coarse),
+        _windows(_downsampled(current, COARSE_FACTOR), coarse_top, coarse_left, coarse),
         _windows(
-            padded(_downsampled(reference, COARSE_FACTOR), margin),
+            _downsampled(reference, COARSE_FACTOR),
             coarse_top - COARSE_RADIUS,
             coarse_left - COARSE_RADIUS,
             coarse + 2 * COARSE_RADIUS,
         ),
         COARSE_RADIUS,
     )
-    pad = COARSE_FACTOR * COARSE_RADIUS + FINE_RADIUS
-    wide = padded(reference, pad)
     blocks = _windows(current, tops, lefts, BLOCK)
     best, matches = np.full(len(blocks), np.inf), np.zeros_like(blocks)
     for dy, dx in (COARSE_FACTOR * motion[:, 0], COARSE_FACTOR * motion[:, 1]), (0, 0):
-        region = _windows(wide, tops + dy + pad - FINE_RADIUS, lefts + dx + pad - FINE_RADIUS, BLOCK + 2 * FINE_RADIUS)
+        region = _windows(reference, tops + dy - FINE_RADIUS, lefts + dx - FINE_RADIUS, BLOCK + 2 * FINE_RADIUS)
         difference, shift = _best_match(blocks, region, FINE_RADIUS)
         better = difference < best
         best = np.where(better, difference, best)
-        match = _windows(wide, tops + dy + pad + shift[:, 0], lefts + dx + pad + shift[:, 1], BLOCK)
+        match = _windows(reference, tops + dy + shift[:, 0], lefts + dx + shift[:, 1], BLOCK)
         matches[better] = match[better]
-    change = (blocks - matches).reshape(len(blocks), BLOCK * BLOCK, -1) / math.sqrt(2)
+    change = (blocks - matches).reshape(len(blocks), BLOCK * BLOCK, -1).astype(np.float64) / math.sqrt(2)
     covariances = np.einsum("npi,npj->nij", change, change) / (BLOCK * BLOCK)
     return covariances, np.stack([tops, lefts], axis=1)
 
