@@ -10,6 +10,7 @@ kernel's search radii too), channels and options in the kernel's name.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,8 @@ import numpy as np
 
 from nlmeans_studio.engine.backend import cupy_module
 from nlmeans_studio.engine.gpu.device import device_attributes, kernel_function
-from nlmeans_studio.engine.gpu.slabs import SlabFilter
+from nlmeans_studio.engine.gpu.slabs import Finished
+from nlmeans_studio.engine.volume.denoise import mirrored_indices
 from nlmeans_studio.engine.volume.params import VolumeParams
 
 BLOCK = (32, 8)  # volume_direct: threads along x and y of a plane
@@ -41,6 +43,7 @@ THREAD_TILES = ((4, 4, 2), (8, 4, 1), (4, 2, 2), (4, 4, 1), (4, 2, 1), (2, 2, 1)
 # (the 4 x 4 x 2 tile measured no faster with more warps of a smaller tile: its instructions rule).
 TILE_WARPS = {(4, 2, 2): 12}
 LOG2_E = 1.4426950408889634
+HOST_TO_DEVICE, DEVICE_TO_HOST = 1, 2  # cudaMemcpyKind
 
 
 def voxel_run(params: VolumeParams, channels: int) -> int:
@@ -169,28 +172,175 @@ def volume_launcher(
     return name, run_direct
 
 
-def filter_padded_gpu(
-    cupy: Any, device: int, padded: np.ndarray, params: VolumeParams, first_plane: int = 0
-) -> np.ndarray:
-    """Filter the planes of a padded slab on ``device``: (planes, Y, X, C) float32 (as volume_cpu's).
-    ``first_plane``: the volume's plane that is the slab's plane 0 (the tiled kernel sums a voxel
-    in an order that depends on it modulo its tile, so that slabs equal one pass bit for bit)."""
-    pad = params.pad
-    planes, channels = padded.shape[0] - 2 * pad[0], padded.shape[1]
-    rows, columns = padded.shape[2] - 2 * pad[1], padded.shape[3] - 2 * pad[2]
-    with cupy.cuda.Device(device):
-        _, launch = volume_launcher(cupy, params, (planes, rows, columns, channels))
-        source = cupy.asarray(padded)
-        out = cupy.empty((planes, rows, columns, channels), dtype=cupy.float32)
-        launch(source, out, first_plane)
-        return cupy.asnumpy(out)
+SLAB_PADDING = r"""
+const int column = i % padded_width;
+const ptrdiff_t line = i / padded_width;  // (plane, channel, row) of the padded slab
+const int row = line % padded_height;
+const ptrdiff_t layer = line / padded_height;  // (plane, channel)
+const int channel = layer % channels;
+const ptrdiff_t voxel = (ptrdiff_t(planes[layer / channels]) * height + rows[row]) * width + columns[column];
+padded = source[voxel * channels + channel];
+"""
+STAGING_BYTES = 32 << 20  # each of a device's two pinned staging buffers (whole planes, at least one)
+
+
+@functools.cache
+def _slab_padding(cupy: Any) -> Any:
+    """The element-wise kernel that gathers a padded (Zp, C, Yp, Xp) slab from its (planes, Y, X, C)
+    source planes by three index maps (compiled once per device by CuPy)."""
+    return cupy.ElementwiseKernel(
+        "raw float32 source, raw int32 planes, raw int32 rows, raw int32 columns, int32 height, int32 width, "
+        "int32 channels, int32 padded_height, int32 padded_width",
+        "float32 padded",
+        SLAB_PADDING,
+        "volume_slab_padding",
+    )
+
+
+def source_planes(start: int, stop: int, depth: int, pad_z: int) -> tuple[int, int, np.ndarray]:
+    """The volume's planes [low, high) the output planes [start, stop) read, and for each padded
+    plane its index among them (mirrored at the volume's ends as ``padded_volume`` mirrors)."""
+    low, high = max(0, start - pad_z), min(depth, stop + pad_z)
+    return low, high, (mirrored_indices(start - pad_z, stop + pad_z, depth) - low).astype(np.int32)
+
+
+def pad_slab_gpu(cupy: Any, source: Any, planes: Any, pad: tuple[int, int, int], out: Any = None) -> Any:
+    """The padded slab (len(planes), C, Y + 2 py, X + 2 px) that ``padded_volume`` makes, built on
+    the GPU from ``source`` (its (n, Y, X, C) float32 planes, contiguous) and ``planes`` (int32,
+    each padded plane's index in ``source``, as ``source_planes`` gives), into ``out`` where given."""
+    _, rows, columns, channels = source.shape
+    padded_rows, padded_columns = rows + 2 * pad[1], columns + 2 * pad[2]
+    if out is None:
+        out = cupy.empty((len(planes), channels, padded_rows, padded_columns), dtype=cupy.float32)
+    row_map = cupy.asarray(mirrored_indices(-pad[1], rows + pad[1], rows), dtype=cupy.int32)
+    column_map = cupy.asarray(mirrored_indices(-pad[2], columns + pad[2], columns), dtype=cupy.int32)
+    sizes = (rows, columns, channels, padded_rows, padded_columns)
+    _slab_padding(cupy)(source.reshape(-1), planes, row_map, column_map, *(np.int32(n) for n in sizes), out)
+    return out
+
+
+class SlabPipeline:
+    """One device's slabs of a (Z, Y, X, C) float32 volume, two in flight.
+
+    A slab's own planes and its z halo (the volume's planes [low, high) of ``source_planes``)
+    cross the bus unpadded, in chunks through two pinned staging buffers on the copy stream;
+    the compute stream mirrors them into the padded slab (``pad_slab_gpu``) and filters it; the
+    output comes back through the same staging buffers. While the GPU filters slab k, the host
+    stages slab k + 1's planes and then copies slab k - 1's output out: two input, one padded
+    and two output slabs on the device, made once for the thickest slab.
+    """
+
+    def __init__(self, cupy: Any, device: int, data: np.ndarray, params: VolumeParams, thickest: int) -> None:
+        """Buffers on ``device`` for ``data`` (Z, Y, X, C) float32 in slabs of at most ``thickest`` planes."""
+        self.cupy, self.device, self.data, self.params = cupy, device, data, params
+        _, rows, columns, channels = data.shape
+        pz, py, px = params.pad
+        self.plane = rows * columns * channels  # floats a plane
+        padded_plane = channels * (rows + 2 * py) * (columns + 2 * px)
+        self.chunk = max(1, STAGING_BYTES // (4 * self.plane))  # planes a staging buffer holds
+        with cupy.cuda.Device(device):
+            self.compute = cupy.cuda.Stream(non_blocking=True)
+            self.copies = cupy.cuda.Stream(non_blocking=True)
+            self.inputs = [cupy.empty((thickest + 2 * pz) * self.plane, cupy.float32) for _ in range(2)]
+            self.padded = cupy.empty((thickest + 2 * pz) * padded_plane, cupy.float32)
+            self.outputs = [cupy.empty(thickest * self.plane, cupy.float32) for _ in range(2)]
+            self.staged = [cupy.cuda.Event(disable_timing=True) for _ in range(2)]  # a staging buffer's last copy
+        size = self.chunk * self.plane
+        self.staging = [
+            np.frombuffer(cupy.cuda.alloc_pinned_memory(4 * size), np.float32, size) for _ in range(2)
+        ]  # page-locked: the copies run asynchronously
+
+    def run(self, ranges: Sequence[tuple[int, int]], output: np.ndarray, finished: Finished, origin: int = 0) -> None:
+        """Filter the output planes of ``ranges`` into ``output`` (whose plane 0 is the volume's
+        plane ``origin``), calling ``finished(start, stop)`` after each slab."""
+        with self.cupy.cuda.Device(self.device):
+            filtered = self._filter(0, *ranges[0])
+            for index, (start, stop) in enumerate(ranges):
+                if index + 1 < len(ranges):  # staged and queued while the GPU filters this one
+                    upcoming = self._filter((index + 1) % 2, *ranges[index + 1])
+                self._download(filtered, index % 2, output[start - origin : stop - origin])
+                finished(start, stop)
+                if index + 1 < len(ranges):
+                    filtered = upcoming
+            self.compute.synchronize()
+
+    def _filter(self, slot: int, start: int, stop: int) -> Any:
+        """Upload slab [start, stop)'s planes into input ``slot``, queue its padding and filter
+        into output ``slot``; the event that marks it filtered."""
+        cupy, params = self.cupy, self.params
+        depth, rows, columns, channels = self.data.shape
+        low, high, planes = source_planes(start, stop, depth, params.pad[0])
+        source = self.inputs[slot]
+        self.compute.wait_event(self._upload(source, low, high))
+        pad = params.pad
+        shape = (stop - start, rows, columns, channels)
+        padded_shape = (len(planes), channels, rows + 2 * pad[1], columns + 2 * pad[2])
+        with self.compute:
+            padded = self.padded[: math.prod(padded_shape)].reshape(padded_shape)
+            source_shape = (high - low, rows, columns, channels)
+            pad_slab_gpu(
+                cupy, source[: math.prod(source_shape)].reshape(source_shape), cupy.asarray(planes), pad, padded
+            )
+            _, launch = volume_launcher(cupy, params, shape)
+            launch(padded, self.outputs[slot][: math.prod(shape)].reshape(shape), start)
+            filtered = cupy.cuda.Event(disable_timing=True)
+            filtered.record(self.compute)
+        return filtered
+
+    def _upload(self, source: Any, low: int, high: int) -> Any:
+        """Copy the volume's planes [low, high) into ``source`` on the copy stream, a staging
+        buffer's chunk at a time (one staged while the other is on the bus); the event that marks
+        them uploaded."""
+        _, rows, columns, channels = self.data.shape
+        for index, first in enumerate(range(low, high, self.chunk)):
+            last = min(high, first + self.chunk)
+            staging, staged = self.staging[index % 2], self.staged[index % 2]
+            staged.synchronize()  # its previous copy is done
+            view = staging[: (last - first) * self.plane]
+            np.copyto(view.reshape(last - first, rows, columns, channels), self.data[first:last])
+            offset = 4 * (first - low) * self.plane
+            self.cupy.cuda.runtime.memcpyAsync(
+                source.data.ptr + offset, view.ctypes.data, view.nbytes, HOST_TO_DEVICE, self.copies.ptr
+            )
+            staged.record(self.copies)
+        uploaded = self.cupy.cuda.Event(disable_timing=True)
+        uploaded.record(self.copies)
+        return uploaded
+
+    def _download(self, filtered: Any, slot: int, target: np.ndarray) -> None:
+        """Copy output ``slot`` into ``target`` (its planes, contiguous) once ``filtered``, a
+        staging buffer's chunk at a time, the next chunk on the bus while one is copied out."""
+        self.copies.wait_event(filtered)
+        chunks = list(range(0, len(target), self.chunk))
+        pointer = self.outputs[slot].data.ptr
+
+        def start_copy(index: int) -> None:
+            first = chunks[index]
+            view = self.staging[index % 2][: (min(len(target), first + self.chunk) - first) * self.plane]
+            self.cupy.cuda.runtime.memcpyAsync(
+                view.ctypes.data, pointer + 4 * first * self.plane, view.nbytes, DEVICE_TO_HOST, self.copies.ptr
+            )
+            self.staged[index % 2].record(self.copies)
+
+        start_copy(0)
+        for index, first in enumerate(chunks):
+            if index + 1 < len(chunks):
+                start_copy(index + 1)
+            self.staged[index % 2].synchronize()
+            last = min(len(target), first + self.chunk)
+            np.copyto(
+                target[first:last],
+                self.staging[index % 2][: (last - first) * self.plane].reshape(target[first:last].shape),
+            )
 
 
 def gpu_slab_filters(
     shape: tuple[int, int, int, int], params: VolumeParams, devices: Sequence[int] | None
-) -> tuple[list[SlabFilter], int]:
-    """One slab filter per device (the current one where ``devices`` is None), and the fewest
-    slabs for which a slab fits the smallest free memory among them."""
+) -> tuple[list[Callable[[np.ndarray, VolumeParams, int], SlabPipeline]], int]:
+    """One slab filter per device (the current one where ``devices`` is None): given the (Z, Y,
+    X, C) float32 volume, the parameters and the thickest slab's planes, it makes the device's
+    ``SlabPipeline``; and the fewest slabs for which a device's buffers (two input slabs, the
+    padded slab, two output slabs) fit the smallest free memory among them."""
     cupy = cupy_module()
     ids = [cupy.cuda.Device().id] if devices is None else list(devices)
     count = cupy.cuda.runtime.getDeviceCount()
@@ -202,10 +352,11 @@ def gpu_slab_filters(
             cupy.get_default_memory_pool().free_all_blocks()
             free.append(cupy.cuda.runtime.memGetInfo()[0])
     planes, rows, columns, channels = shape
-    pad = params.pad
-    per_plane = 4 * channels * ((rows + 2 * pad[1]) * (columns + 2 * pad[2]) + rows * columns)
-    fitting = int(min(free) * MEMORY_SHARE) // per_plane - 2 * pad[0]
+    pz, py, px = params.pad
+    halo_plane = 4 * channels * (2 * rows * columns + (rows + 2 * py) * (columns + 2 * px))  # inputs, padded
+    per_plane = halo_plane + 4 * channels * 2 * rows * columns  # and the outputs
+    fitting = (int(min(free) * MEMORY_SHARE) - 2 * pz * halo_plane) // per_plane
     if fitting < 1:
         raise MemoryError(f"not one plane of this volume fits the GPU memory free ({min(free) / 2**30:.1f} GiB)")
-    filters = [lambda slab, p, first, device=device: filter_padded_gpu(cupy, device, slab, p, first) for device in ids]
+    filters = [functools.partial(SlabPipeline, cupy, device) for device in ids]
     return filters, -(-planes // fitting)

@@ -1,12 +1,12 @@
 """Splitting work along one axis into ranges with halos, filtering them apart, stitching the result.
 
 A volume splits along z into slabs, each read with a halo of Az + Bz planes on either side
-(mirrored at the volume's ends: engine/volume/denoise.py's ``padded_volume`` makes a slab's
-padded planes when the slab is filtered, so the whole volume is never padded at once),
-filtered, and written into its planes of the output: the union equals one pass, since every
-output voxel sees exactly the voxels it would in one pass. Several filters (one per GPU) take
-the slabs in turn, concurrently; each filter's next slab is read (padded, on a CPU thread)
-while it filters the current one, so that the host's padding hides behind the GPU's work.
+(mirrored at the volume's ends), filtered, and written into its planes of the output: the union
+equals one pass, since every output voxel sees exactly the voxels it would in one pass. Several
+runners (one per GPU) take the slabs in turn, concurrently (``run_in_slabs``). On the CPU a
+runner reads each next slab (engine/volume/denoise.py's ``padded_volume``, on a thread) while
+it filters the current one (``filter_in_slabs``); on the GPU it uploads the slab's own planes
+and mirrors them there (engine/filters/volume_gpu.py's ``SlabPipeline``).
 (A video over several GPUs is dealt in chunks of frames instead: ``video_devices``.)
 """
 
@@ -22,6 +22,9 @@ import numpy as np
 # (padded slab, params, the volume's plane that is the slab's first) -> (planes, Y, X, C) float32
 SlabFilter = Callable[[np.ndarray, object, int], np.ndarray]
 SlabReader = Callable[[int, int], np.ndarray]  # output planes [start, stop) -> the padded planes they read
+Finished = Callable[[int, int], None]  # output planes [start, stop) are written
+# (its ranges of output planes, the (Z, Y, X, C) output, finished) -> None, having written them
+SlabRunner = Callable[[Sequence[tuple[int, int]], np.ndarray, Finished], None]
 
 
 def split_range(length: int, parts: int) -> list[tuple[int, int]]:
@@ -29,6 +32,39 @@ def split_range(length: int, parts: int) -> list[tuple[int, int]]:
     parts = max(1, min(parts, length))
     bounds = [length * k // parts for k in range(parts + 1)]
     return list(itertools.pairwise(bounds))
+
+
+def run_in_slabs(
+    shape: tuple[int, int, int, int],
+    slabs: int,
+    runners: Sequence[SlabRunner],
+    progress: Callable[[int, int], None] | None = None,
+) -> np.ndarray:
+    """A (Z, Y, X, C) float32 output written in at least ``slabs`` slabs along z (at least one
+    per runner), dealt to the runners in turn; each runner on a thread of its own."""
+    planes = shape[0]
+    ranges = split_range(planes, max(slabs, len(runners)))
+    output = np.empty(shape, dtype=np.float32)
+    done, lock = [0], threading.Lock()
+
+    def finished(start: int, stop: int) -> None:
+        with lock:
+            done[0] += stop - start
+            if progress is not None:
+                progress(done[0], planes)
+
+    def run(worker: int) -> None:
+        mine = ranges[worker :: len(runners)]
+        if mine:  # else more runners than planes
+            runners[worker](mine, output, finished)
+
+    if len(runners) == 1:
+        run(0)
+        return output
+    with concurrent.futures.ThreadPoolExecutor(len(runners)) as pool:
+        for future in [pool.submit(run, worker) for worker in range(len(runners))]:
+            future.result()
+    return output
 
 
 def filter_in_slabs(
@@ -46,32 +82,19 @@ def filter_in_slabs(
     Each filter's slabs are read one ahead, on a thread of their own, while the filter works on
     the one before: at most two padded slabs per filter are held at a time.
     """
-    planes = shape[0]
-    ranges = split_range(planes, max(slabs, len(filters)))
-    output = np.empty(shape, dtype=np.float32)
-    done, lock = [0], threading.Lock()
 
-    def run(worker: int) -> None:
-        mine = ranges[worker :: len(filters)]
-        if not mine:  # more filters than planes
-            return
-        with concurrent.futures.ThreadPoolExecutor(1) as reader:
-            upcoming = reader.submit(read_slab, *mine[0])
-            for index, (start, stop) in enumerate(mine):
-                slab = upcoming.result()
-                if index + 1 < len(mine):
-                    upcoming = reader.submit(read_slab, *mine[index + 1])
-                output[start:stop] = filters[worker](slab, params, start)
-                del slab  # before the next is taken: two slabs at most
-                with lock:
-                    done[0] += stop - start
-                    if progress is not None:
-                        progress(done[0], planes)
+    def runner(slab_filter: SlabFilter) -> SlabRunner:
+        def run(mine: Sequence[tuple[int, int]], output: np.ndarray, finished: Finished) -> None:
+            with concurrent.futures.ThreadPoolExecutor(1) as reader:
+                upcoming = reader.submit(read_slab, *mine[0])
+                for index, (start, stop) in enumerate(mine):
+                    slab = upcoming.result()
+                    if index + 1 < len(mine):
+                        upcoming = reader.submit(read_slab, *mine[index + 1])
+                    output[start:stop] = slab_filter(slab, params, start)
+                    del slab  # before the next is taken: two slabs at most
+                    finished(start, stop)
 
-    if len(filters) == 1:
-        run(0)
-        return output
-    with concurrent.futures.ThreadPoolExecutor(len(filters)) as pool:
-        for future in [pool.submit(run, worker) for worker in range(len(filters))]:
-            future.result()
-    return output
+        return run
+
+    return run_in_slabs(shape, slabs, [runner(slab_filter) for slab_filter in filters], progress)

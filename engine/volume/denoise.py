@@ -4,11 +4,13 @@ A slab of output planes [z0, z1) reads its padded planes, ``padded_volume(data, 
 (z1 - z0 + 2 pz, C, Y + 2 py, X + 2 px) float32 with p = A + B per axis, mirrored at the
 volume's ends, in the layout both backends read (a plane's channels together, rows contiguous).
 With its own halo of A + B planes on either side, each slab filters independently and their
-union equals one pass (engine/gpu/slabs.py). Slabs are padded as they are filtered, never the
-whole volume at once: half the host memory, and faster (the 512^3 volume: 0.15-0.64 s in four
-slabs against 2.2-2.5 s at once on this machine's 2 cores). On the GPU a volume of enough
-planes is cut into at least PIPELINED_SLABS slabs per device, so that the next slab's padding
-(a CPU thread) overlaps the GPU's filtering of the current one; the result does not change.
+union equals one pass (engine/gpu/slabs.py). On the CPU slabs are padded as they are filtered,
+never the whole volume at once: half the host memory, and faster (the 512^3 volume: 0.15-0.64 s
+in four slabs against 2.2-2.5 s at once on this machine's 2 cores). On the GPU only a slab's own
+planes and its z halo cross the bus, unpadded, and the GPU mirrors them into the same padded
+slab (engine/filters/volume_gpu.py's ``SlabPipeline``); a volume of enough planes is cut into at
+least PIPELINED_SLABS slabs per device, so that the next slab's upload and the previous one's
+download overlap the GPU's filtering of the current one; the result does not change.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from nlmeans_studio.engine.params import check_int
 from nlmeans_studio.engine.volume.params import Radii, VolumeParams
 
 Progress = Callable[[int, int], None]  # (work done, work in all)
-PIPELINED_SLABS = 4  # per GPU: all but the first slab's padding hides behind the GPU
-THINNEST_PIPELINED_SLAB = 64  # planes: thinner slabs would pad too many halo planes (2 (Az + Bz) each)
+PIPELINED_SLABS = 4  # per GPU: all but the first slab's upload and the last one's download hide behind the GPU
+THINNEST_PIPELINED_SLAB = 64  # planes: thinner slabs would upload and pad too many halo planes (2 (Az + Bz) each)
 
 
 def checked_volume(volume: object, params: VolumeParams) -> np.ndarray:
@@ -59,11 +61,16 @@ def padded_volume(data: np.ndarray, pad: tuple[int, int, int], planes: tuple[int
     a slab's, with its halo, without mirroring the whole volume.
     """
     start, stop = planes if planes is not None else (0, data.shape[0])
-    depth = data.shape[0]
-    wanted = np.abs(np.arange(start - pad[0], stop + pad[0]))  # reflect below 0 ...
-    wanted = np.where(wanted >= depth, 2 * (depth - 1) - wanted, wanted)  # ... and past the end
+    wanted = mirrored_indices(start - pad[0], stop + pad[0], data.shape[0])
     widths = [(0, 0), (pad[1], pad[1]), (pad[2], pad[2]), (0, 0)]
     return np.ascontiguousarray(np.pad(data[wanted], widths, mode="reflect").transpose(0, 3, 1, 2))
+
+
+def mirrored_indices(start: int, stop: int, size: int) -> np.ndarray:
+    """Indices start .. stop - 1 of an axis of ``size``, mirrored into it without repeating the
+    edge (np.pad mode="reflect", for start >= -(size - 1) and stop <= 2 size - 1)."""
+    wanted = np.abs(np.arange(start, stop))  # reflect below 0 ...
+    return np.where(wanted >= size, 2 * (size - 1) - wanted, wanted)  # ... and past the end
 
 
 def denoise_volume(
@@ -104,7 +111,7 @@ def denoise_volume(
     slabs : int or None
         Split into at least this many slabs along z (each with a halo of Az + Bz planes); None:
         one per device, more where a slab would not fit a GPU's memory, and on the GPU up to 4
-        per device of at least 64 planes each (the next slab is padded while the GPU filters).
+        per device of at least 64 planes each (the next slab is uploaded while the GPU filters).
         The result does not depend on it.
     progress : callable or None
         Called with (work done, work in all) as the filter goes: offset pairs on the CPU, planes
@@ -137,14 +144,14 @@ def denoise_volume(
     chosen = _chosen_backend(backend, devices)
     from nlmeans_studio.engine.gpu import slabs as slab_module
 
-    def read_slab(start: int, stop: int) -> np.ndarray:
-        return padded_volume(data, params.pad, (start, stop))
-
     if chosen == "cpu":
         from nlmeans_studio.engine.filters.volume_cpu import filter_padded_cpu
 
         count = len(slab_module.split_range(data.shape[0], slabs or 1))
         finished = [0]
+
+        def read_slab(start: int, stop: int) -> np.ndarray:
+            return padded_volume(data, params.pad, (start, stop))
 
         def cpu_filter(slab: np.ndarray, slab_params: VolumeParams, first_plane: int) -> np.ndarray:
             def on_offset(done: int, total: int) -> None:
@@ -161,9 +168,10 @@ def denoise_volume(
 
         filters, least_slabs = gpu_slab_filters(data.shape, params, resolve_devices(devices))
         pipelined = min(PIPELINED_SLABS * len(filters), data.shape[0] // THINNEST_PIPELINED_SLAB)
-        planar = slab_module.filter_in_slabs(
-            read_slab, data.shape, params, max(slabs or 1, least_slabs, pipelined), filters, progress=progress
-        )
+        wanted = max(slabs or 1, least_slabs, pipelined, len(filters))
+        thickest = max(stop - start for start, stop in slab_module.split_range(data.shape[0], wanted))
+        runners = [make(data, params, thickest).run for make in filters]
+        planar = slab_module.run_in_slabs(data.shape, wanted, runners, progress)
     result = planar if np.asarray(volume).ndim == 4 else planar[..., 0]
     return np.ascontiguousarray(result)
 
@@ -225,15 +233,15 @@ def denoise_volume_slice(
     data = checked_volume(volume, params)
     check_int("index", index, data.shape[axis] - 1)
     data = np.moveaxis(data, axis, 0)
-    slab = padded_volume(data, moved.pad, (index, index + 1))
     if _chosen_backend(backend, None) == "cpu":
         from nlmeans_studio.engine.filters.volume_cpu import filter_padded_cpu
 
-        plane = filter_padded_cpu(slab, moved)[0]
+        plane = filter_padded_cpu(padded_volume(data, moved.pad, (index, index + 1)), moved)[0]
     else:
-        from nlmeans_studio.engine.backend import cupy_module
-        from nlmeans_studio.engine.filters.volume_gpu import filter_padded_gpu
+        from nlmeans_studio.engine.filters.volume_gpu import gpu_slab_filters
 
-        cupy = cupy_module()
-        plane = filter_padded_gpu(cupy, cupy.cuda.Device().id, slab, moved, index)[0]
+        (make,), _ = gpu_slab_filters(data.shape, moved, None)
+        planes = np.empty((1, *data.shape[1:]), dtype=np.float32)
+        make(data, moved, 1).run([(index, index + 1)], planes, lambda start, stop: None, origin=index)
+        plane = planes[0]
     return plane if np.asarray(volume).ndim == 4 else plane[..., 0]

@@ -16,7 +16,7 @@ from test_volume_kernel_on_cpu import write_emulated_source
 from volume_reference import reference_denoise_volume
 
 from nlmeans_studio.engine import denoise_volume
-from nlmeans_studio.engine.filters.volume_gpu import kernel_name, voxel_run
+from nlmeans_studio.engine.filters.volume_gpu import kernel_name, source_planes, voxel_run
 from nlmeans_studio.engine.gpu.slabs import filter_in_slabs, split_range
 from nlmeans_studio.engine.volume.denoise import denoise_volume_slice, padded_volume
 from nlmeans_studio.engine.volume.params import VolumeParams
@@ -125,6 +125,36 @@ def test_the_next_slab_is_padded_while_the_filter_works_and_the_volume_is_unchan
     out = filter_in_slabs(read_slab, volume.shape, params, len(ranges), [slab_filter])
     assert overlapped == [True, True, True]
     np.testing.assert_array_equal(out, filter_padded_cpu(padded_volume(volume, params.pad), params))
+
+
+def _padding_cases(seed: int) -> list[tuple[np.ndarray, tuple[int, int, int], tuple[int, int]]]:
+    """(volume, pad, output planes) on random shapes and anisotropic radii, 1-2 channels, tiny
+    volumes (each axis as small as its radii allow), slabs at both ends, in the middle, whole."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for _ in range(12):
+        patch, search = rng.integers(0, 3, 3), rng.integers(0, 4, 3)
+        least = patch + search + 1
+        shape = (*(least + rng.integers(0, 6, 3) * rng.integers(0, 2, 3)), int(rng.integers(1, 3)))
+        volume = rng.random(shape, dtype=np.float32)
+        pad = tuple(int(p) for p in patch + search)
+        depth = shape[0]
+        middle = (depth // 3, max(depth // 3 + 1, 2 * depth // 3))
+        for planes in [(0, depth), (0, 1), (depth - 1, depth), middle, (0, middle[1]), (middle[0], depth)]:
+            cases.append((volume, pad, planes))
+    return cases
+
+
+def test_a_slabs_source_planes_are_the_planes_padded_volume_mirrors() -> None:
+    """The GPU uploads planes [low, high) of the volume and mirrors them by index there: on the
+    CPU, those planes padded in y and x the same way give padded_volume's slab exactly."""
+    for volume, pad, planes in _padding_cases(seed=11):
+        low, high, indices = source_planes(*planes, volume.shape[0], pad[0])
+        assert 0 <= low < high <= volume.shape[0] and indices.dtype == np.int32
+        assert indices.min() >= 0 and indices.max() < high - low
+        widths = [(0, 0), (pad[1], pad[1]), (pad[2], pad[2]), (0, 0)]
+        rebuilt = np.pad(volume[low:high][indices], widths, mode="reflect").transpose(0, 3, 1, 2)
+        np.testing.assert_array_equal(rebuilt, padded_volume(volume, pad, planes))
 
 
 def test_ranges_split_evenly() -> None:
@@ -253,3 +283,48 @@ def test_gpu_slabs_and_every_device_equal_one_pass() -> None:
     devices = list(range(cupy.cuda.runtime.getDeviceCount()))
     np.testing.assert_array_equal(denoise_volume(volume, devices=devices, **options), whole)
     np.testing.assert_array_equal(denoise_volume(volume, devices="all", slabs=5, **options), whole)
+
+
+@pytest.mark.gpu
+def test_the_gpu_pads_a_slab_exactly_as_padded_volume() -> None:
+    _gpu_or_skip()
+    import cupy
+
+    from nlmeans_studio.engine.filters.volume_gpu import pad_slab_gpu
+
+    for volume, pad, planes in _padding_cases(seed=12):
+        low, high, indices = source_planes(*planes, volume.shape[0], pad[0])
+        padded = pad_slab_gpu(cupy, cupy.asarray(volume[low:high]), cupy.asarray(indices), pad)
+        np.testing.assert_array_equal(cupy.asnumpy(padded), padded_volume(volume, pad, planes))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("shape", "patch", "search", "weighting", "center", "h"), [*CASES, TILES_CASE])
+def test_gpu_volume_equals_the_host_padded_kernel_bit_for_bit(
+    monkeypatch, shape, patch, search, weighting, center, h
+) -> None:
+    """denoise_volume (slabs mirrored on the GPU, staged in chunks of 1-3 planes, dealt over the
+    devices) equals the kernel on the slab padded on the host, as it ran before, bit for bit."""
+    _gpu_or_skip()
+    import cupy
+
+    from nlmeans_studio.engine.filters import volume_gpu
+
+    volume = _random(shape, seed=len(shape) + 9)
+    params = VolumeParams.checked(h, patch, search, weighting, center)
+    data = volume if volume.ndim == 4 else volume[..., np.newaxis]
+    out = cupy.full(data.shape, np.nan, dtype=cupy.float32)
+    _, launch = volume_gpu.volume_launcher(cupy, params, data.shape)
+    launch(cupy.asarray(padded_volume(data, params.pad)), out)
+    expected = cupy.asnumpy(out).reshape(volume.shape)
+    options = dict(h=h, patch_radius=patch, search_radius=search, weighting=weighting, center_weight=center)
+    plane_bytes = 4 * int(np.prod(data.shape[1:]))
+    for staging_planes, slabs, devices in [(1000, None, None), (1, 2, None), (3, 3, "all"), (2, shape[0], "all")]:
+        monkeypatch.setattr(volume_gpu, "STAGING_BYTES", staging_planes * plane_bytes)
+        got = denoise_volume(volume, backend="gpu", slabs=slabs, devices=devices, **options)
+        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_allclose(expected, reference_denoise_volume(volume, **options), rtol=0, atol=TOLERANCE)
+    for axis in range(3):
+        for index in (0, volume.shape[axis] - 1):
+            plane = denoise_volume_slice(volume, index, axis=axis, backend="gpu", **options)
+            np.testing.assert_allclose(plane, np.take(expected, index, axis=axis), rtol=0, atol=1e-6)
