@@ -3,10 +3,14 @@
 
 Prints each kernel's GPU time on one device (CUDA events, the padded slab already on the GPU;
 ``volume_tiled`` and ``volume_direct`` by default, and their largest difference), the tiled
-kernel's time with the other weightings and centre weights,
-the whole ``denoise_volume`` call (host padding, copies, slabs) per device set, the ratio to the
-arithmetic floor (16 FLOP per voxel per offset pair at the GPU's fp32 peak) and, with several
-devices, whether their result equals one GPU's.
+kernel's time with the other weightings and centre weights (unless --no-other-weightings),
+the whole ``denoise_volume`` call (validation, copies, padding, slabs) per device set with a
+SHA-1 of its result (equal digests: equal volumes, bit for bit, also across trees), the ratio to
+the arithmetic floor (16 FLOP per voxel per offset pair at the GPU's fp32 peak) and, with
+several devices, whether their result equals one GPU's. ``--slab-counts`` times the whole call
+with that many slabs a GPU, ``--pageable`` with the slabs copied straight from and to pageable
+host memory instead of through the pinned staging buffers (both for the engine of issue 22's
+``SlabPipeline``).
 
     python scripts/bench_volume.py --size 512 --devices 0 1 --peak-tflops 63
 
@@ -19,15 +23,16 @@ cached kernel. Options older engines lack (``--layouts`` with offsets) apply to 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import time
 
 import numpy as np
 
 from nlmeans_studio.engine import denoise_volume
-from nlmeans_studio.engine.filters.volume_gpu import gpu_slab_filters, tiled_layout, volume_launcher
+from nlmeans_studio.engine.filters.volume_gpu import tiled_layout, volume_launcher
 from nlmeans_studio.engine.gpu.device import device_attributes
-from nlmeans_studio.engine.gpu.slabs import filter_in_slabs
+from nlmeans_studio.engine.volume import denoise
 from nlmeans_studio.engine.volume.denoise import padded_volume
 from nlmeans_studio.engine.volume.params import VolumeParams
 
@@ -53,6 +58,27 @@ def kernel_seconds(cupy, source, out, params: VolumeParams, repeats: int, kind: 
     return best, f"{name}: {resources}"
 
 
+def pageable_pipeline(staged: type) -> type:
+    """``SlabPipeline`` with its copies straight from the volume and into the output (pageable
+    host memory: the driver stages them, and the host waits for each), for comparison."""
+
+    class PageablePipeline(staged):
+        def _upload(self, source, low: int, high: int):
+            chunk = np.ascontiguousarray(self.data[low:high])
+            self.cupy.cuda.runtime.memcpyAsync(source.data.ptr, chunk.ctypes.data, chunk.nbytes, 1, self.copies.ptr)
+            uploaded = self.cupy.cuda.Event(disable_timing=True)
+            uploaded.record(self.copies)
+            return uploaded
+
+        def _download(self, filtered, slot: int, target: np.ndarray) -> None:
+            self.copies.wait_event(filtered)
+            pointer = self.outputs[slot].data.ptr
+            self.cupy.cuda.runtime.memcpyAsync(target.ctypes.data, pointer, target.nbytes, 2, self.copies.ptr)
+            self.copies.synchronize()
+
+    return PageablePipeline
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=512)
@@ -69,6 +95,9 @@ def main() -> None:
     )
     parser.add_argument("--whole-calls", type=int, default=1, help="whole denoise_volume calls to time (each printed)")
     parser.add_argument("--kernels-only", action="store_true", help="stop after the kernels (for a profiler)")
+    parser.add_argument("--no-other-weightings", action="store_true", help="time only the exponential / one kernel")
+    parser.add_argument("--slab-counts", type=int, nargs="*", default=[], help="whole calls with these slabs a GPU")
+    parser.add_argument("--pageable", action="store_true", help="whole calls copying from and to pageable memory")
     arguments = parser.parse_args()
     import cupy
 
@@ -115,7 +144,8 @@ def main() -> None:
             f"{difference if same else ''})"
         )
     del first
-    for weighting, center in (("exponential", "max"), ("bisquare", "one"), ("bisquare", "max")):
+    others = () if arguments.no_other_weightings else (("exponential", "max"), ("bisquare", "one"), ("bisquare", "max"))
+    for weighting, center in others:
         other = VolumeParams.checked(options["h"], 1, 5, weighting, center)
         out = cupy.empty((size, size, size, 1), dtype=cupy.float32)
         seconds, name = kernel_seconds(cupy, source, out, other, arguments.repeats, "auto")
@@ -124,24 +154,33 @@ def main() -> None:
     if arguments.kernels_only:
         return
     results = {}
-    padded = padded_volume(volume[..., np.newaxis], params.pad)
 
-    def slab_of(start: int, stop: int) -> np.ndarray:
-        return padded[start : stop + 2 * params.pad[0]]
-
-    for devices in ([arguments.devices[0]], arguments.devices) if len(arguments.devices) > 1 else ([0],):
-        denoise_volume(volume[:32], backend="gpu", devices=devices, **options)  # compile on each device
-        filters, _ = gpu_slab_filters((*volume.shape, 1), params, devices)
-        best = math.inf
-        for _ in range(arguments.repeats):
-            start = time.perf_counter()
-            filter_in_slabs(slab_of, (*volume.shape, 1), params, len(devices), filters)
-            best = min(best, time.perf_counter() - start)
-        print(f"slabs on GPUs {devices}: {best:.3f} s (copies to and from the GPUs included, host padding not)")
-        for _ in range(arguments.whole_calls):
+    def timed_calls(devices: list[int], label: str, calls: int) -> None:
+        for _ in range(calls):
             start = time.perf_counter()
             results[len(devices)] = denoise_volume(volume, backend="gpu", devices=devices, **options)
-            print(f"denoise_volume on GPUs {devices}: {time.perf_counter() - start:.3f} s (host padding included)")
+            seconds = time.perf_counter() - start
+            digest = hashlib.sha1(results[len(devices)].tobytes()).hexdigest()[:16]
+            print(f"denoise_volume on GPUs {devices}{label}: {seconds:.3f} s (result sha1 {digest})")
+
+    start = time.perf_counter()
+    denoise.checked_volume(volume, params)
+    print(f"checked_volume (on the host, in every call): {time.perf_counter() - start:.3f} s")
+    for devices in ([arguments.devices[0]], arguments.devices) if len(arguments.devices) > 1 else ([0],):
+        denoise_volume(volume[:32], backend="gpu", devices=devices, **options)  # compile on each device
+        timed_calls(devices, "", arguments.whole_calls)
+    default_slabs, thinnest = denoise.PIPELINED_SLABS, denoise.THINNEST_PIPELINED_SLAB
+    for count in arguments.slab_counts:
+        denoise.PIPELINED_SLABS, denoise.THINNEST_PIPELINED_SLAB = count, 1
+        timed_calls([0], f", {count} slabs a GPU", 2)
+    denoise.PIPELINED_SLABS, denoise.THINNEST_PIPELINED_SLAB = default_slabs, thinnest
+    if arguments.pageable:
+        from nlmeans_studio.engine.filters import volume_gpu
+
+        staged = volume_gpu.SlabPipeline
+        volume_gpu.SlabPipeline = pageable_pipeline(staged)
+        timed_calls([0], ", pageable copies", 2)
+        volume_gpu.SlabPipeline = staged
     if len(results) > 1:
         equal = np.array_equal(results[1], results[len(arguments.devices)])
         print(f"{len(arguments.devices)} GPUs equal one GPU bit for bit: {equal}")
