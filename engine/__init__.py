@@ -40,7 +40,15 @@ from nlmeans_studio.engine.luma_chroma import (
     split_estimate,
     suggest_luma_chroma_h,
 )
-from nlmeans_studio.engine.media.video import CODECS, VideoError, VideoInfo, VideoReader, VideoWriter, read_frames
+from nlmeans_studio.engine.media.video import (
+    CODECS,
+    VideoError,
+    VideoInfo,
+    VideoReader,
+    VideoWriter,
+    output_format,
+    read_frames,
+)
 from nlmeans_studio.engine.metrics import psnr
 from nlmeans_studio.engine.noise import (
     NoiseEstimate,
@@ -148,6 +156,7 @@ __all__ = [
     "estimate_volume_noise",
     "gpu_unavailable_reason",
     "matrix_for",
+    "output_format",
     "parse_luma_chroma",
     "psnr",
     "read_frames",

@@ -36,6 +36,7 @@ from nlmeans_studio.engine.media.video import (
     VideoError,
     VideoReader,
     check_output_path,
+    output_format,
     read_frames,
     show_ffmpeg_messages,
 )
@@ -372,8 +373,9 @@ def _denoise_params(args: argparse.Namespace) -> NLMParams:
         weighting=args.weighting,
         center_weight=args.center_weight,
     )
-    if args.output != STANDARD_OUTPUT:
-        check_output_path(Path(args.output), Path(args.input), args.overwrite)  # before the slower estimate
+    if args.output != STANDARD_OUTPUT:  # before the slower estimate
+        check_output_path(Path(args.output), Path(args.input), args.overwrite)
+        output_format(Path(args.output), args.codec)
     if args.noise == "none":
         return params
     roi = None if args.noise == "auto" else args.noise

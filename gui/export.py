@@ -36,6 +36,7 @@ from nlmeans_studio.engine import (
     VideoError,
     VideoInfo,
     denoise_file,
+    output_format,
 )
 
 SUFFIXES = {"h264": ".mp4", "h265": ".mp4", "ffv1": ".mkv", "prores": ".mov"}
@@ -123,9 +124,20 @@ class ExportDialog(QDialog):
         self._path_changed()
 
     def _path_changed(self) -> None:
-        exists = Path(self.path.text()).expanduser().exists()
-        self.replaces.setText("This file exists and will be replaced." if exists else "")
-        self.replaces.setVisible(exists)
+        """Say what the output's name means: a file it replaces, or a name no container fits for
+        the codec (then Export waits for a better name)."""
+        path = Path(self.path.text()).expanduser()
+        try:
+            output_format(path, self.codec.currentData())
+        except VideoError as error:
+            problem = str(error).removeprefix(f"{path}: ")
+        else:
+            problem = ""
+        exists = path.exists()
+        self.replaces.setText(problem or ("This file exists and will be replaced." if exists else ""))
+        self.replaces.setStyleSheet("color: #b00020" if problem else "")
+        self.replaces.setVisible(bool(problem) or exists)
+        self.export_button.setEnabled(not problem)
 
     def _browse(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export to", self.path.text())
@@ -137,6 +149,7 @@ class ExportDialog(QDialog):
         self.crf.setEnabled(codec in ("h264", "h265"))
         current = Path(self.path.text())
         self.path.setText(str(current.with_suffix(SUFFIXES.get(codec, current.suffix))))
+        self._path_changed()  # the same name may not fit the new codec
 
     def settings(self) -> ExportSettings:
         full = self.duration.maximum()

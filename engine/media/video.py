@@ -651,6 +651,7 @@ class VideoWriter:
         if codec in ("h264", "h265", *NVENC_CODECS) and preset not in presets:
             raise VideoError(f"preset must be one of {', '.join(presets)} for {codec}, got {preset!r}")
         self._pipe = str(path) == STANDARD_OUTPUT
+        muxer = None if self._pipe else output_format(self.path, codec)
         if not self._pipe:
             check_output_path(self.path, like.path, overwrite)
         self._sequence = is_image_sequence(self.path)
@@ -671,7 +672,7 @@ class VideoWriter:
             if self._output is None:
                 self._container = av.open("pipe:1", mode="w", format="yuv4mpegpipe", options={"strict": "-1"})
             else:
-                self._container = av.open(str(self._output.staged), mode="w", format=_muxer(self.path))
+                self._container = av.open(str(self._output.staged), mode="w", format=muxer)
             self._stream = self._container.add_stream(encoder, rate=like.frame_rate)
             self._stream.width, self._stream.height = like.width, like.height
             self._stream.pix_fmt = self._pixel_format(codec, gray=gray, rgb=rgb)
@@ -695,7 +696,7 @@ class VideoWriter:
         except VideoError:
             self._discard()
             raise
-        except av.error.FFmpegError as error:
+        except (av.error.FFmpegError, ValueError) as error:  # PyAV says ValueError for a muxer's refusals
             self._discard()
             raise VideoError(f"{self.path}: cannot start writing: {error}") from error
         except OSError as error:
@@ -892,11 +893,65 @@ def _yuv_conversion(pixel_format: str, color: dict[str, int]) -> dict[str, Any] 
     }
 
 
-def _muxer(path: Path) -> str | None:
-    """The container format for the output's extension; None lets FFmpeg guess."""
+X26X_AND_NVENC = ("h264", "h265", "h264-nvenc", "h265-nvenc")
+# The containers an output may be, by extension: FFmpeg's muxer, and the codecs whose files this
+# reader decodes again frame for frame (measured: H.264 in AVI or MXF, FFV1 or ProRes in MPEG-TS
+# are written without an error and come back undecodable or without a video stream).
+OUTPUT_CONTAINERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    ".mkv": ("matroska", tuple(CODECS)),
+    ".mp4": ("mp4", (*X26X_AND_NVENC, "ffv1")),
+    ".mov": ("mov", (*X26X_AND_NVENC, "prores")),
+    ".ts": ("mpegts", X26X_AND_NVENC),
+    ".mxf": ("mxf", ("ffv1", "prores")),
+    ".avi": ("avi", ("ffv1",)),
+}
+
+
+def output_format(path: Path, codec: str) -> str:
+    """The container format (FFmpeg's muxer) of the output's name, checked to hold ``codec``.
+
+    Parameters
+    ----------
+    path : Path
+        The output: a file (its extension names the container) or an image sequence's pattern.
+    codec : str
+        One of CODECS.
+
+    Returns
+    -------
+    str
+        FFmpeg's muxer: "matroska", "mp4", "mov", "mpegts", "mxf", "avi", or "image2".
+
+    Raises
+    ------
+    VideoError
+        An extension of no container in OUTPUT_CONTAINERS; one image's name (``frame.png``)
+        without a frame number's place; a container that does not hold ``codec`` (H.264 in AVI);
+        ``codec`` unknown.
+    """
+    if codec not in CODECS:
+        raise VideoError(f"codec must be one of {', '.join(CODECS)}, got {codec!r}")
     if is_image_sequence(path):
         return "image2"
-    return {".mkv": "matroska", ".mov": "mov", ".mp4": "mp4"}.get(path.suffix.lower())
+    suffix = path.suffix.lower()
+    if suffix in IMAGE_FORMATS:
+        raise VideoError(
+            f"{path}: one image cannot hold a video; for an image sequence put the frame number's place in the "
+            f"name: {path.stem}%06d{path.suffix}"
+        )
+    if suffix not in OUTPUT_CONTAINERS:
+        named = repr(suffix) if suffix else "a name without an extension"
+        raise VideoError(
+            f"{path}: {named} is not a container this tool writes; name the output "
+            f"{', '.join(OUTPUT_CONTAINERS)}, or NAME%06d.png / .tif / .dpx / .exr for images"
+        )
+    muxer, codecs = OUTPUT_CONTAINERS[suffix]
+    if codec not in codecs:
+        raise VideoError(
+            f"{path}: a {suffix} file holds {', '.join(codecs)} here, not {codec}; choose .mkv (any codec) or "
+            "another --codec"
+        )
+    return muxer
 
 
 def check_output_path(path: Path, source: Path, overwrite: bool) -> None:

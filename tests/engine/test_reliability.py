@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -302,3 +303,44 @@ def test_fuzzed_files_give_frames_or_a_video_error_and_never_hang(tmp_path) -> N
             outcomes["refused"] += 1
         path.unlink()
     assert outcomes["read"] > 0 and outcomes["refused"] > 0, outcomes
+
+
+@pytest.mark.parametrize(
+    ("name", "codec", "message"),
+    [
+        ("out.xyz", "h264", "'.xyz' is not a container this tool writes; name the output .mkv, .mp4, .mov, .ts"),
+        ("out", "h264", "a name without an extension is not a container this tool writes"),
+        ("out.webm", "h264", "'.webm' is not a container this tool writes"),
+        (
+            "frame.png",
+            "h264",
+            "one image cannot hold a video; for an image sequence put the frame number's place in the name: "
+            "frame%06d.png",
+        ),
+        ("out.avi", "h264", "a .avi file holds ffv1 here, not h264; choose .mkv (any codec) or another --codec"),
+        ("out.mov", "ffv1", "a .mov file holds h264, h265, h264-nvenc, h265-nvenc, prores here, not ffv1"),
+        ("out.ts", "prores", "a .ts file holds h264, h265, h264-nvenc, h265-nvenc here, not prores"),
+    ],
+)
+def test_an_output_name_no_container_fits_is_refused_before_any_work_and_leaves_nothing(
+    clip, tmp_path, name, codec, message
+) -> None:
+    # Found by a first-time user: '.xyz' gave FFmpeg's "Could not determine output format" after
+    # the noise estimate had run, and left an empty hidden .part file; H.264 in AVI and ProRes in
+    # MPEG-TS were written without an error and could not be decoded again.
+    run = _cli("denoise", str(clip), str(tmp_path / name), "--codec", codec)  # with the noise estimate
+    _one_clear_line(run, message)
+    assert "noise:" not in run.stderr  # refused before the estimate
+    assert list(tmp_path.iterdir()) == []
+    with VideoReader(clip) as reader, pytest.raises(VideoError, match=re.escape(message)):
+        VideoWriter(tmp_path / name, reader.info, codec=codec)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "codec"), [("out.avi", "ffv1"), ("out.ts", "h264"), ("out.mp4", "ffv1"), ("out.mxf", "prores")]
+)
+def test_every_container_writes_what_it_holds_frame_for_frame(clip, tmp_path, name, codec) -> None:
+    run = _cli("denoise", str(clip), str(tmp_path / name), "--codec", codec, *FAST)
+    assert run.returncode == 0, run.stderr
+    assert plain_pyav_numbers(tmp_path / name) == list(range(30))

@@ -86,6 +86,27 @@ def test_export_from_each_entry_point_writes_a_playable_file(qtbot, window, clip
     assert len(read_frames(tmp_path / "out.mkv")) == len(frames)
 
 
+def test_the_export_dialog_says_when_no_container_fits_the_name_and_waits(qtbot, window, clip, tmp_path) -> None:
+    opened(qtbot, window, clip[0])
+    window.export_action.trigger()
+    qtbot.waitUntil(lambda: window.findChild(ExportDialog) is not None and window.findChild(ExportDialog).isVisible())
+    dialog = window.findChild(ExportDialog)
+    dialog.codec.setCurrentIndex(dialog.codec.findData("h264"))
+    for name, message in [
+        ("out.xyz", "'.xyz' is not a container this tool writes"),
+        ("frame.png", "for an image sequence put the frame number's place in the name: frame%06d.png"),
+        ("out.avi", "a .avi file holds ffv1 here, not h264"),
+    ]:
+        dialog.path.clear()
+        qtbot.keyClicks(dialog.path, str(tmp_path / name))
+        assert message in dialog.replaces.text() and dialog.replaces.isVisible()
+        assert not dialog.export_button.isEnabled()
+    dialog.codec.setCurrentIndex(dialog.codec.findData("ffv1"))  # the name becomes out.mkv
+    assert dialog.path.text().endswith("out.mkv") and dialog.export_button.isEnabled()
+    assert not dialog.replaces.isVisible()
+    dialog.reject()
+
+
 def test_cancel_stops_the_export_and_removes_its_file_and_the_next_export_runs(qtbot, window, clip, tmp_path):
     opened(qtbot, window, clip[0])
     resume = threading.Event()
