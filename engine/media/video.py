@@ -56,7 +56,34 @@ def show_ffmpeg_messages(*, verbose: bool) -> None:
     """
     av = _av()
     av.logging.restore_default_callback()
-    av.logging.set_libav_level(av.logging.INFO if verbose else av.logging.ERROR)
+    _SHOWN_LEVEL[0] = av.logging.INFO if verbose else av.logging.ERROR
+    av.logging.set_libav_level(_SHOWN_LEVEL[0])
+
+
+_SHOWN_LEVEL: list[int | None] = [None]  # the level show_ffmpeg_messages set, if it was called
+
+
+@contextlib.contextmanager
+def _said_in_our_words() -> Iterator[None]:
+    """Hold back FFmpeg's error lines while opening a file or an encoder, whose failure this
+    module words itself ("not a video file FFmpeg can read", "no NVIDIA video encoder"): the user
+    sees one clear line, not FFmpeg's "[mov,mp4 @ 0x55b2..] moov atom not found" before it.
+    ``--verbose`` keeps them."""
+    av = _av()
+    if _SHOWN_LEVEL[0] != av.logging.ERROR:
+        yield
+        return
+    av.logging.set_libav_level(av.logging.PANIC)
+    try:
+        yield
+    finally:
+        av.logging.set_libav_level(av.logging.ERROR)
+
+
+def ffmpeg_reason(error: BaseException) -> str:
+    """FFmpeg's reason for ``error`` in words, without PyAV's error number and file name
+    ("Invalid data found when processing input", not "[Errno 1094995529] Invalid data ...: 'x.mp4'")."""
+    return getattr(error, "strerror", None) or str(error)
 
 
 @dataclass(frozen=True)
@@ -157,9 +184,10 @@ def _open_input(path: Path, hardware_decoding: bool = False) -> Any:
         if not sequence_files(path):
             raise VideoError(f"{path}: no images of this sequence exist")
         try:
-            return _with_video(av.open(str(path), format="image2"), path)
+            with _said_in_our_words():
+                return _with_video(av.open(str(path), format="image2"), path)
         except av.error.FFmpegError as error:
-            raise VideoError(f"{path}: not an image sequence FFmpeg can read ({error})") from error
+            raise VideoError(f"{path}: not an image sequence FFmpeg can read ({ffmpeg_reason(error)})") from error
     if path.is_dir():
         raise VideoError(f"{path}: is a folder, not a video file")
     if path.exists() and not path.is_file():
@@ -171,9 +199,10 @@ def _open_input(path: Path, hardware_decoding: bool = False) -> Any:
             container = av.open(str(path), hwaccel=av.codec.hwaccel.HWAccel("cuda", allow_software_fallback=True))
             return _with_video(container, path)
     try:
-        container = av.open(str(path))
+        with _said_in_our_words():
+            container = av.open(str(path))
     except (av.error.FFmpegError, UnicodeDecodeError) as error:
-        raise VideoError(f"{path}: not a video file FFmpeg can read ({error})") from error
+        raise VideoError(f"{path}: not a video file FFmpeg can read ({ffmpeg_reason(error)})") from error
     return _with_video(container, path)
 
 
@@ -232,7 +261,7 @@ class _Decoder:
                     expected += 1
         except av.error.FFmpegError as error:
             failed = f"decoding stopped at frame {expected + 1} (counting from 1)"
-            raise VideoError(f"{self._path}: {failed}: {error}") from error
+            raise VideoError(f"{self._path}: {failed}: {ffmpeg_reason(error)}") from error
         if expected < self._index.frame_count:
             raise VideoError(
                 f"{self._path}: the stream ends after {expected} of its {self._index.frame_count} frames "
@@ -332,7 +361,7 @@ class VideoReader:
         try:
             self._index, first = index_stream(self.path, lambda: _open_input(self.path))
         except _av().error.FFmpegError as error:
-            raise VideoError(f"{self.path}: the video stream cannot be read: {error}") from error
+            raise VideoError(f"{self.path}: the video stream cannot be read: {ffmpeg_reason(error)}") from error
         if first is None or self._index.frame_count == 0:
             raise VideoError(f"{self.path}: holds no frame FFmpeg can decode")
         self.info = self._described(stream_info, first)
@@ -698,7 +727,7 @@ class VideoWriter:
             raise
         except (av.error.FFmpegError, ValueError) as error:  # PyAV says ValueError for a muxer's refusals
             self._discard()
-            raise VideoError(f"{self.path}: cannot start writing: {error}") from error
+            raise VideoError(f"{self.path}: cannot start writing: {ffmpeg_reason(error)}") from error
         except OSError as error:
             self._discard()
             raise VideoError(f"{self.path}: cannot write here: {error.strerror or error}") from error
@@ -718,7 +747,8 @@ class VideoWriter:
     def _open_encoder(self, codec: str) -> None:
         """Open the encoder now, so that one this machine cannot run is refused before any work."""
         try:
-            self._stream.codec_context.open()
+            with _said_in_our_words():
+                self._stream.codec_context.open()
         except _av().error.FFmpegError as error:
             self._container.close()
             if codec in NVENC_CODECS:

@@ -344,3 +344,16 @@ def test_every_container_writes_what_it_holds_frame_for_frame(clip, tmp_path, na
     run = _cli("denoise", str(clip), str(tmp_path / name), "--codec", codec, *FAST)
     assert run.returncode == 0, run.stderr
     assert plain_pyav_numbers(tmp_path / name) == list(range(30))
+
+
+def test_a_file_ffmpeg_cannot_open_gives_one_line_in_our_words_and_verbose_shows_ffmpegs(tmp_path) -> None:
+    # Found by a first-time user: FFmpeg's "[mov,mp4,.. @ 0x55..] moov atom not found" came first,
+    # and the message carried PyAV's "[Errno 1094995529]".
+    fake = _write(tmp_path / "fake.mp4", b"hello, world\n" * 300)
+    run = _cli("denoise", str(fake), str(tmp_path / "out.mkv"))
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines() == [
+        f"nlmeans-studio: error: {fake}: not a video file FFmpeg can read (Invalid data found when processing input)"
+    ]
+    verbose = _cli("denoise", str(fake), str(tmp_path / "out.mkv"), "--verbose")
+    assert "moov atom not found" in verbose.stderr and verbose.returncode == 1
