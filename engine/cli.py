@@ -240,12 +240,15 @@ def _parser() -> argparse.ArgumentParser:
 
     estimate = commands.add_parser(
         "estimate-noise",
-        help="estimate the noise of a video: sigma per channel, correlations, the color transform",
-        description="Noise covariance from the flattest regions of a few frames, or from a region you give.",
+        help="estimate the noise of a video: sigma per channel, correlations, the color transform, the h",
+        description="The noise denoise --noise auto finds (frames spread over the clip), or that of the frames "
+        "or the region you give; and the h it suggests for denoise's defaults.",
     )
     estimate.add_argument("input")
-    estimate.add_argument("--frame", type=_index, default=0, help="first frame to look at (default 0)")
-    estimate.add_argument("--frames", type=_count, default=3, help="consecutive frames to look at (default 3)")
+    estimate.add_argument(
+        "--frame", type=_index, default=None, help="first frame to look at (default: pairs spread over the clip)"
+    )
+    estimate.add_argument("--frames", type=_count, default=None, help="consecutive frames to look at (default 3)")
     estimate.add_argument("--roi", type=_box, default=None, help="X,Y,W,H: a flat region, in pixels")
     estimate.add_argument("--json", action="store_true", help="print JSON instead of text")
     return parser
@@ -297,8 +300,14 @@ def _noise_mode(text: str) -> str | tuple[int, int, int, int]:
 
 
 def _estimate_noise(args: argparse.Namespace) -> int:
-    frames = read_frames(args.input, args.frames, start=args.frame)
-    result = estimate_noise(frames, roi=args.roi)
+    """Print the noise: the estimate denoise makes (pairs of frames spread over the clip, the
+    median one) unless --frame / --frames choose the frames; and the h denoise would use."""
+    if args.frame is None and args.frames is None:
+        result = estimate_clip_noise(args.input, roi=args.roi)
+    else:
+        frames = read_frames(args.input, args.frames or 3, start=args.frame or 0)
+        result = estimate_noise(frames, roi=args.roi)
+    h = apply_estimate(NLMParams(), result).h
     try:
         transform = result.color_transform().round(4).tolist()
     except ValueError:
@@ -316,6 +325,7 @@ def _estimate_noise(args: argparse.Namespace) -> int:
         "signal_dependent": result.signal_dependent,
         "spatial_correlation": result.spatial_correlation,
         "decorrelation": decorrelation_decision(result)[1],
+        "suggested_h": round(h, 3),
         "warning": result.warning,
     }
     if args.json:
@@ -330,6 +340,7 @@ def _estimate_noise(args: argparse.Namespace) -> int:
         low, high = band["low"], band["high"]
         print(f"sigma {band['sigma']:.2f} levels at intensities {low:.2f}..{high:.2f} ({band['blocks']} blocks)")
     print(f"color decorrelation: {report['decorrelation']}")
+    print(f"suggested h: {h:.1f} levels (for denoise's default filter; denoise --noise auto uses it)")
     if result.warning:
         print(f"warning: {result.warning}")
     return 0

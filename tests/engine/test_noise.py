@@ -141,6 +141,14 @@ def test_cli_estimate_noise_prints_json_and_refuses_small_regions(tmp_path, caps
     # 8-bit rounding adds 1/12 level^2 and the gradients' structure a little: within 10 %.
     np.testing.assert_allclose(report["sigma"], 12, rtol=0.10)
     assert len(report["color_transform"]) == 3
+    # The estimate and the h that denoise --noise auto uses (a user saw three sigmas for one file).
+    from nlmeans_studio.engine.export import estimate_clip_noise
+
+    expected = estimate_clip_noise(tmp_path / "noisy.mkv")
+    np.testing.assert_allclose(report["sigma"], expected.sigma.round(3))
+    assert report["suggested_h"] == round(apply_estimate(NLMParams(), expected).h, 3)
+    assert main(["estimate-noise", str(tmp_path / "noisy.mkv"), "--frames", "2"]) == 0
+    assert "suggested h: " in capsys.readouterr().out
     assert main(["estimate-noise", str(tmp_path / "noisy.mkv"), "--roi", "0,0,8,8"]) == 1
     assert "an estimate needs at least 16x16" in capsys.readouterr().err
 
