@@ -170,13 +170,16 @@ class NoisePanel(QGroupBox):
 
 
 class Readouts(QWidget):
-    """Speed (refreshed once a second by the window), PSNR, estimated sigma."""
+    """Speed (refreshed once a second by the window), the device, PSNR, estimated sigma: short
+    lines, one row each, so that none wraps at the side panel's width."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.fps, self.psnr, self.sigma = wrapping_label("-"), wrapping_label("-"), wrapping_label("not estimated")
+        self.fps, self.device = wrapping_label("-"), wrapping_label("-")
+        self.psnr, self.sigma = wrapping_label("-"), wrapping_label("not estimated")
         form = QFormLayout(self)
         form.addRow("Speed", self.fps)
+        form.addRow("Device", self.device)
         form.addRow("PSNR", self.psnr)
         form.addRow("Noise sigma", self.sigma)
 
@@ -188,12 +191,13 @@ class Readouts(QWidget):
             parts.append("no frame yet")
         else:
             parts.append(f"last frame {engine_ms:.1f} ms ({1000 / max(engine_ms, 1e-3):.2f} frames/s)")
-        self.fps.setText(" · ".join(parts + ([device] if device else [])))
+        self.fps.setText(" · ".join(parts))
+        self.device.setText(device or "-")
 
     def show_playback(self, shown_per_second: float, render_fps: float | None, rendered: int, total: int) -> None:
         """Playing: frames shown in the last second, the render-ahead's rate, frames rendered of all."""
-        rate = "starting" if render_fps is None else f"render-ahead {render_fps:.1f} frames/s"
-        self.fps.setText(f"playing {shown_per_second:.1f} frames/s · {rate} · rendered {rendered}/{total}")
+        rate = "starting" if render_fps is None else f"ahead {render_fps:.1f}/s"
+        self.fps.setText(f"playing {shown_per_second:.1f}/s · {rate} · {rendered}/{total} rendered")
 
     def show_psnr(self, preview: Preview) -> None:
         if preview.psnr_after is None:

@@ -159,16 +159,22 @@ class MainWindow(QMainWindow):
     # Layout and actions
 
     def _build_layout(self) -> None:
-        side = QWidget()
-        side_layout = QVBoxLayout(side)
-        for widget in (self.parameters, self.noise, self.readouts):
-            side_layout.addWidget(widget)
-        side_layout.addStretch(1)
+        controls = QWidget()
+        controls_layout = QVBoxLayout(controls)
+        for widget in (self.parameters, self.noise):
+            controls_layout.addWidget(widget)
+        controls_layout.addStretch(1)
         self.side_scroll = QScrollArea()
-        self.side_scroll.setWidget(side)
+        self.side_scroll.setWidget(controls)
         self.side_scroll.setWidgetResizable(True)
         self.side_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.side_scroll.setMinimumWidth(440)
+        # The readouts stay below the scrolling controls, in sight at any window height.
+        side = QWidget()
+        side.setMinimumWidth(440)
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.addWidget(self.side_scroll, 1)
+        side_layout.addWidget(self.readouts)
         frame_row = QHBoxLayout()
         frame_row.addWidget(self.frame_slider, 1)
         frame_row.addWidget(self.frame_label)
@@ -180,7 +186,7 @@ class MainWindow(QMainWindow):
         centre_layout.addWidget(self.exports)
         self.splitter = QSplitter()
         self.splitter.addWidget(centre)
-        self.splitter.addWidget(self.side_scroll)
+        self.splitter.addWidget(side)
         self.splitter.setStretchFactor(0, 1)
         self.splitter.setSizes([1000, 440])
         self.setCentralWidget(self.splitter)

@@ -562,7 +562,7 @@ def test_play_waits_for_frames_and_says_how_far_rendering_is(qtbot, window, clip
     qtbot.wait(200)  # five ticks of the play clock, and no frame to show: it waits
     assert window.frame_slider.value() == 1 and window.playing
     window._show_speed()
-    assert "rendered 1/11" in window.readouts.fps.text()
+    assert "1/11 rendered" in window.readouts.fps.text()
     allowed.release()
     qtbot.waitUntil(lambda: window.frame_slider.value() == 2, timeout=WAIT_MS)
     press(qtbot, window, KEY.Key_Space)
@@ -715,11 +715,12 @@ def test_speed_readouts() -> None:
 
     readouts = Readouts()
     readouts.show_still(None, "", None)
-    assert readouts.fps.text() == "no frame yet"
+    assert readouts.fps.text() == "no frame yet" and readouts.device.text() == "-"
     readouts.show_still(12000.0, "CPU: Xeon", 3.2)
-    assert readouts.fps.text() == "rendering… 3 s · last frame 12000.0 ms (0.08 frames/s) · CPU: Xeon"
+    assert readouts.fps.text() == "rendering… 3 s · last frame 12000.0 ms (0.08 frames/s)"
+    assert readouts.device.text() == "CPU: Xeon"
     readouts.show_playback(24.0, 61.5, 40, 132)
-    assert readouts.fps.text() == "playing 24.0 frames/s · render-ahead 61.5 frames/s · rendered 40/132"
+    assert readouts.fps.text() == "playing 24.0/s · ahead 61.5/s · 40/132 rendered"
     readouts.deleteLater()
 
 
@@ -747,3 +748,16 @@ def test_resizing_the_views_keeps_the_interpreter_alive(qtbot) -> None:
         QCoreApplication.processEvents()
     gc.collect()
     assert before - sys.getrefcount(True) < 50  # objects holding True come and go: a few, not 1600
+
+
+def test_the_readouts_are_in_sight_at_any_window_height(qtbot, window, clip) -> None:
+    # A first-time user found Speed, PSNR and sigma below the fold of the scrolling side panel.
+    opened(qtbot, window, clip[0])
+    window.resize(1200, 600)
+    qtbot.waitUntil(lambda: window.height() <= 600)
+    readouts = window.readouts
+    assert readouts.isVisible() and not window.side_scroll.isAncestorOf(readouts)
+    bottom = readouts.mapTo(window, readouts.rect().bottomLeft()).y()
+    assert 0 < bottom <= window.height()
+    for label in (readouts.fps, readouts.psnr, readouts.sigma):  # wrapped text is not cut
+        assert label.height() >= label.heightForWidth(label.width())
