@@ -35,6 +35,7 @@ from nlmeans_studio.engine.media.video import (
     STANDARD_OUTPUT,
     VideoError,
     VideoReader,
+    check_encoding,
     check_output_path,
     output_format,
     read_frames,
@@ -385,6 +386,7 @@ def _denoise_params(args: argparse.Namespace) -> NLMParams:
         center_weight=args.center_weight,
     )
     if args.output != STANDARD_OUTPUT:  # before the slower estimate
+        check_encoding(args.codec, args.crf, args.preset, rgb=args.rgb)
         check_output_path(Path(args.output), Path(args.input), args.overwrite)
         output_format(Path(args.output), args.codec)
     if args.noise == "none":

@@ -639,8 +639,9 @@ def decorrelation_decision(estimate: NoiseEstimate) -> tuple[bool, str]:
             f"luminance gain {gain:.2f} >= 1: the noise lies off the gray axis, so whitening it leaves the "
             "picture's luminance detail standing out more (measured +1.2 to +1.6 dB where the gain was 1.4 or more)"
         )
+    shown = math.floor(gain * 100) / 100  # 0.998 reads 0.99, not "1.00 < 1"
     return False, (
-        f"luminance gain {math.floor(gain * 100) / 100:.2f} < 1: the noise lies along the gray axis, so whitening it would shrink "
+        f"luminance gain {shown:.2f} < 1: the noise lies along the gray axis, so whitening it would shrink "
         "the picture's luminance detail with it (measured -0.1 to +0.25 dB at the best h, a loss at the suggested h)"
     )
 

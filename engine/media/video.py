@@ -670,15 +670,7 @@ class VideoWriter:
         av = _av()
         self.path = Path(path)
         self.info = like
-        if codec not in CODECS:
-            raise VideoError(f"codec must be one of {', '.join(CODECS)}, got {codec!r}")
-        if not 0 <= crf <= 51:
-            raise VideoError(f"crf must be an integer in 0..51, got {crf}")
-        if rgb and codec != "ffv1":
-            raise VideoError(f"RGB output is for the ffv1 codec, got {codec!r}")
-        presets = NVENC_PRESETS if codec in NVENC_CODECS else X26X_PRESETS
-        if codec in ("h264", "h265", *NVENC_CODECS) and preset not in presets:
-            raise VideoError(f"preset must be one of {', '.join(presets)} for {codec}, got {preset!r}")
+        check_encoding(codec, crf, preset, rgb=rgb)
         self._pipe = str(path) == STANDARD_OUTPUT
         muxer = None if self._pipe else output_format(self.path, codec)
         if not self._pipe:
@@ -921,6 +913,20 @@ def _yuv_conversion(pixel_format: str, color: dict[str, int]) -> dict[str, Any] 
         "dst_colorspace": SWSCALE_MATRICES.get(color.get("colorspace", 2), BT601),
         "dst_color_range": color.get("range") or LIMITED_RANGE,
     }
+
+
+def check_encoding(codec: str, crf: int, preset: str, *, rgb: bool = False) -> None:
+    """Refuse an unknown codec or preset, crf out of 0..51, or ``rgb`` with a codec other than FFV1
+    (VideoError): checked by ``VideoWriter``, and by the command line before any slower work."""
+    if codec not in CODECS:
+        raise VideoError(f"codec must be one of {', '.join(CODECS)}, got {codec!r}")
+    if not 0 <= crf <= 51:
+        raise VideoError(f"crf must be an integer in 0..51, got {crf}")
+    if rgb and codec != "ffv1":
+        raise VideoError(f"RGB output is for the ffv1 codec, got {codec!r}")
+    presets = NVENC_PRESETS if codec in NVENC_CODECS else X26X_PRESETS
+    if codec in ("h264", "h265", *NVENC_CODECS) and preset not in presets:
+        raise VideoError(f"preset must be one of {', '.join(presets)} for {codec}, got {preset!r}")
 
 
 X26X_AND_NVENC = ("h264", "h265", "h264-nvenc", "h265-nvenc")

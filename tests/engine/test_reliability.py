@@ -357,3 +357,17 @@ def test_a_file_ffmpeg_cannot_open_gives_one_line_in_our_words_and_verbose_shows
     ]
     verbose = _cli("denoise", str(fake), str(tmp_path / "out.mkv"), "--verbose")
     assert "moov atom not found" in verbose.stderr and verbose.returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--crf", "99"], "crf must be an integer in 0..51, got 99"),
+        (["--preset", "quick"], "preset must be one of ultrafast"),
+        (["--rgb"], "RGB output is for the ffv1 codec, got 'h264'"),
+    ],
+)
+def test_encoding_options_are_refused_before_the_noise_estimate(clip, tmp_path, extra, message) -> None:
+    run = _cli("denoise", str(clip), str(tmp_path / "out.mkv"), *extra)
+    _one_clear_line(run, message)
+    assert "noise:" not in run.stderr and list(tmp_path.iterdir()) == []
