@@ -28,6 +28,15 @@ PIPELINED_SLABS = 4  # per GPU: all but the first slab's upload and the last one
 THINNEST_PIPELINED_SLAB = 64  # planes: thinner slabs would upload and pad too many halo planes (2 (Az + Bz) each)
 
 
+def all_finite(data: np.ndarray) -> bool:
+    """Whether no voxel is NaN or infinite: NaN makes the minimum NaN and an infinity is the
+    minimum or the maximum, so two reductions decide it without np.isfinite's mask (a 512^3
+    volume: 0.1 s and 128 MB for the mask, about a fifth of that time here)."""
+    if data.dtype.kind != "f" or data.size == 0:
+        return True
+    return bool(np.isfinite(data.min()) and np.isfinite(data.max()))
+
+
 def checked_volume(volume: object, params: VolumeParams) -> np.ndarray:
     """``volume`` as a finite float32 (Z, Y, X, C) array, or ValueError saying what is wrong."""
     array = np.asarray(volume)
@@ -48,7 +57,7 @@ def checked_volume(volume: object, params: VolumeParams) -> np.ndarray:
             f"volume of shape {array.shape} is smaller than the filter's window: each of Z, Y, X must be at "
             f"least search_radius + patch_radius + 1 = {tuple(least)}; lower the radii"
         )
-    if not np.all(np.isfinite(data)):
+    if not all_finite(data):
         count = int(np.count_nonzero(~np.isfinite(data)))
         raise ValueError(f"volume must be finite, got {count} NaN or infinite voxels (replace or mask them first)")
     return data

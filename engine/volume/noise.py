@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nlmeans_studio.engine.volume.denoise import all_finite
+
 BLOCK = 8
 QUANTILE = 0.1
 QUANTILE_BIAS = 0.814  # the 0.1 quantile of 8^3 blocks' residual variance over the true one, on pure noise
@@ -121,7 +123,7 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
         raise ValueError(
             f"volume must be at least {BLOCK + 2} voxels on each axis to estimate its noise, got {data.shape}"
         )
-    if not np.all(np.isfinite(data)):
+    if not all_finite(data):
         raise ValueError("volume must be finite to estimate its noise, got NaN or infinite voxels")
     residual = _blocks(_residual(data))
     variances = (residual**2).mean(axis=1)  # (blocks, C): the residual's mean is 0 on smooth signal
