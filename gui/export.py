@@ -138,6 +138,7 @@ class ExportDialog(QDialog):
         self.replaces.setStyleSheet("color: #b00020" if problem else "")
         self.replaces.setVisible(bool(problem) or exists)
         self.export_button.setEnabled(not problem)
+        self.adjustSize()  # a wrapped message of several lines gets its height
 
     def _browse(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export to", self.path.text())
