@@ -72,7 +72,14 @@ from nlmeans_studio.engine.playback import RenderAhead
 from nlmeans_studio.engine.preview import LumaChroma, Preview, Previewer, SyntheticNoise, difference_image
 from nlmeans_studio.engine.resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
 from nlmeans_studio.engine.volume.denoise import denoise_volume, denoise_volume_slice
-from nlmeans_studio.engine.volume.io import SUFFIXES, VolumeFile, read_volume, volume_format, write_volume
+from nlmeans_studio.engine.volume.io import (
+    SUFFIXES,
+    VolumeFile,
+    check_volume_output,
+    read_volume,
+    volume_format,
+    write_volume,
+)
 from nlmeans_studio.engine.volume.noise import VolumeNoiseEstimate, estimate_volume_noise, suggest_volume_h
 
 VOLUME_SUFFIXES = tuple(SUFFIXES)  # the file names read_volume and write_volume take: ".nii.gz", ...
@@ -146,6 +153,7 @@ __all__ = [
     "add_noise",
     "add_realistic_noise",
     "apply_estimate",
+    "check_volume_output",
     "command_line",
     "decorrelation_decision",
     "denoise_file",

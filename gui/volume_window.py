@@ -45,6 +45,7 @@ from nlmeans_studio.engine import (
     BackendUnavailableError,
     ExportCancelledError,
     GpuOutOfMemoryError,
+    check_volume_output,
     denoise_volume,
     denoise_volume_slice,
     estimate_volume_noise,
@@ -265,6 +266,11 @@ class VolumeWindow(QMainWindow):
             self, "Export the denoised volume", str(proposed), f"Volumes (*{' *'.join(VOLUME_SUFFIXES)})"
         )
         if not target:
+            return
+        try:  # before the whole volume is filtered, not after
+            check_volume_output(target, self.path, overwrite=True)  # the dialog asked about replacing it
+        except ValueError as error:
+            QMessageBox.warning(self, "Export refused", f"The volume was not written: {error}")
             return
         self._cancel_export = False
         self._progress = QProgressDialog("Denoising the volume...", "Cancel", 0, 100, self)

@@ -26,6 +26,17 @@ class OutputBusyError(OSError):
     """Another run is writing the same output now."""
 
 
+def folder_problem(path: Path) -> str | None:
+    """Why no file can be written beside ``path`` (its folder missing or read-only), or None:
+    asked before any work, so that a long run does not end on it."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        return f"the folder {folder} does not exist"
+    if not os.access(folder, os.W_OK):
+        return f"the folder {folder} is not writable"
+    return None
+
+
 class StagedOutput:
     """Where ``path`` is written until it is complete; ``path`` is ``staged`` once published.
 

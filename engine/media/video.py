@@ -13,7 +13,6 @@ import collections
 import contextlib
 import functools
 import math
-import os
 import re
 import struct
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from nlmeans_studio.engine.media.frame_index import FrameIndex, index_stream
-from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput
+from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput, folder_problem
 
 HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
 SEQUENCE_NUMBER = re.compile(r"%0?(\d*)d")  # the frame number's place in an image sequence's name
@@ -1000,11 +999,9 @@ def check_output_path(path: Path, source: Path, overwrite: bool) -> None:
         raise VideoError(f"{path}: exists; pass --overwrite to replace it")
     if is_image_sequence(path) and sequence_files(path) and not overwrite:
         raise VideoError(f"{path}: images of this sequence exist; pass --overwrite to replace them")
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise VideoError(f"{path}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise VideoError(f"{path}: the folder {folder} is not writable")
+    problem = folder_problem(path)
+    if problem is not None:
+        raise VideoError(f"{path}: {problem}")
 
 
 def read_frames(path: str | Path, count: int | None = None, *, start: int = 0) -> np.ndarray:

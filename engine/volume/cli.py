@@ -80,15 +80,29 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``denoise-volume``; errors propagate to the CLI's handler."""
-    from nlmeans_studio.engine.volume.denoise import denoise_volume
-    from nlmeans_studio.engine.volume.io import read_volume, volume_format, write_volume
+    from nlmeans_studio.engine.backend import resolve_backend
+    from nlmeans_studio.engine.volume.denoise import checked_volume, denoise_volume
+    from nlmeans_studio.engine.volume.io import check_volume_output, read_volume, write_volume
     from nlmeans_studio.engine.volume.noise import estimate_volume_noise, suggest_volume_h
+    from nlmeans_studio.engine.volume.params import VolumeParams
 
-    volume_format(args.output)  # refuse an unknown output kind before any work
+    # What can be refused without the volume is refused before reading it and estimating its noise.
+    check_volume_output(args.output, args.input, overwrite=args.overwrite)
+    params = VolumeParams.checked(
+        1.0 if args.h is None else args.h, args.patch_radius, args.search_radius, args.weighting, args.center_weight
+    )
+    resolve_backend(args.backend)
     source = read_volume(args.input)
+    try:
+        checked_volume(source.data, params)  # NaN voxels, a volume smaller than the window
+    except ValueError as error:
+        raise ValueError(f"{args.input}: {error}") from error
     h = args.h
     if h is None:
-        estimate = estimate_volume_noise(source.data)
+        try:
+            estimate = estimate_volume_noise(source.data)
+        except ValueError as error:
+            raise ValueError(f"{args.input}: {error}; give --h instead") from error
         h = suggest_volume_h(estimate, args.weighting)
         if not args.quiet:
             sigma = estimate.average_sigma

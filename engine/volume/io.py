@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.media.staged_output import StagedOutput
+from nlmeans_studio.engine.media.staged_output import StagedOutput, folder_problem
 
 FORMAT_NAMES = {"nifti": "NIfTI", "tiff": "TIFF", "npy": "NumPy .npy"}
 SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff", ".npy": "npy"}
@@ -45,6 +45,45 @@ def volume_format(path: str | Path) -> str:
         if name.endswith(suffix):
             return kind
     raise ValueError(f"{path}: not a volume file; use one of {', '.join(SUFFIXES)}")
+
+
+def check_volume_output(path: str | Path, source: str | Path | None = None, *, overwrite: bool = False) -> str:
+    """Refuse, before any work, an output the run could not write; its format otherwise.
+
+    Parameters
+    ----------
+    path : str or Path
+        The output volume file.
+    source : str or Path, optional
+        The input, which the output must not be.
+    overwrite : bool
+        Whether an existing ``path`` may be replaced.
+
+    Returns
+    -------
+    {"nifti", "tiff", "npy"}
+        ``volume_format(path)``.
+
+    Raises
+    ------
+    ValueError
+        An unknown suffix, the input itself, something that is not a regular file, or a folder
+        that does not exist or cannot be written.
+    FileExistsError
+        ``path`` exists and ``overwrite`` is False.
+    """
+    path = Path(path)
+    kind = volume_format(path)
+    if source is not None and path.resolve() == Path(source).resolve():
+        raise ValueError(f"{path}: the output must not be the input")
+    if path.exists() and not path.is_file():
+        raise ValueError(f"{path}: is not a regular file; the output must be a file")
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} exists; use --overwrite to replace it")
+    problem = folder_problem(path)
+    if problem is not None:
+        raise ValueError(f"{path}: {problem}")
+    return kind
 
 
 @dataclass
@@ -197,16 +236,14 @@ def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwr
     FileExistsError
         ``path`` exists and ``overwrite`` is False.
     ValueError
-        An unknown suffix.
+        An unknown suffix; not a regular file; a folder missing or read-only.
     OSError
         The file cannot be written.
     ImportError
         nibabel (NIfTI) or tifffile (TIFF) is not installed.
     """
     path = Path(path)
-    kind = volume_format(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; use --overwrite to replace it")
+    kind = check_volume_output(path, overwrite=overwrite)
     values = stored_type(data, like.data.dtype)
     staged = StagedOutput(path, sequence=False, overwrite=overwrite)
     try:

@@ -121,7 +121,8 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
         data = data[..., np.newaxis]
     if min(data.shape[:3]) < BLOCK + 2:
         raise ValueError(
-            f"volume must be at least {BLOCK + 2} voxels on each axis to estimate its noise, got {data.shape}"
+            f"volume must be at least {BLOCK + 2} voxels on each axis to estimate its noise, got "
+            f"{' x '.join(str(n) for n in data.shape[:3])} (z, y, x)"
         )
     if not all_finite(data):
         raise ValueError("volume must be finite to estimate its noise, got NaN or infinite voxels")

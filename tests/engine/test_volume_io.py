@@ -3,6 +3,7 @@ the ``denoise-volume`` command."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -92,6 +93,42 @@ def test_denoise_volume_command(tmp_path, capsys) -> None:
     assert main(["denoise-volume", str(tmp_path / "small.npy"), str(tmp_path / "o.npy"), "--h", "1"]) == 1
     assert "smaller than the filter's window" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.nii.gz", "small.npy"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["nodir/x.npy"], "the folder {tmp}/nodir does not exist"),
+        (["x.npy", "--search-radius", "99"], "search_radius must be an integer in 0..16, got 99"),
+        (["x.npy", "--weighting", "gauss"], "invalid choice: 'gauss'"),
+        (["ok.npy"], "the output must not be the input"),
+    ],
+)
+def test_denoise_volume_refuses_before_reading_the_volume(tmp_path, capsys, arguments, message) -> None:
+    # An MRI user's run to a missing folder filtered the whole volume first, then failed naming a
+    # hidden temporary file; radii out of range were refused after the noise estimate.
+    np.save(tmp_path / "ok.npy", np.zeros((20, 20, 20), np.float32))
+    output, *options = arguments
+    with pytest.raises(SystemExit) if "invalid choice" in message else contextlib.nullcontext():
+        assert main(["denoise-volume", str(tmp_path / "ok.npy"), str(tmp_path / output), *options]) == 1
+    error = capsys.readouterr().err
+    assert message.format(tmp=tmp_path) in error and "noise sigma" not in error and "Traceback" not in error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.npy"]
+
+
+@pytest.mark.parametrize("h", [[], ["--h", "1"]])
+def test_nan_voxels_and_small_volumes_are_named_with_the_file(tmp_path, capsys, h) -> None:
+    volume = np.random.default_rng(2).random((20, 20, 20)).astype(np.float32)
+    volume[3, 4, 5] = np.nan
+    np.save(tmp_path / "masked.npy", volume)
+    assert main(["denoise-volume", str(tmp_path / "masked.npy"), str(tmp_path / "o.npy"), *h]) == 1
+    assert f"{tmp_path / 'masked.npy'}: volume must be finite, got 1 NaN or infinite voxels" in capsys.readouterr().err
+    np.save(tmp_path / "thin.npy", np.ones((8, 12, 12), np.float32))
+    assert main(["denoise-volume", str(tmp_path / "thin.npy"), str(tmp_path / "o.npy"), "--search-radius", "2"]) == 1
+    error = capsys.readouterr().err
+    expected = "thin.npy: volume must be at least 10 voxels on each axis to estimate its noise, got 8 x 12 x 12"
+    assert expected + " (z, y, x); give --h instead" in error
+    assert not (tmp_path / "o.npy").exists()
 
 
 @pytest.mark.parametrize(
