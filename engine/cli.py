@@ -419,7 +419,8 @@ def _warn_about_the_source(args: argparse.Namespace) -> None:
 class _Stop:
     """What Ctrl-C, SIGTERM and SIGHUP do to a run: once frames are being written, the export is
     asked to stop at its next frame (it removes its file and joins its threads); before that,
-    the run stops at once. Either way nothing is left behind."""
+    the run stops at once. Either way nothing is left behind. A signal the run was started
+    ignoring stays ignored: ``nohup nlmeans-studio denoise ... &`` outlives its terminal."""
 
     SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
@@ -427,6 +428,7 @@ class _Stop:
         self.cancel = threading.Event()
         self.exporting = False
         stops = [getattr(signal, name) for name in self.SIGNALS if hasattr(signal, name)]
+        stops = [stop for stop in stops if signal.getsignal(stop) is not signal.SIG_IGN]
         self._previous = {stop: signal.signal(stop, self._stop) for stop in stops}
 
     def _stop(self, signum: int, frame: object) -> None:

@@ -207,7 +207,9 @@ def test_a_signal_at_any_stage_leaves_nothing_and_no_traceback(long_clip, tmp_pa
     are being written (the progress bar shows)."""
     program = Path(sys.executable).parent / "nlmeans-studio"  # as a person runs it
     command = [str(program), "denoise", str(long_clip), str(tmp_path / "out.mkv")]
-    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as child:
+    # The signals' default actions, whatever this test inherited (nohup or a background job would
+    # leave the run ignoring SIGHUP or SIGINT, as it should: the next test).
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, preexec_fn=_default_signals) as child:
         error = ""
         if stage == "writing":
             while "frames (" not in error:
@@ -221,6 +223,31 @@ def test_a_signal_at_any_stage_leaves_nothing_and_no_traceback(long_clip, tmp_pa
     assert status in (130, -stop), error  # -stop: the signal came before Python could handle it
     assert "Traceback" not in error
     assert list(tmp_path.iterdir()) == []
+
+
+def _default_signals() -> None:
+    for stop in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.SIG_DFL)
+
+
+def _ignore_hangups() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # what nohup does
+
+
+def test_a_run_started_under_nohup_outlives_its_terminal(long_clip, tmp_path) -> None:
+    # The run's own handlers made SIGHUP cancel an export that nohup had told to ignore it.
+    program = Path(sys.executable).parent / "nlmeans-studio"
+    command = [str(program), "denoise", str(long_clip), str(tmp_path / "out.mkv"), *FAST, "--codec", "ffv1"]
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, preexec_fn=_ignore_hangups) as child:
+        error = ""
+        while "frames (" not in error:
+            error += child.stderr.read(1)
+            assert error or child.poll() is None
+        child.send_signal(signal.SIGHUP)
+        error += child.stderr.read()
+        status = child.wait(timeout=120)
+    assert status == 0, error
+    assert plain_pyav_numbers(tmp_path / "out.mkv") == list(range(200))
 
 
 def test_a_truncated_mp4_is_reported_with_its_frame_count(tmp_path) -> None:
