@@ -950,7 +950,7 @@ def output_format(path: Path, codec: str) -> str:
     path : Path
         The output: a file (its extension names the container) or an image sequence's pattern.
     codec : str
-        One of CODECS.
+        One of CODECS (``check_encoding`` checks it).
 
     Returns
     -------
@@ -961,11 +961,8 @@ def output_format(path: Path, codec: str) -> str:
     ------
     VideoError
         An extension of no container in OUTPUT_CONTAINERS; one image's name (``frame.png``)
-        without a frame number's place; a container that does not hold ``codec`` (H.264 in AVI);
-        ``codec`` unknown.
+        without a frame number's place; a container that does not hold ``codec`` (H.264 in AVI).
     """
-    if codec not in CODECS:
-        raise VideoError(f"codec must be one of {', '.join(CODECS)}, got {codec!r}")
     if is_image_sequence(path):
         return "image2"
     suffix = path.suffix.lower()
