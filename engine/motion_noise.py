@@ -7,9 +7,9 @@ nothing with a low confidence. The noise that was kept is new in every frame, so
 every channel. Changes that the motion search does not explain (occlusions, blur, light) add
 to the difference, so the estimate reads the quietest quarter of the blocks, and only footage
 whose quiet quarter changes by more than MOTION_GATE (and than the flat blocks' noise: else the
-noise was not smoothed away) is taken as noisy: clean crops of three
-clips, moving and still, decoded from H.264 or not, read 0 to 2.3 levels, and 3.0 on a street
-with a truck passing in motion blur (which the gate then takes for noise: h about 5).
+noise was not smoothed away) is taken as noisy. Clean crops of three clips, moving and still,
+decoded from H.264 or not, read 0 to 2.3 levels, and 3.0 on a street with a truck passing in
+motion blur (which the gate then takes for noise: h about 5).
 
 The filter's h must also cover the compression artifacts that differ between similar patches:
 ARTIFACT_SIGMA, calibrated on the calibration crops of ``scripts/calibrate_h.py`` with noise of
