@@ -23,6 +23,5 @@ def run(path: str | Path | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setWindowIcon(QIcon(str(ICON)))
     window = MainWindow()
-    window.show()
-    window.open_file(path or SAMPLE_CLIP)
+    window.open_file(path or SAMPLE_CLIP)  # a clip shows this window; a volume only its own
     return app.exec()

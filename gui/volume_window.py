@@ -87,7 +87,12 @@ class _Results(QObject):
 
 
 class VolumeWindow(QMainWindow):
-    """A volume file in the before/after view with the volume filter's controls; see the module."""
+    """A volume file in the before/after view with the volume filter's controls; see the module.
+
+    ``open_requested``: File > Open (Ctrl+O) was chosen here; the main window asks for the file.
+    """
+
+    open_requested = Signal()
 
     def __init__(self, path: str | Path, backend: str = "auto", parent: QWidget | None = None) -> None:
         # Read before the window exists: a file that cannot be read (ValueError, OSError) leaves none behind.
@@ -169,7 +174,11 @@ class VolumeWindow(QMainWindow):
         close = QAction("&Close", self)
         close.setShortcut(QKeySequence.StandardKey.Close)
         close.triggered.connect(self.close)
+        open_file = QAction("&Open…", self)
+        open_file.setShortcut(QKeySequence.StandardKey.Open)
+        open_file.triggered.connect(self.open_requested)
         menu = self.menuBar().addMenu("&File")
+        menu.addAction(open_file)
         menu.addAction(self.export_action)
         menu.addAction(close)
 

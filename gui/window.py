@@ -314,15 +314,19 @@ class MainWindow(QMainWindow):
         try:
             volume = VolumeWindow(path, backend=self.parameters.backend_name(), parent=self)
         except (ValueError, OSError, MemoryError) as error:
+            self.show()
             self.show_error(f"Cannot open the volume: {error}")
             return None
         volume.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # this window owns it until then
+        volume.open_requested.connect(self._choose_file)
         self.recent_menu.remember(Path(path))
         volume.show()
         return volume
 
     def open_clip(self, path: str | Path, reference: str | Path | None = None) -> None:
-        """Open a video (the worker decodes it); errors show in the window."""
+        """Open a video (the worker decodes it); errors show in the window, which shows itself
+        (a session started on a volume has only the volume's window until then)."""
+        self.show()
         self.stop_playback()
         self._submit(OpenRequest(Path(path), Path(reference) if reference else None))
         self._opening = Path(path)

@@ -158,3 +158,45 @@ def test_a_volume_that_cannot_be_read_is_said_in_the_banner(qtbot, window, tmp_p
     assert window.banner.isVisibleTo(window)
     assert "broken.nii.gz: not a NIfTI volume that can be read" in window.banner.text()
     assert not window.findChildren(VolumeWindow)
+
+
+def test_a_session_started_on_a_volume_has_its_window_only_until_a_clip_is_opened(
+    qtbot, tmp_path, volume_path, clip, monkeypatch
+) -> None:
+    # An MRI user's `nlmeans-studio gui scan.nii.gz` showed an empty "no frame yet" video window
+    # beside the volume's. The app opens its file as gui.app.run does: without showing the window.
+    from PySide6.QtCore import QSettings
+
+    from nlmeans_studio.gui.window import MainWindow
+
+    window = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(window)
+    window.parameters.set_backend("cpu")
+    window.open_file(volume_path)
+    qtbot.waitUntil(lambda: len(window.findChildren(VolumeWindow)) == 1)
+    volume = window.findChildren(VolumeWindow)[0]
+    assert volume.isVisible() and not window.isVisible()
+    # File > Open in the volume's window (Ctrl+O) opens a clip in the main window, which shows.
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args, **kwargs: (str(clip[0]), ""))
+    volume.activateWindow()
+    qtbot.waitUntil(volume.isActiveWindow)
+    qtbot.keyClick(volume, Qt.Key.Key_O, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(window.isVisible)
+    qtbot.waitUntil(lambda: window.path == clip[0], timeout=60_000)
+    volume.close()
+    window.close()
+
+
+def test_a_volume_that_cannot_be_opened_at_start_shows_the_main_window_and_why(qtbot, tmp_path) -> None:
+    from PySide6.QtCore import QSettings
+
+    from nlmeans_studio.gui.window import MainWindow
+
+    window = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(window)
+    broken = tmp_path / "broken.nii.gz"
+    broken.write_bytes(b"not a NIfTI file")
+    window.open_file(broken)
+    assert window.isVisible() and window.banner.isVisible()
+    assert "broken.nii.gz: not a NIfTI volume that can be read" in window.banner.text()
+    window.close()
