@@ -529,10 +529,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             frame_dtype=args.frame_dtype,
         )
     except ExportCancelledError as error:
-        print(f"nlmeans-studio: {error}", file=sys.stderr)
+        print(f"\nnlmeans-studio: {error}", file=sys.stderr)  # below a progress line, if one was drawn
         return 130
     except KeyboardInterrupt:
-        print("nlmeans-studio: cancelled", file=sys.stderr)
+        print("\nnlmeans-studio: cancelled", file=sys.stderr)
         return 130
     except (ValueError, OSError, ImportError, BackendUnavailableError, VideoError, MemoryError) as error:
         if getattr(args, "debug", False):

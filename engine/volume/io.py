@@ -180,7 +180,7 @@ def _read(path: Path, kind: str) -> VolumeFile:
             raise ValueError(str(error)) from error
         if len(image.shape) != 3:
             raise NotOneVolumeError(
-                f"{path}: a NIfTI volume of shape {image.shape}; denoise-volume filters one 3D volume "
+                f"{path}: a NIfTI volume of shape {image.shape}; the volume filter takes one 3D volume "
                 "(split a time series into its volumes first)"
             )
         data = np.asarray(image.dataobj).transpose(2, 1, 0)

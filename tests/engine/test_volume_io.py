@@ -56,7 +56,7 @@ def test_npy_round_trip_and_refusals(tmp_path) -> None:
     with pytest.raises(ValueError, match=r"a volume is \(Z, Y, X\) or \(Z, Y, X, C\)"):
         read_volume(tmp_path / "flat.npy")
     nibabel.save(nibabel.Nifti1Image(np.zeros((8, 8, 8, 3), np.float32), np.eye(4)), tmp_path / "series.nii")
-    with pytest.raises(ValueError, match="filters one 3D volume"):
+    with pytest.raises(ValueError, match="the volume filter takes one 3D volume"):
         read_volume(tmp_path / "series.nii")
 
 
