@@ -24,9 +24,9 @@ from nlmeans_studio.engine.bench import (
 from nlmeans_studio.engine.denoiser import METHODS
 from nlmeans_studio.engine.export import ExportCancelledError, denoise_file, estimate_clip_noise
 from nlmeans_studio.engine.luma_chroma import (
-    estimate_luma_chroma_noise,
     matrix_for,
     parse_luma_chroma,
+    split_estimate,
     suggest_luma_chroma_h,
 )
 from nlmeans_studio.engine.media.pipe import PIPE, PipeReader
@@ -41,7 +41,7 @@ from nlmeans_studio.engine.media.video import (
     read_frames,
     show_ffmpeg_messages,
 )
-from nlmeans_studio.engine.noise import apply_estimate, decorrelation_decision, estimate_noise
+from nlmeans_studio.engine.noise import NoiseEstimate, apply_estimate, decorrelation_decision, estimate_noise
 from nlmeans_studio.engine.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, NLMParams
 from nlmeans_studio.engine.volume import cli as volume_cli
 
@@ -275,8 +275,11 @@ def _luma_chroma_mode(text: str) -> str | tuple[float, float]:
     return mode
 
 
-def _luma_chroma(args: argparse.Namespace, params: NLMParams) -> tuple[float, float, str] | None:
-    """(h_luma, h_chroma, matrix) for --luma-chroma, estimated from the clip's start with auto."""
+def _luma_chroma(
+    args: argparse.Namespace, params: NLMParams, estimate: NoiseEstimate | None
+) -> tuple[float, float, str] | None:
+    """(h_luma, h_chroma, matrix) for --luma-chroma; with auto from the clip's noise estimate
+    (``estimate``, the one --noise made, else made here) seen in Y'CbCr, as the window does."""
     if args.luma_chroma is None:
         return None
     if args.input == PIPE:
@@ -288,8 +291,9 @@ def _luma_chroma(args: argparse.Namespace, params: NLMParams) -> tuple[float, fl
             matrix = matrix_for(reader.info.color.get("colorspace", 2), reader.info.height)
     if args.luma_chroma != "auto":
         return (*args.luma_chroma, matrix)
-    frames = read_frames(args.input, 3, start=0)
-    h_luma, h_chroma = suggest_luma_chroma_h(estimate_luma_chroma_noise(frames, matrix), params)
+    if estimate is None:
+        estimate = estimate_clip_noise(args.source, start=args.start, duration=args.duration)
+    h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, matrix), params)
     if not args.quiet:
         print(f"luma/chroma ({matrix}): h_Y = {h_luma:.1f}, h_UV = {h_chroma:.1f}", file=sys.stderr)
     return h_luma, h_chroma, matrix
@@ -374,8 +378,9 @@ class _ProgressBar:
             self._line_open = False
 
 
-def _denoise_params(args: argparse.Namespace) -> NLMParams:
-    """The parameters asked for, with h and the color transform from the noise unless --noise none."""
+def _denoise_params(args: argparse.Namespace) -> tuple[NLMParams, NoiseEstimate | None]:
+    """The parameters asked for, with h and the color transform from the noise unless --noise
+    none; and that noise estimate (None with --noise none)."""
     params = NLMParams(
         h=args.h if args.h is not None else DEFAULT_H,
         patch_radius=args.patch_radius,
@@ -390,7 +395,7 @@ def _denoise_params(args: argparse.Namespace) -> NLMParams:
         check_output_path(Path(args.output), Path(args.input), args.overwrite)
         output_format(Path(args.output), args.codec)
     if args.noise == "none":
-        return params
+        return params, None
     roi = None if args.noise == "auto" else args.noise
     estimate = estimate_clip_noise(args.source, roi=roi, start=args.start, duration=args.duration)
     params = apply_estimate(params, estimate, h=args.h)
@@ -404,7 +409,7 @@ def _denoise_params(args: argparse.Namespace) -> NLMParams:
         )
         if estimate.warning:
             print(f"warning: {estimate.warning}", file=sys.stderr)
-    return params
+    return params, estimate
 
 
 def _warn_about_the_source(args: argparse.Namespace) -> None:
@@ -452,8 +457,8 @@ def _denoise(args: argparse.Namespace) -> int:
             args.devices = resolve_devices(args.devices)
         args.source = PipeReader() if args.input == PIPE else args.input  # a pipe is read once, by both
         _warn_about_the_source(args)
-        params = _denoise_params(args)
-        luma_chroma = _luma_chroma(args, params)
+        params, estimate = _denoise_params(args)
+        luma_chroma = _luma_chroma(args, params, estimate)
         stop.exporting = True
         summary = denoise_file(
             args.source,

@@ -99,7 +99,15 @@ def test_cli_denoises_in_luma_chroma(tmp_path, capsys) -> None:
     clean = make_clip(tmp_path / "clean.mkv", frames=3, size=(64, 80))
     arguments = ["denoise", str(tmp_path / "clean.mkv"), "--codec", "ffv1", "--rgb", "--noise", "none"]
     assert main([*arguments, str(tmp_path / "auto.mkv"), "--luma-chroma", "auto", "--center-weight", "max"]) == 0
-    assert "luma/chroma (bt601): h_Y = " in capsys.readouterr().err
+    # The clip's estimate (pairs spread over it, as --noise auto and the window take it) seen in
+    # Y'CbCr: before, three frames from the start, estimated on Y'CbCr frames, where compressed
+    # footage read 1.4 and 1.4 (its noise in Y, averaged with the subsampled chroma's).
+    from nlmeans_studio.engine.export import estimate_clip_noise
+
+    expected = suggest_luma_chroma_h(
+        split_estimate(estimate_clip_noise(tmp_path / "clean.mkv"), "bt601"), NLMParams(h=1, center_weight="max")
+    )
+    assert f"luma/chroma (bt601): h_Y = {expected[0]:.1f}, h_UV = {expected[1]:.1f}" in capsys.readouterr().err
     assert main([*arguments, str(tmp_path / "given.mkv"), "--luma-chroma", "4,9", "--quiet"]) == 0
     given = read_frames(tmp_path / "given.mkv", 3)
     params = NLMParams(h=1)
