@@ -23,6 +23,7 @@ cached kernel. Options older engines lack (``--layouts`` with offsets) apply to 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import math
 import time
@@ -53,9 +54,12 @@ def kernel_seconds(cupy, source, out, params: VolumeParams, repeats: int, kind: 
         best = min(best, cupy.cuda.get_elapsed_time(start, stop) / 1e3)
     from nlmeans_studio.engine.gpu.device import kernel_function
 
-    function = kernel_function(cupy, name, "volume.cu")
-    resources = f"{getattr(function, 'num_regs', '?')} registers, {getattr(function, 'local_size_bytes', '?')} B local"
-    return best, f"{name}: {resources}"
+    described = []
+    for instance in name.split(" + "):  # the tiled kernel and its strip's
+        function = kernel_function(cupy, instance, "volume.cu")
+        registers, local = getattr(function, "num_regs", "?"), getattr(function, "local_size_bytes", "?")
+        described.append(f"{instance}: {registers} registers, {local} B local")
+    return best, " + ".join(described)
 
 
 def pageable_pipeline(staged: type) -> type:
@@ -95,6 +99,9 @@ def main() -> None:
     )
     parser.add_argument("--whole-calls", type=int, default=1, help="whole denoise_volume calls to time (each printed)")
     parser.add_argument("--kernels-only", action="store_true", help="stop after the kernels (for a profiler)")
+    parser.add_argument(
+        "--without-strip", action="store_true", help="time the tiled layout without its strip too (whole tiles only)"
+    )
     parser.add_argument("--no-other-weightings", action="store_true", help="time only the exponential / one kernel")
     parser.add_argument("--slab-counts", type=int, nargs="*", default=[], help="whole calls with these slabs a GPU")
     parser.add_argument("--pageable", action="store_true", help="whole calls copying from and to pageable memory")
@@ -124,6 +131,15 @@ def main() -> None:
     first = outputs[arguments.kernels[0]]
     del outputs
     shared_limit = device_attributes(cupy, 0)[0]
+    if arguments.without_strip:
+        layout = dataclasses.replace(tiled_layout(params, 1, shared_limit), strip=None)
+        out = cupy.empty((size, size, size, 1), dtype=cupy.float32)
+        seconds, name = kernel_seconds(cupy, source, out, params, arguments.repeats, "tiled", layout)
+        difference = float(cupy.abs(out - first).max())
+        print(
+            f"kernel tiled without its strip: {seconds * 1e3:.1f} ms = {seconds / floor:.1f} x the floor ({name}, "
+            f"max |this - {arguments.kernels[0]}| {difference:.2e})"
+        )
     for text in arguments.layouts:
         weighting, center, sizes = "exponential", "one", text
         if ":" in text:

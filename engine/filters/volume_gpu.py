@@ -40,8 +40,10 @@ TILED_REGISTERS, WIDE_TILED_REGISTERS = 136, 112
 THREAD_TILES = ((4, 4, 2), (8, 4, 1), (4, 2, 2), (4, 4, 1), (4, 2, 1), (2, 2, 1), (2, 1, 1), (1, 1, 1))
 # Tiles that run more warps a block where their sums and region fit (then WARPS): the 4 x 2 x 2
 # tile of the centre-max weightings, 12 warps: 2-5 % faster on the study's volume on the H100
-# (the 4 x 4 x 2 tile measured no faster with more warps of a smaller tile: its instructions rule).
-TILE_WARPS = {(4, 2, 2): 12}
+# (the 4 x 4 x 2 tile measured no faster with more warps of a smaller tile: its instructions rule);
+# the one-column tiles, 16 (as fast a column as 4 x 4 x 2 with 8 on the study's volume; they
+# filter the last columns, the strip, where those fit their width).
+TILE_WARPS = {(4, 2, 2): 12, (4, 4, 1): 16, (4, 2, 1): 16}
 LOG2_E = 1.4426950408889634
 HOST_TO_DEVICE, DEVICE_TO_HOST = 1, 2  # cudaMemcpyKind
 
@@ -65,7 +67,8 @@ class TiledLayout:
     """volume_tiled's tile: each thread filters ``planes`` x ``rows`` x ``columns`` voxels; a
     block of ``warps`` warps ``warps`` x ``rows`` rows and 32 ``columns`` - 2 Bx columns of
     ``planes`` planes, with ``shared_bytes`` of shared memory for the padded voxels they read;
-    ``offsets`` offsets at a time."""
+    ``offsets`` offsets at a time. ``strip``: the one-column tile that filters a slab's last
+    columns where they fit its width (None: whole tiles of this one cover every column)."""
 
     planes: int
     rows: int
@@ -73,14 +76,30 @@ class TiledLayout:
     warps: int
     shared_bytes: int
     offsets: int = OFFSETS
+    strip: TiledLayout | None = None
 
-    def grid(self, shape: tuple[int, ...], patch_radius_x: int, first_plane: int = 0) -> tuple[int, int, int]:
-        """Blocks along x, y, z for a (planes, rows, columns, ...) slab whose plane 0 is the
-        volume's ``first_plane`` (the z tiles start at the volume's multiples of ``planes``)."""
+    def width(self, patch_radius_x: int) -> int:
+        """The output columns of a block."""
+        return 32 * self.columns - 2 * patch_radius_x
+
+    def launches(
+        self, shape: tuple[int, ...], patch_radius_x: int, first_plane: int = 0
+    ) -> list[tuple[TiledLayout, int, tuple[int, int, int]]]:
+        """(tile, first column, blocks along x, y, z) of each launch over a (planes, rows,
+        columns, ...) slab whose plane 0 is the volume's ``first_plane`` (the z tiles start at
+        the volume's multiples of ``planes``): this tile's blocks, then the strip's where the
+        columns left after at least one whole tile fit its width (else this tile covers them)."""
         planes, rows, columns = shape[:3]
-        width = 32 * self.columns - 2 * patch_radius_x
+        width = self.width(patch_radius_x)
+        whole, rest = divmod(columns, width)
+        parts = [(self, 0, -(-columns // width))]
+        if self.strip is not None and whole > 0 and 0 < rest <= self.strip.width(patch_radius_x):
+            parts = [(self, 0, whole), (self.strip, whole * width, 1)]
         depth = first_plane % self.planes + planes
-        return (-(-columns // width), -(-rows // (self.warps * self.rows)), -(-depth // self.planes))
+        return [
+            (tile, first, (blocks, -(-rows // (tile.warps * tile.rows)), -(-depth // tile.planes)))
+            for tile, first, blocks in parts
+        ]
 
 
 def tiled_layout(
@@ -94,7 +113,8 @@ def tiled_layout(
     """The first of ``tiles`` (planes, rows, columns) whose patch values and sums fit the
     register budget and whose block's region fits ``shared_limit`` bytes, with ``warps`` warps
     a block (None: TILE_WARPS's, else WARPS), or None (then volume_direct filters); its sweeps
-    take ``offsets`` offsets at a time."""
+    take ``offsets`` offsets at a time. A tile of several columns a lane gets the one-column
+    tile of its planes and rows, where that fits, as its ``strip``."""
     bz, by, _ = params.patch_radius
     pz, py, _ = params.pad
     ax = params.search_radius[2]
@@ -108,7 +128,10 @@ def tiled_layout(
             shared = 4 * channels * (planes + 2 * pz) * (tile_warps * rows + 2 * py) * (32 * columns + 2 * ax)
             budget = TILED_REGISTERS if tile_warps <= WARPS else WIDE_TILED_REGISTERS
             if registers <= budget and shared <= shared_limit:
-                return TiledLayout(planes, rows, columns, tile_warps, shared, offsets)
+                strip = None
+                if columns > 1:
+                    strip = tiled_layout(params, channels, shared_limit, tiles=[(planes, rows, 1)], offsets=offsets)
+                return TiledLayout(planes, rows, columns, tile_warps, shared, offsets, strip)
     return None
 
 
@@ -137,10 +160,10 @@ def volume_launcher(
     layout: TiledLayout | None = None,
 ) -> tuple[str, Callable[..., None]]:
     """The kernel for a (planes, rows, columns, C) slab on the current device: its template
-    instance and a function (padded slab on the GPU, output (planes, rows, columns, C), the
-    volume's plane that is the slab's plane 0 (default 0)) -> None that launches it. ``kind``:
-    "auto" (tiled where it fits), "tiled" or "direct"; ``layout`` the tiled kernel's, where not
-    ``tiled_layout``'s."""
+    instance (the tiled kernel's, joined by " + " to its strip's where the slab has one) and a
+    function (padded slab on the GPU, output (planes, rows, columns, C), the volume's plane that
+    is the slab's plane 0 (default 0)) -> None that launches it. ``kind``: "auto" (tiled where
+    it fits), "tiled" or "direct"; ``layout`` the tiled kernel's, where not ``tiled_layout``'s."""
     planes, rows, columns, channels = shape
     sizes = tuple(np.int32(n) for n in (planes, rows, columns))
     if kind == "direct":
@@ -150,15 +173,16 @@ def volume_launcher(
         if layout is None and kind == "tiled":
             raise ValueError("volume_tiled does not fit these parameters")
     if layout is not None:
-        name = tiled_kernel_name(params, channels, layout)
-        kernel = kernel_function(cupy, name, "volume.cu")
-        kernel.max_dynamic_shared_size_bytes = layout.shared_bytes
-        block, root, shared = (32 * layout.warps,), tiled_root(params, channels), layout.shared_bytes
+        root, kernels = tiled_root(params, channels), {}
+        for tile, _, _ in layout.launches(shape, params.patch_radius[2]):  # the same tiles for every first plane
+            kernels[tile] = kernel_function(cupy, tiled_kernel_name(params, channels, tile), "volume.cu")
+            kernels[tile].max_dynamic_shared_size_bytes = tile.shared_bytes
+        name = " + ".join(tiled_kernel_name(params, channels, tile) for tile in kernels)
 
         def run_tiled(source: Any, out: Any, first_plane: int = 0) -> None:
-            grid = layout.grid(shape, params.patch_radius[2], first_plane)
-            phase = np.int32(first_plane % layout.planes)
-            kernel(grid, block, (source, out, *sizes, phase, root), shared_mem=shared)
+            for tile, first_column, grid in layout.launches(shape, params.patch_radius[2], first_plane):
+                arguments = (source, out, *sizes, np.int32(first_column), np.int32(first_plane % tile.planes), root)
+                kernels[tile](grid, (32 * tile.warps,), arguments, shared_mem=tile.shared_bytes)
 
         return name, run_tiled
     name = kernel_name(params, channels)

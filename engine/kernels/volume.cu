@@ -143,9 +143,13 @@ __global__ void __launch_bounds__(256) volume_direct(const float* __restrict__ p
 // Bz = 1 two planes' theirs, and with CX = 2 two columns' theirs: about 13.3 instructions a voxel
 // and offset (14.2 before the planes were paired and K was 2).
 // Each voxel's sums are added in an order that depends on its place in its tile alone, and the
-// tiles never move: along y and x they start at the slab's 0, TY, .., along z at the volume's
-// planes 0, TZ, .. (`phase`, the slab's first plane modulo TZ), so that slabs give the same
-// volume as one pass bit for bit.
+// tiles never move: along y and x they start at the slab's 0, TY, .. (and TX, ..), along z at
+// the volume's planes 0, TZ, .. (`phase`, the slab's first plane modulo TZ), so that slabs give
+// the same volume as one pass bit for bit (slabs differ in planes only).
+// Where the columns left after a slab's whole tiles fit one tile of one column a lane (CX = 1,
+// 32 - 2 Bx wide), a second launch of that tile (`first_column`) filters them instead of a
+// whole wider tile: 512 columns are 8 tiles of 62 and 16 left, which a 62-wide tile computed
+// as 64 columns and a 30-wide one computes as 32 (576 columns computed in all, now 544).
 namespace tiled {
 
 // Where column x of a region row lies in shared memory: the row holds its columns by phase,
@@ -333,7 +337,7 @@ template <int BZ, int BY, int BX, int AZ, int AY, int AX, int C, bool EXPONENTIA
           int CX, int WARPS, int K>
 __global__ void __launch_bounds__(32 * WARPS, 1)
     volume_tiled(const float* __restrict__ padded, float* __restrict__ out, int planes, int rows, int columns,
-                 int phase, float root) {
+                 int first_column, int phase, float root) {
     constexpr int KZ = TZ + 2 * BZ, KY = RY + 2 * BY;  // planes and rows of a thread's patches
     constexpr int TY = WARPS * RY, TX = 32 * CX - 2 * BX;  // the block's output rows and columns
     constexpr int PADZ = AZ + BZ, PADY = AY + BY, PADX = AX + BX;
@@ -344,21 +348,41 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
     extern __shared__ float tile[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     // The z tiles start at the volume's planes 0, TZ, 2 TZ, .. (the slab's plane 0 is the
-    // volume's plane `phase` mod TZ), so that a slab's voxels are summed as one pass sums them.
-    const int x0 = blockIdx.x * TX, y0 = blockIdx.y * TY, z0 = blockIdx.z * TZ - phase;
+    // volume's plane `phase` mod TZ), so that a slab's voxels are summed as one pass sums them;
+    // the x tiles at `first_column` (0, or where the wider tiles of the launch before stopped).
+    const int x0 = first_column + blockIdx.x * TX, y0 = blockIdx.y * TY, z0 = blockIdx.z * TZ - phase;
 
     // The region: padded planes z0 .., rows y0 .., columns x0 .. (clamped into the slab: what
-    // lies outside it feeds only voxels outside the slab, which are not written).
+    // lies outside it feeds only voxels outside the slab, which are not written). Warp w copies
+    // its rows w, w + WARPS, .. BATCH at a time, all their loads in flight before the first
+    // store: with one block a multiprocessor nothing else hides their latency, and a row at a
+    // time (a wait a row, 88 a warp for the study's tile) cost about 3 % of the kernel. Loads
+    // past a batch's last row or the region's last column read that row or column again and
+    // store nothing.
     {
+        constexpr int REGION_ROWS = C * SZ * SY, LOADS = (SX + 31) / 32, BATCH = 16;
         const int padded_rows = rows + 2 * PADY, padded_columns = columns + 2 * PADX;
         const int padded_planes = planes + 2 * PADZ;
-        for (int r = warp; r < C * SZ * SY; r += WARPS) {
-            const int y = r % SY, z = (r / SY) % SZ, c = r / (SY * SZ);
-            const long row = ((long)min(max(z0 + z, 0), padded_planes - 1) * C + c) * padded_rows +
-                             min(y0 + y, padded_rows - 1);
-            for (int x = lane; x < SX; x += 32)
-                tile[r * SX + tiled::column_slot<CX, SX>(x)] =
-                    root * __ldg(padded + row * padded_columns + min(x0 + x, padded_columns - 1));
+        for (int first = warp; first < REGION_ROWS; first += BATCH * WARPS) {
+            float value[BATCH][LOADS];
+#pragma unroll
+            for (int b = 0; b < BATCH; ++b) {
+                const int r = min(first + b * WARPS, REGION_ROWS - 1);
+                const int y = r % SY, z = (r / SY) % SZ, c = r / (SY * SZ);
+                const float* row = padded + (((long)min(max(z0 + z, 0), padded_planes - 1) * C + c) * padded_rows +
+                                             min(y0 + y, padded_rows - 1)) *
+                                                padded_columns;
+#pragma unroll
+                for (int k = 0; k < LOADS; ++k)
+                    value[b][k] = __ldg(row + min(x0 + min(lane + 32 * k, SX - 1), padded_columns - 1));
+            }
+#pragma unroll
+            for (int b = 0; b < BATCH; ++b)
+#pragma unroll
+                for (int k = 0; k < LOADS; ++k) {
+                    const int r = first + b * WARPS, x = lane + 32 * k;
+                    if (r < REGION_ROWS && x < SX) tile[r * SX + tiled::column_slot<CX, SX>(x)] = root * value[b][k];
+                }
         }
     }
     __syncthreads();

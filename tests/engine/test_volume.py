@@ -36,6 +36,12 @@ CASES = [  # shape, patch radius, search radius, weighting, centre weight, h
 
 
 TILES_CASE = ((19, 70, 65, 3), (1, 1, 0), (2, 1, 3), "exponential", "max", 0.2)  # blocks on every axis, RGB
+# volume_tiled wider than a tile: two 62-wide tiles and the last 16 columns in the one-column
+# strip; a tile and 48 columns left, more than the strip's 30, so a second wide tile.
+STRIP_CASES = [
+    ((9, 20, 140), 1, 2, "exponential", "one", 0.3),
+    ((6, 11, 110), 1, (1, 2, 3), "bisquare", "max", 0.4),
+]
 
 
 def _random(shape: tuple[int, ...], seed: int = 1) -> np.ndarray:
@@ -247,7 +253,7 @@ def test_gpu_matches_the_reference(shape, patch, search, weighting, center, h) -
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["tiled", "tiled-12-warps", "direct"])
-@pytest.mark.parametrize(("shape", "patch", "search", "weighting", "center", "h"), [*CASES, TILES_CASE])
+@pytest.mark.parametrize(("shape", "patch", "search", "weighting", "center", "h"), [*CASES, TILES_CASE, *STRIP_CASES])
 def test_each_gpu_kernel_matches_the_reference(kind, shape, patch, search, weighting, center, h) -> None:
     """volume_tiled (with its layout, and with 12 warps a block) and volume_direct alike
     (denoise_volume takes the tiled one where it fits), every voxel written (the output starts as NaN)."""
@@ -299,7 +305,7 @@ def test_the_gpu_pads_a_slab_exactly_as_padded_volume() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("shape", "patch", "search", "weighting", "center", "h"), [*CASES, TILES_CASE])
+@pytest.mark.parametrize(("shape", "patch", "search", "weighting", "center", "h"), [*CASES, TILES_CASE, *STRIP_CASES])
 def test_gpu_volume_equals_the_host_padded_kernel_bit_for_bit(
     monkeypatch, shape, patch, search, weighting, center, h
 ) -> None:

@@ -75,19 +75,14 @@ def run_tiled_on_cpu(
     padded.tofile(folder / "padded.bin")
     write_emulated_source(folder)
     first_plane = 0 if slab is None else slab[0]
-    grid = layout.grid(data.shape, params.patch_radius[2], first_plane)
-    threads = 32 * layout.warps
-    (folder / "main.cpp").write_text(f"""#include "{Path(__file__).with_name("cuda_on_cpu.h")}"
-#include "volume.inc"
-int main() {{
-    std::vector<float> padded({padded.size}), out({data.size}, std::nanf(""));
-    FILE* file = fopen("padded.bin", "rb");
-    if (fread(padded.data(), sizeof(float), padded.size(), file) != padded.size()) return 2;
-    fclose(file);
+    launches = []
+    for tile, first_column, grid in layout.launches(data.shape, params.patch_radius[2], first_plane):
+        threads = 32 * tile.warps
+        launches.append(f"""
     for (int gz = 0; gz < {grid[2]}; ++gz)
         for (int gy = 0; gy < {grid[1]}; ++gy)
             for (int gx = 0; gx < {grid[0]}; ++gx) {{
-                std::vector<float> shared({layout.shared_bytes // 4}, std::nanf("")), slots({threads});
+                std::vector<float> shared({tile.shared_bytes // 4}, std::nanf("")), slots({threads});
                 std::barrier<> barrier({threads});
                 std::vector<std::thread> block;
                 for (int t = 0; t < {threads}; ++t)
@@ -98,12 +93,20 @@ int main() {{
                         emulated_shared_memory = shared.data();
                         emulated_block_barrier = &barrier;
                         emulated_shuffle_slots = slots.data();
-                        {tiled_kernel_name(params, channels, layout)}(padded.data(), out.data(), {planes}, {rows},
-                            {columns}, {first_plane % layout.planes}, {float(tiled_root(params, channels))!r}f);
+                        {tiled_kernel_name(params, channels, tile)}(padded.data(), out.data(), {planes}, {rows},
+                            {columns}, {first_column}, {first_plane % tile.planes},
+                            {float(tiled_root(params, channels))!r}f);
                         barrier.arrive_and_drop();
                     }});
                 for (auto& thread : block) thread.join();
-            }}
+            }}""")
+    (folder / "main.cpp").write_text(f"""#include "{Path(__file__).with_name("cuda_on_cpu.h")}"
+#include "volume.inc"
+int main() {{
+    std::vector<float> padded({padded.size}), out({data.size}, std::nanf(""));
+    FILE* file = fopen("padded.bin", "rb");
+    if (fread(padded.data(), sizeof(float), padded.size(), file) != padded.size()) return 2;
+    fclose(file);{"".join(launches)}
     file = fopen("out.bin", "wb");
     fwrite(out.data(), sizeof(float), out.size(), file);
     fclose(file);
@@ -122,7 +125,7 @@ CASES = [  # shape, patch radius, search radius, weighting, centre weight, h, th
     ((6, 7, 8), 1, (2, 3, 1), "bisquare", "one", 0.3, (4, 4, 2)),
     ((7, 8, 9), 1, 2, "exponential", "one", 0.03, (4, 4, 2)),  # u past 87: float32 weights underflow to 0
     ((9, 20, 33, 3), (0, 1, 1), 1, "bisquare", "max", 0.5, (4, 2, 1)),  # 3 channels
-    ((6, 37, 70), (1, 1, 0), (1, 2, 2), "exponential", "one", 0.2, (4, 4, 2)),  # 2 x 2 x 2 blocks, partial
+    ((6, 37, 70), (1, 1, 0), (1, 2, 2), "exponential", "one", 0.2, (4, 4, 2)),  # a tile and the strip, 2 x 2 blocks
 ]
 ONE_COLUMN = [((11, 37, 35), 1, (1, 2, 2), "exponential", "one", 0.2, (8, 4, 1))]  # a tile picked by hand
 
@@ -142,12 +145,14 @@ def test_tiled_kernel_on_the_cpu_matches_the_reference(tmp_path, shape, patch, s
 
 def test_a_slab_equals_those_planes_of_one_pass_bit_for_bit(tmp_path) -> None:
     """Slabs starting at planes 3 and 6: the z tiles start at the volume's multiples of 4 all the
-    same (a voxel's plane sums pair by its plane's parity), so each voxel's sums keep their order;
-    and sweeps of 2 offsets sum as sweeps of 3 do."""
-    volume = np.random.default_rng(9).random((11, 9, 10), dtype=np.float32)
+    same (a voxel's plane sums pair by its plane's parity), so each voxel's sums keep their order,
+    in the wide tile and in the strip of the last 8 columns alike; and sweeps of 2 offsets sum as
+    sweeps of 3 do."""
+    volume = np.random.default_rng(9).random((11, 9, 70), dtype=np.float32)
     params = VolumeParams.checked(0.3, 1, (1, 2, 2), "exponential", "one")
     layout = tiled_layout(params, 1, H100_SHARED_BYTES)
     assert (layout.planes, layout.offsets) == (4, 3)
+    assert [first for _, first, _ in layout.launches(volume.shape, 1)] == [0, 62]
     whole = run_tiled_on_cpu(tmp_path, volume, params, layout)
     np.testing.assert_array_equal(run_tiled_on_cpu(tmp_path, volume, params, layout, (3, 8)), whole[3:8])
     np.testing.assert_array_equal(run_tiled_on_cpu(tmp_path, volume, params, layout, (6, 11)), whole[6:11])
@@ -157,10 +162,25 @@ def test_a_slab_equals_those_planes_of_one_pass_bit_for_bit(tmp_path) -> None:
 
 def test_the_tile_shrinks_to_fit_and_large_windows_fall_back() -> None:
     study = VolumeParams.checked(0.3, 1, 5, "exponential", "one")
-    assert tiled_layout(study, 1, H100_SHARED_BYTES) == TiledLayout(4, 4, 2, 8, 4 * 16 * 44 * 74, 3)
+    strip = TiledLayout(4, 4, 1, 16, 4 * 16 * 76 * 42, 3)
+    assert tiled_layout(study, 1, H100_SHARED_BYTES) == TiledLayout(4, 4, 2, 8, 4 * 16 * 44 * 74, 3, strip)
     relative = VolumeParams.checked(0.3, 1, 5, "exponential", "max")
     layout = tiled_layout(relative, 1, H100_SHARED_BYTES)  # one more sum a voxel: a smaller tile, more warps
     assert (layout.planes, layout.rows, layout.columns, layout.warps) == (4, 2, 2, 12)
     assert tiled_layout(relative, 1, 150_000).warps == 8  # where 12 warps' region does not fit, 8
     assert tiled_layout(study, 1, 150_000).columns == 1  # less shared memory: a smaller tile
     assert tiled_layout(VolumeParams.checked(0.3, 8, 16, "exponential", "one"), 1, H100_SHARED_BYTES) is None
+
+
+def test_the_last_columns_go_to_the_strip_where_they_fit_it() -> None:
+    """512 columns: 8 tiles of 62 and the last 16 in one 30-wide strip block; 110: a tile and 48
+    left, more than the strip takes, so 2 tiles; 20: no whole tile, so the wide tile alone."""
+    study = VolumeParams.checked(0.3, 1, 5, "exponential", "one")
+    layout = tiled_layout(study, 1, H100_SHARED_BYTES)
+    assert layout.launches((512, 512, 512), 1, first_plane=0) == [
+        (layout, 0, (8, 16, 128)),
+        (layout.strip, 496, (1, 8, 128)),
+    ]
+    assert layout.launches((8, 32, 110), 1, first_plane=6) == [(layout, 0, (2, 1, 3))]
+    assert layout.launches((8, 32, 20), 1) == [(layout, 0, (1, 1, 2))]
+    assert layout.strip.strip is None
