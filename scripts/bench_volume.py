@@ -2,8 +2,10 @@
 11^3, patch 3^3, exponential weights, on one GPU and on several (``--devices 0 1``).
 
 Prints each kernel's GPU time on one device (CUDA events, the padded slab already on the GPU;
-``volume_tiled`` and ``volume_direct`` by default, and their largest difference), the tiled
-kernel's time with the other weightings and centre weights (unless --no-other-weightings),
+``volume_tiled`` and ``volume_direct`` by default, and their largest difference, and a SHA-1 of
+each one's output), ``--without-strip``: the tiled kernel's whole tiles alone (its last columns
+not in the strip), the tiled kernel's time with the other weightings and centre weights (unless
+--no-other-weightings),
 the whole ``denoise_volume`` call (validation, copies, padding, slabs) per device set with a
 SHA-1 of its result (equal digests: equal volumes, bit for bit, also across trees), the ratio to
 the arithmetic floor (16 FLOP per voxel per offset pair at the GPU's fp32 peak) and, with
@@ -60,6 +62,11 @@ def kernel_seconds(cupy, source, out, params: VolumeParams, repeats: int, kind: 
         registers, local = getattr(function, "num_regs", "?"), getattr(function, "local_size_bytes", "?")
         described.append(f"{instance}: {registers} registers, {local} B local")
     return best, " + ".join(described)
+
+
+def digest(cupy, out) -> str:
+    """The start of a kernel output's SHA-1: equal digests, equal volumes bit for bit (also across trees)."""
+    return hashlib.sha1(cupy.asnumpy(out).tobytes()).hexdigest()[:16]
 
 
 def pageable_pipeline(staged: type) -> type:
@@ -121,7 +128,10 @@ def main() -> None:
     for kind in arguments.kernels:
         out = cupy.empty((size, size, size, 1), dtype=cupy.float32)
         seconds, name = kernel_seconds(cupy, source, out, params, arguments.repeats, kind)
-        print(f"kernel {kind}, one GPU: {seconds * 1e3:.1f} ms = {seconds / floor:.1f} x the floor ({name})")
+        print(
+            f"kernel {kind}, one GPU: {seconds * 1e3:.1f} ms = {seconds / floor:.1f} x the floor ({name}; output "
+            f"sha1 {digest(cupy, out)})"
+        )
         outputs[kind] = out
     if len(outputs) > 1:
         first, *others = outputs.values()
@@ -138,7 +148,7 @@ def main() -> None:
         difference = float(cupy.abs(out - first).max())
         print(
             f"kernel tiled without its strip: {seconds * 1e3:.1f} ms = {seconds / floor:.1f} x the floor ({name}, "
-            f"max |this - {arguments.kernels[0]}| {difference:.2e})"
+            f"max |this - {arguments.kernels[0]}| {difference:.2e}; output sha1 {digest(cupy, out)})"
         )
     for text in arguments.layouts:
         weighting, center, sizes = "exponential", "one", text

@@ -162,20 +162,40 @@ __device__ __forceinline__ int column_slot(int x) {
     return x % CX * (SX / CX) + x / CX;
 }
 
-// sum + ||d||^2 over the channels.
+// The patch sums are kept negated, -u, from the squares on (the negations are the FMUL's and
+// FFMA's operand signs): then the exponential weight 2^-u is one MUFU of the sum itself, where
+// the CUDA 13.0 compiler of the GPU machines (unlike 13.5) issued the negation of u before the
+// inline ex2 as a FADD of its own: 1370 instructions a sweep of 3 offsets instead of 1274.
+// Negation commutes with rounding, so the weights are bit for bit those of the positive sums.
+
+// sum - ||d||^2 over the channels.
 template <int C>
-__device__ __forceinline__ float add_squares(const float (&d)[C], float sum) {
+__device__ __forceinline__ float subtract_squares(const float (&d)[C], float sum) {
 #pragma unroll
-    for (int c = 0; c < C; ++c) sum = fmaf(d[c], d[c], sum);
+    for (int c = 0; c < C; ++c) sum = fmaf(-d[c], d[c], sum);
     return sum;
 }
 
+// -||d||^2.
 template <int C>
-__device__ __forceinline__ float squares(const float (&d)[C]) {
-    float sum = d[0] * d[0];
+__device__ __forceinline__ float negated_squares(const float (&d)[C]) {
+    float sum = -d[0] * d[0];
 #pragma unroll
-    for (int c = 1; c < C; ++c) sum = fmaf(d[c], d[c], sum);
+    for (int c = 1; c < C; ++c) sum = fmaf(-d[c], d[c], sum);
     return sum;
+}
+
+// min(max(1 + x, 0), 1) in one FADD.SAT: the CUDA 13.0 compiler of the GPU machines issued
+// __saturatef(1.0f + x) as two FADDs (1 + x, then a saturating add of 0), a fifteenth of the
+// bisquare weighting's instructions. add.sat rounds, then clamps, as the two did.
+__device__ __forceinline__ float saturated_one_plus(float x) {
+#ifdef CUDA_ON_CPU
+    return __saturatef(1.0f + x);
+#else
+    float result;
+    asm("add.sat.ftz.f32 %0, %1, 0f3F800000;" : "=f"(result) : "f"(x));
+    return result;
+#endif
 }
 
 // The voxels' sums: C numerators, the denominator, u_min (relative weights) or the largest weight.
@@ -184,8 +204,8 @@ struct Sums {
     float numerator[TZ][RY][CX][C], denominator[TZ][RY][CX], extreme[TZ][RY][CX];
 };
 
-// Weigh output plane t's RY x CX voxels, whose patch sums over planes and rows are `plane_sums`,
-// for one offset, and add w V(p + q) (`value`) into their sums.
+// Weigh output plane t's RY x CX voxels, whose negated patch sums over planes and rows are
+// `plane_sums`, for one offset, and add w V(p + q) (`value`) into their sums.
 template <int BX, int TZ, int RY, int CX, int C, bool EXPONENTIAL, bool CENTER_MAX>
 __device__ __forceinline__ void weigh(int t, const float (&plane_sums)[RY][CX], const float (&value)[RY][CX][C],
                                       Sums<TZ, RY, CX, C>& sums) {
@@ -220,7 +240,7 @@ __device__ __forceinline__ void weigh(int t, const float (&plane_sums)[RY][CX], 
         }
 #pragma unroll
         for (int i = 0; i < CX; ++i) {
-            const float u = total[i];
+            const float u = -total[i];  // the sign folds into the instructions that read u
             if (RELATIVE) {
                 // 2^-(u - u_min), rescaling the sums when u_min falls (online softmax), in one
                 // MUFU: 2^-|u - u_min| is the new voxel's weight, or, where u is the new least,
@@ -238,9 +258,9 @@ __device__ __forceinline__ void weigh(int t, const float (&plane_sums)[RY][CX], 
             }
             float w;
             if (EXPONENTIAL) {
-                w = exp2_approx(-u);
+                w = exp2_approx(total[i]);  // 2^-u
             } else {
-                const float remaining = __saturatef(1.0f - u);
+                const float remaining = saturated_one_plus(total[i]);  // 1 - u, clamped to [0, 1]
                 w = remaining * remaining;
                 if (CENTER_MAX) sums.extreme[t][j][i] = fmaxf(sums.extreme[t][j][i], w);
             }
@@ -260,7 +280,7 @@ __device__ __forceinline__ void sweep(const float* const (&candidates)[CX],
                                       const float (&own)[TZ + 2 * BZ][RY + 2 * BY][CX][C], Sums<TZ, RY, CX, C>& sums) {
     constexpr int KZ = TZ + 2 * BZ, KY = RY + 2 * BY;
     constexpr bool PAIR_ROWS = BY == 1 && RY % 2 == 0, PAIR_PLANES = BZ == 1 && TZ % 2 == 0;
-    float rows_sum[K][KZ][RY][CX];  // per plane: the squared differences summed over the patch's rows
+    float rows_sum[K][KZ][RY][CX];  // per plane: minus the squared differences summed over the patch's rows
     float value[K][TZ][RY][CX][C];  // V(p + q)
     float middle[K][RY][CX];        // PAIR_PLANES: planes t + 1 and t + 2's sums, for output planes t (even), t + 1
 #pragma unroll
@@ -288,14 +308,14 @@ __device__ __forceinline__ void sweep(const float* const (&candidates)[CX],
                 if (PAIR_ROWS) {  // rows j, j + 1 share the squares of rows j + 1, j + 2
 #pragma unroll
                     for (int j = 0; j < RY; j += 2) {
-                        const float middle = add_squares(d[j + 1], squares(d[j + 2]));
-                        rows_sum[n][k][j][i] = add_squares(d[j], middle);
-                        rows_sum[n][k][j + 1][i] = add_squares(d[j + 3], middle);
+                        const float middle = subtract_squares(d[j + 1], negated_squares(d[j + 2]));
+                        rows_sum[n][k][j][i] = subtract_squares(d[j], middle);
+                        rows_sum[n][k][j + 1][i] = subtract_squares(d[j + 3], middle);
                     }
                 } else {
                     float square[KY];
 #pragma unroll
-                    for (int j = 0; j < KY; ++j) square[j] = squares(d[j]);
+                    for (int j = 0; j < KY; ++j) square[j] = negated_squares(d[j]);
 #pragma unroll
                     for (int j = 0; j < RY; ++j) {
                         float sum = square[j];
