@@ -329,6 +329,7 @@ def _estimate_noise(args: argparse.Namespace) -> int:
         "bands": [dict(zip(("low", "high", "sigma", "blocks"), band, strict=True)) for band in result.bands],
         "signal_dependent": result.signal_dependent,
         "spatial_correlation": result.spatial_correlation,
+        "effective_channels": round(result.effective_channels, 3),
         "decorrelation": decorrelation_decision(result)[1],
         "suggested_h": round(h, 3),
         "warning": result.warning,
@@ -344,6 +345,10 @@ def _estimate_noise(args: argparse.Namespace) -> int:
     for band in report["bands"]:
         low, high = band["low"], band["high"]
         print(f"sigma {band['sigma']:.2f} levels at intensities {low:.2f}..{high:.2f} ({band['blocks']} blocks)")
+    print(
+        f"effective noise channels: {report['effective_channels']:.2f} of {len(result.covariance)} "
+        "(under the count: noise shared by the channels, as compression leaves it; h allows for it)"
+    )
     print(f"color decorrelation: {report['decorrelation']}")
     print(f"suggested h: {h:.1f} levels (for denoise's default filter; denoise --noise auto uses it)")
     if result.warning:

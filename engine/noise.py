@@ -72,6 +72,7 @@ LOW_CONFIDENCE = 0.5
 # LOW_CONFIDENCE, so that the warning still offers a region to check it on.
 MOTION_CONFIDENCE = 0.4
 CALIBRATION_FILE = Path(__file__).with_name("h_calibration.json")
+CALIBRATION_CHANNELS = 3  # the calibration's white noise: R, G and B independent
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,13 @@ class NoiseEstimate:
         return float(np.sqrt(np.trace(self.covariance) / len(self.covariance)) * 255)
 
     @property
+    def effective_channels(self) -> float:
+        """trace(Sigma)^2 / trace(Sigma^2): how many independent channels' worth of noise a patch
+        distance sums. C for white noise of equal sigmas, 1 for noise shared by all channels
+        (compressed footage keeps its noise in luma: about 1.1 of 3)."""
+        return _effective_channels(np.asarray(self.covariance, dtype=np.float64))
+
+    @property
     def correlation(self) -> np.ndarray:
         """The correlation matrix of the channels' noise (identity where a channel has none)."""
         scale = np.sqrt(np.diag(self.covariance))
@@ -173,6 +181,11 @@ class NoiseEstimate:
         the gray axis, so G shrinks the picture's own differences with it).
         """
         return _luminance_gain(self.color_transform())
+
+
+def _effective_channels(covariance: np.ndarray) -> float:
+    squares = float(np.trace(covariance @ covariance))
+    return float(np.trace(covariance)) ** 2 / squares if squares > 0 else float(len(covariance))
 
 
 def _luminance_gain(transform: np.ndarray) -> float:
@@ -582,6 +595,15 @@ def suggest_h(estimate: NoiseEstimate, params: NLMParams) -> float:
     noisiest band's sigma for the bisquare weighting: a bisquare h under the noise of a bright
     region gives its patches no weight there, and the output is the input (a cliff of 3 to 5 dB
     on Poisson-Gaussian noise); exponential weights degrade gently and keep the average.
+
+    Noise shared by the channels wants a larger h than white noise of the same sigma: a patch
+    distance then sums fewer independent terms and scatters more between patches of the same
+    content. Compressed footage is the common case: the encoder keeps the noise in luma and
+    quantizes the subsampled chroma away, so its R, G and B noise correlate about 0.9 (1.1
+    effective channels of 3). h is raised by the table's gray-noise factor (measured with one
+    draw for R, G and B, 1 effective channel; 1.0-1.34 by weighting and sigma), to the power
+    log(3 / C_eff) / log 3 for the noise's effective channels C_eff as filtered
+    (``NoiseEstimate.effective_channels``; after the color transform, which whitens it, 3).
     """
     table = _calibration()
     sigma = max(estimate.average_sigma, CLEAN_SIGMA)
@@ -595,8 +617,21 @@ def suggest_h(estimate: NoiseEstimate, params: NLMParams) -> float:
         params.frames_past + params.frames_future + 1,
         math.log(sigma / gain**2),
     ]
-    ratios = np.array(table["ratio"][f"{params.weighting}/{params.center_weight}"])
-    return _interpolate(ratios, axes, point) * sigma
+    variant = f"{params.weighting}/{params.center_weight}"
+    ratio = _interpolate(np.array(table["ratio"][variant]), axes, point)
+    gray_factor = _interpolate(np.array(table["gray_noise_factor"][variant]), axes[-1:], point[-1:])
+    return ratio * sigma * gray_factor ** _shared_noise(estimate, params)
+
+
+def _shared_noise(estimate: NoiseEstimate, params: NLMParams) -> float:
+    """0 for noise as independent in the filtered channels as the calibration's white noise
+    (3 effective channels), 1 for noise shared by them all (1), log-linear between."""
+    covariance = np.asarray(estimate.covariance, dtype=np.float64)
+    if params.color_transform is not None and len(params.color_transform) == len(covariance):
+        transform = np.asarray(params.color_transform, dtype=np.float64)
+        covariance = transform @ covariance @ transform.T
+    channels = min(max(_effective_channels(covariance), 1.0), CALIBRATION_CHANNELS)
+    return math.log(CALIBRATION_CHANNELS / channels) / math.log(CALIBRATION_CHANNELS)
 
 
 def decorrelation_decision(estimate: NoiseEstimate) -> tuple[bool, str]:

@@ -4,7 +4,10 @@ For every weighting and centre weight, patch radius B, search radius A, window l
 or one past and one future frame) and noise sigma, a golden-section search over h / sigma finds
 the ratio that maximises the mean PSNR of the middle frame of three crops of the bundled sample
 clip (Big Buck Bunny) with noise as 8-bit footage has it: Gaussian, rounded to 8 bits and
-clipped (``add_realistic_noise(..., "clipped", ...)``). The test clips of
+clipped (``add_realistic_noise(..., "clipped", ...)``). Then, at the default window, the same
+search with noise on the gray axis (one draw shared by R, G and B, as compressed footage keeps
+its noise in luma): the ratio over white noise's is the factor ``suggest_h`` raises h by for
+noise correlated across channels. The test clips of
 ``tests/engine/test_noise.py`` and ``tests/engine/test_realistic_noise.py`` (bikes) are not
 used, so the tests check the table on footage it has not seen.
 
@@ -75,6 +78,30 @@ def best_ratio(clean: list[np.ndarray], noisy: list[np.ndarray], sigma: float, *
     return round(math.exp((low + high) / 2), 3)
 
 
+def gray_noise(clean: np.ndarray, sigma: float, seed: int) -> np.ndarray:
+    """``clean`` with one Gaussian draw of ``sigma`` (8-bit levels) added to all its channels,
+    rounded to 8 bits and clipped: noise whose effective channel count is 1."""
+    draw = np.random.default_rng(seed).standard_normal((*clean.shape[:-1], 1)) * sigma / 255
+    return (np.clip(np.rint((clean + draw) * 255), 0, 255) / 255).astype(np.float32)
+
+
+def gray_noise_factors(clean: list[np.ndarray]) -> dict[str, list[float]]:
+    """Per weighting/centre weight and sigma, at the default window: the best h / sigma on
+    gray-axis noise over that on white noise (the same seeds)."""
+    factors: dict[str, list[float]] = {}
+    for weighting, center_weight in itertools.product(WEIGHTINGS, CENTER_WEIGHTS):
+        row = []
+        for sigma in SIGMAS:
+            seed = round(10 * sigma)
+            white = [add_realistic_noise(c, "clipped", sigma, seed=seed) for c in clean]
+            gray = [gray_noise(c, sigma, seed) for c in clean]
+            variant = {"weighting": weighting, "center_weight": center_weight}
+            row.append(round(best_ratio(clean, gray, sigma, **variant) / best_ratio(clean, white, sigma, **variant), 3))
+        factors[f"{weighting}/{center_weight}"] = row
+        print(f"{weighting}/{center_weight} gray-axis noise: {row}", flush=True)
+    return factors
+
+
 def main() -> None:
     clean = crops()
     started = time.perf_counter()
@@ -115,12 +142,14 @@ def main() -> None:
         table[f"{weighting}/{center_weight}"] = by_patch
     calibration = {
         "about": "PSNR-best h / sigma on 8-bit clipped Gaussian noise; written by scripts/calibrate_h.py, "
-        "keyed weighting/center_weight, indexed [B][A][frames][sigma]",
+        "keyed weighting/center_weight, indexed [B][A][frames][sigma]; gray_noise_factor: the best ratio on "
+        "gray-axis noise (one draw for R, G and B) over that on white noise, default window, indexed [sigma]",
         "patch_radius": PATCH_RADII,
         "search_radius": SEARCH_RADII,
         "window_frames": WINDOW_FRAMES,
         "sigma": SIGMAS,
         "ratio": table,
+        "gray_noise_factor": gray_noise_factors(clean),
     }
     Path(CALIBRATION_FILE).write_text(json.dumps(calibration, indent=1) + "\n")
     print(f"wrote {CALIBRATION_FILE}")

@@ -8,7 +8,7 @@ import pytest
 from clips import DATA
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
-from nlmeans_studio.engine.noise import add_noise, apply_estimate, estimate_noise, suggest_h
+from nlmeans_studio.engine.noise import NoiseEstimate, add_noise, apply_estimate, estimate_noise, suggest_h
 from nlmeans_studio.engine.sample import SAMPLE_CLIP
 
 SIGMAS = [5, 10, 25, 40]  # 8-bit levels
@@ -141,6 +141,7 @@ def test_cli_estimate_noise_prints_json_and_refuses_small_regions(tmp_path, caps
     # 8-bit rounding adds 1/12 level^2 and the gradients' structure a little: within 10 %.
     np.testing.assert_allclose(report["sigma"], 12, rtol=0.10)
     assert len(report["color_transform"]) == 3
+    assert report["effective_channels"] == pytest.approx(3 / (1 + 2 * 0.5**2), abs=0.25)  # correlation 0.5
     # The estimate and the h that denoise --noise auto uses (a user saw three sigmas for one file).
     from nlmeans_studio.engine.export import estimate_clip_noise
 
@@ -193,6 +194,35 @@ def test_suggested_h_is_near_the_best_h(clips, sigma, correlation, search_radius
         for ratio in np.geomspace(0.3, 4.0, 25)  # 11 % steps: the grid's best is within 0.05 dB of the true best
     )
     # The issue's target: within 0.3 dB of the best h of a grid search.
+    assert _denoised_psnr(clean, noisy, params) >= best - 0.3
+
+
+def test_noise_shared_by_the_channels_gets_a_higher_h() -> None:
+    # One draw in R, G and B (compressed footage keeps its noise in luma) sums fewer independent
+    # terms in a patch distance than white noise of the same sigma: h rises by the table's
+    # gray-noise factor, to the power log(3 / C_eff) / log 3.
+    params = NLMParams(h=1, weighting="exponential", center_weight="max")
+    white = NoiseEstimate(covariance_of(25, 0.0), [], 1)
+    shared = NoiseEstimate(covariance_of(25, 0.95), [], 1)
+    gray = NoiseEstimate(covariance_of(25, 0.0)[:1, :1], [], 1)
+    assert white.effective_channels == pytest.approx(3) and gray.effective_channels == pytest.approx(1)
+    assert shared.effective_channels == pytest.approx(3 / (1 + 2 * 0.95**2))
+    raised = suggest_h(shared, params) / suggest_h(white, params)
+    assert 1.15 < raised < 1.3  # 1.24 for a single draw at sigma 25 (exponential, centre "max")
+    assert suggest_h(gray, params) / suggest_h(white, params) > raised
+
+
+@pytest.mark.parametrize("channels", [3, 1])
+def test_suggested_h_is_near_the_best_h_for_noise_shared_by_the_channels(clips, channels) -> None:
+    # Gray-axis noise on color footage and white noise on gray footage: 1 effective channel.
+    clean = clips["bikes"] if channels == 3 else np.ascontiguousarray(clips["bikes"].mean(axis=-1, keepdims=True))
+    covariance = covariance_of(25, 1.0) if channels == 3 else covariance_of(25, 0.0)[:1, :1]
+    noisy = np.clip(np.rint(add_noise(clean, covariance, seed=14) * 255), 0, 255).astype(np.float32) / 255
+    params = apply_estimate(NLMParams(h=1, weighting="exponential", center_weight="max"), estimate_noise(noisy))
+    best = max(
+        _denoised_psnr(clean, noisy, dataclasses.replace(params, h=25 * ratio))
+        for ratio in np.geomspace(0.3, 1.5, 25)  # 7 % steps
+    )
     assert _denoised_psnr(clean, noisy, params) >= best - 0.3
 
 

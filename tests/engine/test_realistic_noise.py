@@ -102,6 +102,7 @@ CASES = [
     ("h264", 10, "exponential", "max"),
     ("h264", 15, "bisquare", "one"),
     ("h264", 25, "bisquare", "max"),
+    ("h264", 25, "exponential", "max"),  # 0.53 dB short before h allowed for noise shared by the channels
 ]
 
 
