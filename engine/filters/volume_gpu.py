@@ -40,10 +40,12 @@ TILED_REGISTERS, WIDE_TILED_REGISTERS = 136, 112
 THREAD_TILES = ((4, 4, 2), (8, 4, 1), (4, 2, 2), (4, 4, 1), (4, 2, 1), (2, 2, 1), (2, 1, 1), (1, 1, 1))
 # Tiles that run more warps a block where their sums and region fit (then WARPS): the 4 x 2 x 2
 # tile of the centre-max weightings, 12 warps: 2-5 % faster on the study's volume on the H100
-# (the 4 x 4 x 2 tile measured no faster with more warps of a smaller tile: its instructions rule);
-# the one-column tiles, 16 (as fast a column as 4 x 4 x 2 with 8 on the study's volume; they
-# filter the last columns, the strip, where those fit their width).
-TILE_WARPS = {(4, 2, 2): 12, (4, 4, 1): 16, (4, 2, 1): 16}
+# (the 4 x 4 x 2 tile measured no faster with more warps of a smaller tile: its instructions rule).
+TILE_WARPS = {(4, 2, 2): 12}
+# The strip's one-column tile (the slab's last columns, where they fit its width): 16 warps where
+# they fit (4 a scheduler; as the whole layout on the study's volume on the H100 4 x 4 x 1 with 16
+# took 114.1 ms against 110.2 for 4 x 4 x 2 with 8, though it computes 11 % more instructions).
+STRIP_WARPS = 16
 LOG2_E = 1.4426950408889634
 HOST_TO_DEVICE, DEVICE_TO_HOST = 1, 2  # cudaMemcpyKind
 
@@ -129,8 +131,10 @@ def tiled_layout(
             budget = TILED_REGISTERS if tile_warps <= WARPS else WIDE_TILED_REGISTERS
             if registers <= budget and shared <= shared_limit:
                 strip = None
-                if columns > 1:
-                    strip = tiled_layout(params, channels, shared_limit, tiles=[(planes, rows, 1)], offsets=offsets)
+                if columns > 1:  # STRIP_WARPS warps where they fit, else as many as the tile takes alone
+                    narrow = [(planes, rows, 1)]
+                    strip = tiled_layout(params, channels, shared_limit, STRIP_WARPS, narrow, offsets)
+                    strip = strip or tiled_layout(params, channels, shared_limit, None, narrow, offsets)
                 return TiledLayout(planes, rows, columns, tile_warps, shared, offsets, strip)
     return None
 

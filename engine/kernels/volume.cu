@@ -164,8 +164,8 @@ __device__ __forceinline__ int column_slot(int x) {
 
 // The patch sums are kept negated, -u, from the squares on (the negations are the FMUL's and
 // FFMA's operand signs): then the exponential weight 2^-u is one MUFU of the sum itself, where
-// the CUDA 13.0 compiler of the GPU machines (unlike 13.5) issued the negation of u before the
-// inline ex2 as a FADD of its own: 1370 instructions a sweep of 3 offsets instead of 1274.
+// compiled with flush-to-zero, as CuPy compiles (nvcc -ftz=true alike), the negation of u before
+// the inline ex2 was a FADD of its own: 1370 instructions a sweep of 3 offsets instead of 1274.
 // Negation commutes with rounding, so the weights are bit for bit those of the positive sums.
 
 // sum - ||d||^2 over the channels.
@@ -185,9 +185,9 @@ __device__ __forceinline__ float negated_squares(const float (&d)[C]) {
     return sum;
 }
 
-// min(max(1 + x, 0), 1) in one FADD.SAT: the CUDA 13.0 compiler of the GPU machines issued
-// __saturatef(1.0f + x) as two FADDs (1 + x, then a saturating add of 0), a fifteenth of the
-// bisquare weighting's instructions. add.sat rounds, then clamps, as the two did.
+// min(max(1 + x, 0), 1) in one FADD.SAT: compiled with flush-to-zero, __saturatef(1.0f + x)
+// was two FADDs (1 + x, then a saturating add of 0), a fifteenth of the bisquare weighting's
+// instructions. add.sat rounds, then clamps, as the two did.
 __device__ __forceinline__ float saturated_one_plus(float x) {
 #ifdef CUDA_ON_CPU
     return __saturatef(1.0f + x);
@@ -376,9 +376,9 @@ __global__ void __launch_bounds__(32 * WARPS, 1)
     // lies outside it feeds only voxels outside the slab, which are not written). Warp w copies
     // its rows w, w + WARPS, .. BATCH at a time, all their loads in flight before the first
     // store: with one block a multiprocessor nothing else hides their latency, and a row at a
-    // time (a wait a row, 88 a warp for the study's tile) cost about 3 % of the kernel. Loads
-    // past a batch's last row or the region's last column read that row or column again and
-    // store nothing.
+    // time (a wait a row, 88 a warp for the study's tile) cost 5 % of the kernel. Loads past a
+    // batch's last row or the region's last column read that row or column again and store
+    // nothing.
     {
         constexpr int REGION_ROWS = C * SZ * SY, LOADS = (SX + 31) / 32, BATCH = 16;
         const int padded_rows = rows + 2 * PADY, padded_columns = columns + 2 * PADX;
