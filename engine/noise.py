@@ -372,12 +372,16 @@ def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
     if np.sqrt(np.trace(covariance) / len(covariance)) * 255 < CLEAN_SIGMA:
         spatial_correlation = 0.0  # clean footage: what is left around the plane is the picture
     signal_dependent = NoiseEstimate(covariance, [], 0, bands=estimate_bands).signal_dependent
+    measured, measured_samples = spatial, residual_samples  # the blocks' covariances the estimate rests on
     if spatial_correlation > 1 - 1 / CORRELATED_RATIO:
         # Patch distances see the pixels' noise: the plane-fit variance of the flat blocks. The
         # blocks are chosen again against the pixels' noise: the residuals' understates the
-        # gradients smooth noise gives, and that threshold kept only the quietest blocks.
-        flat = unclipped & (texture <= TEXTURE_FACTOR * _expected_texture(raw, size * size))
-        covariance = _median_covariance(plane[flat | chosen], size * size - 3)
+        # gradients smooth noise gives, and that threshold kept only the quietest blocks (often
+        # one, which would make the estimate look untrustworthy).
+        chosen = chosen | (unclipped & (texture <= TEXTURE_FACTOR * _expected_texture(raw, size * size)))
+        measured, measured_samples = plane, size * size - 3
+        covariance = _median_covariance(plane[chosen], measured_samples)
+        samples = int(chosen.sum()) * measured_samples
         notes.append(
             f"the noise is spatially correlated ({spatial_correlation:.0%} of its variance below the "
             "high-pass band: demosaicing, deinterlacing or compression); sigma is the pixels'"
@@ -403,7 +407,7 @@ def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
     per_frame = textures[0].size
     blocks = (int(i) % per_frame for i in np.flatnonzero(chosen))
     regions = sorted({(block % cols * size, block // cols * size, size, size) for block in blocks})
-    confidence *= min(1.0, chosen.sum() / 16) * _agreement(spatial[chosen], residual_samples)
+    confidence *= min(1.0, chosen.sum() / 16) * _agreement(measured[chosen], measured_samples)
     flat_sigma = math.sqrt(np.trace(covariance) / len(covariance))
     kept = kept_noise(images, flat_sigma) if confidence < LOW_CONFIDENCE and len(images) > 1 else None
     if kept is not None:
@@ -604,6 +608,13 @@ def suggest_h(estimate: NoiseEstimate, params: NLMParams) -> float:
     draw for R, G and B, 1 effective channel; 1.0-1.34 by weighting and sigma), to the power
     log(3 / C_eff) / log 3 for the noise's effective channels C_eff as filtered
     (``NoiseEstimate.effective_channels``; after the color transform, which whitens it, 3).
+
+    Spatially correlated noise (demosaicing, deinterlacing) wants a higher h still, most with
+    exponential weights: its patches differ by smooth blotches that look like the picture. h is
+    raised by the table's smooth-noise factor at the estimate's ``spatial_correlation``, measured
+    with white noise filtered by [a, 1, a] along rows and columns (a = 0.125 to 0.5, lag-1
+    correlation 0.24 to 0.67) and read by ``estimate_noise`` as 0.5 to 0.97; 1 up to the largest
+    reading white noise gave. Exponential/max at sigma 25 wants about twice the white-noise h.
     """
     table = _calibration()
     sigma = max(estimate.average_sigma, CLEAN_SIGMA)
@@ -620,7 +631,14 @@ def suggest_h(estimate: NoiseEstimate, params: NLMParams) -> float:
     variant = f"{params.weighting}/{params.center_weight}"
     ratio = _interpolate(np.array(table["ratio"][variant]), axes, point)
     gray_factor = _interpolate(np.array(table["gray_noise_factor"][variant]), axes[-1:], point[-1:])
-    return ratio * sigma * gray_factor ** _shared_noise(estimate, params)
+    smooth = table["smooth_noise_factor"]
+    # The flat blocks' spatial correlation describes the noise unless the motion-compensated
+    # change measured it (the flat blocks then showed little of it).
+    correlation = 0.0 if estimate.method == "motion" else estimate.spatial_correlation
+    smooth_factor = _interpolate(
+        np.array(smooth[variant]), [smooth["spatial_correlation"], axes[-1]], [correlation, point[-1]]
+    )
+    return ratio * sigma * gray_factor ** _shared_noise(estimate, params) * smooth_factor
 
 
 def _shared_noise(estimate: NoiseEstimate, params: NLMParams) -> float:
@@ -715,7 +733,7 @@ def apply_estimate(params: NLMParams, estimate: NoiseEstimate, h: float | None =
     return dataclasses.replace(params, h=suggest_h(estimate, params) if h is None else h)
 
 
-REALISTIC_NOISES = ("clipped", "yuv", "signal", "h264")
+REALISTIC_NOISES = ("clipped", "yuv", "signal", "demosaic", "h264")
 BT601 = np.array([[0.299, 0.587, 0.114], [-0.168736, -0.331264, 0.5], [0.5, -0.418688, -0.081312]])
 
 
@@ -726,12 +744,14 @@ def add_realistic_noise(frames: np.ndarray, kind: str, sigma: float, seed: int) 
     ----------
     frames : array
         Clean frames (T, H, W, 3), uint8 or float in [0, 1].
-    kind : {"clipped", "yuv", "signal", "h264"}
+    kind : {"clipped", "yuv", "signal", "demosaic", "h264"}
         "clipped": white Gaussian noise of ``sigma`` per RGB channel, rounded to 8 bits and
         clipped; "yuv": Gaussian noise of ``sigma`` on Y, Cb and Cr (BT.601, full range) as
         FFmpeg's ``noise`` filter and tape add it, then RGB, 8 bits, clipped; "signal":
         Poisson-Gaussian camera noise, variance sigma^2 (0.2 + 1.6 I) for intensity I in [0, 1]
-        (sigma at mid gray), 8 bits, clipped; "h264": "clipped" noise encoded with libx264
+        (sigma at mid gray), 8 bits, clipped; "demosaic": white noise of ``sigma`` on
+        a Bayer mosaic (RGGB), interpolated bilinearly to RGB as a camera's demosaicing does
+        (spatially correlated, weaker in R and B), 8 bits, clipped; "h264": "clipped" noise encoded with libx264
         (CRF 23, 4:2:0) and decoded, which smooths the noise and holds static blocks still.
     sigma : float
         Noise level in 8-bit levels.
@@ -763,12 +783,32 @@ def add_realistic_noise(frames: np.ndarray, kind: str, sigma: float, seed: int) 
         noisy = yuv @ np.linalg.inv(BT601).T
     elif kind == "signal":
         noisy = images + scale * np.sqrt(0.2 + 1.6 * np.clip(images, 0, 1)) * rng.standard_normal(images.shape)
+    elif kind == "demosaic":
+        noisy = images + scale * _demosaiced(rng.standard_normal(images.shape[:-1]))
     else:
         noisy = images + scale * rng.standard_normal(images.shape)
     result = np.clip(np.rint(noisy * 255), 0, 255).astype(np.uint8)
     if kind == "h264":
         result = _h264_round_trip(result)
     return result.astype(np.float32) / 255
+
+
+def _demosaiced(mosaic: np.ndarray) -> np.ndarray:
+    """(..., H, W) samples of an RGGB Bayer mosaic, interpolated bilinearly to (..., H, W, 3)
+    (wrapping at the edges): each channel keeps its own sites and averages its 2 or 4 nearest."""
+    rows, columns = np.indices(mosaic.shape[-2:])
+    sites = [(rows % 2 == 0) & (columns % 2 == 0), (rows + columns) % 2 == 1, (rows % 2 == 1) & (columns % 2 == 1)]
+
+    def spread(values: np.ndarray, shifts: list[tuple[int, int]], weight: float) -> np.ndarray:
+        return weight * sum(np.roll(values, shift, axis=(-2, -1)) for shift in shifts)
+
+    sides, corners = [(0, 1), (0, -1), (1, 0), (-1, 0)], [(1, 1), (1, -1), (-1, 1), (-1, -1)]
+    channels = []
+    for index, site in enumerate(sites):
+        own = mosaic * site
+        nearest = spread(own, sides, 0.25) if index == 1 else spread(own, sides, 0.5) + spread(own, corners, 0.25)
+        channels.append(np.where(site, own, nearest))
+    return np.stack(channels, axis=-1)
 
 
 def _h264_round_trip(frames: np.ndarray) -> np.ndarray:

@@ -155,7 +155,10 @@ class NoisePanel(QGroupBox):
             bands = ", ".join(f"{low * 255:.0f}-{high * 255:.0f}: {s:.1f}" for low, high, s, _ in estimate.bands)
             lines.append(f"Sigma per brightness band: {bands}")
         if estimate.spatially_correlated:
-            lines.append(f"Spatially correlated noise ({estimate.spatial_correlation:.0%} below the high-pass band)")
+            lines.append(
+                f"Spatially correlated noise ({estimate.spatial_correlation:.0%} below the high-pass band): "
+                "the suggested h allows for it."
+            )
         channels = len(estimate.covariance)
         if channels > 1 and transform is None and estimate.effective_channels < SHARED_NOISE_CHANNELS:
             lines.append(

@@ -1,10 +1,10 @@
 """PSNR of the automatic settings against the best h, on realistic noise (issue 19).
 
 For each clip and noise (8-bit clipped Gaussian with saturated highlights, YUV-domain,
-signal-dependent Poisson-Gaussian, H.264-compressed), prints the noisy PSNR, the automatic
-result (``estimate_noise`` + ``apply_estimate``) and the best of a grid over h, for the
-default variant (bisquare, centre "one") and exponential weights with centre "max"; and what
-a two-pass guide (``Denoiser.denoise_frame(..., guide=)``) gains over the best single pass.
+signal-dependent Poisson-Gaussian, demosaiced (spatially correlated), H.264-compressed),
+prints the noisy PSNR, the automatic result (``estimate_noise`` + ``apply_estimate``) and the
+best of a grid over h, for the default variant (bisquare, centre "one") and exponential weights
+with centre "max"; and what a two-pass guide (``Denoiser.denoise_frame(..., guide=)``) gains over the best single pass.
 
     python scripts/realistic_noise_table.py [CLIP.mp4 FIRST_FRAME Y X ...]
 
@@ -24,7 +24,16 @@ from nlmeans_studio.engine import Denoiser, NLMParams, psnr
 from nlmeans_studio.engine.media.video import read_frames
 from nlmeans_studio.engine.noise import add_realistic_noise, apply_estimate, estimate_noise
 
-CASES = [("clipped", 10), ("clipped", 25), ("yuv", 10), ("signal", 20), ("h264", 10), ("h264", 15), ("h264", 25)]
+CASES = [
+    ("clipped", 10),
+    ("clipped", 25),
+    ("yuv", 10),
+    ("signal", 20),
+    ("demosaic", 15),
+    ("h264", 10),
+    ("h264", 15),
+    ("h264", 25),
+]
 VARIANTS = [("bisquare", "one"), ("exponential", "max")]
 RATIOS = np.geomspace(0.33, 3.0, 19)  # h relative to the automatic h: 13 % steps
 

@@ -212,6 +212,20 @@ def test_noise_shared_by_the_channels_gets_a_higher_h() -> None:
     assert suggest_h(gray, params) / suggest_h(white, params) > raised
 
 
+def test_spatially_correlated_noise_gets_a_higher_h() -> None:
+    # Smooth noise (demosaicing) wants about twice white noise's h with exponential weights and
+    # centre "max" at sigma 25 (the table's smooth-noise factor); not where the motion-compensated
+    # change measured the noise (the flat blocks' correlation then describes little noise).
+    params = NLMParams(h=1, weighting="exponential", center_weight="max")
+    white = NoiseEstimate(covariance_of(25, 0.0), [], 1, spatial_correlation=0.1)
+    smooth = dataclasses.replace(white, spatial_correlation=0.9)
+    assert 1.5 < suggest_h(smooth, params) / suggest_h(white, params) < 2.5
+    motion = dataclasses.replace(smooth, method="motion")
+    assert suggest_h(motion, params) == suggest_h(dataclasses.replace(white, method="motion"), params)
+    bisquare = NLMParams(h=1)
+    assert 1.0 < suggest_h(smooth, bisquare) / suggest_h(white, bisquare) < 1.3
+
+
 @pytest.mark.parametrize("channels", [3, 1])
 def test_suggested_h_is_near_the_best_h_for_noise_shared_by_the_channels(clips, channels) -> None:
     # Gray-axis noise on color footage and white noise on gray footage: 1 effective channel.
