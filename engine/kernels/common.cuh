@@ -11,12 +11,26 @@ __device__ __forceinline__ int mirror(int coordinate, int size) {
     return min(max(coordinate, 0), size - 1);
 }
 
+// min(max(a b + c, 0), 1), rounded then clamped, in one FFMA.SAT: the kernels compile with
+// flush-to-zero (CuPy's NVRTC), and in that mode the CUDA 13.0 compiler issued
+// __saturatef(fmaf(a, b, c)) as an FFMA and a saturating FADD of zero, one instruction more a
+// bisquare weight (docs/performance.md, tenth session's video kernels).
+__device__ __forceinline__ float saturated_fma(float a, float b, float c) {
+#ifdef CUDA_ON_CPU
+    return __saturatef(fmaf(a, b, c));
+#else
+    float result;
+    asm("fma.rn.ftz.sat.f32 %0, %1, %2, %3;" : "=f"(result) : "f"(a), "f"(b), "f"(c));
+    return result;
+#endif
+}
+
 // g(D) of a patch's summed squared difference, with u = patch_sum * scale (scale from
 // NLMParams.patch_sum_scale): Tukey's bisquare (1 - u)^2 for u <= 1, else 0; or exp(-u).
 template <bool EXPONENTIAL>
 __device__ __forceinline__ float weight_of(float patch_sum, float scale) {
     if (EXPONENTIAL) return __expf(-patch_sum * scale);
-    const float remaining = __saturatef(fmaf(patch_sum, -scale, 1.0f));  // one FFMA.SAT: 1 - u <= 1 already
+    const float remaining = saturated_fma(patch_sum, -scale, 1.0f);  // 1 - u <= 1 already
     return remaining * remaining;
 }
 

@@ -591,7 +591,12 @@ nlm_fused(const float* const* __restrict__ frames, const unsigned* const* __rest
 #pragma unroll
                                     for (int i = 0; i < SEG; ++i) {
                                         if (i > 0) patch_sum += step[i];
-                                        accumulate(i, weight_of<EXPONENTIAL>(patch_sum, scale), y, m + i);
+                                        // exp(-u) as 2^(patch_sum * -log2_scale): one FMUL before
+                                        // the MUFU, where __expf(-patch_sum * scale) multiplies twice.
+                                        accumulate(i,
+                                                   EXPONENTIAL ? exp2_approx(patch_sum * -log2_scale)
+                                                               : weight_of<false>(patch_sum, scale),
+                                                   y, m + i);
                                     }
                                 } else {
 #pragma unroll
