@@ -12,8 +12,10 @@ Filtering
     ``NLMParams``, ``Denoiser``, ``LumaChromaDenoiser``, ``GuidedDenoiser``, the volume filter
     ``denoise_volume``.
 Noise and h
-    ``estimate_noise``, ``suggest_h``, ``apply_estimate``, ``decorrelation_decision``, the
-    luma/chroma mode's helpers, ``estimate_volume_noise``.
+    ``estimate_noise``, ``estimate_clip_noise`` and ``estimate_noise_over`` (pairs of frames
+    spread over a clip, as ``denoise --noise auto`` and the window measure it), ``suggest_h``,
+    ``apply_estimate``, ``decorrelation_decision``, the luma/chroma mode's helpers,
+    ``estimate_volume_noise``.
 Files
     ``VideoReader``, ``VideoWriter``, ``read_frames``, ``denoise_file``, ``read_volume``,
     ``write_volume``.
@@ -31,7 +33,7 @@ from nlmeans_studio.engine.backend import (
     resolve_backend,
 )
 from nlmeans_studio.engine.denoiser import METHODS, Denoiser
-from nlmeans_studio.engine.export import ExportCancelledError, denoise_file
+from nlmeans_studio.engine.export import ExportCancelledError, denoise_file, estimate_clip_noise, estimate_noise_over
 from nlmeans_studio.engine.guided import GuidedDenoiser
 from nlmeans_studio.engine.luma_chroma import (
     LumaChromaDenoiser,
@@ -160,7 +162,9 @@ __all__ = [
     "denoise_volume",
     "denoise_volume_slice",
     "difference_image",
+    "estimate_clip_noise",
     "estimate_noise",
+    "estimate_noise_over",
     "estimate_volume_noise",
     "gpu_unavailable_reason",
     "matrix_for",

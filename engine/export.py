@@ -184,24 +184,37 @@ def estimate_clip_noise(
     start: float = 0.0,
     duration: float | None = None,
 ) -> NoiseEstimate:
-    """The noise of a clip, from NOISE_PLACES pairs of consecutive frames spread over it.
-
-    Each pair is estimated alone (``estimate_noise``, with ``roi`` if given); the estimate of
-    median average sigma is returned, so that one odd scene (a fade, a title) does not decide.
-    A pipe's noise is estimated on its first frames.
-    """
+    """The noise of a clip, from NOISE_PLACES pairs of consecutive frames spread over it
+    (``estimate_noise_over``). A pipe's noise is estimated on its first frames."""
     with _opened(source) as reader:
         first, last = _frame_range(reader, start, duration)
         if last is None:  # a pipe, of unknown length
             if first + 2 > LOOKAHEAD:
                 raise ValueError("from a pipe the noise is estimated on its first frames: give --h, or start at 0")
             last = first + 2
-        places = sorted({round(p) for p in np.linspace(first, max(first, last - 2), NOISE_PLACES)})
-        estimates = [
-            estimate_noise(np.stack([reader.frame(i) for i in range(place, min(place + 2, last))]), roi=roi)
-            for place in places
-        ]
-    return sorted(estimates, key=lambda estimate: estimate.average_sigma)[len(estimates) // 2]
+        return estimate_noise_over(reader.frame, first, last, roi)[1]
+
+
+def estimate_noise_over(
+    frame: Callable[[int], np.ndarray], first: int, last: int, roi: tuple[int, int, int, int] | None = None
+) -> tuple[int, NoiseEstimate]:
+    """The noise of frames ``first`` .. ``last`` - 1 (``frame(i)`` reads frame i), as
+    ``estimate_clip_noise`` measures it: NOISE_PLACES pairs of consecutive frames spread over
+    them, each estimated alone (``estimate_noise``, with ``roi`` if given), and the estimate of
+    median average sigma, so that one odd scene (a fade, a title) does not decide.
+
+    Returns
+    -------
+    (int, NoiseEstimate)
+        The first frame of the pair the estimate comes from (its regions lie on that frame),
+        and the estimate.
+    """
+    places = sorted({round(p) for p in np.linspace(first, max(first, last - 2), NOISE_PLACES)})
+    estimates = [
+        estimate_noise(np.stack([frame(i) for i in range(place, min(place + 2, last))]), roi=roi) for place in places
+    ]
+    median = sorted(range(len(places)), key=lambda i: estimates[i].average_sigma)[len(places) // 2]
+    return places[median], estimates[median]
 
 
 def denoise_file(

@@ -436,7 +436,8 @@ class MainWindow(QMainWindow):
         self._pending_preview = self._submit(request)
 
     def request_estimate(self, roi: tuple[int, int, int, int] | None) -> None:
-        """Estimate the noise of the current frame (and the next): automatically, or in ``roi``."""
+        """Estimate the noise: automatically over the clip, as ``denoise --noise auto`` does, or in
+        ``roi`` on the current frame (and the next)."""
         if self.info is None:
             return self.show_error("Open a clip first.")
         self._submit(EstimateRequest(self.frame_slider.value(), roi, self.noise.noise()))
@@ -453,9 +454,17 @@ class MainWindow(QMainWindow):
         self.view.set_images(preview.before, preview.after)
         self.readouts.show_psnr(preview)
 
-    def _estimated(self, number: int, estimate: NoiseEstimate) -> None:
+    def _estimated(self, number: int, first: int, estimate: NoiseEstimate) -> None:
+        """The estimate arrived: its flat blocks are drawn (they were found on frame ``first``, as
+        the status bar says where that is another frame), h follows it."""
         if estimate.method != "region":
             self.view.show_regions(estimate.regions)
+            if self.frame_slider.value() not in (first, first + 1):
+                self.statusBar().showMessage(
+                    f"Noise measured over the clip, as denoise does; the boxes are its flat blocks on frame "
+                    f"{first + 1}.",
+                    10000,
+                )
         self.readouts.show_sigma(estimate)
         self.noise_follower.estimated(estimate)
 

@@ -26,13 +26,14 @@ from nlmeans_studio.engine import (
     GpuOutOfMemoryError,
     LumaChroma,
     NLMParams,
+    NoiseEstimate,
     Previewer,
     RenderAhead,
     SyntheticNoise,
     VideoError,
     VideoInfo,
     VideoReader,
-    estimate_noise,
+    estimate_noise_over,
 )
 
 ORDER = ("open", "estimate", "preview", "play")  # a new clip first; an estimate before a preview
@@ -77,7 +78,7 @@ class PreviewWorker(QObject):
 
     opened = Signal(int, object, object)  # request number, VideoInfo, each frame's time in seconds
     rendered = Signal(int, object)  # request number, engine.preview.Preview
-    estimated = Signal(int, object)  # request number, NoiseEstimate
+    estimated = Signal(int, int, object)  # request number, first frame of the pair measured, NoiseEstimate
     playback_started = Signal(int, object)  # request number, engine.playback.RenderAhead
     failed = Signal(int, str, str)  # request number, kind ("open", "preview", "estimate", "backend"), message
     busy_changed = Signal(bool)  # the engine started or stopped working
@@ -151,7 +152,7 @@ class PreviewWorker(QObject):
                 self._stop_playback()
                 self.opened.emit(number, *self._open(request))
             elif isinstance(request, EstimateRequest):
-                self.estimated.emit(number, self._estimate(request))
+                self.estimated.emit(number, *self._estimate(request))
             elif isinstance(request, PreviewRequest):
                 self.rendered.emit(number, self._render(request))
             elif isinstance(request, PlayRequest):
@@ -211,12 +212,14 @@ class PreviewWorker(QObject):
             previewer.denoiser  # noqa: B018 (creates the backend now, so that its errors surface here)
         return previewer
 
-    def _estimate(self, request: EstimateRequest):  # -> NoiseEstimate
+    def _estimate(self, request: EstimateRequest) -> tuple[int, NoiseEstimate]:
+        """The noise and the first frame of the pair it was measured on: in the region, on the
+        current frame and the next; without one, as ``denoise --noise auto`` measures it (pairs
+        spread over the clip, the median), so that the window's h is the command line's."""
         previewer = self._require_clip()
-        last = len(previewer.source) - 1
-        indices = [request.index, request.index + 1] if request.index < last else [request.index]
-        frames = np.stack([previewer.noisy_frame(i, request.noise) for i in indices])
-        return estimate_noise(frames, roi=request.roi)
+        count = len(previewer.source)
+        first, last = (request.index, min(request.index + 2, count)) if request.roi is not None else (0, count)
+        return estimate_noise_over(lambda i: previewer.noisy_frame(i, request.noise), first, last, request.roi)
 
     def _require_clip(self) -> Previewer:
         if self._previewer is None:

@@ -3,6 +3,7 @@ the picture, what the window then shows. Offscreen, on the CPU, on a 12-frame 96
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -26,7 +27,7 @@ from window_driver import (
     write_clip,
 )
 
-from nlmeans_studio.engine import NLMParams, apply_estimate, psnr
+from nlmeans_studio.engine import NLMParams, apply_estimate, estimate_clip_noise, psnr
 from nlmeans_studio.engine.frames import to_float32
 from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
 from nlmeans_studio.engine.media.video import read_frames
@@ -189,6 +190,29 @@ def test_estimate_then_export(qtbot, window, clip, tmp_path) -> None:
     export_with_dialog(qtbot, window, tmp_path / "estimated.mkv", window.export_action.trigger)
     exports_done(qtbot, window)
     assert len(read_frames(tmp_path / "estimated.mkv")) == 12
+
+
+def test_the_window_measures_the_noise_over_the_clip_as_the_command_line_does(qtbot, window, tmp_path) -> None:
+    # The first two frames are far noisier than the rest (a user's phone clip read 10.7 levels
+    # there, 7.7 over the clip): the window, on opening and on "Estimate noise", takes the
+    # median of pairs spread over the clip, as denoise --noise auto does, so both suggest one h.
+    rng = np.random.default_rng(3)
+    sigmas = np.array([24, 24] + [6] * 10, dtype=float)[:, None, None, None]
+    noisy = clip_frames() + sigmas * rng.standard_normal((12, 64, 96, 3))
+    write_clip(tmp_path / "noisy.mkv", np.clip(np.rint(noisy), 0, 255).astype(np.uint8))
+    expected = estimate_clip_noise(tmp_path / "noisy.mkv")
+    assert expected.average_sigma < 9
+    opened(qtbot, window, tmp_path / "noisy.mkv")
+    qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
+    assert window.estimate.average_sigma == pytest.approx(expected.average_sigma, rel=1e-6)
+    suggested = apply_estimate(dataclasses.replace(window.current_params(), h=1), expected).h
+    assert window.parameters.h.value() == pytest.approx(suggested, abs=0.05)
+    press(qtbot, window, KEY.Key_End)  # the last frame: the button measures the clip all the same
+    window.noise.clear_estimate()
+    qtbot.mouseClick(window.noise.estimate, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "Sigma per channel" in window.noise.result.text(), timeout=WAIT_MS)
+    assert window.estimate.average_sigma == pytest.approx(expected.average_sigma, rel=1e-6)
+    assert "the boxes are its flat blocks on frame" in window.statusBar().currentMessage()
 
 
 # Controls
