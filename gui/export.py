@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import traceback
 from dataclasses import dataclass
@@ -64,10 +65,17 @@ class ExportRequest:
     luma_chroma: LumaChroma | None = None  # (h_luma, h_chroma, matrix): filtered in Y'CbCr
 
 
+def _free_name(source: Path) -> Path:
+    """NAME-denoised.mp4 beside ``source``, or NAME-denoised-2.mp4, -3, .. where that exists: a
+    second export does not replace the first unless the user names it."""
+    names = (f"{source.stem}-denoised{'' if n == 1 else f'-{n}'}.mp4" for n in itertools.count(1))
+    return next(path for path in map(source.with_name, names) if not path.exists())
+
+
 class ExportDialog(QDialog):
     """Output path, codec, quality and range (from the in and out marks); audio and subtitles are
-    always copied. The Export button adds the export to the queue; a file that exists is named
-    in the dialog and replaced."""
+    always copied. The Export button adds the export to the queue. The name proposed is one that
+    does not exist yet; a file that exists is named in the dialog and replaced."""
 
     def __init__(
         self, parent: QWidget | None, source: Path, info: VideoInfo, start: float = 0.0, duration: float | None = None
@@ -76,7 +84,7 @@ class ExportDialog(QDialog):
         self.setWindowTitle("Export denoised clip")
         self.setMinimumWidth(560)  # room for the output's path
         self._info = info
-        self.path = QLineEdit(str(source.with_name(f"{source.stem}-denoised.mp4")))
+        self.path = QLineEdit(str(_free_name(source)))
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse)
         self.codec = QComboBox()

@@ -87,6 +87,21 @@ def test_export_from_each_entry_point_writes_a_playable_file(qtbot, window, clip
     assert len(read_frames(tmp_path / "out.mkv")) == len(frames)
 
 
+def test_a_second_export_is_offered_a_name_that_does_not_replace_the_first(qtbot, window, clip) -> None:
+    path, _ = clip
+    opened(qtbot, window, path)
+    for name in ("clip-denoised.mp4", "clip-denoised-2.mp4"):
+        press(qtbot, window, KEY.Key_E, Qt.KeyboardModifier.ControlModifier)
+        qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(ExportDialog)))
+        dialog = next(d for d in window.findChildren(ExportDialog) if d.isVisible())
+        assert dialog.path.text() == str(path.with_name(name)) and not dialog.replaces.isVisible()
+        qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)  # the proposal as it is
+        window.activateWindow()
+        qtbot.waitUntil(window.isActiveWindow)
+        exports_done(qtbot, window)
+        assert len(read_frames(path.with_name(name))) == 12
+
+
 def test_the_export_dialog_says_when_no_container_fits_the_name_and_waits(qtbot, window, clip, tmp_path) -> None:
     opened(qtbot, window, clip[0])
     window.export_action.trigger()
