@@ -357,23 +357,32 @@ def _estimate_noise(args: argparse.Namespace) -> int:
 
 
 class _ProgressBar:
-    """One line on stderr, redrawn at most four times a second: frames, fps and ETA."""
+    """One line on stderr, redrawn at most four times a second: frames, fps and ETA. The rate is
+    measured from the first frame on: before it come the start-up's seconds (on a first run,
+    compiling the CPU filter: about 15 s), which would make the ETA of a short clip minutes."""
 
     def __init__(self) -> None:
         self._drawn = 0.0
         self._line_open = False  # a partial line is on screen
+        self._first: tuple[int, float] | None = None  # frames done and seconds when the first was
+        self._width = 0  # characters of the longest line drawn
 
     def __call__(self, done: int, total: int, seconds: float) -> None:
+        if self._first is None and done > 0:
+            self._first = (done, seconds)
         if (done < total or not total) and seconds - self._drawn < 0.25:
             return
         self._drawn = seconds
-        fps = done / seconds if seconds > 0 else 0.0
+        first_done, first_seconds = self._first or (done, seconds)
+        fps = (done - first_done) / (seconds - first_seconds) if seconds > first_seconds else 0.0
+        rate = f"{fps:.1f} fps" if fps > 0 else "starting (a first run compiles the filter)"
         if total:
-            eta = (total - done) / fps if fps > 0 else float("inf")
-            line = f"\r{done}/{total} frames ({100 * done / total:.0f} %)  {fps:.1f} fps  ETA {eta:.0f} s  "
+            eta = f"  ETA {(total - done) / fps:.0f} s" if fps > 0 else ""
+            line = f"\r{done}/{total} frames ({100 * done / total:.0f} %)  {rate}{eta}  "
         else:  # a pipe, of unknown length
-            line = f"\r{done} frames  {fps:.1f} fps  "
+            line = f"\r{done} frames  {rate}  "
         self._line_open = done < total or not total
+        line, self._width = line.ljust(self._width), max(self._width, len(line))  # no tail of a longer line
         print(line, end="" if self._line_open else "\n", file=sys.stderr, flush=True)
 
     def close(self) -> None:
