@@ -184,8 +184,32 @@ def estimate_clip_noise(
     start: float = 0.0,
     duration: float | None = None,
 ) -> NoiseEstimate:
-    """The noise of a clip, from NOISE_PLACES pairs of consecutive frames spread over it
-    (``estimate_noise_over``). A pipe's noise is estimated on its first frames."""
+    """The noise of a clip, as ``denoise --noise auto`` measures it: NOISE_PLACES pairs of
+    consecutive frames spread over it (``estimate_noise_over``).
+
+    Parameters
+    ----------
+    source : str, Path or PipeReader
+        A video file, an image sequence's pattern, or standard input; a pipe's noise is
+        estimated on its first frames.
+    roi : (x, y, width, height), optional
+        A flat region, in pixels, measured on each pair; None: flat blocks found automatically.
+    start, duration : float
+        The range of the clip, in seconds (None: to its end).
+
+    Returns
+    -------
+    NoiseEstimate
+        The pairs' estimate of median average sigma.
+
+    Raises
+    ------
+    ValueError
+        No frames in the range, a pipe asked to start past its first frames, or a region
+        ``estimate_noise`` refuses.
+    VideoError
+        The file cannot be read.
+    """
     with _opened(source) as reader:
         first, last = _frame_range(reader, start, duration)
         if last is None:  # a pipe, of unknown length
@@ -198,16 +222,30 @@ def estimate_clip_noise(
 def estimate_noise_over(
     frame: Callable[[int], np.ndarray], first: int, last: int, roi: tuple[int, int, int, int] | None = None
 ) -> tuple[int, NoiseEstimate]:
-    """The noise of frames ``first`` .. ``last`` - 1 (``frame(i)`` reads frame i), as
-    ``estimate_clip_noise`` measures it: NOISE_PLACES pairs of consecutive frames spread over
-    them, each estimated alone (``estimate_noise``, with ``roi`` if given), and the estimate of
-    median average sigma, so that one odd scene (a fade, a title) does not decide.
+    """The noise of frames ``first`` .. ``last`` - 1, as ``estimate_clip_noise`` measures it:
+    NOISE_PLACES pairs of consecutive frames spread over them, each estimated alone
+    (``estimate_noise``), and the estimate of median average sigma, so that one odd scene (a
+    fade, a title) does not decide.
+
+    Parameters
+    ----------
+    frame : callable
+        ``frame(i)`` is frame i, (H, W, C) as ``estimate_noise`` takes frames.
+    first, last : int
+        The frames to measure: ``first`` .. ``last`` - 1 (one pair where they are two).
+    roi : (x, y, width, height), optional
+        A flat region, in pixels, measured on each pair; None: flat blocks found automatically.
 
     Returns
     -------
     (int, NoiseEstimate)
         The first frame of the pair the estimate comes from (its regions lie on that frame),
         and the estimate.
+
+    Raises
+    ------
+    ValueError
+        Frames ``estimate_noise`` refuses, or a region that leaves them.
     """
     places = sorted({round(p) for p in np.linspace(first, max(first, last - 2), NOISE_PLACES)})
     estimates = [
