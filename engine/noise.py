@@ -645,7 +645,7 @@ def _shared_noise(estimate: NoiseEstimate, params: NLMParams) -> float:
     """0 for noise as independent in the filtered channels as the calibration's white noise
     (3 effective channels), 1 for noise shared by them all (1), log-linear between."""
     covariance = np.asarray(estimate.covariance, dtype=np.float64)
-    if params.color_transform is not None and len(params.color_transform) == len(covariance):
+    if params.color_transform is not None:
         transform = np.asarray(params.color_transform, dtype=np.float64)
         covariance = transform @ covariance @ transform.T
     channels = min(max(_effective_channels(covariance), 1.0), CALIBRATION_CHANNELS)
@@ -749,10 +749,10 @@ def add_realistic_noise(frames: np.ndarray, kind: str, sigma: float, seed: int) 
         clipped; "yuv": Gaussian noise of ``sigma`` on Y, Cb and Cr (BT.601, full range) as
         FFmpeg's ``noise`` filter and tape add it, then RGB, 8 bits, clipped; "signal":
         Poisson-Gaussian camera noise, variance sigma^2 (0.2 + 1.6 I) for intensity I in [0, 1]
-        (sigma at mid gray), 8 bits, clipped; "demosaic": white noise of ``sigma`` on
-        a Bayer mosaic (RGGB), interpolated bilinearly to RGB as a camera's demosaicing does
-        (spatially correlated, weaker in R and B), 8 bits, clipped; "h264": "clipped" noise encoded with libx264
-        (CRF 23, 4:2:0) and decoded, which smooths the noise and holds static blocks still.
+        (sigma at mid gray), 8 bits, clipped; "demosaic": white noise of ``sigma`` on a Bayer
+        mosaic (RGGB), interpolated bilinearly to RGB as a camera's demosaicing does (spatially
+        correlated, weaker in R and B), 8 bits, clipped; "h264": "clipped" noise encoded with
+        libx264 (CRF 23, 4:2:0) and decoded, which smooths the noise and holds static blocks still.
     sigma : float
         Noise level in 8-bit levels.
     seed : int
