@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
+import re
 import signal
 import sys
 import threading
@@ -12,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nlmeans_studio.engine import __version__
-from nlmeans_studio.engine.backend import BACKENDS, BackendUnavailableError, resolve_devices
+from nlmeans_studio.engine.backend import BACKENDS, BackendUnavailableError, resolve_backend, resolve_devices
 from nlmeans_studio.engine.bench import (
     PAPER_SEARCH_RADII,
     PAPER_TEMPORAL,
@@ -44,6 +46,20 @@ from nlmeans_studio.engine.media.video import (
 from nlmeans_studio.engine.noise import NoiseEstimate, apply_estimate, decorrelation_decision, estimate_noise
 from nlmeans_studio.engine.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, NLMParams
 from nlmeans_studio.engine.volume import cli as volume_cli
+
+# The engine words its errors by its parameters' Python names; each of these is an option
+# (--patch-radius for patch_radius), which the command line's messages name instead.
+OPTION_PARAMETERS = (
+    "h",
+    "patch_radius",
+    "search_radius",
+    "frames_past",
+    "frames_future",
+    "weighting",
+    "center_weight",
+    "crf",
+    "preset",
+)
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -301,7 +317,14 @@ def _luma_chroma(
 
 def _noise_mode(text: str) -> str | tuple[int, int, int, int]:
     """auto, none or X,Y,W,H."""
-    return text if text in ("auto", "none") else _box(text)
+    if text in ("auto", "none"):
+        return text
+    try:
+        return _box(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected auto, none or a region X,Y,W,H in pixels (like 10,20,64,64), got {text!r}"
+        ) from None
 
 
 def _estimate_noise(args: argparse.Namespace) -> int:
@@ -412,13 +435,15 @@ def _denoise_params(args: argparse.Namespace) -> tuple[NLMParams, NoiseEstimate 
         return params, None
     roi = None if args.noise == "auto" else args.noise
     estimate = estimate_clip_noise(args.source, roi=roi, start=args.start, duration=args.duration)
-    params = apply_estimate(params, estimate, h=args.h)
+    suggested = apply_estimate(params, estimate)
+    params = dataclasses.replace(suggested, h=suggested.h if args.h is None else args.h)
     if not args.quiet:
         sigma = ", ".join(f"{s:.1f}" for s in estimate.sigma)
         decorrelation = "on" if params.color_transform is not None else "off"
+        h = f"h = {params.h:.1f}" + ("" if args.h is None else f" (yours; the noise suggests {suggested.h:.1f})")
         print(
             f"noise: sigma {sigma} levels ({estimate.method}), confidence {estimate.confidence:.2f}; "
-            f"h = {params.h:.1f}, color decorrelation {decorrelation}",
+            f"{h}, color decorrelation {decorrelation}",
             file=sys.stderr,
         )
         if estimate.warning:
@@ -469,6 +494,7 @@ def _denoise(args: argparse.Namespace) -> int:
             if args.guide is not None or args.luma_chroma is not None:
                 raise ValueError("--devices runs the plain filter only: not with --luma-chroma or --guide yet")
             args.devices = resolve_devices(args.devices)
+        resolve_backend(args.backend)  # a GPU asked for and unavailable: said before the noise estimate
         args.source = PipeReader() if args.input == PIPE else args.input  # a pipe is read once, by both
         _warn_about_the_source(args)
         params, estimate = _denoise_params(args)
@@ -556,9 +582,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError, ImportError, BackendUnavailableError, VideoError, MemoryError) as error:
         if getattr(args, "debug", False):
             raise
-        print(f"nlmeans-studio: error: {error}", file=sys.stderr)
+        message = str(error) if args.command == "bench" else _as_option(str(error))  # bench's options differ
+        print(f"nlmeans-studio: error: {message}", file=sys.stderr)
         return 1
     return 0
+
+
+def _as_option(message: str) -> str:
+    """The engine names its parameters as Python does ("search_radius must be .."): on the
+    command line, the option ("--search-radius must be ..")."""
+    name = re.match(r"(\w+) must ", message)
+    if name is None or name.group(1) not in OPTION_PARAMETERS:
+        return message
+    return f"--{name.group(1).replace('_', '-')}{message[name.end(1) :]}"
 
 
 if __name__ == "__main__":

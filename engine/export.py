@@ -174,7 +174,8 @@ def _frame_range(reader: VideoReader | PipeReader, start: float, duration: float
     last = (info.frame_count or None) if duration is None else reader.frame_at(start + duration)
     if last is not None and last <= first:
         end = "the end of the clip" if duration is None else f"{start + duration} s"
-        raise ValueError(f"{info.path}: no frames between {start} s and {end}")
+        length = f" (the clip lasts {info.duration:.1f} s)" if info.duration else ""
+        raise ValueError(f"{info.path}: no frames between {start} s and {end}{length}")
     return first, last
 
 

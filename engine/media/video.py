@@ -979,9 +979,11 @@ def output_format(path: Path, codec: str) -> str:
         )
     muxer, codecs = OUTPUT_CONTAINERS[suffix]
     if codec not in codecs:
+        *others, last = [name for name, (_, held) in OUTPUT_CONTAINERS.items() if codec in held]
+        holders = f"{', '.join(others)} or {last}" if others else last
         raise VideoError(
-            f"{path}: a {suffix} file holds {', '.join(codecs)} here, not {codec}; choose .mkv (any codec) or "
-            "another --codec"
+            f"{path}: a {suffix} file holds {', '.join(codecs)} here, not {codec}; choose {holders} for {codec}, "
+            "or another --codec"
         )
     return muxer
 

@@ -108,7 +108,7 @@ def test_cli_denoise_sets_h_and_the_color_transform_from_the_noise(noisy_clip_fi
     assert report.endswith(("color decorrelation on", "color decorrelation off"))
     assert 20 < float(report.split("h = ")[1].split(",")[0]) < 80
     assert main([*arguments, "--h", "33"]) == 0
-    assert "h = 33.0," in capsys.readouterr().err
+    assert "h = 33.0 (yours; the noise suggests " in capsys.readouterr().err
     assert main([*arguments, "--noise", "0,0,16,16"]) == 0
     assert "(region)" in capsys.readouterr().err
     assert main([*arguments, "--noise", "none"]) == 0

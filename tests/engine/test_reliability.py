@@ -21,7 +21,7 @@ av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine ha
 from clips import CLI  # noqa: E402
 from media_corpus import ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
-from nlmeans_studio.engine import Denoiser, NLMParams  # noqa: E402
+from nlmeans_studio.engine import Denoiser, NLMParams, gpu_unavailable_reason  # noqa: E402
 from nlmeans_studio.engine.media.video import VideoError, VideoReader, VideoWriter  # noqa: E402
 
 FAST = ["--noise", "none", "--h", "20", "--patch-radius", "1", "--search-radius", "1"]
@@ -145,12 +145,29 @@ def _write(path: Path, data: bytes) -> Path:
         (["--h", "1e-300"], "h must be a finite number"),
         (["--preset", "bogus"], "preset must be one of ultrafast, superfast, veryfast"),
         (["--crf", "99"], "crf must be an integer in 0..51, got 99"),
-        (["--start", "99"], "no frames between 99.0 s and the end of the clip"),
+        (["--start", "99"], "no frames between 99.0 s and the end of the clip (the clip lasts 1.2 s)"),
+        # Options, not the engine's Python names (a first-time user read "search_radius must ..").
+        (["--search-radius", "40"], "--search-radius must be an integer in 0..16, got 40"),
+        (["--frames-past", "9"], "--frames-past must be an integer in 0..8, got 9"),
+        (["--noise", "high"], "expected auto, none or a region X,Y,W,H in pixels (like 10,20,64,64), got 'high'"),
     ],
 )
 def test_nonsense_denoise_arguments_get_one_clear_line(clip, tmp_path, arguments, message) -> None:
     _one_clear_line(_cli("denoise", str(clip), str(tmp_path / "out.mp4"), *arguments), message)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(gpu_unavailable_reason() is None, reason="a GPU is here: --backend gpu runs")
+def test_an_unavailable_gpu_is_said_before_the_noise_estimate(clip, tmp_path) -> None:
+    run = _cli("denoise", str(clip), str(tmp_path / "out.mkv"), "--backend", "gpu")
+    _one_clear_line(run, "the GPU backend is unavailable")
+    assert "noise:" not in run.stderr and list(tmp_path.iterdir()) == []
+
+
+def test_an_explicit_h_is_said_to_be_yours_beside_the_one_the_noise_suggests(clip, tmp_path) -> None:
+    run = _cli("denoise", str(clip), str(tmp_path / "out.mkv"), "--codec", "ffv1", "--h", "7")
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"h = 7\.0 \(yours; the noise suggests \d+\.\d\)", run.stderr), run.stderr
 
 
 @pytest.mark.parametrize(
@@ -344,7 +361,13 @@ def test_fuzzed_files_give_frames_or_a_video_error_and_never_hang(tmp_path) -> N
             "one image cannot hold a video; for an image sequence put the frame number's place in the name: "
             "frame%06d.png",
         ),
-        ("out.avi", "h264", "a .avi file holds ffv1 here, not h264; choose .mkv (any codec) or another --codec"),
+        ("out.avi", "h264", "a .avi file holds ffv1 here, not h264; choose .mkv, .mp4, .mov or .ts for h264, or"),
+        (
+            "out.mp4",
+            "prores",
+            "a .mp4 file holds h264, h265, h264-nvenc, h265-nvenc, ffv1 here, not prores; choose "
+            ".mkv, .mov or .mxf for prores, or another --codec",
+        ),
         ("out.mov", "ffv1", "a .mov file holds h264, h265, h264-nvenc, h265-nvenc, prores here, not ffv1"),
         ("out.ts", "prores", "a .ts file holds h264, h265, h264-nvenc, h265-nvenc here, not prores"),
     ],

@@ -99,7 +99,7 @@ def test_denoise_volume_command(tmp_path, capsys) -> None:
     ("arguments", "message"),
     [
         (["nodir/x.npy"], "the folder {tmp}/nodir does not exist"),
-        (["x.npy", "--search-radius", "99"], "search_radius must be an integer in 0..16, got 99"),
+        (["x.npy", "--search-radius", "99"], "--search-radius must be an integer in 0..16, got 99"),
         (["x.npy", "--weighting", "gauss"], "invalid choice: 'gauss'"),
         (["ok.npy"], "the output must not be the input"),
     ],
