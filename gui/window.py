@@ -244,6 +244,7 @@ class MainWindow(QMainWindow):
         self.regions_action.setChecked(True)
         self.fit_action = self._action("Fit", "F", self.view.fit)
         self.actual_action = self._action("1:1", "1", self.view.actual_pixels)
+        self.type_h_action = self._action("Type h (the strength)", "H", self._type_h)
         about = self._action("About NLMeans Studio", None, lambda: show_about(self, self.preview))
         toolbar = QToolBar("Main")
         toolbar.setObjectName("main-toolbar")
@@ -288,6 +289,8 @@ class MainWindow(QMainWindow):
         view_menu.addSeparator()
         for action in (self.fit_action, self.actual_action):
             view_menu.addAction(action)
+        view_menu.addSeparator()
+        view_menu.addAction(self.type_h_action)
         play_menu = menus.addMenu("P&layback")
         for action in (self.play_action, self.back_action, self.forward_action, self.first_action, self.last_action):
             play_menu.addAction(action)
@@ -299,6 +302,11 @@ class MainWindow(QMainWindow):
         presets.save_requested.connect(self.save_preset)
         menus.addMenu(presets)
         menus.addMenu("&Help").addAction(about)
+
+    def _type_h(self) -> None:
+        """The h box takes the keys, its value selected: type a number and Enter."""
+        self.parameters.h.spin.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.parameters.h.spin.selectAll()
 
     # Opening clips and volumes
 

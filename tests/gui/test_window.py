@@ -290,6 +290,18 @@ def test_single_key_shortcuts_work_while_a_spin_box_has_focus(qtbot, window, cli
     assert not window.playing
 
 
+def test_h_is_typed_after_its_key(qtbot, window, clip) -> None:
+    # A first-time user found h three Tabs away, the first two without a visible focus.
+    opened(qtbot, window, clip[0])
+    shown = window._shown
+    press(qtbot, window, KEY.Key_H)
+    assert window.parameters.h.spin.hasFocus()
+    for key in (KEY.Key_1, KEY.Key_2, KEY.Key_Period, KEY.Key_5, KEY.Key_Return):
+        press(qtbot, window, key)
+    assert window.parameters.h.value() == 12.5
+    qtbot.waitUntil(lambda: window._shown > shown, timeout=WAIT_MS)  # and the picture re-renders
+
+
 def test_scrub_to_the_last_frame(qtbot, window, clip) -> None:
     path, frames = clip
     opened(qtbot, window, path)
