@@ -71,6 +71,7 @@ from nlmeans_studio.engine.params import (
     NLMParams,
 )
 from nlmeans_studio.engine.playback import RenderAhead
+from nlmeans_studio.engine.presets import Preset, PresetError, find_preset, load_preset, save_preset, shipped_presets
 from nlmeans_studio.engine.preview import LumaChroma, Preview, Previewer, SyntheticNoise, difference_image
 from nlmeans_studio.engine.resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
 from nlmeans_studio.engine.volume.denoise import denoise_volume, denoise_volume_slice
@@ -141,6 +142,8 @@ __all__ = [
     "LumaChromaDenoiser",
     "NLMParams",
     "NoiseEstimate",
+    "Preset",
+    "PresetError",
     "Preview",
     "Previewer",
     "RenderAhead",
@@ -166,7 +169,9 @@ __all__ = [
     "estimate_noise",
     "estimate_noise_over",
     "estimate_volume_noise",
+    "find_preset",
     "gpu_unavailable_reason",
+    "load_preset",
     "matrix_for",
     "output_format",
     "parse_luma_chroma",
@@ -174,6 +179,8 @@ __all__ = [
     "read_frames",
     "read_volume",
     "resolve_backend",
+    "save_preset",
+    "shipped_presets",
     "split_estimate",
     "suggest_h",
     "suggest_luma_chroma_h",

@@ -45,8 +45,10 @@ from nlmeans_studio.engine.media.video import (
 )
 from nlmeans_studio.engine.noise import NoiseEstimate, apply_estimate, decorrelation_decision, estimate_noise
 from nlmeans_studio.engine.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, NLMParams
+from nlmeans_studio.engine.presets import Preset, find_preset, load_preset, shipped_presets
 from nlmeans_studio.engine.volume import cli as volume_cli
 
+WINDOW_OPTIONS = ("patch_radius", "search_radius", "frames_past", "frames_future", "weighting", "center_weight")
 # The engine words its errors by its parameters' Python names; each of these is an option
 # (--patch-radius for patch_radius), which the command line's messages name instead.
 OPTION_PARAMETERS = (
@@ -201,15 +203,22 @@ def _parser() -> argparse.ArgumentParser:
         help="auto (default): estimate the noise on frames spread over the clip and set h and the color "
         "decorrelation from it; none: no estimate; X,Y,W,H: estimate it in that flat region, in pixels",
     )
-    denoise.add_argument("--patch-radius", type=int, default=4, help="B, pixels (default 4)")
-    denoise.add_argument("--search-radius", type=int, default=3, help="A, pixels (default 3)")
-    denoise.add_argument("--frames-past", type=int, default=1, help="Dp (default 1)")
-    denoise.add_argument("--frames-future", type=int, default=1, help="Df (default 1)")
-    denoise.add_argument("--weighting", choices=WEIGHTINGS, default="bisquare")
+    denoise.add_argument(
+        "--filter-preset",
+        default=None,
+        help=f"the window's presets: {', '.join(shipped_presets())}, or a preset's .json file; its window, "
+        "weighting and luma/chroma mode, and h as its strength times the h the noise suggests; the options "
+        "below win over it (--preset is the encoder's speed)",
+    )
+    denoise.add_argument("--patch-radius", type=int, default=None, help="B, pixels (default 4)")
+    denoise.add_argument("--search-radius", type=int, default=None, help="A, pixels (default 3)")
+    denoise.add_argument("--frames-past", type=int, default=None, help="Dp (default 1)")
+    denoise.add_argument("--frames-future", type=int, default=None, help="Df (default 1)")
+    denoise.add_argument("--weighting", choices=WEIGHTINGS, default=None, help="default bisquare")
     denoise.add_argument(
         "--center-weight",
         choices=CENTER_WEIGHTS,
-        default="one",
+        default=None,
         help="the pixel's own weight: one (default) or max, the largest of the others' (KNLMeansCL's wref)",
     )
     denoise.add_argument(
@@ -293,10 +302,11 @@ def _luma_chroma_mode(text: str) -> str | tuple[float, float]:
 
 
 def _luma_chroma(
-    args: argparse.Namespace, params: NLMParams, estimate: NoiseEstimate | None
+    args: argparse.Namespace, params: NLMParams, estimate: NoiseEstimate | None, strength: float = 1.0
 ) -> tuple[float, float, str] | None:
-    """(h_luma, h_chroma, matrix) for --luma-chroma; with auto from the clip's noise estimate
-    (``estimate``, the one --noise made, else made here) seen in Y'CbCr, as the window does."""
+    """(h_luma, h_chroma, matrix) for --luma-chroma; with auto ``strength`` times the strengths
+    the clip's noise estimate (``estimate``, the one --noise made, else made here) seen in
+    Y'CbCr suggests, as the window does."""
     if args.luma_chroma is None:
         return None
     if args.input == PIPE:
@@ -310,7 +320,7 @@ def _luma_chroma(
         return (*args.luma_chroma, matrix)
     if estimate is None:
         estimate = estimate_clip_noise(args.source, start=args.start, duration=args.duration)
-    h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, matrix), params)
+    h_luma, h_chroma = (strength * h for h in suggest_luma_chroma_h(split_estimate(estimate, matrix), params))
     if not args.quiet:
         print(f"luma/chroma ({matrix}): h_Y = {h_luma:.1f}, h_UV = {h_chroma:.1f}", file=sys.stderr)
     return h_luma, h_chroma, matrix
@@ -416,35 +426,38 @@ class _ProgressBar:
             self._line_open = False
 
 
-def _denoise_params(args: argparse.Namespace) -> tuple[NLMParams, NoiseEstimate | None]:
-    """The parameters asked for, with h and the color transform from the noise unless --noise
-    none; and that noise estimate (None with --noise none)."""
-    params = NLMParams(
-        h=args.h if args.h is not None else DEFAULT_H,
-        patch_radius=args.patch_radius,
-        search_radius=args.search_radius,
-        frames_past=args.frames_past,
-        frames_future=args.frames_future,
-        weighting=args.weighting,
-        center_weight=args.center_weight,
-    )
+def _denoise_params(args: argparse.Namespace, preset: Preset | None) -> tuple[NLMParams, NoiseEstimate | None]:
+    """The parameters asked for (the options, over ``preset``'s, over the defaults), with h and
+    the color transform from the noise unless --noise none; and that noise estimate (None with
+    --noise none). h: --h, else the preset's strength (1 without a preset) times the h the noise
+    suggests, else a preset's own h."""
+    base = NLMParams(h=DEFAULT_H) if preset is None else preset.params
+    chosen = {name: getattr(args, name) for name in WINDOW_OPTIONS if getattr(args, name) is not None}
+    params = dataclasses.replace(base, **chosen, h=base.h if args.h is None else args.h)
     if args.output != STANDARD_OUTPUT:  # before the slower estimate
         check_encoding(args.codec, args.crf, args.preset, rgb=args.rgb)
         check_output_path(Path(args.output), Path(args.input), args.overwrite)
         output_format(Path(args.output), args.codec)
+    strength = 1.0 if preset is None else preset.strength
     if args.noise == "none":
+        if args.h is None and preset is not None and strength is not None:
+            raise ValueError(f"--filter-preset {args.filter_preset} sets h from the noise: give --h with --noise none")
         return params, None
     roi = None if args.noise == "auto" else args.noise
     estimate = estimate_clip_noise(args.source, roi=roi, start=args.start, duration=args.duration)
     suggested = apply_estimate(params, estimate)
-    params = dataclasses.replace(suggested, h=suggested.h if args.h is None else args.h)
+    h = args.h if args.h is not None else params.h if strength is None else strength * suggested.h
+    params = dataclasses.replace(suggested, h=h)
     if not args.quiet:
         sigma = ", ".join(f"{s:.1f}" for s in estimate.sigma)
         decorrelation = "on" if params.color_transform is not None else "off"
-        h = f"h = {params.h:.1f}" + ("" if args.h is None else f" (yours; the noise suggests {suggested.h:.1f})")
+        shown = f"h = {params.h:.1f}"
+        if args.h is not None or strength != 1.0:
+            whose = "yours" if args.h is not None else f"{args.filter_preset}'s"
+            shown += f" ({whose}; the noise suggests {suggested.h:.1f})"
         print(
             f"noise: sigma {sigma} levels ({estimate.method}), confidence {estimate.confidence:.2f}; "
-            f"{h}, color decorrelation {decorrelation}",
+            f"{shown}, color decorrelation {decorrelation}",
             file=sys.stderr,
         )
         if estimate.warning:
@@ -491,6 +504,9 @@ def _denoise(args: argparse.Namespace) -> int:
     stop = _Stop()
     progress = None if args.quiet else _ProgressBar()
     try:
+        preset = None if args.filter_preset is None else load_preset(find_preset(args.filter_preset))
+        if args.luma_chroma is None and preset is not None:
+            args.luma_chroma = preset.luma_chroma
         if args.devices is not None:  # before any reading: a combination refused, or no GPU
             if args.guide is not None or args.luma_chroma is not None:
                 raise ValueError("--devices runs the plain filter only: not with --luma-chroma or --guide yet")
@@ -498,8 +514,8 @@ def _denoise(args: argparse.Namespace) -> int:
         resolve_backend(args.backend)  # a GPU asked for and unavailable: said before the noise estimate
         args.source = PipeReader() if args.input == PIPE else args.input  # a pipe is read once, by both
         _warn_about_the_source(args)
-        params, estimate = _denoise_params(args)
-        luma_chroma = _luma_chroma(args, params, estimate)
+        params, estimate = _denoise_params(args, preset)
+        luma_chroma = _luma_chroma(args, params, estimate, 1.0 if preset is None else preset.strength or 1.0)
         stop.exporting = True
         summary = denoise_file(
             args.source,

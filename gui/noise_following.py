@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject, Signal
 from nlmeans_studio.engine import (
     NLMParams,
     NoiseEstimate,
+    Preset,
     apply_estimate,
     parse_luma_chroma,
     split_estimate,
@@ -22,7 +23,6 @@ from nlmeans_studio.engine import (
 
 from .controls import ParameterPanel
 from .panels import NoisePanel
-from .presets import Preset
 from .saved_settings import ClipSettings
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from PySide6.QtCore import QSettings, Signal
 from PySide6.QtWidgets import QFileDialog, QMenu, QWidget
 
-from .presets import shipped_presets
+from nlmeans_studio.engine import shipped_presets
 
 
 class PresetMenu(QMenu):

@@ -33,9 +33,12 @@ from nlmeans_studio.engine import (
     LumaChroma,
     NLMParams,
     NoiseEstimate,
+    PresetError,
     Preview,
     VideoInfo,
+    load_preset,
     matrix_for,
+    save_preset,
 )
 
 from .about import show_about
@@ -46,7 +49,6 @@ from .noise_following import NoiseFollower
 from .panels import NoisePanel, Readouts
 from .player import Player
 from .preset_menu import PresetMenu
-from .presets import PresetError, load_preset, save_preset
 from .recent_files import RecentFilesMenu
 from .saved_settings import ClipSettings, load_clip_settings, params_from_json, params_to_json, save_clip_settings
 from .spin_box_keys import SpinBoxKeys

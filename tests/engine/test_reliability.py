@@ -164,6 +164,27 @@ def test_an_unavailable_gpu_is_said_before_the_noise_estimate(clip, tmp_path) ->
     assert "noise:" not in run.stderr and list(tmp_path.iterdir()) == []
 
 
+def test_the_windows_presets_work_on_the_command_line(clip, tmp_path) -> None:
+    # A first-time user tried --preset vhs (the encoder's speed) for the window's VHS preset.
+    run = _cli("denoise", str(clip), str(tmp_path / "vhs.mkv"), "--codec", "ffv1", "--filter-preset", "VHS")
+    assert run.returncode == 0, run.stderr
+    h, suggested = map(float, re.search(r"h = ([\d.]+) \(VHS's; the noise suggests ([\d.]+)\)", run.stderr).groups())
+    assert h == pytest.approx(1.2 * suggested, abs=0.06)  # vhs.json: strength 1.2
+    own = tmp_path / "own.json"
+    own.write_text('{"h": 9, "patch_radius": 2, "search_radius": 2}')
+    run = _cli("denoise", str(clip), str(tmp_path / "own.mkv"), "--codec", "ffv1", "--filter-preset", str(own))
+    assert run.returncode == 0 and f"h = 9.0 ({own}'s; the noise suggests" in run.stderr  # its own h stands
+    _one_clear_line(
+        _cli("denoise", str(clip), str(tmp_path / "x.mkv"), "--filter-preset", "betamax"),
+        "betamax: no such preset; the shipped ones are light, medium, strong, vhs, or give a .json file",
+    )
+    _one_clear_line(
+        _cli("denoise", str(clip), str(tmp_path / "x.mkv"), "--filter-preset", "vhs", "--noise", "none"),
+        "--filter-preset vhs sets h from the noise: give --h with --noise none",
+    )
+    assert not (tmp_path / "x.mkv").exists()
+
+
 def test_an_explicit_h_is_said_to_be_yours_beside_the_one_the_noise_suggests(clip, tmp_path) -> None:
     run = _cli("denoise", str(clip), str(tmp_path / "out.mkv"), "--codec", "ffv1", "--h", "7")
     assert run.returncode == 0, run.stderr

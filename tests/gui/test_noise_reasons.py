@@ -8,9 +8,9 @@ pytest.importorskip("PySide6", reason="the panels are Qt widgets")
 
 from nlmeans_studio.engine import DEFAULT_H, NLMParams
 from nlmeans_studio.engine.noise import NoiseEstimate
+from nlmeans_studio.engine.presets import Preset, load_preset, save_preset
 from nlmeans_studio.gui.controls import ParameterPanel
 from nlmeans_studio.gui.panels import NoisePanel
-from nlmeans_studio.gui.presets import Preset, load_preset, save_preset
 
 
 def _estimate(sigmas: list[float], correlation: float) -> NoiseEstimate:

@@ -5,8 +5,8 @@ import pytest
 pytest.importorskip("PySide6", reason="the presets module belongs to the window")
 
 from nlmeans_studio.engine import DEFAULT_H, NLMParams
+from nlmeans_studio.engine.presets import Preset, PresetError, load_preset, save_preset, shipped_presets
 from nlmeans_studio.gui.controls import parameter_help
-from nlmeans_studio.gui.presets import Preset, PresetError, load_preset, save_preset, shipped_presets
 
 
 def test_shipped_presets_set_h_relative_to_the_noise() -> None:

@@ -1,4 +1,5 @@
-"""Parameter presets: JSON files of the filter's fields, validated on load.
+"""Parameter presets: JSON files of the filter's fields, validated on load; the window's
+Presets menu and ``denoise --filter-preset`` read them.
 
 A preset's strength is relative to the noise: ``"strength": 1.0`` is the h that ``suggest_h``
 finds best for the clip's noise (estimated, or the synthetic noise) and the preset's window;
@@ -15,7 +16,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from nlmeans_studio.engine import PRESET_FOLDER, NLMParams, parse_luma_chroma
+from nlmeans_studio.engine.luma_chroma import parse_luma_chroma
+from nlmeans_studio.engine.params import NLMParams
+from nlmeans_studio.engine.resources import PRESET_FOLDER
 
 FIELDS = ("h", "patch_radius", "search_radius", "frames_past", "frames_future", "weighting", "center_weight")
 STRENGTH_RANGE = (0.1, 5.0)  # multiples of the suggested h
@@ -29,7 +32,17 @@ FIELD_TYPES = {"strength": NUMBER, "h": NUMBER, "patch_radius": INTEGER, "search
 @dataclass(frozen=True)
 class Preset:
     """A preset's parameters, and its ``strength`` (a multiple of the suggested h) if it has one;
-    then ``params.h`` is a placeholder until the noise is known."""
+    then ``params.h`` is a placeholder until the noise is known.
+
+    Attributes
+    ----------
+    params : NLMParams
+        The filter's window and weighting; h in levels where the preset gives h.
+    strength : float or None
+        h as a multiple of the h the noise suggests (``suggest_h``), or None: ``params.h`` stands.
+    luma_chroma : "auto", (h_luma, h_chroma) or None
+        The luma/chroma mode (``parse_luma_chroma``'s); None is off.
+    """
 
     params: NLMParams
     strength: float | None = None
@@ -37,12 +50,50 @@ class Preset:
 
 
 class PresetError(ValueError):
-    """A preset file that cannot be used; the message names the file and the reason."""
+    """A preset file that cannot be used.
+
+    Parameters
+    ----------
+    message : str
+        Names the file and the reason.
+    """
 
 
 def shipped_presets() -> dict[str, Path]:
-    """The presets in resources/presets, by name (file stem)."""
+    """The presets shipped in resources/presets.
+
+    Returns
+    -------
+    dict of str to Path
+        Each preset's file by its name (the file's stem: light, medium, strong, vhs).
+    """
     return {path.stem: path for path in sorted(PRESET_FOLDER.glob("*.json"))}
+
+
+def find_preset(name: str) -> Path:
+    """A shipped preset's file by its name, else ``name`` as a preset file's path.
+
+    Parameters
+    ----------
+    name : str
+        A shipped preset's name (light, medium, strong, vhs; any case) or a JSON file's path.
+
+    Returns
+    -------
+    Path
+        The preset's file.
+
+    Raises
+    ------
+    PresetError
+        Neither a shipped preset nor an existing file.
+    """
+    shipped = shipped_presets()
+    if name.lower() in shipped:
+        return shipped[name.lower()]
+    if Path(name).is_file():
+        return Path(name)
+    raise PresetError(f"{name}: no such preset; the shipped ones are {', '.join(shipped)}, or give a .json file")
 
 
 def load_preset(path: Path) -> Preset:
@@ -50,6 +101,22 @@ def load_preset(path: Path) -> Preset:
 
     The file is checked before anything is built from it: its size (MAX_PRESET_BYTES), that it
     is one JSON object, and each field's type; messages show at most the start of a bad value.
+
+    Parameters
+    ----------
+    path : Path
+        The preset's JSON file.
+
+    Returns
+    -------
+    Preset
+        Its parameters, strength and luma/chroma mode.
+
+    Raises
+    ------
+    PresetError
+        A file that cannot be read, is too large, is not one JSON object, or has an unknown
+        field or a bad value.
     """
     try:
         size = Path(path).stat().st_size
@@ -96,9 +163,27 @@ def _shortened(value: object, length: int = 60) -> str:
 
 
 def save_preset(path: Path, params: NLMParams, strength: float | None = None, luma_chroma: str = "off") -> None:
-    """Write the parameters (not the color transform, which belongs to a clip's noise): with
-    ``strength`` instead of h when given, so that the preset follows the next clip's noise, and
-    the luma/chroma mode (off, auto or H_Y,H_UV) when it is on."""
+    """Write the parameters as a preset, atomically (not the color transform, which belongs to
+    a clip's noise).
+
+    Parameters
+    ----------
+    path : Path
+        The JSON file to write.
+    params : NLMParams
+        The filter's parameters.
+    strength : float, optional
+        Written instead of h when given, so that the preset follows the next clip's noise.
+    luma_chroma : str
+        The luma/chroma mode as the CLI writes it (off, auto or H_Y,H_UV); written when not off.
+
+    Raises
+    ------
+    ValueError
+        A bad luma/chroma mode.
+    OSError
+        The file cannot be written.
+    """
     path = Path(path)
     parse_luma_chroma(luma_chroma)  # a bad mode is refused here, not when the preset is next loaded
     fields: dict[str, object] = {name: getattr(params, name) for name in FIELDS}
