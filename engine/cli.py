@@ -375,10 +375,10 @@ def _estimate_noise(args: argparse.Namespace) -> int:
     print(f"correlation: {report['correlation']}")
     print(f"color transform G: {transform}")
     print(f"from {report['regions']} region(s), {report['samples']} samples ({result.method})")
-    print(f"confidence: {result.confidence:.2f}")
+    print(f"confidence: {result.confidence:.0%}")  # as the window shows it
     for band in report["bands"]:
-        low, high = band["low"], band["high"]
-        print(f"sigma {band['sigma']:.2f} levels at intensities {low:.2f}..{high:.2f} ({band['blocks']} blocks)")
+        low, high = round(band["low"] * 255), round(band["high"] * 255)
+        print(f"sigma {band['sigma']:.2f} levels where the picture is {low}-{high} ({band['blocks']} blocks)")
     print(
         f"effective noise channels: {report['effective_channels']:.2f} of {len(result.covariance)} "
         "(under the count: noise shared by the channels, as compression leaves it; h allows for it)"
@@ -456,7 +456,7 @@ def _denoise_params(args: argparse.Namespace, preset: Preset | None) -> tuple[NL
             whose = "yours" if args.h is not None else f"{args.filter_preset}'s"
             shown += f" ({whose}; the noise suggests {suggested.h:.1f})"
         print(
-            f"noise: sigma {sigma} levels ({estimate.method}), confidence {estimate.confidence:.2f}; "
+            f"noise: sigma {sigma} levels ({estimate.method}), confidence {estimate.confidence:.0%}; "
             f"{shown}, color decorrelation {decorrelation}",
             file=sys.stderr,
         )
