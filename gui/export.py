@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import threading
 import traceback
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,26 +66,35 @@ class ExportRequest:
     luma_chroma: LumaChroma | None = None  # (h_luma, h_chroma, matrix): filtered in Y'CbCr
 
 
-def _free_name(source: Path) -> Path:
-    """NAME-denoised.mp4 beside ``source``, or NAME-denoised-2.mp4, -3, .. where that exists: a
-    second export does not replace the first unless the user names it."""
+def _free_name(source: Path, queued: Collection[Path]) -> Path:
+    """NAME-denoised.mp4 beside ``source``, or NAME-denoised-2.mp4, -3, .. where that exists or
+    an export in the queue (``queued``, resolved paths) will write it: a second export does not
+    replace the first unless the user names it."""
     names = (f"{source.stem}-denoised{'' if n == 1 else f'-{n}'}.mp4" for n in itertools.count(1))
-    return next(path for path in map(source.with_name, names) if not path.exists())
+    return next(path for path in map(source.with_name, names) if not path.exists() and path.resolve() not in queued)
 
 
 class ExportDialog(QDialog):
     """Output path, codec, quality and range (from the in and out marks); audio and subtitles are
     always copied. The Export button adds the export to the queue. The name proposed is one that
-    does not exist yet; a file that exists is named in the dialog and replaced."""
+    neither exists nor is an output of the queue (``queued``, resolved paths); a file that exists
+    is named in the dialog and replaced, an output of the queue is refused."""
 
     def __init__(
-        self, parent: QWidget | None, source: Path, info: VideoInfo, start: float = 0.0, duration: float | None = None
+        self,
+        parent: QWidget | None,
+        source: Path,
+        info: VideoInfo,
+        start: float = 0.0,
+        duration: float | None = None,
+        queued: Collection[Path] = (),
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Export denoised clip")
         self.setMinimumWidth(560)  # room for the output's path
         self._info = info
-        self.path = QLineEdit(str(_free_name(source)))
+        self._queued = frozenset(queued)
+        self.path = QLineEdit(str(_free_name(source, self._queued)))
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse)
         self.codec = QComboBox()
@@ -141,6 +151,8 @@ class ExportDialog(QDialog):
             problem = str(error).removeprefix(f"{path}: ")
         else:
             problem = ""
+        if not problem and path.resolve() in self._queued:
+            problem = "An export in the queue writes this file; choose another name."
         exists = path.exists()
         self.replaces.setText(problem or ("This file exists and will be replaced." if exists else ""))
         self.replaces.setStyleSheet("color: #b00020" if problem else "")
@@ -288,6 +300,10 @@ class ExportQueue(QWidget):
         self.title = QLabel()
         self._layout.addWidget(self.title)
         self.hide()
+
+    def targets(self) -> frozenset[Path]:
+        """The files the exports in the queue (running or waiting) write, resolved."""
+        return frozenset(row.job.request.settings.target.resolve() for row in self.rows)
 
     def add(self, request: ExportRequest, range_text: str) -> None:
         """Queue an export; it starts once the ones before it have ended."""

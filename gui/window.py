@@ -654,7 +654,8 @@ class MainWindow(QMainWindow):
         first, stop = self.frame_slider.play_range()  # as the frames' own times: exact on variable frame rates too
         start = float(self.frame_times[first])
         end = float(self.frame_times[stop]) if stop < len(self.frame_times) else None
-        dialog = ExportDialog(self, self.path, self.info, start, None if end is None else end - start)
+        duration = None if end is None else end - start
+        dialog = ExportDialog(self, self.path, self.info, start, duration, queued=self.exports.targets())
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         source, params, backend = self.path, self.current_params(), self.parameters.backend_name()
         luma_chroma = self.current_luma_chroma()

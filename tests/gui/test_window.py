@@ -33,6 +33,7 @@ from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser, split_estimate
 from nlmeans_studio.engine.media.video import read_frames
 from nlmeans_studio.engine.presets import PRESET_FOLDER, load_preset
 from nlmeans_studio.engine.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
+from nlmeans_studio.gui import export as export_module
 from nlmeans_studio.gui.export import ExportDialog
 from nlmeans_studio.gui.window import MainWindow
 
@@ -100,6 +101,38 @@ def test_a_second_export_is_offered_a_name_that_does_not_replace_the_first(qtbot
         qtbot.waitUntil(window.isActiveWindow)
         exports_done(qtbot, window)
         assert len(read_frames(path.with_name(name))) == 12
+
+
+def test_an_export_in_the_queue_is_never_written_over_by_the_next(qtbot, window, clip, monkeypatch) -> None:
+    # A first-time user pressed Ctrl+E, Return twice: both dialogs proposed the same name while
+    # the first export still ran, and the second replaced its file.
+    path, _ = clip
+    opened(qtbot, window, path)
+    resume, denoise_file = threading.Event(), export_module.denoise_file
+
+    def held(*arguments, **options):  # the first export runs until the second dialog has been tried
+        resume.wait(WAIT_MS / 1000)
+        return denoise_file(*arguments, **options)
+
+    monkeypatch.setattr(export_module, "denoise_file", held)
+    press(qtbot, window, KEY.Key_E, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(ExportDialog)))
+    first = next(d for d in window.findChildren(ExportDialog) if d.isVisible())
+    qtbot.mouseClick(first.export_button, Qt.MouseButton.LeftButton)
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    press(qtbot, window, KEY.Key_E, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(ExportDialog)))
+    second = next(d for d in window.findChildren(ExportDialog) if d.isVisible())
+    assert second.path.text() == str(path.with_name("clip-denoised-2.mp4"))  # the first is not on disk yet
+    second.path.clear()
+    qtbot.keyClicks(second.path, str(path.with_name("clip-denoised.mp4")))
+    assert "An export in the queue writes this file" in second.replaces.text()
+    assert not second.export_button.isEnabled()
+    second.reject()
+    resume.set()
+    exports_done(qtbot, window)
+    assert len(read_frames(path.with_name("clip-denoised.mp4"))) == 12
 
 
 def test_the_export_dialog_says_when_no_container_fits_the_name_and_waits(qtbot, window, clip, tmp_path) -> None:
