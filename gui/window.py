@@ -365,7 +365,10 @@ class MainWindow(QMainWindow):
         self.frame_slider.set_frame_count(info.frame_count)
         self.player.set_frame_rate(info.frame_rate)
         self.recent_menu.remember(self.path)
-        self.banner.hide()
+        if info.warning:  # a truncated file, interlaced video: before a person relies on the result
+            self.show_error(f"{self.path.name}: {info.warning}")
+        else:
+            self.banner.hide()
         self._restore_clip_settings()
         self._show_position()
         self.request_preview()

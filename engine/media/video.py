@@ -382,9 +382,15 @@ class VideoReader:
         else:
             duration = count / float(facts["frame_rate"])
         start_time = float(times[0] * facts["time_base"]) if self._index.has_timestamps else 0.0
-        declared, warning = facts.pop("declared_frames"), ""
+        declared, warnings = facts.pop("declared_frames"), []
         if self._index.packets and declared > self._index.packets:
-            warning = f"the file declares {declared} frames but holds {count}: it is truncated or damaged"
+            warnings.append(f"the file declares {declared} frames but holds {count}: it is truncated or damaged")
+        if getattr(first, "interlaced_frame", False):
+            warnings.append(
+                "the video is interlaced: each frame's two fields are filtered as one picture and written as "
+                "progressive (no field-aware mode yet); deinterlace it first (FFmpeg's bwdif) for the best result"
+            )
+        warning = "; ".join(warnings)
         return VideoInfo(
             path=self.path,
             width=width,

@@ -727,6 +727,14 @@ def test_open_recent_lists_the_clips_newest_first_and_opens_one(qtbot, window, c
     assert [action.text() for action in recent.actions()] == [str(clip[0]), str(other)]
 
 
+def test_opening_an_interlaced_clip_says_how_it_is_filtered(qtbot, window, tmp_path) -> None:
+    spec = ClipSpec("tape.mkv", "mpeg2video", pixel_format="yuv420p", frames=6,
+                    options={"flags": "+ilme+ildct", "top": "1"})  # fmt: skip
+    opened(qtbot, window, write_corpus_clip(tmp_path, spec))
+    assert window.banner.isVisibleTo(window)
+    assert "tape.mkv: the video is interlaced: each frame's two fields are filtered as one" in window.banner.text()
+
+
 def test_an_error_banner_offers_its_action_and_can_be_dismissed(qtbot, window) -> None:
     acted = []
     window.show_error("The GPU could not denoise this frame", "Use the CPU", lambda: acted.append(True))
