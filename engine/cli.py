@@ -45,23 +45,14 @@ from nlmeans_studio.engine.media.video import (
 )
 from nlmeans_studio.engine.noise import NoiseEstimate, apply_estimate, decorrelation_decision, estimate_noise
 from nlmeans_studio.engine.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, NLMParams
+from nlmeans_studio.engine.presets import FIELDS as PRESET_FIELDS
 from nlmeans_studio.engine.presets import Preset, find_preset, load_preset, shipped_presets
 from nlmeans_studio.engine.volume import cli as volume_cli
 
-WINDOW_OPTIONS = ("patch_radius", "search_radius", "frames_past", "frames_future", "weighting", "center_weight")
+WINDOW_OPTIONS = tuple(name for name in PRESET_FIELDS if name != "h")  # the filter's options a preset also sets
 # The engine words its errors by its parameters' Python names; each of these is an option
 # (--patch-radius for patch_radius), which the command line's messages name instead.
-OPTION_PARAMETERS = (
-    "h",
-    "patch_radius",
-    "search_radius",
-    "frames_past",
-    "frames_future",
-    "weighting",
-    "center_weight",
-    "crf",
-    "preset",
-)
+OPTION_PARAMETERS = (*PRESET_FIELDS, "crf", "preset")
 
 
 def _size(text: str) -> tuple[int, int]:
