@@ -9,7 +9,8 @@ not in the strip), the tiled kernel's time with the other weightings and centre 
 the whole ``denoise_volume`` call (validation, copies, padding, slabs) per device set with a
 SHA-1 of its result (equal digests: equal volumes, bit for bit, also across trees), the ratio to
 the arithmetic floor (16 FLOP per voxel per offset pair at the GPU's fp32 peak) and, with
-several devices, whether their result equals one GPU's. ``--slab-counts`` times the whole call
+several devices, the kernels' wall time with one slab a device filtered at once (the slabs already
+on the GPUs) against one GPU's, and whether their results equal one GPU's. ``--slab-counts`` times the whole call
 with that many slabs a GPU, ``--pageable`` with the slabs copied straight from and to pageable
 host memory instead of through the pinned staging buffers (both for the engine of issue 22's
 ``SlabPipeline``).
@@ -62,6 +63,34 @@ def kernel_seconds(cupy, source, out, params: VolumeParams, repeats: int, kind: 
         registers, local = getattr(function, "num_regs", "?"), getattr(function, "local_size_bytes", "?")
         described.append(f"{instance}: {registers} registers, {local} B local")
     return best, " + ".join(described)
+
+
+def concurrent_kernel_seconds(cupy, volume: np.ndarray, params: VolumeParams, devices: list[int], repeats: int):
+    """Best wall time of the kernels filtering ``volume`` split along z into one slab per device
+    (each padded slab already on its GPU), launched on every device at once and waited for; and
+    the stitched (Z, Y, X, 1) output on the host. The GPU-side scaling, without the copies."""
+    from nlmeans_studio.engine.gpu.slabs import split_range
+
+    runs = []
+    for device, (start, stop) in zip(devices, split_range(volume.shape[0], len(devices)), strict=True):
+        with cupy.cuda.Device(device):
+            source = cupy.asarray(padded_volume(volume[..., np.newaxis], params.pad, (start, stop)))
+            out = cupy.empty((stop - start, *volume.shape[1:], 1), dtype=cupy.float32)
+            _, launch = volume_launcher(cupy, params, out.shape, "tiled")
+            runs.append((device, start, source, out, launch))
+    best = math.inf
+    for _ in range(repeats + 1):  # the first compiles and warms up
+        for device, *_ in runs:
+            cupy.cuda.Device(device).synchronize()
+        begin = time.perf_counter()
+        for device, start, source, out, launch in runs:
+            with cupy.cuda.Device(device):
+                launch(source, out, start)
+        for device, *_ in runs:
+            cupy.cuda.Device(device).synchronize()
+        best = min(best, time.perf_counter() - begin)
+    stitched = np.concatenate([cupy.asnumpy(out) for *_, out, _ in runs])
+    return best, stitched
 
 
 def digest(cupy, out) -> str:
@@ -177,6 +206,16 @@ def main() -> None:
         seconds, name = kernel_seconds(cupy, source, out, other, arguments.repeats, "auto")
         print(f"kernel auto, {weighting} / centre {center}: {seconds * 1e3:.1f} ms = {seconds / floor:.1f} x ({name})")
     del source, out
+    if len(arguments.devices) > 1:
+        alone, one = concurrent_kernel_seconds(cupy, volume, params, arguments.devices[:1], arguments.repeats)
+        print(f"tiled kernel, wall time on GPU {arguments.devices[0]} (slab on the device): {alone * 1e3:.1f} ms")
+        together, several = concurrent_kernel_seconds(cupy, volume, params, arguments.devices, arguments.repeats)
+        print(
+            f"tiled kernels on GPUs {arguments.devices} at once, one slab each with its halo (slabs on the "
+            f"devices): {together * 1e3:.1f} ms, {alone / together:.2f}x one GPU; stitched equal to one GPU's "
+            f"bit for bit: {np.array_equal(one, several)}"
+        )
+        del one, several
     if arguments.kernels_only:
         return
     results = {}
