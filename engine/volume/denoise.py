@@ -15,6 +15,9 @@ download overlap the GPU's filtering of the current one; the result does not cha
 
 from __future__ import annotations
 
+import concurrent.futures
+import itertools
+import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -25,16 +28,27 @@ from nlmeans_studio.engine.volume.params import Radii, VolumeParams
 
 Progress = Callable[[int, int], None]  # (work done, work in all)
 PIPELINED_SLABS = 4  # per GPU: all but the first slab's upload and the last one's download hide behind the GPU
+PARALLEL_CHECK_BYTES = 32 << 20  # all_finite: at least this much a thread
+FINITE_BLOCK_BYTES = 1 << 20  # all_finite: planes checked at once, in the cache
 THINNEST_PIPELINED_SLAB = 64  # planes: thinner slabs would upload and pad too many halo planes (2 (Az + Bz) each)
 
 
-def all_finite(data: np.ndarray) -> bool:
+def all_finite(data: np.ndarray, parallel_bytes: int = PARALLEL_CHECK_BYTES) -> bool:
     """Whether no voxel is NaN or infinite: NaN makes the minimum NaN and an infinity is the
-    minimum or the maximum, so two reductions decide it without np.isfinite's mask (a 512^3
-    volume: 0.1 s and 128 MB for the mask, about a fifth of that time here)."""
+    minimum or the maximum, so two reductions decide it without np.isfinite's mask. They run
+    over blocks of about a MiB of planes (the maximum reads the block the minimum left in the
+    cache) and, past ``parallel_bytes``, over runs of planes on every core (NumPy's reductions
+    release the GIL). 512^3 float32 on this 2-core machine: 0.043 s whole, 0.032 in blocks,
+    0.022 on both cores; the GPU call's largest host-only step."""
     if data.dtype.kind != "f" or data.size == 0:
         return True
-    return bool(np.isfinite(data.min()) and np.isfinite(data.max()))
+    parts = min(data.shape[0], 2 * (os.cpu_count() or 1), -(-data.nbytes // parallel_bytes))
+    if parts > 1:
+        with concurrent.futures.ThreadPoolExecutor(parts) as pool:
+            return all(pool.map(all_finite, np.array_split(data, parts), itertools.repeat(data.nbytes)))
+    step = max(1, FINITE_BLOCK_BYTES // max(1, data[0].nbytes))
+    blocks = (data[start : start + step] for start in range(0, len(data), step))
+    return all(np.isfinite(block.min()) and np.isfinite(block.max()) for block in blocks)
 
 
 def checked_volume(volume: object, params: VolumeParams) -> np.ndarray:
