@@ -16,7 +16,7 @@ from test_volume_kernel_on_cpu import write_emulated_source
 from volume_reference import reference_denoise_volume
 
 from nlmeans_studio.engine import denoise_volume
-from nlmeans_studio.engine.filters.volume_gpu import kernel_name, source_planes, voxel_run
+from nlmeans_studio.engine.filters.volume_gpu import copy_planes, kernel_name, source_planes, voxel_run
 from nlmeans_studio.engine.gpu.slabs import filter_in_slabs, split_range
 from nlmeans_studio.engine.volume.denoise import denoise_volume_slice, padded_volume
 from nlmeans_studio.engine.volume.params import VolumeParams
@@ -161,6 +161,14 @@ def test_a_slabs_source_planes_are_the_planes_padded_volume_mirrors() -> None:
         widths = [(0, 0), (pad[1], pad[1]), (pad[2], pad[2]), (0, 0)]
         rebuilt = np.pad(volume[low:high][indices], widths, mode="reflect").transpose(0, 3, 1, 2)
         np.testing.assert_array_equal(rebuilt, padded_volume(volume, pad, planes))
+
+
+@pytest.mark.parametrize("planes", [1, 2, 7, 40])
+def test_planes_copied_on_threads_equal_one_copy(planes) -> None:
+    source = np.random.default_rng(planes).random((planes, 5, 6, 2), dtype=np.float32)[:, ::-1]  # a strided view
+    target = np.full(source.shape, np.nan, dtype=np.float32)
+    copy_planes(target, source)
+    np.testing.assert_array_equal(target, source)
 
 
 def test_ranges_split_evenly() -> None:
