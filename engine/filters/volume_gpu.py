@@ -23,7 +23,7 @@ import numpy as np
 from nlmeans_studio.engine.backend import cupy_module
 from nlmeans_studio.engine.gpu.device import device_attributes, kernel_function
 from nlmeans_studio.engine.gpu.slabs import Finished, split_range
-from nlmeans_studio.engine.volume.denoise import mirrored_indices
+from nlmeans_studio.engine.volume.denoise import mirrored_indices, non_finite_error
 from nlmeans_studio.engine.volume.params import VolumeParams
 
 BLOCK = (32, 8)  # volume_direct: threads along x and y of a plane
@@ -210,6 +210,7 @@ const ptrdiff_t layer = line / padded_height;  // (plane, channel)
 const int channel = layer % channels;
 const ptrdiff_t voxel = (ptrdiff_t(planes[layer / channels]) * height + rows[row]) * width + columns[column];
 padded = source[voxel * channels + channel];
+if (!isfinite(padded)) atomicAdd(&non_finite[0], 1);  // denoise_volume checks for these on the GPU
 """
 STAGING_BYTES = 32 << 20  # each of a device's two pinned staging buffers (whole planes, at least one)
 # Host threads that copy between the volume and the staging buffers, shared by the devices: one
@@ -240,7 +241,7 @@ def _slab_padding(cupy: Any) -> Any:
     return cupy.ElementwiseKernel(
         "raw float32 source, raw int32 planes, raw int32 rows, raw int32 columns, int32 height, int32 width, "
         "int32 channels, int32 padded_height, int32 padded_width",
-        "float32 padded",
+        "float32 padded, raw int32 non_finite",
         SLAB_PADDING,
         "volume_slab_padding",
     )
@@ -253,18 +254,24 @@ def source_planes(start: int, stop: int, depth: int, pad_z: int) -> tuple[int, i
     return low, high, (mirrored_indices(start - pad_z, stop + pad_z, depth) - low).astype(np.int32)
 
 
-def pad_slab_gpu(cupy: Any, source: Any, planes: Any, pad: tuple[int, int, int], out: Any = None) -> Any:
+def pad_slab_gpu(
+    cupy: Any, source: Any, planes: Any, pad: tuple[int, int, int], out: Any = None, non_finite: Any = None
+) -> Any:
     """The padded slab (len(planes), C, Y + 2 py, X + 2 px) that ``padded_volume`` makes, built on
     the GPU from ``source`` (its (n, Y, X, C) float32 planes, contiguous) and ``planes`` (int32,
-    each padded plane's index in ``source``, as ``source_planes`` gives), into ``out`` where given."""
+    each padded plane's index in ``source``, as ``source_planes`` gives), into ``out`` where given.
+    ``non_finite`` (one int32 on the device), where given, grows by the NaN and infinite values
+    read (a voxel may be read more than once: the halos, the mirrors)."""
     _, rows, columns, channels = source.shape
     padded_rows, padded_columns = rows + 2 * pad[1], columns + 2 * pad[2]
     if out is None:
         out = cupy.empty((len(planes), channels, padded_rows, padded_columns), dtype=cupy.float32)
+    if non_finite is None:
+        non_finite = cupy.zeros(1, dtype=cupy.int32)
     row_map = cupy.asarray(mirrored_indices(-pad[1], rows + pad[1], rows), dtype=cupy.int32)
     column_map = cupy.asarray(mirrored_indices(-pad[2], columns + pad[2], columns), dtype=cupy.int32)
     sizes = (rows, columns, channels, padded_rows, padded_columns)
-    _slab_padding(cupy)(source.reshape(-1), planes, row_map, column_map, *(np.int32(n) for n in sizes), out)
+    _slab_padding(cupy)(source.reshape(-1), planes, row_map, column_map, *(np.int32(n) for n in sizes), out, non_finite)
     return out
 
 
@@ -276,7 +283,9 @@ class SlabPipeline:
     the compute stream mirrors them into the padded slab (``pad_slab_gpu``) and filters it; the
     output comes back through the same staging buffers. While the GPU filters slab k, the host
     stages slab k + 1's planes and then copies slab k - 1's output out: two input, one padded
-    and two output slabs on the device, made once for the thickest slab.
+    and two output slabs on the device, made once for the thickest slab. The padding counts the
+    NaN and infinite values it reads: a slab that had any raises ``non_finite_error`` (so that
+    ``denoise_volume`` needs no pass over the volume on the host to check it).
     """
 
     def __init__(self, cupy: Any, device: int, data: np.ndarray, params: VolumeParams, thickest: int) -> None:
@@ -294,6 +303,7 @@ class SlabPipeline:
             self.padded = cupy.empty((thickest + 2 * pz) * padded_plane, cupy.float32)
             self.outputs = [cupy.empty(thickest * self.plane, cupy.float32) for _ in range(2)]
             self.staged = [cupy.cuda.Event(disable_timing=True) for _ in range(2)]  # a staging buffer's last copy
+            self.non_finite = cupy.zeros(1, cupy.int32)  # NaN and infinite values the padding read
         size = self.chunk * self.plane
         self.staging = [
             np.frombuffer(cupy.cuda.alloc_pinned_memory(4 * size), np.float32, size) for _ in range(2)
@@ -308,6 +318,10 @@ class SlabPipeline:
                 if index + 1 < len(ranges):  # staged and queued while the GPU filters this one
                     upcoming = self._filter((index + 1) % 2, *ranges[index + 1])
                 self._download(filtered, index % 2, output[start - origin : stop - origin])
+                if self.non_finite.get()[0]:  # padded (and filtered) before its download
+                    self.compute.synchronize()  # nothing of the call left running
+                    self.copies.synchronize()
+                    raise non_finite_error(self.data)
                 finished(start, stop)
                 if index + 1 < len(ranges):
                     filtered = upcoming
@@ -328,7 +342,12 @@ class SlabPipeline:
             padded = self.padded[: math.prod(padded_shape)].reshape(padded_shape)
             source_shape = (high - low, rows, columns, channels)
             pad_slab_gpu(
-                cupy, source[: math.prod(source_shape)].reshape(source_shape), cupy.asarray(planes), pad, padded
+                cupy,
+                source[: math.prod(source_shape)].reshape(source_shape),
+                cupy.asarray(planes),
+                pad,
+                padded,
+                self.non_finite,
             )
             _, launch = volume_launcher(cupy, params, shape)
             launch(padded, self.outputs[slot][: math.prod(shape)].reshape(shape), start)

@@ -39,7 +39,7 @@ def all_finite(data: np.ndarray, parallel_bytes: int = PARALLEL_CHECK_BYTES) -> 
     over blocks of about a MiB of planes (the maximum reads the block the minimum left in the
     cache) and, past ``parallel_bytes``, over runs of planes on every core (NumPy's reductions
     release the GIL). 512^3 float32 on this 2-core machine: 0.043 s whole, 0.032 in blocks,
-    0.022 on both cores; the GPU call's largest host-only step."""
+    0.022 on both cores."""
     if data.dtype.kind != "f" or data.size == 0:
         return True
     parts = min(data.shape[0], 2 * (os.cpu_count() or 1), -(-data.nbytes // parallel_bytes))
@@ -51,8 +51,21 @@ def all_finite(data: np.ndarray, parallel_bytes: int = PARALLEL_CHECK_BYTES) -> 
     return all(np.isfinite(block.min()) and np.isfinite(block.max()) for block in blocks)
 
 
-def checked_volume(volume: object, params: VolumeParams) -> np.ndarray:
-    """``volume`` as a finite float32 (Z, Y, X, C) array, or ValueError saying what is wrong."""
+def require_finite(data: np.ndarray) -> None:
+    """ValueError, with the count, where ``data`` holds NaN or infinite voxels."""
+    if not all_finite(data):
+        raise non_finite_error(data)
+
+
+def non_finite_error(data: np.ndarray) -> ValueError:
+    """The error for a volume holding NaN or infinite voxels, with their count."""
+    count = int(np.count_nonzero(~np.isfinite(data)))
+    return ValueError(f"volume must be finite, got {count} NaN or infinite voxels (replace or mask them first)")
+
+
+def checked_volume(volume: object, params: VolumeParams, finite: bool = True) -> np.ndarray:
+    """``volume`` as a float32 (Z, Y, X, C) array, finite unless ``finite`` is False (the caller
+    checks that later), or ValueError saying what is wrong."""
     array = np.asarray(volume)
     if array.ndim not in (3, 4):
         raise ValueError(
@@ -71,9 +84,8 @@ def checked_volume(volume: object, params: VolumeParams) -> np.ndarray:
             f"volume of shape {array.shape} is smaller than the filter's window: each of Z, Y, X must be at "
             f"least search_radius + patch_radius + 1 = {tuple(least)}; lower the radii"
         )
-    if not all_finite(data):
-        count = int(np.count_nonzero(~np.isfinite(data)))
-        raise ValueError(f"volume must be finite, got {count} NaN or infinite voxels (replace or mask them first)")
+    if finite:
+        require_finite(data)
     return data
 
 
@@ -161,10 +173,12 @@ def denoise_volume(
     signal is well above the noise (see ``estimate_volume_noise``).
     """
     params = VolumeParams.checked(h, patch_radius, search_radius, weighting, center_weight)
-    data = checked_volume(volume, params)
+    data = checked_volume(volume, params, finite=False)
     if slabs is not None:
         check_int("slabs", slabs, 1 << 20)
     chosen = _chosen_backend(backend, devices)
+    if chosen == "cpu":
+        require_finite(data)  # the GPU checks each slab's planes as it pads them (SlabPipeline)
     from nlmeans_studio.engine.gpu import slabs as slab_module
 
     if chosen == "cpu":

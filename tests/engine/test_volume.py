@@ -300,6 +300,20 @@ def test_gpu_slabs_and_every_device_equal_one_pass() -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("plane", [0, 7, -1])  # the first slab, a middle one, the last
+def test_the_gpu_finds_a_non_finite_voxel_in_any_slab_on_any_device(bad, plane) -> None:
+    _gpu_or_skip()
+    volume = _crop()
+    volume[plane, 5, 6] = bad
+    for options in (dict(slabs=1), dict(slabs=4), dict(slabs=5, devices="all")):
+        with pytest.raises(ValueError, match="volume must be finite, got 1 NaN or infinite voxels"):
+            denoise_volume(volume, h=0.05, patch_radius=1, search_radius=(2, 3, 3), backend="gpu", **options)
+    volume[plane, 5, 6] = 0.5  # and the pipeline's count starts again at zero in the next call
+    denoise_volume(volume, h=0.05, patch_radius=1, search_radius=(2, 3, 3), backend="gpu")
+
+
+@pytest.mark.gpu
 def test_the_gpu_pads_a_slab_exactly_as_padded_volume() -> None:
     _gpu_or_skip()
     import cupy
