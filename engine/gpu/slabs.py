@@ -34,16 +34,34 @@ def split_range(length: int, parts: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(bounds))
 
 
+def tapered_ranges(length: int, parts: int, runners: int, align: int = 4) -> list[tuple[int, int]]:
+    """``parts`` contiguous ranges covering [0, length), to be dealt to ``runners`` in turn, where
+    each runner's first and last are half as thick as its others: a pipeline neither hides the
+    upload of its first slab nor the download of its last behind the GPU. Bounds fall on
+    multiples of ``align`` (the tiled volume kernel's z tiles start on the volume's multiples of
+    4) where no range is then empty; with fewer than three ranges a runner, ``split_range``."""
+    parts = max(1, min(parts, length))
+    if parts < 3 * runners:
+        return split_range(length, parts)
+    weights = [1 if k < runners or k >= parts - runners else 2 for k in range(parts)]
+    total = sum(weights)
+    exact = [length * sum(weights[:k]) / total for k in range(parts + 1)]
+    for step in (align, 1):
+        bounds = [round(bound / step) * step for bound in exact[:-1]] + [length]
+        if all(low < high for low, high in itertools.pairwise(bounds)):
+            return list(itertools.pairwise(bounds))
+    return split_range(length, parts)
+
+
 def run_in_slabs(
     shape: tuple[int, int, int, int],
-    slabs: int,
+    ranges: Sequence[tuple[int, int]],
     runners: Sequence[SlabRunner],
     progress: Callable[[int, int], None] | None = None,
 ) -> np.ndarray:
-    """A (Z, Y, X, C) float32 output written in at least ``slabs`` slabs along z (at least one
-    per runner), dealt to the runners in turn; each runner on a thread of its own."""
+    """A (Z, Y, X, C) float32 output written in the slabs of output planes ``ranges`` (at least
+    one per runner), dealt to the runners in turn; each runner on a thread of its own."""
     planes = shape[0]
-    ranges = split_range(planes, max(slabs, len(runners)))
     output = np.empty(shape, dtype=np.float32)
     done, lock = [0], threading.Lock()
 
@@ -97,4 +115,5 @@ def filter_in_slabs(
 
         return run
 
-    return run_in_slabs(shape, slabs, [runner(slab_filter) for slab_filter in filters], progress)
+    ranges = split_range(shape[0], max(slabs, len(filters)))
+    return run_in_slabs(shape, ranges, [runner(slab_filter) for slab_filter in filters], progress)

@@ -10,7 +10,8 @@ in four slabs against 2.2-2.5 s at once on this machine's 2 cores). On the GPU o
 planes and its z halo cross the bus, unpadded, and the GPU mirrors them into the same padded
 slab (engine/filters/volume_gpu.py's ``SlabPipeline``); a volume of enough planes is cut into at
 least PIPELINED_SLABS slabs per device, so that the next slab's upload and the previous one's
-download overlap the GPU's filtering of the current one; the result does not change.
+download overlap the GPU's filtering of the current one, each device's first and last slab half
+as thick as the others (their upload and download are not hidden); the result does not change.
 """
 
 from __future__ import annotations
@@ -206,9 +207,13 @@ def denoise_volume(
         filters, least_slabs = gpu_slab_filters(data.shape, params, resolve_devices(devices))
         pipelined = min(PIPELINED_SLABS * len(filters), data.shape[0] // THINNEST_PIPELINED_SLAB)
         wanted = max(slabs or 1, least_slabs, pipelined, len(filters))
-        thickest = max(stop - start for start, stop in slab_module.split_range(data.shape[0], wanted))
+        ranges = slab_module.tapered_ranges(data.shape[0], wanted, len(filters))
+        fitting = max(stop - start for start, stop in slab_module.split_range(data.shape[0], least_slabs))
+        if max(stop - start for start, stop in ranges) > fitting:  # memory decides the slabs' thickness
+            ranges = slab_module.split_range(data.shape[0], wanted)
+        thickest = max(stop - start for start, stop in ranges)
         runners = [make(data, params, thickest).run for make in filters]
-        planar = slab_module.run_in_slabs(data.shape, wanted, runners, progress)
+        planar = slab_module.run_in_slabs(data.shape, ranges, runners, progress)
     result = planar if np.asarray(volume).ndim == 4 else planar[..., 0]
     return np.ascontiguousarray(result)
 

@@ -5,6 +5,7 @@ GPUs, and the public boundary's errors."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import subprocess
 import threading
@@ -17,7 +18,7 @@ from volume_reference import reference_denoise_volume
 
 from nlmeans_studio.engine import denoise_volume
 from nlmeans_studio.engine.filters.volume_gpu import copy_planes, kernel_name, source_planes, voxel_run
-from nlmeans_studio.engine.gpu.slabs import filter_in_slabs, split_range
+from nlmeans_studio.engine.gpu.slabs import filter_in_slabs, split_range, tapered_ranges
 from nlmeans_studio.engine.volume.denoise import denoise_volume_slice, padded_volume
 from nlmeans_studio.engine.volume.params import VolumeParams
 
@@ -169,6 +170,25 @@ def test_planes_copied_on_threads_equal_one_copy(planes) -> None:
     target = np.full(source.shape, np.nan, dtype=np.float32)
     copy_planes(target, source)
     np.testing.assert_array_equal(target, source)
+
+
+@pytest.mark.parametrize(
+    ("length", "parts", "runners"), [(512, 8, 2), (512, 4, 1), (189, 12, 3), (10, 6, 2), (7, 7, 1)]
+)
+def test_each_runners_first_and_last_slabs_are_thinner(length, parts, runners) -> None:
+    ranges = tapered_ranges(length, parts, runners)
+    assert len(ranges) == parts and ranges[0][0] == 0 and ranges[-1][1] == length
+    assert all(stop == start for (_, stop), (start, _) in itertools.pairwise(ranges))
+    sizes = [stop - start for start, stop in ranges]
+    assert min(sizes) >= 1
+    for runner in range(runners):
+        mine = sizes[runner::runners]
+        assert max(mine[0], mine[-1]) <= min(mine[1:-1])  # thin at both ends
+        if length >= 8 * parts:
+            assert max(mine[0], mine[-1]) < min(mine[1:-1])
+    if length >= 8 * parts:
+        assert all(start % 4 == 0 for start, _ in ranges)  # on the kernel's z tiles
+    assert tapered_ranges(512, 5, 2) == split_range(512, 5)  # fewer than 3 a runner: even
 
 
 def test_ranges_split_evenly() -> None:
