@@ -213,17 +213,24 @@ padded = source[voxel * channels + channel];
 if (!isfinite(padded)) atomicAdd(&non_finite[0], 1);  // denoise_volume checks for these on the GPU
 """
 STAGING_BYTES = 32 << 20  # each of a device's two pinned staging buffers (whole planes, at least one)
-# Host threads a device's pipeline copies between the volume and the staging buffers with: one
+# Host threads that copy between the volume and the staging buffers, shared by the devices: one
 # thread copies about 8 GB/s, slower than a GPU filters the study's volume (0.5 GB in and out).
-# Two H200 at 512^3, whole call: 4 threads 128 / 83 ms (one GPU / two), 8: 120 / 71-76.
 COPY_THREADS = min(8, os.cpu_count() or 1)
 
 
-def copy_planes(target: np.ndarray, source: np.ndarray, threads: concurrent.futures.Executor) -> None:
-    """``np.copyto(target, source)`` for arrays of planes (axis 0), in COPY_THREADS runs of planes
-    on ``threads`` (NumPy's copies release the GIL)."""
+@functools.cache
+def _copiers() -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(COPY_THREADS, thread_name_prefix="nlmeans-copy")
+
+
+def copy_planes(target: np.ndarray, source: np.ndarray) -> None:
+    """``np.copyto(target, source)`` for arrays of planes (axis 0), in runs of planes on the
+    COPY_THREADS threads (NumPy's copies release the GIL)."""
     runs = split_range(len(target), min(COPY_THREADS, len(target)))
-    for done in [threads.submit(np.copyto, target[a:b], source[a:b]) for a, b in runs]:
+    if len(runs) == 1:
+        np.copyto(target, source)
+        return
+    for done in [_copiers().submit(np.copyto, target[a:b], source[a:b]) for a, b in runs]:
         done.result()
 
 
@@ -297,7 +304,6 @@ class SlabPipeline:
             self.outputs = [cupy.empty(thickest * self.plane, cupy.float32) for _ in range(2)]
             self.staged = [cupy.cuda.Event(disable_timing=True) for _ in range(2)]  # a staging buffer's last copy
             self.non_finite = cupy.zeros(1, cupy.int32)  # NaN and infinite values the padding read
-        self.copiers = concurrent.futures.ThreadPoolExecutor(COPY_THREADS, thread_name_prefix=f"nlmeans-copy-{device}")
         size = self.chunk * self.plane
         self.staging = [
             np.frombuffer(cupy.cuda.alloc_pinned_memory(4 * size), np.float32, size) for _ in range(2)
@@ -305,9 +311,8 @@ class SlabPipeline:
 
     def run(self, ranges: Sequence[tuple[int, int]], output: np.ndarray, finished: Finished, origin: int = 0) -> None:
         """Filter the output planes of ``ranges`` into ``output`` (whose plane 0 is the volume's
-        plane ``origin``), calling ``finished(start, stop)`` after each slab. Once: the copy
-        threads end with it."""
-        with self.copiers, self.cupy.cuda.Device(self.device):
+        plane ``origin``), calling ``finished(start, stop)`` after each slab."""
+        with self.cupy.cuda.Device(self.device):
             filtered = self._filter(0, *ranges[0])
             for index, (start, stop) in enumerate(ranges):
                 if index + 1 < len(ranges):  # staged and queued while the GPU filters this one
@@ -360,7 +365,7 @@ class SlabPipeline:
             staging, staged = self.staging[index % 2], self.staged[index % 2]
             staged.synchronize()  # its previous copy is done
             view = staging[: (last - first) * self.plane]
-            copy_planes(view.reshape(last - first, rows, columns, channels), self.data[first:last], self.copiers)
+            copy_planes(view.reshape(last - first, rows, columns, channels), self.data[first:last])
             offset = 4 * (first - low) * self.plane
             self.cupy.cuda.runtime.memcpyAsync(
                 source.data.ptr + offset, view.ctypes.data, view.nbytes, HOST_TO_DEVICE, self.copies.ptr
@@ -394,7 +399,6 @@ class SlabPipeline:
             copy_planes(
                 target[first:last],
                 self.staging[index % 2][: (last - first) * self.plane].reshape(target[first:last].shape),
-                self.copiers,
             )
 
 
