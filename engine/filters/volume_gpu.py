@@ -420,9 +420,8 @@ def gpu_slab_filters(
         raise ValueError(f"devices must be GPU ids in 0..{count - 1}, got {list(ids)!r}")
     free = []
     for device in ids:
-        with cupy.cuda.Device(device):
-            cupy.get_default_memory_pool().free_all_blocks()
-            free.append(cupy.cuda.runtime.memGetInfo()[0])
+        with cupy.cuda.Device(device):  # the pool's free blocks count as free, kept for the buffers
+            free.append(cupy.cuda.runtime.memGetInfo()[0] + cupy.get_default_memory_pool().free_bytes())
     planes, rows, columns, channels = shape
     pz, py, px = params.pad
     halo_plane = 4 * channels * (2 * rows * columns + (rows + 2 * py) * (columns + 2 * px))  # inputs, padded

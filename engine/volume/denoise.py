@@ -20,6 +20,7 @@ import concurrent.futures
 import itertools
 import os
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -212,10 +213,16 @@ def denoise_volume(
         if max(stop - start for start, stop in ranges) > fitting:  # memory decides the slabs' thickness
             ranges = slab_module.split_range(data.shape[0], wanted)
         thickest = max(stop - start for start, stop in ranges)
-        runners = [make(data, params, thickest).run for make in filters]
+        runners = [_set_up_on_its_thread(make, data, params, thickest) for make in filters]
         planar = slab_module.run_in_slabs(data.shape, ranges, runners, progress)
     result = planar if np.asarray(volume).ndim == 4 else planar[..., 0]
     return np.ascontiguousarray(result)
+
+
+def _set_up_on_its_thread(make: Callable[..., Any], *arguments: object) -> Callable[..., None]:
+    """A slab runner that makes its device's pipeline (buffers, streams) on the runner's own
+    thread when it starts, so that several devices set up at once."""
+    return lambda ranges, output, finished: make(*arguments).run(ranges, output, finished)
 
 
 def _chosen_backend(backend: str, devices: object) -> str:
