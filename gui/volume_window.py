@@ -146,7 +146,8 @@ class VolumeWindow(QMainWindow):
         controls.addRow("Centre weight", self.center)
         sigma = ", ".join(f"{s:.3g}" for s in self.estimate.sigma)
         clean = " The volume looks clean: h is set for half an 8-bit level of its range." if self.estimate.clean else ""
-        noise = QLabel(f"Noise sigma {sigma} (the volume's units); h suggested from it.{clean}")
+        growth = f" Note: {self.estimate.growth}." if self.estimate.growth else ""
+        noise = QLabel(f"Noise sigma {sigma} (the volume's units); h suggested from it.{growth}{clean}")
         noise.setWordWrap(True)
         side = QVBoxLayout()
         side.addLayout(controls)

@@ -107,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             sigma = estimate.average_sigma
             print(f"noise sigma {sigma:.4g} (from {estimate.blocks} blocks) -> h {h:.4g}", file=sys.stderr)
+            if estimate.growth:
+                print(f"warning: {estimate.growth}; give --h to choose", file=sys.stderr)
             if estimate.clean:
                 print(
                     f"warning: the volume looks clean (noise under {estimate.clean_sigma:.4g}, half an 8-bit level "

@@ -173,3 +173,30 @@ def test_a_clean_volume_gets_a_gentle_h_and_a_warning(tmp_path, capsys) -> None:
     np.save(tmp_path / "clean.npy", clean)
     assert main(["denoise-volume", str(tmp_path / "clean.npy"), str(tmp_path / "out.npy"), "--search-radius", "1"]) == 0
     assert "the volume looks clean" in capsys.readouterr().err
+
+
+def _counts_volume() -> np.ndarray:
+    """Expected photon counts of a 48 x 64 x 64 microscopy-like stack: a dim background (25)
+    and, over half of it, a smooth bright object (400 to 650)."""
+    z, y, x = np.mgrid[0:48, 0:64, 0:64].astype(np.float64)
+    return 25 + np.where(x >= 32, 375 + 250 * np.sin(np.pi * z / 47) * np.cos(np.pi * (y - 32) / 128), 0.0)
+
+
+def test_shot_noise_sets_h_for_the_noisiest_parts_and_says_so(tmp_path, capsys) -> None:
+    expected = _counts_volume()
+    rng = np.random.default_rng(4)
+    shot = estimate_volume_noise(rng.poisson(expected).astype(np.float32))
+    bright = float(np.sqrt(expected[expected > 100].mean()))  # the object's noise, about 23
+    assert shot.signal_dependent and shot.band_sigmas[-1] > 3 * shot.band_sigmas[0]
+    assert shot.average_sigma == pytest.approx(bright, rel=0.15)  # the flattest blocks' would be 5
+    assert "the noise grows with the signal" in shot.growth
+    gaussian = estimate_volume_noise(expected + rng.normal(0, 10, expected.shape))  # the same scene, even noise
+    assert not gaussian.signal_dependent and gaussian.growth == ""
+    assert gaussian.average_sigma == pytest.approx(10, rel=0.15)
+    tifffile.imwrite(tmp_path / "cells.tif", rng.poisson(expected).astype(np.uint16))
+    command = ["denoise-volume", str(tmp_path / "cells.tif"), str(tmp_path / "out.tif"), "--search-radius", "1"]
+    assert main(command) == 0
+    printed = capsys.readouterr().err
+    h = float(printed.split(" -> h ")[1].split()[0])
+    assert h == pytest.approx(1.1 * bright, rel=0.15)
+    assert "warning: the noise grows with the signal (sigma " in printed and "give --h to choose" in printed
