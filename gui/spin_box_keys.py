@@ -1,4 +1,4 @@
-"""Single-key shortcuts (Space, V, Left…) that work while a spin box has the focus."""
+"""Window shortcuts (Space, V, Left, Ctrl+E...) that work while a spin box has the focus."""
 
 from __future__ import annotations
 
@@ -24,22 +24,34 @@ SPIN_BOX_KEYS = {
     Qt.Key.Key_PageUp,
     Qt.Key.Key_PageDown,
 }
+# Ctrl chords a focused spin box keeps: select all, copy, cut, paste, undo, redo and the word
+# moves. Others go to the window's shortcuts (a line edit would take Ctrl+E as End under X11).
+SPIN_BOX_CTRL_KEYS = {
+    *(getattr(Qt.Key, f"Key_{letter}") for letter in "ACXVZY"),
+    Qt.Key.Key_Left,
+    Qt.Key.Key_Right,
+    Qt.Key.Key_Backspace,
+    Qt.Key.Key_Delete,
+}
 
 
 class SpinBoxKeys(QObject):
-    """Lets the window's single-key shortcuts through a focused spin box (except the keys that
-    edit a number), and gives the focus back to the picture when Return ends an edit."""
+    """Lets the window's shortcuts through a focused spin box (except the keys and Ctrl chords
+    that edit a number), and gives the focus back to ``picture`` when Return ends an edit."""
 
     def __init__(self, picture: QWidget) -> None:
         super().__init__(picture)
         self._picture = picture
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's naming)
-        if not isinstance(event, QKeyEvent) or event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
+        if not isinstance(event, QKeyEvent):
             return False
-        if event.type() == QEvent.Type.ShortcutOverride and event.key() not in SPIN_BOX_KEYS:
+        modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+        kept = {Qt.KeyboardModifier.NoModifier: SPIN_BOX_KEYS, Qt.KeyboardModifier.ControlModifier: SPIN_BOX_CTRL_KEYS}
+        if event.type() == QEvent.Type.ShortcutOverride and modifiers in kept and event.key() not in kept[modifiers]:
             event.ignore()
             return True  # the spin box never claims the key: the shortcut runs
-        if event.type() == QEvent.Type.KeyPress and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+        ends_edit = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if not modifiers and event.type() == QEvent.Type.KeyPress and ends_edit:
             QTimer.singleShot(0, self._picture.setFocus)
         return False

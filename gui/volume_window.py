@@ -54,6 +54,7 @@ from nlmeans_studio.engine import (
     write_volume,
 )
 
+from .spin_box_keys import SpinBoxKeys
 from .views import ComparisonView
 
 AXES = ("z", "y", "x")  # the axis a plane is normal to: 0, 1, 2 of (Z, Y, X)
@@ -144,14 +145,13 @@ class VolumeWindow(QMainWindow):
         controls.addRow("Search radius", self.search)
         controls.addRow("Weighting", self.weighting)
         controls.addRow("Centre weight", self.center)
-        sigma = ", ".join(f"{s:.3g}" for s in self.estimate.sigma)
-        clean = " The volume looks clean: h is set for half an 8-bit level of its range." if self.estimate.clean else ""
-        growth = f" Note: {self.estimate.growth}." if self.estimate.growth else ""
-        noise = QLabel(f"Noise sigma {sigma} (the volume's units); h suggested from it.{growth}{clean}")
-        noise.setWordWrap(True)
+        self.noise = QLabel()
+        self.noise.setWordWrap(True)
+        self._h_suggested = self.h.value()  # h follows the weighting's suggestion until the user sets another
+        self._describe_noise()
         side = QVBoxLayout()
         side.addLayout(controls)
-        side.addWidget(noise)
+        side.addWidget(self.noise)
         side.addWidget(self.status)
         side.addStretch(1)
         walk = QHBoxLayout()
@@ -187,9 +187,33 @@ class VolumeWindow(QMainWindow):
         self.slider.valueChanged.connect(self._plane_changed)
         for spin in (self.h, self.patch, self.search):
             spin.valueChanged.connect(self._delay.start)
+        self.weighting.currentIndexChanged.connect(self._weighting_changed)
         for combo in (self.weighting, self.center):
             combo.currentIndexChanged.connect(self._delay.start)
+        keys = SpinBoxKeys(self.slider)  # Ctrl+E from a spin box; Return gives the keys back to the planes
+        for spin in (self.h, self.patch, self.search):
+            spin.installEventFilter(keys)
+        for widget in (self.view, *self.view.findChildren(QWidget)):
+            widget.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # a click on the picture leaves the keys to the planes
         self._axis_changed(0)
+
+    def _weighting_changed(self, *_: object) -> None:
+        """h takes the noise's suggestion for the new weighting, unless the user set their own."""
+        if self.h.value() == self._h_suggested:
+            self.h.setValue(suggest_volume_h(self.estimate, self.weighting.currentText()))
+            self._h_suggested = self.h.value()
+        self._describe_noise()
+
+    def _describe_noise(self) -> None:
+        sigma = ", ".join(f"{s:.3g}" for s in self.estimate.sigma)
+        weighting = self.weighting.currentText()
+        suggested = suggest_volume_h(self.estimate, weighting)
+        text = f"Noise sigma {sigma} (the volume's units): h {suggested:.4g} suggested for {weighting} weights."
+        if self.estimate.growth:
+            text += f" Note: {self.estimate.growth}."
+        if self.estimate.clean:
+            text += " The volume looks clean: h is set for half an 8-bit level of its range."
+        self.noise.setText(text)
 
     # The plane and its preview
 

@@ -12,7 +12,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 from window_driver import type_into
 
-from nlmeans_studio.engine import denoise_volume, read_volume, write_volume
+from nlmeans_studio.engine import WEIGHTINGS, denoise_volume, read_volume, suggest_volume_h, write_volume
 from nlmeans_studio.engine.volume.io import VolumeFile
 from nlmeans_studio.gui.volume_window import VolumeWindow, display_plane, plane_of
 
@@ -200,3 +200,37 @@ def test_a_volume_that_cannot_be_opened_at_start_shows_the_main_window_and_why(q
     assert window.isVisible() and window.banner.isVisible()
     assert "broken.nii.gz: not a NIfTI volume that can be read" in window.banner.text()
     window.close()
+
+
+def test_h_follows_the_weighting_until_the_user_sets_it(qtbot, volume_window) -> None:
+    window = volume_window
+    estimate = window.estimate
+    assert window.h.value() == pytest.approx(suggest_volume_h(estimate, "exponential"), rel=1e-3)
+    window.weighting.setFocus()
+    qtbot.keyClick(window.weighting, Qt.Key.Key_Up if WEIGHTINGS[0] == "bisquare" else Qt.Key.Key_Down)
+    assert window.weighting.currentText() == "bisquare"
+    assert window.h.value() == pytest.approx(suggest_volume_h(estimate, "bisquare"), rel=1e-3)
+    assert f"h {suggest_volume_h(estimate, 'bisquare'):.4g} suggested for bisquare weights" in window.noise.text()
+    type_into(qtbot, window.h, "77")  # the user's own h stays whatever the weighting
+    window.weighting.setFocus()
+    qtbot.keyClick(window.weighting, Qt.Key.Key_Down if WEIGHTINGS[0] == "bisquare" else Qt.Key.Key_Up)
+    assert window.weighting.currentText() == "exponential" and window.h.value() == 77
+
+
+def test_ctrl_e_exports_from_a_spin_box_and_the_keys_stay_with_the_planes(
+    qtbot, volume_window, tmp_path, monkeypatch
+) -> None:
+    window = volume_window
+    asked = []
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: asked.append(1) or ("", ""))
+    qtbot.mouseClick(window.h.lineEdit(), Qt.MouseButton.LeftButton)
+    window.h.lineEdit().selectAll()
+    qtbot.keyClicks(window.h.lineEdit(), "30")  # typed, not yet confirmed
+    qtbot.keyClick(window.h.lineEdit(), Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+    assert asked == [1]  # the export asked where to write, as from the menu
+    qtbot.keyClick(window.h.lineEdit(), Qt.Key.Key_Return)
+    qtbot.waitUntil(window.slider.hasFocus)  # Return ends the edit: the keys walk the planes again
+    qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton)  # a click on the picture
+    start = window.slider.value()
+    qtbot.keyClick(window.focusWidget(), Qt.Key.Key_Right)
+    assert window.slider.hasFocus() and window.slider.value() == start + 1
