@@ -107,7 +107,8 @@ class VolumeFile:
     affine : (4, 4) ndarray or None
         The NIfTI voxel-to-world matrix (a copy).
     extra : dict
-        TIFF metadata: "imagej" (whether the file was an ImageJ stack) and "unit".
+        TIFF metadata: "imagej" (whether the file was an ImageJ stack), "unit" and "channels"
+        (whether its channels were an axis of their own, C, as in ImageJ hyperstacks: written back so).
     """
 
     data: np.ndarray
@@ -178,6 +179,8 @@ def _read(path: Path, kind: str) -> VolumeFile:
             image = nibabel.load(path)
         except nibabel.filebasedimages.ImageFileError as error:
             raise ValueError(str(error)) from error
+        if len(image.shape) == 4 and image.shape[3] == 1:  # one time point: the volume itself
+            image = image.slicer[..., 0]
         if len(image.shape) != 3:
             raise NotOneVolumeError(
                 f"{path}: a NIfTI volume of shape {image.shape}; the volume filter takes one 3D volume "
@@ -189,7 +192,7 @@ def _read(path: Path, kind: str) -> VolumeFile:
     if kind == "tiff":
         tifffile = _import("tifffile")
         with tifffile.TiffFile(path) as tiff:
-            data = tiff.asarray()
+            data, channels = _zyx_channels_last(tiff.series[0].asarray(), tiff.series[0].axes, path)
             imagej = tiff.imagej_metadata or {}
             page = tiff.pages[0]
             resolution = page.tags.get("XResolution"), page.tags.get("YResolution")
@@ -197,8 +200,27 @@ def _read(path: Path, kind: str) -> VolumeFile:
             for axis, tag in zip((2, 1), resolution, strict=True):
                 if tag is not None and tag.value[0]:
                     spacing[axis] = tag.value[1] / tag.value[0]
-        return VolumeFile(data, tuple(spacing), kind, extra={"imagej": bool(imagej), "unit": imagej.get("unit")})
+        extra = {"imagej": bool(imagej), "unit": imagej.get("unit"), "channels": channels}
+        return VolumeFile(data, tuple(spacing), kind, extra=extra)
     return VolumeFile(np.load(path, allow_pickle=False), format=kind)
+
+
+def _zyx_channels_last(data: np.ndarray, axes: str, path: Path) -> tuple[np.ndarray, bool]:
+    """A TIFF series' array with its channels (tifffile's axis "C": an ImageJ hyperstack's or an
+    OME-TIFF's, next to a plane axis Z, Q or I) moved last, and whether there were such channels.
+    Samples ("S", RGB) are last already; a stack without a plane axis keeps its first axis as
+    the planes. A series with several time points is refused (NotOneVolumeError)."""
+    sizes = dict(zip(axes, data.shape, strict=True))
+    if sizes.get("T", 1) > 1:
+        raise NotOneVolumeError(
+            f"{path}: a TIFF series of {sizes['T']} time points ({axes}, shape {data.shape}); the volume filter "
+            "takes one 3D volume (split the time series into its volumes first)"
+        )
+    if sizes.get("C", 1) == 1 or not any(sizes.get(a, 1) > 1 for a in "ZQI"):
+        return data, False
+    data, axes = np.moveaxis(data, axes.index("C"), -1), axes.replace("C", "") + "C"
+    kept = [size for axis, size in zip(axes, data.shape, strict=True) if size > 1 or axis in "YXC"]
+    return data.reshape(kept), True
 
 
 def stored_type(filtered: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -266,7 +288,8 @@ def _nifti_bytes(values: np.ndarray, like: VolumeFile, *, compressed: bool) -> b
     if like.header is not None and like.format == "nifti" and values.ndim == 3:
         header = like.header.copy()
         header.set_data_dtype(values.dtype)
-        image = nibabel.Nifti1Image(voxels, like.affine, header)
+        kind = nibabel.Nifti2Image if isinstance(header, nibabel.Nifti2Header) else nibabel.Nifti1Image  # as read
+        image = kind(voxels, like.affine, header)
     else:
         affine = np.diag([*like.spacing[::-1], 1.0])
         image = nibabel.Nifti1Image(voxels, affine)
@@ -279,14 +302,15 @@ def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile) -> None:
     tifffile = _import("tifffile")
     spacing_z, spacing_y, spacing_x = like.spacing
     imagej = like.extra.get("imagej", False) and values.dtype in (np.uint8, np.uint16, np.float32)
-    metadata = {"spacing": spacing_z, "axes": "ZYXS" if values.ndim == 4 else "ZYX"}
+    hyperstack = imagej and values.ndim == 4 and like.extra.get("channels", False)  # channels, not RGB
+    metadata = {"spacing": spacing_z, "axes": "ZCYX" if hyperstack else "ZYXS" if values.ndim == 4 else "ZYX"}
     if like.extra.get("unit"):
         metadata["unit"] = like.extra["unit"]
     tifffile.imwrite(
         file,
-        values,
+        values.transpose(0, 3, 1, 2) if hyperstack else values,
         imagej=imagej,
         resolution=(1.0 / spacing_x, 1.0 / spacing_y),
         metadata=metadata if imagej else {"spacing": spacing_z},
-        photometric="rgb" if values.ndim == 4 and values.shape[3] == 3 else "minisblack",
+        photometric="rgb" if values.ndim == 4 and values.shape[3] == 3 and not hyperstack else "minisblack",
     )

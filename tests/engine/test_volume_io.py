@@ -200,3 +200,37 @@ def test_shot_noise_sets_h_for_the_noisiest_parts_and_says_so(tmp_path, capsys) 
     h = float(printed.split(" -> h ")[1].split()[0])
     assert h == pytest.approx(1.1 * bright, rel=0.15)
     assert "warning: the noise grows with the signal (sigma " in printed and "give --h to choose" in printed
+
+
+def test_multichannel_tiff_stacks_keep_their_channels_apart(tmp_path, capsys) -> None:
+    """ImageJ hyperstacks (Z, C, Y, X) and OME-TIFF (C, Z, Y, X): channels last, as the filter
+    takes them, and an ImageJ hyperstack written back as one; time series refused."""
+    rng = np.random.default_rng(5)
+    stack = rng.integers(100, 900, (12, 2, 16, 18), dtype=np.uint16)  # Z, C, Y, X
+    tifffile.imwrite(tmp_path / "ij.tif", stack, imagej=True, metadata={"axes": "ZCYX", "spacing": 2.0})
+    tifffile.imwrite(tmp_path / "ome.ome.tif", stack.transpose(1, 0, 2, 3), ome=True, metadata={"axes": "CZYX"})
+    for name in ("ij.tif", "ome.ome.tif"):
+        np.testing.assert_array_equal(read_volume(tmp_path / name).data, stack.transpose(0, 2, 3, 1))
+    command = ["denoise-volume", str(tmp_path / "ij.tif"), str(tmp_path / "out.tif"), "--h", "50"]
+    assert main([*command, "--search-radius", "1", "--backend", "cpu", "--quiet"]) == 0
+    with tifffile.TiffFile(tmp_path / "out.tif") as written:
+        assert written.series[0].axes == "ZCYX" and written.series[0].shape == stack.shape
+        assert written.imagej_metadata["spacing"] == 2.0
+    tifffile.imwrite(tmp_path / "t.tif", stack[:3], imagej=True, metadata={"axes": "TZYX"})
+    assert main(["denoise-volume", str(tmp_path / "t.tif"), str(tmp_path / "t_out.tif"), "--h", "5"]) == 1
+    assert "a TIFF series of 3 time points (TZYX" in capsys.readouterr().err
+
+
+def test_nifti2_stays_nifti2_and_one_time_point_is_a_volume(tmp_path, capfd) -> None:
+    rng = np.random.default_rng(6)
+    voxels = rng.normal(100, 10, (16, 14, 12)).astype(np.float32)  # x, y, z
+    affine = np.diag([0.9, 0.9, 2.5, 1.0])
+    nibabel.save(nibabel.Nifti2Image(voxels, affine), tmp_path / "two.nii")
+    nibabel.save(nibabel.Nifti1Image(voxels[..., np.newaxis], affine), tmp_path / "one_time_point.nii.gz")
+    for name, kind in (("two.nii", nibabel.Nifti2Image), ("one_time_point.nii.gz", nibabel.Nifti1Image)):
+        output = tmp_path / f"out_{name}"
+        assert main(["denoise-volume", str(tmp_path / name), str(output), "--h", "8", "--search-radius", "1"]) == 0
+        written = nibabel.load(output)
+        assert type(written) is kind and written.shape == voxels.shape
+        np.testing.assert_allclose(written.affine, affine)
+    assert "sizeof_hdr" not in "".join(capfd.readouterr())  # nothing of nibabel's conversions printed
