@@ -12,6 +12,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from nlmeans_studio.engine import __version__
 from nlmeans_studio.engine.backend import BACKENDS, BackendUnavailableError, resolve_backend, resolve_devices
@@ -122,8 +123,15 @@ def _temporal(text: str) -> list[tuple[int, int]]:
     return pairs  # type: ignore[return-value]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, a wrong option said in one line with a pointer to --help (not after the whole usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="nlmeans-studio",
         description="Non-Local Means video denoising on an NVIDIA GPU or the CPU.",
         epilog="Without a command (or with 'gui [FILE]') nlmeans-studio opens the window; "
@@ -499,6 +507,8 @@ def _denoise(args: argparse.Namespace) -> int:
         if args.luma_chroma is None and preset is not None:
             args.luma_chroma = preset.luma_chroma
         if args.devices is not None:  # before any reading: a combination refused, or no GPU
+            if args.backend == "cpu":
+                raise ValueError("--devices spreads the clip over GPUs: not with --backend cpu")
             if args.guide is not None or args.luma_chroma is not None:
                 raise ValueError("--devices runs the plain filter only: not with --luma-chroma or --guide yet")
             args.devices = resolve_devices(args.devices)

@@ -33,9 +33,12 @@ def gpu_ids(text: str) -> list[int] | str:
     if text == "all":
         return text
     try:
-        return [int(part) for part in text.split(",")]
+        ids = [int(part) for part in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected 'all' or GPU ids such as 0,1, got {text!r}") from None
+    if min(ids) < 0:
+        raise argparse.ArgumentTypeError(f"GPU ids count from 0, got {text!r}")
+    return ids
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -80,7 +83,7 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``denoise-volume``; errors propagate to the CLI's handler."""
-    from nlmeans_studio.engine.backend import resolve_backend
+    from nlmeans_studio.engine.backend import resolve_backend, resolve_devices
     from nlmeans_studio.engine.volume.denoise import checked_volume, denoise_volume
     from nlmeans_studio.engine.volume.io import check_volume_output, read_volume, write_volume
     from nlmeans_studio.engine.volume.noise import estimate_volume_noise, suggest_volume_h
@@ -91,6 +94,10 @@ def run(args: argparse.Namespace) -> int:
     params = VolumeParams.checked(
         1.0 if args.h is None else args.h, args.patch_radius, args.search_radius, args.weighting, args.center_weight
     )
+    if args.devices is not None:  # before reading: a combination refused, or no GPU
+        if args.backend == "cpu":
+            raise ValueError("--devices spreads the volume over GPUs: not with --backend cpu")
+        args.devices = resolve_devices(args.devices)
     resolve_backend(args.backend)
     source = read_volume(args.input)
     try:

@@ -82,6 +82,7 @@ def test_the_cli_refuses_devices_with_another_mode_or_without_a_gpu(tmp_path) ->
 
     source = str(tmp_path / "missing.mp4")
     cases = [(["--guide", "prefilter"], "plain filter only"), (["--luma-chroma", "4,8"], "plain filter only")]
+    cases.append((["--backend", "cpu"], "--devices spreads the clip over GPUs: not with --backend cpu"))
     if gpu_unavailable_reason() is not None:
         cases.append(([], "the GPU backend is unavailable"))
     for extra, message in cases:

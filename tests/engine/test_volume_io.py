@@ -102,6 +102,9 @@ def test_denoise_volume_command(tmp_path, capsys) -> None:
         (["x.npy", "--search-radius", "99"], "--search-radius must be an integer in 0..16, got 99"),
         (["x.npy", "--weighting", "gauss"], "invalid choice: 'gauss'"),
         (["ok.npy"], "the output must not be the input"),
+        (["x.npy", "--devices", "0,1", "--backend", "cpu"], "--devices spreads the volume over GPUs: not with"),
+        (["x.npy", "--devices", "-1"], "argument --devices: GPU ids count from 0, got '-1'"),
+        (["x.npy", "--h", "abc"], "invalid float value: 'abc' (see nlmeans-studio denoise-volume --help)"),
     ],
 )
 def test_denoise_volume_refuses_before_reading_the_volume(tmp_path, capsys, arguments, message) -> None:
@@ -109,10 +112,12 @@ def test_denoise_volume_refuses_before_reading_the_volume(tmp_path, capsys, argu
     # hidden temporary file; radii out of range were refused after the noise estimate.
     np.save(tmp_path / "ok.npy", np.zeros((20, 20, 20), np.float32))
     output, *options = arguments
-    with pytest.raises(SystemExit) if "invalid choice" in message else contextlib.nullcontext():
+    refused_by_argparse = "invalid" in message or "argument" in message
+    with pytest.raises(SystemExit) if refused_by_argparse else contextlib.nullcontext():
         assert main(["denoise-volume", str(tmp_path / "ok.npy"), str(tmp_path / output), *options]) == 1
     error = capsys.readouterr().err
     assert message.format(tmp=tmp_path) in error and "noise sigma" not in error and "Traceback" not in error
+    assert len(error.splitlines()) == 1  # one line, not the usage first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.npy"]
 
 
