@@ -49,6 +49,7 @@ from nlmeans_studio.engine.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, 
 from nlmeans_studio.engine.presets import FIELDS as PRESET_FIELDS
 from nlmeans_studio.engine.presets import Preset, find_preset, load_preset, shipped_presets
 from nlmeans_studio.engine.volume import cli as volume_cli
+from nlmeans_studio.engine.volume.cli import LOG_PROGRESS_SECONDS
 
 WINDOW_OPTIONS = tuple(name for name in PRESET_FIELDS if name != "h")  # the filter's options a preset also sets
 # The engine words its errors by its parameters' Python names; each of these is an option
@@ -390,12 +391,14 @@ def _estimate_noise(args: argparse.Namespace) -> int:
 
 
 class _ProgressBar:
-    """One line on stderr, redrawn at most four times a second: frames, fps and ETA. The rate is
+    """Frames, fps and ETA on stderr: one line redrawn at most four times a second on a terminal,
+    a line every LOG_PROGRESS_SECONDS where stderr goes to a file or a pipe (a log). The rate is
     measured from the first frame on: before it come the start-up's seconds (on a first run,
     compiling the CPU filter: about 15 s), which would make the ETA of a short clip minutes."""
 
     def __init__(self) -> None:
-        self._drawn = 0.0
+        self._terminal = sys.stderr.isatty()
+        self._drawn: float | None = None  # seconds when a line was last drawn
         self._line_open = False  # a partial line is on screen
         self._first: tuple[int, float] | None = None  # frames done and seconds when the first was
         self._width = 0  # characters of the longest line drawn
@@ -403,7 +406,8 @@ class _ProgressBar:
     def __call__(self, done: int, total: int, seconds: float) -> None:
         if self._first is None and done > 0:
             self._first = (done, seconds)
-        if (done < total or not total) and seconds - self._drawn < 0.25:
+        interval = 0.25 if self._terminal else LOG_PROGRESS_SECONDS
+        if (done < total or not total) and self._drawn is not None and seconds - self._drawn < interval:
             return
         self._drawn = seconds
         first_done, first_seconds = self._first or (done, seconds)
@@ -414,6 +418,9 @@ class _ProgressBar:
             line = f"\r{done}/{total} frames ({100 * done / total:.0f} %)  {rate}{eta}  "
         else:  # a pipe, of unknown length
             line = f"\r{done} frames  {rate}  "
+        if not self._terminal:
+            print(line[1:].rstrip(), file=sys.stderr, flush=True)
+            return
         self._line_open = done < total or not total
         line, self._width = line.ljust(self._width), max(self._width, len(line))  # no tail of a longer line
         print(line, end="" if self._line_open else "\n", file=sys.stderr, flush=True)

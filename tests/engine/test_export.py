@@ -82,7 +82,9 @@ def test_cli_denoise_prints_a_summary_and_refuses_bad_outputs(noisy_clip_file, t
         "1",
     ]
     assert main(arguments) == 0
-    assert "denoised 10 frames in" in capsys.readouterr().err and len(read_frames(out)) == 10
+    printed = capsys.readouterr().err
+    assert "denoised 10 frames in" in printed and len(read_frames(out)) == 10
+    assert "\r" not in printed and "1/10 frames (10 %)  starting" in printed  # a log's lines, not redraws
     for extra, message in [
         ([], "exists; pass --overwrite"),
         (["--h", "-1"], "h must be a finite number > 0"),

@@ -85,7 +85,10 @@ def test_noise_estimate_refuses_bad_volumes() -> None:
 def test_denoise_volume_command(tmp_path, capsys) -> None:
     output = tmp_path / "out.nii.gz"
     assert main(["denoise-volume", str(NIFTI), str(output), "--search-radius", "1,2,2", "--backend", "cpu"]) == 0
-    assert "noise sigma" in capsys.readouterr().err
+    printed = capsys.readouterr().err
+    assert "noise sigma" in printed
+    # stderr is no terminal here (a log): whole progress lines, the first without an ETA yet
+    assert "\r" not in printed and "%  starting\n" in printed and "100.0 %  ETA 0 s\n" in printed
     assert read_volume(output).data.dtype == np.uint8
     assert main(["denoise-volume", str(NIFTI), str(output), "--backend", "cpu", "--quiet"]) == 1
     assert "exists; use --overwrite" in capsys.readouterr().err
