@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``denoise-volume``; errors propagate to the CLI's handler."""
     from nlmeans_studio.engine.backend import resolve_backend, resolve_devices
     from nlmeans_studio.engine.volume.denoise import checked_volume, denoise_volume
-    from nlmeans_studio.engine.volume.io import check_volume_output, read_volume, write_volume
+    from nlmeans_studio.engine.volume.io import check_volume_output, lost_in, read_volume, write_volume
     from nlmeans_studio.engine.volume.noise import estimate_volume_noise, suggest_volume_h
     from nlmeans_studio.engine.volume.params import VolumeParams
 
@@ -148,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
         progress=None if args.quiet else _Progress(),
     )
     write_volume(args.output, filtered, source, overwrite=args.overwrite)
+    if lost_in(args.output, source) and not args.quiet:
+        print(f"note: {args.output}: {lost_in(args.output, source)}", file=sys.stderr)
     if not args.quiet:
         shape = "x".join(str(n) for n in source.data.shape)
         print(f"denoised {shape} voxels in {time.perf_counter() - start:.1f} s -> {args.output}", file=sys.stderr)

@@ -107,8 +107,9 @@ class VolumeFile:
     affine : (4, 4) ndarray or None
         The NIfTI voxel-to-world matrix (a copy).
     extra : dict
-        TIFF metadata: "imagej" (whether the file was an ImageJ stack), "unit" and "channels"
-        (whether its channels were an axis of their own, C, as in ImageJ hyperstacks: written back so).
+        TIFF metadata: "imagej" and "ome" (whether the file was an ImageJ stack, an OME-TIFF),
+        "unit" and "channels" (whether its channels were an axis of their own, C, as in ImageJ
+        hyperstacks and OME-TIFF: written back so).
     """
 
     data: np.ndarray
@@ -200,9 +201,27 @@ def _read(path: Path, kind: str) -> VolumeFile:
             for axis, tag in zip((2, 1), resolution, strict=True):
                 if tag is not None and tag.value[0]:
                     spacing[axis] = tag.value[1] / tag.value[0]
-        extra = {"imagej": bool(imagej), "unit": imagej.get("unit"), "channels": channels}
+            unit = imagej.get("unit")
+            if tiff.is_ome:  # microscopes' files: the voxel size is in the OME-XML
+                ome_spacing, unit = _ome_voxel_size(tiff.ome_metadata, spacing, unit)
+                spacing = list(ome_spacing)
+            elif not imagej and tiff.shaped_metadata:  # tifffile's own description, as written below
+                spacing[0] = float(tiff.shaped_metadata[0].get("spacing", spacing[0]))
+        extra = {"imagej": bool(imagej), "ome": tiff.is_ome, "unit": unit, "channels": channels}
         return VolumeFile(data, tuple(spacing), kind, extra=extra)
     return VolumeFile(np.load(path, allow_pickle=False), format=kind)
+
+
+def _ome_voxel_size(xml: str, spacing: list[float], unit: str | None) -> tuple[tuple[float, ...], str | None]:
+    """(z, y, x) voxel size and its unit from OME-XML's first Pixels element (PhysicalSizeZ, Y, X),
+    ``spacing`` and ``unit`` where it says nothing."""
+    import xml.etree.ElementTree as ElementTree
+
+    pixels = next((e for e in ElementTree.fromstring(xml).iter() if e.tag.endswith("}Pixels")), None)
+    if pixels is None:
+        return tuple(spacing), unit
+    sizes = [float(pixels.get(f"PhysicalSize{axis}", spacing[k])) for k, axis in enumerate("ZYX")]
+    return tuple(sizes), pixels.get("PhysicalSizeXUnit", "µm" if "PhysicalSizeX" in pixels.attrib else unit)
 
 
 def _zyx_channels_last(data: np.ndarray, axes: str, path: Path) -> tuple[np.ndarray, bool]:
@@ -221,6 +240,16 @@ def _zyx_channels_last(data: np.ndarray, axes: str, path: Path) -> tuple[np.ndar
     data, axes = np.moveaxis(data, axes.index("C"), -1), axes.replace("C", "") + "C"
     kept = [size for axis, size in zip(axes, data.shape, strict=True) if size > 1 or axis in "YXC"]
     return data.reshape(kept), True
+
+
+def lost_in(path: str | Path, like: VolumeFile) -> str:
+    """What of ``like``'s grid a file at ``path`` cannot keep, for a note ("" where nothing)."""
+    kind = volume_format(path)
+    if kind == "npy" and like.format != "npy":
+        return "a .npy file keeps no voxel size" + (" nor the NIfTI affine" if like.format == "nifti" else "")
+    if kind == "tiff" and like.format == "nifti":
+        return "a TIFF keeps the voxel size but not the NIfTI affine (orientation and origin): write .nii.gz to keep it"
+    return ""
 
 
 def stored_type(filtered: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -299,18 +328,25 @@ def _nifti_bytes(values: np.ndarray, like: VolumeFile, *, compressed: bool) -> b
 
 
 def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile) -> None:
+    """An OME-TIFF where the source was one, an ImageJ stack where it was one (and ImageJ takes the
+    data type), else a plain TIFF with tifffile's description; each with the voxel size."""
     tifffile = _import("tifffile")
     spacing_z, spacing_y, spacing_x = like.spacing
-    imagej = like.extra.get("imagej", False) and values.dtype in (np.uint8, np.uint16, np.float32)
-    hyperstack = imagej and values.ndim == 4 and like.extra.get("channels", False)  # channels, not RGB
-    metadata = {"spacing": spacing_z, "axes": "ZCYX" if hyperstack else "ZYXS" if values.ndim == 4 else "ZYX"}
-    if like.extra.get("unit"):
-        metadata["unit"] = like.extra["unit"]
+    channels = values.ndim == 4 and like.extra.get("channels", False)  # an axis of their own, not RGB samples
+    axes = "ZCYX" if channels else "ZYXS" if values.ndim == 4 else "ZYX"
+    unit = like.extra.get("unit")
+    if like.extra.get("ome"):
+        sizes = {"PhysicalSizeZ": spacing_z, "PhysicalSizeY": spacing_y, "PhysicalSizeX": spacing_x}
+        units = {f"PhysicalSize{axis}Unit": unit for axis in "ZYX"} if unit else {}
+        options = {"ome": True, "metadata": {"axes": axes, **sizes, **units}}
+    elif like.extra.get("imagej") and values.dtype in (np.uint8, np.uint16, np.float32):
+        options = {"imagej": True, "metadata": {"spacing": spacing_z, "axes": axes, **({"unit": unit} if unit else {})}}
+    else:
+        options = {"metadata": {"spacing": spacing_z}}
     tifffile.imwrite(
         file,
-        values.transpose(0, 3, 1, 2) if hyperstack else values,
-        imagej=imagej,
+        values.transpose(0, 3, 1, 2) if channels else values,
         resolution=(1.0 / spacing_x, 1.0 / spacing_y),
-        metadata=metadata if imagej else {"spacing": spacing_z},
-        photometric="rgb" if values.ndim == 4 and values.shape[3] == 3 and not hyperstack else "minisblack",
+        photometric="rgb" if axes == "ZYXS" and values.shape[3] == 3 else "minisblack",
+        **options,
     )

@@ -92,6 +92,11 @@ def test_denoise_volume_command(tmp_path, capsys) -> None:
     assert read_volume(output).data.dtype == np.uint8
     assert main(["denoise-volume", str(NIFTI), str(output), "--backend", "cpu", "--quiet"]) == 1
     assert "exists; use --overwrite" in capsys.readouterr().err
+    assert main(["denoise-volume", str(NIFTI), str(tmp_path / "out.tif"), "--h", "9", "--search-radius", "1"]) == 0
+    assert "note: " + str(tmp_path / "out.tif") + ": a TIFF keeps the voxel size but not the NIfTI affine" in (
+        capsys.readouterr().err
+    )
+    (tmp_path / "out.tif").unlink()
     np.save(tmp_path / "small.npy", np.zeros((4, 20, 20), np.float32))
     assert main(["denoise-volume", str(tmp_path / "small.npy"), str(tmp_path / "o.npy"), "--h", "1"]) == 1
     assert "smaller than the filter's window" in capsys.readouterr().err
@@ -242,3 +247,16 @@ def test_nifti2_stays_nifti2_and_one_time_point_is_a_volume(tmp_path, capfd) -> 
         assert type(written) is kind and written.shape == voxels.shape
         np.testing.assert_allclose(written.affine, affine)
     assert "sizeof_hdr" not in "".join(capfd.readouterr())  # nothing of nibabel's conversions printed
+
+
+def test_an_ome_tiffs_voxel_size_is_read_and_written_back(tmp_path) -> None:
+    rng = np.random.default_rng(7)
+    stack = rng.integers(0, 4000, (8, 16, 18), dtype=np.uint16)
+    sizes = {"PhysicalSizeZ": 1.5, "PhysicalSizeY": 0.25, "PhysicalSizeX": 0.2}
+    tifffile.imwrite(tmp_path / "scope.ome.tif", stack, ome=True, metadata={"axes": "ZYX", **sizes})
+    source = read_volume(tmp_path / "scope.ome.tif")
+    assert source.spacing == (1.5, 0.25, 0.2) and source.extra["unit"] == "µm"
+    write_volume(tmp_path / "out.ome.tif", source.data.astype(np.float32), source)
+    with tifffile.TiffFile(tmp_path / "out.ome.tif") as written:
+        assert written.is_ome and 'PhysicalSizeZ="1.5"' in written.ome_metadata
+    assert read_volume(tmp_path / "out.ome.tif").spacing == (1.5, 0.25, 0.2)
