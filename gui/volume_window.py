@@ -109,6 +109,7 @@ class VolumeWindow(QMainWindow):
         self._requests = itertools.count(1)
         self._latest = 0
         self._cancel_export = False
+        self._closed = False
         self._progress: QProgressDialog | None = None
         self._delay = QTimer(self, singleShot=True, interval=PREVIEW_DELAY_MS)
         self._delay.timeout.connect(self.request_preview)
@@ -193,8 +194,7 @@ class VolumeWindow(QMainWindow):
         keys = SpinBoxKeys(self.slider)  # Ctrl+E from a spin box; Return gives the keys back to the planes
         for spin in (self.h, self.patch, self.search):
             spin.installEventFilter(keys)
-        for widget in (self.view, *self.view.findChildren(QWidget)):
-            widget.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # a click on the picture leaves the keys to the planes
+        self.view.setFocusProxy(self.slider)  # a click on the picture gives the keys to the planes
         self._axis_changed(0)
 
     def _weighting_changed(self, *_: object) -> None:
@@ -261,6 +261,8 @@ class VolumeWindow(QMainWindow):
     def request_preview(self) -> None:
         """Filter the slab around the shown plane in the background; the latest request wins."""
         self._delay.stop()
+        if self._closed:
+            return
         number = self._latest = next(self._requests)
         axis, index = self.plane_index
         settings = self.settings()
@@ -355,6 +357,8 @@ class VolumeWindow(QMainWindow):
             self.status.setText("Export cancelled: nothing was written.")
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
+        self._closed = True  # a setting's change (an edit ended by the closing) starts no preview now
+        self._delay.stop()
         self._cancel_export = True
         self._latest = -1
         self._engine.shutdown(wait=True, cancel_futures=True)

@@ -230,7 +230,10 @@ def test_ctrl_e_exports_from_a_spin_box_and_the_keys_stay_with_the_planes(
     assert asked == [1]  # the export asked where to write, as from the menu
     qtbot.keyClick(window.h.lineEdit(), Qt.Key.Key_Return)
     qtbot.waitUntil(window.slider.hasFocus)  # Return ends the edit: the keys walk the planes again
-    qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton)  # a click on the picture
     start = window.slider.value()
     qtbot.keyClick(window.focusWidget(), Qt.Key.Key_Right)
-    assert window.slider.hasFocus() and window.slider.value() == start + 1
+    assert window.slider.value() == start + 1
+    qtbot.mouseClick(window.h.lineEdit(), Qt.MouseButton.LeftButton)  # into a box again, then the picture
+    qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton)
+    qtbot.keyClick(window.focusWidget(), Qt.Key.Key_Right)
+    assert window.slider.hasFocus() and window.slider.value() == start + 2
