@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import itertools
+import math
 import threading
 from collections.abc import Callable, Sequence
 
@@ -34,23 +35,35 @@ def split_range(length: int, parts: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(bounds))
 
 
-def tapered_ranges(length: int, parts: int, runners: int, align: int = 4) -> list[tuple[int, int]]:
-    """``parts`` contiguous ranges covering [0, length), to be dealt to ``runners`` in turn, where
-    each runner's first and last are half as thick as its others: a pipeline neither hides the
-    upload of its first slab nor the download of its last behind the GPU. Bounds fall on
-    multiples of ``align`` (the tiled volume kernel's z tiles start on the volume's multiples of
-    4) where no range is then empty; with fewer than three ranges a runner, ``split_range``."""
-    parts = max(1, min(parts, length))
-    if parts < 3 * runners:
-        return split_range(length, parts)
-    weights = [1 if k < runners or k >= parts - runners else 2 for k in range(parts)]
-    total = sum(weights)
-    exact = [length * sum(weights[:k]) / total for k in range(parts + 1)]
-    for step in (align, 1):
-        bounds = [round(bound / step) * step for bound in exact[:-1]] + [length]
-        if all(low < high for low, high in itertools.pairwise(bounds)):
-            return list(itertools.pairwise(bounds))
-    return split_range(length, parts)
+def tapered_ranges(
+    length: int, runners: int, *, least: int = 1, thinnest: int = 1, thickest: int | None = None, align: int = 4
+) -> list[tuple[int, int]]:
+    """Contiguous ranges covering [0, length), to be dealt to ``runners`` in turn, where each
+    runner's slabs double in thickness from its first to its middle ones and halve again to its
+    last (1, 2, .., 2^d, .., 2^d, .., 2, 1 units). A pipeline hides each slab's upload behind the
+    GPU's work on the slab before and its download behind the slab after: only the first upload
+    and the last download are waited for, and those slabs are the thinnest.
+
+    The deepest ramp whose unit is at least ``thinnest`` planes, with as few middle slabs as give
+    at least ``least`` ranges none thicker than ``thickest``; without a ramp, even ranges. Bounds
+    fall on multiples of ``align`` (the tiled volume kernel's z tiles start on the volume's
+    multiples of 4) where no range is then empty."""
+    thickest = length if thickest is None else max(1, thickest)
+    for depth in range(length.bit_length(), 0, -1):
+        top = 1 << depth
+        ramp = [1 << k for k in range(depth)]
+        units = max(length * top / (runners * thickest), 2 * sum(ramp) + top)  # a runner's, for ``thickest``
+        middle = max(math.ceil((units - 2 * sum(ramp)) / top), -(-least // runners) - 2 * depth, 1)
+        weights = ramp + [top] * middle + ramp[::-1]
+        if length / (runners * sum(weights)) < thinnest:
+            continue
+        dealt = [weight for weight in weights for _ in range(runners)]  # runner k takes ranges k, k + runners, ..
+        exact = [length * sum(dealt[:k]) / sum(dealt) for k in range(len(dealt))]
+        for step in (align, 1):
+            bounds = [round(bound / step) * step for bound in exact] + [length]
+            if all(low < high for low, high in itertools.pairwise(bounds)):
+                return list(itertools.pairwise(bounds))
+    return split_range(length, max(least, runners, -(-length // thickest)))
 
 
 def run_in_slabs(

@@ -8,10 +8,10 @@ union equals one pass (engine/gpu/slabs.py). On the CPU slabs are padded as they
 never the whole volume at once: half the host memory, and faster (the 512^3 volume: 0.15-0.64 s
 in four slabs against 2.2-2.5 s at once on this machine's 2 cores). On the GPU only a slab's own
 planes and its z halo cross the bus, unpadded, and the GPU mirrors them into the same padded
-slab (engine/filters/volume_gpu.py's ``SlabPipeline``); a volume of enough planes is cut into at
-least PIPELINED_SLABS slabs per device, so that the next slab's upload and the previous one's
-download overlap the GPU's filtering of the current one, each device's first and last slab half
-as thick as the others (their upload and download are not hidden); the result does not change.
+slab (engine/filters/volume_gpu.py's ``SlabPipeline``). Each device's slabs double in thickness
+from THINNEST_SLAB planes to the middle of its share and halve again to its end, so that the
+next slab's upload and the previous one's download overlap the GPU's filtering of the current
+one and only the thin first upload and last download are waited for; the result does not change.
 """
 
 from __future__ import annotations
@@ -29,10 +29,9 @@ from nlmeans_studio.engine.params import check_int
 from nlmeans_studio.engine.volume.params import Radii, VolumeParams
 
 Progress = Callable[[int, int], None]  # (work done, work in all)
-PIPELINED_SLABS = 4  # per GPU: all but the first slab's upload and the last one's download hide behind the GPU
 PARALLEL_CHECK_BYTES = 32 << 20  # all_finite: at least this much a thread
 FINITE_BLOCK_BYTES = 1 << 20  # all_finite: planes checked at once, in the cache
-THINNEST_PIPELINED_SLAB = 64  # planes: thinner slabs would upload and pad too many halo planes (2 (Az + Bz) each)
+THINNEST_SLAB = 16  # planes: a GPU's first and last slab, whose upload and download it waits for
 
 
 def all_finite(data: np.ndarray, parallel_bytes: int = PARALLEL_CHECK_BYTES) -> bool:
@@ -147,8 +146,9 @@ def denoise_volume(
         GPUs to spread the volume over, in slabs along z (GPU backend only); None: the current one.
     slabs : int or None
         Split into at least this many slabs along z (each with a halo of Az + Bz planes); None:
-        one per device, more where a slab would not fit a GPU's memory, and on the GPU up to 4
-        per device of at least 64 planes each (the next slab is uploaded while the GPU filters).
+        one on the CPU; on the GPU, each device's share in slabs doubling from THINNEST_SLAB
+        planes and halving again (the next slab is uploaded while the GPU filters), more where a
+        slab would not fit a GPU's memory.
         The result does not depend on it.
     progress : callable or None
         Called with (work done, work in all) as the filter goes: offset pairs on the CPU, planes
@@ -206,12 +206,13 @@ def denoise_volume(
         from nlmeans_studio.engine.filters.volume_gpu import gpu_slab_filters
 
         filters, least_slabs = gpu_slab_filters(data.shape, params, resolve_devices(devices))
-        pipelined = min(PIPELINED_SLABS * len(filters), data.shape[0] // THINNEST_PIPELINED_SLAB)
-        wanted = max(slabs or 1, least_slabs, pipelined, len(filters))
-        ranges = slab_module.tapered_ranges(data.shape[0], wanted, len(filters))
+        least = max(slabs or 1, least_slabs, len(filters))
         fitting = max(stop - start for start, stop in slab_module.split_range(data.shape[0], least_slabs))
-        if max(stop - start for start, stop in ranges) > fitting:  # memory decides the slabs' thickness
-            ranges = slab_module.split_range(data.shape[0], wanted)
+        ranges = slab_module.tapered_ranges(
+            data.shape[0], len(filters), least=least, thinnest=THINNEST_SLAB, thickest=fitting
+        )
+        if max(stop - start for start, stop in ranges) > fitting:  # rounded past what memory holds
+            ranges = slab_module.split_range(data.shape[0], max(least, len(ranges)))
         thickest = max(stop - start for start, stop in ranges)
         runners = [_set_up_on_its_thread(make, data, params, thickest) for make in filters]
         planar = slab_module.run_in_slabs(data.shape, ranges, runners, progress)

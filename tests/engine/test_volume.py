@@ -173,22 +173,42 @@ def test_planes_copied_on_threads_equal_one_copy(planes) -> None:
 
 
 @pytest.mark.parametrize(
-    ("length", "parts", "runners"), [(512, 8, 2), (512, 4, 1), (189, 12, 3), (10, 6, 2), (7, 7, 1)]
+    ("length", "runners", "least", "thinnest", "thickest"),
+    [
+        (512, 1, 1, 16, None),
+        (512, 2, 1, 16, None),
+        (600, 3, 1, 16, None),
+        (512, 1, 12, 16, None),
+        (2000, 2, 1, 16, 100),
+        (10, 2, 1, 1, None),
+        (7, 1, 1, 1, None),
+    ],
 )
-def test_each_runners_first_and_last_slabs_are_thinner(length, parts, runners) -> None:
-    ranges = tapered_ranges(length, parts, runners)
-    assert len(ranges) == parts and ranges[0][0] == 0 and ranges[-1][1] == length
+def test_each_runners_slabs_double_to_its_middle_and_halve_to_its_end(
+    length, runners, least, thinnest, thickest
+) -> None:
+    ranges = tapered_ranges(length, runners, least=least, thinnest=thinnest, thickest=thickest)
+    assert ranges[0][0] == 0 and ranges[-1][1] == length and len(ranges) >= max(least, runners)
     assert all(stop == start for (_, stop), (start, _) in itertools.pairwise(ranges))
     sizes = [stop - start for start, stop in ranges]
     assert min(sizes) >= 1
+    if thickest is not None:
+        assert max(sizes) <= thickest + 4  # the bounds' rounding to the z tiles
     for runner in range(runners):
         mine = sizes[runner::runners]
-        assert max(mine[0], mine[-1]) <= min(mine[1:-1])  # thin at both ends
-        if length >= 8 * parts:
-            assert max(mine[0], mine[-1]) < min(mine[1:-1])
-    if length >= 8 * parts:
+        middle = mine.index(max(mine))
+        assert len(mine) >= 3 and mine[0] < max(mine) and mine[-1] < max(mine)  # thin at both ends
+        assert min(mine[0], mine[-1]) >= thinnest - 4
+        assert all(a < b for a, b in itertools.pairwise(mine[: middle + 1]) if b < max(mine) - 4)  # rising
+        assert all(a > b for a, b in itertools.pairwise(mine[middle:]) if a < max(mine) - 4)  # falling
+    if length >= 64 * runners:
         assert all(start % 4 == 0 for start, _ in ranges)  # on the kernel's z tiles
-    assert tapered_ranges(512, 5, 2) == split_range(512, 5)  # fewer than 3 a runner: even
+
+
+def test_the_study_volume_on_one_gpu_starts_and_ends_with_a_thin_slab() -> None:
+    sizes = [stop - start for start, stop in tapered_ranges(512, 1, thinnest=16)]
+    assert sizes == [24, 44, 96, 184, 96, 44, 24]  # 1, 2, 4, 8, 4, 2, 1 units of 23.3 planes, on multiples of 4
+    assert tapered_ranges(40, 1, thinnest=16) == split_range(40, 1)  # too thin to taper: even
 
 
 def test_ranges_split_evenly() -> None:
@@ -306,9 +326,11 @@ def test_each_gpu_kernel_matches_the_reference(kind, shape, patch, search, weigh
 
 
 @pytest.mark.gpu
-def test_gpu_slabs_and_every_device_equal_one_pass() -> None:
+def test_gpu_slabs_and_every_device_equal_one_pass(monkeypatch) -> None:
     _gpu_or_skip()
     import cupy
+
+    from nlmeans_studio.engine.volume import denoise
 
     volume = _crop()
     options = dict(h=0.05, patch_radius=1, search_radius=(2, 3, 3), backend="gpu")
@@ -317,6 +339,9 @@ def test_gpu_slabs_and_every_device_equal_one_pass() -> None:
     devices = list(range(cupy.cuda.runtime.getDeviceCount()))
     np.testing.assert_array_equal(denoise_volume(volume, devices=devices, **options), whole)
     np.testing.assert_array_equal(denoise_volume(volume, devices="all", slabs=5, **options), whole)
+    monkeypatch.setattr(denoise, "THINNEST_SLAB", 1)  # the 12 planes tapered: 1, 3, 4, 3, 1 on one GPU
+    np.testing.assert_array_equal(denoise_volume(volume, **options), whole)
+    np.testing.assert_array_equal(denoise_volume(volume, devices="all", **options), whole)
 
 
 @pytest.mark.gpu
