@@ -10,10 +10,8 @@ the whole ``denoise_volume`` call (validation, copies, padding, slabs) per devic
 SHA-1 of its result (equal digests: equal volumes, bit for bit, also across trees), the ratio to
 the arithmetic floor (16 FLOP per voxel per offset pair at the GPU's fp32 peak) and, with
 several devices, the kernels' wall time with one slab a device filtered at once (the slabs already
-on the GPUs) against one GPU's, and whether their results equal one GPU's. ``--slab-counts`` times the whole call
-on one GPU with at least that many slabs, ``--pageable`` with the slabs copied straight from and to pageable
-host memory instead of through the pinned staging buffers (both for the engine of issue 22's
-``SlabPipeline``).
+on the GPUs) against one GPU's, and whether their results equal one GPU's. ``--slab-counts``
+times the whole call on one GPU with at least that many slabs.
 
     python scripts/bench_volume.py --size 512 --devices 0 1 --peak-tflops 63
 
@@ -98,27 +96,6 @@ def digest(cupy, out) -> str:
     return hashlib.sha1(cupy.asnumpy(out).tobytes()).hexdigest()[:16]
 
 
-def pageable_pipeline(staged: type) -> type:
-    """``SlabPipeline`` with its copies straight from the volume and into the output (pageable
-    host memory: the driver stages them, and the host waits for each), for comparison."""
-
-    class PageablePipeline(staged):
-        def _upload(self, source, low: int, high: int):
-            chunk = np.ascontiguousarray(self.data[low:high])
-            self.cupy.cuda.runtime.memcpyAsync(source.data.ptr, chunk.ctypes.data, chunk.nbytes, 1, self.copies.ptr)
-            uploaded = self.cupy.cuda.Event(disable_timing=True)
-            uploaded.record(self.copies)
-            return uploaded
-
-        def _download(self, filtered, slot: int, target: np.ndarray) -> None:
-            self.copies.wait_event(filtered)
-            pointer = self.outputs[slot].data.ptr
-            self.cupy.cuda.runtime.memcpyAsync(target.ctypes.data, pointer, target.nbytes, 2, self.copies.ptr)
-            self.copies.synchronize()
-
-    return PageablePipeline
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=512)
@@ -142,7 +119,6 @@ def main() -> None:
     parser.add_argument(
         "--slab-counts", type=int, nargs="*", default=[], help="whole calls on one GPU with at least these slabs"
     )
-    parser.add_argument("--pageable", action="store_true", help="whole calls copying from and to pageable memory")
     arguments = parser.parse_args()
     import cupy
 
@@ -238,13 +214,6 @@ def main() -> None:
         timed_calls(devices, "", arguments.whole_calls)
     for count in arguments.slab_counts:
         timed_calls([0], f", at least {count} slabs", 2, count)
-    if arguments.pageable:
-        from nlmeans_studio.engine.filters import volume_gpu
-
-        staged = volume_gpu.SlabPipeline
-        volume_gpu.SlabPipeline = pageable_pipeline(staged)
-        timed_calls([0], ", pageable copies", 2)
-        volume_gpu.SlabPipeline = staged
     if len(results) > 1:
         equal = np.array_equal(results[1], results[len(arguments.devices)])
         print(f"{len(arguments.devices)} GPUs equal one GPU bit for bit: {equal}")

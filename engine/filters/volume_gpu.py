@@ -14,6 +14,7 @@ import concurrent.futures
 import functools
 import math
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -217,6 +218,9 @@ STAGING_BYTES = 32 << 20  # each of a device's two pinned staging buffers (whole
 # thread copies about 8 GB/s, slower than a GPU filters the study's volume (0.5 GB in and out).
 COPY_THREADS = min(8, os.cpu_count() or 1)
 COPY_THREAD_NAME = "nlmeans-copy"
+FEED_THREAD_NAME = "nlmeans-slab-feed"  # a device pipeline's, for one call
+# Output slabs on a device: the GPU may filter slabs k + 1 and k + 2 while slab k is copied out.
+OUTPUT_SLOTS = 3
 
 
 @functools.cache
@@ -280,16 +284,20 @@ def pad_slab_gpu(
 
 
 class SlabPipeline:
-    """One device's slabs of a (Z, Y, X, C) float32 volume, two in flight.
+    """One device's slabs of a (Z, Y, X, C) float32 volume, several in flight.
 
-    A slab's own planes and its z halo (the volume's planes [low, high) of ``source_planes``)
-    cross the bus unpadded, in chunks through two pinned staging buffers on the copy stream;
-    the compute stream mirrors them into the padded slab (``pad_slab_gpu``) and filters it; the
-    output comes back through the same staging buffers. While the GPU filters slab k, the host
-    stages slab k + 1's planes and then copies slab k - 1's output out: two input, one padded
-    and two output slabs on the device, made once for the thickest slab. The padding counts the
-    NaN and infinite values it reads: a slab that had any raises ``non_finite_error`` (so that
-    ``denoise_volume`` needs no pass over the volume on the host to check it).
+    A feeder thread of its own uploads each slab's own planes and its z halo (the volume's
+    planes [low, high) of ``source_planes``) unpadded, in chunks through two pinned staging
+    buffers on the upload stream, into one of two input slabs, and queues it on the compute
+    stream, which mirrors it into the padded slab (``pad_slab_gpu``) and filters it into one of
+    OUTPUT_SLOTS output slabs. The caller's thread copies the outputs back in order, through two
+    other staging buffers on the download stream. So while the GPU filters slab k, the host
+    stages slab k + 1 and copies slab k - 1 out at once, and the GPU waits for neither (one thread
+    doing both in turn, with two output slabs, left it idle wherever a thick slab's download came
+    before a thin slab's upload and kernel). Buffers are made once for the thickest slab. The
+    padding counts the NaN and infinite values it reads: a slab that had any raises
+    ``non_finite_error`` (so that ``denoise_volume`` needs no pass over the volume on the host to
+    check it).
     """
 
     def __init__(self, cupy: Any, device: int, data: np.ndarray, params: VolumeParams, thickest: int) -> None:
@@ -301,47 +309,71 @@ class SlabPipeline:
         padded_plane = channels * (rows + 2 * py) * (columns + 2 * px)
         self.chunk = max(1, STAGING_BYTES // (4 * self.plane))  # planes a staging buffer holds
         with cupy.cuda.Device(device):
-            self.compute = cupy.cuda.Stream(non_blocking=True)
-            self.copies = cupy.cuda.Stream(non_blocking=True)
+            self.compute, self.uploads, self.downloads = (cupy.cuda.Stream(non_blocking=True) for _ in range(3))
             self.inputs = [cupy.empty((thickest + 2 * pz) * self.plane, cupy.float32) for _ in range(2)]
             self.padded = cupy.empty((thickest + 2 * pz) * padded_plane, cupy.float32)
-            self.outputs = [cupy.empty(thickest * self.plane, cupy.float32) for _ in range(2)]
-            self.staged = [cupy.cuda.Event(disable_timing=True) for _ in range(2)]  # a staging buffer's last copy
+            self.outputs = [cupy.empty(thickest * self.plane, cupy.float32) for _ in range(OUTPUT_SLOTS)]
+            self.consumed = [cupy.cuda.Event(disable_timing=True) for _ in range(2)]  # an input's padding done
             self.non_finite = cupy.zeros(1, cupy.int32)  # NaN and infinite values the padding read
-        size = self.chunk * self.plane
-        self.staging = [
-            np.frombuffer(cupy.cuda.alloc_pinned_memory(4 * size), np.float32, size) for _ in range(2)
-        ]  # page-locked: the copies run asynchronously
+            size = self.chunk * self.plane
+            self.staging = {  # page-locked, so that the copies run asynchronously; each with its last copy's event
+                stream: [
+                    (
+                        np.frombuffer(cupy.cuda.alloc_pinned_memory(4 * size), np.float32, size),
+                        cupy.cuda.Event(disable_timing=True),
+                    )
+                    for _ in range(2)
+                ]
+                for stream in (self.uploads, self.downloads)
+            }
 
     def run(self, ranges: Sequence[tuple[int, int]], output: np.ndarray, finished: Finished, origin: int = 0) -> None:
         """Filter the output planes of ``ranges`` into ``output`` (whose plane 0 is the volume's
         plane ``origin``), calling ``finished(start, stop)`` after each slab."""
-        with self.cupy.cuda.Device(self.device):
-            filtered = self._filter(0, *ranges[0])
-            for index, (start, stop) in enumerate(ranges):
-                if index + 1 < len(ranges):  # staged and queued while the GPU filters this one
-                    upcoming = self._filter((index + 1) % 2, *ranges[index + 1])
-                self._download(filtered, index % 2, output[start - origin : stop - origin])
-                if self.non_finite.get()[0]:  # padded (and filtered) before its download
-                    self.compute.synchronize()  # nothing of the call left running
-                    self.copies.synchronize()
-                    raise non_finite_error(self.data)
-                finished(start, stop)
-                if index + 1 < len(ranges):
-                    filtered = upcoming
-            self.compute.synchronize()
+        queued = [concurrent.futures.Future() for _ in ranges]  # each slab's "filtered" event
+        free = threading.Semaphore(OUTPUT_SLOTS)  # output slots copied out (or not used yet)
+        cancelled = threading.Event()
 
-    def _filter(self, slot: int, start: int, stop: int) -> Any:
-        """Upload slab [start, stop)'s planes into input ``slot``, queue its padding and filter
-        into output ``slot``; the event that marks it filtered."""
+        def feed() -> None:  # each slab uploaded, then queued to be padded and filtered
+            try:
+                with self.cupy.cuda.Device(self.device):
+                    for index, (start, stop) in enumerate(ranges):
+                        uploaded = self._upload(index % 2, start, stop)
+                        free.acquire()
+                        if cancelled.is_set():
+                            return
+                        queued[index].set_result(self._filter(index, start, stop, uploaded))
+            except BaseException as error:  # the caller raises it
+                for future in queued:
+                    if not future.done():
+                        future.set_exception(error)
+
+        with self.cupy.cuda.Device(self.device):
+            try:
+                with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=FEED_THREAD_NAME) as feeder:
+                    feeder.submit(feed)
+                    try:
+                        for index, planes in enumerate(ranges):
+                            self._deliver(index, planes, queued[index].result(), output, origin, finished)
+                            free.release()
+                    finally:
+                        cancelled.set()
+                        free.release()  # a feeder waiting for a slot sees it cancelled
+            finally:
+                for stream in (self.uploads, self.compute, self.downloads):
+                    stream.synchronize()  # nothing of the call left running
+
+    def _filter(self, index: int, start: int, stop: int, uploaded: Any) -> Any:
+        """Queue slab ``index`` ([start, stop), uploaded into input slot index mod 2 once
+        ``uploaded``) to be padded and filtered into its output slot; the event that marks it filtered."""
         cupy, params = self.cupy, self.params
         depth, rows, columns, channels = self.data.shape
         low, high, planes = source_planes(start, stop, depth, params.pad[0])
-        source = self.inputs[slot]
-        self.compute.wait_event(self._upload(source, low, high))
+        source = self.inputs[index % 2]
         pad = params.pad
         shape = (stop - start, rows, columns, channels)
         padded_shape = (len(planes), channels, rows + 2 * pad[1], columns + 2 * pad[2])
+        self.compute.wait_event(uploaded)
         with self.compute:
             padded = self.padded[: math.prod(padded_shape)].reshape(padded_shape)
             source_shape = (high - low, rows, columns, channels)
@@ -353,57 +385,75 @@ class SlabPipeline:
                 padded,
                 self.non_finite,
             )
+            self.consumed[index % 2].record(self.compute)
             _, launch = volume_launcher(cupy, params, shape)
-            launch(padded, self.outputs[slot][: math.prod(shape)].reshape(shape), start)
+            launch(padded, self.outputs[index % OUTPUT_SLOTS][: math.prod(shape)].reshape(shape), start)
             filtered = cupy.cuda.Event(disable_timing=True)
             filtered.record(self.compute)
         return filtered
 
-    def _upload(self, source: Any, low: int, high: int) -> Any:
-        """Copy the volume's planes [low, high) into ``source`` on the copy stream, a staging
-        buffer's chunk at a time (one staged while the other is on the bus); the event that marks
-        them uploaded."""
+    def _upload(self, slot: int, start: int, stop: int) -> Any:
+        """Copy the volume's planes slab [start, stop) reads into input ``slot`` on the upload
+        stream once the slot's last padding is done, a staging buffer's chunk at a time (one
+        staged while the other is on the bus); the event that marks them uploaded."""
         _, rows, columns, channels = self.data.shape
+        low, high, _ = source_planes(start, stop, len(self.data), self.params.pad[0])
+        self.uploads.wait_event(self.consumed[slot])
+        pointer = self.inputs[slot].data.ptr
         for index, first in enumerate(range(low, high, self.chunk)):
             last = min(high, first + self.chunk)
-            staging, staged = self.staging[index % 2], self.staged[index % 2]
+            staging, staged = self.staging[self.uploads][index % 2]
             staged.synchronize()  # its previous copy is done
             view = staging[: (last - first) * self.plane]
             copy_planes(view.reshape(last - first, rows, columns, channels), self.data[first:last])
             offset = 4 * (first - low) * self.plane
             self.cupy.cuda.runtime.memcpyAsync(
-                source.data.ptr + offset, view.ctypes.data, view.nbytes, HOST_TO_DEVICE, self.copies.ptr
+                pointer + offset, view.ctypes.data, view.nbytes, HOST_TO_DEVICE, self.uploads.ptr
             )
-            staged.record(self.copies)
+            staged.record(self.uploads)
         uploaded = self.cupy.cuda.Event(disable_timing=True)
-        uploaded.record(self.copies)
+        uploaded.record(self.uploads)
         return uploaded
 
-    def _download(self, filtered: Any, slot: int, target: np.ndarray) -> None:
-        """Copy output ``slot`` into ``target`` (its planes, contiguous) once ``filtered``, a
-        staging buffer's chunk at a time, the next chunk on the bus while one is copied out."""
-        self.copies.wait_event(filtered)
+    def _deliver(
+        self,
+        index: int,
+        planes: tuple[int, int],
+        filtered: Any,
+        output: np.ndarray,
+        origin: int,
+        finished: Finished,
+    ) -> None:
+        """Copy slab ``index`` (output ``planes``) into ``output`` once ``filtered``, a staging
+        buffer's chunk at a time, the next chunk on the bus while one is copied out; then raise
+        ``non_finite_error`` if its padding (or an earlier one) read NaN or infinite values, or
+        report it finished."""
+        start, stop = planes
+        target = output[start - origin : stop - origin]
+        self.downloads.wait_event(filtered)
         chunks = list(range(0, len(target), self.chunk))
-        pointer = self.outputs[slot].data.ptr
+        pointer = self.outputs[index % OUTPUT_SLOTS].data.ptr
 
-        def start_copy(index: int) -> None:
-            first = chunks[index]
-            view = self.staging[index % 2][: (min(len(target), first + self.chunk) - first) * self.plane]
+        def start_copy(number: int) -> None:
+            first = chunks[number]
+            staging, staged = self.staging[self.downloads][number % 2]
+            view = staging[: (min(len(target), first + self.chunk) - first) * self.plane]
             self.cupy.cuda.runtime.memcpyAsync(
-                view.ctypes.data, pointer + 4 * first * self.plane, view.nbytes, DEVICE_TO_HOST, self.copies.ptr
+                view.ctypes.data, pointer + 4 * first * self.plane, view.nbytes, DEVICE_TO_HOST, self.downloads.ptr
             )
-            self.staged[index % 2].record(self.copies)
+            staged.record(self.downloads)
 
         start_copy(0)
-        for index, first in enumerate(chunks):
-            if index + 1 < len(chunks):
-                start_copy(index + 1)
-            self.staged[index % 2].synchronize()
+        for number, first in enumerate(chunks):
+            if number + 1 < len(chunks):
+                start_copy(number + 1)
+            staging, staged = self.staging[self.downloads][number % 2]
+            staged.synchronize()
             last = min(len(target), first + self.chunk)
-            copy_planes(
-                target[first:last],
-                self.staging[index % 2][: (last - first) * self.plane].reshape(target[first:last].shape),
-            )
+            copy_planes(target[first:last], staging[: (last - first) * self.plane].reshape(target[first:last].shape))
+        if self.non_finite.get()[0]:  # padded (and filtered) before its download
+            raise non_finite_error(self.data)
+        finished(start, stop)
 
 
 def gpu_slab_filters(
@@ -412,7 +462,7 @@ def gpu_slab_filters(
     """One slab filter per device (the current one where ``devices`` is None): given the (Z, Y,
     X, C) float32 volume, the parameters and the thickest slab's planes, it makes the device's
     ``SlabPipeline``; and the fewest slabs for which a device's buffers (two input slabs, the
-    padded slab, two output slabs) fit the smallest free memory among them."""
+    padded slab, OUTPUT_SLOTS output slabs) fit the smallest free memory among them."""
     cupy = cupy_module()
     ids = [cupy.cuda.Device().id] if devices is None else list(devices)
     count = cupy.cuda.runtime.getDeviceCount()
@@ -425,7 +475,7 @@ def gpu_slab_filters(
     planes, rows, columns, channels = shape
     pz, py, px = params.pad
     halo_plane = 4 * channels * (2 * rows * columns + (rows + 2 * py) * (columns + 2 * px))  # inputs, padded
-    per_plane = halo_plane + 4 * channels * 2 * rows * columns  # and the outputs
+    per_plane = halo_plane + 4 * channels * OUTPUT_SLOTS * rows * columns  # and the outputs
     fitting = (int(min(free) * MEMORY_SHARE) - 2 * pz * halo_plane) // per_plane
     if fitting < 1:
         raise MemoryError(f"not one plane of this volume fits the GPU memory free ({min(free) / 2**30:.1f} GiB)")
