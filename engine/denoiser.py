@@ -103,7 +103,8 @@ class Denoiser:
         Parameters
         ----------
         clip : array (T, H, W, C) or (T, H, W), or a sequence of (H, W[, C]) frames
-            uint8, uint16 (scaled to [0, 1]) or floating point (taken as is).
+            uint8, uint16 (scaled to [0, 1]) or floating point with 0..1 as full scale (taken as
+            is; h is in 1/255 of it).
         index : int
             0 <= index < T. The temporal window is truncated at the clip's ends.
         guide : like ``clip``, optional
@@ -121,7 +122,8 @@ class Denoiser:
         IndexError
             index outside the clip.
         ValueError
-            Frames of different shapes, too small for the radii, or of an unsupported dtype; a
+            Frames of different shapes, too small for the radii, of an unsupported dtype, or float
+            frames not on the 0..1 scale (values averaging outside -1..2: 0..255 values, say); a
             guide of another length or frame shape than the clip.
         """
         length = len(clip)

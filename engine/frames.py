@@ -1,7 +1,8 @@
 """Input frames: the dtype policy and the shape checks every backend relies on.
 
 Integer frames are scaled once, here, to float32 in [0, 1] (uint8 by 1/255, uint16 by
-1/65535); floating frames are taken as they are, as float32. Gray frames (H, W) become (H, W, 1).
+1/65535); floating frames are taken as they are, as float32, with 0..1 as full scale. Gray frames
+(H, W) become (H, W, 1).
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from nlmeans_studio.engine.params import NLMParams
 
 CHANNEL_COUNTS = (1, 3)
 FLOAT_LIMIT = 1e3  # float frames beyond +-1000 full scales are refused: their squared distances lose all precision
+# A float frame whose mean lies outside these full scales is on another scale (0..255, most
+# likely). The mean, not the extremes: unclipped noise and HDR highlights reach beyond [0, 1]
+# in a few pixels, yet leave the mean inside.
+FLOAT_MEAN_RANGE = (-1.0, 2.0)
 
 
 def checked_frame(frame: np.ndarray) -> np.ndarray:
@@ -22,8 +27,9 @@ def checked_frame(frame: np.ndarray) -> np.ndarray:
     Raises
     ------
     ValueError
-        Unsupported dtype, wrong number of dimensions or channels, non-finite values, or values
-        beyond +-FLOAT_LIMIT (the message says where).
+        Unsupported dtype, wrong number of dimensions or channels, non-finite values, values
+        beyond +-FLOAT_LIMIT (the message says where), or a float frame whose mean lies outside
+        FLOAT_MEAN_RANGE (not on the 0..1 scale).
     """
     array = np.asarray(frame)
     if array.ndim == 2:
@@ -43,6 +49,13 @@ def checked_frame(frame: np.ndarray) -> np.ndarray:
         raise ValueError(
             f"float frames are taken in [0, 1]; got {result[row, column, channel]:g} at row {row}, column {column}, "
             f"channel {channel} (values beyond +-{FLOAT_LIMIT:g} are refused: scale the frames to [0, 1])"
+        )
+    mean = float(result.mean(dtype=np.float64))
+    if not FLOAT_MEAN_RANGE[0] <= mean <= FLOAT_MEAN_RANGE[1]:
+        raise ValueError(
+            f"float frames are read with 0..1 as full scale, but this frame's values average {mean:.3g} "
+            f"(from {low:.4g} to {high:.4g}): divide 8-bit values by 255 (16-bit values by 65535), or pass "
+            "uint8 / uint16 frames"
         )
     return result
 

@@ -263,7 +263,7 @@ def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = N
     ValueError
         The region is smaller than 16 x 16 pixels or leaves the frame, or (without a region)
         the frames are smaller than one 16 x 16 block; frames of another dtype, shape or
-        channel count, or with NaN or infinite values.
+        channel count, with NaN or infinite values, or float frames not on the 0..1 scale.
 
     Notes
     -----

@@ -110,6 +110,31 @@ def test_bad_frames_are_refused(clip, message) -> None:
         Denoiser(NLMParams(h=10, patch_radius=1, search_radius=1), "cpu").denoise_frame(clip, 0)
 
 
+FLOAT_SCALE_MESSAGE = (
+    r"float frames are read with 0..1 as full scale, but this frame's values average 128 \(from .* to .*\): "
+    r"divide 8-bit values by 255"
+)
+
+
+def test_float_frames_on_the_8_bit_scale_are_refused() -> None:
+    """A float clip in 0..255 was returned unchanged (h = 20 levels is 20/255 of full scale there)."""
+    clip = (128 + np.random.default_rng(0).normal(0, 10, (3, 16, 16, 3))).astype(np.float32)
+    denoiser = Denoiser(NLMParams(h=20, patch_radius=1, search_radius=1), "cpu")
+    with pytest.raises(ValueError, match=FLOAT_SCALE_MESSAGE):
+        denoiser.denoise_frame(clip, 1)
+    with pytest.raises(ValueError, match=FLOAT_SCALE_MESSAGE):
+        list(denoiser.stream(iter(clip)))
+
+
+def test_float_frames_with_strong_unclipped_noise_are_taken() -> None:
+    """Noise reaches far beyond [0, 1] in a few pixels (the window adds up to 100 levels, unclipped)
+    without moving the mean: such frames are on the 0..1 scale and are filtered."""
+    clip = np.float32(0.9) + np.random.default_rng(0).normal(0, 200 / 255, (3, 16, 16, 3)).astype(np.float32)
+    assert clip.max() > 2 and clip.min() < -1
+    frame = Denoiser(NLMParams(h=400, patch_radius=1, search_radius=1), "cpu").denoise_frame(clip, 1)
+    assert np.std(frame) < np.std(clip[1])
+
+
 def test_color_transform_must_match_the_channels() -> None:
     denoiser = Denoiser(NLMParams(h=10, patch_radius=1, search_radius=1, color_transform=np.eye(3)), "cpu")
     with pytest.raises(ValueError, match=r"color_transform is 3x3 but the frames have 1 channel\(s\)"):

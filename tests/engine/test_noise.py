@@ -277,3 +277,11 @@ def test_no_color_transform_without_correlated_noise_to_undo(clips) -> None:
     assert apply_estimate(window, estimate_noise(clips["bigbuckbunny"])).color_transform is None  # clean
     noisy = add_noise(clips["bikes"], covariance_of(10, 0.5), seed=13)
     assert apply_estimate(window, estimate_noise(noisy), h=33).h == 33  # an explicit h wins
+
+
+def test_float_frames_on_the_8_bit_scale_are_refused() -> None:
+    """A float clip in 0..255 read sigma 2547 levels and suggested h 4543, without a word."""
+    clip = (128 + np.random.default_rng(0).normal(0, 10, (3, 64, 64, 3))).astype(np.float32)
+    with pytest.raises(ValueError, match=r"0..1 as full scale, but this frame's values average 128 .*divide 8-bit"):
+        estimate_noise(clip)
+    assert estimate_noise(clip / 255).average_sigma == pytest.approx(10, rel=0.1)
