@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -115,7 +116,7 @@ class Denoiser:
         Returns
         -------
         numpy.ndarray
-            (H, W, C) float32 on the host.
+            (H, W, C) float32 on the host; (H, W) where frame ``index`` was given as (H, W).
 
         Raises
         ------
@@ -130,21 +131,33 @@ class Denoiser:
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < length:
             raise IndexError(f"index must be an integer in 0..{length - 1}, got {index!r}")
         window = window_indices(int(index), length, self.params)
-        frames = self._uploaded([clip[i] for i in window])
+        given = [clip[i] for i in window]
+        center = int(index) - window.start
+        frames = self._uploaded(given)
         if guide is None:
-            return self._filter(frames, int(index) - window.start)
+            return _shaped_as_given(self._filter(frames, center), given[center])
         if len(guide) != length:
             raise ValueError(f"the guide must have the clip's {length} frames, got {len(guide)}")
         guides = self._uploaded([guide[i] for i in window])
         check_same_shape(frames[0].shape, guides[0].shape)
-        return self._filter(frames, int(index) - window.start, guides)
+        return _shaped_as_given(self._filter(frames, center, guides), given[center])
 
     def stream(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
-        """Denoise frames as they arrive; yields (H, W, C) float32 in order.
+        """Denoise frames as they arrive; yields (H, W, C) float32 in order, (H, W) for a gray
+        clip given as (H, W) frames.
 
         Frame t is yielded once frame t + Df has arrived (or the input has ended), and equals
         ``denoise_frame(clip, t)`` on the whole clip. Only the frames the window needs are held.
         """
+        arriving = iter(frames)
+        first = next(arriving, None)
+        if first is None:
+            return
+        for result in self._stream(itertools.chain([first], arriving)):
+            yield _shaped_as_given(result, first)
+
+    def _stream(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+        """``stream``'s frames, each (H, W, C)."""
         held: dict[int, Any] = {}
         shape: tuple[int, ...] | None = None
         next_output = 0
@@ -168,11 +181,11 @@ class Denoiser:
     def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]:
         """Denoise a whole clip at full speed; yields (H, W, C) frames of ``dtype`` in order.
 
-        The same outputs as ``stream`` (rounded and clamped to ``dtype``'s full range when it is
-        uint8 / uint16; within one level where float32 rounding sits on a half step), for export:
-        on the GPU (fused method) frames are read a few ahead of the filter, the copies overlap
-        it (``GpuPipeline``) and the conversion to ``dtype`` happens on the device. ``params``
-        are taken when the run starts.
+        The same outputs as ``stream``, but (H, W, 1) for gray (rounded and clamped to
+        ``dtype``'s full range when it is uint8 / uint16; within one level where float32 rounding
+        sits on a half step), for export: on the GPU (fused method) frames are read a few ahead
+        of the filter, the copies overlap it (``GpuPipeline``) and the conversion to ``dtype``
+        happens on the device. ``params`` are taken when the run starts.
         """
         dtype = np.dtype(dtype)
         if self.backend == "gpu" and self.method == "fused":
@@ -181,7 +194,7 @@ class Denoiser:
             with contextlib.closing(GpuPipeline(cupy_module(), self.params, dtype)) as pipeline:
                 yield from pipeline.run(frames)
             return
-        for frame in self.stream(frames):
+        for frame in self._stream(frames):
             yield frame if dtype == np.float32 else from_float32(frame, dtype)
 
     def _filter_held(self, held: dict[int, Any], index: int, arrived: int) -> np.ndarray:
@@ -198,3 +211,8 @@ class Denoiser:
     def _filter(self, frames: Sequence[Any], center: int, guides: Sequence[Any] | None = None) -> np.ndarray:
         chosen = self._window_filter
         return chosen.download(chosen(frames, center, self.params, guides))
+
+
+def _shaped_as_given(result: np.ndarray, frame: np.ndarray) -> np.ndarray:
+    """An (H, W, C) output in its input frame's shape: (H, W) for a gray frame given as (H, W)."""
+    return result[:, :, 0] if np.ndim(frame) == 2 else result

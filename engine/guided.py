@@ -72,7 +72,8 @@ class GuidedDenoiser:
         return self.filter.device_name
 
     def denoise_frame(self, clip: np.ndarray | Sequence[np.ndarray], index: int) -> np.ndarray:
-        """Frame ``index`` of ``clip``, denoised by the second pass; float32 (H, W, C)."""
+        """Frame ``index`` of ``clip``, denoised by the second pass; float32 (H, W, C), or (H, W)
+        where that frame was given as (H, W)."""
         window = window_indices(index, len(clip), self.filter.params)
         frames = [clip[i] for i in window]
         guide = [self.prefilter.denoise_frame(clip, i) for i in window]

@@ -229,3 +229,15 @@ def test_the_cpu_kernel_compiles_once_for_every_parameter() -> None:
     ]:
         Denoiser(params, "cpu").denoise_frame(clip, 1)
     assert len(fused_cpu._denoise.signatures) == 1
+
+
+def test_gray_frames_come_back_gray() -> None:
+    """A (T, H, W) clip gave (H, W, 1) frames; each output now has its input frame's shape."""
+    clip = noisy_clip("random", seed=5, frames=3, shape=(12, 14))[..., 0]
+    denoiser = Denoiser(NLMParams(h=30, patch_radius=1, search_radius=1, frames_past=1, frames_future=1), "cpu")
+    frame = denoiser.denoise_frame(clip, 1)
+    assert frame.shape == (12, 14)
+    streamed = list(denoiser.stream(iter(clip)))
+    assert [output.shape for output in streamed] == [(12, 14)] * 3
+    np.testing.assert_array_equal(streamed[1], frame)
+    assert denoiser.denoise_frame(clip[..., np.newaxis], 1).shape == (12, 14, 1)
