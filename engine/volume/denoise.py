@@ -26,7 +26,7 @@ import numpy as np
 
 from nlmeans_studio.engine.backend import check_devices, resolve_backend, resolve_devices
 from nlmeans_studio.engine.params import check_int
-from nlmeans_studio.engine.volume.params import Radii, VolumeParams
+from nlmeans_studio.engine.volume.params import CHANNELS_MAX, Radii, VolumeParams
 
 Progress = Callable[[int, int], None]  # (work done, work in all)
 PARALLEL_CHECK_BYTES = 32 << 20  # all_finite: at least this much a thread
@@ -64,6 +64,27 @@ def non_finite_error(data: np.ndarray) -> ValueError:
     return ValueError(f"volume must be finite, got {count} NaN or infinite voxels (replace or mask them first)")
 
 
+def check_channels(shape: tuple[int, ...]) -> None:
+    """Refuse a 4D volume with more than CHANNELS_MAX channels, saying that its last axis was
+    read as channels: a time series given as (Z, Y, X, T) is the likely mistake."""
+    if len(shape) == 4 and shape[3] > CHANNELS_MAX:
+        raise ValueError(
+            f"volume of shape {shape} has {shape[3]} channels: the last axis of a 4D array is read as channels, "
+            f"and at most {CHANNELS_MAX} are filtered together; a time series must be filtered one time point at "
+            "a time, each a (Z, Y, X) volume"
+        )
+
+
+def channels_note(shape: tuple[int, ...]) -> str:
+    """For a message about a volume's size: which axes were measured, where the array is 4D."""
+    if len(shape) != 4:
+        return ""
+    return (
+        f" (the first three axes; the last, of {shape[3]}, is read as channels: a time series must be filtered one "
+        "time point at a time)"
+    )
+
+
 def checked_volume(volume: object, params: VolumeParams, finite: bool = True) -> np.ndarray:
     """``volume`` as a float32 (Z, Y, X, C) array, finite unless ``finite`` is False (the caller
     checks that later), or ValueError saying what is wrong."""
@@ -74,6 +95,7 @@ def checked_volume(volume: object, params: VolumeParams, finite: bool = True) ->
         )
     if array.dtype.kind not in "biuf":
         raise ValueError(f"volume must hold real numbers, got dtype {array.dtype}")
+    check_channels(array.shape)
     data = array.astype(np.float32, copy=False)
     if data.ndim == 3:
         data = data[..., np.newaxis]
@@ -82,8 +104,9 @@ def checked_volume(volume: object, params: VolumeParams, finite: bool = True) ->
     least = [a + b + 1 for a, b in zip(params.search_radius, params.patch_radius, strict=True)]
     if any(size < need for size, need in zip(data.shape[:3], least, strict=True)):
         raise ValueError(
-            f"volume of shape {array.shape} is smaller than the filter's window: each of Z, Y, X must be at "
-            f"least search_radius + patch_radius + 1 = {tuple(least)}; lower the radii"
+            f"volume of shape {array.shape} is smaller than the filter's window: Z, Y, X = {data.shape[:3]}"
+            f"{channels_note(array.shape)}, and each must be at least search_radius + patch_radius + 1 = "
+            f"{tuple(least)}; lower the radii"
         )
     if finite:
         require_finite(data)
@@ -127,7 +150,9 @@ def denoise_volume(
     Parameters
     ----------
     volume : (Z, Y, X) or (Z, Y, X, C) array_like
-        Real, finite voxels in their own units (MRI and microscopy have no fixed range).
+        Real, finite voxels in their own units (MRI and microscopy have no fixed range). The
+        last axis of a 4D array is its channels, at most CHANNELS_MAX (16), filtered together
+        (the patch distance sums them); a time series is filtered one time point at a time.
     h : float
         Strength in the volume's intensity units: u = D / h^2 with D the patch's mean squared
         difference. For Gaussian noise of standard deviation sigma, exponential weights work
@@ -162,8 +187,9 @@ def denoise_volume(
     Raises
     ------
     ValueError
-        A bad parameter, a volume that is not 3D or 4D, has NaN or infinite voxels, or is smaller
-        than A + B + 1 on an axis; the message says which and how to fix it.
+        A bad parameter, a volume that is not 3D or 4D, has more than 16 channels, has NaN or
+        infinite voxels, or is smaller than A + B + 1 on an axis; the message says which and how
+        to fix it.
     BackendUnavailableError
         backend="gpu" (or devices given) where CuPy or a GPU is missing.
 

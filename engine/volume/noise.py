@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nlmeans_studio.engine.volume.denoise import all_finite
+from nlmeans_studio.engine.volume.denoise import all_finite, channels_note, check_channels
 
 BLOCK = 8
 QUANTILE = 0.1
@@ -138,7 +138,8 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
     Raises
     ------
     ValueError
-        A volume that is not 3D or 4D, not finite, or smaller than 10 voxels on an axis.
+        A volume that is not 3D or 4D, has more than 16 channels (the last axis of a 4D array),
+        is not finite, or is smaller than 10 voxels on an axis.
 
     Notes
     -----
@@ -148,13 +149,15 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
     data = np.asarray(volume)
     if data.ndim not in (3, 4):
         raise ValueError(f"volume must be a (Z, Y, X) or (Z, Y, X, C) array, got shape {data.shape}")
+    check_channels(data.shape)
+    given = data.shape
     data = data.astype(np.float64)
     if data.ndim == 3:
         data = data[..., np.newaxis]
     if min(data.shape[:3]) < BLOCK + 2:
         raise ValueError(
             f"volume must be at least {BLOCK + 2} voxels on each axis to estimate its noise, got "
-            f"{' x '.join(str(n) for n in data.shape[:3])} (z, y, x)"
+            f"{' x '.join(str(n) for n in data.shape[:3])} (z, y, x){channels_note(given)}"
         )
     if not all_finite(data):
         raise ValueError("volume must be finite to estimate its noise, got NaN or infinite voxels")

@@ -17,6 +17,10 @@ from nlmeans_studio.engine.params import (
 )
 
 Radii = int | tuple[int, int, int]
+# Channels filtered together (a 4D array's last axis). The GPU's volume_direct kernel holds
+# (RUN + 2 Bz) C (2 By + 1)(2 Bx + 1) floats a thread: at the largest patch radius (8, RUN 1)
+# 16 channels take 307 KiB, inside CUDA's 512 KiB of local memory a thread; 32 would not fit.
+CHANNELS_MAX = 16
 
 
 def _check_radii(name: str, value: object, high: int) -> tuple[int, int, int]:

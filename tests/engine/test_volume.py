@@ -224,6 +224,19 @@ def test_ranges_split_evenly() -> None:
         (np.full((8, 8, 8), np.nan), {}, "must be finite, got 512 NaN"),
         (np.zeros((8, 8, 8), dtype=complex), {}, "real numbers"),
         (np.zeros((6, 20, 20)), {"search_radius": 5}, r"smaller than the filter's window.*\(7, 7, 7\)"),
+        (  # a (Z, Y, X, T) time series: its 64 time points were filtered as channels
+            np.zeros((10, 32, 48, 64)),
+            {},
+            r"shape \(10, 32, 48, 64\) has 64 channels: the last axis of a 4D array is read as channels, and at most "
+            r"16 are filtered together; a time series must be filtered one time point at a time",
+        ),
+        (  # a (T, Z, Y, X) one: the message says which axes it measured
+            np.zeros((3, 32, 48, 12)),
+            {"search_radius": 3},
+            r"shape \(3, 32, 48, 12\) is smaller than the filter's window: Z, Y, X = \(3, 32, 48\) \(the first "
+            r"three axes; the last, of 12, is read as channels: a time series .*\), and each must be at least .* = "
+            r"\(5, 5, 5\)",
+        ),
         (np.zeros((8, 8, 8)), {"h": 0}, "h must be a finite number > 0"),
         (np.zeros((8, 8, 8)), {"h": float("nan")}, "h must be a finite number > 0"),
         (np.zeros((8, 8, 8)), {"search_radius": (1, 2)}, r"integer or a \(z, y, x\) triple"),

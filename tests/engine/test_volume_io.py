@@ -78,6 +78,12 @@ def test_noise_estimate_refuses_bad_volumes() -> None:
         estimate_volume_noise(np.zeros((9, 20, 20)))
     with pytest.raises(ValueError, match="finite"):
         estimate_volume_noise(np.full((12, 12, 12), np.nan))
+    with pytest.raises(
+        ValueError, match=r"got 9 x 20 x 20 \(z, y, x\) \(the first three axes; the last, of 2, is read"
+    ):
+        estimate_volume_noise(np.zeros((9, 20, 20, 2)))
+    with pytest.raises(ValueError, match="has 17 channels: the last axis of a 4D array is read as channels"):
+        estimate_volume_noise(np.zeros((12, 12, 12, 17)))
     with pytest.raises(ValueError, match="sigma must be"):
         suggest_volume_h(0.0)
 
@@ -100,6 +106,10 @@ def test_denoise_volume_command(tmp_path, capsys) -> None:
     np.save(tmp_path / "small.npy", np.zeros((4, 20, 20), np.float32))
     assert main(["denoise-volume", str(tmp_path / "small.npy"), str(tmp_path / "o.npy"), "--h", "1"]) == 1
     assert "smaller than the filter's window" in capsys.readouterr().err
+    np.save(tmp_path / "series.npy", np.zeros((10, 32, 48, 64), np.float32))  # 64 time points, read as channels
+    assert main(["denoise-volume", str(tmp_path / "series.npy"), str(tmp_path / "o.npy")]) == 1
+    assert "series.npy: volume of shape (10, 32, 48, 64) has 64 channels" in capsys.readouterr().err
+    (tmp_path / "series.npy").unlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.nii.gz", "small.npy"]
 
 
