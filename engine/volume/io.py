@@ -21,6 +21,8 @@ from nlmeans_studio.engine.media.staged_output import StagedOutput, folder_probl
 
 FORMAT_NAMES = {"nifti": "NIfTI", "tiff": "TIFF", "npy": "NumPy .npy"}
 SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff", ".npy": "npy"}
+# The float types a format stores (.npy: every one); a float source of another is written as float32.
+FLOAT_TYPES = {"nifti": (np.float32, np.float64), "tiff": (np.float16, np.float32, np.float64)}
 
 
 def volume_format(path: str | Path) -> str:
@@ -252,13 +254,26 @@ def lost_in(path: str | Path, like: VolumeFile) -> str:
     return ""
 
 
-def stored_type(filtered: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``filtered`` (float32) in the source's data type class: integers rounded and clipped to
-    ``dtype``'s range, floating point as float32."""
-    if np.dtype(dtype).kind in "iub":
-        limits = np.iinfo(dtype) if np.dtype(dtype).kind != "b" else np.iinfo(np.uint8)
+def stored_type(filtered: np.ndarray, dtype: np.dtype, kind: str) -> np.ndarray:
+    """``filtered`` (float32) in the source's data type ``dtype`` as a ``kind`` file holds it:
+    integers rounded and clipped to its range, floating point in ``dtype`` where ``kind`` stores
+    it (float64 stays float64), else float32."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iub":
+        limits = np.iinfo(dtype) if dtype.kind != "b" else np.iinfo(np.uint8)
         return np.clip(np.rint(filtered), limits.min, limits.max).astype(dtype)
+    if dtype.kind == "f" and (kind == "npy" or dtype in FLOAT_TYPES[kind]):
+        return filtered.astype(dtype, copy=False)
     return filtered.astype(np.float32, copy=False)
+
+
+def _source_type(like: VolumeFile) -> np.dtype:
+    """The data type ``like``'s file stored: a NIfTI's own, where nibabel scaled its integers to
+    float64 (scl_slope / scl_inter) float32, as values with a scaling come back."""
+    if like.format == "nifti" and like.header is not None and like.data.dtype.kind == "f":
+        stored = like.header.get_data_dtype()
+        return stored if stored.kind == "f" else np.dtype(np.float32)
+    return like.data.dtype
 
 
 def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwrite: bool = False) -> None:
@@ -274,8 +289,9 @@ def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwr
         differ from ``like``'s.
     data : numpy.ndarray
         The filtered volume (``denoise_volume``'s float32), in the source's units. Stored in
-        ``like.data``'s type class: integers rounded and clipped to its range, floating
-        point as float32.
+        the source's data type: integers rounded and clipped to its range, floating point in
+        its float type where the output format holds it (.npy every one, NIfTI float32 and
+        float64, TIFF float16 to float64), else float32; a NIfTI with a scaling as float32.
     like : VolumeFile
         The source as ``read_volume`` read it: its data type class and voxel size are kept, its
         header and affine where a 3D NIfTI is written as NIfTI, its ImageJ metadata in TIFF.
@@ -295,7 +311,7 @@ def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwr
     """
     path = Path(path)
     kind = check_volume_output(path, overwrite=overwrite)
-    values = stored_type(data, like.data.dtype)
+    values = stored_type(data, _source_type(like), kind)
     staged = StagedOutput(path, sequence=False, overwrite=overwrite)
     try:
         with open(staged.staged, "wb") as file:

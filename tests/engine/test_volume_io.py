@@ -4,11 +4,14 @@ the ``denoise-volume`` command."""
 from __future__ import annotations
 
 import contextlib
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from clips import CLI
 
+from nlmeans_studio.engine import denoise_volume
 from nlmeans_studio.engine.cli import main
 from nlmeans_studio.engine.volume.io import read_volume, write_volume
 from nlmeans_studio.engine.volume.noise import estimate_volume_noise, suggest_volume_h
@@ -270,3 +273,29 @@ def test_an_ome_tiffs_voxel_size_is_read_and_written_back(tmp_path) -> None:
     with tifffile.TiffFile(tmp_path / "out.ome.tif") as written:
         assert written.is_ome and 'PhysicalSizeZ="1.5"' in written.ome_metadata
     assert read_volume(tmp_path / "out.ome.tif").spacing == (1.5, 0.25, 0.2)
+
+
+def test_float_volumes_are_written_in_their_float_type(tmp_path) -> None:
+    """denoise-volume wrote a float64 .npy as float32: now each output keeps the input's float type
+    where its format holds it, and a NIfTI's scaled integers (read as float64) come back as float32."""
+    volume = np.random.default_rng(4).normal(100, 5, (12, 13, 14))
+    np.save(tmp_path / "in.npy", volume)
+    scaled = nibabel.Nifti1Image(np.rint(volume * 10).astype(np.int16).transpose(2, 1, 0), np.eye(4))
+    scaled.header.set_slope_inter(0.1, 0.0)
+    nibabel.save(scaled, tmp_path / "scaled.nii.gz")
+    outputs = {"in.npy": ["out.npy", "out.nii.gz", "out.tif"], "scaled.nii.gz": ["scaled_out.nii.gz", "scaled_out.npy"]}
+    for source, names in outputs.items():
+        for name in names:
+            command = [*CLI, "denoise-volume", str(tmp_path / source), str(tmp_path / name), "--h", "5"]
+            result = subprocess.run([*command, "--search-radius", "1", "--backend", "cpu", "--quiet"], timeout=300)
+            assert result.returncode == 0
+    dtypes = {name: read_volume(tmp_path / name).data.dtype for names in outputs.values() for name in names}
+    assert dtypes == {
+        "out.npy": np.float64,
+        "out.nii.gz": np.float64,
+        "out.tif": np.float64,
+        "scaled_out.nii.gz": np.float32,
+        "scaled_out.npy": np.float32,
+    }
+    expected = denoise_volume(volume, h=5, search_radius=1, backend="cpu")
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected.astype(np.float64))
