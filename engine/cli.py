@@ -347,6 +347,7 @@ def _estimate_noise(args: argparse.Namespace) -> int:
         frames = read_frames(args.input, args.frames or 3, start=args.frame or 0)
         result = estimate_noise(frames, roi=args.roi)
     h = apply_estimate(NLMParams(), result).h
+    decorrelate, reason = decorrelation_decision(result)
     try:
         transform = result.color_transform().round(4).tolist()
     except ValueError:
@@ -364,7 +365,7 @@ def _estimate_noise(args: argparse.Namespace) -> int:
         "signal_dependent": result.signal_dependent,
         "spatial_correlation": result.spatial_correlation,
         "effective_channels": round(result.effective_channels, 3),
-        "decorrelation": decorrelation_decision(result)[1],
+        "decorrelation": reason,
         "suggested_h": round(h, 3),
         "warning": result.warning,
     }
@@ -379,10 +380,10 @@ def _estimate_noise(args: argparse.Namespace) -> int:
     for band in report["bands"]:
         low, high = round(band["low"] * 255), round(band["high"] * 255)
         print(f"sigma {band['sigma']:.2f} levels where the picture is {low}-{high} ({band['blocks']} blocks)")
-    print(
-        f"effective noise channels: {report['effective_channels']:.2f} of {len(result.covariance)} "
-        "(under the count: noise shared by the channels, as compression leaves it; h allows for it)"
-    )
+    shared = ""
+    if result.shared_by_channels and not decorrelate:  # as the window says it; G would whiten it
+        shared = " (under the count: noise shared by the channels, as compression leaves it; h allows for it)"
+    print(f"effective noise channels: {report['effective_channels']:.2f} of {len(result.covariance)}{shared}")
     print(f"color decorrelation: {report['decorrelation']}")
     print(f"suggested h: {h:.1f} levels (for denoise's default filter; denoise --noise auto uses it)")
     if result.warning:

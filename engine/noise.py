@@ -73,6 +73,13 @@ LOW_CONFIDENCE = 0.5
 MOTION_CONFIDENCE = 0.4
 CALIBRATION_FILE = Path(__file__).with_name("h_calibration.json")
 CALIBRATION_CHANNELS = 3  # the calibration's white noise: R, G and B independent
+# Effective channels under SHARED_NOISE_CHANNELS: noise shared by the channels (compressed
+# footage reads about 1.1 of 3), which the CLI and the window explain. At least WHITE_SHARE of the
+# channels: white noise (independent, one sigma), with nothing to decorrelate. White noise of sigma
+# 3 to 40 levels read 2.981 to 3.000 of 3 on the bikes, the sample clip and a flat frame (its
+# luminance gain 0.955 to 1.004, either side of 1 by chance); equal sigmas correlated 0.1 read 2.94.
+SHARED_NOISE_CHANNELS = 2.0
+WHITE_SHARE = 0.98
 
 
 @dataclass(frozen=True)
@@ -145,6 +152,18 @@ class NoiseEstimate:
         distance sums. C for white noise of equal sigmas, 1 for noise shared by all channels
         (compressed footage keeps its noise in luma: about 1.1 of 3)."""
         return _effective_channels(np.asarray(self.covariance, dtype=np.float64))
+
+    @property
+    def shared_by_channels(self) -> bool:
+        """Whether the channels share the noise: ``effective_channels`` under SHARED_NOISE_CHANNELS
+        (``suggest_h`` raises h for it where no color transform whitens it)."""
+        return len(self.covariance) > 1 and self.effective_channels < SHARED_NOISE_CHANNELS
+
+    @property
+    def white(self) -> bool:
+        """Whether the channels' noise is independent and of one sigma (Sigma about s^2 I, so G
+        about I): ``effective_channels`` at least WHITE_SHARE of the channels."""
+        return self.effective_channels >= WHITE_SHARE * len(self.covariance)
 
     @property
     def correlation(self) -> np.ndarray:
@@ -656,8 +675,9 @@ def decorrelation_decision(estimate: NoiseEstimate) -> tuple[bool, str]:
     """Whether the color transform G helps this noise, and why, in a sentence the window shows.
 
     The criterion is the luminance gain g = |G u| (``NoiseEstimate.luminance_gain``): G helps
-    where g >= 1. Gray footage, footage that looks clean (sigma under 0.5 levels) and a
-    singular covariance get no G.
+    where g >= 1. Gray footage, footage that looks clean (sigma under 0.5 levels), white noise
+    (``NoiseEstimate.white``: G is about the identity, and g about 1 either side by chance) and
+    a singular covariance get no G.
 
     Parameters
     ----------
@@ -683,6 +703,12 @@ def decorrelation_decision(estimate: NoiseEstimate) -> tuple[bool, str]:
         return False, "gray footage: there are no channels to decorrelate"
     if estimate.sigma.max() < CLEAN_SIGMA:
         return False, "the footage looks clean: there is no noise to decorrelate"
+    if estimate.white:
+        channels = len(estimate.covariance)
+        return False, (
+            f"the noise is white ({estimate.effective_channels:.2f} effective channels of {channels}: independent, "
+            "of one sigma), so there is nothing to decorrelate"
+        )
     try:
         gain = estimate.luminance_gain()
     except ValueError:

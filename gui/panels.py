@@ -21,10 +21,6 @@ from PySide6.QtWidgets import (
 
 from nlmeans_studio.engine import NoiseEstimate, Preview, SyntheticNoise, decorrelation_decision
 
-# Effective noise channels under which the panel says the noise is shared by the channels (white
-# noise of three equal channels has 3; compressed footage about 1.1).
-SHARED_NOISE_CHANNELS = 2.0
-
 
 def _matrix_text(matrix: np.ndarray, digits: int = 2) -> str:
     return "\n".join("  ".join(f"{value:+.{digits}f}" for value in row) for row in matrix)
@@ -160,7 +156,7 @@ class NoisePanel(QGroupBox):
                 "the suggested h allows for it."
             )
         channels = len(estimate.covariance)
-        if channels > 1 and transform is None and estimate.effective_channels < SHARED_NOISE_CHANNELS:
+        if transform is None and estimate.shared_by_channels:
             lines.append(
                 f"Noise shared by the channels ({estimate.effective_channels:.1f} effective of {channels}, as "
                 "compressed footage has it): the suggested h allows for it."

@@ -2,10 +2,11 @@
 
 import dataclasses
 import itertools
+import subprocess
 
 import numpy as np
 import pytest
-from clips import DATA
+from clips import CLI, DATA
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
 from nlmeans_studio.engine.noise import NoiseEstimate, add_noise, apply_estimate, estimate_noise, suggest_h
@@ -285,3 +286,35 @@ def test_float_frames_on_the_8_bit_scale_are_refused() -> None:
     with pytest.raises(ValueError, match=r"0..1 as full scale, but this frame's values average 128 .*divide 8-bit"):
         estimate_noise(clip)
     assert estimate_noise(clip / 255).average_sigma == pytest.approx(10, rel=0.1)
+
+
+def _ffv1_clip(path, frames: np.ndarray) -> None:
+    """An FFV1 clip of ``frames`` (T, H, W, 3) float in [0, 1], rounded to 8 bits, made with PyAV."""
+    av = pytest.importorskip("av", reason="the clip is written with PyAV")
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("ffv1", rate=25)
+        stream.height, stream.width = frames.shape[1:3]
+        stream.pix_fmt = "bgr0"
+        for frame in np.clip(np.rint(frames * 255), 0, 255).astype(np.uint8):
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        container.mux(stream.encode(None))
+
+
+def test_cli_estimate_noise_explains_only_what_applies(tmp_path) -> None:
+    """White noise printed "under the count: noise shared by the channels" at 3.00 of 3 and
+    "luminance gain 0.99 < 1: the noise lies along the gray axis"; each explanation now only
+    where it holds, as the window says them."""
+    flat = np.full((8, 96, 128, 3), 0.5, np.float32)
+    _ffv1_clip(tmp_path / "white.mkv", add_noise(flat, covariance_of(10, 0.0), seed=5))
+    _ffv1_clip(tmp_path / "shared.mkv", add_noise(flat, covariance_of(10, 0.95), seed=5))
+    printed = {}
+    for name in ("white", "shared"):
+        command = [*CLI, "estimate-noise", str(tmp_path / f"{name}.mkv")]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        printed[name] = result.stdout
+    assert "effective noise channels: 3.00 of 3\n" in printed["white"]
+    assert "color decorrelation: the noise is white (3.00 effective channels of 3: independent" in printed["white"]
+    assert "under the count" not in printed["white"] and "gray axis" not in printed["white"]
+    assert "of 3 (under the count: noise shared by the channels" in printed["shared"]
+    assert "< 1: the noise lies along the gray axis" in printed["shared"]
