@@ -55,6 +55,7 @@ WINDOW_OPTIONS = tuple(name for name in PRESET_FIELDS if name != "h")  # the fil
 # The engine words its errors by its parameters' Python names; each of these is an option
 # (--patch-radius for patch_radius), which the command line's messages name instead.
 OPTION_PARAMETERS = (*PRESET_FIELDS, "crf", "preset")
+ESTIMATE_FRAMES = 3  # estimate-noise --frame: consecutive frames, so that still blocks give a temporal estimate
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -275,7 +276,9 @@ def _parser() -> argparse.ArgumentParser:
     estimate.add_argument(
         "--frame", type=_index, default=None, help="first frame to look at (default: pairs spread over the clip)"
     )
-    estimate.add_argument("--frames", type=_count, default=None, help="consecutive frames to look at (default 3)")
+    estimate.add_argument(
+        "--frames", type=_count, default=None, help=f"consecutive frames to look at (default {ESTIMATE_FRAMES})"
+    )
     estimate.add_argument("--roi", type=_box, default=None, help="X,Y,W,H: a flat region, in pixels")
     estimate.add_argument("--json", action="store_true", help="print JSON instead of text")
     return parser
@@ -344,8 +347,22 @@ def _estimate_noise(args: argparse.Namespace) -> int:
     if args.frame is None and args.frames is None:
         result = estimate_clip_noise(args.input, roi=args.roi)
     else:
-        frames = read_frames(args.input, args.frames or 3, start=args.frame or 0)
-        result = estimate_noise(frames, roi=args.roi)
+        first, count = args.frame or 0, args.frames or ESTIMATE_FRAMES
+        with VideoReader(args.input) as reader:
+            total = reader.info.frame_count
+        if first + count > total:
+            why = f" (--frames, {ESTIMATE_FRAMES} by default: the estimate compares consecutive frames)"
+            remedy = (
+                f"--frame {total - count} or lower, or fewer --frames"
+                if count <= total
+                else f"--frames {total} or fewer"
+            )
+            raise VideoError(
+                f"{args.input}: has {total} frames (0 to {total - 1}), but {count} consecutive frames"
+                f"{'' if args.frames else why} from frame {first} need frames {first} to {first + count - 1}: "
+                f"give {remedy}"
+            )
+        result = estimate_noise(read_frames(args.input, count, start=first), roi=args.roi)
     h = apply_estimate(NLMParams(), result).h
     decorrelate, reason = decorrelation_decision(result)
     try:

@@ -1045,5 +1045,6 @@ def read_frames(path: str | Path, count: int | None = None, *, start: int = 0) -
             if count is not None and len(frames) == count:
                 break
     if not frames or (count is not None and len(frames) < count):
-        raise VideoError(f"{path}: has {start + len(frames)} frames, fewer than the {start + (count or 1)} asked for")
+        asked = f"frames {start} to {start + count - 1} ({count} from frame {start})" if count else f"frame {start}"
+        raise VideoError(f"{path}: {asked} asked for, but it has {start + len(frames)} frames")
     return np.stack(frames)

@@ -318,3 +318,29 @@ def test_cli_estimate_noise_explains_only_what_applies(tmp_path) -> None:
     assert "under the count" not in printed["white"] and "gray axis" not in printed["white"]
     assert "of 3 (under the count: noise shared by the channels" in printed["shared"]
     assert "< 1: the noise lies along the gray axis" in printed["shared"]
+
+
+def test_estimate_noise_on_too_few_frames_says_which_it_needs(tmp_path) -> None:
+    """--frame 7 on an 8-frame clip said "has 8 frames, fewer than the 10 asked for": 10 was the
+    first frame plus the default count. The message now names the frames needed and why."""
+    from nlmeans_studio.engine import VideoError, read_frames
+
+    flat = np.full((8, 48, 64, 3), 0.5, np.float32)
+    _ffv1_clip(tmp_path / "in.mkv", add_noise(flat, covariance_of(10, 0.0), seed=6))
+
+    def estimate(*options: str) -> subprocess.CompletedProcess:
+        command = [*CLI, "estimate-noise", str(tmp_path / "in.mkv"), *options]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+    refused = estimate("--frame", "7")
+    assert refused.returncode == 1
+    assert (
+        "in.mkv: has 8 frames (0 to 7), but 3 consecutive frames (--frames, 3 by default: the estimate compares "
+        "consecutive frames) from frame 7 need frames 7 to 9: give --frame 5 or lower, or fewer --frames"
+    ) in refused.stderr
+    too_many = estimate("--frames", "9")
+    assert "but 9 consecutive frames from frame 0 need frames 0 to 8: give --frames 8 or fewer" in too_many.stderr
+    assert estimate("--frame", "7", "--frames", "1").returncode == 0
+    assert estimate("--frame", "5").returncode == 0
+    with pytest.raises(VideoError, match=r"in.mkv: frames 7 to 9 \(3 from frame 7\) asked for, but it has 8 frames"):
+        read_frames(tmp_path / "in.mkv", 3, start=7)

@@ -199,7 +199,7 @@ def test_an_explicit_h_is_said_to_be_yours_beside_the_one_the_noise_suggests(cli
         (["estimate-noise", "CLIP", "--frame", "-1"], "a frame number is a whole number >= 0, got '-1'"),
         (["estimate-noise", "CLIP", "--frames", "0"], "a count is a whole number >= 1, got '0'"),
         (["estimate-noise", "CLIP", "--frames", "-2"], "a count is a whole number >= 1, got '-2'"),
-        (["estimate-noise", "CLIP", "--frame", "30"], "has 30 frames, none from frame 30"),
+        (["estimate-noise", "CLIP", "--frame", "30"], "has 30 frames (0 to 29), but 3 consecutive frames"),
     ],
 )
 def test_nonsense_arguments_of_the_other_commands(clip, arguments, message) -> None:
