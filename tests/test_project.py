@@ -60,3 +60,10 @@ def test_code_is_ruff_clean() -> None:
     for command in ([ruff, "check", "."], [ruff, "format", "--check", "."]):
         result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_readmes_links_to_files_of_the_repository_resolve() -> None:
+    links = re.findall(r"\]\(([^)#\s]+)\)", (ROOT / "README.md").read_text())
+    local = [link for link in links if "://" not in link]
+    assert "docs/DESIGN.md" in local  # the filter's definition ships with the code
+    assert [link for link in local if not (ROOT / link).exists()] == []
