@@ -23,6 +23,11 @@ FORMAT_NAMES = {"nifti": "NIfTI", "tiff": "TIFF", "npy": "NumPy .npy"}
 SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff", ".npy": "npy"}
 # The float types a format stores (.npy: every one); a float source of another is written as float32.
 FLOAT_TYPES = {"nifti": (np.float32, np.float64), "tiff": (np.float16, np.float32, np.float64)}
+# Length units as files name them (ImageJ "micron", OME "µm", NIfTI's codes as nibabel names them), in metres.
+METRES = {"m": 1.0, "meter": 1.0, "cm": 1e-2, "mm": 1e-3, "µm": 1e-6, "\\u00B5m": 1e-6, "um": 1e-6, "micron": 1e-6}
+METRES |= {"nm": 1e-9}
+NIFTI_UNITS = {"meter": 1.0, "mm": 1e-3, "micron": 1e-6}  # the lengths a NIfTI header codes
+IMAGEJ_TYPES = (np.uint8, np.uint16, np.float32)  # the data types an ImageJ stack holds
 
 
 def volume_format(path: str | Path) -> str:
@@ -191,7 +196,9 @@ def _read(path: Path, kind: str) -> VolumeFile:
             )
         data = np.asarray(image.dataobj).transpose(2, 1, 0)
         spacing = tuple(float(s) for s in image.header.get_zooms()[:3][::-1])
-        return VolumeFile(data, spacing, kind, image.header.copy(), image.affine.copy())
+        unit = image.header.get_xyzt_units()[0]
+        extra = {"unit": "µm" if unit == "micron" else unit if unit in NIFTI_UNITS else None}
+        return VolumeFile(data, spacing, kind, image.header.copy(), image.affine.copy(), extra)
     if kind == "tiff":
         tifffile = _import("tifffile")
         with tifffile.TiffFile(path) as tiff:
@@ -209,6 +216,7 @@ def _read(path: Path, kind: str) -> VolumeFile:
                 spacing = list(ome_spacing)
             elif not imagej and tiff.shaped_metadata:  # tifffile's own description, as written below
                 spacing[0] = float(tiff.shaped_metadata[0].get("spacing", spacing[0]))
+                unit = tiff.shaped_metadata[0].get("unit", unit)
         extra = {"imagej": bool(imagej), "ome": tiff.is_ome, "unit": unit, "channels": channels}
         return VolumeFile(data, tuple(spacing), kind, extra=extra)
     return VolumeFile(np.load(path, allow_pickle=False), format=kind)
@@ -251,6 +259,9 @@ def lost_in(path: str | Path, like: VolumeFile) -> str:
         return "a .npy file keeps no voxel size" + (" nor the NIfTI affine" if like.format == "nifti" else "")
     if kind == "tiff" and like.format == "nifti":
         return "a TIFF keeps the voxel size but not the NIfTI affine (orientation and origin): write .nii.gz to keep it"
+    unit = like.extra.get("unit")
+    if kind == "nifti" and like.format != "nifti" and unit and unit not in METRES:
+        return f"a NIfTI has no code for the unit {unit!r}: the voxel size is written without a unit"
     return ""
 
 
@@ -336,16 +347,33 @@ def _nifti_bytes(values: np.ndarray, like: VolumeFile, *, compressed: bool) -> b
         kind = nibabel.Nifti2Image if isinstance(header, nibabel.Nifti2Header) else nibabel.Nifti1Image  # as read
         image = kind(voxels, like.affine, header)
     else:
-        affine = np.diag([*like.spacing[::-1], 1.0])
-        image = nibabel.Nifti1Image(voxels, affine)
+        unit, scale = _nifti_unit(like.extra.get("unit"))
+        image = nibabel.Nifti1Image(voxels, np.diag([*(size * scale for size in like.spacing[::-1]), 1.0]))
+        if unit:
+            image.header.set_xyzt_units(xyz=unit)
     image.header.set_slope_inter(1.0, 0.0)  # the values are written as they are
     raw = image.to_bytes()
     return gzip.compress(raw, mtime=0) if compressed else raw
 
 
+def _nifti_unit(unit: str | None) -> tuple[str | None, float]:
+    """The NIfTI length code for a file's ``unit`` (nibabel's name) and the factor that converts
+    voxel sizes to it: the unit's own where NIfTI codes it, else mm from centimetres and µm from
+    nanometres; (None, 1) for an unknown unit."""
+    if unit not in METRES:
+        return None, 1.0
+    metres = METRES[unit]
+    code = next((name for name, length in NIFTI_UNITS.items() if length == metres), None)
+    if code is None:
+        code = "mm" if metres > NIFTI_UNITS["mm"] else "micron"
+    return code, metres / NIFTI_UNITS[code]
+
+
 def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile) -> None:
-    """An OME-TIFF where the source was one, an ImageJ stack where it was one (and ImageJ takes the
-    data type), else a plain TIFF with tifffile's description; each with the voxel size."""
+    """An OME-TIFF where the source was one, an ImageJ stack where it was one or where it has a
+    length unit (a NIfTI's: Fiji then reads the voxel size) and ImageJ takes the data type,
+    else a plain TIFF with tifffile's description (no absolute unit in its resolution tags);
+    each with the voxel size."""
     tifffile = _import("tifffile")
     spacing_z, spacing_y, spacing_x = like.spacing
     channels = values.ndim == 4 and like.extra.get("channels", False)  # an axis of their own, not RGB samples
@@ -355,10 +383,10 @@ def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile) -> None:
         sizes = {"PhysicalSizeZ": spacing_z, "PhysicalSizeY": spacing_y, "PhysicalSizeX": spacing_x}
         units = {f"PhysicalSize{axis}Unit": unit for axis in "ZYX"} if unit else {}
         options = {"ome": True, "metadata": {"axes": axes, **sizes, **units}}
-    elif like.extra.get("imagej") and values.dtype in (np.uint8, np.uint16, np.float32):
+    elif (like.extra.get("imagej") or unit) and values.dtype in IMAGEJ_TYPES:
         options = {"imagej": True, "metadata": {"spacing": spacing_z, "axes": axes, **({"unit": unit} if unit else {})}}
     else:
-        options = {"metadata": {"spacing": spacing_z}}
+        options = {"metadata": {"spacing": spacing_z, **({"unit": unit} if unit else {})}, "resolutionunit": "NONE"}
     tifffile.imwrite(
         file,
         values.transpose(0, 3, 1, 2) if channels else values,

@@ -13,7 +13,7 @@ from clips import CLI
 
 from nlmeans_studio.engine import denoise_volume
 from nlmeans_studio.engine.cli import main
-from nlmeans_studio.engine.volume.io import read_volume, write_volume
+from nlmeans_studio.engine.volume.io import lost_in, read_volume, write_volume
 from nlmeans_studio.engine.volume.noise import estimate_volume_noise, suggest_volume_h
 
 NIFTI = Path(__file__).parents[1] / "data" / "mni152_t1_crop.nii.gz"
@@ -299,3 +299,41 @@ def test_float_volumes_are_written_in_their_float_type(tmp_path) -> None:
     }
     expected = denoise_volume(volume, h=5, search_radius=1, backend="cpu")
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected.astype(np.float64))
+
+
+def test_voxel_sizes_keep_their_unit_from_one_format_to_another(tmp_path) -> None:
+    """A NIfTI in mm written as TIFF was a plain TIFF whose resolution said inches; an ImageJ
+    stack in microns written as NIfTI had no unit. Each now carries its unit (found by a first-time user)."""
+    rng = np.random.default_rng(5)
+    voxels = rng.integers(0, 3000, (14, 12, 10), dtype=np.uint16)  # (x, y, z) as NIfTI stores it
+    image = nibabel.Nifti1Image(voxels, np.diag([0.8, 0.9, 2.5, 1.0]))
+    image.header.set_xyzt_units(xyz="mm")
+    nibabel.save(image, tmp_path / "scan.nii.gz")
+    scan = read_volume(tmp_path / "scan.nii.gz")
+    assert scan.extra["unit"] == "mm" and scan.spacing == pytest.approx((2.5, 0.9, 0.8))
+    write_volume(tmp_path / "scan.tif", scan.data.astype(np.float32), scan)
+    with tifffile.TiffFile(tmp_path / "scan.tif") as written:  # an ImageJ stack: Fiji reads the voxel size in mm
+        assert written.imagej_metadata["unit"] == "mm" and written.imagej_metadata["spacing"] == pytest.approx(2.5)
+    back = read_volume(tmp_path / "scan.tif")
+    assert back.extra["unit"] == "mm" and back.spacing == pytest.approx((2.5, 0.9, 0.8))
+    write_volume(tmp_path / "scan64.tif", scan.data.astype(np.float64), scan)  # no ImageJ float64: plain TIFF
+    with tifffile.TiffFile(tmp_path / "scan64.tif") as written:
+        assert written.pages[0].tags["ResolutionUnit"].value == 1  # none, where it said inches
+    assert read_volume(tmp_path / "scan64.tif").extra["unit"] == "mm"
+
+    stack = rng.random((6, 7, 8), dtype=np.float32)
+    options = {"imagej": True, "resolution": (5.0, 5.0), "metadata": {"spacing": 0.5, "unit": "micron"}}
+    tifffile.imwrite(tmp_path / "cells.tif", stack, **options)
+    cells = read_volume(tmp_path / "cells.tif")
+    write_volume(tmp_path / "cells.nii.gz", cells.data, cells)
+    header = nibabel.load(tmp_path / "cells.nii.gz").header
+    assert header.get_xyzt_units()[0] == "micron" and header.get_zooms() == pytest.approx((0.2, 0.2, 0.5))
+    tifffile.imwrite(tmp_path / "nano.tif", stack, **{**options, "metadata": {"spacing": 40.0, "unit": "nm"}})
+    nano = read_volume(tmp_path / "nano.tif")
+    write_volume(tmp_path / "nano.nii.gz", nano.data, nano)
+    header = nibabel.load(tmp_path / "nano.nii.gz").header  # no NIfTI code for nm: in microns
+    assert header.get_xyzt_units()[0] == "micron" and header.get_zooms() == pytest.approx((0.2e-3, 0.2e-3, 0.04))
+    pixels = read_volume(tmp_path / "cells.tif")
+    pixels.extra["unit"] = "pixel"
+    assert "no code for the unit 'pixel'" in lost_in(tmp_path / "out.nii.gz", pixels)
+    assert lost_in(tmp_path / "out.nii.gz", cells) == ""
