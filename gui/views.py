@@ -130,6 +130,13 @@ class ComparisonView(pg.GraphicsLayoutWidget):
             self.fit()
         self._draw()
 
+    def set_pixel_aspect(self, ratio: float) -> None:
+        """Show a pixel ``ratio`` times as wide as it is high (a volume's plane of anisotropic
+        voxels: their width over their height), fitted again."""
+        for view in (self.main_view, self.after_view):
+            view.setAspectLocked(True, ratio=ratio)
+        self.fit()
+
     def shown_image(self) -> np.ndarray | None:
         """The frame the (left) pane shows whole: before, after or their difference."""
         return self.main_image.image

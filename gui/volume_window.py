@@ -1,6 +1,7 @@
 """The volume window: a 3D volume (NIfTI, TIFF stack, .npy) denoised with the filter of DESIGN.md §6.
 
-The before/after view shows one plane; a slider walks it along the chosen axis (z, y or x).
+The before/after view shows one plane, its pixels as wide and high as the voxels (the file's
+voxel size); a slider walks it along the chosen axis (z, y or x).
 The volume filter's controls (h in the volume's units, patch and search radii, weighting,
 centre weight) drive a preview that filters only the slab around the plane
 (``denoise_volume_slice``: the same plane the whole volume's filter gives); File > Export
@@ -75,6 +76,14 @@ def plane_of(volume: np.ndarray, axis: int, index: int) -> np.ndarray:
     and x the planes are flipped so that z grows upwards."""
     plane = np.take(volume, index, axis=axis)
     return plane if axis == 0 else plane[::-1]
+
+
+def plane_pixel_aspect(spacing: tuple[float, float, float], axis: int) -> float:
+    """Width over height of a voxel as ``plane_of`` shows the planes normal to ``axis``, from the
+    (z, y, x) voxel size: a z plane's pixels are x wide and y high, a y plane's x by z, an x
+    plane's y by z (1 where a size is not positive)."""
+    width, height = {0: (2, 1), 1: (2, 0), 2: (1, 0)}[axis]
+    return spacing[width] / spacing[height] if spacing[width] > 0 and spacing[height] > 0 else 1.0
 
 
 class _Results(QObject):
@@ -224,6 +233,7 @@ class VolumeWindow(QMainWindow):
 
     def _axis_changed(self, axis: int) -> None:
         size = self.data.shape[axis]
+        self.view.set_pixel_aspect(plane_pixel_aspect(self.file.spacing, axis))
         self.slider.blockSignals(True)
         self.slider.setRange(0, size - 1)
         self.slider.setValue(size // 2)

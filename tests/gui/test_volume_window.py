@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QEvent, QMimeData, QPointF, Qt, QUrl
+from PySide6.QtCore import QEvent, QMimeData, QPointF, QRectF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 from window_driver import type_into
@@ -237,3 +237,30 @@ def test_ctrl_e_exports_from_a_spin_box_and_the_keys_stay_with_the_planes(
     qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton)
     qtbot.keyClick(window.focusWidget(), Qt.Key.Key_Right)
     assert window.slider.hasFocus() and window.slider.value() == start + 2
+
+
+def test_planes_show_anisotropic_voxels_in_their_proportions(qtbot, tmp_path) -> None:
+    """Voxels of 0.5 x 1 x 2.5 (x, y, z, as a NIfTI's zooms) show 0.5 wide and 1 high in a z plane
+    and 0.5 wide and 2.5 high in a y plane, chosen from the keyboard (were square pixels)."""
+    import nibabel
+
+    voxels = np.random.default_rng(8).normal(100, 10, (16, 12, 10)).astype(np.float32)  # (x, y, z)
+    nibabel.save(nibabel.Nifti1Image(voxels, np.diag([0.5, 1.0, 2.5, 1.0])), tmp_path / "aniso.nii.gz")
+    window = VolumeWindow(tmp_path / "aniso.nii.gz", backend="cpu")
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+
+    def shown_proportion() -> float:
+        rows, columns = window.view.shown_image().shape[:2]
+        rect = window.view.main_view.mapViewToScene(QRectF(0, 0, columns, rows)).boundingRect()
+        return rect.width() / rect.height()
+
+    qtbot.waitUntil(lambda: window.view.shown_image() is not None)
+    assert shown_proportion() == pytest.approx(16 * 0.5 / (12 * 1.0), rel=0.02)  # z plane: 16 x 12 voxels
+    window.axis.setFocus()
+    qtbot.keyClick(window.axis, Qt.Key.Key_Down)
+    assert window.plane_index[0] == 1
+    qtbot.waitUntil(lambda: window.view.shown_image().shape[:2] == (10, 16))
+    assert shown_proportion() == pytest.approx(16 * 0.5 / (10 * 2.5), rel=0.02)  # y plane: 16 x 10 voxels
+    window.close()
