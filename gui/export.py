@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QSizePolicy,
@@ -72,6 +73,18 @@ def _free_name(source: Path, queued: Collection[Path]) -> Path:
     replace the first unless the user names it."""
     names = (f"{source.stem}-denoised{'' if n == 1 else f'-{n}'}.mp4" for n in itertools.count(1))
     return next(path for path in map(source.with_name, names) if not path.exists() and path.resolve() not in queued)
+
+
+def stop_exports_asked(parent: QWidget, count: int) -> bool:
+    """Ask, before a window closes, whether to stop its ``count`` unfinished exports: True to stop
+    them and close, False (the default) to keep the window open."""
+    what, them = ("1 export is", "it; it writes") if count == 1 else (f"{count} exports are", "them; they write")
+    box = QMessageBox(QMessageBox.Icon.Warning, "Exports are running", f"{what} not finished.", parent=parent)
+    box.setInformativeText(f"Closing the window stops {them} no file.")
+    stop = box.addButton("Stop and close", QMessageBox.ButtonRole.DestructiveRole)
+    box.setDefaultButton(box.addButton("Keep the window open", QMessageBox.ButtonRole.RejectRole))
+    box.exec()
+    return box.clickedButton() is stop
 
 
 class ExportDialog(QDialog):

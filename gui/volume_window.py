@@ -55,6 +55,7 @@ from nlmeans_studio.engine import (
     write_volume,
 )
 
+from .export import stop_exports_asked
 from .spin_box_keys import SpinBoxKeys
 from .views import ComparisonView
 
@@ -367,6 +368,9 @@ class VolumeWindow(QMainWindow):
             self.status.setText("Export cancelled: nothing was written.")
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
+        if self._progress is not None and not stop_exports_asked(self, 1):
+            event.ignore()  # the export runs on
+            return
         self._closed = True  # a setting's change (an edit ended by the closing) starts no preview now
         self._delay.stop()
         self._cancel_export = True

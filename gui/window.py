@@ -44,7 +44,7 @@ from nlmeans_studio.engine import (
 from .about import show_about
 from .banner import ErrorBanner
 from .controls import ParameterPanel, Timeline
-from .export import ExportDialog, ExportQueue, ExportRequest
+from .export import ExportDialog, ExportQueue, ExportRequest, stop_exports_asked
 from .noise_following import NoiseFollower
 from .panels import NoisePanel, Readouts
 from .player import Player
@@ -695,9 +695,15 @@ class MainWindow(QMainWindow):
         self._save_clip_settings()
         self.settings.sync()
 
+    def _exports_may_stop(self) -> bool:
+        """Whether closing may stop the exports in the queue: the user is asked where any runs
+        or waits (closing stops them, and leaves no file of theirs)."""
+        return not self.exports.rows or stop_exports_asked(self, len(self.exports.rows))
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's naming)
-        for volume in self.findChildren(VolumeWindow):
-            volume.close()
+        if not self._exports_may_stop() or not all(volume.close() for volume in self.findChildren(VolumeWindow)):
+            event.ignore()  # the user keeps the window, and its exports run on
+            return
         self._save_settings()
         self.stop_playback()
         self.speed_timer.stop()

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import QEvent, QMimeData, QPointF, QRectF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
-from window_driver import type_into
+from window_driver import answer_when_asked, type_into
 
 from nlmeans_studio.engine import WEIGHTINGS, denoise_volume, read_volume, suggest_volume_h, write_volume
 from nlmeans_studio.engine.volume.io import VolumeFile
@@ -264,3 +264,38 @@ def test_planes_show_anisotropic_voxels_in_their_proportions(qtbot, tmp_path) ->
     qtbot.waitUntil(lambda: window.view.shown_image().shape[:2] == (10, 16))
     assert shown_proportion() == pytest.approx(16 * 0.5 / (10 * 2.5), rel=0.02)  # y plane: 16 x 10 voxels
     window.close()
+
+
+def test_closing_during_an_export_asks_and_keeps_it_or_stops_it(qtbot, volume_path, tmp_path, monkeypatch) -> None:
+    """Closing the window while its export ran dropped the export without a word (found by a
+    first-time user): the window now asks, keeps it by default, and stops it only if told."""
+    import nlmeans_studio.gui.volume_window as volume_window_module
+
+    resume, denoise = threading.Event(), volume_window_module.denoise_volume
+
+    def held(*arguments, **options):  # each export waits until the question has been answered
+        resume.wait(60)
+        return denoise(*arguments, **options)
+
+    monkeypatch.setattr(volume_window_module, "denoise_volume", held)
+    targets = iter([tmp_path / "kept.nii.gz", tmp_path / "stopped.nii.gz"])
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(next(targets)), ""))
+    window = VolumeWindow(volume_path, backend="cpu")
+    qtbot.addWidget(window)
+    window.search.setValue(1)
+    window.show()
+    qtbot.waitExposed(window)
+    window.export_action.trigger()
+    asked = answer_when_asked(qtbot, "Keep the window open")
+    window.close()  # the window manager's close button
+    assert asked == ["1 export is not finished. Closing the window stops it; it writes no file."]
+    assert window.isVisible()
+    resume.set()
+    qtbot.waitUntil(lambda: window.status.text() == f"Exported {tmp_path / 'kept.nii.gz'}", timeout=60_000)
+
+    resume.clear()
+    window.export_action.trigger()
+    asked = answer_when_asked(qtbot, "Stop and close", then=resume.set)
+    window.close()
+    assert asked and not window.isVisible()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".nii.gz")) == ["kept.nii.gz", "scan.nii.gz"]

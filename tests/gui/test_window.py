@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QFileDialog
 from window_driver import (
     WAIT_MS,
     add_synthetic_noise,
+    answer_when_asked,
     click_arrow,
     clip_frames,
     drag,
@@ -133,6 +134,45 @@ def test_an_export_in_the_queue_is_never_written_over_by_the_next(qtbot, window,
     resume.set()
     exports_done(qtbot, window)
     assert len(read_frames(path.with_name("clip-denoised.mp4"))) == 12
+
+
+def test_closing_during_an_export_asks_and_keeps_it_or_stops_it(qtbot, window, clip, monkeypatch) -> None:
+    # A first-time user closed the window while an export ran: the export was dropped without a word.
+    path, _ = clip
+    opened(qtbot, window, path)
+    resume, denoise_file = threading.Event(), export_module.denoise_file
+
+    def held(*arguments, **options):  # each export waits until the question has been answered
+        resume.wait(WAIT_MS / 1000)
+        return denoise_file(*arguments, **options)
+
+    monkeypatch.setattr(export_module, "denoise_file", held)
+
+    def export() -> None:
+        window.activateWindow()  # back from the question
+        qtbot.waitUntil(window.isActiveWindow)
+        press(qtbot, window, KEY.Key_E, Qt.KeyboardModifier.ControlModifier)
+        qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(ExportDialog)))
+        dialog = next(d for d in window.findChildren(ExportDialog) if d.isVisible())
+        qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
+        window.activateWindow()
+        qtbot.waitUntil(window.isActiveWindow)
+
+    export()
+    asked = answer_when_asked(qtbot, "Keep the window open")
+    press(qtbot, window, KEY.Key_Q, Qt.KeyboardModifier.ControlModifier)  # File > Quit
+    assert asked == ["1 export is not finished. Closing the window stops it; it writes no file."]
+    assert window.isVisible() and window.exports.rows  # kept, and running
+    resume.set()
+    exports_done(qtbot, window)
+    assert len(read_frames(path.with_name("clip-denoised.mp4"))) == 12
+
+    resume.clear()
+    export()  # the second proposes clip-denoised-2.mp4
+    asked = answer_when_asked(qtbot, "Stop and close", then=resume.set)
+    press(qtbot, window, KEY.Key_Q, Qt.KeyboardModifier.ControlModifier)
+    assert asked and not window.isVisible()
+    assert sorted(p.name for p in path.parent.iterdir() if "denoised" in p.name) == ["clip-denoised.mp4"]
 
 
 def test_the_export_dialog_says_when_no_container_fits_the_name_and_waits(qtbot, window, clip, tmp_path) -> None:

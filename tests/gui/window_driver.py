@@ -18,10 +18,16 @@ import pytest
 pytest.importorskip("PySide6", reason="the window needs PySide6")
 av = pytest.importorskip("av", reason="the window opens videos with PyAV")
 
-from PySide6.QtCore import QPoint, QPointF, Qt  # noqa: E402
+from PySide6.QtCore import QPoint, QPointF, Qt, QTimer  # noqa: E402
 from PySide6.QtGui import QWheelEvent  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
-from PySide6.QtWidgets import QAbstractSpinBox, QApplication, QStyle, QStyleOptionSpinBox  # noqa: E402
+from PySide6.QtWidgets import (  # noqa: E402
+    QAbstractSpinBox,
+    QApplication,
+    QMessageBox,
+    QStyle,
+    QStyleOptionSpinBox,
+)
 
 WAIT_MS = 20000  # CPU previews of a tiny clip take milliseconds; first ones compile numba code
 
@@ -130,3 +136,22 @@ def wheel(window, at: QPoint, steps: int) -> None:
             False,
         )
         QApplication.sendEvent(viewport, event)
+
+
+def answer_when_asked(qtbot, button: str, then=None) -> list[str]:
+    """Click ``button`` of the next message box the window opens (a modal question, whose exec()
+    runs its own event loop), then call ``then``; the list gets the box's text once answered."""
+    asked: list[str] = []
+
+    def click() -> None:
+        box = QApplication.activeModalWidget()
+        if not isinstance(box, QMessageBox):
+            QTimer.singleShot(20, click)
+            return
+        asked.append(f"{box.text()} {box.informativeText()}")
+        qtbot.mouseClick(next(b for b in box.buttons() if b.text() == button), Qt.MouseButton.LeftButton)
+        if then is not None:
+            then()
+
+    QTimer.singleShot(0, click)
+    return asked
