@@ -19,9 +19,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QDoubleSpinBox,
     QFileDialog,
@@ -85,6 +86,23 @@ def plane_pixel_aspect(spacing: tuple[float, float, float], axis: int) -> float:
     plane's y by z (1 where a size is not positive)."""
     width, height = {0: (2, 1), 1: (2, 0), 2: (1, 0)}[axis]
     return spacing[width] / spacing[height] if spacing[width] > 0 and spacing[height] > 0 else 1.0
+
+
+class _PlaneKeys(QObject):
+    """Left / Right and Page Up / Down on the axis box walk the planes, as on the slider (Up and
+    Down still choose the axis): a user who had just chosen an axis pressed Right, and nothing moved."""
+
+    WALKING = (Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_PageUp, Qt.Key.Key_PageDown)
+
+    def __init__(self, slider: QSlider) -> None:
+        super().__init__(slider)
+        self._slider = slider
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's naming)
+        if event.type() == QEvent.Type.KeyPress and event.key() in self.WALKING:
+            QApplication.sendEvent(self._slider, QKeyEvent(event.type(), event.key(), event.modifiers()))
+            return True
+        return False
 
 
 class _Results(QObject):
@@ -205,6 +223,7 @@ class VolumeWindow(QMainWindow):
         for spin in (self.h, self.patch, self.search):
             spin.installEventFilter(keys)
         self.view.setFocusProxy(self.slider)  # a click on the picture gives the keys to the planes
+        self.axis.installEventFilter(_PlaneKeys(self.slider))
         self._axis_changed(0)
 
     def _weighting_changed(self, *_: object) -> None:

@@ -81,6 +81,11 @@ def test_walking_the_planes_shows_each_preview(qtbot, volume_window) -> None:
     expected = _expected_after(window, 2, 8)
     assert expected.shape == (20, 18)
     _wait_for_preview(qtbot, window, expected)
+    # Right and Page Down on the axis box walk the planes (a first-time user's Right did nothing).
+    qtbot.keyClick(window.axis, Qt.Key.Key_Right)
+    assert window.plane_index == (2, 9) and window.plane_label.text() == "x 10 / 16"
+    qtbot.keyClick(window.axis, Qt.Key.Key_PageDown)  # a page (10 planes) back, to the first
+    assert window.plane_index == (2, 0) and window.axis.currentText() == "x"
 
 
 def test_a_typed_strength_re_renders(qtbot, volume_window) -> None:
