@@ -122,9 +122,8 @@ def _dispatch(arguments: list[str]) -> int:
     if arguments and arguments[0] != "gui":
         return engine_main(arguments)
     path = _gui_parser().parse_args(arguments[1:]).file
-    if path is not None and not Path(path).is_file():
-        print(f"nlmeans-studio: error: {path}: no such file", file=sys.stderr)
-        return 1
+    if path is not None and not Path(path).is_file():  # said here too, and in the window's banner
+        print(f"nlmeans-studio: {path}: no such file", file=sys.stderr)
     problem = display_problem()
     if problem is not None:
         print(f"nlmeans-studio: error: {problem}", file=sys.stderr)

@@ -6,10 +6,15 @@ import pytest
 from nlmeans_studio.gui.launcher import QT_X11_LIBRARIES, display_problem, main
 
 
-def test_commands_go_to_the_engine_and_a_missing_file_is_refused(capsys) -> None:
+def test_commands_go_to_the_engine_and_a_missing_file_is_said(capsys, monkeypatch) -> None:
     assert main(["estimate-noise", "missing.mp4"]) == 1
     assert "nlmeans-studio: error: " in capsys.readouterr().err
-    assert main(["gui", "missing.mp4"]) == 1
+    # The window opens on a missing file and says so in its banner (from a desktop menu nothing
+    # showed but a line on stderr): the launcher says it on stderr too and goes on to the window.
+    opened = []
+    monkeypatch.setattr("nlmeans_studio.gui.launcher.display_problem", lambda: None)
+    monkeypatch.setattr("nlmeans_studio.gui.app.run", lambda path: opened.append(path) or 0)
+    assert main(["gui", "missing.mp4"]) == 0 and opened == ["missing.mp4"]
     assert "missing.mp4: no such file" in capsys.readouterr().err
 
 
@@ -39,3 +44,16 @@ def test_no_display_is_said_plainly_and_other_platforms_are_left_to_qt() -> None
     wayland = {"WAYLAND_DISPLAY": "wayland-0", "XDG_SESSION_TYPE": "wayland"}
     assert display_problem(wayland, "linux", loadable=lambda name: False) is None
     assert display_problem({}, "win32", loadable=lambda name: False) is None
+
+
+def test_the_window_started_on_a_missing_file_says_so_in_its_banner(qtbot, tmp_path) -> None:
+    from PySide6.QtCore import QSettings
+
+    from nlmeans_studio.gui.window import MainWindow
+
+    window = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(window)
+    window.open_file(tmp_path / "missing.mp4")  # what `nlmeans-studio gui missing.mp4` does
+    qtbot.waitUntil(lambda: window.banner.isVisible())
+    assert window.isVisible() and window.banner.text().endswith("missing.mp4: no such file")
+    window.close()
