@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import traceback
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, QStandardPaths, QThread, Signal, Slot
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -31,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from nlmeans_studio.engine import (
     CODECS,
+    SAMPLE_CLIP,
     BackendUnavailableError,
     ExportCancelledError,
     GpuOutOfMemoryError,
@@ -67,12 +69,22 @@ class ExportRequest:
     luma_chroma: LumaChroma | None = None  # (h_luma, h_chroma, matrix): filtered in Y'CbCr
 
 
+def _output_folder(source: Path) -> Path:
+    """Where an export of ``source`` is proposed: beside it, unless it is the bundled sample (in the
+    application's own folder) or its folder cannot be written; then the user's videos folder."""
+    if source.resolve() != SAMPLE_CLIP.resolve() and os.access(source.parent, os.W_OK):
+        return source.parent
+    videos = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.MoviesLocation))
+    return videos if videos.is_dir() and os.access(videos, os.W_OK) else Path.home()
+
+
 def _free_name(source: Path, queued: Collection[Path]) -> Path:
-    """NAME-denoised.mp4 beside ``source``, or NAME-denoised-2.mp4, -3, .. where that exists or
-    an export in the queue (``queued``, resolved paths) will write it: a second export does not
+    """NAME-denoised.mp4 in ``_output_folder``, or NAME-denoised-2.mp4, -3, .. where that exists
+    or an export in the queue (``queued``, resolved paths) will write it: a second export does not
     replace the first unless the user names it."""
+    folder = _output_folder(source)
     names = (f"{source.stem}-denoised{'' if n == 1 else f'-{n}'}.mp4" for n in itertools.count(1))
-    return next(path for path in map(source.with_name, names) if not path.exists() and path.resolve() not in queued)
+    return next(path for path in map(folder.joinpath, names) if not path.exists() and path.resolve() not in queued)
 
 
 def stop_exports_asked(parent: QWidget, count: int) -> bool:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 from media_corpus import ClipSpec, plain_pyav_numbers
 from media_corpus import write_clip as write_corpus_clip
-from PySide6.QtCore import QPointF, QSettings, Qt, QThread
+from PySide6.QtCore import QPointF, QSettings, QStandardPaths, Qt, QThread
 from PySide6.QtWidgets import QFileDialog
 from window_driver import (
     WAIT_MS,
@@ -173,6 +174,20 @@ def test_closing_during_an_export_asks_and_keeps_it_or_stops_it(qtbot, window, c
     press(qtbot, window, KEY.Key_Q, Qt.KeyboardModifier.ControlModifier)
     assert asked and not window.isVisible()
     assert sorted(p.name for p in path.parent.iterdir() if "denoised" in p.name) == ["clip-denoised.mp4"]
+
+
+def test_the_sample_is_exported_to_the_users_videos_not_the_applications_folder(qtbot, window, clip, monkeypatch):
+    # A first-time user's export of the bundled sample was proposed inside the installed package.
+    path, _ = clip
+    monkeypatch.setattr(export_module, "SAMPLE_CLIP", path)  # this clip plays the bundled sample
+    opened(qtbot, window, path)
+    window.export_action.trigger()
+    qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(ExportDialog)))
+    dialog = next(d for d in window.findChildren(ExportDialog) if d.isVisible())
+    proposed = Path(dialog.path.text())
+    videos = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.MoviesLocation))
+    assert proposed.name == "clip-denoised.mp4" and proposed.parent in (videos, Path.home())
+    dialog.reject()
 
 
 def test_the_export_dialog_says_when_no_container_fits_the_name_and_waits(qtbot, window, clip, tmp_path) -> None:
