@@ -9,8 +9,9 @@ quadratic along each axis. The estimate is a low quantile of the residual's vari
 Where the Gaussian estimate holds: MRI magnitude images have Rician noise, which is Gaussian
 only where the signal is well above sigma (about 3 sigma and up). In the background (air,
 signal 0) it is Rayleigh-distributed, with a residual variance of (2 - pi/2) sigma^2, about
-0.43 sigma^2, which would drag a low quantile down; blocks whose mean is below 3 sigma are
-therefore left out, iterating from the estimate over all blocks. The result is the sigma of
+0.43 sigma^2, which would drag a low quantile down; blocks with more than a tenth of their
+voxels below 3 sigma are therefore left out (at an object's edge a block's mean may be above),
+iterating from the estimate over all blocks. The result is the sigma of
 the underlying Gaussian noise in the tissue; the filter itself treats the noise as Gaussian.
 
 Noise that grows with the signal (shot noise: photon counts in microscopy, variance = mean) has
@@ -37,7 +38,11 @@ from nlmeans_studio.engine.volume.denoise import all_finite, channels_note, chec
 BLOCK = 8
 QUANTILE = 0.1
 QUANTILE_BIAS = 0.814  # the 0.1 quantile of 8^3 blocks' residual variance over the true one, on pure noise
-SIGNAL_FLOOR = 3.0  # blocks with a mean below this many sigma are taken as Rician background
+SIGNAL_FLOOR = 3.0  # blocks with voxels below this many sigma hold Rician background
+# The share of a block's voxels that may lie under SIGNAL_FLOOR: a block at an object's edge,
+# mostly air with a few bright voxels, had a mean above the floor, and its residual measured the
+# air's Rayleigh spread (0.43 sigma^2): MRI magnitude noise read 20 % low with half the volume air.
+FLOOR_QUANTILE = 0.1
 BANDS, BAND_BLOCKS = 8, 40  # brightness bands, and the fewest blocks a band (fewer bands where too few)
 SHOT_NOISE_RATIO = 1.5  # brightest band's sigma over the quietest's beyond which the noise grows with the signal
 # h / sigma that gave the least squared error on the MNI152 T1 template with Gaussian noise,
@@ -163,12 +168,14 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
         raise ValueError("volume must be finite to estimate its noise, got NaN or infinite voxels")
     residual = _blocks(_residual(data))
     variances = (residual**2).mean(axis=1)  # (blocks, C): the residual's mean is 0 on smooth signal
-    means = _blocks(data[1:-1, 1:-1, 1:-1]).mean(axis=(1, 2))
+    voxels = _blocks(data[1:-1, 1:-1, 1:-1]).mean(axis=2)  # (blocks, BLOCK^3): over the channels
+    means = voxels.mean(axis=1)
+    floors = np.quantile(voxels, FLOOR_QUANTILE, axis=1)
     chosen = np.ones(len(variances), dtype=bool)
     for _ in range(4):  # leave out the background as sigma grows
         total = variances[chosen].mean(axis=1)
         sigma = math.sqrt(np.quantile(total, QUANTILE) / QUANTILE_BIAS)
-        above = means >= SIGNAL_FLOOR * sigma
+        above = floors >= SIGNAL_FLOOR * sigma
         if above.sum() < 8 or np.array_equal(above, chosen):
             break
         chosen = above
