@@ -48,6 +48,7 @@ from nlmeans_studio.engine.media.video import (
     VideoInfo,
     VideoReader,
     VideoWriter,
+    check_output_path,
     output_format,
     read_frames,
 )
@@ -158,6 +159,7 @@ __all__ = [
     "add_noise",
     "add_realistic_noise",
     "apply_estimate",
+    "check_output_path",
     "check_volume_output",
     "command_line",
     "decorrelation_decision",

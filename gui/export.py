@@ -40,6 +40,7 @@ from nlmeans_studio.engine import (
     NLMParams,
     VideoError,
     VideoInfo,
+    check_output_path,
     denoise_file,
     output_format,
 )
@@ -117,7 +118,7 @@ class ExportDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Export denoised clip")
         self.setMinimumWidth(560)  # room for the output's path
-        self._info = info
+        self._info, self._source = info, source
         self._queued = frozenset(queued)
         self.path = QLineEdit(str(_free_name(source, self._queued)))
         browse = QPushButton("Browse…")
@@ -168,10 +169,12 @@ class ExportDialog(QDialog):
 
     def _path_changed(self) -> None:
         """Say what the output's name means: a file it replaces, or a name no container fits for
-        the codec (then Export waits for a better name)."""
+        the codec, the input itself, a folder missing or read-only (then Export waits for a better
+        name, and the dialog stays with its settings)."""
         path = Path(self.path.text()).expanduser()
         try:
             output_format(path, self.codec.currentData())
+            check_output_path(path, self._source, overwrite=True)  # a file that exists is said below
         except VideoError as error:
             problem = str(error).removeprefix(f"{path}: ")
         else:

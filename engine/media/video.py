@@ -995,7 +995,8 @@ def output_format(path: Path, codec: str) -> str:
 
 
 def check_output_path(path: Path, source: Path, overwrite: bool) -> None:
-    """Refuse an output that is the input, exists (unless ``overwrite``) or cannot be written."""
+    """Refuse (VideoError) an output that is the input, is not a regular file, exists (unless
+    ``overwrite``) or whose folder is missing or read-only: asked before any frame is filtered."""
     if path.resolve() == source.resolve():
         raise VideoError(f"{path}: the output must not be the input")
     if path.exists() and not path.is_file():

@@ -199,6 +199,8 @@ def test_the_export_dialog_says_when_no_container_fits_the_name_and_waits(qtbot,
     for name, message in [
         ("out.xyz", "'.xyz' is not a container this tool writes"),
         ("frame.png", "for an image sequence put the frame number's place in the name: frame%06d.png"),
+        ("no such folder/out.mp4", f"the folder {tmp_path / 'no such folder'} does not exist"),
+        (clip[0].name, "the output must not be the input"),
         ("out.avi", "a .avi file holds ffv1 here, not h264"),
     ]:
         dialog.path.clear()
