@@ -995,8 +995,23 @@ def output_format(path: Path, codec: str) -> str:
 
 
 def check_output_path(path: Path, source: Path, overwrite: bool) -> None:
-    """Refuse (VideoError) an output that is the input, is not a regular file, exists (unless
-    ``overwrite``) or whose folder is missing or read-only: asked before any frame is filtered."""
+    """Refuse an output that could not or should not be written, before any frame is filtered.
+
+    Parameters
+    ----------
+    path : Path
+        The output: a file or an image sequence's pattern.
+    source : Path
+        The input, which the output must not be.
+    overwrite : bool
+        Whether an existing output (or images of the sequence) may be replaced.
+
+    Raises
+    ------
+    VideoError
+        ``path`` is the input, is not a regular file, exists (without ``overwrite``), or its
+        folder is missing or read-only.
+    """
     if path.resolve() == source.resolve():
         raise VideoError(f"{path}: the output must not be the input")
     if path.exists() and not path.is_file():
