@@ -105,27 +105,36 @@ def test_a_second_export_is_offered_a_name_that_does_not_replace_the_first(qtbot
         assert len(read_frames(path.with_name(name))) == 12
 
 
+def held_exports(monkeypatch) -> threading.Event:
+    """Exports that wait, before their first frame, until the returned event is set."""
+    resume, denoise_file = threading.Event(), export_module.denoise_file
+
+    def held(*arguments, **options):
+        resume.wait(WAIT_MS / 1000)
+        return denoise_file(*arguments, **options)
+
+    monkeypatch.setattr(export_module, "denoise_file", held)
+    return resume
+
+
+def export_dialog_opened(qtbot, window) -> ExportDialog:
+    """Ctrl+E pressed in the window (made active first, as a click would): the dialog it opens."""
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    press(qtbot, window, KEY.Key_E, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(ExportDialog)))
+    return next(d for d in window.findChildren(ExportDialog) if d.isVisible())
+
+
 def test_an_export_in_the_queue_is_never_written_over_by_the_next(qtbot, window, clip, monkeypatch) -> None:
     # A first-time user pressed Ctrl+E, Return twice: both dialogs proposed the same name while
     # the first export still ran, and the second replaced its file.
     path, _ = clip
     opened(qtbot, window, path)
-    resume, denoise_file = threading.Event(), export_module.denoise_file
-
-    def held(*arguments, **options):  # the first export runs until the second dialog has been tried
-        resume.wait(WAIT_MS / 1000)
-        return denoise_file(*arguments, **options)
-
-    monkeypatch.setattr(export_module, "denoise_file", held)
-    press(qtbot, window, KEY.Key_E, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(ExportDialog)))
-    first = next(d for d in window.findChildren(ExportDialog) if d.isVisible())
+    resume = held_exports(monkeypatch)  # the first export runs until the second dialog has been tried
+    first = export_dialog_opened(qtbot, window)
     qtbot.mouseClick(first.export_button, Qt.MouseButton.LeftButton)
-    window.activateWindow()
-    qtbot.waitUntil(window.isActiveWindow)
-    press(qtbot, window, KEY.Key_E, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(ExportDialog)))
-    second = next(d for d in window.findChildren(ExportDialog) if d.isVisible())
+    second = export_dialog_opened(qtbot, window)
     assert second.path.text() == str(path.with_name("clip-denoised-2.mp4"))  # the first is not on disk yet
     second.path.clear()
     qtbot.keyClicks(second.path, str(path.with_name("clip-denoised.mp4")))
@@ -141,21 +150,10 @@ def test_closing_during_an_export_asks_and_keeps_it_or_stops_it(qtbot, window, c
     # A first-time user closed the window while an export ran: the export was dropped without a word.
     path, _ = clip
     opened(qtbot, window, path)
-    resume, denoise_file = threading.Event(), export_module.denoise_file
-
-    def held(*arguments, **options):  # each export waits until the question has been answered
-        resume.wait(WAIT_MS / 1000)
-        return denoise_file(*arguments, **options)
-
-    monkeypatch.setattr(export_module, "denoise_file", held)
+    resume = held_exports(monkeypatch)  # each export waits until the question has been answered
 
     def export() -> None:
-        window.activateWindow()  # back from the question
-        qtbot.waitUntil(window.isActiveWindow)
-        press(qtbot, window, KEY.Key_E, Qt.KeyboardModifier.ControlModifier)
-        qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(ExportDialog)))
-        dialog = next(d for d in window.findChildren(ExportDialog) if d.isVisible())
-        qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(export_dialog_opened(qtbot, window).export_button, Qt.MouseButton.LeftButton)
         window.activateWindow()
         qtbot.waitUntil(window.isActiveWindow)
 
