@@ -357,6 +357,8 @@ class VolumeWindow(QMainWindow):
 
         try:
             result = denoise_volume(self.data, progress=progress, **settings)
+            if self._cancel_export:  # cancelled after the last slab: nothing is written
+                raise ExportCancelledError("cancelled")
             write_volume(target, result, self.file, overwrite=True)  # the dialog asked about replacing it
         except ExportCancelledError:
             self._results.export_failed.emit("")

@@ -105,12 +105,12 @@ def test_a_second_export_is_offered_a_name_that_does_not_replace_the_first(qtbot
         assert len(read_frames(path.with_name(name))) == 12
 
 
-def held_exports(monkeypatch) -> threading.Event:
-    """Exports that wait, before their first frame, until the returned event is set."""
+def held_exports(monkeypatch, seconds: float = WAIT_MS / 1000) -> threading.Event:
+    """Exports that wait, before their first frame, until the returned event is set (or ``seconds``)."""
     resume, denoise_file = threading.Event(), export_module.denoise_file
 
     def held(*arguments, **options):
-        resume.wait(WAIT_MS / 1000)
+        resume.wait(seconds)
         return denoise_file(*arguments, **options)
 
     monkeypatch.setattr(export_module, "denoise_file", held)
@@ -150,7 +150,7 @@ def test_closing_during_an_export_asks_and_keeps_it_or_stops_it(qtbot, window, c
     # A first-time user closed the window while an export ran: the export was dropped without a word.
     path, _ = clip
     opened(qtbot, window, path)
-    resume = held_exports(monkeypatch)  # each export waits until the question has been answered
+    resume = held_exports(monkeypatch, seconds=2)  # each export waits for the question's answer (or 2 s)
 
     def export() -> None:
         qtbot.mouseClick(export_dialog_opened(qtbot, window).export_button, Qt.MouseButton.LeftButton)
@@ -168,8 +168,8 @@ def test_closing_during_an_export_asks_and_keeps_it_or_stops_it(qtbot, window, c
 
     resume.clear()
     export()  # the second proposes clip-denoised-2.mp4
-    asked = answer_when_asked(qtbot, "Stop and close", then=resume.set)
-    press(qtbot, window, KEY.Key_Q, Qt.KeyboardModifier.ControlModifier)
+    asked = answer_when_asked(qtbot, "Stop and close")
+    press(qtbot, window, KEY.Key_Q, Qt.KeyboardModifier.ControlModifier)  # stopped: it runs on in 2 s, cancelled
     assert asked and not window.isVisible()
     assert sorted(p.name for p in path.parent.iterdir() if "denoised" in p.name) == ["clip-denoised.mp4"]
 

@@ -138,9 +138,9 @@ def wheel(window, at: QPoint, steps: int) -> None:
         QApplication.sendEvent(viewport, event)
 
 
-def answer_when_asked(qtbot, button: str, then=None) -> list[str]:
+def answer_when_asked(qtbot, button: str) -> list[str]:
     """Click ``button`` of the next message box the window opens (a modal question, whose exec()
-    runs its own event loop), then call ``then``; the list gets the box's text once answered."""
+    runs its own event loop); the list gets the box's text once answered."""
     asked: list[str] = []
 
     def click() -> None:
@@ -150,8 +150,6 @@ def answer_when_asked(qtbot, button: str, then=None) -> list[str]:
             return
         asked.append(f"{box.text()} {box.informativeText()}")
         qtbot.mouseClick(next(b for b in box.buttons() if b.text() == button), Qt.MouseButton.LeftButton)
-        if then is not None:
-            then()
 
     QTimer.singleShot(0, click)
     return asked
