@@ -394,6 +394,8 @@ def denoise_file(
                         progress(done, total, time.perf_counter() - started)
             finally:
                 encoder.finish()
+            if cancel.is_set():  # after the last frame, while the encoder finished: nothing is kept either
+                raise ExportCancelledError(f"cancelled after all {done} frames; {target} was not written")
             if total and done != total:  # a stream that ended early: the writer is aborted, nothing is kept
                 raise VideoError(f"{source}: read {done} of the {total} frames to denoise; {target} was not written")
     return ExportSummary(done, time.perf_counter() - started, denoiser.backend, denoiser.device_name, decoder)

@@ -65,6 +65,15 @@ def test_cancel_leaves_no_output(noisy_clip_file, tmp_path) -> None:
             progress=lambda done, *_: done == 3 and cancel.set(), cancel=cancel,
         )  # fmt: skip
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clean.mkv", "noisy.mkv"]
+    # Cancelled after the last frame, while the encoder finishes (the window's "Stop and close"
+    # promises no file): nothing is kept either.
+    cancel.clear()
+    with pytest.raises(ExportCancelledError, match="cancelled after all 10 frames"):
+        denoise_file(
+            noisy_path, tmp_path / "out.mkv", PARAMS, backend="cpu", codec="ffv1",
+            progress=lambda done, total, _: done == total and cancel.set(), cancel=cancel,
+        )  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clean.mkv", "noisy.mkv"]
 
 
 def test_cli_denoise_prints_a_summary_and_refuses_bad_outputs(noisy_clip_file, tmp_path, capsys) -> None:
