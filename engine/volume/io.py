@@ -24,8 +24,17 @@ SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff"
 # The float types a format stores (.npy: every one); a float source of another is written as float32.
 FLOAT_TYPES = {"nifti": (np.float32, np.float64), "tiff": (np.float16, np.float32, np.float64)}
 # Length units as files name them (ImageJ "micron", OME "µm", NIfTI's codes as nibabel names them), in metres.
-METRES = {"m": 1.0, "meter": 1.0, "cm": 1e-2, "mm": 1e-3, "µm": 1e-6, "\\u00B5m": 1e-6, "um": 1e-6, "micron": 1e-6}
-METRES |= {"nm": 1e-9}
+METRES = {
+    "m": 1.0,
+    "meter": 1.0,
+    "cm": 1e-2,
+    "mm": 1e-3,
+    "µm": 1e-6,
+    "\\u00B5m": 1e-6,
+    "um": 1e-6,
+    "micron": 1e-6,
+    "nm": 1e-9,
+}
 NIFTI_UNITS = {"meter": 1.0, "mm": 1e-3, "micron": 1e-6}  # the lengths a NIfTI header codes
 IMAGEJ_TYPES = (np.uint8, np.uint16, np.float32)  # the data types an ImageJ stack holds
 
