@@ -50,6 +50,23 @@ class FrameViewBox(pg.ViewBox):
         self._rubber_band.setZValue(30)
         self._rubber_band.hide()
         self.addItem(self._rubber_band, ignoreBounds=True)
+        self._edge_letters = [_title(self) for _ in range(4)]  # top, bottom, left, right
+        self.sigResized.connect(self._place_edge_letters)
+
+    def set_edge_letters(self, letters: tuple[str, str, str, str]) -> None:
+        """Letters at the middle of the pane's top, bottom, left and right edges (a volume's
+        anatomical directions, e.g. "A", "P", "R", "L"); "" draws none."""
+        for item, letter in zip(self._edge_letters, letters, strict=True):
+            item.setHtml(_title_html(letter) if letter else "")
+        self._place_edge_letters()
+
+    def _place_edge_letters(self, *_: object) -> None:
+        pane = self.boundingRect()
+        for item, (across, down) in zip(self._edge_letters, ((0.5, 0), (0.5, 1), (0, 0.5), (1, 0.5)), strict=True):
+            size = item.boundingRect()
+            x = 4 + across * (pane.width() - size.width() - 8)
+            y = 4 + down * (pane.height() - size.height() - 8)
+            item.setPos(x, y)
 
     def mouseDragEvent(self, event, axis=None) -> None:  # noqa: N802 (pyqtgraph's naming)
         if not self.drawing or self.frame_rect is None or event.button() != Qt.MouseButton.LeftButton:
@@ -136,6 +153,11 @@ class ComparisonView(pg.GraphicsLayoutWidget):
         for view in (self.main_view, self.after_view):
             view.setAspectLocked(True, ratio=ratio)
         self.fit()
+
+    def set_edge_letters(self, letters: tuple[str, str, str, str]) -> None:
+        """Letters at the middle of each pane's top, bottom, left and right edges ("" draws none)."""
+        for view in (self.main_view, self.after_view):
+            view.set_edge_letters(letters)
 
     def shown_image(self) -> np.ndarray | None:
         """The frame the (left) pane shows whole: before, after or their difference."""

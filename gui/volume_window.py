@@ -1,7 +1,8 @@
 """The volume window: a 3D volume (NIfTI, TIFF stack, .npy) denoised with the filter of DESIGN.md §6.
 
 The before/after view shows one plane, its pixels as wide and high as the voxels (the file's
-voxel size); a slider walks it along the chosen axis (z, y or x).
+voxel size), a NIfTI's planes as radiologists read them with the body's directions at the edges
+(``volume_planes``); a slider walks it along the chosen axis (z, y or x).
 The volume filter's controls (h in the volume's units, patch and search radii, weighting,
 centre weight) drive a preview that filters only the slab around the plane
 (``denoise_volume_slice``: the same plane the whole volume's filter gives); File > Export
@@ -59,8 +60,8 @@ from nlmeans_studio.engine import (
 from .export import stop_exports_asked
 from .spin_box_keys import SpinBoxKeys
 from .views import ComparisonView
+from .volume_planes import ARRAY_AXES, plane_layout
 
-AXES = ("z", "y", "x")  # the axis a plane is normal to: 0, 1, 2 of (Z, Y, X)
 WINDOW_SIZE = (1100, 720)  # pixels, when it opens
 PREVIEW_DELAY_MS = 250  # a control's changes settle this long before the preview runs
 DISPLAY_PERCENTILES = (0.5, 99.5)  # of the input's intensities: black and white of the view
@@ -71,21 +72,6 @@ def display_plane(plane: np.ndarray, low: float, high: float) -> np.ndarray:
     """A plane (H, W[, C]) of intensities as uint8 for the view: ``low`` black, ``high`` white."""
     scale = 255.0 / max(high - low, 1e-12)
     return np.clip(np.rint((plane.astype(np.float32) - low) * scale), 0, 255).astype(np.uint8)
-
-
-def plane_of(volume: np.ndarray, axis: int, index: int) -> np.ndarray:
-    """Plane ``index`` normal to ``axis`` of a (Z, Y, X[, C]) volume, rows top to bottom: along y
-    and x the planes are flipped so that z grows upwards."""
-    plane = np.take(volume, index, axis=axis)
-    return plane if axis == 0 else plane[::-1]
-
-
-def plane_pixel_aspect(spacing: tuple[float, float, float], axis: int) -> float:
-    """Width over height of a voxel as ``plane_of`` shows the planes normal to ``axis``, from the
-    (z, y, x) voxel size: a z plane's pixels are x wide and y high, a y plane's x by z, an x
-    plane's y by z (1 where a size is not positive)."""
-    width, height = {0: (2, 1), 1: (2, 0), 2: (1, 0)}[axis]
-    return spacing[width] / spacing[height] if spacing[width] > 0 and spacing[height] > 0 else 1.0
 
 
 class _PlaneKeys(QObject):
@@ -154,7 +140,8 @@ class VolumeWindow(QMainWindow):
     def _build(self) -> None:
         self.view = ComparisonView()
         self.axis = QComboBox()
-        self.axis.addItems(list(AXES))
+        self.layouts = [plane_layout(axis, self.file.directions) for axis in range(3)]
+        self.axis.addItems([layout.name for layout in self.layouts])
         self.axis.setToolTip("The axis the shown plane is normal to")
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setToolTip("The plane along the axis (arrow keys, Page Up / Down)")
@@ -253,7 +240,10 @@ class VolumeWindow(QMainWindow):
 
     def _axis_changed(self, axis: int) -> None:
         size = self.data.shape[axis]
-        self.view.set_pixel_aspect(plane_pixel_aspect(self.file.spacing, axis))
+        layout = self.layouts[axis]
+        self.view.set_pixel_aspect(layout.pixel_aspect(self.file.spacing))
+        self.view.set_edge_letters(layout.edges)
+        self.plane_label.setToolTip(layout.description)
         self.slider.blockSignals(True)
         self.slider.setRange(0, size - 1)
         self.slider.setValue(size // 2)
@@ -262,13 +252,13 @@ class VolumeWindow(QMainWindow):
 
     def _plane_changed(self, *_: object) -> None:
         axis, index = self.plane_index
-        self.plane_label.setText(f"{AXES[axis]} {index + 1} / {self.data.shape[axis]}")
+        self.plane_label.setText(f"{ARRAY_AXES[axis]} {index + 1} / {self.data.shape[axis]}")
         self._show_plane()
         self._delay.start()
 
     def _show_plane(self, after: np.ndarray | None = None) -> None:
         axis, index = self.plane_index
-        before = display_plane(self._displayed(plane_of(self.data, axis, index)), self.low, self.high)
+        before = display_plane(self._displayed(self.layouts[axis].of(self.data, index)), self.low, self.high)
         shown = before if after is None else display_plane(self._displayed(after), self.low, self.high)
         self.view.set_images(before, shown)
 
@@ -308,8 +298,7 @@ class VolumeWindow(QMainWindow):
         except ENGINE_ERRORS as error:
             self._results.preview_failed.emit(number, str(error))
             return
-        if axis != 0:
-            plane = plane[::-1]
+        plane = self.layouts[axis].shown(plane)
         self._results.preview_done.emit(number, plane, time.perf_counter() - started)
 
     def _show_preview(self, number: int, plane: np.ndarray, seconds: float) -> None:

@@ -135,6 +135,19 @@ class VolumeFile:
     affine: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
 
+    @property
+    def directions(self) -> tuple[str, str, str] | None:
+        """The anatomical direction each of the (z, y, x) indices grows towards, one of "R" / "L",
+        "A" / "P", "S" / "I" each, from a NIfTI's affine (the nearest of the world's axes where the
+        grid is oblique); None where the file does not say (no affine, or a NIfTI whose qform and
+        sform codes are both 0: its affine is then the voxel size alone, no orientation)."""
+        if self.affine is None or self.header is None:
+            return None
+        if int(self.header["qform_code"]) == 0 and int(self.header["sform_code"]) == 0:
+            return None
+        codes = _import("nibabel").aff2axcodes(self.affine)
+        return None if None in codes else tuple(codes[::-1])
+
 
 class NotOneVolumeError(ValueError):
     """A file that holds something else than one volume (a NIfTI time series)."""

@@ -34,6 +34,24 @@ def test_nifti_round_trip_keeps_the_grid_and_type(tmp_path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["out.nii.gz"]  # no hidden file left
 
 
+def test_a_niftis_directions_are_read_from_its_affine_unless_it_has_none(tmp_path) -> None:
+    """The direction each (z, y, x) index grows towards, from the affine's nearest world axes (an
+    oblique grid included); none from a NIfTI whose qform and sform codes are 0, nor from a TIFF."""
+    turn = np.radians(20)  # an oblique grid: j turned 20 degrees from A towards S, k from S towards P
+    affine = np.array(
+        [[-1, 0, 0, 0], [0, np.cos(turn), -np.sin(turn), 0], [0, np.sin(turn), np.cos(turn), 0], [0, 0, 0, 1]]
+    )
+    image = nibabel.Nifti1Image(np.zeros((10, 11, 12), np.int16), affine)
+    nibabel.save(image, tmp_path / "oblique.nii.gz")
+    assert read_volume(tmp_path / "oblique.nii.gz").directions == ("S", "A", "L")
+    image.set_sform(None, code=0)
+    image.set_qform(None, code=0)
+    nibabel.save(image, tmp_path / "unknown.nii.gz")
+    assert read_volume(tmp_path / "unknown.nii.gz").directions is None
+    tifffile.imwrite(tmp_path / "stack.tif", np.zeros((10, 11, 12), np.uint8))
+    assert read_volume(tmp_path / "stack.tif").directions is None
+
+
 def test_tiff_stack_keeps_voxel_size_and_float_data(tmp_path) -> None:
     stack = np.random.default_rng(0).random((6, 7, 8), dtype=np.float32)
     tifffile.imwrite(tmp_path / "in.tif", stack, imagej=True, resolution=(2.0, 2.0), metadata={"spacing": 3.0})

@@ -14,7 +14,7 @@ from window_driver import answer_when_asked, type_into
 
 from nlmeans_studio.engine import WEIGHTINGS, denoise_volume, read_volume, suggest_volume_h, write_volume
 from nlmeans_studio.engine.volume.io import VolumeFile
-from nlmeans_studio.gui.volume_window import VolumeWindow, display_plane, plane_of
+from nlmeans_studio.gui.volume_window import VolumeWindow, display_plane
 
 pytest.importorskip("nibabel", reason="NIfTI volumes are read with nibabel")
 
@@ -62,7 +62,7 @@ def _wait_for_preview(qtbot, window, expected: np.ndarray | None = None) -> None
 def _expected_after(window, axis: int, index: int) -> np.ndarray:
     volume = read_volume(window.path).data.astype(np.float32)
     denoised = denoise_volume(volume, h=window.h.value(), backend="cpu", **SETTINGS)
-    return display_plane(plane_of(denoised, axis, index), window.low, window.high)
+    return display_plane(window.layouts[axis].of(denoised, index), window.low, window.high)
 
 
 def test_walking_the_planes_shows_each_preview(qtbot, volume_window) -> None:
@@ -73,7 +73,7 @@ def test_walking_the_planes_shows_each_preview(qtbot, volume_window) -> None:
     qtbot.keyClick(window.focusWidget(), Qt.Key.Key_Right)
     assert window.plane_index == (0, 12) and window.plane_label.text() == "z 13 / 20"
     _wait_for_preview(qtbot, window, _expected_after(window, 0, 12))
-    # The axis switched from the keyboard: the middle plane along x, flipped so z grows upwards.
+    # The axis switched from the keyboard: the middle plane along x, sagittal (the file is RAS).
     window.axis.setFocus()
     qtbot.keyClick(window.axis, Qt.Key.Key_Down)
     qtbot.keyClick(window.axis, Qt.Key.Key_Down)
@@ -85,7 +85,7 @@ def test_walking_the_planes_shows_each_preview(qtbot, volume_window) -> None:
     qtbot.keyClick(window.axis, Qt.Key.Key_Right)
     assert window.plane_index == (2, 9) and window.plane_label.text() == "x 10 / 16"
     qtbot.keyClick(window.axis, Qt.Key.Key_PageDown)  # a page (10 planes) back, to the first
-    assert window.plane_index == (2, 0) and window.axis.currentText() == "x"
+    assert window.plane_index == (2, 0) and window.axis.currentText() == "x (sagittal)"
 
 
 def test_a_typed_strength_re_renders(qtbot, volume_window) -> None:
@@ -268,6 +268,87 @@ def test_planes_show_anisotropic_voxels_in_their_proportions(qtbot, tmp_path) ->
     assert window.plane_index[0] == 1
     qtbot.waitUntil(lambda: window.view.shown_image().shape[:2] == (10, 16))
     assert shown_proportion() == pytest.approx(16 * 0.5 / (10 * 2.5), rel=0.02)  # y plane: 16 x 10 voxels
+    window.close()
+
+
+# Voxel axes of NIfTI files as scanners and tools write them: (i, j, k) towards these directions.
+ORIENTATIONS = ("RAS", "LPS", "LAS", "PIR", "ASL")
+
+
+def _world_direction(code: str) -> np.ndarray:
+    """The unit vector of a direction in NIfTI's RAS+ world."""
+    axis, sign = {"R": (0, 1), "L": (0, -1), "A": (1, 1), "P": (1, -1), "S": (2, 1), "I": (2, -1)}[code]
+    return np.eye(3)[axis] * sign
+
+
+def _white_corners(shown: np.ndarray) -> list[tuple[int, int]]:
+    """The corners of a shown plane that are white (the marker: the rest is dark noise)."""
+    rows, columns = shown.shape[0] - 1, shown.shape[1] - 1
+    return [(r, c) for r in (0, rows) for c in (0, columns) if shown[r, c] == 255]
+
+
+@pytest.mark.parametrize("orientation", ORIENTATIONS)
+def test_nifti_planes_are_drawn_as_radiologists_read_them(qtbot, tmp_path, orientation) -> None:
+    """Each plane of a NIfTI shows superior (else anterior) up, the patient's right on the left and
+    the face on the left, whatever order the file keeps its voxels in (it drew the array's order:
+    the MNI152 template's axial planes came upside down). A marker in the corner voxel that is most
+    superior, anterior and right is drawn in the top-left corner of the axial, coronal and
+    sagittal planes through it, chosen with the axis box from the keyboard."""
+    import nibabel
+
+    shape = (10, 11, 13)  # (i, j, k) as the file stores them
+    affine = np.eye(4)
+    affine[:3, :3] = np.stack([_world_direction(code) for code in orientation], axis=1)
+    # The corner voxel: the far end of every (i, j, k) axis that points to S, A or R.
+    corner = tuple(size - 1 if code in "SAR" else 0 for size, code in zip(shape, orientation, strict=True))
+    voxels = np.random.default_rng(4).normal(100, 5, shape).astype(np.float32)
+    voxels[tuple(slice(max(0, k - 2), k + 3) for k in corner)] = 1000  # 3^3 voxels: white on the screen
+    nibabel.save(nibabel.Nifti1Image(voxels, affine), tmp_path / f"{orientation}.nii.gz")
+    window = VolumeWindow(tmp_path / f"{orientation}.nii.gz", backend="cpu")
+    qtbot.addWidget(window)
+    window.view.set_mode("before")
+    window.show()
+    qtbot.waitExposed(window)
+    names = [window.axis.itemText(k) for k in range(3)]
+    planes = {"S": "axial", "I": "axial", "A": "coronal", "P": "coronal", "R": "sagittal", "L": "sagittal"}
+    # The window's (z, y, x) are the file's (k, j, i).
+    assert names == [f"{axis} ({planes[code]})" for axis, code in zip("zyx", orientation[::-1], strict=True)]
+    described = {
+        "axial": "anterior up, the patient's right on the left",
+        "coronal": "superior up, the patient's right on the left",
+        "sagittal": "superior up, anterior on the left",
+    }
+    window.axis.setFocus()
+    for axis in range(3):
+        if axis:
+            qtbot.keyClick(window.axis, Qt.Key.Key_Down)
+        window.slider.setValue(corner[::-1][axis])
+        assert window.plane_index == (axis, corner[::-1][axis])
+        assert _white_corners(window.view.shown_image()) == [(0, 0)], names[axis]
+        assert window.plane_label.toolTip() == described[names[axis].split("(")[1][:-1]]
+    window.close()
+
+
+def test_planes_of_files_without_anatomy_are_drawn_as_stored(qtbot, tmp_path) -> None:
+    """A TIFF stack or .npy says nothing of the body: a z plane is drawn as an image (row 0 at the
+    top), planes along y and x with z growing upwards, and no directions are claimed."""
+    volume = np.random.default_rng(5).normal(100, 5, (10, 11, 12)).astype(np.float32)
+    volume[:3, :3, :3] = 1000  # the first voxels: top-left of z plane 0, bottom-left of y and x plane 0
+    np.save(tmp_path / "stack.npy", volume)
+    window = VolumeWindow(tmp_path / "stack.npy", backend="cpu")
+    qtbot.addWidget(window)
+    window.view.set_mode("before")
+    window.show()
+    qtbot.waitExposed(window)
+    assert [window.axis.itemText(k) for k in range(3)] == ["z", "y", "x"]
+    window.axis.setFocus()
+    for axis, corner in ((0, (0, 0)), (1, (9, 0)), (2, (9, 0))):
+        if axis:
+            qtbot.keyClick(window.axis, Qt.Key.Key_Down)
+        window.slider.setValue(0)
+        assert window.plane_index == (axis, 0)
+        assert _white_corners(window.view.shown_image()) == [corner]
+        assert window.plane_label.toolTip() == ""
     window.close()
 
 
