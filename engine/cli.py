@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from nlmeans_studio.engine import __version__
+from nlmeans_studio.engine import VOLUME_SUFFIXES, __version__
 from nlmeans_studio.engine.backend import BACKENDS, BackendUnavailableError, resolve_backend, resolve_devices
 from nlmeans_studio.engine.bench import (
     PAPER_SEARCH_RADII,
@@ -268,9 +268,11 @@ def _parser() -> argparse.ArgumentParser:
 
     estimate = commands.add_parser(
         "estimate-noise",
-        help="estimate the noise of a video: sigma per channel, correlations, the color transform, the h",
+        help="estimate the noise of a video (sigma per channel, correlations, the color transform, the h) or of "
+        "a volume",
         description="The noise denoise --noise auto finds (frames spread over the clip), or that of the frames "
-        "or the region you give; and the h it suggests for denoise's defaults.",
+        "or the region you give; and the h it suggests for denoise's defaults. A volume (.nii, .nii.gz, .tif, "
+        ".tiff, .npy): the noise denoise-volume finds, and the h it suggests.",
     )
     estimate.add_argument("input")
     estimate.add_argument(
@@ -343,7 +345,17 @@ def _noise_mode(text: str) -> str | tuple[int, int, int, int]:
 
 def _estimate_noise(args: argparse.Namespace) -> int:
     """Print the noise: the estimate denoise makes (pairs of frames spread over the clip, the
-    median one) unless --frame / --frames choose the frames; and the h denoise would use."""
+    median one) unless --frame / --frames choose the frames; and the h denoise would use. A
+    volume's noise as denoise-volume estimates it."""
+    if args.input.lower().endswith(tuple(VOLUME_SUFFIXES)):
+        given = [
+            option
+            for option, value in (("--frame", args.frame), ("--frames", args.frames), ("--roi", args.roi))
+            if value is not None
+        ]
+        if given:
+            raise ValueError(f"{args.input} is a volume: {', '.join(given)} apply to videos only; leave them out")
+        return volume_cli.estimate(args.input, as_json=args.json)
     if args.frame is None and args.frames is None:
         result = estimate_clip_noise(args.input, roi=args.roi)
     else:

@@ -1,4 +1,5 @@
-"""The ``denoise-volume`` command: a NIfTI, TIFF stack or .npy volume in, the denoised one out.
+"""The ``denoise-volume`` command: a NIfTI, TIFF stack or .npy volume in, the denoised one out;
+and ``estimate-noise`` on a volume.
 
 h comes from the volume's noise estimate when not given (engine/volume/noise.py); the output
 is written under a hidden name and renamed when complete (engine/volume/io.py), keeping the
@@ -8,6 +9,7 @@ source's grid and data type class.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 
@@ -153,4 +155,44 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         shape = "x".join(str(n) for n in source.data.shape)
         print(f"denoised {shape} voxels in {time.perf_counter() - start:.1f} s -> {args.output}", file=sys.stderr)
+    return 0
+
+
+def estimate(path: str, *, as_json: bool) -> int:
+    """Print a volume's noise as ``denoise-volume`` estimates it, and the h it suggests for each
+    weighting; errors propagate to the CLI's handler."""
+    from nlmeans_studio.engine.volume.io import read_volume
+    from nlmeans_studio.engine.volume.noise import estimate_volume_noise, suggest_volume_h
+
+    source = read_volume(path)
+    try:
+        result = estimate_volume_noise(source.data)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from error
+    report = {
+        "sigma": [round(float(s), 6) for s in result.sigma],
+        "blocks": result.blocks,
+        "band_sigmas": [round(s, 6) for s in result.band_sigmas],
+        "signal_dependent": result.signal_dependent,
+        "clean": result.clean,
+        "suggested_h": {  # the default weighting first
+            weighting: round(suggest_volume_h(result, weighting), 6)
+            for weighting in sorted(WEIGHTINGS, key=lambda weighting: weighting != "exponential")
+        },
+        "warning": result.growth or None,
+    }
+    if as_json:
+        print(json.dumps(report))
+        return 0
+    shape = " x ".join(str(n) for n in source.data.shape[:3])
+    print(f"noise sigma per channel (the volume's units): {', '.join(f'{s:.4g}' for s in result.sigma)}")
+    print(f"from {result.blocks} blocks of 8^3 voxels above the background, in the {shape} (z, y, x) volume")
+    if result.band_sigmas:
+        print(f"sigma in brightness bands, darkest first: {', '.join(f'{s:.3g}' for s in result.band_sigmas)}")
+    if result.clean:
+        print(f"the volume looks clean: h is suggested for noise of {result.clean_sigma:.4g}, half an 8-bit level")
+    for weighting, h in report["suggested_h"].items():
+        print(f"suggested h: {h:.4g} for {weighting} weights (denoise-volume uses it without --h)")
+    if result.growth:
+        print(f"warning: {result.growth}")
     return 0

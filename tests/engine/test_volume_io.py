@@ -4,6 +4,7 @@ the ``denoise-volume`` command."""
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 from pathlib import Path
 
@@ -107,6 +108,35 @@ def test_noise_estimate_refuses_bad_volumes() -> None:
         estimate_volume_noise(np.zeros((12, 12, 12, 17)))
     with pytest.raises(ValueError, match="sigma must be"):
         suggest_volume_h(0.0)
+
+
+def test_estimate_noise_reads_a_volume_as_denoise_volume_does(tmp_path) -> None:
+    """``estimate-noise scan.nii.gz`` said "not a video file FFmpeg can read"; it prints the
+    volume's noise and the h denoise-volume would take for each weighting."""
+    rng = np.random.default_rng(12)
+    clean = np.zeros((20, 24, 28), np.float32)
+    clean[4:16, 6:18, 6:22] = 300
+    np.save(tmp_path / "scan.npy", clean + rng.normal(0, 12, clean.shape).astype(np.float32))
+    run = subprocess.run([*CLI, "estimate-noise", str(tmp_path / "scan.npy"), "--json"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    estimate = estimate_volume_noise(np.load(tmp_path / "scan.npy"))
+    assert report["sigma"] == pytest.approx(estimate.sigma, rel=1e-5) and 11 < report["sigma"][0] < 13
+    assert report["suggested_h"] == pytest.approx(
+        {weighting: suggest_volume_h(estimate, weighting) for weighting in ("exponential", "bisquare")}, rel=1e-5
+    )
+    assert list(report["suggested_h"]) == ["exponential", "bisquare"] and report["warning"] is None
+    run = subprocess.run([*CLI, "estimate-noise", str(tmp_path / "scan.npy")], capture_output=True, text=True)
+    assert run.returncode == 0 and "noise sigma per channel (the volume's units): 12." in run.stdout
+    assert f"suggested h: {suggest_volume_h(estimate):.4g} for exponential weights" in run.stdout
+    run = subprocess.run(
+        [*CLI, "estimate-noise", str(tmp_path / "scan.npy"), "--frame", "2"], capture_output=True, text=True
+    )
+    assert run.returncode == 1 and "is a volume: --frame apply to videos only" in run.stderr
+    np.save(tmp_path / "thin.npy", np.zeros((9, 20, 20), np.float32))
+    run = subprocess.run([*CLI, "estimate-noise", str(tmp_path / "thin.npy")], capture_output=True, text=True)
+    assert run.returncode == 1 and "thin.npy: volume must be at least 10 voxels on each axis" in run.stderr
+    assert "Traceback" not in run.stderr
 
 
 def test_denoise_volume_command(tmp_path, capsys) -> None:
