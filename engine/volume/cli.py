@@ -186,7 +186,7 @@ def estimate(path: str, *, as_json: bool) -> int:
         return 0
     shape = " x ".join(str(n) for n in source.data.shape[:3])
     print(f"noise sigma per channel (the volume's units): {', '.join(f'{s:.4g}' for s in result.sigma)}")
-    print(f"from {result.blocks} blocks of 8^3 voxels above the background, in the {shape} (z, y, x) volume")
+    print(f"from {result.blocks} blocks above the background, in the {shape} (z, y, x) volume")
     if result.band_sigmas:
         print(f"sigma in brightness bands, darkest first: {', '.join(f'{s:.3g}' for s in result.band_sigmas)}")
     if result.clean:

@@ -4,7 +4,8 @@ The residual is the separable second difference [1, -2, 1] along z, y and x, sca
 gain (1/sqrt(216)), as engine/noise.py's 2D residual is for frames: on white Gaussian noise of
 standard deviation sigma it has standard deviation sigma, and it removes every signal that is
 quadratic along each axis. The estimate is a low quantile of the residual's variance over
-8^3 blocks, corrected for that quantile's bias on pure noise.
+8^3 blocks (thinner along an axis of fewer than 10 voxels), corrected for that quantile's bias
+on pure noise.
 
 Where the Gaussian estimate holds: MRI magnitude images have Rician noise, which is Gaussian
 only where the signal is well above sigma (about 3 sigma and up). In the background (air,
@@ -28,6 +29,7 @@ as on Gaussian noise, the best h was 1.0-1.1 times the noise's RMS.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -38,6 +40,7 @@ from nlmeans_studio.engine.volume.denoise import all_finite, channels_note, chec
 BLOCK = 8
 QUANTILE = 0.1
 QUANTILE_BIAS = 0.814  # the 0.1 quantile of 8^3 blocks' residual variance over the true one, on pure noise
+BIAS_BLOCKS = 4096  # simulated blocks that measure the bias of thinner blocks (0.2 % of it, one sigma)
 SIGNAL_FLOOR = 3.0  # blocks with voxels below this many sigma hold Rician background
 # The share of a block's voxels that may lie under SIGNAL_FLOOR: a block at an object's edge,
 # mostly air with a few bright voxels, had a mean above the floor, and its residual measured the
@@ -66,7 +69,8 @@ class VolumeNoiseEstimate:
     sigma : (C,) ndarray
         Standard deviation per channel, in the volume's intensity units.
     blocks : int
-        How many 8^3 blocks the estimate was taken over (those above the Rician background).
+        How many blocks (8^3 voxels, thinner in a thin volume) the estimate was taken over (those
+        above the Rician background).
     clean_sigma : float
         The noise under which the volume is taken as clean: CLEAN_FRACTION of its intensity range.
     average_sigma : float
@@ -119,12 +123,32 @@ def _residual(volume: np.ndarray) -> np.ndarray:
     return r / math.sqrt(216.0)
 
 
-def _blocks(values: np.ndarray) -> np.ndarray:
-    """(blocks, BLOCK^3, C) of a (Z, Y, X, C) array, the partial blocks at the ends left out."""
-    counts = [n // BLOCK for n in values.shape[:3]]
-    cropped = values[: counts[0] * BLOCK, : counts[1] * BLOCK, : counts[2] * BLOCK]
-    shaped = cropped.reshape(counts[0], BLOCK, counts[1], BLOCK, counts[2], BLOCK, -1)
-    return shaped.transpose(0, 2, 4, 1, 3, 5, 6).reshape(math.prod(counts), BLOCK**3, -1)
+def _blocks(values: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
+    """(blocks, voxels a block, C) of a (Z, Y, X, C) array cut into blocks of ``shape``, the
+    partial blocks at the ends left out."""
+    counts = [n // b for n, b in zip(values.shape[:3], shape, strict=True)]
+    cropped = values[: counts[0] * shape[0], : counts[1] * shape[1], : counts[2] * shape[2]]
+    shaped = cropped.reshape(counts[0], shape[0], counts[1], shape[1], counts[2], shape[2], -1)
+    return shaped.transpose(0, 2, 4, 1, 3, 5, 6).reshape(math.prod(counts), math.prod(shape), -1)
+
+
+def _block_shape(volume_shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """BLOCK^3, thinner along an axis of fewer than BLOCK + 2 voxels (a z-stack of a few planes):
+    as thick as the residual there."""
+    return tuple(min(BLOCK, n - 2) for n in volume_shape[:3])
+
+
+@functools.cache
+def _quantile_bias(shape: tuple[int, int, int]) -> float:
+    """The QUANTILE quantile of blocks' residual variance over the true variance, on white
+    Gaussian noise, for blocks of ``shape``: QUANTILE_BIAS for BLOCK^3 (measured once), else
+    measured here on BIAS_BLOCKS blocks of simulated noise (the same seed every time)."""
+    if shape == (BLOCK,) * 3:
+        return QUANTILE_BIAS
+    side = round(BIAS_BLOCKS ** (1 / 3))
+    noise = np.random.default_rng(0).standard_normal((side * shape[0] + 2, side * shape[1] + 2, side * shape[2] + 2, 1))
+    variances = (_blocks(_residual(noise), shape) ** 2).mean(axis=1)
+    return float(np.quantile(variances, QUANTILE))
 
 
 def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
@@ -144,7 +168,7 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
     ------
     ValueError
         A volume that is not 3D or 4D, has more than 16 channels (the last axis of a 4D array),
-        is not finite, or is smaller than 10 voxels on an axis.
+        is not finite, or is smaller than 3 voxels on an axis.
 
     Notes
     -----
@@ -159,28 +183,30 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
     data = data.astype(np.float64)
     if data.ndim == 3:
         data = data[..., np.newaxis]
-    if min(data.shape[:3]) < BLOCK + 2:
+    if min(data.shape[:3]) < 3:
         raise ValueError(
-            f"volume must be at least {BLOCK + 2} voxels on each axis to estimate its noise, got "
+            "volume must be at least 3 voxels on each axis to estimate its noise, got "
             f"{' x '.join(str(n) for n in data.shape[:3])} (z, y, x){channels_note(given)}"
         )
     if not all_finite(data):
         raise ValueError("volume must be finite to estimate its noise, got NaN or infinite voxels")
-    residual = _blocks(_residual(data))
+    shape = _block_shape(data.shape)
+    bias = _quantile_bias(shape)
+    residual = _blocks(_residual(data), shape)
     variances = (residual**2).mean(axis=1)  # (blocks, C): the residual's mean is 0 on smooth signal
-    voxels = _blocks(data[1:-1, 1:-1, 1:-1]).mean(axis=2)  # (blocks, BLOCK^3): over the channels
+    voxels = _blocks(data[1:-1, 1:-1, 1:-1], shape).mean(axis=2)  # (blocks, voxels a block): over the channels
     means = voxels.mean(axis=1)
     floors = np.quantile(voxels, FLOOR_QUANTILE, axis=1)
     chosen = np.ones(len(variances), dtype=bool)
     for _ in range(4):  # leave out the background as sigma grows
         total = variances[chosen].mean(axis=1)
-        sigma = math.sqrt(np.quantile(total, QUANTILE) / QUANTILE_BIAS)
+        sigma = math.sqrt(np.quantile(total, QUANTILE) / bias)
         above = floors >= SIGNAL_FLOOR * sigma
         if above.sum() < 8 or np.array_equal(above, chosen):
             break
         chosen = above
-    per_channel = np.sqrt(np.quantile(variances[chosen], QUANTILE, axis=0) / QUANTILE_BIAS)
-    bands = _band_variances(variances[chosen], means[chosen])  # (bands, C)
+    per_channel = np.sqrt(np.quantile(variances[chosen], QUANTILE, axis=0) / bias)
+    bands = _band_variances(variances[chosen], means[chosen]) / bias  # (bands, C)
     band_sigmas = tuple(float(b) for b in np.sqrt(bands.mean(axis=1)))
     growing = len(band_sigmas) > 1 and band_sigmas[-1] > SHOT_NOISE_RATIO * min(band_sigmas)
     if growing:  # where the error comes from: the noisiest bands
@@ -190,16 +216,15 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
 
 
 def _band_variances(variances: np.ndarray, means: np.ndarray) -> np.ndarray:
-    """(bands, C) noise variance in brightness bands of equal numbers of blocks (by ``means``,
-    each block's over its voxels and channels), darkest first: each band's low quantile, as for the whole volume;
-    (0, C) where there are fewer than 2 BAND_BLOCKS blocks."""
+    """(bands, C) low quantiles of the blocks' residual variance in brightness bands of equal
+    numbers of blocks (by ``means``, each block's over its voxels and channels), darkest first,
+    as for the whole volume (not yet divided by the quantile's bias); (0, C) where there are
+    fewer than 2 BAND_BLOCKS blocks."""
     count = min(BANDS, len(variances) // BAND_BLOCKS)
     if count < 2:
         return np.empty((0, variances.shape[1]))
     order = np.argsort(means, kind="stable")
-    return np.array([np.quantile(variances[band], QUANTILE, axis=0) for band in np.array_split(order, count)]) / (
-        QUANTILE_BIAS
-    )
+    return np.array([np.quantile(variances[band], QUANTILE, axis=0) for band in np.array_split(order, count)])
 
 
 def suggest_volume_h(estimate: VolumeNoiseEstimate | float, weighting: str = "exponential") -> float:

@@ -96,14 +96,14 @@ def test_noise_estimate_on_the_template(rician) -> None:
 
 
 def test_noise_estimate_refuses_bad_volumes() -> None:
-    with pytest.raises(ValueError, match="at least 10 voxels"):
-        estimate_volume_noise(np.zeros((9, 20, 20)))
+    with pytest.raises(ValueError, match="at least 3 voxels"):
+        estimate_volume_noise(np.zeros((2, 20, 20)))
     with pytest.raises(ValueError, match="finite"):
         estimate_volume_noise(np.full((12, 12, 12), np.nan))
     with pytest.raises(
-        ValueError, match=r"got 9 x 20 x 20 \(z, y, x\) \(the first three axes; the last, of 2, is read"
+        ValueError, match=r"got 2 x 20 x 20 \(z, y, x\) \(the first three axes; the last, of 2, is read"
     ):
-        estimate_volume_noise(np.zeros((9, 20, 20, 2)))
+        estimate_volume_noise(np.zeros((2, 20, 20, 2)))
     with pytest.raises(ValueError, match="has 17 channels: the last axis of a 4D array is read as channels"):
         estimate_volume_noise(np.zeros((12, 12, 12, 17)))
     with pytest.raises(ValueError, match="sigma must be"):
@@ -133,10 +133,24 @@ def test_estimate_noise_reads_a_volume_as_denoise_volume_does(tmp_path) -> None:
         [*CLI, "estimate-noise", str(tmp_path / "scan.npy"), "--frame", "2"], capture_output=True, text=True
     )
     assert run.returncode == 1 and "is a volume: --frame apply to videos only" in run.stderr
-    np.save(tmp_path / "thin.npy", np.zeros((9, 20, 20), np.float32))
-    run = subprocess.run([*CLI, "estimate-noise", str(tmp_path / "thin.npy")], capture_output=True, text=True)
-    assert run.returncode == 1 and "thin.npy: volume must be at least 10 voxels on each axis" in run.stderr
+    np.save(tmp_path / "flat.npy", np.zeros((2, 20, 20), np.float32))
+    run = subprocess.run([*CLI, "estimate-noise", str(tmp_path / "flat.npy")], capture_output=True, text=True)
+    assert run.returncode == 1 and "flat.npy: volume must be at least 3 voxels on each axis" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("planes", [3, 4, 6, 9])
+def test_the_noise_of_a_stack_of_few_planes_is_estimated(planes) -> None:
+    """A z-stack of fewer than 10 planes (common in microscopy) was refused, by the command line
+    and by the window; its blocks are now as thin as its residual, their quantile's bias measured
+    for that shape. Gaussian noise of sigma 10 on a bright box reads within 5 %, as on 8^3 blocks."""
+    clean = np.zeros((planes, 120, 120), np.float32)
+    clean[:, 30:90, 20:100] = 300
+    readings = [
+        estimate_volume_noise(clean + np.random.default_rng(seed).normal(0, 10, clean.shape)).sigma[0]
+        for seed in range(3)
+    ]
+    assert readings == pytest.approx([10, 10, 10], rel=0.05)
 
 
 def test_denoise_volume_command(tmp_path, capsys) -> None:
@@ -197,10 +211,11 @@ def test_nan_voxels_and_small_volumes_are_named_with_the_file(tmp_path, capsys, 
     np.save(tmp_path / "masked.npy", volume)
     assert main(["denoise-volume", str(tmp_path / "masked.npy"), str(tmp_path / "o.npy"), *h]) == 1
     assert f"{tmp_path / 'masked.npy'}: volume must be finite, got 1 NaN or infinite voxels" in capsys.readouterr().err
-    np.save(tmp_path / "thin.npy", np.ones((8, 12, 12), np.float32))
-    assert main(["denoise-volume", str(tmp_path / "thin.npy"), str(tmp_path / "o.npy"), "--search-radius", "2"]) == 1
+    np.save(tmp_path / "thin.npy", np.ones((2, 12, 12), np.float32))
+    radii = ["--search-radius", "0,2,2", "--patch-radius", "0,1,1"]
+    assert main(["denoise-volume", str(tmp_path / "thin.npy"), str(tmp_path / "o.npy"), *radii]) == 1
     error = capsys.readouterr().err
-    expected = "thin.npy: volume must be at least 10 voxels on each axis to estimate its noise, got 8 x 12 x 12"
+    expected = "thin.npy: volume must be at least 3 voxels on each axis to estimate its noise, got 2 x 12 x 12"
     assert expected + " (z, y, x); give --h instead" in error
     assert not (tmp_path / "o.npy").exists()
 
