@@ -13,8 +13,11 @@ import json
 import sys
 import time
 
+import numpy as np
+
 from nlmeans_studio.engine.backend import BACKENDS
 from nlmeans_studio.engine.params import CENTER_WEIGHTS, WEIGHTINGS
+from nlmeans_studio.engine.volume.params import CHANNEL_MODES
 
 LOG_PROGRESS_SECONDS = 10.0  # progress in a log (stderr not a terminal): a line this often, and the first at once
 
@@ -30,6 +33,15 @@ def _radii(text: str) -> int | tuple[int, int, int]:
     if len(values) != 3:
         raise argparse.ArgumentTypeError(f"expected an integer or z,y,x integers, got {text!r}")
     return tuple(values)
+
+
+def _strengths(text: str) -> float | list[float]:
+    """ "12" or, one a channel filtered separately, "12,30"."""
+    try:
+        values = [float(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, or one a channel such as 12,30, got {text!r}") from None
+    return values[0] if len(values) == 1 else values
 
 
 def gpu_ids(text: str) -> list[int] | str:
@@ -56,12 +68,25 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("input", help="a volume file: .nii, .nii.gz, .tif, .tiff or .npy")
     parser.add_argument("output", help="the denoised volume, in the same data type class and grid")
     parser.add_argument(
-        "--h", type=float, default=None, help="strength in the volume's units (default: from the noise estimate)"
+        "--h",
+        type=_strengths,
+        default=None,
+        help="strength in the volume's units, or one a channel (12,30) with --channels separately (default: from "
+        "the noise estimate, each channel's own where they are filtered separately)",
     )
     parser.add_argument("--patch-radius", type=_radii, default=1, help="B, voxels: 1 (default) or z,y,x")
     parser.add_argument("--search-radius", type=_radii, default=5, help="A, voxels: 5 (default) or z,y,x")
     parser.add_argument("--weighting", choices=WEIGHTINGS, default="exponential", help="default: exponential")
     parser.add_argument("--center-weight", choices=CENTER_WEIGHTS, default="one", help="default: one")
+    parser.add_argument(
+        "--channels",
+        choices=("auto", *CHANNEL_MODES),
+        default="auto",
+        help="a multichannel volume's channels: together (the patch distance sums them, as for RGB) or separately "
+        "(each filtered on its own, with its own h: fluorescence channels image different structures); auto "
+        "(default): separately where the file keeps them on an axis of their own (ImageJ hyperstacks, OME-TIFF), "
+        "else together",
+    )
     parser.add_argument("--backend", choices=BACKENDS, default="auto", help="default: auto (the GPU where it runs)")
     parser.add_argument("--devices", type=gpu_ids, default=None, help="GPUs to split the volume over: 0,1 or all")
     parser.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
@@ -101,14 +126,17 @@ def run(args: argparse.Namespace) -> int:
     from nlmeans_studio.engine.backend import resolve_backend, resolve_devices
     from nlmeans_studio.engine.volume.denoise import checked_volume, denoise_volume
     from nlmeans_studio.engine.volume.io import check_volume_output, lost_in, read_volume, write_volume
-    from nlmeans_studio.engine.volume.noise import estimate_volume_noise, suggest_volume_h
-    from nlmeans_studio.engine.volume.params import VolumeParams
+    from nlmeans_studio.engine.volume.params import VolumeParams, channel_strengths
 
     # What can be refused without the volume is refused before reading it and estimating its noise.
     check_volume_output(args.output, args.input, overwrite=args.overwrite)
-    params = VolumeParams.checked(
-        1.0 if args.h is None else args.h, args.patch_radius, args.search_radius, args.weighting, args.center_weight
-    )
+    given = args.h if isinstance(args.h, list) else [1.0 if args.h is None else args.h]
+    for strength in given:
+        params = VolumeParams.checked(
+            strength, args.patch_radius, args.search_radius, args.weighting, args.center_weight
+        )
+    if isinstance(args.h, list) and args.channels == "together":
+        raise ValueError("--h gives one h a channel: the channels must be filtered separately (--channels)")
     if args.devices is not None:  # before reading: a combination refused, or no GPU
         if args.backend == "cpu":
             raise ValueError("--devices spreads the volume over GPUs: not with --backend cpu")
@@ -119,24 +147,25 @@ def run(args: argparse.Namespace) -> int:
         checked_volume(source.data, params)  # NaN voxels, a volume smaller than the window
     except ValueError as error:
         raise ValueError(f"{args.input}: {error}") from error
+    mode = source.channel_mode(args.channels)
+    count = source.data.shape[3] if source.data.ndim == 4 else 1
+    if count > 1 and not args.quiet:
+        print(f"{count} channels, filtered {mode}", file=sys.stderr)
+    if isinstance(args.h, list) and mode != "separately":
+        raise ValueError(
+            f"{args.input}: --h gives one h a channel, but its channels are filtered together: "
+            "add --channels separately"
+        )
+    try:
+        channel_strengths(args.h, count, mode)
+    except ValueError as error:
+        raise ValueError(f"{args.input}: {error}") from error
     h = args.h
     if h is None:
-        try:
-            estimate = estimate_volume_noise(source.data)
-        except ValueError as error:
-            raise ValueError(f"{args.input}: {error}; give --h instead") from error
-        h = suggest_volume_h(estimate, args.weighting)
-        if not args.quiet:
-            sigma = estimate.average_sigma
-            print(f"noise sigma {sigma:.4g} (from {estimate.blocks} blocks) -> h {h:.4g}", file=sys.stderr)
-            if estimate.growth:
-                print(f"warning: {estimate.growth}; give --h to choose", file=sys.stderr)
-            if estimate.clean:
-                print(
-                    f"warning: the volume looks clean (noise under {estimate.clean_sigma:.4g}, half an 8-bit level "
-                    "of its range): h is set for that much noise; give --h to choose",
-                    file=sys.stderr,
-                )
+        apart = mode == "separately" and count > 1
+        parts = [source.data[..., c] for c in range(count)] if apart else [source.data]
+        h = [_suggested_h(args, part, f"channel {c + 1}: " if apart else "") for c, part in enumerate(parts)]
+        h = h if apart else h[0]
     start = time.perf_counter()
     filtered = denoise_volume(
         source.data,
@@ -148,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
         backend=args.backend,
         devices=args.devices,
         progress=None if args.quiet else _Progress(),
+        channels=mode,
     )
     write_volume(args.output, filtered, source, overwrite=args.overwrite)
     if lost_in(args.output, source) and not args.quiet:
@@ -158,18 +188,72 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def estimate(path: str, *, as_json: bool) -> int:
-    """Print a volume's noise as ``denoise-volume`` estimates it, and the h it suggests for each
-    weighting; errors propagate to the CLI's handler."""
-    from nlmeans_studio.engine.volume.io import read_volume
+def _suggested_h(args: argparse.Namespace, data: np.ndarray, label: str) -> float:
+    """h for ``data`` (a volume, or one channel of it: ``label`` says which) from its noise,
+    said on stderr with the estimate's warnings unless --quiet."""
     from nlmeans_studio.engine.volume.noise import estimate_volume_noise, suggest_volume_h
 
-    source = read_volume(path)
     try:
-        result = estimate_volume_noise(source.data)
+        estimate = estimate_volume_noise(data)
+    except ValueError as error:
+        raise ValueError(f"{args.input}: {label}{error}; give --h instead") from error
+    h = suggest_volume_h(estimate, args.weighting)
+    if not args.quiet:
+        sigma = estimate.average_sigma
+        print(f"{label}noise sigma {sigma:.4g} (from {estimate.blocks} blocks) -> h {h:.4g}", file=sys.stderr)
+        if estimate.growth:
+            print(f"warning: {label}{estimate.growth}; give --h to choose", file=sys.stderr)
+        if estimate.clean:
+            print(
+                f"warning: {label}the volume looks clean (noise under {estimate.clean_sigma:.4g}, half an 8-bit "
+                "level of its range): h is set for that much noise; give --h to choose",
+                file=sys.stderr,
+            )
+    return h
+
+
+def estimate(path: str, *, as_json: bool) -> int:
+    """Print a volume's noise as ``denoise-volume`` estimates it (each channel's own where it
+    filters them separately), and the h it suggests for each weighting; errors propagate to the
+    CLI's handler."""
+    from nlmeans_studio.engine.volume.io import read_volume
+
+    source = read_volume(path)
+    mode = source.channel_mode()
+    count = source.data.shape[3] if source.data.ndim == 4 else 1
+    apart = mode == "separately" and count > 1
+    parts = [source.data[..., c] for c in range(count)] if apart else [source.data]
+    reports = [_noise_report(path, part) | {"channel": c + 1 if apart else None} for c, part in enumerate(parts)]
+    if as_json:
+        print(json.dumps({"channels": mode, "estimates": reports}))
+        return 0
+    shape = " x ".join(str(n) for n in source.data.shape[:3])
+    print(f"a {shape} (z, y, x) volume" + (f" of {count} channels, filtered {mode}" if count > 1 else ""))
+    for report in reports:
+        label = f"channel {report['channel']}: " if apart else ""
+        print(f"{label}noise sigma (the volume's units): {', '.join(f'{s:.4g}' for s in report['sigma'])}")
+        print(f"{label}from {report['blocks']} blocks above the background")
+        if report["band_sigmas"]:
+            bands = ", ".join(f"{s:.3g}" for s in report["band_sigmas"])
+            print(f"{label}sigma in brightness bands, darkest first: {bands}")
+        if report["clean"]:
+            print(f"{label}the volume looks clean: h is suggested for noise of half an 8-bit level of its range")
+        for weighting, h in report["suggested_h"].items():
+            print(f"{label}suggested h: {h:.4g} for {weighting} weights (denoise-volume uses it without --h)")
+        if report["warning"]:
+            print(f"warning: {label}{report['warning']}")
+    return 0
+
+
+def _noise_report(path: str, data: np.ndarray) -> dict:
+    """A volume's (or one channel's) noise estimate and suggested h per weighting, as JSON values."""
+    from nlmeans_studio.engine.volume.noise import estimate_volume_noise, suggest_volume_h
+
+    try:
+        result = estimate_volume_noise(data)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from error
-    report = {
+    return {
         "sigma": [round(float(s), 6) for s in result.sigma],
         "blocks": result.blocks,
         "band_sigmas": [round(s, 6) for s in result.band_sigmas],
@@ -181,18 +265,3 @@ def estimate(path: str, *, as_json: bool) -> int:
         },
         "warning": result.growth or None,
     }
-    if as_json:
-        print(json.dumps(report))
-        return 0
-    shape = " x ".join(str(n) for n in source.data.shape[:3])
-    print(f"noise sigma per channel (the volume's units): {', '.join(f'{s:.4g}' for s in result.sigma)}")
-    print(f"from {result.blocks} blocks above the background, in the {shape} (z, y, x) volume")
-    if result.band_sigmas:
-        print(f"sigma in brightness bands, darkest first: {', '.join(f'{s:.3g}' for s in result.band_sigmas)}")
-    if result.clean:
-        print(f"the volume looks clean: h is suggested for noise of {result.clean_sigma:.4g}, half an 8-bit level")
-    for weighting, h in report["suggested_h"].items():
-        print(f"suggested h: {h:.4g} for {weighting} weights (denoise-volume uses it without --h)")
-    if result.growth:
-        print(f"warning: {result.growth}")
-    return 0

@@ -26,7 +26,7 @@ import numpy as np
 
 from nlmeans_studio.engine.backend import check_devices, resolve_backend, resolve_devices
 from nlmeans_studio.engine.params import check_int
-from nlmeans_studio.engine.volume.params import CHANNELS_MAX, Radii, VolumeParams
+from nlmeans_studio.engine.volume.params import CHANNELS_MAX, Radii, VolumeParams, channel_strengths
 
 Progress = Callable[[int, int], None]  # (work done, work in all)
 PARALLEL_CHECK_BYTES = 32 << 20  # all_finite: at least this much a thread
@@ -135,7 +135,7 @@ def mirrored_indices(start: int, stop: int, size: int) -> np.ndarray:
 def denoise_volume(
     volume: np.ndarray,
     *,
-    h: float,
+    h: float | Sequence[float],
     patch_radius: Radii = 1,
     search_radius: Radii = 5,
     weighting: str = "exponential",
@@ -144,6 +144,7 @@ def denoise_volume(
     devices: Sequence[int] | str | None = None,
     slabs: int | None = None,
     progress: Progress | None = None,
+    channels: str = "together",
 ) -> np.ndarray:
     """Denoise a volume with the fully 3D Non-Local Means filter of DESIGN.md §6.
 
@@ -151,12 +152,13 @@ def denoise_volume(
     ----------
     volume : (Z, Y, X) or (Z, Y, X, C) array_like
         Real, finite voxels in their own units (MRI and microscopy have no fixed range). The
-        last axis of a 4D array is its channels, at most CHANNELS_MAX (16), filtered together
-        (the patch distance sums them); a time series is filtered one time point at a time.
-    h : float
+        last axis of a 4D array is its channels, at most CHANNELS_MAX (16), filtered as
+        ``channels`` says; a time series is filtered one time point at a time.
+    h : float, or one float a channel
         Strength in the volume's intensity units: u = D / h^2 with D the patch's mean squared
         difference. For Gaussian noise of standard deviation sigma, exponential weights work
-        near h = 0.6 to 1 sigma with 3^3 patches (``suggest_volume_h``).
+        near h = 0.6 to 1 sigma with 3^3 patches (``suggest_volume_h``). One a channel where
+        the channels are filtered separately (each from its own noise).
     patch_radius : int or (z, y, x) ints
         B in voxels, 0..8: patches are (2Bz+1)(2By+1)(2Bx+1). A triple serves anisotropic voxels.
     search_radius : int or (z, y, x) ints
@@ -178,6 +180,11 @@ def denoise_volume(
     progress : callable or None
         Called with (work done, work in all) as the filter goes: offset pairs on the CPU, planes
         on the GPU.
+    channels : {"together", "separately"}
+        Together, the patch distance sums the channels (DESIGN.md §6; channels of one structure,
+        such as RGB); separately, each channel is filtered as a volume of its own (fluorescence
+        channels, which image different structures: together, one channel's edges keep the
+        other's noise). The same for one channel.
 
     Returns
     -------
@@ -200,11 +207,28 @@ def denoise_volume(
     no weight underflows whatever h. MRI magnitude noise is Rician: Gaussian only where the
     signal is well above the noise (see ``estimate_volume_noise``).
     """
-    params = VolumeParams.checked(h, patch_radius, search_radius, weighting, center_weight)
+    given = np.asarray(volume)
+    count = given.shape[3] if given.ndim == 4 else 1
+    strengths = channel_strengths(h, count, channels)
+    for strength in strengths:
+        params = VolumeParams.checked(strength, patch_radius, search_radius, weighting, center_weight)
     data = checked_volume(volume, params, finite=False)
     if slabs is not None:
         check_int("slabs", slabs, 1 << 20)
     chosen = _chosen_backend(backend, devices)
+    if channels == "separately" and count > 1:
+        return _each_channel(
+            data,
+            strengths,
+            progress,
+            patch_radius=patch_radius,
+            search_radius=search_radius,
+            weighting=weighting,
+            center_weight=center_weight,
+            backend=chosen,
+            devices=devices,
+            slabs=slabs,
+        )
     if chosen == "cpu":
         require_finite(data)  # the GPU checks each slab's planes as it pads them (SlabPipeline)
     from nlmeans_studio.engine.gpu import slabs as slab_module
@@ -246,6 +270,22 @@ def denoise_volume(
     return np.ascontiguousarray(result)
 
 
+def _each_channel(volume: np.ndarray, strengths: list, progress: Progress | None, **settings: Any) -> np.ndarray:
+    """``denoise_volume`` of each channel of a (Z, Y, X, C) volume on its own, with its own h;
+    ``progress`` counts the channels' work in turn."""
+    result = np.empty(volume.shape, dtype=np.float32)
+    count = len(strengths)
+    for channel, strength in enumerate(strengths):
+
+        def channel_progress(done: int, total: int, before: int = channel) -> None:
+            if progress is not None:
+                progress(before * total + done, count * total)
+
+        one = np.ascontiguousarray(volume[..., channel])
+        result[..., channel] = denoise_volume(one, h=strength, progress=channel_progress, **settings)
+    return result
+
+
 def _set_up_on_its_thread(make: Callable[..., Any], *arguments: object) -> Callable[..., None]:
     """A slab runner that makes its device's pipeline (buffers, streams) on the runner's own
     thread when it starts, so that several devices set up at once."""
@@ -265,18 +305,19 @@ def denoise_volume_slice(
     index: int,
     *,
     axis: int = 0,
-    h: float,
+    h: float | Sequence[float],
     patch_radius: Radii = 1,
     search_radius: Radii = 5,
     weighting: str = "exponential",
     center_weight: str = "one",
     backend: str = "auto",
+    channels: str = "together",
 ) -> np.ndarray:
     """One plane of ``denoise_volume(volume, ...)``, filtering only the slab around it: a preview.
 
     Parameters
     ----------
-    volume, h, patch_radius, search_radius, weighting, center_weight, backend
+    volume, h, patch_radius, search_radius, weighting, center_weight, backend, channels
         As ``denoise_volume``; radii are (z, y, x) of ``volume`` whatever ``axis``.
     index : int
         The plane, 0 .. volume.shape[axis] - 1.
@@ -296,7 +337,16 @@ def denoise_volume_slice(
     BackendUnavailableError
         backend="gpu" where CuPy or a GPU is missing.
     """
-    params = VolumeParams.checked(h, patch_radius, search_radius, weighting, center_weight)
+    given = np.asarray(volume)
+    strengths = channel_strengths(h, given.shape[3] if given.ndim == 4 else 1, channels)
+    if channels == "separately" and len(strengths) > 1:
+        settings = {"axis": axis, "patch_radius": patch_radius, "search_radius": search_radius}
+        settings |= {"weighting": weighting, "center_weight": center_weight, "backend": backend}
+        planes = [
+            denoise_volume_slice(given[..., c], index, h=strength, **settings) for c, strength in enumerate(strengths)
+        ]
+        return np.stack(planes, axis=-1)
+    params = VolumeParams.checked(strengths[0], patch_radius, search_radius, weighting, center_weight)
     check_int("axis", axis, 2)
     order = [axis] + [a for a in range(3) if a != axis]
     moved = VolumeParams(

@@ -135,6 +135,15 @@ class VolumeFile:
     affine: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
 
+    def channel_mode(self, requested: str = "auto") -> str:
+        """How ``denoise-volume`` and the window filter the channels: ``requested``, or for "auto"
+        "separately" where the file keeps its channels on an axis of their own (ImageJ
+        hyperstacks, OME-TIFF: fluorescence channels, which image different structures), else
+        "together" (RGB samples, a 4D .npy)."""
+        if requested != "auto":
+            return requested
+        return "separately" if self.extra.get("channels") and self.data.ndim == 4 else "together"
+
     @property
     def directions(self) -> tuple[str, str, str] | None:
         """The anatomical direction each of the (z, y, x) indices grows towards, one of "R" / "L",

@@ -21,6 +21,24 @@ Radii = int | tuple[int, int, int]
 # (RUN + 2 Bz) C (2 By + 1)(2 Bx + 1) floats a thread: at the largest patch radius (8, RUN 1)
 # 16 channels take 307 KiB, inside CUDA's 512 KiB of local memory a thread; 32 would not fit.
 CHANNELS_MAX = 16
+# How a volume's channels are filtered: together (the patch distance sums them, as a color
+# video's, for channels of one structure such as RGB), or each on its own with its own h
+# (fluorescence channels image different structures: filtered together, one channel's edges
+# stop the other's flat parts from being averaged).
+CHANNEL_MODES = ("together", "separately")
+
+
+def channel_strengths(h: object, channels: int, mode: str) -> list[object]:
+    """Each channel's h for ``mode``: one h for all, or (separately) one a channel; ValueError
+    for a list of the wrong length or a list with channels filtered together."""
+    check_choice("channels", mode, CHANNEL_MODES)
+    if not isinstance(h, (list, tuple, np.ndarray)):
+        return [h] * channels
+    if mode != "separately":
+        raise ValueError(f"h is one number where channels are filtered together, got {list(h)!r}")
+    if len(h) != channels:
+        raise ValueError(f"h must be one number or one a channel ({channels}), got {len(h)}: {list(h)!r}")
+    return list(h)
 
 
 def _check_radii(name: str, value: object, high: int) -> tuple[int, int, int]:

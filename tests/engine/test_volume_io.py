@@ -120,6 +120,8 @@ def test_estimate_noise_reads_a_volume_as_denoise_volume_does(tmp_path) -> None:
     run = subprocess.run([*CLI, "estimate-noise", str(tmp_path / "scan.npy"), "--json"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
+    assert report["channels"] == "together" and len(report["estimates"]) == 1
+    (report,) = report["estimates"]
     estimate = estimate_volume_noise(np.load(tmp_path / "scan.npy"))
     assert report["sigma"] == pytest.approx(estimate.sigma, rel=1e-5) and 11 < report["sigma"][0] < 13
     assert report["suggested_h"] == pytest.approx(
@@ -127,7 +129,7 @@ def test_estimate_noise_reads_a_volume_as_denoise_volume_does(tmp_path) -> None:
     )
     assert list(report["suggested_h"]) == ["exponential", "bisquare"] and report["warning"] is None
     run = subprocess.run([*CLI, "estimate-noise", str(tmp_path / "scan.npy")], capture_output=True, text=True)
-    assert run.returncode == 0 and "noise sigma per channel (the volume's units): 12." in run.stdout
+    assert run.returncode == 0 and "noise sigma (the volume's units): 12." in run.stdout
     assert f"suggested h: {suggest_volume_h(estimate):.4g} for exponential weights" in run.stdout
     run = subprocess.run(
         [*CLI, "estimate-noise", str(tmp_path / "scan.npy"), "--frame", "2"], capture_output=True, text=True
@@ -187,7 +189,7 @@ def test_denoise_volume_command(tmp_path, capsys) -> None:
         (["ok.npy"], "the output must not be the input"),
         (["x.npy", "--devices", "0,1", "--backend", "cpu"], "--devices spreads the volume over GPUs: not with"),
         (["x.npy", "--devices", "-1"], "argument --devices: GPU ids count from 0, got '-1'"),
-        (["x.npy", "--h", "abc"], "invalid float value: 'abc' (see nlmeans-studio denoise-volume --help)"),
+        (["x.npy", "--h", "abc"], "argument --h: expected a number, or one a channel such as 12,30, got 'abc'"),
     ],
 )
 def test_denoise_volume_refuses_before_reading_the_volume(tmp_path, capsys, arguments, message) -> None:
@@ -308,6 +310,78 @@ def test_multichannel_tiff_stacks_keep_their_channels_apart(tmp_path, capsys) ->
     tifffile.imwrite(tmp_path / "t.tif", stack[:3], imagej=True, metadata={"axes": "TZYX"})
     assert main(["denoise-volume", str(tmp_path / "t.tif"), str(tmp_path / "t_out.tif"), "--h", "5"]) == 1
     assert "a TIFF series of 3 time points (TZYX" in capsys.readouterr().err
+
+
+def test_a_hyperstacks_channels_are_filtered_separately_each_from_its_own_noise(tmp_path) -> None:
+    """A fluorescence hyperstack's channels image different structures: denoise-volume filters
+    them separately by default, each with the h of its own noise (channel 0 was left noisy along
+    channel 1's edges); --channels together sums them, and a .npy's channels stay together."""
+    rng = np.random.default_rng(9)
+    z, y, x = np.mgrid[:12, :40, :40]
+    spheres = np.where((z - 6) ** 2 + (y - 20) ** 2 + (x - 20) ** 2 < 49, 3000.0, 500.0)
+    channels = np.stack(
+        [np.full(spheres.shape, 800.0) + rng.normal(0, 40, spheres.shape), spheres + rng.normal(0, 80, spheres.shape)],
+        axis=1,
+    )  # Z, C, Y, X
+    stack = np.rint(channels).astype(np.uint16)
+    tifffile.imwrite(tmp_path / "cells.tif", stack, imagej=True, metadata={"axes": "ZCYX"})
+    radii = ["--search-radius", "2", "--backend", "cpu"]
+    run = subprocess.run(
+        [*CLI, "denoise-volume", str(tmp_path / "cells.tif"), str(tmp_path / "out.tif"), *radii],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "2 channels, filtered separately" in run.stderr
+    said = dict(line.split(": noise sigma ") for line in run.stderr.splitlines() if ": noise sigma " in line)
+    sigmas = {name: float(text.split()[0]) for name, text in said.items()}
+    assert sigmas["channel 1"] == pytest.approx(40, rel=0.08) and sigmas["channel 2"] == pytest.approx(80, rel=0.08)
+    volume = stack.transpose(0, 2, 3, 1).astype(np.float32)
+    strengths = [suggest_volume_h(estimate_volume_noise(volume[..., c])) for c in range(2)]
+    expected = denoise_volume(volume, h=strengths, search_radius=2, channels="separately", backend="cpu")
+    written = read_volume(tmp_path / "out.tif").data
+    np.testing.assert_allclose(written, np.clip(np.rint(expected), 0, 65535), atol=1)  # rounded to uint16
+    run = subprocess.run(
+        [*CLI, "denoise-volume", str(tmp_path / "cells.tif"), str(tmp_path / "both.tif"), *radii, "--h", "60,120"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    run = subprocess.run(
+        [
+            *CLI,
+            "denoise-volume",
+            str(tmp_path / "cells.tif"),
+            str(tmp_path / "t.tif"),
+            *radii,
+            "--channels",
+            "together",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0 and "2 channels, filtered together" in run.stderr and "channel 1:" not in run.stderr
+    for extra, message in (
+        (["--h", "60,120", "--channels", "together"], "--h gives one h a channel: the channels must be filtered"),
+        (["--h", "60,120,5"], "cells.tif: h must be one number or one a channel (2), got 3"),
+    ):
+        run = subprocess.run(
+            [*CLI, "denoise-volume", str(tmp_path / "cells.tif"), str(tmp_path / "x.tif"), *radii, *extra],
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode == 1 and message in run.stderr and "Traceback" not in run.stderr
+    np.save(tmp_path / "cells.npy", volume)
+    run = subprocess.run(
+        [*CLI, "estimate-noise", str(tmp_path / "cells.npy"), "--json"], capture_output=True, text=True
+    )
+    assert json.loads(run.stdout)["channels"] == "together"
+    run = subprocess.run(
+        [*CLI, "estimate-noise", str(tmp_path / "cells.tif"), "--json"], capture_output=True, text=True
+    )
+    report = json.loads(run.stdout)
+    assert report["channels"] == "separately" and [e["channel"] for e in report["estimates"]] == [1, 2]
+    assert report["estimates"][1]["suggested_h"]["exponential"] == pytest.approx(strengths[1], rel=1e-5)
 
 
 def test_nifti2_stays_nifti2_and_one_time_point_is_a_volume(tmp_path, capfd) -> None:
