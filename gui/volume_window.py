@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import itertools
+import math
 import time
 from pathlib import Path
 
@@ -53,16 +54,19 @@ from nlmeans_studio.engine import (
     denoise_volume_slice,
     estimate_volume_noise,
     read_volume,
-    suggest_volume_h,
     write_volume,
 )
+from nlmeans_studio.engine.volume.params import CHANNEL_MODES
 
 from .export import stop_exports_asked
 from .spin_box_keys import SpinBoxKeys
 from .views import ComparisonView
 from .volume_planes import ARRAY_AXES, plane_layout
+from .volume_strengths import SIGNIFICANT, VolumeStrengths
 
 WINDOW_SIZE = (1100, 720)  # pixels, when it opens
+H_DECIMALS_MAX = 10  # the h box's decimals, at most: it takes h down to H_LOWEST
+H_LOWEST = 1e-9
 PREVIEW_DELAY_MS = 250  # a control's changes settle this long before the preview runs
 DISPLAY_PERCENTILES = (0.5, 99.5)  # of the input's intensities: black and white of the view
 ENGINE_ERRORS = (ValueError, OSError, MemoryError, BackendUnavailableError, GpuOutOfMemoryError)
@@ -113,10 +117,16 @@ class VolumeWindow(QMainWindow):
         # Read before the window exists: a file that cannot be read (ValueError, OSError) leaves none behind.
         file = read_volume(path)
         data = np.asarray(file.data, dtype=np.float32)
+        data = data if data.ndim == 4 else data[..., np.newaxis]  # (Z, Y, X, C) throughout
         estimate = estimate_volume_noise(data)
         super().__init__(parent)
         self.path, self.backend, self.file, self.data, self.estimate = Path(path), backend, file, data, estimate
         self.low, self.high = (float(v) for v in np.percentile(self.data, DISPLAY_PERCENTILES))
+        # Each channel's black and white on its own (channels of different ranges), all at once for RGB.
+        self.levels = [
+            tuple(float(v) for v in np.percentile(data[..., c], DISPLAY_PERCENTILES)) for c in range(data.shape[3])
+        ]
+        self.strengths = VolumeStrengths(data, estimate, file.channel_mode(), "exponential")
         self.setWindowTitle(f"{self.path.name} - NLMeans Studio")
         self._engine = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="nlmeans-volume")
         self._results = _Results()
@@ -147,7 +157,17 @@ class VolumeWindow(QMainWindow):
         self.slider.setToolTip("The plane along the axis (arrow keys, Page Up / Down)")
         self.slider.setPageStep(10)
         self.plane_label = QLabel()
-        self.h = _double_spin(1e-6, 1e9, suggest_volume_h(self.estimate), "h, in the volume's intensity units")
+        self.h = _double_spin(H_LOWEST, 1e9, self.strengths.h(0), "h, in the volume's intensity units")
+        self.channel = QComboBox()  # the channel shown (and whose h the box sets, where filtered separately)
+        self.channel.addItems(
+            (["RGB"] if self.data.shape[3] == 3 else []) + [f"channel {c + 1}" for c in range(self.data.shape[3])]
+        )
+        self.channel.setToolTip("The channel shown, and whose h the box sets where channels are filtered separately")
+        self.channel_mode = _combo(CHANNEL_MODES, self.strengths.mode)
+        self.channel_mode.setToolTip(
+            "Together: the patch distance sums the channels (one structure, as RGB); separately: each channel is "
+            "filtered on its own with the h of its own noise (fluorescence channels)"
+        )
         self.patch = _spin(0, PATCH_RADIUS_MAX, 1, "patch radius B, voxels: patches are (2B+1)^3")
         self.search = _spin(0, SEARCH_RADIUS_MAX, 5, "search radius A, voxels: the window is (2A+1)^3")
         self.weighting = _combo(WEIGHTINGS, "exponential")
@@ -161,10 +181,12 @@ class VolumeWindow(QMainWindow):
         controls.addRow("Search radius", self.search)
         controls.addRow("Weighting", self.weighting)
         controls.addRow("Centre weight", self.center)
+        if self.data.shape[3] > 1:
+            controls.addRow("Channels", self.channel_mode)
         self.noise = QLabel()
         self.noise.setWordWrap(True)
-        self._h_suggested = self.h.value()  # h follows the weighting's suggestion until the user sets another
         self._describe_noise()
+        self._show_h()
         side = QVBoxLayout()
         side.addLayout(controls)
         side.addWidget(self.noise)
@@ -175,6 +197,8 @@ class VolumeWindow(QMainWindow):
         walk.addWidget(self.axis)
         walk.addWidget(self.slider, 1)
         walk.addWidget(self.plane_label)
+        if self.data.shape[3] > 1:
+            walk.addWidget(self.channel)
         left = QVBoxLayout()
         left.addWidget(self.view, 1)
         left.addLayout(walk)
@@ -201,9 +225,12 @@ class VolumeWindow(QMainWindow):
 
         self.axis.currentIndexChanged.connect(self._axis_changed)
         self.slider.valueChanged.connect(self._plane_changed)
-        for spin in (self.h, self.patch, self.search):
+        self.h.valueChanged.connect(self._h_changed)
+        for spin in (self.patch, self.search):
             spin.valueChanged.connect(self._delay.start)
         self.weighting.currentIndexChanged.connect(self._weighting_changed)
+        self.channel_mode.currentIndexChanged.connect(self._channels_changed)
+        self.channel.currentIndexChanged.connect(self._channels_changed)
         for combo in (self.weighting, self.center):
             combo.currentIndexChanged.connect(self._delay.start)
         keys = SpinBoxKeys(self.slider)  # Ctrl+E from a spin box; Return gives the keys back to the planes
@@ -213,23 +240,43 @@ class VolumeWindow(QMainWindow):
         self.axis.installEventFilter(_PlaneKeys(self.slider))
         self._axis_changed(0)
 
+    @property
+    def shown_channels(self) -> list[int]:
+        """The channels the view shows: all three as RGB, or one."""
+        index = self.channel.currentIndex()
+        if self.data.shape[3] == 3:
+            return [0, 1, 2] if index == 0 else [index - 1]
+        return [index]
+
+    def _h_changed(self, value: float) -> None:
+        self.strengths.set_h(self.shown_channels, value)
+        self._delay.start()
+
+    def _show_h(self) -> None:
+        """The box shows the h of the shown channel (the shared one where filtered together), to
+        SIGNIFICANT digits whatever the volume's units (h 0.0003 of a volume in 0..0.01 was 0.000)."""
+        h = self.strengths.h(self.shown_channels[0])
+        self.h.blockSignals(True)
+        self.h.setDecimals(min(H_DECIMALS_MAX, max(1, SIGNIFICANT - 1 - math.floor(math.log10(h)))))
+        self.h.setValue(h)
+        self.h.blockSignals(False)
+
     def _weighting_changed(self, *_: object) -> None:
-        """h takes the noise's suggestion for the new weighting, unless the user set their own."""
-        if self.h.value() == self._h_suggested:
-            self.h.setValue(suggest_volume_h(self.estimate, self.weighting.currentText()))
-            self._h_suggested = self.h.value()
+        """Each h takes its noise's suggestion for the new weighting, unless the user set their own."""
+        self.strengths.set_weighting(self.weighting.currentText())
+        self._show_h()
         self._describe_noise()
 
+    def _channels_changed(self, *_: object) -> None:
+        """Another channel shown, or the channels filtered otherwise: its h, noise and planes."""
+        self.strengths.mode = self.channel_mode.currentText()
+        self._show_h()
+        self._describe_noise()
+        self._show_plane()
+        self._delay.start()
+
     def _describe_noise(self) -> None:
-        sigma = ", ".join(f"{s:.3g}" for s in self.estimate.sigma)
-        weighting = self.weighting.currentText()
-        suggested = suggest_volume_h(self.estimate, weighting)
-        text = f"Noise sigma {sigma} (the volume's units): h {suggested:.4g} suggested for {weighting} weights."
-        if self.estimate.growth:
-            text += f" Note: {self.estimate.growth}."
-        if self.estimate.clean:
-            text += " The volume looks clean: h is set for half an 8-bit level of its range."
-        self.noise.setText(text)
+        self.noise.setText(self.strengths.describe(self.shown_channels))
 
     # The plane and its preview
 
@@ -257,25 +304,26 @@ class VolumeWindow(QMainWindow):
         self._delay.start()
 
     def _show_plane(self, after: np.ndarray | None = None) -> None:
+        """The shown channels of the plane before filtering, and ``after`` (the same channels
+        filtered) or the plane itself until its preview comes."""
         axis, index = self.plane_index
-        before = display_plane(self._displayed(self.layouts[axis].of(self.data, index)), self.low, self.high)
-        shown = before if after is None else display_plane(self._displayed(after), self.low, self.high)
+        channels = self.shown_channels
+        low, high = (self.low, self.high) if len(channels) == 3 else self.levels[channels[0]]
+        plane = self.layouts[axis].of(self.data, index)[..., channels]
+        before = display_plane(plane[..., 0] if len(channels) == 1 else plane, low, high)
+        shown = before if after is None else display_plane(after, low, high)
         self.view.set_images(before, shown)
-
-    @staticmethod
-    def _displayed(plane: np.ndarray) -> np.ndarray:
-        """Channels the view can show: three as RGB, else the first."""
-        return plane[..., 0] if plane.ndim == 3 and plane.shape[-1] != 3 else plane
 
     def settings(self) -> dict:
         """The filter's settings as ``denoise_volume`` takes them."""
         return {
-            "h": self.h.value(),
+            "h": self.strengths.strengths(),
             "patch_radius": self.patch.value(),
             "search_radius": self.search.value(),
             "weighting": self.weighting.currentText(),
             "center_weight": self.center.currentText(),
             "backend": self.backend,
+            "channels": self.strengths.mode,
         }
 
     def request_preview(self) -> None:
@@ -287,18 +335,27 @@ class VolumeWindow(QMainWindow):
         axis, index = self.plane_index
         settings = self.settings()
         self.status.setText("Filtering the slab around this plane...")
-        self._engine.submit(self._preview, number, axis, index, settings)
+        self._engine.submit(self._preview, number, axis, index, self.shown_channels, settings)
 
-    def _preview(self, number: int, axis: int, index: int, settings: dict) -> None:
+    def _preview(self, number: int, axis: int, index: int, channels: list[int], settings: dict) -> None:
         if number != self._latest:
             return  # a newer request is queued behind this one
         started = time.perf_counter()
         try:
-            plane = denoise_volume_slice(self.data, index, axis=axis, **settings)
+            if settings["channels"] == "separately":  # only the shown channels, each on its own
+                strengths = settings.pop("h")
+                planes = [
+                    denoise_volume_slice(self.data[..., c], index, axis=axis, h=strengths[c], **settings)
+                    for c in channels
+                ]
+                plane = np.stack(planes, axis=-1)
+            else:
+                plane = denoise_volume_slice(self.data, index, axis=axis, **settings)[..., channels]
         except ENGINE_ERRORS as error:
             self._results.preview_failed.emit(number, str(error))
             return
         plane = self.layouts[axis].shown(plane)
+        plane = plane[..., 0] if len(channels) == 1 else plane
         self._results.preview_done.emit(number, plane, time.perf_counter() - started)
 
     def _show_preview(self, number: int, plane: np.ndarray, seconds: float) -> None:
@@ -345,7 +402,7 @@ class VolumeWindow(QMainWindow):
             self._results.export_progress.emit(done, total)
 
         try:
-            result = denoise_volume(self.data, progress=progress, **settings)
+            result = denoise_volume(self.data, progress=progress, **settings).reshape(self.file.data.shape)
             if self._cancel_export:  # cancelled after the last slab: nothing is written
                 raise ExportCancelledError("cancelled")
             write_volume(target, result, self.file, overwrite=True)  # the dialog asked about replacing it

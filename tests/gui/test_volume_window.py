@@ -12,7 +12,15 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 from window_driver import answer_when_asked, type_into
 
-from nlmeans_studio.engine import WEIGHTINGS, denoise_volume, read_volume, suggest_volume_h, write_volume
+from nlmeans_studio.engine import (
+    WEIGHTINGS,
+    denoise_volume,
+    denoise_volume_slice,
+    estimate_volume_noise,
+    read_volume,
+    suggest_volume_h,
+    write_volume,
+)
 from nlmeans_studio.engine.volume.io import VolumeFile
 from nlmeans_studio.gui.volume_window import VolumeWindow, display_plane
 
@@ -268,6 +276,76 @@ def test_planes_show_anisotropic_voxels_in_their_proportions(qtbot, tmp_path) ->
     assert window.plane_index[0] == 1
     qtbot.waitUntil(lambda: window.view.shown_image().shape[:2] == (10, 16))
     assert shown_proportion() == pytest.approx(16 * 0.5 / (10 * 2.5), rel=0.02)  # y plane: 16 x 10 voxels
+    window.close()
+
+
+def test_a_hyperstacks_channels_are_shown_one_at_a_time_and_filtered_each_with_its_h(
+    qtbot, tmp_path, monkeypatch
+) -> None:
+    """A first-time user's two-channel hyperstack showed channel 1 only, and the filter summed the
+    channels. The channel box (from the keyboard) shows each at its own levels, the channels are
+    filtered separately by default, the h box holds the shown channel's h (its own noise's
+    suggestion until typed), and the export filters each channel with its own; "together" shares
+    one h from the whole volume's noise."""
+    tifffile = pytest.importorskip("tifffile")
+    rng = np.random.default_rng(21)
+    z, y, x = np.mgrid[:12, :24, :26]
+    spheres = np.where((z - 6) ** 2 + (y - 12) ** 2 + (x - 13) ** 2 < 25, 3000.0, 500.0)
+    stack = np.stack([800 + rng.normal(0, 40, spheres.shape), spheres + rng.normal(0, 80, spheres.shape)], axis=1)
+    stack = np.rint(stack).astype(np.uint16)  # Z, C, Y, X
+    tifffile.imwrite(tmp_path / "cells.tif", stack, imagej=True, metadata={"axes": "ZCYX"})
+    volume = stack.transpose(0, 2, 3, 1).astype(np.float32)
+    window = VolumeWindow(tmp_path / "cells.tif", backend="cpu")
+    qtbot.addWidget(window)
+    window.patch.setValue(1)
+    window.search.setValue(1)
+    window.view.set_mode("after")
+    window.show()
+    qtbot.waitExposed(window)
+    assert window.channel_mode.currentText() == "separately"
+    assert [window.channel.itemText(k) for k in range(window.channel.count())] == ["channel 1", "channel 2"]
+    sigmas = [estimate_volume_noise(volume[..., c]).sigma[0] for c in range(2)]
+    own = [suggest_volume_h(estimate_volume_noise(volume[..., c])) for c in range(2)]
+    assert window.h.value() == pytest.approx(own[0], rel=1e-3)
+    assert window.noise.text().startswith(f"Channel 1: noise sigma {sigmas[0]:.3g} (the volume's units)")
+
+    def expected(channel: int, h: float, **options) -> np.ndarray:
+        plane = denoise_volume_slice(
+            volume[..., channel] if options.get("channels") != "together" else volume,
+            6,
+            h=h,
+            patch_radius=1,
+            search_radius=1,
+            backend="cpu",
+            **options,
+        )
+        plane = plane[..., channel] if plane.ndim == 3 else plane
+        return display_plane(window.layouts[0].shown(plane), *window.levels[channel])
+
+    _wait_for_preview(qtbot, window, expected(0, window.h.value()))
+    window.channel.setFocus()
+    qtbot.keyClick(window.channel, Qt.Key.Key_Down)
+    assert window.channel.currentText() == "channel 2" and window.h.value() == pytest.approx(own[1], rel=1e-3)
+    assert window.noise.text().startswith(f"Channel 2: noise sigma {sigmas[1]:.3g} (the volume's units)")
+    type_into(qtbot, window.h, "150")
+    _wait_for_preview(qtbot, window, expected(1, 150.0))
+    window.channel.setFocus()
+    qtbot.keyClick(window.channel, Qt.Key.Key_Up)  # channel 1 kept its own h
+    assert window.h.value() == pytest.approx(own[0], rel=1e-3)
+    target = tmp_path / "out.tif"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(target), ""))
+    qtbot.keyClick(window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: window.status.text() == f"Exported {target}", timeout=120_000)
+    strengths = [window.h.value(), 150.0]
+    filtered = denoise_volume(
+        volume, h=strengths, patch_radius=1, search_radius=1, channels="separately", backend="cpu"
+    )
+    np.testing.assert_array_equal(read_volume(target).data, np.clip(np.rint(filtered), 0, 65535).astype(np.uint16))
+    window.channel_mode.setFocus()
+    qtbot.keyClick(window.channel_mode, Qt.Key.Key_Up)  # together: one h, the whole volume's noise
+    assert window.channel_mode.currentText() == "together"
+    assert window.h.value() == pytest.approx(suggest_volume_h(window.estimate), rel=1e-3)
+    _wait_for_preview(qtbot, window, expected(0, window.h.value(), channels="together"))
     window.close()
 
 

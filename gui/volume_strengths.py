@@ -1,0 +1,87 @@
+"""The volume window's h: one for channels filtered together, one a channel filtered separately.
+
+Each h starts at the suggestion of its noise estimate (the whole volume's, or the channel's own)
+for the weighting, and follows it when the weighting changes until the user sets another.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nlmeans_studio.engine import VolumeNoiseEstimate, estimate_volume_noise, suggest_volume_h
+
+TOGETHER = -1  # the key of the h that channels filtered together share
+SIGNIFICANT = 4  # digits of a suggested h: what the window's box shows is what filters
+
+
+def suggested(estimate: VolumeNoiseEstimate, weighting: str) -> float:
+    """``suggest_volume_h`` to SIGNIFICANT digits."""
+    return float(f"{suggest_volume_h(estimate, weighting):.{SIGNIFICANT}g}")
+
+
+class VolumeStrengths:
+    """h for ``data`` (Z, Y, X, C) float32, its channels filtered ``mode`` ("together" or
+    "separately"); ``estimate`` is the whole volume's noise (channels together), already taken."""
+
+    def __init__(self, data: np.ndarray, estimate: VolumeNoiseEstimate, mode: str, weighting: str) -> None:
+        self._data = data
+        self._estimates = {TOGETHER: estimate}
+        self._h: dict[int, float] = {}
+        self._suggested: dict[int, float] = {}
+        self.mode, self.weighting = mode, weighting
+
+    def _key(self, channel: int) -> int:
+        return TOGETHER if self.mode == "together" or self._data.shape[3] == 1 else channel
+
+    def estimate(self, channel: int) -> VolumeNoiseEstimate:
+        """The noise h is suggested from for ``channel``: the channel's own where filtered
+        separately (estimated when first asked), else the whole volume's."""
+        key = self._key(channel)
+        if key not in self._estimates:
+            self._estimates[key] = estimate_volume_noise(self._data[..., key])
+        return self._estimates[key]
+
+    def h(self, channel: int) -> float:
+        """The h that filters ``channel``."""
+        key = self._key(channel)
+        if key not in self._h:
+            self._h[key] = self._suggested[key] = suggested(self.estimate(channel), self.weighting)
+        return self._h[key]
+
+    def set_h(self, channels: list[int], value: float) -> None:
+        """The user's h for ``channels`` (all of them where filtered together)."""
+        for channel in channels:
+            self.h(channel)  # its suggestion first, so that it no longer follows it
+            self._h[self._key(channel)] = value
+
+    def set_weighting(self, weighting: str) -> None:
+        """Each h still at its suggestion takes the new weighting's."""
+        self.weighting = weighting
+        for key, h in list(self._h.items()):
+            if h == self._suggested[key]:
+                channel = max(key, 0)
+                self._h[key] = self._suggested[key] = suggested(self.estimate(channel), weighting)
+
+    def strengths(self) -> float | list[float]:
+        """``denoise_volume``'s h: one, or one a channel where they are filtered separately."""
+        if self._key(0) == TOGETHER:
+            return self.h(0)
+        return [self.h(channel) for channel in range(self._data.shape[3])]
+
+    def describe(self, channels: list[int]) -> str:
+        """The noise of the shown ``channels`` and the h it suggests, with the estimate's notes."""
+        lines = []
+        for key in dict.fromkeys(self._key(channel) for channel in channels):
+            estimate = self.estimate(max(key, 0))
+            sigma = ", ".join(f"{s:.3g}" for s in estimate.sigma)
+            whose = "" if key == TOGETHER else f"Channel {key + 1}: "
+            text = (
+                f"{whose}noise sigma {sigma} (the volume's units): h {suggested(estimate, self.weighting):g} "
+                f"suggested for {self.weighting} weights."
+            )
+            if estimate.growth:
+                text += f" Note: {estimate.growth}."
+            if estimate.clean:
+                text += " The volume looks clean: h is set for half an 8-bit level of its range."
+            lines.append(text)
+        return "\n".join(lines)
