@@ -25,6 +25,7 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
+    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFileDialog,
@@ -35,7 +36,6 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressDialog,
     QSlider,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
@@ -59,6 +59,7 @@ from nlmeans_studio.engine import (
 from nlmeans_studio.engine.volume.params import CHANNEL_MODES
 
 from .export import stop_exports_asked
+from .radii_box import RadiiBox
 from .spin_box_keys import SpinBoxKeys
 from .views import ComparisonView
 from .volume_planes import ARRAY_AXES, plane_layout
@@ -168,8 +169,10 @@ class VolumeWindow(QMainWindow):
             "Together: the patch distance sums the channels (one structure, as RGB); separately: each channel is "
             "filtered on its own with the h of its own noise (fluorescence channels)"
         )
-        self.patch = _spin(0, PATCH_RADIUS_MAX, 1, "patch radius B, voxels: patches are (2B+1)^3")
-        self.search = _spin(0, SEARCH_RADIUS_MAX, 5, "search radius A, voxels: the window is (2A+1)^3")
+        self.patch = RadiiBox(PATCH_RADIUS_MAX, 1, "patch radius B, voxels: patches are (2B+1)^3")
+        self.search = RadiiBox(SEARCH_RADIUS_MAX, 5, "search radius A, voxels: the window is (2A+1)^3")
+        self.per_axis = QCheckBox("Radii per axis (z, y, x)")
+        self.per_axis.setToolTip("A radius for each axis, for anisotropic voxels (fewer planes along a coarse z)")
         self.weighting = _combo(WEIGHTINGS, "exponential")
         self.center = _combo(CENTER_WEIGHTS, "one")
         self.status = QLabel()
@@ -179,6 +182,7 @@ class VolumeWindow(QMainWindow):
         controls.addRow("Strength h", self.h)
         controls.addRow("Patch radius", self.patch)
         controls.addRow("Search radius", self.search)
+        controls.addRow("", self.per_axis)
         controls.addRow("Weighting", self.weighting)
         controls.addRow("Centre weight", self.center)
         if self.data.shape[3] > 1:
@@ -226,15 +230,17 @@ class VolumeWindow(QMainWindow):
         self.axis.currentIndexChanged.connect(self._axis_changed)
         self.slider.valueChanged.connect(self._plane_changed)
         self.h.valueChanged.connect(self._h_changed)
-        for spin in (self.patch, self.search):
-            spin.valueChanged.connect(self._delay.start)
+        for radii in (self.patch, self.search):
+            radii.changed.connect(self._delay.start)
+            radii.per_axis_wanted.connect(lambda: self.per_axis.setChecked(True))
+        self.per_axis.toggled.connect(self._per_axis_toggled)
         self.weighting.currentIndexChanged.connect(self._weighting_changed)
         self.channel_mode.currentIndexChanged.connect(self._channels_changed)
         self.channel.currentIndexChanged.connect(self._channels_changed)
         for combo in (self.weighting, self.center):
             combo.currentIndexChanged.connect(self._delay.start)
         keys = SpinBoxKeys(self.slider)  # Ctrl+E from a spin box; Return gives the keys back to the planes
-        for spin in (self.h, self.patch, self.search):
+        for spin in (self.h, *self.patch.spins, *self.search.spins):
             spin.installEventFilter(keys)
         self.view.setFocusProxy(self.slider)  # a click on the picture gives the keys to the planes
         self.axis.installEventFilter(_PlaneKeys(self.slider))
@@ -247,6 +253,10 @@ class VolumeWindow(QMainWindow):
         if self.data.shape[3] == 3:
             return [0, 1, 2] if index == 0 else [index - 1]
         return [index]
+
+    def _per_axis_toggled(self, per_axis: bool) -> None:
+        for radii in (self.patch, self.search):
+            radii.set_per_axis(per_axis)
 
     def _h_changed(self, value: float) -> None:
         self.strengths.set_h(self.shown_channels, value)
@@ -444,14 +454,6 @@ class VolumeWindow(QMainWindow):
         self._latest = -1
         self._engine.shutdown(wait=True, cancel_futures=True)
         super().closeEvent(event)
-
-
-def _spin(low: int, high: int, value: int, tip: str) -> QSpinBox:
-    spin = QSpinBox()
-    spin.setRange(low, high)
-    spin.setValue(value)
-    spin.setToolTip(tip)
-    return spin
 
 
 def _double_spin(low: float, high: float, value: float, tip: str) -> QDoubleSpinBox:

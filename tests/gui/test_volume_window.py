@@ -215,6 +215,28 @@ def test_a_volume_that_cannot_be_opened_at_start_shows_the_main_window_and_why(q
     window.close()
 
 
+def test_radii_per_axis_are_typed_as_on_the_command_line(qtbot, volume_window) -> None:
+    """A first-time user typed "1,5,5" in the search radius and got 15 (a 31^3 window). A comma
+    goes on to the next axis's box, showing the three boxes: "1,2,3" is z 1, y 2, x 3; unticking
+    "Radii per axis" from the keyboard gives one radius again."""
+    window = volume_window
+    _wait_for_preview(qtbot, window)
+    assert not window.search.spins[0].isVisible() and not window.per_axis.isChecked()
+    qtbot.mouseClick(window.search.spins[2].lineEdit(), Qt.MouseButton.LeftButton)
+    window.search.spins[2].lineEdit().selectAll()
+    for key in "1,2,3":  # typed where the focus is, as a person types
+        qtbot.keyClick(QApplication.focusWidget(), key)
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Return)
+    assert window.per_axis.isChecked() and window.search.spins[0].isVisible() and window.patch.spins[0].isVisible()
+    assert window.search.value() == (1, 2, 3) and window.patch.value() == 1
+    volume = read_volume(window.path).data.astype(np.float32)
+    plane = denoise_volume_slice(volume, 10, h=window.h.value(), patch_radius=1, search_radius=(1, 2, 3), backend="cpu")
+    _wait_for_preview(qtbot, window, display_plane(window.layouts[0].shown(plane), window.low, window.high))
+    window.per_axis.setFocus()
+    qtbot.keyClick(window.per_axis, Qt.Key.Key_Space)
+    assert not window.search.spins[0].isVisible() and window.search.value() == 3
+
+
 def test_h_follows_the_weighting_until_the_user_sets_it(qtbot, volume_window) -> None:
     window = volume_window
     estimate = window.estimate
