@@ -1,7 +1,8 @@
 """The volume window's h: one for channels filtered together, one a channel filtered separately.
 
 Each h starts at the suggestion of its noise estimate (the whole volume's, or the channel's own)
-for the weighting, and follows it when the weighting changes until the user sets another.
+for the filter's settings (weighting, centre weight, patch radius), and follows it when they
+change until the user sets another.
 """
 
 from __future__ import annotations
@@ -14,21 +15,23 @@ TOGETHER = -1  # the key of the h that channels filtered together share
 SIGNIFICANT = 4  # digits of a suggested h: what the window's box shows is what filters
 
 
-def suggested(estimate: VolumeNoiseEstimate, weighting: str) -> float:
-    """``suggest_volume_h`` to SIGNIFICANT digits."""
-    return float(f"{suggest_volume_h(estimate, weighting):.{SIGNIFICANT}g}")
+def suggested(estimate: VolumeNoiseEstimate, settings: dict) -> float:
+    """``suggest_volume_h`` for ``settings`` (weighting, center_weight, patch_radius) to
+    SIGNIFICANT digits."""
+    return float(f"{suggest_volume_h(estimate, **settings):.{SIGNIFICANT}g}")
 
 
 class VolumeStrengths:
     """h for ``data`` (Z, Y, X, C) float32, its channels filtered ``mode`` ("together" or
     "separately"); ``estimate`` is the whole volume's noise (channels together), already taken."""
 
-    def __init__(self, data: np.ndarray, estimate: VolumeNoiseEstimate, mode: str, weighting: str) -> None:
+    def __init__(self, data: np.ndarray, estimate: VolumeNoiseEstimate, mode: str) -> None:
         self._data = data
         self._estimates = {TOGETHER: estimate}
         self._h: dict[int, float] = {}
         self._suggested: dict[int, float] = {}
-        self.mode, self.weighting = mode, weighting
+        self.mode = mode
+        self.settings = {"weighting": "exponential", "center_weight": "one", "patch_radius": 1}
 
     def _key(self, channel: int) -> int:
         return TOGETHER if self.mode == "together" or self._data.shape[3] == 1 else channel
@@ -45,7 +48,7 @@ class VolumeStrengths:
         """The h that filters ``channel``."""
         key = self._key(channel)
         if key not in self._h:
-            self._h[key] = self._suggested[key] = suggested(self.estimate(channel), self.weighting)
+            self._h[key] = self._suggested[key] = suggested(self.estimate(channel), self.settings)
         return self._h[key]
 
     def set_h(self, channels: list[int], value: float) -> None:
@@ -54,13 +57,13 @@ class VolumeStrengths:
             self.h(channel)  # its suggestion first, so that it no longer follows it
             self._h[self._key(channel)] = value
 
-    def set_weighting(self, weighting: str) -> None:
-        """Each h still at its suggestion takes the new weighting's."""
-        self.weighting = weighting
+    def set_settings(self, **settings: object) -> None:
+        """The filter's weighting, centre weight and patch radius: each h still at its suggestion
+        takes the new settings'."""
+        self.settings = settings
         for key, h in list(self._h.items()):
             if h == self._suggested[key]:
-                channel = max(key, 0)
-                self._h[key] = self._suggested[key] = suggested(self.estimate(channel), weighting)
+                self._h[key] = self._suggested[key] = suggested(self.estimate(max(key, 0)), settings)
 
     def strengths(self) -> float | list[float]:
         """``denoise_volume``'s h: one, or one a channel where they are filtered separately."""
@@ -76,8 +79,8 @@ class VolumeStrengths:
             sigma = ", ".join(f"{s:.3g}" for s in estimate.sigma)
             whose = "" if key == TOGETHER else f"Channel {key + 1}: "
             text = (
-                f"{whose}noise sigma {sigma} (the volume's units): h {suggested(estimate, self.weighting):g} "
-                f"suggested for {self.weighting} weights."
+                f"{whose}noise sigma {sigma} (the volume's units): h {suggested(estimate, self.settings):g} "
+                f"suggested for these settings."
             )
             if estimate.growth:
                 text += f" Note: {estimate.growth}."

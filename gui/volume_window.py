@@ -127,7 +127,7 @@ class VolumeWindow(QMainWindow):
         self.levels = [
             tuple(float(v) for v in np.percentile(data[..., c], DISPLAY_PERCENTILES)) for c in range(data.shape[3])
         ]
-        self.strengths = VolumeStrengths(data, estimate, file.channel_mode(), "exponential")
+        self.strengths = VolumeStrengths(data, estimate, file.channel_mode())
         self.setWindowTitle(f"{self.path.name} - NLMeans Studio")
         self._engine = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="nlmeans-volume")
         self._results = _Results()
@@ -234,7 +234,8 @@ class VolumeWindow(QMainWindow):
             radii.changed.connect(self._delay.start)
             radii.per_axis_wanted.connect(lambda: self.per_axis.setChecked(True))
         self.per_axis.toggled.connect(self._per_axis_toggled)
-        self.weighting.currentIndexChanged.connect(self._weighting_changed)
+        for setting in (self.weighting.currentIndexChanged, self.center.currentIndexChanged, self.patch.changed):
+            setting.connect(self._filter_changed)
         self.channel_mode.currentIndexChanged.connect(self._channels_changed)
         self.channel.currentIndexChanged.connect(self._channels_changed)
         for combo in (self.weighting, self.center):
@@ -271,9 +272,14 @@ class VolumeWindow(QMainWindow):
         self.h.setValue(h)
         self.h.blockSignals(False)
 
-    def _weighting_changed(self, *_: object) -> None:
-        """Each h takes its noise's suggestion for the new weighting, unless the user set their own."""
-        self.strengths.set_weighting(self.weighting.currentText())
+    def _filter_changed(self, *_: object) -> None:
+        """Each h takes its noise's suggestion for the new weighting, centre weight or patch
+        radius, unless the user set their own."""
+        self.strengths.set_settings(
+            weighting=self.weighting.currentText(),
+            center_weight=self.center.currentText(),
+            patch_radius=self.patch.value(),
+        )
         self._show_h()
         self._describe_noise()
 

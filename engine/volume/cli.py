@@ -197,7 +197,7 @@ def _suggested_h(args: argparse.Namespace, data: np.ndarray, label: str) -> floa
         estimate = estimate_volume_noise(data)
     except ValueError as error:
         raise ValueError(f"{args.input}: {label}{error}; give --h instead") from error
-    h = suggest_volume_h(estimate, args.weighting)
+    h = suggest_volume_h(estimate, args.weighting, center_weight=args.center_weight, patch_radius=args.patch_radius)
     if not args.quiet:
         sigma = estimate.average_sigma
         print(f"{label}noise sigma {sigma:.4g} (from {estimate.blocks} blocks) -> h {h:.4g}", file=sys.stderr)
@@ -239,7 +239,7 @@ def estimate(path: str, *, as_json: bool) -> int:
         if report["clean"]:
             print(f"{label}the volume looks clean: h is suggested for noise of half an 8-bit level of its range")
         for weighting, h in report["suggested_h"].items():
-            print(f"{label}suggested h: {h:.4g} for {weighting} weights (denoise-volume uses it without --h)")
+            print(f"{label}suggested h: {h:.4g} for {weighting} weights, patch radius 1 and centre weight one")
         if report["warning"]:
             print(f"warning: {label}{report['warning']}")
     return 0

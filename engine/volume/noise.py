@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nlmeans_studio.engine.volume.denoise import all_finite, channels_note, check_channels
+from nlmeans_studio.engine.volume.params import Radii, VolumeParams
 
 BLOCK = 8
 QUANTILE = 0.1
@@ -48,9 +49,18 @@ SIGNAL_FLOOR = 3.0  # blocks with voxels below this many sigma hold Rician backg
 FLOOR_QUANTILE = 0.1
 BANDS, BAND_BLOCKS = 8, 40  # brightness bands, and the fewest blocks a band (fewer bands where too few)
 SHOT_NOISE_RATIO = 1.5  # brightest band's sigma over the quietest's beyond which the noise grows with the signal
-# h / sigma that gave the least squared error on the MNI152 T1 template with Gaussian noise,
-# patch 3^3, search 11^3 (docs/performance.md, "Volumes"): per weighting.
-H_PER_SIGMA = {"exponential": 1.1, "bisquare": 2.3}
+# h / sigma of least squared error on a 48^3 crop of the MNI152 T1 template (0..255) with
+# Gaussian noise of sigma 5, 10 and 20, search 11^3 (scripts/calibrate_volume_h.py: geometric
+# means over the sigmas, docs/performance.md), per weighting and centre weight, for patches of
+# PATCH_VOXELS voxels (radius 0 to 3). A patch of one voxel wants twice the h of a 3^3 one: its
+# distance is one squared difference, far noisier than an average of 27.
+PATCH_VOXELS = (1, 27, 125, 343)
+H_PER_SIGMA = {
+    ("exponential", "one"): (2.25, 1.08, 1.11, 1.14),
+    ("exponential", "max"): (2.25, 0.84, 0.75, 0.74),
+    ("bisquare", "one"): (4.03, 2.32, 2.42, 2.50),
+    ("bisquare", "max"): (4.03, 2.15, 2.16, 2.21),
+}
 # A volume whose noise reads below this fraction of its intensity range (0.5th to 99.5th
 # percentile) is taken as clean, and h is suggested at that noise: half an 8-bit level of
 # the range, as engine/noise.py's CLEAN_SIGMA is for video. A template or a synthetic volume
@@ -227,7 +237,13 @@ def _band_variances(variances: np.ndarray, means: np.ndarray) -> np.ndarray:
     return np.array([np.quantile(variances[band], QUANTILE, axis=0) for band in np.array_split(order, count)])
 
 
-def suggest_volume_h(estimate: VolumeNoiseEstimate | float, weighting: str = "exponential") -> float:
+def suggest_volume_h(
+    estimate: VolumeNoiseEstimate | float,
+    weighting: str = "exponential",
+    *,
+    center_weight: str = "one",
+    patch_radius: Radii = 1,
+) -> float:
     """h for ``denoise_volume`` (the volume's units) from a noise estimate or a sigma.
 
     Parameters
@@ -235,8 +251,8 @@ def suggest_volume_h(estimate: VolumeNoiseEstimate | float, weighting: str = "ex
     estimate : VolumeNoiseEstimate or float
         The noise (its ``average_sigma``, at least its ``clean_sigma``: a clean volume gets a
         gentle h), or a sigma in the volume's units.
-    weighting : {"exponential", "bisquare"}
-        The weighting ``denoise_volume`` will use.
+    weighting, center_weight, patch_radius
+        The settings ``denoise_volume`` will use (as it takes them).
 
     Returns
     -------
@@ -246,13 +262,14 @@ def suggest_volume_h(estimate: VolumeNoiseEstimate | float, weighting: str = "ex
     Raises
     ------
     ValueError
-        A sigma that is not a finite number > 0 (a constant volume), or an unknown weighting.
+        A sigma that is not a finite number > 0 (a constant volume), or a bad setting.
 
     Notes
     -----
-    h = k sigma, with k = 1.1 for exponential weights and 2.3 for the bisquare: near the least
-    squared error on a 64^3 crop of the MNI152 T1 template with Gaussian noise of sigma 5, 10
-    and 20 (of 255), patch 3^3, search 11^3 (the best k: 1.0 to 1.2, and 2.0 to 2.5).
+    h = k sigma, k of least squared error on the MNI152 T1 template (``H_PER_SIGMA``), read
+    between the patch sizes calibrated by the logarithm of the patch's voxel count (anisotropic
+    patches included), as at 7^3 beyond. Exponential weights with centre one and 3^3 patches:
+    k = 1.08 (the best k 0.93 to 1.26 over sigma 5 to 20 of 255); patches of one voxel 2.25.
     """
     if isinstance(estimate, VolumeNoiseEstimate):
         sigma = max(estimate.average_sigma, estimate.clean_sigma)
@@ -262,6 +279,7 @@ def suggest_volume_h(estimate: VolumeNoiseEstimate | float, weighting: str = "ex
         sigma = float(estimate)
     if not (math.isfinite(sigma) and sigma > 0):
         raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
-    if weighting not in H_PER_SIGMA:
-        raise ValueError(f"weighting must be 'bisquare' or 'exponential', got {weighting!r}")
-    return H_PER_SIGMA[weighting] * sigma
+    params = VolumeParams.checked(1.0, patch_radius, 0, weighting, center_weight)
+    voxels = math.prod(2 * b + 1 for b in params.patch_radius)
+    k = np.interp(math.log(voxels), np.log(PATCH_VOXELS), H_PER_SIGMA[(params.weighting, params.center_weight)])
+    return float(k) * sigma

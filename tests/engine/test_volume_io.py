@@ -92,7 +92,23 @@ def test_noise_estimate_on_the_template(rician) -> None:
         noisy = np.hypot(noisy, rng.normal(0, sigma, clean.shape))
     estimate = estimate_volume_noise(noisy)
     assert estimate.average_sigma == pytest.approx(sigma, rel=0.15)  # 22 x 24 x 20 voxels: few blocks
-    assert suggest_volume_h(estimate) == pytest.approx(1.1 * estimate.average_sigma)
+    assert suggest_volume_h(estimate) == pytest.approx(1.08 * estimate.average_sigma)
+
+
+def test_h_is_suggested_for_the_patch_size_and_centre_weight() -> None:
+    """The calibrated h / sigma (scripts/calibrate_volume_h.py): a patch of one voxel wants about
+    twice a 3^3 patch's h (a first-time user's suggested h at patch radius 0 hardly filtered:
+    27.4 dB against 35.1 at 3x it); anisotropic patches lie between by their voxel count, larger
+    ones than 7^3 as 7^3; centre weight max wants less."""
+    assert suggest_volume_h(10.0) == pytest.approx(10.8)
+    assert suggest_volume_h(10.0, patch_radius=0) == pytest.approx(22.5)
+    assert suggest_volume_h(10.0, "bisquare", patch_radius=2) == pytest.approx(24.2)
+    assert suggest_volume_h(10.0, center_weight="max") == pytest.approx(8.4)
+    between = suggest_volume_h(10.0, patch_radius=(0, 1, 1))  # 9 voxels
+    assert 10.8 < between < 22.5 and between == pytest.approx(10 * (2.25 + (1.08 - 2.25) * np.log(9) / np.log(27)))
+    assert suggest_volume_h(10.0, patch_radius=5) == suggest_volume_h(10.0, patch_radius=3)
+    with pytest.raises(ValueError, match="center_weight must be"):
+        suggest_volume_h(10.0, center_weight="all")
 
 
 def test_noise_estimate_refuses_bad_volumes() -> None:
@@ -130,7 +146,11 @@ def test_estimate_noise_reads_a_volume_as_denoise_volume_does(tmp_path) -> None:
     assert list(report["suggested_h"]) == ["exponential", "bisquare"] and report["warning"] is None
     run = subprocess.run([*CLI, "estimate-noise", str(tmp_path / "scan.npy")], capture_output=True, text=True)
     assert run.returncode == 0 and "noise sigma (the volume's units): 12." in run.stdout
-    assert f"suggested h: {suggest_volume_h(estimate):.4g} for exponential weights" in run.stdout
+    assert f"suggested h: {suggest_volume_h(estimate):.4g} for exponential weights, patch radius 1" in run.stdout
+    denoise = [*CLI, "denoise-volume", str(tmp_path / "scan.npy"), str(tmp_path / "out.npy"), "--backend", "cpu"]
+    run = subprocess.run([*denoise, "--patch-radius", "0", "--weighting", "bisquare"], capture_output=True, text=True)
+    h = suggest_volume_h(estimate, "bisquare", patch_radius=0)
+    assert run.returncode == 0 and f"-> h {h:.4g}\n" in run.stderr  # h for a patch of one voxel
     run = subprocess.run(
         [*CLI, "estimate-noise", str(tmp_path / "scan.npy"), "--frame", "2"], capture_output=True, text=True
     )
@@ -258,7 +278,7 @@ def test_a_clean_volume_gets_a_gentle_h_and_a_warning(tmp_path, capsys) -> None:
     estimate = estimate_volume_noise(clean)
     assert estimate.clean and estimate.average_sigma < 1e-3
     range_ = np.percentile(clean, 99.5) - np.percentile(clean, 0.5)
-    assert suggest_volume_h(estimate) == pytest.approx(1.1 * 0.5 / 255 * range_, rel=1e-6)
+    assert suggest_volume_h(estimate) == pytest.approx(1.08 * 0.5 / 255 * range_, rel=1e-6)
     with pytest.raises(ValueError, match="constant"):
         suggest_volume_h(estimate_volume_noise(np.full((24, 24, 24), 7.0)))
     np.save(tmp_path / "clean.npy", clean)

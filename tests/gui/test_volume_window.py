@@ -238,6 +238,9 @@ def test_radii_per_axis_are_typed_as_on_the_command_line(qtbot, volume_window) -
 
 
 def test_h_follows_the_weighting_until_the_user_sets_it(qtbot, volume_window) -> None:
+    """h follows its suggestion for the weighting and the patch radius (a patch of one voxel
+    wants about twice the h: a first-time user's h at patch radius 0 hardly filtered) until the
+    user types one."""
     window = volume_window
     estimate = window.estimate
     assert window.h.value() == pytest.approx(suggest_volume_h(estimate, "exponential"), rel=1e-3)
@@ -245,10 +248,14 @@ def test_h_follows_the_weighting_until_the_user_sets_it(qtbot, volume_window) ->
     qtbot.keyClick(window.weighting, Qt.Key.Key_Up if WEIGHTINGS[0] == "bisquare" else Qt.Key.Key_Down)
     assert window.weighting.currentText() == "bisquare"
     assert window.h.value() == pytest.approx(suggest_volume_h(estimate, "bisquare"), rel=1e-3)
-    assert f"h {suggest_volume_h(estimate, 'bisquare'):.4g} suggested for bisquare weights" in window.noise.text()
-    type_into(qtbot, window.h, "77")  # the user's own h stays whatever the weighting
+    assert f"h {window.h.value():g} suggested for these settings" in window.noise.text()
+    type_into(qtbot, window.patch.spins[2], "0")
+    zero = suggest_volume_h(estimate, "bisquare", patch_radius=0)
+    assert window.h.value() == pytest.approx(zero, rel=1e-3) and zero > 1.6 * suggest_volume_h(estimate, "bisquare")
+    type_into(qtbot, window.h, "77")  # the user's own h stays whatever the settings
     window.weighting.setFocus()
     qtbot.keyClick(window.weighting, Qt.Key.Key_Down if WEIGHTINGS[0] == "bisquare" else Qt.Key.Key_Up)
+    type_into(qtbot, window.patch.spins[2], "2")
     assert window.weighting.currentText() == "exponential" and window.h.value() == 77
 
 
