@@ -157,8 +157,9 @@ def denoise_volume(
     h : float, or one float a channel
         Strength in the volume's intensity units: u = D / h^2 with D the patch's mean squared
         difference. For Gaussian noise of standard deviation sigma, exponential weights work
-        near h = 0.6 to 1 sigma with 3^3 patches (``suggest_volume_h``). One a channel where
-        the channels are filtered separately (each from its own noise).
+        near h = 1.1 sigma with 3^3 patches and 2.2 sigma with patches of one voxel
+        (``suggest_volume_h``). One a channel where the channels are filtered separately (each
+        from its own noise).
     patch_radius : int or (z, y, x) ints
         B in voxels, 0..8: patches are (2Bz+1)(2By+1)(2Bx+1). A triple serves anisotropic voxels.
     search_radius : int or (z, y, x) ints
