@@ -13,6 +13,9 @@ from nlmeans_studio.engine import VolumeNoiseEstimate, estimate_volume_noise, su
 
 TOGETHER = -1  # the key of the h that channels filtered together share
 SIGNIFICANT = 4  # digits of a suggested h: what the window's box shows is what filters
+# An h this many times above (or below) its suggestion is said to blur (or hardly filter): a
+# first-time user's h of 1e9 against noise of 119 gave a box blur without a word.
+FAR_FROM_SUGGESTED = 8.0
 
 
 def suggested(estimate: VolumeNoiseEstimate, settings: dict) -> float:
@@ -86,5 +89,10 @@ class VolumeStrengths:
                 text += f" Note: {estimate.growth}."
             if estimate.clean:
                 text += " The volume looks clean: h is set for half an 8-bit level of its range."
+            ratio = self.h(max(key, 0)) / suggested(estimate, self.settings)
+            if ratio > FAR_FROM_SUGGESTED:
+                text += f" h is {ratio:.3g} times that: every voxel of the search window weighs alike, a blur."
+            elif ratio < 1 / FAR_FROM_SUGGESTED:
+                text += f" h is {1 / ratio:.3g} times below that: the filter will hardly change the volume."
             lines.append(text)
         return "\n".join(lines)

@@ -261,6 +261,7 @@ class VolumeWindow(QMainWindow):
 
     def _h_changed(self, value: float) -> None:
         self.strengths.set_h(self.shown_channels, value)
+        self._describe_noise()  # says where h is far from the noise's
         self._delay.start()
 
     def _show_h(self) -> None:

@@ -252,6 +252,10 @@ def test_h_follows_the_weighting_until_the_user_sets_it(qtbot, volume_window) ->
     type_into(qtbot, window.patch.spins[2], "0")
     zero = suggest_volume_h(estimate, "bisquare", patch_radius=0)
     assert window.h.value() == pytest.approx(zero, rel=1e-3) and zero > 1.6 * suggest_volume_h(estimate, "bisquare")
+    type_into(qtbot, window.h, str(round(zero * 10)))  # far above the noise: said to blur
+    assert "times that: every voxel of the search window weighs alike, a blur." in window.noise.text()
+    type_into(qtbot, window.h, str(round(zero / 10, 3)))
+    assert "times below that: the filter will hardly change the volume." in window.noise.text()
     type_into(qtbot, window.h, "77")  # the user's own h stays whatever the settings
     window.weighting.setFocus()
     qtbot.keyClick(window.weighting, Qt.Key.Key_Down if WEIGHTINGS[0] == "bisquare" else Qt.Key.Key_Up)
