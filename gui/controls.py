@@ -259,6 +259,7 @@ class ParameterPanel(QGroupBox):
         for label, widget, name in rows:
             widget.setToolTip(help_texts[name])
             form.addRow(label, widget)
+        self._form = form  # its luma/chroma rows are shown only while that mode is on
         form.addRow("Luma/chroma", self.luma_chroma)
         form.addRow("h luma (levels)", self.h_luma)
         form.addRow("h chroma (levels)", self.h_chroma)
@@ -357,8 +358,12 @@ class ParameterPanel(QGroupBox):
         self.luma_chroma_mode_changed.emit()
 
     def _show_luma_chroma_mode(self) -> None:
-        """The two strengths can be typed when given; h and decorrelation are unused while the mode is on."""
+        """The two strengths are shown while the mode is on (the noise panel's last lines fell
+        below the window's fold) and can be typed when given; h and decorrelation are unused
+        while the mode is on."""
         mode = self.luma_chroma.currentData()
+        for strength in (self.h_luma, self.h_chroma):
+            self._form.setRowVisible(strength, mode != "off")
         self.h_luma.setEnabled(mode == "given")
         self.h_chroma.setEnabled(mode == "given")
         self.h.setEnabled(mode == "off")

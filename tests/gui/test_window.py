@@ -456,12 +456,14 @@ def test_luma_chroma_mode_previews_exports_and_is_kept_by_clip_and_preset(
     add_synthetic_noise(qtbot, window, sigma=20)
     index, panel = window.frame_slider.value(), window.parameters
     assert not panel.h_luma.isEnabled() and panel.h.isEnabled()
+    assert not panel.h_luma.isVisible() and not panel.h_chroma.isVisible()  # off: their rows hidden
     noise, params, plain = SyntheticNoise(20), window.current_params(), window.preview.after
     # Auto: both strengths follow the noise (the clip is 96 x 64 of unspecified matrix: BT.601).
     choose_luma_chroma(qtbot, window, "Auto (from the noise)")
     suggested = suggest_luma_chroma_h(split_estimate(noise.estimate(), "bt601"), params)
     assert (panel.h_luma.value(), panel.h_chroma.value()) == pytest.approx(suggested, abs=0.05)
     assert not panel.h.isEnabled() and not panel.h_luma.isEnabled() and not panel.decorrelate.isEnabled()
+    assert panel.h_luma.isVisible() and panel.h_chroma.isVisible()
     expected = Previewer(ArrayFrames(frames), "cpu").render(index, params, noise, window.current_luma_chroma())
     np.testing.assert_array_equal(window.preview.after, expected.after)
     assert not np.array_equal(window.preview.after, plain)
