@@ -289,8 +289,7 @@ class VolumeWindow(QMainWindow):
         self.strengths.mode = self.channel_mode.currentText()
         self._show_h()
         self._describe_noise()
-        self._show_plane()
-        self._delay.start()
+        self._show_other_plane()
 
     def _describe_noise(self) -> None:
         self.noise.setText(self.strengths.describe(self.shown_channels))
@@ -317,6 +316,12 @@ class VolumeWindow(QMainWindow):
     def _plane_changed(self, *_: object) -> None:
         axis, index = self.plane_index
         self.plane_label.setText(f"{ARRAY_AXES[axis]} {index + 1} / {self.data.shape[axis]}")
+        self._show_other_plane()
+
+    def _show_other_plane(self) -> None:
+        """Another plane or channel: shown at once, its preview to come; the preview of the one
+        shown before, still running or queued, is dropped (it showed beside the new plane)."""
+        self._latest = next(self._requests)
         self._show_plane()
         self._delay.start()
 

@@ -96,6 +96,32 @@ def test_walking_the_planes_shows_each_preview(qtbot, volume_window) -> None:
     assert window.plane_index == (2, 0) and window.axis.currentText() == "x (sagittal)"
 
 
+def test_a_preview_still_running_when_the_plane_changes_is_never_shown_beside_the_new_plane(
+    qtbot, volume_window, monkeypatch
+) -> None:
+    """The preview of the plane shown before came back after a key had moved to the next plane,
+    and showed beside it until the next plane's own preview came."""
+    from nlmeans_studio.gui import volume_window as module
+
+    window = volume_window
+    _wait_for_preview(qtbot, window)
+    release, slice_of = threading.Event(), module.denoise_volume_slice
+    monkeypatch.setattr(module, "denoise_volume_slice", lambda *a, **k: release.wait(30) and slice_of(*a, **k))
+    shown: list[tuple[int, np.ndarray]] = []
+    set_images = window.view.set_images
+    monkeypatch.setattr(
+        window.view, "set_images", lambda b, a: shown.append((window.slider.value(), a)) or set_images(b, a)
+    )
+    window.h.setValue(window.h.value() * 2)  # a preview of plane 10 is asked for, and held
+    qtbot.waitUntil(lambda: window.status.text().startswith("Filtering"), timeout=5_000)
+    qtbot.wait(module.PREVIEW_DELAY_MS + 200)
+    qtbot.keyClick(window.focusWidget(), Qt.Key.Key_Right)
+    release.set()
+    _wait_for_preview(qtbot, window, _expected_after(window, 0, 11))
+    stale = _expected_after(window, 0, 10)
+    assert not [index for index, after in shown if index == 11 and np.array_equal(after, stale)]
+
+
 def test_a_typed_strength_re_renders(qtbot, volume_window) -> None:
     window = volume_window
     _wait_for_preview(qtbot, window)
