@@ -61,6 +61,7 @@ from nlmeans_studio.engine.volume.params import CHANNEL_MODES
 from .export import stop_exports_asked
 from .radii_box import RadiiBox
 from .spin_box_keys import SpinBoxKeys
+from .view_actions import ViewActions
 from .views import ComparisonView
 from .volume_planes import ARRAY_AXES, plane_layout
 from .volume_strengths import SIGNIFICANT, VolumeStrengths
@@ -226,6 +227,8 @@ class VolumeWindow(QMainWindow):
         menu.addAction(open_file)
         menu.addAction(self.export_action)
         menu.addAction(close)
+        self.view_actions = ViewActions(self, self.view)  # V, B, D, F and 1, as in the main window
+        self.view_actions.add_to(self.menuBar().addMenu("&View"))
 
         self.axis.currentIndexChanged.connect(self._axis_changed)
         self.slider.valueChanged.connect(self._plane_changed)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QFileDialog,
@@ -52,6 +52,7 @@ from .preset_menu import PresetMenu
 from .recent_files import RecentFilesMenu
 from .saved_settings import ClipSettings, load_clip_settings, params_from_json, params_to_json, save_clip_settings
 from .spin_box_keys import SpinBoxKeys
+from .view_actions import ViewActions, window_action
 from .views import ComparisonView
 from .volume_window import VolumeWindow
 from .worker import EstimateRequest, OpenRequest, PlayRequest, PreviewRequest, WorkerThread
@@ -202,16 +203,8 @@ class MainWindow(QMainWindow):
     def _action(
         self, text: str, shortcut: str | None, slot: Callable[[], object], icon: QStyle.StandardPixmap | None = None
     ) -> QAction:
-        """An action of the window; ``slot`` is called without arguments (not with ``checked``)."""
-        action = QAction(text, self)
-        if shortcut:
-            action.setShortcut(QKeySequence(shortcut))
-            action.setToolTip(f"{text.rstrip('…')} ({shortcut})")
-        if icon is not None:
-            action.setIcon(self.style().standardIcon(icon))
-        action.triggered.connect(lambda: slot())
-        self.addAction(action)
-        return action
+        """An action of the window (``window_action``)."""
+        return window_action(self, text, shortcut, slot, icon)
 
     def _build_actions(self) -> None:
         pixmap = QStyle.StandardPixmap
@@ -225,27 +218,10 @@ class MainWindow(QMainWindow):
         self.in_action = self._action("Mark in", "I", lambda: self.set_mark("in"))
         self.out_action = self._action("Mark out", "O", lambda: self.set_mark("out"))
         self.clear_marks_action = self._action("Clear marks", "Alt+X", self.clear_marks)
-        self.mode_actions: dict[str, QAction] = {}
-        modes = QActionGroup(self)
-        for mode, text in (
-            ("split", "Split"),
-            ("side", "Side by side"),
-            ("before", "Before"),
-            ("after", "After"),
-            ("difference", "Difference"),
-        ):
-            action = self._action(text, None, lambda m=mode: self.set_view_mode(m))
-            action.setCheckable(True)
-            modes.addAction(action)
-            self.mode_actions[mode] = action
-        self.split_action = self._action("Split / side by side", "V", self.toggle_view)
-        self.flip_action = self._action("Flip before / after", "B", self.flip)
-        self.difference_action = self._action("Difference on / off", "D", self.toggle_difference)
+        self.view_actions = ViewActions(self, self.view)
         self.regions_action = self._action("Show noise regions", "R", self._show_regions_changed)
         self.regions_action.setCheckable(True)
         self.regions_action.setChecked(True)
-        self.fit_action = self._action("Fit", "F", self.view.fit)
-        self.actual_action = self._action("1:1", "1", self.view.actual_pixels)
         self.type_h_action = self._action("Type h (the strength)", "H", self._type_h)
         about = self._action("About NLMeans Studio", None, lambda: show_about(self, self.preview))
         toolbar = QToolBar("Main")
@@ -263,11 +239,11 @@ class MainWindow(QMainWindow):
             self.in_action,
             self.out_action,
             None,
-            self.split_action,
-            self.flip_action,
-            self.difference_action,
-            self.fit_action,
-            self.actual_action,
+            self.view_actions.split,
+            self.view_actions.flip,
+            self.view_actions.difference,
+            self.view_actions.fit,
+            self.view_actions.actual,
         ):
             toolbar.addAction(action) if action else toolbar.addSeparator()
         self.addToolBar(toolbar)
@@ -283,14 +259,7 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self._action("Quit", "Ctrl+Q", self.close))
         self.file_menu = file_menu
         view_menu = menus.addMenu("&View")
-        for action in self.mode_actions.values():
-            view_menu.addAction(action)
-        view_menu.addSeparator()
-        for action in (self.split_action, self.flip_action, self.difference_action, self.regions_action):
-            view_menu.addAction(action)
-        view_menu.addSeparator()
-        for action in (self.fit_action, self.actual_action):
-            view_menu.addAction(action)
+        self.view_actions.add_to(view_menu, self.regions_action)
         view_menu.addSeparator()
         view_menu.addAction(self.type_h_action)
         play_menu = menus.addMenu("P&layback")
@@ -596,23 +565,6 @@ class MainWindow(QMainWindow):
 
     # Views
 
-    def set_view_mode(self, mode: str) -> None:
-        """Show the frames as ``mode`` (split, side, before, after, difference); its menu entry ticked."""
-        self.view.set_mode(mode)
-        self.mode_actions[mode].setChecked(True)
-
-    def toggle_view(self) -> None:
-        """Split, or side by side."""
-        self.set_view_mode("side" if self.view.mode == "split" else "split")
-
-    def flip(self) -> None:
-        """Before and after in turn, the whole frame, in the same place."""
-        self.set_view_mode("after" if self.view.mode == "before" else "before")
-
-    def toggle_difference(self) -> None:
-        """What the filter removed, or the split view again."""
-        self.set_view_mode("split" if self.view.mode == "difference" else "difference")
-
     def _show_regions_changed(self) -> None:
         self.view.set_regions_visible(self.regions_action.isChecked())
 
@@ -679,7 +631,7 @@ class MainWindow(QMainWindow):
         if splitter is not None:
             self.splitter.restoreState(splitter)
         mode = self.settings.value("view-mode", "split")
-        self.set_view_mode(mode if mode in self.mode_actions else "split")
+        self.view_actions.set_mode(mode if mode in self.view_actions.modes else "split")
         saved = self.settings.value("params")
         if saved:
             try:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QEvent, QMimeData, QPointF, QRectF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
+from PySide6.QtWidgets import QApplication, QFileDialog, QMenu, QMessageBox
 from window_driver import answer_when_asked, type_into
 
 from nlmeans_studio.engine import (
@@ -120,6 +120,26 @@ def test_a_preview_still_running_when_the_plane_changes_is_never_shown_beside_th
     _wait_for_preview(qtbot, window, _expected_after(window, 0, 11))
     stale = _expected_after(window, 0, 10)
     assert not [index for index, after in shown if index == 11 and np.array_equal(after, stale)]
+
+
+def test_the_view_modes_are_the_main_windows_keys_and_menu(qtbot, volume_window) -> None:
+    """V, B and D switch the picture as in the main window (the volume window had no view modes:
+    no side by side, no difference); digits typed in h stay digits, not the 1:1 key."""
+    window = volume_window
+    _wait_for_preview(qtbot, window)
+    window.view_actions.set_mode("split")
+    qtbot.keyClick(window.focusWidget(), Qt.Key.Key_D)
+    assert window.view.mode == "difference" and window.view_actions.modes["difference"].isChecked()
+    qtbot.keyClick(window.focusWidget(), Qt.Key.Key_V)  # difference off, then split / side by side
+    qtbot.keyClick(window.focusWidget(), Qt.Key.Key_V)
+    assert window.view.mode == "side" and window.view.after_view.isVisible()
+    qtbot.keyClick(window.focusWidget(), Qt.Key.Key_B)
+    assert window.view.mode == "before"
+    menu = next(m for m in window.menuBar().findChildren(QMenu) if m.title() == "&View")
+    next(a for a in menu.actions() if a.text() == "After").trigger()
+    assert window.view.mode == "after"
+    type_into(qtbot, window.h, "111")
+    assert window.h.value() == 111 and window.view.mode == "after"
 
 
 def test_a_typed_strength_re_renders(qtbot, volume_window) -> None:

@@ -654,7 +654,7 @@ def test_flip_and_difference_keys(qtbot, window, clip) -> None:
     np.testing.assert_array_equal(window.view.shown_image(), preview.after)
     press(qtbot, window, KEY.Key_D)
     np.testing.assert_array_equal(window.view.shown_image(), difference_image(preview.before, preview.after))
-    assert window.mode_actions["difference"].isChecked()
+    assert window.view_actions.modes["difference"].isChecked()
     press(qtbot, window, KEY.Key_D)
     assert window.view.mode == "split"
 
@@ -850,7 +850,7 @@ def test_parameters_and_the_view_mode_persist_across_sessions(qtbot, tmp_path) -
     first = MainWindow(settings)
     qtbot.addWidget(first)
     first.parameters.set_params(NLMParams(h=33, search_radius=5, frames_past=2))
-    first.set_view_mode("difference")
+    first.view_actions.set_mode("difference")
     first.close()
     second = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(second)
