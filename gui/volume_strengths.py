@@ -80,9 +80,9 @@ class VolumeStrengths:
         for key in dict.fromkeys(self._key(channel) for channel in channels):
             estimate = self.estimate(max(key, 0))
             sigma = ", ".join(f"{s:.3g}" for s in estimate.sigma)
-            whose = "" if key == TOGETHER else f"Channel {key + 1}: "
+            whose = "Noise" if key == TOGETHER else f"Channel {key + 1}: noise"
             text = (
-                f"{whose}noise sigma {sigma} (the volume's units): h {suggested(estimate, self.settings):g} "
+                f"{whose} sigma {sigma} (the volume's units): h {suggested(estimate, self.settings):g} "
                 f"suggested for these settings."
             )
             if estimate.growth:
