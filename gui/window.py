@@ -4,6 +4,7 @@ their small public methods and connects to their signals."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from fractions import Fraction
@@ -412,10 +413,28 @@ class MainWindow(QMainWindow):
             params, noise = self.current_params(), self.noise.noise()
         except ValueError as error:
             return self.show_error(str(error))
+        self._say_if_h_weighs_nothing(params)
         request = PreviewRequest(
             self.frame_slider.value(), params, noise, self.parameters.backend_name(), self.current_luma_chroma()
         )
         self._pending_preview = self._submit(request)
+
+    def _say_if_h_weighs_nothing(self, params: NLMParams) -> None:
+        """Bisquare weights are 0 from a patch distance of h^2 on, and two noisy patches of the
+        same picture differ by about 2 sigma^2: under sqrt(2) sigma, nearly every other patch
+        weighs 0 and the picture stays as it was (a first-time user saw no change, and no why)."""
+        noise = self.noise_follower.noise_in_use
+        if noise is None or params.weighting != "bisquare" or params.color_transform is not None:
+            return
+        floor = math.sqrt(2) * noise.average_sigma
+        if params.h < floor and self.current_luma_chroma() is None:
+            self.statusBar().showMessage(
+                f"Bisquare weights with h {params.h:.1f} under {floor:.1f} (1.4 x the noise): nearly every other "
+                "patch weighs 0, and the picture stays almost as it was. Raise h or use exponential weights.",
+                30000,
+            )
+        elif self.statusBar().currentMessage().startswith("Bisquare weights with h"):
+            self.statusBar().clearMessage()
 
     def request_estimate(self, roi: tuple[int, int, int, int] | None) -> None:
         """Estimate the noise: automatically over the clip, as ``denoise --noise auto`` does, or in

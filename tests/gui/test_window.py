@@ -437,6 +437,27 @@ def test_the_side_panel_never_widens_past_the_window(qtbot, window, clip) -> Non
 # Noise and h
 
 
+def test_bisquare_weights_with_h_under_the_noise_say_why_nothing_changes(qtbot, window, clip) -> None:
+    """Bisquare weights with h under 1.4 sigma weigh nearly no other patch: a first-time user saw
+    the picture unchanged and no reason; the status bar says it, and no more once h is raised."""
+    path, _ = clip
+    opened(qtbot, window, path)
+    add_synthetic_noise(qtbot, window, sigma=20)
+    box = window.parameters.weighting
+    box.setFocus()
+    while box.currentText() != "bisquare":
+        qtbot.keyClick(box, KEY.Key_Up if box.findText("bisquare") < box.currentIndex() else KEY.Key_Down)
+    type_into(qtbot, window.parameters.h.spin, "20")
+    settle(qtbot, window)
+    said = window.statusBar().currentMessage()
+    assert said.startswith(
+        "Bisquare weights with h 20.0 under 28.3 (1.4 x the noise): nearly every other patch weighs 0"
+    )
+    type_into(qtbot, window.parameters.h.spin, "45")
+    settle(qtbot, window)
+    assert window.statusBar().currentMessage() == ""
+
+
 def choose_luma_chroma(qtbot, window, text: str) -> None:
     """Pick ``text`` in the luma/chroma box with the arrow keys, as a person does from the keyboard."""
     box = window.parameters.luma_chroma
