@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 try:
@@ -28,12 +29,18 @@ class OutputBusyError(OSError):
 
 def folder_problem(path: Path) -> str | None:
     """Why no file can be written beside ``path`` (its folder missing or read-only), or None:
-    asked before any work, so that a long run does not end on it."""
+    asked before any work, so that a long run does not end on it.
+
+    A file is created there and dropped: ``os.access`` says yes to root everywhere, /sys
+    included, where a run then failed at its end."""
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         return f"the folder {folder} does not exist"
-    if not os.access(folder, os.W_OK):
-        return f"the folder {folder} is not writable"
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        return f"the folder {folder} is not writable ({error.strerror or error})"
     return None
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.media.staged_output import StagedOutput, folder_problem
+from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput, folder_problem
 
 FORMAT_NAMES = {"nifti": "NIfTI", "tiff": "TIFF", "npy": "NumPy .npy"}
 SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff", ".npy": "npy"}
@@ -347,15 +347,16 @@ def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwr
     ValueError
         An unknown suffix; not a regular file; a folder missing or read-only.
     OSError
-        The file cannot be written.
+        The file cannot be written (a full disk); the message names ``path``.
     ImportError
         nibabel (NIfTI) or tifffile (TIFF) is not installed.
     """
     path = Path(path)
     kind = check_volume_output(path, overwrite=overwrite)
     values = stored_type(data, _source_type(like), kind)
-    staged = StagedOutput(path, sequence=False, overwrite=overwrite)
+    staged = None
     try:
+        staged = StagedOutput(path, sequence=False, overwrite=overwrite)
         with open(staged.staged, "wb") as file:
             if kind == "nifti":
                 file.write(_nifti_bytes(values, like, compressed=path.name.lower().endswith(".gz")))
@@ -364,8 +365,12 @@ def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwr
             else:
                 np.save(file, values, allow_pickle=False)
         staged.publish()
-    except BaseException:
-        staged.discard()
+    except BaseException as error:
+        if staged is not None:
+            staged.discard()
+        if isinstance(error, OSError) and not isinstance(error, (FileExistsError, OutputBusyError)):
+            # A full disk, say: named by the output, not by the hidden file it was written as.
+            raise OSError(f"{path}: writing failed: {error.strerror or error}") from error
         raise
 
 

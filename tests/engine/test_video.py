@@ -1,7 +1,6 @@
 """VideoReader and VideoWriter: round trips on generated and real clips, and bad input."""
 
 import dataclasses
-import os
 import struct
 from fractions import Fraction
 from pathlib import Path
@@ -176,7 +175,7 @@ def test_truncated_stream_decodes_what_it_can(tmp_path) -> None:
     assert 0 < decoded < 30
 
 
-def test_writer_refuses_bad_outputs(tmp_path, monkeypatch) -> None:
+def test_writer_refuses_bad_outputs(tmp_path) -> None:
     make_clip(tmp_path / "clip.mkv")
     info = VideoReader(tmp_path / "clip.mkv").info
     (tmp_path / "exists.mkv").write_bytes(b"keep me")
@@ -193,9 +192,9 @@ def test_writer_refuses_bad_outputs(tmp_path, monkeypatch) -> None:
         VideoError, match="codec must be one of h264, h265, ffv1, prores, h264-nvenc, h265-nvenc, got 'divx'"
     ):
         VideoWriter(tmp_path / "out.mkv", info, codec="divx")
-    monkeypatch.setattr(os, "access", lambda path, mode: False)
-    with pytest.raises(VideoError, match="is not writable"):
-        VideoWriter(tmp_path / "out.mkv", info, codec="ffv1")
+    # sysfs: no file can be created there, by root either (whom os.access lets write anywhere)
+    with pytest.raises(VideoError, match=r"the folder /sys is not writable \(Permission denied\)"):
+        VideoWriter(Path("/sys/out.mkv"), info, codec="ffv1")
 
 
 def test_an_aborted_write_leaves_nothing_and_the_target_untouched(tmp_path) -> None:

@@ -4,7 +4,9 @@ the ``denoise-volume`` command."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -224,6 +226,32 @@ def test_denoise_volume_refuses_before_reading_the_volume(tmp_path, capsys, argu
     assert message.format(tmp=tmp_path) in error and "noise sigma" not in error and "Traceback" not in error
     assert len(error.splitlines()) == 1  # one line, not the usage first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.npy"]
+
+
+def test_an_unwritable_folder_is_refused_before_the_filter_runs(tmp_path) -> None:
+    """A first-time user's run into /sys filtered for 18 s, then printed 'Permission denied' for
+    a hidden temporary file: os.access lets root write anywhere. sysfs refuses root too."""
+    np.save(tmp_path / "in.npy", np.random.default_rng(8).random((20, 20, 20), dtype=np.float32))
+    command = [*CLI, "denoise-volume", str(tmp_path / "in.npy"), "/sys/x.npy", "--backend", "cpu"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert result.stderr == "nlmeans-studio: error: /sys/x.npy: the folder /sys is not writable (Permission denied)\n"
+
+
+def test_a_write_that_fails_late_names_the_output(tmp_path, capsys, monkeypatch) -> None:
+    """A disk that fills while the volume is written: the error names the output, not the hidden
+    file it was written as, and nothing is left."""
+    np.save(tmp_path / "in.npy", np.random.default_rng(9).random((20, 20, 20), dtype=np.float32))
+
+    def full_disk(file, *args, **kwargs) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), file.name)
+
+    monkeypatch.setattr(np, "save", full_disk)
+    output = tmp_path / "out.npy"
+    assert main(["denoise-volume", str(tmp_path / "in.npy"), str(output), "--h", "1", "--search-radius", "1"]) == 1
+    error = capsys.readouterr().err
+    assert f"nlmeans-studio: error: {output}: writing failed: No space left on device\n" in error
+    assert ".part" not in error and sorted(p.name for p in tmp_path.iterdir()) == ["in.npy"]
 
 
 @pytest.mark.parametrize("h", [[], ["--h", "1"]])

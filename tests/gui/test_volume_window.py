@@ -180,6 +180,11 @@ def test_an_unwritable_target_is_said_in_a_dialog(qtbot, volume_window, tmp_path
     assert shown and "was not written" in shown[0] and "Traceback" not in shown[0] and not target.exists()
     assert f"the folder {target.parent} does not exist" in shown[0] and ".part" not in shown[0]
     assert window.export_action.isEnabled()
+    # A folder that exists but takes no file (sysfs, even for root): refused at once too.
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: ("/sys/out.nii.gz", ""))
+    window.export_action.trigger()
+    assert len(shown) == 2 and "the folder /sys is not writable (Permission denied)" in shown[1]
+    assert window.export_action.isEnabled()
 
 
 def _drop(window, path) -> None:
