@@ -125,10 +125,18 @@ def run(args: argparse.Namespace) -> int:
     """Run ``denoise-volume``; errors propagate to the CLI's handler."""
     from nlmeans_studio.engine.backend import resolve_backend, resolve_devices
     from nlmeans_studio.engine.volume.denoise import checked_volume, denoise_volume
-    from nlmeans_studio.engine.volume.io import check_volume_output, lost_in, read_volume, write_volume
+    from nlmeans_studio.engine.volume.io import (
+        check_volume_input,
+        check_volume_output,
+        lost_in,
+        read_volume,
+        write_volume,
+    )
     from nlmeans_studio.engine.volume.params import VolumeParams, channel_strengths
 
-    # What can be refused without the volume is refused before reading it and estimating its noise.
+    # What can be refused without the volume is refused before reading it and estimating its
+    # noise; the input first, as the command line names it first.
+    check_volume_input(args.input)
     check_volume_output(args.output, args.input, overwrite=args.overwrite)
     given = args.h if isinstance(args.h, list) else [1.0 if args.h is None else args.h]
     for strength in given:

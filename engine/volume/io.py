@@ -63,6 +63,32 @@ def volume_format(path: str | Path) -> str:
     raise ValueError(f"{path}: not a volume file; use one of {', '.join(SUFFIXES)}")
 
 
+def check_volume_input(path: str | Path) -> str:
+    """Refuse, before any work, an input that is not a volume file or does not exist; its format otherwise.
+
+    Parameters
+    ----------
+    path : str or Path
+        The input volume file.
+
+    Returns
+    -------
+    {"nifti", "tiff", "npy"}
+        ``volume_format(path)``.
+
+    Raises
+    ------
+    ValueError
+        An unknown suffix.
+    FileNotFoundError
+        ``path`` is not a file.
+    """
+    kind = volume_format(path)
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    return kind
+
+
 def check_volume_output(path: str | Path, source: str | Path | None = None, *, overwrite: bool = False) -> str:
     """Refuse, before any work, an output the run could not write; its format otherwise.
 
@@ -194,9 +220,7 @@ def read_volume(path: str | Path) -> VolumeFile:
         nibabel (NIfTI) or tifffile (TIFF) is not installed.
     """
     path = Path(path)
-    kind = volume_format(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
+    kind = check_volume_input(path)
     try:
         volume = _read(path, kind)
     except (NotOneVolumeError, ImportError, MemoryError):

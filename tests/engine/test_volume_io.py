@@ -228,6 +228,17 @@ def test_denoise_volume_refuses_before_reading_the_volume(tmp_path, capsys, argu
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.npy"]
 
 
+def test_a_missing_input_is_said_before_anything_about_the_output(tmp_path) -> None:
+    """With out.tif there already, a first-time user's typo in the input name was answered
+    'out.tif exists; use --overwrite'."""
+    (tmp_path / "out.tif").write_bytes(b"an earlier result")
+    for source, message in (("nonexist.tif", "nonexist.tif: no such file"), ("in.mp4", "in.mp4: not a volume file")):
+        command = [*CLI, "denoise-volume", str(tmp_path / source), str(tmp_path / "out.tif")]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 1 and result.stderr.startswith(f"nlmeans-studio: error: {tmp_path / message}")
+    assert (tmp_path / "out.tif").read_bytes() == b"an earlier result"
+
+
 def test_an_unwritable_folder_is_refused_before_the_filter_runs(tmp_path) -> None:
     """A first-time user's run into /sys filtered for 18 s, then printed 'Permission denied' for
     a hidden temporary file: os.access lets root write anywhere. sysfs refuses root too."""
