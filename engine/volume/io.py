@@ -4,8 +4,9 @@ the source's grid (NIfTI header and affine, TIFF voxel size) and its data type c
 
 nibabel and tifffile are imported when a file of theirs is read or written, so the engine
 imports without them. NIfTI stores voxels (i, j, k) = (x, y, z): arrays are transposed to
-(z, y, x) on reading and back on writing. Writes go to a hidden file renamed into place when
-complete (engine/media/staged_output.py), as ``denoise`` writes videos.
+(z, y, x) on reading and back on writing; channels are its vector-valued voxels (x, y, z, 1, c).
+Writes go to a hidden file renamed into place when complete (engine/media/staged_output.py), as
+``denoise`` writes videos.
 """
 
 from __future__ import annotations
@@ -151,7 +152,8 @@ class VolumeFile:
     extra : dict
         TIFF metadata: "imagej" and "ome" (whether the file was an ImageJ stack, an OME-TIFF),
         "unit" and "channels" (whether its channels were an axis of their own, C, as in ImageJ
-        hyperstacks and OME-TIFF: written back so).
+        hyperstacks, OME-TIFF and NIfTI's vector-valued voxels: written back so). A NIfTI's:
+        "unit" and "channels".
     """
 
     data: np.ndarray
@@ -213,7 +215,8 @@ def read_volume(path: str | Path) -> VolumeFile:
     Raises
     ------
     ValueError
-        An unknown suffix, a NIfTI image that is not 3D, or a file whose array is not 3D or 4D.
+        An unknown suffix, a NIfTI image that is not one volume (3D, or (X, Y, Z, 1) one time point,
+        or (X, Y, Z, 1, C) vectors: channels), or a file whose array is not 3D or 4D.
     OSError
         The file cannot be read (FileNotFoundError where it does not exist).
     ImportError
@@ -242,17 +245,21 @@ def _read(path: Path, kind: str) -> VolumeFile:
             image = nibabel.load(path)
         except nibabel.filebasedimages.ImageFileError as error:
             raise ValueError(str(error)) from error
-        if len(image.shape) == 4 and image.shape[3] == 1:  # one time point: the volume itself
-            image = image.slicer[..., 0]
-        if len(image.shape) != 3:
+        shape = image.shape
+        if len(shape) == 4 and shape[3] == 1:  # one time point: the volume itself
+            image, shape = image.slicer[..., 0], shape[:3]
+        # (X, Y, Z, 1, C): C values in each voxel, as NIfTI stores vectors (its 5th axis), the channels
+        channels = len(shape) == 5 and shape[3] == 1
+        if len(shape) != 3 and not channels:
             raise NotOneVolumeError(
-                f"{path}: a NIfTI volume of shape {image.shape}; the volume filter takes one 3D volume "
+                f"{path}: a NIfTI volume of shape {shape}; the volume filter takes one 3D volume "
                 "(split a time series into its volumes first)"
             )
-        data = np.asarray(image.dataobj).transpose(2, 1, 0)
+        voxels = np.asarray(image.dataobj)
+        data = voxels[:, :, :, 0].transpose(2, 1, 0, 3) if channels else voxels.transpose(2, 1, 0)
         spacing = tuple(float(s) for s in image.header.get_zooms()[:3][::-1])
         unit = image.header.get_xyzt_units()[0]
-        extra = {"unit": "µm" if unit == "micron" else unit if unit in NIFTI_UNITS else None}
+        extra = {"unit": "µm" if unit == "micron" else unit if unit in NIFTI_UNITS else None, "channels": channels}
         return VolumeFile(data, spacing, kind, image.header.copy(), image.affine.copy(), extra)
     if kind == "tiff":
         tifffile = _import("tifffile")
@@ -360,7 +367,7 @@ def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwr
         float64, TIFF float16 to float64), else float32; a NIfTI with a scaling as float32.
     like : VolumeFile
         The source as ``read_volume`` read it: its data type class and voxel size are kept, its
-        header and affine where a 3D NIfTI is written as NIfTI, its ImageJ metadata in TIFF.
+        header and affine where a NIfTI is written as NIfTI, its ImageJ metadata in TIFF.
     overwrite : bool
         Replace an existing ``path``.
 
@@ -399,9 +406,11 @@ def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwr
 
 
 def _nifti_bytes(values: np.ndarray, like: VolumeFile, *, compressed: bool) -> bytes:
+    """The NIfTI file of ``values``: channels as NIfTI stores vector-valued voxels, (X, Y, Z, 1, C)
+    with the intent "vector" (a NIfTI source's own intent kept), not as the time axis."""
     nibabel = _import("nibabel")
-    voxels = values.transpose(2, 1, 0) if values.ndim == 3 else values.transpose(2, 1, 0, 3)
-    if like.header is not None and like.format == "nifti" and values.ndim == 3:
+    voxels = values.transpose(2, 1, 0) if values.ndim == 3 else values.transpose(2, 1, 0, 3)[:, :, :, np.newaxis]
+    if like.header is not None and like.format == "nifti":
         header = like.header.copy()
         header.set_data_dtype(values.dtype)
         kind = nibabel.Nifti2Image if isinstance(header, nibabel.Nifti2Header) else nibabel.Nifti1Image  # as read
@@ -411,6 +420,8 @@ def _nifti_bytes(values: np.ndarray, like: VolumeFile, *, compressed: bool) -> b
         image = nibabel.Nifti1Image(voxels, np.diag([*(size * scale for size in like.spacing[::-1]), 1.0]))
         if unit:
             image.header.set_xyzt_units(xyz=unit)
+        if values.ndim == 4:
+            image.header.set_intent("vector")
     image.header.set_slope_inter(1.0, 0.0)  # the values are written as they are
     raw = image.to_bytes()
     return gzip.compress(raw, mtime=0) if compressed else raw
@@ -432,8 +443,9 @@ def _nifti_unit(unit: str | None) -> tuple[str | None, float]:
 def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile) -> None:
     """An OME-TIFF where the source was one, an ImageJ stack where it was one or where it has a
     length unit (a NIfTI's: Fiji then reads the voxel size) and ImageJ takes the data type,
-    else a plain TIFF with tifffile's description (no absolute unit in its resolution tags);
-    each with the voxel size."""
+    else a plain TIFF with tifffile's description (no absolute unit in its resolution tags; the
+    axes where there are channels, which it would otherwise read as planes); each with the
+    voxel size."""
     tifffile = _import("tifffile")
     spacing_z, spacing_y, spacing_x = like.spacing
     channels = values.ndim == 4 and like.extra.get("channels", False)  # an axis of their own, not RGB samples
@@ -446,7 +458,8 @@ def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile) -> None:
     elif (like.extra.get("imagej") or unit) and values.dtype in IMAGEJ_TYPES:
         options = {"imagej": True, "metadata": {"spacing": spacing_z, "axes": axes, **({"unit": unit} if unit else {})}}
     else:
-        options = {"metadata": {"spacing": spacing_z, **({"unit": unit} if unit else {})}, "resolutionunit": "NONE"}
+        metadata = {"spacing": spacing_z, **({"unit": unit} if unit else {}), **({"axes": axes} if channels else {})}
+        options = {"metadata": metadata, "resolutionunit": "NONE"}
     tifffile.imwrite(
         file,
         values.transpose(0, 3, 1, 2) if channels else values,

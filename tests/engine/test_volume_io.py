@@ -443,6 +443,37 @@ def test_a_hyperstacks_channels_are_filtered_separately_each_from_its_own_noise(
     assert report["estimates"][1]["suggested_h"]["exponential"] == pytest.approx(strengths[1], rel=1e-5)
 
 
+def test_channels_go_to_nifti_as_vector_valued_voxels_and_come_back(tmp_path) -> None:
+    """An ImageJ hyperstack's two channels written as .nii.gz became a 4D NIfTI, channels on its
+    time axis, which denoise-volume then refused as a time series (found by a first-time user):
+    NIfTI keeps them as vectors, (X, Y, Z, 1, C) with intent "vector", read back as channels."""
+    stack = np.random.default_rng(10).integers(100, 900, (12, 2, 16, 18), dtype=np.uint16)  # Z, C, Y, X
+    tifffile.imwrite(tmp_path / "ij.tif", stack, imagej=True, metadata={"axes": "ZCYX", "spacing": 2.0})
+    options = ["--h", "50", "--search-radius", "1", "--backend", "cpu", "--quiet"]
+    assert main(["denoise-volume", str(tmp_path / "ij.tif"), str(tmp_path / "out.nii.gz"), *options]) == 0
+    written = nibabel.load(tmp_path / "out.nii.gz")
+    assert written.shape == (18, 16, 12, 1, 2) and written.header.get_intent()[0] == "vector"
+    assert written.header["intent_code"] == 1007 and written.header.get_zooms()[:3] == (1.0, 1.0, 2.0)
+    assert main(["denoise-volume", str(tmp_path / "out.nii.gz"), str(tmp_path / "back.tif"), *options]) == 0
+    with tifffile.TiffFile(tmp_path / "back.tif") as back:
+        assert back.series[0].axes == "ZCYX" and back.series[0].shape == stack.shape
+
+    # The values themselves, unfiltered: TIFF -> NIfTI -> TIFF gives the hyperstack back.
+    source = read_volume(tmp_path / "ij.tif")
+    write_volume(tmp_path / "same.nii.gz", source.data.astype(np.float32), source)
+    vectors = read_volume(tmp_path / "same.nii.gz")
+    assert vectors.data.dtype == np.uint16 and vectors.spacing == (2.0, 1.0, 1.0)
+    np.testing.assert_array_equal(vectors.data, stack.transpose(0, 2, 3, 1))
+    write_volume(tmp_path / "same.tif", vectors.data.astype(np.float32), vectors)
+    with tifffile.TiffFile(tmp_path / "same.tif") as again:
+        assert again.series[0].axes == "ZCYX"
+        np.testing.assert_array_equal(again.series[0].asarray(), stack)
+    series = nibabel.Nifti1Image(np.zeros((8, 8, 8, 3, 2), np.float32), np.eye(4))  # vectors at 3 time points
+    nibabel.save(series, tmp_path / "series.nii")
+    with pytest.raises(ValueError, match="the volume filter takes one 3D volume"):
+        read_volume(tmp_path / "series.nii")
+
+
 def test_nifti2_stays_nifti2_and_one_time_point_is_a_volume(tmp_path, capfd) -> None:
     rng = np.random.default_rng(6)
     voxels = rng.normal(100, 10, (16, 14, 12)).astype(np.float32)  # x, y, z
