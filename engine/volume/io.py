@@ -442,20 +442,24 @@ def _nifti_unit(unit: str | None) -> tuple[str | None, float]:
 
 def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile) -> None:
     """An OME-TIFF where the source was one, an ImageJ stack where it was one or where it has a
-    length unit (a NIfTI's: Fiji then reads the voxel size) and ImageJ takes the data type,
-    else a plain TIFF with tifffile's description (no absolute unit in its resolution tags; the
-    axes where there are channels, which it would otherwise read as planes); each with the
-    voxel size."""
+    length unit (a NIfTI's: Fiji then reads the voxel size) and ImageJ takes the data type and
+    the samples, else a plain TIFF with tifffile's description (no absolute unit in its
+    resolution tags; the axes where there are channels, which it would otherwise read as
+    planes); each with the voxel size, samples in each pixel as the source had them."""
     tifffile = _import("tifffile")
     spacing_z, spacing_y, spacing_x = like.spacing
     channels = values.ndim == 4 and like.extra.get("channels", False)  # an axis of their own, not RGB samples
-    axes = "ZCYX" if channels else "ZYXS" if values.ndim == 4 else "ZYX"
+    samples = values.ndim == 4 and not channels
+    axes = "ZCYX" if channels else "ZYXS" if samples else "ZYX"
     unit = like.extra.get("unit")
+    # Samples in an ImageJ stack: 8-bit RGB, or 4 (tifffile refuses 2, and RGB of 16 bits)
+    rgb = samples and values.shape[3] == 3
+    imagej_samples = not samples or values.shape[3] == 4 or (rgb and values.dtype == np.uint8)
     if like.extra.get("ome"):
         sizes = {"PhysicalSizeZ": spacing_z, "PhysicalSizeY": spacing_y, "PhysicalSizeX": spacing_x}
         units = {f"PhysicalSize{axis}Unit": unit for axis in "ZYX"} if unit else {}
         options = {"ome": True, "metadata": {"axes": axes, **sizes, **units}}
-    elif (like.extra.get("imagej") or unit) and values.dtype in IMAGEJ_TYPES:
+    elif (like.extra.get("imagej") or unit) and values.dtype in IMAGEJ_TYPES and imagej_samples:
         options = {"imagej": True, "metadata": {"spacing": spacing_z, "axes": axes, **({"unit": unit} if unit else {})}}
     else:
         metadata = {"spacing": spacing_z, **({"unit": unit} if unit else {}), **({"axes": axes} if channels else {})}
@@ -464,6 +468,7 @@ def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile) -> None:
         file,
         values.transpose(0, 3, 1, 2) if channels else values,
         resolution=(1.0 / spacing_x, 1.0 / spacing_y),
-        photometric="rgb" if axes == "ZYXS" and values.shape[3] == 3 else "minisblack",
+        photometric="rgb" if rgb else "minisblack",
+        planarconfig="contig" if samples else None,  # else tifffile takes (X, S) for the planes of 2 samples
         **options,
     )

@@ -474,6 +474,20 @@ def test_channels_go_to_nifti_as_vector_valued_voxels_and_come_back(tmp_path) ->
         read_volume(tmp_path / "series.nii")
 
 
+@pytest.mark.parametrize("metadata", [{}, {"unit": "um"}])
+def test_a_plain_tiff_of_two_samples_a_pixel_comes_back_in_its_layout(tmp_path, metadata) -> None:
+    """A plain TIFF stack of 2 samples per pixel came back as a page per row, (X, 2) pixels each
+    (found by a first-time user); with a unit it was sent to ImageJ, which takes no 2 samples."""
+    stack = np.random.default_rng(11).integers(0, 4000, (12, 32, 36, 2), dtype=np.uint16)  # Z, Y, X, S
+    tifffile.imwrite(tmp_path / "zyxc.tif", stack, photometric="minisblack", planarconfig="contig", metadata=metadata)
+    command = ["denoise-volume", str(tmp_path / "zyxc.tif"), str(tmp_path / "out.tif"), "--h", "100"]
+    assert main([*command, "--search-radius", "1", "--backend", "cpu", "--quiet"]) == 0
+    with tifffile.TiffFile(tmp_path / "zyxc.tif") as source, tifffile.TiffFile(tmp_path / "out.tif") as written:
+        assert len(written.pages) == 12 and written.pages[0].shape == (32, 36, 2)
+        assert written.series[0].axes == source.series[0].axes and written.series[0].shape == stack.shape
+    assert read_volume(tmp_path / "out.tif").extra["unit"] == metadata.get("unit")
+
+
 def test_nifti2_stays_nifti2_and_one_time_point_is_a_volume(tmp_path, capfd) -> None:
     rng = np.random.default_rng(6)
     voxels = rng.normal(100, 10, (16, 14, 12)).astype(np.float32)  # x, y, z
