@@ -246,17 +246,16 @@ def _read(path: Path, kind: str) -> VolumeFile:
         except nibabel.filebasedimages.ImageFileError as error:
             raise ValueError(str(error)) from error
         shape = image.shape
-        if len(shape) == 4 and shape[3] == 1:  # one time point: the volume itself
-            image, shape = image.slicer[..., 0], shape[:3]
-        # (X, Y, Z, 1, C): C values in each voxel, as NIfTI stores vectors (its 5th axis), the channels
-        channels = len(shape) == 5 and shape[3] == 1
-        if len(shape) != 3 and not channels:
+        # (X, Y, Z, 1): one time point, the volume itself; (X, Y, Z, 1, C): C values in each voxel,
+        # as NIfTI stores vectors (its 5th axis), the channels. The header keeps the file's shape.
+        if len(shape) != 3 and not (len(shape) in (4, 5) and shape[3] == 1):
             raise NotOneVolumeError(
                 f"{path}: a NIfTI volume of shape {shape}; the volume filter takes one 3D volume "
                 "(split a time series into its volumes first)"
             )
-        voxels = np.asarray(image.dataobj)
-        data = voxels[:, :, :, 0].transpose(2, 1, 0, 3) if channels else voxels.transpose(2, 1, 0)
+        voxels = np.asarray(image.dataobj).reshape(shape[:3] + shape[4:])
+        channels = voxels.ndim == 4
+        data = voxels.transpose(2, 1, 0, 3) if channels else voxels.transpose(2, 1, 0)
         spacing = tuple(float(s) for s in image.header.get_zooms()[:3][::-1])
         unit = image.header.get_xyzt_units()[0]
         extra = {"unit": "µm" if unit == "micron" else unit if unit in NIFTI_UNITS else None, "channels": channels}
@@ -407,14 +406,15 @@ def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwr
 
 def _nifti_bytes(values: np.ndarray, like: VolumeFile, *, compressed: bool) -> bytes:
     """The NIfTI file of ``values``: channels as NIfTI stores vector-valued voxels, (X, Y, Z, 1, C)
-    with the intent "vector" (a NIfTI source's own intent kept), not as the time axis."""
+    with the intent "vector" (a NIfTI source's own intent kept), not as the time axis; in a NIfTI
+    source's shape ((X, Y, Z, 1) stays so)."""
     nibabel = _import("nibabel")
     voxels = values.transpose(2, 1, 0) if values.ndim == 3 else values.transpose(2, 1, 0, 3)[:, :, :, np.newaxis]
     if like.header is not None and like.format == "nifti":
         header = like.header.copy()
         header.set_data_dtype(values.dtype)
         kind = nibabel.Nifti2Image if isinstance(header, nibabel.Nifti2Header) else nibabel.Nifti1Image  # as read
-        image = kind(voxels, like.affine, header)
+        image = kind(voxels.reshape(header.get_data_shape()), like.affine, header)
     else:
         unit, scale = _nifti_unit(like.extra.get("unit"))
         image = nibabel.Nifti1Image(voxels, np.diag([*(size * scale for size in like.spacing[::-1]), 1.0]))

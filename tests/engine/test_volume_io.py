@@ -489,16 +489,26 @@ def test_a_plain_tiff_of_two_samples_a_pixel_comes_back_in_its_layout(tmp_path, 
 
 
 def test_nifti2_stays_nifti2_and_one_time_point_is_a_volume(tmp_path, capfd) -> None:
+    """A NIfTI of one time point, (X, Y, Z, 1), is filtered as a volume and written back in its
+    shape, its time step kept (it came back (X, Y, Z): found by a first-time user)."""
     rng = np.random.default_rng(6)
     voxels = rng.normal(100, 10, (16, 14, 12)).astype(np.float32)  # x, y, z
     affine = np.diag([0.9, 0.9, 2.5, 1.0])
     nibabel.save(nibabel.Nifti2Image(voxels, affine), tmp_path / "two.nii")
-    nibabel.save(nibabel.Nifti1Image(voxels[..., np.newaxis], affine), tmp_path / "one_time_point.nii.gz")
-    for name, kind in (("two.nii", nibabel.Nifti2Image), ("one_time_point.nii.gz", nibabel.Nifti1Image)):
+    one_time_point = nibabel.Nifti1Image(voxels[..., np.newaxis], affine)
+    one_time_point.header.set_zooms((0.9, 0.9, 2.5, 2.0))  # a repetition time of 2 s
+    nibabel.save(one_time_point, tmp_path / "one_time_point.nii.gz")
+    cases = {
+        "two.nii": (nibabel.Nifti2Image, voxels.shape),
+        "one_time_point.nii.gz": (nibabel.Nifti1Image, (16, 14, 12, 1)),
+    }
+    for name, (kind, shape) in cases.items():
+        assert read_volume(tmp_path / name).data.shape == (12, 14, 16)
         output = tmp_path / f"out_{name}"
         assert main(["denoise-volume", str(tmp_path / name), str(output), "--h", "8", "--search-radius", "1"]) == 0
         written = nibabel.load(output)
-        assert type(written) is kind and written.shape == voxels.shape
+        assert type(written) is kind and written.shape == shape
+        assert written.header.get_zooms() == nibabel.load(tmp_path / name).header.get_zooms()
         np.testing.assert_allclose(written.affine, affine)
     assert "sizeof_hdr" not in "".join(capfd.readouterr())  # nothing of nibabel's conversions printed
 
