@@ -166,8 +166,8 @@ class VolumeFile:
     def channel_mode(self, requested: str = "auto") -> str:
         """How ``denoise-volume`` and the window filter the channels: ``requested``, or for "auto"
         "separately" where the file keeps its channels on an axis of their own (ImageJ
-        hyperstacks, OME-TIFF: fluorescence channels, which image different structures), else
-        "together" (RGB samples, a 4D .npy)."""
+        hyperstacks and OME-TIFF, whose channels are mostly fluorescence channels imaging
+        different structures; a NIfTI's vector voxels), else "together" (RGB samples, a 4D .npy)."""
         if requested != "auto":
             return requested
         return "separately" if self.extra.get("channels") and self.data.ndim == 4 else "together"
