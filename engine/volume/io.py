@@ -22,6 +22,7 @@ from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOut
 
 FORMAT_NAMES = {"nifti": "NIfTI", "tiff": "TIFF", "npy": "NumPy .npy"}
 SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff", ".npy": "npy"}
+OME_SUFFIXES = (".ome.tif", ".ome.tiff")  # TIFF names that ask for an OME-TIFF
 # The float types a format stores (.npy: every one); a float source of another is written as float32.
 FLOAT_TYPES = {"nifti": (np.float32, np.float64), "tiff": (np.float16, np.float32, np.float64)}
 # Length units as files name them (ImageJ "micron", OME "µm", NIfTI's codes as nibabel names them), in metres.
@@ -37,6 +38,7 @@ METRES = {
     "nm": 1e-9,
 }
 NIFTI_UNITS = {"meter": 1.0, "mm": 1e-3, "micron": 1e-6}  # the lengths a NIfTI header codes
+OME_UNITS = {1.0: "m", 1e-2: "cm", 1e-3: "mm", 1e-6: "µm", 1e-9: "nm"}  # OME-XML's symbols, by length
 IMAGEJ_TYPES = (np.uint8, np.uint16, np.float32)  # the data types an ImageJ stack holds
 
 
@@ -263,7 +265,11 @@ def _read(path: Path, kind: str) -> VolumeFile:
     if kind == "tiff":
         tifffile = _import("tifffile")
         with tifffile.TiffFile(path) as tiff:
-            data, channels = _zyx_channels_last(tiff.series[0].asarray(), tiff.series[0].axes, path)
+            series_axes = tiff.series[0].axes
+            data, channels = _zyx_channels_last(tiff.series[0].asarray(), series_axes, path)
+            # Channels before the planes (OME-TIFF's CZYX), written back so.
+            planes = [series_axes.index(axis) for axis in "ZQI" if axis in series_axes]
+            first = channels and series_axes.index("C") < min(planes)
             imagej = tiff.imagej_metadata or {}
             page = tiff.pages[0]
             resolution = page.tags.get("XResolution"), page.tags.get("YResolution")
@@ -278,7 +284,13 @@ def _read(path: Path, kind: str) -> VolumeFile:
             elif not imagej and tiff.shaped_metadata:  # tifffile's own description, as written below
                 spacing[0] = float(tiff.shaped_metadata[0].get("spacing", spacing[0]))
                 unit = tiff.shaped_metadata[0].get("unit", unit)
-        extra = {"imagej": bool(imagej), "ome": tiff.is_ome, "unit": unit, "channels": channels}
+        extra = {
+            "imagej": bool(imagej),
+            "ome": tiff.is_ome,
+            "unit": unit,
+            "channels": channels,
+            "channels_first": first,
+        }
         return VolumeFile(data, tuple(spacing), kind, extra=extra)
     return VolumeFile(np.load(path, allow_pickle=False), format=kind)
 
@@ -391,7 +403,7 @@ def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwr
             if kind == "nifti":
                 file.write(_nifti_bytes(values, like, compressed=path.name.lower().endswith(".gz")))
             elif kind == "tiff":
-                _write_tiff(file, values, like)
+                _write_tiff(file, values, like, ome=path.name.lower().endswith(OME_SUFFIXES))
             else:
                 np.save(file, values, allow_pickle=False)
         staged.publish()
@@ -440,33 +452,40 @@ def _nifti_unit(unit: str | None) -> tuple[str | None, float]:
     return code, metres / NIFTI_UNITS[code]
 
 
-def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile) -> None:
-    """An OME-TIFF where the source was one, an ImageJ stack where it was one or where it has a
-    length unit (a NIfTI's: Fiji then reads the voxel size) and ImageJ takes the data type and
-    the samples, else a plain TIFF with tifffile's description (no absolute unit in its
+def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile, *, ome: bool = False) -> None:
+    """An OME-TIFF where asked (``ome``: the name ends in .ome.tif) or the source was one, an
+    ImageJ stack where the source was one or has a length unit (a NIfTI's: Fiji then reads the
+    voxel size) and ImageJ takes the data type and the samples, an OME-TIFF again where there is
+    a unit ImageJ cannot carry with the data (int16 MRI: Fiji reads OME's voxel size through
+    Bio-Formats), else a plain TIFF with tifffile's description (no absolute unit in its
     resolution tags; the axes where there are channels, which it would otherwise read as
-    planes); each with the voxel size, samples in each pixel as the source had them."""
+    planes); each with the voxel size, samples in each pixel and channels before or after the
+    planes as the source had them."""
     tifffile = _import("tifffile")
     spacing_z, spacing_y, spacing_x = like.spacing
     channels = values.ndim == 4 and like.extra.get("channels", False)  # an axis of their own, not RGB samples
     samples = values.ndim == 4 and not channels
-    axes = "ZCYX" if channels else "ZYXS" if samples else "ZYX"
     unit = like.extra.get("unit")
     # Samples in an ImageJ stack: 8-bit RGB, or 4 (tifffile refuses 2, and RGB of 16 bits)
     rgb = samples and values.shape[3] == 3
     imagej_samples = not samples or values.shape[3] == 4 or (rgb and values.dtype == np.uint8)
-    if like.extra.get("ome"):
+    imagej = values.dtype in IMAGEJ_TYPES and imagej_samples
+    ome = ome or like.extra.get("ome") or (unit is not None and not imagej)
+    first = channels and ome and like.extra.get("channels_first", False)
+    axes = ("CZYX" if first else "ZCYX") if channels else "ZYXS" if samples else "ZYX"
+    if ome:
         sizes = {"PhysicalSizeZ": spacing_z, "PhysicalSizeY": spacing_y, "PhysicalSizeX": spacing_x}
-        units = {f"PhysicalSize{axis}Unit": unit for axis in "ZYX"} if unit else {}
+        symbol = OME_UNITS.get(METRES.get(unit), unit)  # "um", ImageJ's and NIfTI's "micron": "µm"
+        units = {f"PhysicalSize{axis}Unit": symbol for axis in "ZYX"} if unit else {}
         options = {"ome": True, "metadata": {"axes": axes, **sizes, **units}}
-    elif (like.extra.get("imagej") or unit) and values.dtype in IMAGEJ_TYPES and imagej_samples:
+    elif (like.extra.get("imagej") or unit) and imagej:
         options = {"imagej": True, "metadata": {"spacing": spacing_z, "axes": axes, **({"unit": unit} if unit else {})}}
     else:
         metadata = {"spacing": spacing_z, **({"unit": unit} if unit else {}), **({"axes": axes} if channels else {})}
         options = {"metadata": metadata, "resolutionunit": "NONE"}
     tifffile.imwrite(
         file,
-        values.transpose(0, 3, 1, 2) if channels else values,
+        values.transpose((3, 0, 1, 2) if first else (0, 3, 1, 2)) if channels else values,
         resolution=(1.0 / spacing_x, 1.0 / spacing_y),
         photometric="rgb" if rgb else "minisblack",
         planarconfig="contig" if samples else None,  # else tifffile takes (X, S) for the planes of 2 samples

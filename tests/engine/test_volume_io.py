@@ -474,18 +474,51 @@ def test_channels_go_to_nifti_as_vector_valued_voxels_and_come_back(tmp_path) ->
         read_volume(tmp_path / "series.nii")
 
 
-@pytest.mark.parametrize("metadata", [{}, {"unit": "um"}])
-def test_a_plain_tiff_of_two_samples_a_pixel_comes_back_in_its_layout(tmp_path, metadata) -> None:
+@pytest.mark.parametrize(("metadata", "axes"), [({}, "QYXS"), ({"unit": "um"}, "ZYXS")])
+def test_a_plain_tiff_of_two_samples_a_pixel_comes_back_in_its_layout(tmp_path, metadata, axes) -> None:
     """A plain TIFF stack of 2 samples per pixel came back as a page per row, (X, 2) pixels each
-    (found by a first-time user); with a unit it was sent to ImageJ, which takes no 2 samples."""
+    (found by a first-time user); with a unit it was sent to ImageJ, which takes no 2 samples:
+    it is an OME-TIFF now, which keeps the unit where Fiji reads it."""
     stack = np.random.default_rng(11).integers(0, 4000, (12, 32, 36, 2), dtype=np.uint16)  # Z, Y, X, S
     tifffile.imwrite(tmp_path / "zyxc.tif", stack, photometric="minisblack", planarconfig="contig", metadata=metadata)
     command = ["denoise-volume", str(tmp_path / "zyxc.tif"), str(tmp_path / "out.tif"), "--h", "100"]
     assert main([*command, "--search-radius", "1", "--backend", "cpu", "--quiet"]) == 0
     with tifffile.TiffFile(tmp_path / "zyxc.tif") as source, tifffile.TiffFile(tmp_path / "out.tif") as written:
         assert len(written.pages) == 12 and written.pages[0].shape == (32, 36, 2)
-        assert written.series[0].axes == source.series[0].axes and written.series[0].shape == stack.shape
-    assert read_volume(tmp_path / "out.tif").extra["unit"] == metadata.get("unit")
+        assert source.series[0].axes == "QYXS" and written.series[0].axes == axes
+        assert written.series[0].shape == stack.shape and written.is_ome == bool(metadata)
+    assert read_volume(tmp_path / "out.tif").extra["unit"] == {"um": "µm"}.get(metadata.get("unit"))
+
+
+def test_tiff_flavours_keep_the_voxel_size_where_fiji_reads_it(tmp_path) -> None:
+    """An int16 MRI written as .tif went to a plain TIFF whose slice thickness only tifffile
+    read (ImageJ holds no int16): it is an OME-TIFF, in mm. A name ending .ome.tif asks for an
+    OME-TIFF; an OME-TIFF of (C, Z, Y, X) comes back (C, Z, Y, X), not (Z, C, Y, X)."""
+    voxels = np.random.default_rng(13).normal(300, 20, (30, 32, 12)).astype(np.int16)  # x, y, z
+    image = nibabel.Nifti1Image(voxels, np.diag([0.9, 0.9, 3.0, 1.0]))
+    image.header.set_xyzt_units("mm")
+    nibabel.save(image, tmp_path / "t2.nii.gz")
+    assert main(["denoise-volume", str(tmp_path / "t2.nii.gz"), str(tmp_path / "t2.tif"), "--h", "20", "--quiet"]) == 0
+    with tifffile.TiffFile(tmp_path / "t2.tif") as written:
+        assert written.is_ome and written.series[0].dtype == np.int16
+        assert 'PhysicalSizeZ="3.0" PhysicalSizeZUnit="mm"' in written.ome_metadata
+    assert read_volume(tmp_path / "t2.tif").spacing == pytest.approx((3.0, 0.9, 0.9))
+    stack = np.random.default_rng(14).integers(100, 900, (2, 12, 16, 18), dtype=np.uint16)  # C, Z, Y, X
+    sizes = {"PhysicalSizeZ": 0.5, "PhysicalSizeY": 0.1, "PhysicalSizeX": 0.1}
+    tifffile.imwrite(tmp_path / "cells.ome.tif", stack, ome=True, metadata={"axes": "CZYX", **sizes})
+    tifffile.imwrite(
+        tmp_path / "ij.tif", stack.transpose(1, 0, 2, 3), imagej=True, metadata={"axes": "ZCYX", "unit": "um"}
+    )
+    for name, axes in (("cells.ome.tif", "CZYX"), ("ij.tif", "ZCYX")):
+        output = tmp_path / f"out-{name.split('.')[0]}.ome.tif"
+        assert (
+            main(["denoise-volume", str(tmp_path / name), str(output), "--h", "50", "--search-radius", "1", "--quiet"])
+            == 0
+        )
+        with tifffile.TiffFile(output) as written:
+            assert written.is_ome and written.series[0].axes == axes
+        assert read_volume(output).data.shape == (12, 16, 18, 2)
+    assert read_volume(tmp_path / "out-ij.ome.tif").extra["unit"] == "µm"  # OME's symbol, not ImageJ's "um"
 
 
 def test_nifti2_stays_nifti2_and_one_time_point_is_a_volume(tmp_path, capfd) -> None:
