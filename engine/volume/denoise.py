@@ -71,7 +71,8 @@ def check_channels(shape: tuple[int, ...]) -> None:
         raise ValueError(
             f"volume of shape {shape} has {shape[3]} channels: the last axis of a 4D array is read as channels, "
             f"and at most {CHANNELS_MAX} are filtered together; a time series must be filtered one time point at "
-            "a time, each a (Z, Y, X) volume"
+            "a time, each a (Z, Y, X) volume; channels on another axis, as in (Z, C, Y, X), go last with "
+            "numpy.moveaxis(volume, 1, -1)"
         )
 
 

@@ -234,6 +234,12 @@ def read_volume(path: str | Path) -> VolumeFile:
         if isinstance(error, OSError) and not isinstance(error, gzip.BadGzipFile):
             raise  # the file itself (permissions, a disk error), not its content
         raise ValueError(f"{path}: not a {FORMAT_NAMES[kind]} volume that can be read ({error})") from error
+    if volume.data.ndim == 2:  # one image: the video filter denoises it, as a clip of one frame
+        image = Path(path)
+        raise ValueError(
+            f"{path}: one 2D image of shape {volume.data.shape}, not a volume (Z, Y, X) or (Z, Y, X, C); to denoise "
+            f"an image: nlmeans-studio denoise {image.name} {image.name.split('.')[0]}-denoised%06d.tif"
+        )
     if volume.data.ndim not in (3, 4):
         raise ValueError(f"{path}: an array of shape {volume.data.shape}; a volume is (Z, Y, X) or (Z, Y, X, C)")
     return volume

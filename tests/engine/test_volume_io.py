@@ -490,6 +490,21 @@ def test_a_plain_tiff_of_two_samples_a_pixel_comes_back_in_its_layout(tmp_path, 
     assert read_volume(tmp_path / "out.tif").extra["unit"] == {"um": "µm"}.get(metadata.get("unit"))
 
 
+def test_one_image_is_pointed_to_the_command_that_denoises_it(tmp_path) -> None:
+    """A 2D TIFF given to denoise-volume was refused as "an array of shape (64, 80)"; the message
+    gives the command that denoises one image, and that command works as written."""
+    image = np.random.default_rng(15).normal(30000, 2000, (64, 80)).astype(np.uint16)
+    tifffile.imwrite(tmp_path / "slide.tif", image)
+    run = subprocess.run([*CLI, "denoise-volume", "slide.tif", "out.tif"], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 1 and "slide.tif: one 2D image of shape (64, 80), not a volume" in run.stderr
+    command = run.stderr.split("to denoise an image: ")[1].split()
+    assert command == ["nlmeans-studio", "denoise", "slide.tif", "slide-denoised%06d.tif"]
+    run = subprocess.run([*CLI, *command[1:]], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    denoised = tifffile.imread(tmp_path / "slide-denoised000001.tif")
+    assert denoised.shape[:2] == image.shape and denoised[..., 0].std() < image.std() / 2
+
+
 def test_tiff_flavours_keep_the_voxel_size_where_fiji_reads_it(tmp_path) -> None:
     """An int16 MRI written as .tif went to a plain TIFF whose slice thickness only tifffile
     read (ImageJ holds no int16): it is an OME-TIFF, in mm. A name ending .ome.tif asks for an
