@@ -85,6 +85,7 @@ from nlmeans_studio.engine.volume.io import (
     write_volume,
 )
 from nlmeans_studio.engine.volume.noise import VolumeNoiseEstimate, estimate_volume_noise, suggest_volume_h
+from nlmeans_studio.engine.volume.params import CHANNEL_MODES
 
 VOLUME_SUFFIXES = tuple(SUFFIXES)  # the file names read_volume and write_volume take: ".nii.gz", ...
 
@@ -123,6 +124,7 @@ def command_line(argv: list[str] | None = None) -> int:
 __all__ = [
     "BACKENDS",
     "CENTER_WEIGHTS",
+    "CHANNEL_MODES",
     "CODECS",
     "DEFAULT_H",
     "FRAMES_MAX",

@@ -42,6 +42,7 @@ from PySide6.QtWidgets import (
 
 from nlmeans_studio.engine import (
     CENTER_WEIGHTS,
+    CHANNEL_MODES,
     PATCH_RADIUS_MAX,
     SEARCH_RADIUS_MAX,
     VOLUME_SUFFIXES,
@@ -56,7 +57,6 @@ from nlmeans_studio.engine import (
     read_volume,
     write_volume,
 )
-from nlmeans_studio.engine.volume.params import CHANNEL_MODES
 
 from .export import stop_exports_asked
 from .radii_box import RadiiBox

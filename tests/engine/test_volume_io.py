@@ -77,8 +77,11 @@ def test_npy_round_trip_and_refusals(tmp_path) -> None:
     with pytest.raises(ValueError, match="not a volume file"):
         read_volume(tmp_path / "in.mp4")
     np.save(tmp_path / "flat.npy", np.zeros((4, 4)))
-    with pytest.raises(ValueError, match=r"a volume is \(Z, Y, X\) or \(Z, Y, X, C\)"):
+    with pytest.raises(ValueError, match=r"one 2D image of shape \(4, 4\), not a volume \(Z, Y, X\) or \(Z, Y, X, C\)"):
         read_volume(tmp_path / "flat.npy")
+    np.save(tmp_path / "five.npy", np.zeros((2, 4, 4, 4, 1)))
+    with pytest.raises(ValueError, match=r"an array of shape \(2, 4, 4, 4, 1\); a volume is \(Z, Y, X\) or"):
+        read_volume(tmp_path / "five.npy")
     nibabel.save(nibabel.Nifti1Image(np.zeros((8, 8, 8, 3), np.float32), np.eye(4)), tmp_path / "series.nii")
     with pytest.raises(ValueError, match="the volume filter takes one 3D volume"):
         read_volume(tmp_path / "series.nii")
