@@ -67,8 +67,8 @@ from .volume_planes import ARRAY_AXES, plane_layout
 from .volume_strengths import SIGNIFICANT, VolumeStrengths
 
 WINDOW_SIZE = (1100, 720)  # pixels, when it opens
-H_DECIMALS_MAX = 10  # the h box's decimals, at most: it takes h down to H_LOWEST
-H_LOWEST = 1e-9
+H_DECIMALS_MAX = 10  # the h box's decimals, at most
+SIDE_WIDTH = 380  # pixels: the controls' column, at most
 PREVIEW_DELAY_MS = 250  # a control's changes settle this long before the preview runs
 DISPLAY_PERCENTILES = (0.5, 99.5)  # of the input's intensities: black and white of the view
 ENGINE_ERRORS = (ValueError, OSError, MemoryError, BackendUnavailableError, GpuOutOfMemoryError)
@@ -159,7 +159,7 @@ class VolumeWindow(QMainWindow):
         self.slider.setToolTip("The plane along the axis (arrow keys, Page Up / Down)")
         self.slider.setPageStep(10)
         self.plane_label = QLabel()
-        self.h = _double_spin(H_LOWEST, 1e9, self.strengths.h(0), "h, in the volume's intensity units")
+        self.h = _double_spin(10.0**-H_DECIMALS_MAX, 1e9, self.strengths.h(0), "h, in the volume's intensity units")
         self.channel = QComboBox()  # the channel shown (and whose h the box sets, where filtered separately)
         self.channel.addItems(
             (["RGB"] if self.data.shape[3] == 3 else []) + [f"channel {c + 1}" for c in range(self.data.shape[3])]
@@ -209,7 +209,10 @@ class VolumeWindow(QMainWindow):
         left.addLayout(walk)
         body = QHBoxLayout()
         body.addLayout(left, 1)
-        body.addLayout(side)
+        panel = QWidget()  # at most SIDE_WIDTH: long messages wrap instead of narrowing the picture
+        panel.setLayout(side)
+        panel.setMaximumWidth(SIDE_WIDTH)
+        body.addWidget(panel)
         central = QWidget()
         central.setLayout(body)
         self.setCentralWidget(central)
@@ -258,6 +261,12 @@ class VolumeWindow(QMainWindow):
             return [0, 1, 2] if index == 0 else [index - 1]
         return [index]
 
+    @property
+    def _volume(self) -> np.ndarray:
+        """The volume as the engine takes it: (Z, Y, X) for one channel, as the file holds it (its
+        messages spoke of a fourth axis of 1, and of time series)."""
+        return self.data if self.data.shape[3] > 1 else self.data[..., 0]
+
     def _per_axis_toggled(self, per_axis: bool) -> None:
         for radii in (self.patch, self.search):
             radii.set_per_axis(per_axis)
@@ -271,8 +280,10 @@ class VolumeWindow(QMainWindow):
         """The box shows the h of the shown channel (the shared one where filtered together), to
         SIGNIFICANT digits whatever the volume's units (h 0.0003 of a volume in 0..0.01 was 0.000)."""
         h = self.strengths.h(self.shown_channels[0])
+        decimals = min(H_DECIMALS_MAX, max(1, SIGNIFICANT - 1 - math.floor(math.log10(h))))
         self.h.blockSignals(True)
-        self.h.setDecimals(min(H_DECIMALS_MAX, max(1, SIGNIFICANT - 1 - math.floor(math.log10(h)))))
+        self.h.setDecimals(decimals)
+        self.h.setMinimum(10.0**-decimals)  # the least h the box shows: a typed 0 is refused, not 0.00
         self.h.setValue(h)
         self.h.blockSignals(False)
 
@@ -375,7 +386,8 @@ class VolumeWindow(QMainWindow):
                 ]
                 plane = np.stack(planes, axis=-1)
             else:
-                plane = denoise_volume_slice(self.data, index, axis=axis, **settings)[..., channels]
+                plane = denoise_volume_slice(self._volume, index, axis=axis, **settings)
+                plane = (plane if plane.ndim == 3 else plane[..., np.newaxis])[..., channels]
         except ENGINE_ERRORS as error:
             self._results.preview_failed.emit(number, str(error))
             return
@@ -392,6 +404,7 @@ class VolumeWindow(QMainWindow):
     def _preview_failed(self, number: int, message: str) -> None:
         if number == self._latest:
             self.status.setText(f"Cannot preview: {message}")
+            self._show_plane()  # not the last preview that worked, with other settings
 
     # Export
 
@@ -427,7 +440,7 @@ class VolumeWindow(QMainWindow):
             self._results.export_progress.emit(done, total)
 
         try:
-            result = denoise_volume(self.data, progress=progress, **settings).reshape(self.file.data.shape)
+            result = denoise_volume(self._volume, progress=progress, **settings)
             if self._cancel_export:  # cancelled after the last slab: nothing is written
                 raise ExportCancelledError("cancelled")
             write_volume(target, result, self.file, overwrite=True)  # the dialog asked about replacing it

@@ -103,11 +103,12 @@ def checked_volume(volume: object, params: VolumeParams, finite: bool = True) ->
     if data.shape[3] == 0:
         raise ValueError(f"volume must have at least one channel, got shape {array.shape}")
     least = [a + b + 1 for a, b in zip(params.search_radius, params.patch_radius, strict=True)]
-    if any(size < need for size, need in zip(data.shape[:3], least, strict=True)):
+    short = [axis for axis, size, need in zip("zyx", data.shape[:3], least, strict=True) if size < need]
+    if short:
         raise ValueError(
             f"volume of shape {array.shape} is smaller than the filter's window: Z, Y, X = {data.shape[:3]}"
             f"{channels_note(array.shape)}, and each must be at least search_radius + patch_radius + 1 = "
-            f"{tuple(least)}; lower the radii"
+            f"{tuple(least)}; lower the radii along {' and '.join(short)} (radii per axis are z, y, x)"
         )
     if finite:
         require_finite(data)

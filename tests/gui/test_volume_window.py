@@ -142,6 +142,20 @@ def test_the_view_modes_are_the_main_windows_keys_and_menu(qtbot, volume_window)
     assert window.h.value() == 111 and window.view.mode == "after"
 
 
+def test_radii_too_large_for_the_volume_are_said_for_its_own_axes(qtbot, volume_window) -> None:
+    """A search radius the volume is too small for: the message names the short axis of the file
+    as it is (it spoke of a fourth axis of 1 and of time series), and the picture is no longer
+    the last preview that worked."""
+    window = volume_window
+    _wait_for_preview(qtbot, window)
+    type_into(qtbot, window.search.spins[2], "16")  # needs 18 voxels; the volume is 20 x 18 x 16
+    qtbot.waitUntil(lambda: window.status.text().startswith("Cannot preview"), timeout=30_000)
+    said = window.status.text()
+    assert "volume of shape (20, 18, 16) is smaller than the filter's window" in said
+    assert said.endswith("lower the radii along x (radii per axis are z, y, x)") and "channels" not in said
+    assert np.array_equal(window.view.shown_image(), window.view._before)  # the plane itself, unfiltered
+
+
 def test_a_typed_strength_re_renders(qtbot, volume_window) -> None:
     window = volume_window
     _wait_for_preview(qtbot, window)
@@ -307,6 +321,8 @@ def test_h_follows_the_weighting_until_the_user_sets_it(qtbot, volume_window) ->
     assert "times that: every voxel of the search window weighs alike, a blur." in window.noise.text()
     type_into(qtbot, window.h, str(round(zero / 10, 3)))
     assert "times below that: the filter will hardly change the volume." in window.noise.text()
+    type_into(qtbot, window.h, "0")  # refused: the box showed 0.00 and the noise line divided by it
+    assert window.h.value() > 0 and window.settings()["h"] == window.h.value()
     type_into(qtbot, window.h, "77")  # the user's own h stays whatever the settings
     window.weighting.setFocus()
     qtbot.keyClick(window.weighting, Qt.Key.Key_Down if WEIGHTINGS[0] == "bisquare" else Qt.Key.Key_Up)
