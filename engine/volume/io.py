@@ -124,7 +124,7 @@ def check_volume_output(path: str | Path, source: str | Path | None = None, *, o
     if path.exists() and not path.is_file():
         raise ValueError(f"{path}: is not a regular file; the output must be a file")
     if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; use --overwrite to replace it")
+        raise FileExistsError(f"{path} exists; use --overwrite (overwrite=True from Python) to replace it")
     problem = folder_problem(path)
     if problem is not None:
         raise ValueError(f"{path}: {problem}")
