@@ -207,11 +207,18 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
     voxels = _blocks(data[1:-1, 1:-1, 1:-1], shape).mean(axis=2)  # (blocks, voxels a block): over the channels
     means = voxels.mean(axis=1)
     floors = np.quantile(voxels, FLOOR_QUANTILE, axis=1)
-    chosen = np.ones(len(variances), dtype=bool)
+    # Blocks of exactly no residual are masked or padded (a skull-stripped scan's zeros, a
+    # template's background), not noise, which never cancels exactly: left out where there are
+    # others (they read "sigma 0 in the darkest blocks", and the noise was taken to grow with
+    # the signal). A volume of nothing else is clean.
+    live = variances.max(axis=1) > 0
+    if not live.any():
+        live[:] = True
+    chosen = live
     for _ in range(4):  # leave out the background as sigma grows
         total = variances[chosen].mean(axis=1)
         sigma = math.sqrt(np.quantile(total, QUANTILE) / bias)
-        above = floors >= SIGNAL_FLOOR * sigma
+        above = (floors >= SIGNAL_FLOOR * sigma) & live
         if above.sum() < 8 or np.array_equal(above, chosen):
             break
         chosen = above

@@ -116,6 +116,20 @@ def test_h_is_suggested_for_the_patch_size_and_centre_weight() -> None:
         suggest_volume_h(10.0, center_weight="all")
 
 
+def test_a_masked_background_is_no_evidence_of_noise_growing_with_the_signal() -> None:
+    """A skull-stripped scan's zeros have no residual at all: they read "sigma 0 in the darkest
+    blocks", and the noise was said to grow with the signal (shot noise): sigma 10 read 29.
+    Blocks of exactly no residual are left out: the noise inside reads as it is, no warning."""
+    z, y, x = np.mgrid[:64, :64, :64]
+    inside = (z - 32) ** 2 + (y - 32) ** 2 + (x - 32) ** 2 < 29**2
+    brain = np.where(inside, 400 + np.random.default_rng(16).normal(0, 10, inside.shape), 0.0)
+    estimate = estimate_volume_noise(brain)
+    assert estimate.average_sigma == pytest.approx(10, rel=0.1)
+    assert not estimate.signal_dependent and estimate.growth == "" and min(estimate.band_sigmas) > 5
+    with pytest.raises(ValueError, match="constant"):  # nothing but such blocks: nothing to denoise
+        suggest_volume_h(estimate_volume_noise(np.zeros((24, 24, 24))))
+
+
 def test_noise_estimate_refuses_bad_volumes() -> None:
     with pytest.raises(ValueError, match="at least 3 voxels"):
         estimate_volume_noise(np.zeros((2, 20, 20)))
