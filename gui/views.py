@@ -66,7 +66,8 @@ class FrameViewBox(pg.ViewBox):
             size = item.boundingRect()
             x = 4 + across * (pane.width() - size.width() - 8)
             y = 4 + down * (pane.height() - size.height() - 8)
-            item.setPos(x, y)
+            # Top and bottom just right of the middle, where the split view's line starts: it hid "I".
+            item.setPos(x + (size.width() / 2 + 3 if across == 0.5 else 0), y)
 
     def mouseDragEvent(self, event, axis=None) -> None:  # noqa: N802 (pyqtgraph's naming)
         if not self.drawing or self.frame_rect is None or event.button() != Qt.MouseButton.LeftButton:

@@ -483,7 +483,10 @@ class MainWindow(QMainWindow):
         if kind == "backend" and self.parameters.backend_name() == "gpu":
             self.show_error(f"The GPU could not denoise this frame: {message}", "Use the CPU", self.use_cpu)
         elif kind == "open":
-            self.show_error(f"Could not open the video: {message}")
+            self.show_error(
+                f"Could not open the video: {message}. The window opens videos FFmpeg reads and volumes "
+                f"({', '.join(VOLUME_SUFFIXES)})."
+            )
         else:
             self.show_error(message)
 

@@ -236,6 +236,13 @@ def test_a_volume_that_cannot_be_read_is_said_in_the_banner(qtbot, window, tmp_p
     assert window.banner.isVisibleTo(window)
     assert "broken.nii.gz: not a NIfTI volume that can be read" in window.banner.text()
     assert not window.findChildren(VolumeWindow)
+    # A FreeSurfer .mgz is neither: the banner says what the window opens (it spoke of videos only).
+    (tmp_path / "brain.mgz").write_bytes(b"\x00\x00\x00\x01" + bytes(300))
+    window.open_file(tmp_path / "brain.mgz")
+    qtbot.waitUntil(lambda: "brain.mgz" in window.banner.text(), timeout=30_000)
+    assert "The window opens videos FFmpeg reads and volumes (.nii, .nii.gz, .tif, .tiff, .npy)." in (
+        window.banner.text()
+    )
 
 
 def test_a_session_started_on_a_volume_has_its_window_only_until_a_clip_is_opened(
