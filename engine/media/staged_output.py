@@ -34,6 +34,8 @@ def folder_problem(path: Path) -> str | None:
     A file is created there and dropped: ``os.access`` says yes to root everywhere, /sys
     included, where a run then failed at its end."""
     folder = path.parent if str(path.parent) else Path(".")
+    if folder.exists() and not folder.is_dir():
+        return f"{folder} is a file, not a folder"
     if not folder.is_dir():
         return f"the folder {folder} does not exist"
     try:

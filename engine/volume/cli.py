@@ -174,6 +174,15 @@ def run(args: argparse.Namespace) -> int:
         parts = [source.data[..., c] for c in range(count)] if apart else [source.data]
         h = [_suggested_h(args, part, f"channel {c + 1}: " if apart else "") for c, part in enumerate(parts)]
         h = h if apart else h[0]
+    elif not args.quiet:
+        low, high = float(np.min(source.data)), float(np.max(source.data))
+        if max(h if isinstance(h, list) else [h]) > high - low:
+            print(
+                f"warning: h {max(h if isinstance(h, list) else [h]):g} is more than the volume's whole range "
+                f"({low:g} to {high:g}): every voxel of the search window weighs nearly alike, a blur; without "
+                "--h, h comes from the noise",
+                file=sys.stderr,
+            )
     start = time.perf_counter()
     filtered = denoise_volume(
         source.data,

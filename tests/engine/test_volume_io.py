@@ -167,6 +167,9 @@ def test_estimate_noise_reads_a_volume_as_denoise_volume_does(tmp_path) -> None:
     assert run.returncode == 0 and "noise sigma (the volume's units): 12." in run.stdout
     assert f"suggested h: {suggest_volume_h(estimate):.4g} for exponential weights, patch radius 1" in run.stdout
     denoise = [*CLI, "denoise-volume", str(tmp_path / "scan.npy"), str(tmp_path / "out.npy"), "--backend", "cpu"]
+    run = subprocess.run([*denoise, "--h", "1e6"], capture_output=True, text=True)  # a typo's h: said to blur
+    assert run.returncode == 0 and "warning: h 1e+06 is more than the volume's whole range" in run.stderr
+    (tmp_path / "out.npy").unlink()
     run = subprocess.run([*denoise, "--patch-radius", "0", "--weighting", "bisquare"], capture_output=True, text=True)
     h = suggest_volume_h(estimate, "bisquare", patch_radius=0)
     assert run.returncode == 0 and f"-> h {h:.4g}\n" in run.stderr  # h for a patch of one voxel
@@ -223,6 +226,7 @@ def test_denoise_volume_command(tmp_path, capsys) -> None:
     ("arguments", "message"),
     [
         (["nodir/x.npy"], "the folder {tmp}/nodir does not exist"),
+        (["ok.npy/x.npy"], "{tmp}/ok.npy is a file, not a folder"),  # was "does not exist"
         (["x.npy", "--search-radius", "99"], "--search-radius must be an integer in 0..16, got 99"),
         (["x.npy", "--weighting", "gauss"], "invalid choice: 'gauss'"),
         (["ok.npy"], "the output must not be the input"),
