@@ -110,10 +110,11 @@ class _Results(QObject):
 class VolumeWindow(QMainWindow):
     """A volume file in the before/after view with the volume filter's controls; see the module.
 
-    ``open_requested``: File > Open (Ctrl+O) was chosen here; the main window asks for the file.
+    ``open_requested(folder)``: File > Open (Ctrl+O) was chosen here; the main window asks for
+    the file, from this volume's folder.
     """
 
-    open_requested = Signal()
+    open_requested = Signal(object)
 
     def __init__(self, path: str | Path, backend: str = "auto", parent: QWidget | None = None) -> None:
         # Read before the window exists: a file that cannot be read (ValueError, OSError) leaves none behind.
@@ -225,7 +226,7 @@ class VolumeWindow(QMainWindow):
         close.triggered.connect(self.close)
         open_file = QAction("&Open…", self)
         open_file.setShortcut(QKeySequence.StandardKey.Open)
-        open_file.triggered.connect(self.open_requested)
+        open_file.triggered.connect(lambda: self.open_requested.emit(self.path.parent))
         menu = self.menuBar().addMenu("&File")
         menu.addAction(open_file)
         menu.addAction(self.export_action)

@@ -311,9 +311,10 @@ class MainWindow(QMainWindow):
         self._submit(OpenRequest(Path(path), Path(reference) if reference else None))
         self._opening = Path(path)
 
-    def _choose_file(self) -> None:
-        folder = str(self.path.parent if self.path else Path.home())
-        path, _ = QFileDialog.getOpenFileName(self, "Open a video or a volume", folder, OPEN_FILTER)
+    def _choose_file(self, folder: Path | None = None) -> None:
+        """The open dialog, in ``folder`` (a volume window's), else the clip's, else home."""
+        folder = folder or (self.path.parent if self.path else Path.home())
+        path, _ = QFileDialog.getOpenFileName(self, "Open a video or a volume", str(folder), OPEN_FILTER)
         if path:
             self.open_file(path)
 
@@ -483,10 +484,8 @@ class MainWindow(QMainWindow):
         if kind == "backend" and self.parameters.backend_name() == "gpu":
             self.show_error(f"The GPU could not denoise this frame: {message}", "Use the CPU", self.use_cpu)
         elif kind == "open":
-            self.show_error(
-                f"Could not open the video: {message}. The window opens videos FFmpeg reads and volumes "
-                f"({', '.join(VOLUME_SUFFIXES)})."
-            )
+            opens = f". The window opens videos FFmpeg reads and volumes ({', '.join(VOLUME_SUFFIXES)})."
+            self.show_error(f"Could not open the video: {message}{opens if 'not a video file' in message else ''}")
         else:
             self.show_error(message)
 

@@ -221,6 +221,10 @@ def test_the_main_window_opens_volumes_from_the_menu_and_by_drop(qtbot, window, 
     opened = window.findChildren(VolumeWindow)[0]
     assert opened.isVisible() and opened.path == volume_path and opened.backend == "cpu"
     _wait_for_preview(qtbot, opened)
+    asked_in = []  # File > Open from the volume window starts in the volume's folder (it was home)
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda _, __, folder, *a: asked_in.append(folder) or ("", ""))
+    qtbot.keyClick(opened, Qt.Key.Key_O, Qt.KeyboardModifier.ControlModifier)
+    assert asked_in == [str(volume_path.parent)]
     _drop(window, volume_path)
     qtbot.waitUntil(lambda: len(window.findChildren(VolumeWindow)) == 2)
     for volume in window.findChildren(VolumeWindow):
