@@ -113,6 +113,9 @@ def main() -> None:
     parser.add_argument("--whole-calls", type=int, default=1, help="whole denoise_volume calls to time (each printed)")
     parser.add_argument("--kernels-only", action="store_true", help="stop after the kernels (for a profiler)")
     parser.add_argument(
+        "--into-out", action="store_true", help="time the whole calls writing into an array written before (out=) too"
+    )
+    parser.add_argument(
         "--without-strip", action="store_true", help="time the tiled layout without its strip too (whole tiles only)"
     )
     parser.add_argument("--no-other-weightings", action="store_true", help="time only the exponential / one kernel")
@@ -198,10 +201,14 @@ def main() -> None:
         return
     results = {}
 
-    def timed_calls(devices: list[int], label: str, calls: int, slabs: int | None = None) -> None:
+    def timed_calls(
+        devices: list[int], label: str, calls: int, slabs: int | None = None, out: np.ndarray | None = None
+    ) -> None:
         for _ in range(calls):
             start = time.perf_counter()
-            results[len(devices)] = denoise_volume(volume, backend="gpu", devices=devices, slabs=slabs, **options)
+            results[len(devices)] = denoise_volume(
+                volume, backend="gpu", devices=devices, slabs=slabs, out=out, **options
+            )
             seconds = time.perf_counter() - start
             digest = hashlib.sha1(results[len(devices)].tobytes()).hexdigest()[:16]
             print(f"denoise_volume on GPUs {devices}{label}: {seconds:.3f} s (result sha1 {digest})")
@@ -217,6 +224,10 @@ def main() -> None:
     if len(results) > 1:
         equal = np.array_equal(results[1], results[len(arguments.devices)])
         print(f"{len(arguments.devices)} GPUs equal one GPU bit for bit: {equal}")
+    if arguments.into_out:  # the result's pages written before: no page faults in the copies out
+        out = np.zeros_like(volume)
+        for devices in ([arguments.devices[0]], arguments.devices) if len(arguments.devices) > 1 else ([0],):
+            timed_calls(devices, ", into out", arguments.whole_calls, out=out)
 
 
 if __name__ == "__main__":

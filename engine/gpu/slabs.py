@@ -71,11 +71,13 @@ def run_in_slabs(
     ranges: Sequence[tuple[int, int]],
     runners: Sequence[SlabRunner],
     progress: Callable[[int, int], None] | None = None,
+    output: np.ndarray | None = None,
 ) -> np.ndarray:
-    """A (Z, Y, X, C) float32 output written in the slabs of output planes ``ranges`` (at least
-    one per runner), dealt to the runners in turn; each runner on a thread of its own."""
+    """A (Z, Y, X, C) float32 output (``output`` where given, else a new one) written in the slabs
+    of output planes ``ranges`` (at least one per runner), dealt to the runners in turn; each
+    runner on a thread of its own."""
     planes = shape[0]
-    output = np.empty(shape, dtype=np.float32)
+    output = np.empty(shape, dtype=np.float32) if output is None else output
     done, lock = [0], threading.Lock()
 
     def finished(start: int, stop: int) -> None:
@@ -105,9 +107,10 @@ def filter_in_slabs(
     slabs: int,
     filters: Sequence[SlabFilter],
     progress: Callable[[int, int], None] | None = None,
+    output: np.ndarray | None = None,
 ) -> np.ndarray:
     """Filter a (Z, Y, X, C) volume in at least ``slabs`` slabs along z (at least one per filter),
-    the filters running concurrently; stitched output.
+    the filters running concurrently; stitched into ``output`` (where given) or a new array.
 
     ``read_slab(z0, z1)`` gives the padded planes output planes [z0, z1) read, halos included.
     Each filter's slabs are read one ahead, on a thread of their own, while the filter works on
@@ -129,4 +132,4 @@ def filter_in_slabs(
         return run
 
     ranges = split_range(shape[0], max(slabs, len(filters)))
-    return run_in_slabs(shape, ranges, [runner(slab_filter) for slab_filter in filters], progress)
+    return run_in_slabs(shape, ranges, [runner(slab_filter) for slab_filter in filters], progress, output)

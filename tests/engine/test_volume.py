@@ -241,6 +241,35 @@ def test_channels_filtered_separately_are_each_filtered_alone_with_their_own_h(b
     assert not np.allclose(one_h[..., 1], denoise_volume(volume, h=0.3, **options)[..., 1], atol=1e-3)
 
 
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_the_result_goes_into_out_where_given(backend) -> None:
+    """out=: the same volume bit for bit, written into the caller's array (its pages already
+    written: the GPU's copies out cost half), on one device and every device, channels together
+    or separately; arrays that cannot take it are refused before any work."""
+    if backend == "gpu":
+        _gpu_or_skip()
+    volume = _random((9, 10, 11, 2), seed=8)
+    options = dict(h=0.3, patch_radius=1, search_radius=(1, 2, 2), backend=backend)
+    placements = [dict(), dict(channels="separately")] + ([dict(devices="all", slabs=3)] if backend == "gpu" else [])
+    for placement in placements:
+        expected = denoise_volume(volume, **options, **placement)
+        out = np.full(volume.shape, np.nan, np.float32)
+        assert denoise_volume(volume, out=out, **options, **placement) is out
+        np.testing.assert_array_equal(out, expected)
+    one = np.full(volume.shape[:3], np.nan, np.float32)
+    denoise_volume(volume[..., 0], out=one, **options)
+    np.testing.assert_array_equal(one, denoise_volume(volume[..., 0], **options))
+    for bad, message in (
+        (np.empty(volume.shape, np.float64), "out must be a float32 array of the volume's shape"),
+        (np.empty((9, 10, 11), np.float32), r"shape \(9, 10, 11, 2\), got float32 \(9, 10, 11\)"),
+        (np.empty((11, 10, 9, 2), np.float32).transpose(2, 1, 0, 3), "C-contiguous"),
+        (volume, "must not share memory with the volume"),
+        ([0.0], "got list"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            denoise_volume(volume, out=bad, **options)
+
+
 def test_a_channel_filtered_separately_is_not_held_back_by_the_others_edges() -> None:
     """A first-time user's two-channel stack: channel 0 flat with noise, channel 1 bright spheres.
     Filtered together, channel 0 kept nearly all its noise along the spheres' edges (the patch
