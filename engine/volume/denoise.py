@@ -191,9 +191,9 @@ def denoise_volume(
         other's noise). The same for one channel.
     out : numpy.ndarray or None
         Where to write the result: a C-contiguous float32 array of ``volume``'s shape, apart from
-        it (volumes of one shape filtered in turn reuse one; a new array's pages are first
-        written by the filter, which on the GPU costs about as much as copying them out: 0.03
-        ms a MiB). None: a new array.
+        it (volumes of one shape filtered in turn reuse one, and the GPU's copies out do not
+        fault a new array's pages in: the 512^3 call on two H100s, 0.074 s against 0.082,
+        medians; no change on one). None: a new array.
 
     Returns
     -------
