@@ -84,8 +84,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         default="auto",
         help="a multichannel volume's channels: together (the patch distance sums them, as for RGB) or separately "
         "(each filtered on its own, with its own h: fluorescence channels image different structures); auto "
-        "(default): separately where the file keeps them on an axis of their own (ImageJ hyperstacks, OME-TIFF), "
-        "else together",
+        "(default): separately where the file keeps them on an axis of their own (ImageJ hyperstacks, OME-TIFF, "
+        "NIfTI vectors), else together",
     )
     parser.add_argument("--backend", choices=BACKENDS, default="auto", help="default: auto (the GPU where it runs)")
     parser.add_argument("--devices", type=gpu_ids, default=None, help="GPUs to split the volume over: 0,1 or all")
@@ -176,9 +176,10 @@ def run(args: argparse.Namespace) -> int:
         h = h if apart else h[0]
     elif not args.quiet:
         low, high = float(np.min(source.data)), float(np.max(source.data))
-        if max(h if isinstance(h, list) else [h]) > high - low:
+        largest = max(h) if isinstance(h, list) else h
+        if largest > high - low:
             print(
-                f"warning: h {max(h if isinstance(h, list) else [h]):g} is more than the volume's whole range "
+                f"warning: h {largest:g} is more than the volume's whole range "
                 f"({low:g} to {high:g}): every voxel of the search window weighs nearly alike, a blur; without "
                 "--h, h comes from the noise",
                 file=sys.stderr,

@@ -156,7 +156,8 @@ def denoise_volume(
     volume : (Z, Y, X) or (Z, Y, X, C) array_like
         Real, finite voxels in their own units (MRI and microscopy have no fixed range). The
         last axis of a 4D array is its channels, at most CHANNELS_MAX (16), filtered as
-        ``channels`` says; a time series is filtered one time point at a time.
+        ``channels`` says, never time: a time series is given one time point at a time, or with
+        ``channels="separately"``.
     h : float, or one float a channel
         Strength in the volume's intensity units: u = D / h^2 with D the patch's mean squared
         difference. For Gaussian noise of standard deviation sigma, exponential weights work

@@ -63,8 +63,8 @@ H_PER_SIGMA = {
 }
 # A volume whose noise reads below this fraction of its intensity range (0.5th to 99.5th
 # percentile) is taken as clean, and h is suggested at that noise: half an 8-bit level of
-# the range, as engine/noise.py's CLEAN_SIGMA is for video. A template or a synthetic volume
-# reads 0, which no h can be suggested from.
+# the range, as engine/noise.py's CLEAN_SIGMA is for video. A synthetic volume reads 0, which
+# no h can be suggested from; the MNI152 template reads 0.43 of a range of 255.
 CLEAN_FRACTION = 0.5 / 255
 
 
