@@ -322,6 +322,9 @@ def _luma_chroma(
         with VideoReader(args.input) as reader:
             matrix = matrix_for(reader.info.color.get("colorspace", 2), reader.info.height)
     if args.luma_chroma != "auto":
+        if not args.quiet:  # what filters, as for auto (the noise line's h is not used in this mode)
+            h_luma, h_chroma = args.luma_chroma
+            print(f"luma/chroma ({matrix}): h_Y = {h_luma:.1f}, h_UV = {h_chroma:.1f} (given)", file=sys.stderr)
         return (*args.luma_chroma, matrix)
     if estimate is None:
         estimate = estimate_clip_noise(args.source, start=args.start, duration=args.duration)

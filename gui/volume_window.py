@@ -130,7 +130,7 @@ class VolumeWindow(QMainWindow):
             tuple(float(v) for v in np.percentile(data[..., c], DISPLAY_PERCENTILES)) for c in range(data.shape[3])
         ]
         self.strengths = VolumeStrengths(data, estimate, file.channel_mode())
-        self.setWindowTitle(f"{self.path.name} - NLMeans Studio")
+        self.setWindowTitle(f"NLMeans Studio — {self.path.name}")  # as the main window's
         self._engine = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="nlmeans-volume")
         self._results = _Results()
         self._requests = itertools.count(1)

@@ -108,7 +108,8 @@ def test_cli_denoises_in_luma_chroma(tmp_path, capsys) -> None:
         split_estimate(estimate_clip_noise(tmp_path / "clean.mkv"), "bt601"), NLMParams(h=1, center_weight="max")
     )
     assert f"luma/chroma (bt601): h_Y = {expected[0]:.1f}, h_UV = {expected[1]:.1f}" in capsys.readouterr().err
-    assert main([*arguments, str(tmp_path / "given.mkv"), "--luma-chroma", "4,9", "--quiet"]) == 0
+    assert main([*arguments, str(tmp_path / "given.mkv"), "--luma-chroma", "4,9"]) == 0
+    assert "luma/chroma (bt601): h_Y = 4.0, h_UV = 9.0 (given)" in capsys.readouterr().err  # was not said
     given = read_frames(tmp_path / "given.mkv", 3)
     params = NLMParams(h=1)
     expected = LumaChromaDenoiser(params, 4.0, 9.0, "bt601", "cpu").export_stream(iter(clean))
