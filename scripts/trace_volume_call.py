@@ -7,7 +7,9 @@ the thread, the step and its start and end (ms from the call's start). Prints, p
 timeline of each thread, and a summary: the time each kind of step took summed per thread, and
 the call's length.
 
-    python scripts/trace_volume_call.py --size 512 --devices 0 1 --calls 3
+    python scripts/trace_volume_call.py --size 512 --devices 0 1 --calls 3 [--into-out] [--copy-threads 16]
+
+The feeder threads of all devices share one name (nlmeans-slab-feed_0): their line sums them.
 """
 
 from __future__ import annotations
@@ -46,7 +48,10 @@ def main() -> None:
     parser.add_argument("--devices", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--calls", type=int, default=3)
     parser.add_argument("--into-out", action="store_true", help="write into an array written before (out=)")
+    parser.add_argument("--copy-threads", type=int, default=None, help="host copy threads (default: the engine's)")
     arguments = parser.parse_args()
+    if arguments.copy_threads:  # before the pool is made, at the first call
+        volume_gpu.COPY_THREADS = arguments.copy_threads
     volume = np.random.default_rng(0).random((arguments.size,) * 3, dtype=np.float32)
     options = dict(h=0.3, patch_radius=1, search_radius=5, backend="gpu", devices=arguments.devices)
     denoise_volume(volume[:32], **options)  # compile on each device
