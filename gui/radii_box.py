@@ -43,7 +43,7 @@ class RadiiBox(QWidget):
             spin.installEventFilter(self)
             spin.lineEdit().installEventFilter(self)
         self.spins[2].setToolTip(tip)
-        self.per_axis = True
+        self.per_axis = True  # built with three boxes shown: one from the start
         self.set_per_axis(False)
 
     def set_per_axis(self, per_axis: bool) -> None:

@@ -39,10 +39,8 @@ class VolumeStrengths:
     def _key(self, channel: int) -> int:
         return TOGETHER if self.mode == "together" or self._data.shape[3] == 1 else channel
 
-    def estimate(self, channel: int) -> VolumeNoiseEstimate:
-        """The noise h is suggested from for ``channel``: the channel's own where filtered
-        separately (estimated when first asked), else the whole volume's."""
-        key = self._key(channel)
+    def _estimate(self, key: int) -> VolumeNoiseEstimate:
+        """The noise of ``key``: a channel's own (estimated when first asked), or the whole volume's."""
         if key not in self._estimates:
             self._estimates[key] = estimate_volume_noise(self._data[..., key])
         return self._estimates[key]
@@ -51,7 +49,7 @@ class VolumeStrengths:
         """The h that filters ``channel``."""
         key = self._key(channel)
         if key not in self._h:
-            self._h[key] = self._suggested[key] = suggested(self.estimate(channel), self.settings)
+            self._h[key] = self._suggested[key] = suggested(self._estimate(key), self.settings)
         return self._h[key]
 
     def set_h(self, channels: list[int], value: float) -> None:
@@ -65,8 +63,8 @@ class VolumeStrengths:
         takes the new settings'."""
         self.settings = settings
         for key, h in list(self._h.items()):
-            if h == self._suggested[key]:
-                self._h[key] = self._suggested[key] = suggested(self.estimate(max(key, 0)), settings)
+            if h == self._suggested[key]:  # by its own key: the shared h follows the whole volume's noise
+                self._h[key] = self._suggested[key] = suggested(self._estimate(key), settings)
 
     def strengths(self) -> float | list[float]:
         """``denoise_volume``'s h: one, or one a channel where they are filtered separately."""
@@ -77,8 +75,8 @@ class VolumeStrengths:
     def describe(self, channels: list[int]) -> str:
         """The noise of the shown ``channels`` and the h it suggests, with the estimate's notes."""
         lines = []
-        for key in dict.fromkeys(self._key(channel) for channel in channels):
-            estimate = self.estimate(max(key, 0))
+        for key, channel in {self._key(channel): channel for channel in channels}.items():
+            estimate = self._estimate(key)
             sigma = ", ".join(f"{s:.3g}" for s in estimate.sigma)
             whose = "Noise" if key == TOGETHER else f"Channel {key + 1}: noise"
             text = (
@@ -89,7 +87,7 @@ class VolumeStrengths:
                 text += f" Note: {estimate.growth}."
             if estimate.clean:
                 text += " The volume looks clean: h is set for half an 8-bit level of its range."
-            ratio = self.h(max(key, 0)) / suggested(estimate, self.settings)
+            ratio = self.h(channel) / suggested(estimate, self.settings)
             if ratio > FAR_FROM_SUGGESTED:
                 text += f" h is {ratio:.3g} times that: every voxel of the search window weighs alike, a blur."
             elif ratio < 1 / FAR_FROM_SUGGESTED:
