@@ -184,6 +184,8 @@ def run_table(
     source: str | None,
     with_peers: bool,
     frame_dtype: Any = np.uint8,
+    weighting: str = "bisquare",
+    center_weight: str = "one",
     print_line: Callable[[str], None] = print,
 ) -> list[dict]:
     """Run every case and print one table row each; returns the rows as dicts.
@@ -201,7 +203,10 @@ def run_table(
     if with_peers and not peer_names:
         print_line(f"# peers: none installed here for the {backend} (see engine/peers.py)")
     probe = Denoiser(NLMParams(h=h), backend, method=methods[0])
-    print_line(f"# {width}x{height} RGB, B = {patch_radius}, sigma = {sigma} levels, h = {h}, seed 0, {frames} frames")
+    print_line(
+        f"# {width}x{height} RGB, B = {patch_radius}, sigma = {sigma} levels, h = {h}, {weighting} weights, "
+        f"centre weight {center_weight}, seed 0, {frames} frames"
+    )
     print_line(f"# backend {probe.backend} on {probe.device_name}; input PSNR {psnr(clean, noisy):.2f} dB")
     columns = ["A", "Dp", "Df", "window"]
     for method in methods:
@@ -229,6 +234,8 @@ def run_table(
             search_radius=case.search_radius,
             frames_past=case.frames_past,
             frames_future=case.frames_future,
+            weighting=weighting,
+            center_weight=center_weight,
         )
         row: dict = {"case": case}
         cells = [str(case.search_radius), str(case.frames_past), str(case.frames_future), str(case.window)]

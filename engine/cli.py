@@ -161,6 +161,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--patch-radius", type=int, default=4)
     bench.add_argument("--sigma", type=float, default=25.0, help="noise sigma in 8-bit levels (default 25)")
     bench.add_argument("--h", type=float, default=None, help="filter strength in 8-bit levels (default 2 sigma)")
+    bench.add_argument("--weighting", choices=WEIGHTINGS, default="bisquare", help="default bisquare")
+    bench.add_argument("--center-weight", choices=CENTER_WEIGHTS, default="one", help="default one")
     bench.add_argument(
         "--input", default=None, help="a video, or a .npy of uint8 (T,H,W,3) frames (default: the sample)"
     )
@@ -630,6 +632,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             source=args.input,
             with_peers=args.peers,
             frame_dtype=args.frame_dtype,
+            weighting=args.weighting,
+            center_weight=args.center_weight,
         )
     except ExportCancelledError as error:
         print(f"\nnlmeans-studio: {error}", file=sys.stderr)  # below a progress line, if one was drawn

@@ -35,6 +35,10 @@ TILE_ROWS, TILE_COLUMNS = 32, 256  # one parallel task; its rows of frames and s
 
 FAST = {"nnan", "ninf", "nsz", "arcp", "contract", "reassoc"}  # inputs are checked finite
 NO_EXPONENT = np.float32(np.finfo(np.float32).max)  # u_min before any offset: finite, exp(-(it - u)) = 0
+# 2^f on [0, 1), least squares on Chebyshev nodes: relative error below 1e-7.
+EXP2_POLYNOMIAL = (0.0002187751670135185, 0.001238783122971654, 0.009684577584266663, 0.05548042804002762,
+                   0.2402305006980896, 0.6931469440460205, 1.0)  # fmt: skip
+LOG2_E = np.float32(1.4426950408889634)
 
 
 @numba.njit(cache=True, inline="always")
@@ -103,10 +107,32 @@ def _difference_row(z_frames, reference, other, row, row_other, start, start_oth
             slot[i] = difference
 
 
+@numba.njit(cache=True, fastmath=FAST, inline="always")
+def exp_negative(values, exponents):
+    """values = exp(-values) in place for values >= 0, in two loops that vectorize (libm's exp
+    does not, without SVML, and made exponential weights 2-3x slower than the bisquare): 2^-x as
+    a polynomial of the fraction, the integer part added to the float's exponent bits; ``exponents``
+    is int32 scratch as long as ``values``. Below 2^-126 the weight is 0, as float32's exp(-u) gives."""
+    for i in range(values.shape[0]):
+        x = max(-values[i] * LOG2_E, np.float32(-126.0))
+        whole = np.floor(x)
+        fraction = x - whole
+        result = np.float32(EXP2_POLYNOMIAL[0])
+        for coefficient in EXP2_POLYNOMIAL[1:]:
+            result = result * fraction + np.float32(coefficient)
+        underflows = x <= np.float32(-126.0)
+        values[i] = np.float32(0.0) if underflows else result
+        exponents[i] = np.int32(0) if underflows else np.int32(whole)
+    bits = values.view(np.int32)
+    for i in range(values.shape[0]):
+        bits[i] += exponents[i] << 23  # times 2^whole: result is in [1, 2), whole >= -126
+
+
 @numba.njit(cache=True, fastmath=FAST)
-def weights_row(column_sums, radius, scale, exponential, relative, out):
+def weights_row(column_sums, radius, scale, exponential, relative, exponents, out):
     """Box-sum ``column_sums`` horizontally over 2 radius + 1 and turn the sums into weights
-    (into u = sum * scale where the weights are ``relative``).
+    (into u = sum * scale where the weights are ``relative``); ``exponents`` is int32 scratch
+    as long as ``out``.
 
     2B shifted passes over the row: each vectorizes, unlike a running sum (a chain of
     dependent adds) or power-of-two partial sums doubled in place (measured slower).
@@ -118,12 +144,11 @@ def weights_row(column_sums, radius, scale, exponential, relative, out):
         shifted = column_sums[shift : shift + length]
         for i in range(length):
             out[i] += shifted[i]
-    if relative:
+    if exponential:
         for i in range(length):
             out[i] *= scale
-    elif exponential:
-        for i in range(length):
-            out[i] = np.exp(-out[i] * scale)
+        if not relative:
+            exp_negative(out, exponents)
     else:
         for i in range(length):
             left = max(np.float32(1.0) - out[i] * scale, np.float32(0.0))
@@ -131,14 +156,17 @@ def weights_row(column_sums, radius, scale, exponential, relative, out):
 
 
 @numba.njit(cache=True, fastmath=FAST)
-def accumulate_row(weights, y_frames, frame, row, start, accumulators, accumulator_row, center_max, relative, factors):
+def accumulate_row(
+    weights, y_frames, frame, row, start, accumulators, accumulator_row, center_max, relative, factors, exponents
+):
     """Add w Y_frame(row, start + i) to the numerators and w to the denominator of one row.
 
     ``accumulators`` is (C + 2, rows, columns): C numerators, the denominator, the largest
     weight (kept only with ``center_max``), or where the weights are ``relative`` the smallest
     u so far, u_min. Relative: ``weights`` holds u, each pixel's weight is exp(-(u - u_min))
     and its sums are first rescaled by exp(-(u_min - u)) where u is the new u_min (one exp
-    either way), with ``factors`` ((2, columns)) for the two factors. Each row is indexed from
+    either way), with ``factors`` ((2, columns)) for the two factors and ``exponents`` (int32,
+    columns) for their exp. Each row is indexed from
     the C-contiguous whole so that numba knows it is contiguous and the loops vectorize.
     """
     width = weights.shape[0]
@@ -147,9 +175,11 @@ def accumulate_row(weights, y_frames, frame, row, start, accumulators, accumulat
         shift = accumulators[channels + 1, accumulator_row, :width]
         rescale, relative_weights = factors[0, :width], factors[1, :width]
         for i in range(width):
-            difference = weights[i] - shift[i]
-            factor = np.exp(-abs(difference))
-            falls = difference < 0
+            rescale[i] = abs(weights[i] - shift[i])
+        exp_negative(rescale, exponents)
+        for i in range(width):
+            factor = rescale[i]
+            falls = weights[i] < shift[i]
             rescale[i] = factor if falls else np.float32(1.0)
             relative_weights[i] = np.float32(1.0) if falls else factor
             shift[i] = min(shift[i], weights[i])
@@ -188,7 +218,7 @@ def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential
     begin, end = (tile % tile_columns) * TILE_COLUMNS, min(width, (tile % tile_columns + 1) * TILE_COLUMNS)
     span = end - begin
     accumulators, ring = scratch.accumulators[tile], scratch.ring[tile]  # contiguous: vectorizes
-    factors = scratch.factors[tile]
+    factors, exponents = scratch.factors[tile], scratch.exponents[tile]
     numerator, denominator, largest = accumulators[:channels], accumulators[channels], accumulators[channels + 1]
     relative = exponential and center_max
     accumulators[:] = 0.0
@@ -219,7 +249,7 @@ def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential
                     output_row = row - radius
                     if output_row < top:
                         continue
-                    weights_row(sums, radius, scale, exponential, relative, row_weights)
+                    weights_row(sums, radius, scale, exponential, relative, exponents[:columns], row_weights)
                     if first <= output_row < stop:
                         accumulate_row(
                             row_weights[begin - left : end - left],
@@ -232,6 +262,7 @@ def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential
                             center_max,
                             relative,
                             factors,
+                            exponents[: end - begin],
                         )
                     mirrored_row = output_row + qy
                     if same_frame and first <= mirrored_row < stop:
@@ -246,6 +277,7 @@ def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential
                             center_max,
                             relative,
                             factors,
+                            exponents[: end - begin],
                         )
     for row in range(stop - first):
         for col in range(span):
@@ -275,6 +307,7 @@ class Scratch(NamedTuple):
     column_sums: np.ndarray  # (tiles, TILE_COLUMNS + A + 2B)
     weights: np.ndarray  # (tiles, TILE_COLUMNS + A)
     factors: np.ndarray  # (tiles, 2, TILE_COLUMNS): a row's rescale factors and relative weights
+    exponents: np.ndarray  # (tiles, TILE_COLUMNS + A), int32: the powers of two of a row's exp
 
 
 class FusedCpuFilter:
@@ -292,10 +325,10 @@ class FusedCpuFilter:
     download = staticmethod(np.asarray)
     as_frame = staticmethod(np.asarray)  # outputs are (H, W, C) float32, as frames
 
-    def _buffer(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    def _buffer(self, name: str, shape: tuple[int, ...], dtype: type = np.float32) -> np.ndarray:
         buffer = self._buffers.get(name)
         if buffer is None or buffer.shape != shape:
-            buffer = self._buffers[name] = np.empty(shape, dtype=np.float32)
+            buffer = self._buffers[name] = np.empty(shape, dtype=dtype)
         return buffer
 
     def __call__(
@@ -331,6 +364,7 @@ class FusedCpuFilter:
             self._buffer("column_sums", (tiles, widest + 2 * radius)),
             self._buffer("weights", (tiles, widest)),
             self._buffer("factors", (tiles, 2, min(width, TILE_COLUMNS))),
+            self._buffer("exponents", (tiles, widest), np.int32),
         )
         output = np.empty((height, width, channels), dtype=np.float32)
         scale = np.float32(params.patch_sum_scale(channels))

@@ -53,32 +53,6 @@ def _row_sums(padded, offset, low, patch, pad, out):
                     target[i] += source[i]
 
 
-# 2^f on [0, 1), least squares on Chebyshev nodes: relative error below 1e-7.
-EXP2_POLYNOMIAL = (0.0002187751670135185, 0.001238783122971654, 0.009684577584266663, 0.05548042804002762,
-                   0.2402305006980896, 0.6931469440460205, 1.0)  # fmt: skip
-LOG2_E = np.float32(1.4426950408889634)
-
-
-@numba.njit(cache=True, fastmath=FAST, inline="always")
-def _exp_negative(values, exponents):
-    """values = exp(-values) in place for values >= 0, in two loops that vectorize (libm's exp
-    does not, without SVML): 2^-x as a polynomial of the fraction, the integer part added to the
-    float's exponent bits. Below 2^-126 the weight is 0, as float32's exp(-u) gives."""
-    for i in range(values.shape[0]):
-        x = max(-values[i] * LOG2_E, np.float32(-126.0))
-        whole = np.floor(x)
-        fraction = x - whole
-        result = np.float32(EXP2_POLYNOMIAL[0])
-        for coefficient in EXP2_POLYNOMIAL[1:]:
-            result = result * fraction + np.float32(coefficient)
-        underflows = x <= np.float32(-126.0)
-        values[i] = np.float32(0.0) if underflows else result
-        exponents[i] = np.int32(0) if underflows else np.int32(whole)
-    bits = values.view(np.int32)
-    for i in range(values.shape[0]):
-        bits[i] += exponents[i] << 23  # times 2^whole: result is in [1, 2), whole >= -126
-
-
 @numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
 def _weight_planes(row_sums, patch, scale, exponential, relative, out):
     """out[k, j] = the weights (u where ``relative``) of the z- then x-box sums of ``row_sums``."""
@@ -93,11 +67,7 @@ def _weight_planes(row_sums, patch, scale, exponential, relative, out):
                 source = row_sums[k + dz, j]
                 for i in range(sums.shape[0]):
                     sums[i] += source[i]
-            if exponential and not relative:  # u from the shared row code, then a vectorized exp
-                weights_row(sums, bx, scale, exponential, True, out[k, j])
-                _exp_negative(out[k, j], exponents)
-            else:
-                weights_row(sums, bx, scale, exponential, relative, out[k, j])
+            weights_row(sums, bx, scale, exponential, relative, exponents, out[k, j])
 
 
 @numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
@@ -107,15 +77,36 @@ def _accumulate_planes(weights, padded, offset, low, pad, center_max, relative, 
     qz, qy, qx = offset
     for z in numba.prange(planes):
         factors = np.empty((2, columns), dtype=np.float32)
+        exponents = np.empty(columns, dtype=np.int32)
         plane = accumulators[z]
         for y in range(rows):
             here = weights[z - low[0], y - low[1], -low[2] : -low[2] + columns]
             accumulate_row(
-                here, padded, pad[0] + z + qz, pad[1] + y + qy, pad[2] + qx, plane, y, center_max, relative, factors
+                here,
+                padded,
+                pad[0] + z + qz,
+                pad[1] + y + qy,
+                pad[2] + qx,
+                plane,
+                y,
+                center_max,
+                relative,
+                factors,
+                exponents,
             )
             there = weights[z - qz - low[0], y - qy - low[1], -qx - low[2] : -qx - low[2] + columns]
             accumulate_row(
-                there, padded, pad[0] + z - qz, pad[1] + y - qy, pad[2] - qx, plane, y, center_max, relative, factors
+                there,
+                padded,
+                pad[0] + z - qz,
+                pad[1] + y - qy,
+                pad[2] - qx,
+                plane,
+                y,
+                center_max,
+                relative,
+                factors,
+                exponents,
             )
 
 
