@@ -627,11 +627,8 @@ class MainWindow(QMainWindow):
         """Ask for an export's settings (the range from the marks); Export adds it to the queue."""
         if self.path is None or self.info is None:
             return self.show_error("Open a clip first.")
-        first, stop = self.frame_slider.play_range()  # as the frames' own times: exact on variable frame rates too
-        start = float(self.frame_times[first])
-        end = float(self.frame_times[stop]) if stop < len(self.frame_times) else None
-        duration = None if end is None else end - start
-        dialog = ExportDialog(self, self.path, self.info, start, duration, queued=self.exports.targets())
+        frames = range(*self.frame_slider.play_range())
+        dialog = ExportDialog(self, self.path, self.info, self.frame_times, frames, queued=self.exports.targets())
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         source, params, backend = self.path, self.current_params(), self.parameters.backend_name()
         luma_chroma = self.current_luma_chroma()

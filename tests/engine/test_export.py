@@ -56,6 +56,32 @@ def test_start_and_duration_choose_the_frames(noisy_clip_file, tmp_path) -> None
         denoise_file(noisy_path, tmp_path / "none.mkv", PARAMS, backend="cpu", start=9.0)
 
 
+def test_frames_choose_the_frames_by_number(noisy_clip_file, tmp_path) -> None:
+    noisy_path, _ = noisy_clip_file
+    summary = denoise_file(noisy_path, tmp_path / "frames.mkv", PARAMS, backend="cpu", codec="ffv1", frames=range(3, 8))
+    denoise_file(noisy_path, tmp_path / "seconds.mkv", PARAMS, backend="cpu", codec="ffv1", start=0.12, duration=0.2)
+    assert summary.frames == 5  # 25 fps: frames 3..7 are those shown from 0.12 s for 0.2 s
+    np.testing.assert_array_equal(read_frames(tmp_path / "frames.mkv"), read_frames(tmp_path / "seconds.mkv"))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"frames": range(8, 3)},
+            r"frames must be range\(first, stop\) with 0 <= first < stop <= 10, got range\(8, 3\)",
+        ),
+        ({"frames": range(5, 11)}, r"0 <= first < stop <= 10, got range\(5, 11\)"),
+        ({"frames": range(0, 10, 2)}, r"got range\(0, 10, 2\)"),
+        ({"frames": range(3, 8), "start": 0.12}, r"give frames, or start and duration, not both"),
+    ],
+)
+def test_frames_outside_the_clip_are_refused(noisy_clip_file, tmp_path, options, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        denoise_file(noisy_clip_file[0], tmp_path / "out.mkv", PARAMS, backend="cpu", **options)
+    assert not (tmp_path / "out.mkv").exists()
+
+
 def test_cancel_leaves_no_output(noisy_clip_file, tmp_path) -> None:
     noisy_path, _ = noisy_clip_file
     cancel = threading.Event()

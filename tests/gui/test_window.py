@@ -4,7 +4,9 @@ the picture, what the window then shows. Offscreen, on the CPU, on a 12-frame 96
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -263,7 +265,10 @@ def test_in_and_out_marks_show_as_timecode_and_set_the_export_range(qtbot, windo
     mark_frames(qtbot, window, 3, 7)
     assert "00:00:00:07" in window.frame_label.text() and "in 00:00:00:03 out 00:00:00:07" in window.frame_label.text()
     dialog = export_with_dialog(qtbot, window, tmp_path / "range.mkv", window.export_action.trigger)
-    assert dialog.start.value() == pytest.approx(3 / 25) and dialog.duration.value() == pytest.approx(5 / 25)
+    assert (dialog.first.value(), dialog.last.value()) == (
+        4,
+        8,
+    ) and dialog.span.text() == "5 frames, 0.120 s to 0.320 s"
     exports_done(qtbot, window)
     np.testing.assert_array_equal(read_frames(tmp_path / "range.mkv")[:, :, :, 0] > 150, frames[3:8, :, :, 0] > 150)
     assert window.frame_slider.marked == (3, 7)  # drawn along the timeline
@@ -280,9 +285,30 @@ def test_marks_export_exactly_their_frames_on_a_variable_frame_rate(qtbot, windo
     opened(qtbot, window, path)
     mark_frames(qtbot, window, 3, 7)
     dialog = export_with_dialog(qtbot, window, tmp_path / "range.mkv", window.export_action.trigger)
-    assert dialog.start.value() == pytest.approx(0.120) and dialog.duration.value() == pytest.approx(0.400 - 0.120)
+    assert dialog.span.text() == "5 frames, 0.120 s to 0.400 s"
     exports_done(qtbot, window)
     assert plain_pyav_numbers(tmp_path / "range.mkv") == [3, 4, 5, 6, 7]
+
+
+def test_marks_export_exactly_their_frames_at_an_ntsc_rate(qtbot, window, tmp_path) -> None:
+    """29.97 fps, with timestamps in 1/30000 s (issue 32): Home, Right x10, I (frame 11,
+    00:00:00:10), Right x50, O, Ctrl+E exports frames 10 to 60, both marks included. The range
+    went through the dialog as seconds rounded to milliseconds, which lost the in-frame and took
+    the frame after the out-frame."""
+    spec = ClipSpec("ntsc.mp4", "libx264", size=(32, 128), rate=Fraction(30000, 1001), frames=120, gop=30)
+    path = write_corpus_clip(tmp_path, spec)
+    opened(qtbot, window, path)
+    press(qtbot, window, KEY.Key_Home)
+    mark_frames(qtbot, window, 10, 60)
+    assert (
+        "frame 61 / 120" in window.frame_label.text() and "in 00:00:00:10 out 00:00:02:00" in window.frame_label.text()
+    )
+    ctrl_e = functools.partial(press, qtbot, window, KEY.Key_E, Qt.KeyboardModifier.ControlModifier)
+    dialog = export_with_dialog(qtbot, window, tmp_path / "range.mkv", ctrl_e)
+    assert (dialog.first.value(), dialog.last.value()) == (11, 61)  # as the window numbers frames
+    assert dialog.span.text() == "51 frames, 0.334 s to 2.035 s"
+    exports_done(qtbot, window)
+    assert plain_pyav_numbers(tmp_path / "range.mkv") == list(range(10, 61))
 
 
 def test_estimate_then_export(qtbot, window, clip, tmp_path) -> None:
