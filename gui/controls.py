@@ -70,13 +70,13 @@ class Timeline(QSlider):
         self.mark_out: int | None = None
         self.setEnabled(False)
 
-    def set_frame_count(self, count: int) -> None:
-        """A clip of ``count`` frames: the slider spans it (the position kept where it can be),
+    def set_frame_count(self, count: int, index: int = 0) -> None:
+        """A clip of ``count`` frames: the slider spans it, at frame ``index`` (or its last),
         without emitting ``valueChanged``."""
         self.frame_count = count
         self.blockSignals(True)
         self.setRange(0, count - 1)
-        self.setValue(min(self.value(), count - 1))
+        self.setValue(min(index, count - 1))
         self.blockSignals(False)
         self.setEnabled(True)
 

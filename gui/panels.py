@@ -122,9 +122,9 @@ class NoisePanel(QGroupBox):
         self.blockSignals(False)
         self.synthetic_changed.emit()
 
-    def allow_region(self) -> None:
-        """A region was drawn on the picture: "Use this region" can measure it."""
-        self.use_region.setEnabled(True)
+    def allow_region(self, drawn: bool) -> None:
+        """Whether a region is drawn on the picture, for "Use this region" to measure."""
+        self.use_region.setEnabled(drawn)
 
     def clear_estimate(self) -> None:
         """Another clip: its noise is not estimated yet."""

@@ -626,6 +626,29 @@ def test_a_clip_keeps_its_own_settings(qtbot, window, clip, tmp_path) -> None:
     )
 
 
+def test_a_new_clip_starts_afresh(qtbot, window, clip, tmp_path) -> None:
+    """A second clip (issue 32): its first frame, no marks, no drawn rectangle, and the parameters
+    a clip opened for the first time starts from; the first clip's position, past frames and
+    rectangle (off the smaller frame, and still offered to "Use this region") carried over."""
+    other = tmp_path / "other.mkv"
+    write_clip(other, clip_frames(seed=1)[:5, :32, :48])
+    opened(qtbot, window, clip[0])
+    fresh = dataclasses.replace(window.current_params(), color_transform=None)
+    press(qtbot, window, KEY.Key_End)
+    press(qtbot, window, KEY.Key_O)
+    type_into(qtbot, window.parameters.frames_past.spin, "3")
+    qtbot.mouseClick(window.noise.draw_region, Qt.MouseButton.LeftButton)
+    drag(window, frame_point(window, 50.2, 40.2), frame_point(window, 89.8, 59.8))
+    assert window.view.roi_box() == (50, 40, 40, 20) and window.current_params().frames_past == 3
+    opened(qtbot, window, other)
+    assert window.frame_slider.value() == 0 and window.preview.index == 0 and "frame 1 / 5" in window.frame_label.text()
+    assert window.frame_slider.marked is None
+    assert window.view.roi_box() is None and not window.noise.use_region.isEnabled()
+    assert dataclasses.replace(window.current_params(), h=fresh.h, color_transform=None) == fresh
+    opened(qtbot, window, clip[0])  # and the first clip comes back as it was left, but for its position
+    assert window.current_params().frames_past == 3 and window.frame_slider.marked == (0, 11)
+
+
 def test_estimating_noise_in_a_region_drawn_with_the_mouse(qtbot, window, clip) -> None:
     opened(qtbot, window, clip[0])
     add_synthetic_noise(qtbot, window, 15, -0.4)  # decorrelating helps here (NoiseEstimate.luminance_gain > 1)
