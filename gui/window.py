@@ -392,6 +392,12 @@ class MainWindow(QMainWindow):
         synthetic = self.path.resolve() == SAMPLE_CLIP.resolve()
         clip = saved or dataclasses.replace(self._fresh, noise={**self._fresh.noise, "on": synthetic})
         self.frame_slider.set_marks(clip.mark_in, clip.mark_out)
+        if (self.frame_slider.mark_in, self.frame_slider.mark_out) != (clip.mark_in, clip.mark_out):
+            self.statusBar().showMessage(
+                f"The marks kept for this clip lay past its last frame (it has {self.info.frame_count} frames now: "
+                "the file was made shorter since); they are cleared.",
+                10000,
+            )
         self.noise_follower.restore_clip(clip, keep_h=saved is not None)
 
     # Requests to the worker and their answers

@@ -649,6 +649,24 @@ def test_a_new_clip_starts_afresh(qtbot, window, clip, tmp_path) -> None:
     assert window.current_params().frames_past == 3 and window.frame_slider.marked == (0, 11)
 
 
+def test_marks_kept_for_a_clip_since_made_shorter_are_cleared_and_said(qtbot, window, clip, tmp_path) -> None:
+    """A clip re-rendered shorter under the same name: the marks kept for it lay past its end,
+    and Play said 'the frames played must satisfy 0 <= start < stop <= 4, got 5, 12'."""
+    path, frames = clip
+    other = tmp_path / "other.mkv"
+    write_clip(other, clip_frames(seed=1))
+    opened(qtbot, window, path)
+    mark_frames(qtbot, window, 5, 11)
+    opened(qtbot, window, other)
+    write_clip(path, frames[:4])
+    opened(qtbot, window, path)
+    assert window.frame_slider.marked is None and " in " not in window.frame_label.text()
+    assert "lay past its last frame" in window.statusBar().currentMessage()
+    press(qtbot, window, KEY.Key_Space)
+    qtbot.waitUntil(lambda: not window.playing and window.frame_slider.value() == 3, timeout=WAIT_MS)
+    assert not window.banner.isVisible()
+
+
 def test_estimating_noise_in_a_region_drawn_with_the_mouse(qtbot, window, clip) -> None:
     opened(qtbot, window, clip[0])
     add_synthetic_noise(qtbot, window, 15, -0.4)  # decorrelating helps here (NoiseEstimate.luminance_gain > 1)
