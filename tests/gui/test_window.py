@@ -649,6 +649,21 @@ def test_a_new_clip_starts_afresh(qtbot, window, clip, tmp_path) -> None:
     assert window.current_params().frames_past == 3 and window.frame_slider.marked == (0, 11)
 
 
+def test_choosing_a_reference_keeps_the_clip_as_it_was(qtbot, window, clip, tmp_path, monkeypatch) -> None:
+    """ "Reference clip…" opens the clip again beside its clean version: its frame, marks and
+    parameters stay (the marks were lost: the clip's settings were read back unsaved)."""
+    path, frames = clip
+    write_clip(tmp_path / "clean.mkv", frames)
+    opened(qtbot, window, path)
+    type_into(qtbot, window.parameters.frames_past.spin, "3")
+    mark_frames(qtbot, window, 2, 6)
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_: (str(tmp_path / "clean.mkv"), ""))
+    qtbot.mouseClick(window.noise.reference, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.preview is not None and window.preview.psnr_after is not None, timeout=WAIT_MS)
+    assert window.frame_slider.value() == 6 and window.frame_slider.marked == (2, 6)
+    assert window.current_params().frames_past == 3
+
+
 def test_marks_kept_for_a_clip_since_made_shorter_are_cleared_and_said(qtbot, window, clip, tmp_path) -> None:
     """A clip re-rendered shorter under the same name: the marks kept for it lay past its end,
     and Play said 'the frames played must satisfy 0 <= start < stop <= 4, got 5, 12'."""
