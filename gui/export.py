@@ -209,7 +209,7 @@ class ExportDialog(QDialog):
         return range(self.first.value() - 1, self.last.value())
 
     def _seconds(self) -> str:
-        """When the range begins and ends, in seconds from frame 0 (its last frame's end)."""
+        """When the range begins and ends (where its last frame ends), in seconds from frame 0."""
         frames = self._frames()
         start = self._frame_times[frames.start]
         end = self._frame_times[frames.stop] if frames.stop < len(self._frame_times) else self._info.duration
