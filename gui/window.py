@@ -95,6 +95,7 @@ class MainWindow(QMainWindow):
         self.preview: Preview | None = None
         self._busy_since: float | None = None
         self._requests = 0
+        self._clip = 0  # the number of the open request whose clip is shown: requests are asked of it
         self._shown = 0
         self._pending_preview = 0
         self.worker_thread = WorkerThread()
@@ -331,6 +332,8 @@ class MainWindow(QMainWindow):
     def _opened(self, number: int, info: VideoInfo, frame_times: np.ndarray) -> None:
         """A clip is open: nothing of the clip before stays (its settings are kept for it); the
         same clip opened again (with a reference) stays at its frame."""
+        self.stop_playback()  # a play asked of the clip before, as this one opened, never started
+        self._clip = number
         if self.path is None:
             self._fresh = self._clip_settings()  # what a clip opened for the first time starts from
         else:
@@ -404,7 +407,7 @@ class MainWindow(QMainWindow):
 
     def _submit(self, request: object) -> int:
         self._requests += 1
-        self.worker_thread.worker.submit(self._requests, request)
+        self.worker_thread.worker.submit(self._requests, request, self._clip)
         return self._requests
 
     def current_params(self) -> NLMParams:

@@ -38,6 +38,7 @@ from nlmeans_studio.engine.media.video import read_frames
 from nlmeans_studio.engine.presets import PRESET_FOLDER, load_preset
 from nlmeans_studio.engine.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
 from nlmeans_studio.gui import export as export_module
+from nlmeans_studio.gui import worker as worker_module
 from nlmeans_studio.gui.export import ExportDialog
 from nlmeans_studio.gui.window import MainWindow
 
@@ -647,6 +648,29 @@ def test_a_new_clip_starts_afresh(qtbot, window, clip, tmp_path) -> None:
     assert dataclasses.replace(window.current_params(), h=fresh.h, color_transform=None) == fresh
     opened(qtbot, window, clip[0])  # and the first clip comes back as it was left, but for its position
     assert window.current_params().frames_past == 3 and window.frame_slider.marked == (0, 11)
+
+
+def test_what_was_asked_of_a_clip_is_not_done_to_the_next(qtbot, window, clip, tmp_path, monkeypatch) -> None:
+    """End pressed while a 5-frame clip opens after a 12-frame one: frame 11 was rendered of the
+    new clip, whose banner said 'frame index must be in 0..4, got 11'."""
+    path, _ = clip
+    other = tmp_path / "other.mkv"
+    write_clip(other, clip_frames(seed=1)[:5])
+    opened(qtbot, window, path)
+    resume, previewer = threading.Event(), worker_module.Previewer
+
+    def held(*arguments, **options):  # the new clip takes a while to open (a long file is indexed)
+        resume.wait(WAIT_MS / 1000)
+        return previewer(*arguments, **options)
+
+    monkeypatch.setattr(worker_module, "Previewer", held)
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_: (str(other), ""))
+    press(qtbot, window, KEY.Key_O, Qt.KeyboardModifier.ControlModifier)
+    press(qtbot, window, KEY.Key_End)
+    resume.set()
+    qtbot.waitUntil(lambda: window.path == other, timeout=WAIT_MS)
+    settle(qtbot, window)
+    assert window.frame_slider.value() == 0 and not window.banner.isVisible()
 
 
 def test_choosing_a_reference_keeps_the_clip_as_it_was(qtbot, window, clip, tmp_path, monkeypatch) -> None:
