@@ -397,8 +397,8 @@ class MainWindow(QMainWindow):
         self.frame_slider.set_marks(clip.mark_in, clip.mark_out)
         if (self.frame_slider.mark_in, self.frame_slider.mark_out) != (clip.mark_in, clip.mark_out):
             self.statusBar().showMessage(
-                f"The marks kept for this clip lay past its last frame (it has {self.info.frame_count} frames now: "
-                "the file was made shorter since); they are cleared.",
+                f"Marks kept for this clip past its last frame are cleared: it has {self.info.frame_count} frames "
+                "now (the file was made shorter since).",
                 10000,
             )
         self.noise_follower.restore_clip(clip, keep_h=saved is not None)

@@ -700,7 +700,7 @@ def test_marks_kept_for_a_clip_since_made_shorter_are_cleared_and_said(qtbot, wi
     write_clip(path, frames[:4])
     opened(qtbot, window, path)
     assert window.frame_slider.marked is None and " in " not in window.frame_label.text()
-    assert "lay past its last frame" in window.statusBar().currentMessage()
+    assert window.statusBar().currentMessage().startswith("Marks kept for this clip past its last frame are cleared")
     press(qtbot, window, KEY.Key_Space)
     qtbot.waitUntil(lambda: not window.playing and window.frame_slider.value() == 3, timeout=WAIT_MS)
     assert not window.banner.isVisible()
