@@ -986,6 +986,21 @@ def test_parameters_and_the_view_mode_persist_across_sessions(qtbot, tmp_path) -
     second.close()
 
 
+def test_the_next_session_starts_from_the_parameters_before_any_clip(qtbot, clip, tmp_path) -> None:
+    """The last clip's own parameters stay with it: the next session's new clips do not start from them."""
+    first = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(first)
+    first.parameters.set_backend("cpu")
+    first.parameters.set_params(NLMParams(patch_radius=2, frames_past=2))
+    opened(qtbot, first, clip[0])
+    type_into(qtbot, first.parameters.frames_past.spin, "4")
+    first.close()
+    second = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(second)
+    assert (second.parameters.params().patch_radius, second.parameters.params().frames_past) == (2, 2)
+    second.close()
+
+
 def test_speed_readouts() -> None:
     from nlmeans_studio.gui.panels import Readouts
 
