@@ -208,6 +208,11 @@ class Readouts(QWidget):
         rate = "starting" if render_fps is None else f"ahead {render_fps:.1f}/s"
         self.fps.setText(f"playing {shown_per_second:.1f}/s · {rate} · {rendered}/{total} rendered")
 
+    def new_clip(self) -> None:
+        """Another clip: its PSNR and noise are not known yet."""
+        self.psnr.setText("-")
+        self.sigma.setText("not estimated")
+
     def show_psnr(self, preview: Preview) -> None:
         if preview.psnr_after is None:
             self.psnr.setText(f"- ({preview.psnr_note})")

@@ -344,6 +344,7 @@ class MainWindow(QMainWindow):
         self.view.show_regions([])
         self.view.clear_roi()
         self.noise.allow_region(False)
+        self.readouts.new_clip()
         self.setWindowTitle(f"NLMeans Studio — {self.path.name}")
         self.frame_slider.set_frame_count(info.frame_count, index)
         self.player.set_frame_rate(info.frame_rate)

@@ -650,6 +650,25 @@ def test_a_new_clip_starts_afresh(qtbot, window, clip, tmp_path) -> None:
     assert window.current_params().frames_past == 3 and window.frame_slider.marked == (0, 11)
 
 
+def test_a_new_clip_shows_no_noise_of_the_clip_before(qtbot, window, clip, tmp_path, monkeypatch) -> None:
+    """While a new clip's noise is measured (seconds on a long clip), the readout said the sigma
+    of the clip before."""
+    other = tmp_path / "other.mkv"
+    write_clip(other, clip_frames(seed=1))
+    opened(qtbot, window, clip[0])
+    qtbot.waitUntil(lambda: "levels" in window.readouts.sigma.text(), timeout=WAIT_MS)
+    resume, estimate = threading.Event(), worker_module.estimate_noise_over
+    monkeypatch.setattr(
+        worker_module, "estimate_noise_over", lambda *a, **k: resume.wait(WAIT_MS / 1000) and estimate(*a, **k)
+    )
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_: (str(other), ""))
+    press(qtbot, window, KEY.Key_O, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: window.path == other, timeout=WAIT_MS)
+    assert window.readouts.sigma.text() == "not estimated" and window.readouts.psnr.text() == "-"
+    resume.set()
+    qtbot.waitUntil(lambda: "levels" in window.readouts.sigma.text(), timeout=WAIT_MS)
+
+
 def test_what_was_asked_of_a_clip_is_not_done_to_the_next(qtbot, window, clip, tmp_path, monkeypatch) -> None:
     """End pressed while a 5-frame clip opens after a 12-frame one: frame 11 was rendered of the
     new clip, whose banner said 'frame index must be in 0..4, got 11'."""
