@@ -5,10 +5,13 @@ import signal
 import subprocess
 import sys
 import threading
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from clips import CLI
+from media_corpus import ClipSpec, plain_pyav_numbers, write_clip
 from test_video import make_clip
 
 from nlmeans_studio.engine import NLMParams, psnr
@@ -80,6 +83,24 @@ def test_frames_outside_the_clip_are_refused(noisy_clip_file, tmp_path, options,
     with pytest.raises(ValueError, match=message):
         denoise_file(noisy_clip_file[0], tmp_path / "out.mkv", PARAMS, backend="cpu", **options)
     assert not (tmp_path / "out.mkv").exists()
+
+
+@pytest.mark.parametrize(
+    ("start", "duration", "first"),
+    [("0.3336", "1.7017", 10), ("0.334", "1.702", 11)],  # frame 10 begins at 0.33367 s
+)
+def test_cli_start_and_duration_at_an_ntsc_rate_pick_the_frames_ffmpeg_does(tmp_path, start, duration, first) -> None:
+    """--start takes the first frame shown at or after it, and --duration the frames shown before
+    start + duration, by the frames' own times (as ffmpeg -ss and -t do): at 29.97 fps, 51 frames."""
+    spec = ClipSpec("ntsc.mp4", "libx264", size=(32, 128), rate=Fraction(30000, 1001), frames=70, gop=30)
+    source, output = write_clip(tmp_path, spec), tmp_path / "part.mkv"
+    run = subprocess.run(
+        [*CLI, "denoise", str(source), str(output), "--start", start, "--duration", duration, "--codec", "ffv1",
+         "--noise", "none", "--h", "1", "--patch-radius", "1", "--search-radius", "1", "--backend", "cpu", "--quiet"],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert plain_pyav_numbers(output) == list(range(first, first + 51))
 
 
 def test_cancel_leaves_no_output(noisy_clip_file, tmp_path) -> None:
