@@ -165,11 +165,22 @@ def _opened(source: Source, hardware_decoding: bool = False) -> contextlib.Abstr
     return VideoReader(source, hardware_decoding=hardware_decoding)
 
 
-def _frame_range(reader: VideoReader | PipeReader, start: float, duration: float | None) -> tuple[int, int | None]:
-    """[first, last) frame numbers shown from ``start`` seconds for ``duration`` seconds (to the
-    end if None: last is None where the end is not known, in a pipe), by the frames' own
-    timestamps (variable frame rates too)."""
+def _frame_range(
+    reader: VideoReader | PipeReader, start: float, duration: float | None, frames: range | None = None
+) -> tuple[int, int | None]:
+    """[first, last) frame numbers: ``frames`` as given, else those shown from ``start`` seconds
+    for ``duration`` seconds (to the end if None: last is None where the end is not known, in a
+    pipe), by the frames' own timestamps (variable frame rates too)."""
     info = reader.info
+    if frames is not None:
+        if start != 0 or duration is not None:
+            raise ValueError(f"give frames, or start and duration, not both: got {frames=}, {start=}, {duration=}")
+        count = info.frame_count or math.inf  # a pipe's length is not known
+        if frames.step != 1 or not 0 <= frames.start < frames.stop <= count:
+            raise ValueError(
+                f"{info.path}: frames must be range(first, stop) with 0 <= first < stop <= {count}, got {frames}"
+            )
+        return frames.start, frames.stop
     first = reader.frame_at(start)
     last = (info.frame_count or None) if duration is None else reader.frame_at(start + duration)
     if last is not None and last <= first:
@@ -269,6 +280,7 @@ def denoise_file(
     rgb: bool = False,
     start: float = 0.0,
     duration: float | None = None,
+    frames: range | None = None,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
     luma_chroma: tuple[float, float, str] | None = None,
@@ -305,7 +317,12 @@ def denoise_file(
     codec, crf, preset, rgb
         The output's encoding, as ``VideoWriter`` takes it.
     start, duration : float
-        The part of the clip to denoise, in seconds (the whole clip by default).
+        The part of the clip to denoise, in seconds (the whole clip by default): the frames
+        shown from ``start`` on, before ``start + duration``.
+    frames : range, optional
+        The part of the clip to denoise by frame number, ``range(first, stop)`` (``stop``
+        excluded), instead of ``start`` and ``duration``: exact where seconds are rounded (at
+        29.97 fps frame 10 begins at 0.33367 s, so a start of 0.334 s is frame 11).
     progress : callable, optional
         Called after each frame with (frames done, frames in all or 0 when unknown (a pipe),
         seconds elapsed).
@@ -324,8 +341,8 @@ def denoise_file(
         ended before the frames asked for.
     ValueError
         An unknown ``guide``, ``guide`` or ``devices`` with the luma/chroma mode, ``devices``
-        with ``guide`` or off the GPU backend, or no frames between ``start`` and
-        ``start + duration``.
+        with ``guide`` or off the GPU backend, no frames between ``start`` and
+        ``start + duration``, or ``frames`` outside the clip or given with them.
     BackendUnavailableError
         backend="gpu" (or ``devices``) where the GPU cannot run.
     ExportCancelledError
@@ -359,7 +376,7 @@ def denoise_file(
     started = time.perf_counter()
     with _opened(source, hardware_decoding=denoiser.backend == "gpu") as reader:
         info, decoder = reader.info, reader.decoder
-        first, last = _frame_range(reader, start, duration)
+        first, last = _frame_range(reader, start, duration, frames)
         total = 0 if last is None else last - first  # 0: unknown until the pipe ends
         done = 0
         timestamps: collections.deque[int] = collections.deque()  # of frames read, not yet written

@@ -70,13 +70,13 @@ class Timeline(QSlider):
         self.mark_out: int | None = None
         self.setEnabled(False)
 
-    def set_frame_count(self, count: int) -> None:
-        """A clip of ``count`` frames: the slider spans it (the position kept where it can be),
+    def set_frame_count(self, count: int, index: int = 0) -> None:
+        """A clip of ``count`` frames: the slider spans it, at frame ``index`` (or its last),
         without emitting ``valueChanged``."""
         self.frame_count = count
         self.blockSignals(True)
         self.setRange(0, count - 1)
-        self.setValue(min(self.value(), count - 1))
+        self.setValue(min(index, count - 1))
         self.blockSignals(False)
         self.setEnabled(True)
 
@@ -102,8 +102,11 @@ class Timeline(QSlider):
         self._marks_moved()
 
     def set_marks(self, mark_in: int | None, mark_out: int | None) -> None:
-        """Both marks at once (None: not set), as a clip's saved settings have them."""
-        self.mark_in, self.mark_out = mark_in, mark_out
+        """Both marks at once (None: not set), as a clip's saved settings have them; a mark past
+        the clip's last frame is not set (the file was made shorter since)."""
+        self.mark_in, self.mark_out = (
+            None if mark is None or mark >= self.frame_count else mark for mark in (mark_in, mark_out)
+        )
         self._marks_moved()
 
     def play_range(self) -> tuple[int, int]:

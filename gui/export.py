@@ -10,12 +10,12 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import QObject, QStandardPaths, QThread, Signal, Slot
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
@@ -50,13 +50,13 @@ SUFFIXES = {"h264": ".mp4", "h265": ".mp4", "ffv1": ".mkv", "prores": ".mov"}
 
 @dataclass(frozen=True)
 class ExportSettings:
-    """What the export dialog asks for: seconds for the range, CRF for H.264 / H.265."""
+    """What the export dialog asks for: the frames by number (``range(first, stop)``: seconds
+    would round, and lose or add a frame at 29.97 fps), CRF for H.264 / H.265."""
 
     target: Path
     codec: str
     crf: int
-    start: float
-    duration: float | None
+    frames: range
 
 
 @dataclass(frozen=True)
@@ -101,24 +101,26 @@ def stop_exports_asked(parent: QWidget, count: int) -> bool:
 
 
 class ExportDialog(QDialog):
-    """Output path, codec, quality and range (from the in and out marks); audio and subtitles are
-    always copied. The Export button adds the export to the queue. The name proposed is one that
-    neither exists nor is an output of the queue (``queued``, resolved paths); a file that exists
-    is named in the dialog and replaced, an output of the queue is refused."""
+    """Output path, codec, quality and range: ``frames`` (from the in and out marks), shown as
+    the window numbers frames (from 1) with their times (``frame_times``: each frame's, in seconds
+    from frame 0); audio and subtitles are always copied. The Export button adds the export to
+    the queue. The name proposed is one that neither exists nor is an output of the queue
+    (``queued``, resolved paths); a file that exists is named in the dialog and replaced, an
+    output of the queue is refused."""
 
     def __init__(
         self,
         parent: QWidget | None,
         source: Path,
         info: VideoInfo,
-        start: float = 0.0,
-        duration: float | None = None,
+        frame_times: np.ndarray,
+        frames: range,
         queued: Collection[Path] = (),
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Export denoised clip")
         self.setMinimumWidth(560)  # room for the output's path
-        self._info, self._source = info, source
+        self._info, self._source, self._frame_times = info, source, frame_times
         self._queued = frozenset(queued)
         self.path = QLineEdit(str(_free_name(source, self._queued)))
         browse = QPushButton("Browse…")
@@ -131,17 +133,12 @@ class ExportDialog(QDialog):
         self.crf.setRange(0, 51)
         self.crf.setValue(18)
         self.crf.setToolTip("Constant rate factor: lower is better quality and a bigger file (H.264 / H.265)")
-        seconds = info.duration or info.frame_count / float(info.frame_rate)
-        self.start = QDoubleSpinBox()
-        self.start.setDecimals(3)
-        self.start.setRange(0, seconds)
-        self.start.setValue(start)
-        self.start.setSuffix(" s")
-        self.duration = QDoubleSpinBox()
-        self.duration.setDecimals(3)
-        self.duration.setRange(0, seconds)
-        self.duration.setValue(seconds - start if duration is None else duration)
-        self.duration.setSuffix(" s")
+        self.first, self.last = QSpinBox(), QSpinBox()
+        for box, value in ((self.first, frames.start + 1), (self.last, frames.stop)):
+            box.setRange(1, info.frame_count)
+            box.setValue(value)
+            box.valueChanged.connect(self._range_changed)
+        self.span = QLabel()
         self.replaces = QLabel()
         self.replaces.setWordWrap(True)
         self.path.textChanged.connect(self._path_changed)
@@ -153,8 +150,9 @@ class ExportDialog(QDialog):
         form.addRow("", self.replaces)
         form.addRow("Codec", self.codec)
         form.addRow("Quality (CRF)", self.crf)
-        form.addRow("Start", self.start)
-        form.addRow("Duration", self.duration)
+        form.addRow("First frame", self.first)
+        form.addRow("Last frame", self.last)
+        form.addRow("", self.span)
         streams = f"{info.other_streams} audio / subtitle stream(s) copied unchanged" if info.other_streams else ""
         form.addRow("", QLabel(streams or "no audio or subtitle streams to copy"))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
@@ -165,6 +163,7 @@ class ExportDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(buttons)
+        self._range_changed()
         self._path_changed()
 
     def _path_changed(self) -> None:
@@ -200,22 +199,34 @@ class ExportDialog(QDialog):
         self.path.setText(str(current.with_suffix(SUFFIXES.get(codec, current.suffix))))
         self._path_changed()  # the same name may not fit the new codec
 
+    def _range_changed(self) -> None:
+        """Keep the first frame at or before the last, and say the range's length and times."""
+        self.first.setMaximum(self.last.value())
+        self.last.setMinimum(self.first.value())
+        self.span.setText(f"{len(self._frames())} frames, {self._seconds()}")
+
+    def _frames(self) -> range:
+        return range(self.first.value() - 1, self.last.value())
+
+    def _seconds(self) -> str:
+        """When the range begins and ends (where its last frame ends), in seconds from frame 0."""
+        frames = self._frames()
+        start = self._frame_times[frames.start]
+        end = self._frame_times[frames.stop] if frames.stop < len(self._frame_times) else self._info.duration
+        return f"{start:.3f} s to {end:.3f} s"
+
     def settings(self) -> ExportSettings:
-        full = self.duration.maximum()
-        duration = self.duration.value()
         return ExportSettings(
             target=Path(self.path.text()).expanduser(),
             codec=self.codec.currentData(),
             crf=self.crf.value(),
-            start=self.start.value(),
-            duration=None if self.start.value() + duration >= full else duration,
+            frames=self._frames(),
         )
 
     def describe(self) -> str:
         """The range and codec in words, for the queue's rows."""
-        settings = self.settings()
-        end = "the end" if settings.duration is None else f"{settings.start + settings.duration:.2f} s"
-        return f"{settings.start:.2f} s to {end}, {settings.codec}"
+        frames = self._frames()
+        return f"frames {frames.start + 1} to {frames.stop} ({self._seconds()}), {self.codec.currentData()}"
 
 
 class ExportJob(QObject):
@@ -257,8 +268,7 @@ class ExportJob(QObject):
                 codec=settings.codec,
                 crf=settings.crf,
                 overwrite=True,
-                start=settings.start,
-                duration=settings.duration,
+                frames=settings.frames,
                 progress=lambda done, total, seconds: self.progressed.emit(done, total, seconds),
                 cancel=self._cancel,
                 luma_chroma=request.luma_chroma,

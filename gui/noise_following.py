@@ -57,19 +57,15 @@ class NoiseFollower(QObject):
         self._parameters.offer_decorrelation(None)
         self._noise.clear_estimate()
 
-    def restore_clip(self, clip: ClipSettings | None, synthetic: bool) -> None:
-        """The clip's saved settings, whose h stands until its estimate arrives; a clip without
-        them gets synthetic noise if ``synthetic`` (a clean clip), else its noise estimated."""
-        if clip is None:  # synthetic_changed follows: h from the synthetic noise, or an estimate
-            self._keep_h = False
-            self._noise.restore({**self._noise.settings(), "on": synthetic})
-            return
+    def restore_clip(self, clip: ClipSettings, keep_h: bool) -> None:
+        """A clip's settings; with ``keep_h`` (saved with the clip) their h stands until its
+        estimate arrives, else h follows the synthetic noise if on, or the noise estimated."""
         self.strength = clip.strength
         self._parameters.set_params(clip.params)
         self._parameters.set_luma_chroma_mode(parse_luma_chroma(clip.luma_chroma))
-        self._keep_h = True  # the h saved with the clip stands, whatever its noise
+        self._keep_h = keep_h  # synthetic_changed follows: the h saved with the clip stands, whatever its noise
         self._noise.restore(clip.noise)
-        self._keep_h = self._noise.noise() is None  # and when the estimate on its way arrives
+        self._keep_h = keep_h and self._noise.noise() is None  # and when the estimate on its way arrives
 
     def synthetic_changed(self) -> None:
         """h follows the synthetic noise while it is on, the clip's estimated noise otherwise."""

@@ -122,9 +122,9 @@ class NoisePanel(QGroupBox):
         self.blockSignals(False)
         self.synthetic_changed.emit()
 
-    def allow_region(self) -> None:
-        """A region was drawn on the picture: "Use this region" can measure it."""
-        self.use_region.setEnabled(True)
+    def allow_region(self, drawn: bool) -> None:
+        """Whether a region is drawn on the picture, for "Use this region" to measure."""
+        self.use_region.setEnabled(drawn)
 
     def clear_estimate(self) -> None:
         """Another clip: its noise is not estimated yet."""
@@ -207,6 +207,11 @@ class Readouts(QWidget):
         """Playing: frames shown in the last second, the render-ahead's rate, frames rendered of all."""
         rate = "starting" if render_fps is None else f"ahead {render_fps:.1f}/s"
         self.fps.setText(f"playing {shown_per_second:.1f}/s · {rate} · {rendered}/{total} rendered")
+
+    def new_clip(self) -> None:
+        """Another clip: its PSNR and noise are not known yet."""
+        self.psnr.setText("-")
+        self.sigma.setText("not estimated")
 
     def show_psnr(self, preview: Preview) -> None:
         if preview.psnr_after is None:

@@ -274,8 +274,7 @@ class ComparisonView(pg.GraphicsLayoutWidget):
 
     def show_roi(self, box: tuple[int, int, int, int]) -> None:
         """A rectangle the user can move and resize, inside the frame."""
-        if self.roi is not None:
-            self.main_view.removeItem(self.roi)
+        self.clear_roi()
         x, y, w, h = box
         self.roi = pg.RectROI(
             [x, y], [w, h], pen=pg.mkPen(ROI_COLOR, width=2), maxBounds=self.main_view.frame_rect, snapSize=1
@@ -283,6 +282,12 @@ class ComparisonView(pg.GraphicsLayoutWidget):
         self.roi.setZValue(20)
         self.roi.setVisible(self.regions_visible)
         self.main_view.addItem(self.roi)
+
+    def clear_roi(self) -> None:
+        """Remove the rectangle, if any (a clip opened: it was drawn on another picture)."""
+        if self.roi is not None:
+            self.main_view.removeItem(self.roi)
+            self.roi = None
 
     def roi_box(self) -> tuple[int, int, int, int] | None:
         """The rectangle as (x, y, w, h) in whole pixels inside the frame, or None."""

@@ -4,6 +4,7 @@ their small public methods and connects to their signals."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -87,12 +88,14 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("NLMeans Studio")
         self.setAcceptDrops(True)
         self.path: Path | None = None
+        self._fresh: ClipSettings | None = None  # set as the first clip opens: what each new clip starts from
         self._opening: Path | None = None
         self.info: VideoInfo | None = None
         self.frame_times = np.zeros(0)  # seconds from frame 0 of each frame of the clip
         self.preview: Preview | None = None
         self._busy_since: float | None = None
         self._requests = 0
+        self._clip = 0  # the number of the open request whose clip is shown: requests are asked of it
         self._shown = 0
         self._pending_preview = 0
         self.worker_thread = WorkerThread()
@@ -327,13 +330,23 @@ class MainWindow(QMainWindow):
             self.open_clip(self.path, path)
 
     def _opened(self, number: int, info: VideoInfo, frame_times: np.ndarray) -> None:
-        if self.path is not None and self.path != self._opening:
+        """A clip is open: nothing of the clip before stays (its settings are kept for it); the
+        same clip opened again (with a reference) stays at its frame."""
+        self.stop_playback()  # a play asked of the clip before, as this one opened, never started
+        self._clip = number
+        if self.path is None:
+            self._fresh = self._clip_settings()  # what a clip opened for the first time starts from
+        else:
             self._save_clip_settings()
+        index = self.frame_slider.value() if self._opening == self.path else 0
         self.path, self.info, self.frame_times = self._opening, info, frame_times
         self.noise_follower.new_clip(matrix_for(info.color.get("colorspace", 2), info.height))
         self.view.show_regions([])
+        self.view.clear_roi()
+        self.noise.allow_region(False)
+        self.readouts.new_clip()
         self.setWindowTitle(f"NLMeans Studio — {self.path.name}")
-        self.frame_slider.set_frame_count(info.frame_count)
+        self.frame_slider.set_frame_count(info.frame_count, index)
         self.player.set_frame_rate(info.frame_rate)
         self.recent_menu.remember(self.path)
         if info.warning:  # a truncated file, interlaced video: before a person relies on the result
@@ -355,10 +368,9 @@ class MainWindow(QMainWindow):
 
     # Settings per clip
 
-    def _save_clip_settings(self) -> None:
-        if self.path is None:
-            return
-        clip = ClipSettings(
+    def _clip_settings(self) -> ClipSettings:
+        """The parameters, noise and marks shown."""
+        return ClipSettings(
             self.parameters.params(),
             self.noise.settings(),
             self.noise_follower.strength,
@@ -366,26 +378,37 @@ class MainWindow(QMainWindow):
             self.frame_slider.mark_in,
             self.frame_slider.mark_out,
         )
-        save_clip_settings(self.settings, self.path, clip)
+
+    def _save_clip_settings(self) -> None:
+        if self.path is not None:
+            save_clip_settings(self.settings, self.path, self._clip_settings())
 
     def _restore_clip_settings(self) -> None:
         """The clip's own parameters, noise and marks as it was left. A clip opened for the first
-        time gets its noise estimated (h follows it); the bundled sample, which is clean, gets
-        synthetic noise instead, so that the filter has work to do."""
+        time starts from the settings shown before the session's first clip, whatever clip was
+        open before it, and gets its noise estimated (h follows it); the bundled sample, which is
+        clean, gets synthetic noise instead, so that the filter has work to do."""
         try:
-            clip = load_clip_settings(self.settings, self.path)
+            saved = load_clip_settings(self.settings, self.path)
         except ValueError:
-            clip = None
-            self.show_error("This clip's saved settings were not valid; the current ones are used.")
-        marks = (clip.mark_in, clip.mark_out) if clip is not None else (None, None)
-        self.frame_slider.set_marks(*marks)
-        self.noise_follower.restore_clip(clip, synthetic=self.path.resolve() == SAMPLE_CLIP.resolve())
+            saved = None
+            self.show_error("This clip's saved settings were not valid; those of a new clip are used.")
+        synthetic = self.path.resolve() == SAMPLE_CLIP.resolve()
+        clip = saved or dataclasses.replace(self._fresh, noise={**self._fresh.noise, "on": synthetic})
+        self.frame_slider.set_marks(clip.mark_in, clip.mark_out)
+        if (self.frame_slider.mark_in, self.frame_slider.mark_out) != (clip.mark_in, clip.mark_out):
+            self.statusBar().showMessage(
+                f"Marks kept for this clip past its last frame are cleared: it has {self.info.frame_count} frames "
+                "now (the file was made shorter since).",
+                10000,
+            )
+        self.noise_follower.restore_clip(clip, keep_h=saved is not None)
 
     # Requests to the worker and their answers
 
     def _submit(self, request: object) -> int:
         self._requests += 1
-        self.worker_thread.worker.submit(self._requests, request)
+        self.worker_thread.worker.submit(self._requests, request, self._clip)
         return self._requests
 
     def current_params(self) -> NLMParams:
@@ -600,7 +623,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Drag a rectangle over a flat area of the picture.", 10000)
 
     def _region_drawn(self, box: tuple[int, int, int, int]) -> None:
-        self.noise.allow_region()
+        self.noise.allow_region(True)
         self.statusBar().showMessage(f"Region {box[2]} x {box[3]} at ({box[0]}, {box[1]}): Use this region.", 10000)
 
     def load_preset(self, path: str | Path) -> None:
@@ -627,11 +650,8 @@ class MainWindow(QMainWindow):
         """Ask for an export's settings (the range from the marks); Export adds it to the queue."""
         if self.path is None or self.info is None:
             return self.show_error("Open a clip first.")
-        first, stop = self.frame_slider.play_range()  # as the frames' own times: exact on variable frame rates too
-        start = float(self.frame_times[first])
-        end = float(self.frame_times[stop]) if stop < len(self.frame_times) else None
-        duration = None if end is None else end - start
-        dialog = ExportDialog(self, self.path, self.info, start, duration, queued=self.exports.targets())
+        frames = range(*self.frame_slider.play_range())
+        dialog = ExportDialog(self, self.path, self.info, self.frame_times, frames, queued=self.exports.targets())
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         source, params, backend = self.path, self.current_params(), self.parameters.backend_name()
         luma_chroma = self.current_luma_chroma()
@@ -664,7 +684,8 @@ class MainWindow(QMainWindow):
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("splitter", self.splitter.saveState())
         self.settings.setValue("view-mode", self.view.mode)
-        self.settings.setValue("params", params_to_json(self.parameters.params()))
+        fresh = self.parameters.params() if self._fresh is None else self._fresh.params  # not the last clip's
+        self.settings.setValue("params", params_to_json(fresh))
         self._save_clip_settings()
         self.settings.sync()
 

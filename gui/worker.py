@@ -3,7 +3,9 @@
 The GUI thread only calls ``submit``, which records the request and returns at once; the
 worker's thread takes the latest request of each kind (older ones are dropped unseen) and
 answers with a signal carrying the request's number, so that the window can drop stale
-answers too. The GUI thread never waits on the engine.
+answers too. Each request names the clip it is asked of (the number of the request that opened
+it): one asked of a clip since replaced is dropped unseen too, never run on the next clip. The
+GUI thread never waits on the engine.
 
 Playback: a ``PlayRequest`` makes an ``engine.playback.RenderAhead``, handed to the window by
 ``playback_started``; between requests the worker renders its next frame, one frame per turn
@@ -87,7 +89,8 @@ class PreviewWorker(QObject):
     def __init__(self) -> None:
         super().__init__()
         self._lock = threading.Lock()
-        self._pending: dict[str, tuple[int, object]] = {}
+        self._pending: dict[str, tuple[int, int, object]] = {}  # kind: (number, clip, request)
+        self._clip = 0  # the number of the open request whose clip is open
         self._readers: list[VideoReader] = []
         self._previewer: Previewer | None = None
         self._playback: tuple[int, RenderAhead] | None = None  # request number, the run
@@ -95,11 +98,14 @@ class PreviewWorker(QObject):
         # Queued even from the worker's own thread: a playback frame per turn of its event loop.
         self._wake.connect(self._process, Qt.ConnectionType.QueuedConnection)
 
-    def submit(self, number: int, request: OpenRequest | PreviewRequest | EstimateRequest | PlayRequest) -> None:
-        """Queue ``request`` (replacing any waiting one of its kind); returns at once."""
+    def submit(
+        self, number: int, request: OpenRequest | PreviewRequest | EstimateRequest | PlayRequest, clip: int
+    ) -> None:
+        """Queue ``request``, asked of the clip that request ``clip`` opened (replacing any waiting
+        one of its kind); returns at once."""
         kind = {OpenRequest: "open", PreviewRequest: "preview", EstimateRequest: "estimate", PlayRequest: "play"}
         with self._lock:
-            self._pending[kind[type(request)]] = (number, request)
+            self._pending[kind[type(request)]] = (number, clip, request)
         self._wake.emit()
 
     def wake(self) -> None:
@@ -113,7 +119,9 @@ class PreviewWorker(QObject):
                 kind = next((k for k in ORDER if k in self._pending), None)
                 if kind is None:
                     break
-                number, request = self._pending.pop(kind)
+                number, clip, request = self._pending.pop(kind)
+            if kind != "open" and clip != self._clip:
+                continue  # asked of a clip since replaced
             self._set_busy(True)
             self._handle(number, request)
         if self._playback is not None and self._render_ahead():
@@ -150,7 +158,9 @@ class PreviewWorker(QObject):
         try:
             if isinstance(request, OpenRequest):
                 self._stop_playback()
-                self.opened.emit(number, *self._open(request))
+                opened = self._open(request)
+                self._clip = number
+                self.opened.emit(number, *opened)
             elif isinstance(request, EstimateRequest):
                 self.estimated.emit(number, *self._estimate(request))
             elif isinstance(request, PreviewRequest):

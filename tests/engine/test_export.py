@@ -5,10 +5,13 @@ import signal
 import subprocess
 import sys
 import threading
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from clips import CLI
+from media_corpus import ClipSpec, plain_pyav_numbers, write_clip
 from test_video import make_clip
 
 from nlmeans_studio.engine import NLMParams, psnr
@@ -54,6 +57,50 @@ def test_start_and_duration_choose_the_frames(noisy_clip_file, tmp_path) -> None
     assert summary.frames == 5 and len(read_frames(tmp_path / "part.mkv")) == 5  # 25 fps: frames 3..7
     with pytest.raises(ValueError, match=r"no frames between 9\.0 s and the end"):
         denoise_file(noisy_path, tmp_path / "none.mkv", PARAMS, backend="cpu", start=9.0)
+
+
+def test_frames_choose_the_frames_by_number(noisy_clip_file, tmp_path) -> None:
+    noisy_path, _ = noisy_clip_file
+    summary = denoise_file(noisy_path, tmp_path / "frames.mkv", PARAMS, backend="cpu", codec="ffv1", frames=range(3, 8))
+    denoise_file(noisy_path, tmp_path / "seconds.mkv", PARAMS, backend="cpu", codec="ffv1", start=0.12, duration=0.2)
+    assert summary.frames == 5  # 25 fps: frames 3..7 are those shown from 0.12 s for 0.2 s
+    np.testing.assert_array_equal(read_frames(tmp_path / "frames.mkv"), read_frames(tmp_path / "seconds.mkv"))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"frames": range(8, 3)},
+            r"frames must be range\(first, stop\) with 0 <= first < stop <= 10, got range\(8, 3\)",
+        ),
+        ({"frames": range(5, 11)}, r"0 <= first < stop <= 10, got range\(5, 11\)"),
+        ({"frames": range(0, 10, 2)}, r"got range\(0, 10, 2\)"),
+        ({"frames": range(3, 8), "start": 0.12}, r"give frames, or start and duration, not both"),
+    ],
+)
+def test_frames_outside_the_clip_are_refused(noisy_clip_file, tmp_path, options, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        denoise_file(noisy_clip_file[0], tmp_path / "out.mkv", PARAMS, backend="cpu", **options)
+    assert not (tmp_path / "out.mkv").exists()
+
+
+@pytest.mark.parametrize(
+    ("start", "duration", "first"),
+    [("0.3336", "1.7017", 10), ("0.334", "1.702", 11)],  # frame 10 begins at 0.33367 s
+)
+def test_cli_start_and_duration_at_an_ntsc_rate_pick_the_frames_ffmpeg_does(tmp_path, start, duration, first) -> None:
+    """--start takes the first frame shown at or after it, and --duration the frames shown before
+    start + duration, by the frames' own times (as ffmpeg -ss and -t do): at 29.97 fps, 51 frames."""
+    spec = ClipSpec("ntsc.mp4", "libx264", size=(32, 128), rate=Fraction(30000, 1001), frames=70, gop=30)
+    source, output = write_clip(tmp_path, spec), tmp_path / "part.mkv"
+    run = subprocess.run(
+        [*CLI, "denoise", str(source), str(output), "--start", start, "--duration", duration, "--codec", "ffv1",
+         "--noise", "none", "--h", "1", "--patch-radius", "1", "--search-radius", "1", "--backend", "cpu", "--quiet"],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert plain_pyav_numbers(output) == list(range(first, first + 51))
 
 
 def test_cancel_leaves_no_output(noisy_clip_file, tmp_path) -> None:

@@ -4,7 +4,9 @@ the picture, what the window then shows. Offscreen, on the CPU, on a 12-frame 96
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +38,7 @@ from nlmeans_studio.engine.media.video import read_frames
 from nlmeans_studio.engine.presets import PRESET_FOLDER, load_preset
 from nlmeans_studio.engine.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
 from nlmeans_studio.gui import export as export_module
+from nlmeans_studio.gui import worker as worker_module
 from nlmeans_studio.gui.export import ExportDialog
 from nlmeans_studio.gui.window import MainWindow
 
@@ -263,7 +266,10 @@ def test_in_and_out_marks_show_as_timecode_and_set_the_export_range(qtbot, windo
     mark_frames(qtbot, window, 3, 7)
     assert "00:00:00:07" in window.frame_label.text() and "in 00:00:00:03 out 00:00:00:07" in window.frame_label.text()
     dialog = export_with_dialog(qtbot, window, tmp_path / "range.mkv", window.export_action.trigger)
-    assert dialog.start.value() == pytest.approx(3 / 25) and dialog.duration.value() == pytest.approx(5 / 25)
+    assert (dialog.first.value(), dialog.last.value()) == (
+        4,
+        8,
+    ) and dialog.span.text() == "5 frames, 0.120 s to 0.320 s"
     exports_done(qtbot, window)
     np.testing.assert_array_equal(read_frames(tmp_path / "range.mkv")[:, :, :, 0] > 150, frames[3:8, :, :, 0] > 150)
     assert window.frame_slider.marked == (3, 7)  # drawn along the timeline
@@ -280,9 +286,30 @@ def test_marks_export_exactly_their_frames_on_a_variable_frame_rate(qtbot, windo
     opened(qtbot, window, path)
     mark_frames(qtbot, window, 3, 7)
     dialog = export_with_dialog(qtbot, window, tmp_path / "range.mkv", window.export_action.trigger)
-    assert dialog.start.value() == pytest.approx(0.120) and dialog.duration.value() == pytest.approx(0.400 - 0.120)
+    assert dialog.span.text() == "5 frames, 0.120 s to 0.400 s"
     exports_done(qtbot, window)
     assert plain_pyav_numbers(tmp_path / "range.mkv") == [3, 4, 5, 6, 7]
+
+
+def test_marks_export_exactly_their_frames_at_an_ntsc_rate(qtbot, window, tmp_path) -> None:
+    """29.97 fps, with timestamps in 1/30000 s (issue 32): Home, Right x10, I (frame 11,
+    00:00:00:10), Right x50, O, Ctrl+E exports frames 10 to 60, both marks included. The range
+    went through the dialog as seconds rounded to milliseconds, which lost the in-frame and took
+    the frame after the out-frame."""
+    spec = ClipSpec("ntsc.mp4", "libx264", size=(32, 128), rate=Fraction(30000, 1001), frames=120, gop=30)
+    path = write_corpus_clip(tmp_path, spec)
+    opened(qtbot, window, path)
+    press(qtbot, window, KEY.Key_Home)
+    mark_frames(qtbot, window, 10, 60)
+    assert (
+        "frame 61 / 120" in window.frame_label.text() and "in 00:00:00:10 out 00:00:02:00" in window.frame_label.text()
+    )
+    ctrl_e = functools.partial(press, qtbot, window, KEY.Key_E, Qt.KeyboardModifier.ControlModifier)
+    dialog = export_with_dialog(qtbot, window, tmp_path / "range.mkv", ctrl_e)
+    assert (dialog.first.value(), dialog.last.value()) == (11, 61)  # as the window numbers frames
+    assert dialog.span.text() == "51 frames, 0.334 s to 2.035 s"
+    exports_done(qtbot, window)
+    assert plain_pyav_numbers(tmp_path / "range.mkv") == list(range(10, 61))
 
 
 def test_estimate_then_export(qtbot, window, clip, tmp_path) -> None:
@@ -600,6 +627,104 @@ def test_a_clip_keeps_its_own_settings(qtbot, window, clip, tmp_path) -> None:
     )
 
 
+def test_a_new_clip_starts_afresh(qtbot, window, clip, tmp_path) -> None:
+    """A second clip (issue 32): its first frame, no marks, no drawn rectangle, and the parameters
+    a clip opened for the first time starts from; the first clip's position, past frames and
+    rectangle (off the smaller frame, and still offered to "Use this region") carried over."""
+    other = tmp_path / "other.mkv"
+    write_clip(other, clip_frames(seed=1)[:5, :32, :48])
+    opened(qtbot, window, clip[0])
+    fresh = dataclasses.replace(window.current_params(), color_transform=None)
+    press(qtbot, window, KEY.Key_End)
+    press(qtbot, window, KEY.Key_O)
+    type_into(qtbot, window.parameters.frames_past.spin, "3")
+    qtbot.mouseClick(window.noise.draw_region, Qt.MouseButton.LeftButton)
+    drag(window, frame_point(window, 50.2, 40.2), frame_point(window, 89.8, 59.8))
+    assert window.view.roi_box() == (50, 40, 40, 20) and window.current_params().frames_past == 3
+    opened(qtbot, window, other)
+    assert window.frame_slider.value() == 0 and window.preview.index == 0 and "frame 1 / 5" in window.frame_label.text()
+    assert window.frame_slider.marked is None
+    assert window.view.roi_box() is None and not window.noise.use_region.isEnabled()
+    assert dataclasses.replace(window.current_params(), h=fresh.h, color_transform=None) == fresh
+    opened(qtbot, window, clip[0])  # and the first clip comes back as it was left, but for its position
+    assert window.current_params().frames_past == 3 and window.frame_slider.marked == (0, 11)
+
+
+def test_a_new_clip_shows_no_noise_of_the_clip_before(qtbot, window, clip, tmp_path, monkeypatch) -> None:
+    """While a new clip's noise is measured (seconds on a long clip), the readout said the sigma
+    of the clip before."""
+    other = tmp_path / "other.mkv"
+    write_clip(other, clip_frames(seed=1))
+    opened(qtbot, window, clip[0])
+    qtbot.waitUntil(lambda: "levels" in window.readouts.sigma.text(), timeout=WAIT_MS)
+    resume, estimate = threading.Event(), worker_module.estimate_noise_over
+    monkeypatch.setattr(
+        worker_module, "estimate_noise_over", lambda *a, **k: resume.wait(WAIT_MS / 1000) and estimate(*a, **k)
+    )
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_: (str(other), ""))
+    press(qtbot, window, KEY.Key_O, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: window.path == other, timeout=WAIT_MS)
+    assert window.readouts.sigma.text() == "not estimated" and window.readouts.psnr.text() == "-"
+    resume.set()
+    qtbot.waitUntil(lambda: "levels" in window.readouts.sigma.text(), timeout=WAIT_MS)
+
+
+def test_what_was_asked_of_a_clip_is_not_done_to_the_next(qtbot, window, clip, tmp_path, monkeypatch) -> None:
+    """End pressed while a 5-frame clip opens after a 12-frame one: frame 11 was rendered of the
+    new clip, whose banner said 'frame index must be in 0..4, got 11'."""
+    path, _ = clip
+    other = tmp_path / "other.mkv"
+    write_clip(other, clip_frames(seed=1)[:5])
+    opened(qtbot, window, path)
+    resume, previewer = threading.Event(), worker_module.Previewer
+
+    def held(*arguments, **options):  # the new clip takes a while to open (a long file is indexed)
+        resume.wait(WAIT_MS / 1000)
+        return previewer(*arguments, **options)
+
+    monkeypatch.setattr(worker_module, "Previewer", held)
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_: (str(other), ""))
+    press(qtbot, window, KEY.Key_O, Qt.KeyboardModifier.ControlModifier)
+    press(qtbot, window, KEY.Key_End)
+    resume.set()
+    qtbot.waitUntil(lambda: window.path == other, timeout=WAIT_MS)
+    settle(qtbot, window)
+    assert window.frame_slider.value() == 0 and not window.banner.isVisible()
+
+
+def test_choosing_a_reference_keeps_the_clip_as_it_was(qtbot, window, clip, tmp_path, monkeypatch) -> None:
+    """ "Reference clip…" opens the clip again beside its clean version: its frame, marks and
+    parameters stay (the marks were lost: the clip's settings were read back unsaved)."""
+    path, frames = clip
+    write_clip(tmp_path / "clean.mkv", frames)
+    opened(qtbot, window, path)
+    type_into(qtbot, window.parameters.frames_past.spin, "3")
+    mark_frames(qtbot, window, 2, 6)
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_: (str(tmp_path / "clean.mkv"), ""))
+    qtbot.mouseClick(window.noise.reference, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.preview is not None and window.preview.psnr_after is not None, timeout=WAIT_MS)
+    assert window.frame_slider.value() == 6 and window.frame_slider.marked == (2, 6)
+    assert window.current_params().frames_past == 3
+
+
+def test_marks_kept_for_a_clip_since_made_shorter_are_cleared_and_said(qtbot, window, clip, tmp_path) -> None:
+    """A clip re-rendered shorter under the same name: the marks kept for it lay past its end,
+    and Play said 'the frames played must satisfy 0 <= start < stop <= 4, got 5, 12'."""
+    path, frames = clip
+    other = tmp_path / "other.mkv"
+    write_clip(other, clip_frames(seed=1))
+    opened(qtbot, window, path)
+    mark_frames(qtbot, window, 5, 11)
+    opened(qtbot, window, other)
+    write_clip(path, frames[:4])
+    opened(qtbot, window, path)
+    assert window.frame_slider.marked is None and " in " not in window.frame_label.text()
+    assert window.statusBar().currentMessage().startswith("Marks kept for this clip past its last frame are cleared")
+    press(qtbot, window, KEY.Key_Space)
+    qtbot.waitUntil(lambda: not window.playing and window.frame_slider.value() == 3, timeout=WAIT_MS)
+    assert not window.banner.isVisible()
+
+
 def test_estimating_noise_in_a_region_drawn_with_the_mouse(qtbot, window, clip) -> None:
     opened(qtbot, window, clip[0])
     add_synthetic_noise(qtbot, window, 15, -0.4)  # decorrelating helps here (NoiseEstimate.luminance_gain > 1)
@@ -877,6 +1002,21 @@ def test_parameters_and_the_view_mode_persist_across_sessions(qtbot, tmp_path) -
     qtbot.addWidget(second)
     assert second.parameters.params() == NLMParams(h=33, search_radius=5, frames_past=2)
     assert second.view.mode == "difference"
+    second.close()
+
+
+def test_the_next_session_starts_from_the_parameters_before_any_clip(qtbot, clip, tmp_path) -> None:
+    """The last clip's own parameters stay with it: the next session's new clips do not start from them."""
+    first = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(first)
+    first.parameters.set_backend("cpu")
+    first.parameters.set_params(NLMParams(patch_radius=2, frames_past=2))
+    opened(qtbot, first, clip[0])
+    type_into(qtbot, first.parameters.frames_past.spin, "4")
+    first.close()
+    second = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(second)
+    assert (second.parameters.params().patch_radius, second.parameters.params().frames_past) == (2, 2)
     second.close()
 
 
