@@ -32,11 +32,12 @@ from pathlib import Path
 import numpy as np
 
 from nlmeans_studio.engine.frames import checked_frame, to_float32
-from nlmeans_studio.engine.motion_noise import kept_noise
+from nlmeans_studio.engine.motion_noise import kept_noise, region_change
 from nlmeans_studio.engine.params import NLMParams
 
 BLOCK = 16  # pixels on a side of the blocks automatic mode chooses among
 MIN_REGION = 16  # pixels on a side of the smallest region an estimate is made from
+REGION_TILE = 8  # pixels on a side of the tiles a region's frame-to-frame change is read in
 ITERATIONS = 5
 CLEAN_SIGMA = 0.5  # 8-bit levels: below this the footage is taken as noise-free
 # A block is weakly textured while the largest eigenvalue of its summed gradient covariance
@@ -222,14 +223,14 @@ def _residuals(frame: np.ndarray) -> np.ndarray:
     ) / 6  # fmt: skip
 
 
-def _block_covariances(residual: np.ndarray, size: int, border: int) -> np.ndarray:
-    """(rows * cols, C, C) covariances of ``residual`` over size x size blocks, ``border``
-    pixels of each block's edge left out, each block's own mean removed when border is 0."""
-    rows, cols = residual.shape[0] // size, residual.shape[1] // size
-    blocks = residual[: rows * size, : cols * size].reshape(rows, size, cols, size, -1).astype(np.float64)
+def _block_covariances(values: np.ndarray, size: int, *, border: int = 0, centred: bool = False) -> np.ndarray:
+    """(rows * cols, C, C) covariances of ``values`` over size x size blocks, ``border`` pixels
+    of each block's edge left out, about each block's own mean where ``centred``, else about 0."""
+    rows, cols = values.shape[0] // size, values.shape[1] // size
+    blocks = values[: rows * size, : cols * size].reshape(rows, size, cols, size, -1).astype(np.float64)
     blocks = blocks[:, border : size - border, :, border : size - border]
     samples = (size - 2 * border) ** 2
-    if border == 0:
+    if centred:
         blocks = blocks - blocks.mean(axis=(1, 3), keepdims=True)
         samples -= 1
     covariances = np.einsum("rycxi,rycxj->rcij", blocks, blocks) / samples
@@ -297,23 +298,74 @@ def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = N
             raise ValueError(f"the region is {w}x{h} pixels; an estimate needs at least {MIN_REGION}x{MIN_REGION}")
         if x < 0 or y < 0 or x + w > width or y + h > height:
             raise ValueError(f"the region ({x}, {y}, {w}, {h}) leaves the {width}x{height} frame")
-        crops = [image[y : y + h, x : x + w] for image in images]
-        residuals = np.concatenate([_residuals(c).reshape(-1, c.shape[-1]) for c in crops])
-        covariance = _covariance(residuals)
-        texture = max(float(_texture(c, min(w, h)).max()) for c in crops)
-        expected = _expected_texture(covariance, min(w, h) ** 2)
-        warning, confidence = None, 1.0
-        if texture > TEXTURE_FACTOR * expected:
-            warning = "the region is not flat: its structure adds to the estimate, which is too high"
-            confidence = 0.3
-        estimate = NoiseEstimate(covariance, [(x, y, w, h)], len(residuals), warning, "region", confidence)
-        return _finished(estimate)
+        return _finished(_region(images, (x, y, w, h)))
     if height < BLOCK or width < BLOCK:
         raise ValueError(
             f"frames of {width}x{height} pixels are too small for the automatic noise estimate (blocks of "
             f"{BLOCK}x{BLOCK}); give the strength h instead"
         )
     return _finished(_automatic(images))
+
+
+def _region(images: list[np.ndarray], box: tuple[int, int, int, int]) -> NoiseEstimate:
+    """The noise in the user's region: from its change between consecutive frames where there
+    are two or more and it changes (all of the noise, as the automatic temporal estimate reads
+    it: the high-pass residuals miss noise that chroma subsampling or compression smoothed), else
+    from the one frame's high-pass residuals."""
+    x, y, w, h = box
+    crops = [image[y : y + h, x : x + w] for image in images]
+    residuals = np.concatenate([_residuals(c).reshape(-1, c.shape[-1]) for c in crops])
+    spatial = _covariance(residuals)
+    notes = []
+    if len(images) > 1:
+        changes = [region_change(current, reference, box) for current, reference in itertools.pairwise(images)]
+        # Tiles about their own mean (a change of light): their median keeps a few tiles that
+        # something passed through from deciding, their spread says whether many did.
+        tiles = np.concatenate([_block_covariances(change, REGION_TILE, centred=True) for change in changes])
+        temporal = _median_covariance(tiles, REGION_TILE**2 - 1)
+        agreement = _agreement(tiles, REGION_TILE**2 - 1)
+        ratio = float(np.trace(temporal) / max(np.trace(spatial), 1e-30))
+        # The change reads all of the noise, also what chroma subsampling or compression smoothed
+        # out of the high-pass residuals (their ratio says how much: the spatial correlation).
+        if ratio < HELD_FACTOR:
+            notes.append(
+                "the region does not change from frame to frame (a repeated frame, or held still by the encoder): "
+                "sigma is from the frame alone"
+            )
+        elif agreement < LOW_CONFIDENCE:
+            notes.append(
+                "the region changes from frame to frame more than noise does (motion, something passing, a change "
+                "of light): sigma is from the frame alone; a flat region that stays still reads all of the noise"
+            )
+        else:
+            spatial_correlation = max(0.0, 1 - 1 / ratio)
+            return NoiseEstimate(
+                temporal,
+                [box],
+                len(tiles) * REGION_TILE**2,
+                _correlated_note(spatial_correlation) if ratio > CORRELATED_RATIO else None,
+                "region",
+                round(agreement, 3),
+                spatial_correlation=round(spatial_correlation, 3),
+            )
+    texture = max(float(_texture(c, min(w, h)).max()) for c in crops)
+    confidence = 1.0
+    if texture > TEXTURE_FACTOR * _expected_texture(spatial, min(w, h) ** 2):
+        # Structure and noise smoother than white noise both leave more gradient than the
+        # high-pass residuals account for; one frame cannot tell them apart.
+        notes.append(
+            "the region is not flat, or its noise is smoothed (compression): structure makes this one-frame "
+            "estimate too high, smoothed noise too low; choose a flatter region, or give two frames or more"
+        )
+        confidence = 0.3
+    return NoiseEstimate(spatial, [box], len(residuals), "; ".join(notes) or None, "region", confidence)
+
+
+def _correlated_note(spatial_correlation: float) -> str:
+    return (
+        f"the noise is spatially correlated ({spatial_correlation:.0%} of its variance below the "
+        "high-pass band: demosaicing, deinterlacing or compression); sigma is the pixels'"
+    )
 
 
 def _expected_texture(covariance: np.ndarray, pixels: int) -> float:
@@ -367,7 +419,10 @@ def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
     # Per block, the residual covariance; the residuals are padded back to the frame's size and
     # each block's edge left out (there they mix the neighbouring blocks).
     spatial = np.concatenate(
-        [_block_covariances(np.pad(_residuals(i), ((1, 1), (1, 1), (0, 0)), mode="edge"), size, 1) for i in images]
+        [
+            _block_covariances(np.pad(_residuals(i), ((1, 1), (1, 1), (0, 0)), mode="edge"), size, border=1)
+            for i in images
+        ]
     )
     texture = np.concatenate([t.ravel() for t in textures])
     means = np.concatenate([_block_means(i, size) for i in images])
@@ -401,10 +456,7 @@ def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
         measured, measured_samples = plane, size * size - 3
         covariance = _median_covariance(plane[chosen], measured_samples)
         samples = int(chosen.sum()) * measured_samples
-        notes.append(
-            f"the noise is spatially correlated ({spatial_correlation:.0%} of its variance below the "
-            "high-pass band: demosaicing, deinterlacing or compression); sigma is the pixels'"
-        )
+        notes.append(_correlated_note(spatial_correlation))
         confidence *= 0.8
     elif signal_dependent:
         # The noise grows with brightness: the picture's average variance, each band's blocks
@@ -495,7 +547,7 @@ def _static_covariances(images: list[np.ndarray], chosen: np.ndarray, spatial: n
     for t in range(len(images) - 1):
         both = chosen[t * per_frame : (t + 1) * per_frame] & chosen[(t + 1) * per_frame : (t + 2) * per_frame]
         difference = (images[t + 1] - images[t]) / np.float32(math.sqrt(2))
-        covariances = _block_covariances(difference, BLOCK, 0)[both]
+        covariances = _block_covariances(difference, BLOCK, centred=True)[both]
         variance = np.trace(covariances, axis1=1, axis2=2)
         still = (variance <= STATIC_FACTOR * np.trace(spatial)) & (variance >= HELD_FACTOR * np.trace(spatial))
         held += int((variance < HELD_FACTOR * np.trace(spatial)).sum())

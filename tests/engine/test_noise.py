@@ -2,11 +2,12 @@
 
 import dataclasses
 import itertools
+import json
 import subprocess
 
 import numpy as np
 import pytest
-from clips import CLI, DATA
+from clips import CLI, DATA, FLAT_BOX, chroma_subsampled_clips
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
 from nlmeans_studio.engine.noise import NoiseEstimate, add_noise, apply_estimate, estimate_noise, suggest_h
@@ -66,8 +67,10 @@ def test_region_mode_on_a_flat_region(clips, sigma) -> None:
         noisy = add_noise(clean, covariance_of(sigma, 0.5), seed=7)
         box = _flattest_box(clean)
         estimate = estimate_noise(noisy, roi=box)
-        # 3 frames x 30 x 30 residuals per channel: sampling error near 1.5 %; the target is 5 %.
-        np.testing.assert_allclose(estimate.sigma, sigma, rtol=0.05, err_msg=name)
+        # The median of 2 pairs x 16 tiles of 8 x 8 changes: sampling error near 2.5 % per channel;
+        # bigbuckbunny's region is animated (its clean frames change by 3 to 4 levels there), which
+        # adds 6 % at sigma 5. The issue's target: 10 %.
+        np.testing.assert_allclose(estimate.sigma, sigma, rtol=0.10, err_msg=name)
         assert estimate.regions == [box]
 
 
@@ -81,8 +84,38 @@ def test_a_textured_region_is_flagged(clips) -> None:
     frame = clean[0].mean(axis=-1)
     spreads = [(frame[y : y + 32, x : x + 32].std(), x, y) for y in range(0, 240, 16) for x in range(0, 288, 16)]
     _, x, y = max(spreads)
-    estimate = estimate_noise(add_noise(clean, covariance_of(5, 0), seed=2), roi=(x, y, 32, 32))
-    assert "not flat" in estimate.warning
+    # One frame: the estimate rests on its high-pass residuals, which the structure adds to.
+    estimate = estimate_noise(add_noise(clean[0], covariance_of(5, 0), seed=2), roi=(x, y, 32, 32))
+    assert "not flat" in estimate.warning and estimate.confidence < 0.5
+
+
+def _assert_reads(estimate: NoiseEstimate, covariance: np.ndarray) -> None:
+    """Each sigma within 10 % of the noise's, the correlations within 0.1 (the issue's targets)."""
+    truth = NoiseEstimate(covariance, [], 0)
+    np.testing.assert_allclose(estimate.sigma, truth.sigma, rtol=0.10)
+    np.testing.assert_allclose(estimate.correlation, truth.correlation, atol=0.1)
+
+
+def test_a_region_reads_all_the_noise_of_a_chroma_subsampled_file(tmp_path) -> None:
+    """Issue 32: a drawn region read the noise 40 % low with correlation 0.75 and warned that the
+    estimate was too high. Its high-pass residuals miss the chroma noise that 4:2:0 smoothed (they
+    read 6.2, 6.1, 6.2 levels correlated 0.96 for 7.1, 6.4, 7.4 correlated 0.6); the change from
+    frame to frame reads all of it."""
+    pytest.importorskip("av", reason="the clip is written and read with PyAV")
+    from nlmeans_studio.engine import estimate_clip_noise
+
+    path, covariance = chroma_subsampled_clips(tmp_path)
+    estimate = estimate_clip_noise(path, roi=FLAT_BOX)
+    _assert_reads(estimate, covariance)
+    assert estimate.method == "region" and estimate.warning is None and estimate.regions == [FLAT_BOX]
+    result = subprocess.run(
+        [*CLI, "estimate-noise", str(path), "--roi", ",".join(map(str, FLAT_BOX)), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(result.stdout)
+    np.testing.assert_allclose(report["sigma"], estimate.sigma.round(3))  # the command line's is the API's
 
 
 @pytest.mark.parametrize(
