@@ -13,7 +13,9 @@ temporal differences (f[t+1] - f[t]) / sqrt(2) agree with the spatial estimate) 
 estimate from those differences: every pixel of the block counts, with no high-pass weighting.
 Where the flat blocks show little noise with a low confidence and there are consecutive frames,
 the noise an encoder kept in the texture is read from the motion-compensated frame-to-frame
-change instead (``engine.motion_noise``).
+change instead (``engine.motion_noise``). A region the user chose is read from its own
+motion-compensated change where there are two frames: it holds all of the noise, also the part
+that chroma subsampling or compression smoothed out of the high-pass residuals.
 
 ``suggest_h`` reads the PSNR-best h / sigma from a table measured on the sample clip
 (``scripts/calibrate_h.py`` regenerates it).
@@ -58,6 +60,9 @@ HELD_FACTOR = 0.6
 # noise's).
 CLIP_MARGIN = 0.5 / 255
 CLIPPED_FRACTION = 0.005
+# A user's region is measured as it is; past this fraction of clipped samples its noise reads
+# more than 2 % low (a region whose mean is 2 sigma from the range's end), which the warning says.
+REGION_CLIPPED_FRACTION = 0.02
 # Intensity bands (mean over channels) sigma is estimated in; the noise is reported signal
 # dependent when the bands' variances differ by more than SIGNAL_DEPENDENT_RATIO.
 BAND_EDGES = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -271,7 +276,10 @@ def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = N
         One frame (H, W[, C]) or several (T, H, W[, C]), C = 1 or 3; uint8, uint16 or float in
         [0, 1] (full scale). Several consecutive frames let still blocks give a temporal estimate.
     roi : (x, y, width, height), optional
-        A flat region chosen by the user, in pixels. Without it the flattest blocks are found.
+        A flat region chosen by the user, in pixels, in the first frame. Without it the flattest
+        blocks are found. Given two frames or more, the region's change from frame to frame
+        (motion-compensated) is the estimate: all of the noise, also what chroma subsampling or
+        compression smoothed; one frame gives its high-pass residuals, exact for white noise.
 
     Returns
     -------
@@ -298,7 +306,7 @@ def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = N
             raise ValueError(f"the region is {w}x{h} pixels; an estimate needs at least {MIN_REGION}x{MIN_REGION}")
         if x < 0 or y < 0 or x + w > width or y + h > height:
             raise ValueError(f"the region ({x}, {y}, {w}, {h}) leaves the {width}x{height} frame")
-        return _finished(_region(images, (x, y, w, h)))
+        return _region(images, (x, y, w, h))
     if height < BLOCK or width < BLOCK:
         raise ValueError(
             f"frames of {width}x{height} pixels are too small for the automatic noise estimate (blocks of "
@@ -308,6 +316,22 @@ def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = N
 
 
 def _region(images: list[np.ndarray], box: tuple[int, int, int, int]) -> NoiseEstimate:
+    """The noise in the user's region (``_region_noise``), or, where more than REGION_CLIPPED_FRACTION
+    of its samples are clipped, with a warning that it is too low in place of its own: clipping
+    cuts the noise off (black bars, a blown-out sky), which explains a low or clean reading."""
+    x, y, w, h = box
+    estimate = _finished(_region_noise(images, box))
+    clipped = float(np.mean([_clipped(image[y : y + h, x : x + w]).mean() for image in images]))
+    if clipped <= REGION_CLIPPED_FRACTION:
+        return estimate
+    warning = (
+        f"{clipped:.0%} of the region's samples are clipped at black or white, which cuts the noise off: "
+        "the estimate is too low; choose a region in the mid-tones"
+    )
+    return dataclasses.replace(estimate, warning=warning, confidence=min(estimate.confidence, 0.3))
+
+
+def _region_noise(images: list[np.ndarray], box: tuple[int, int, int, int]) -> NoiseEstimate:
     """The noise in the user's region: from its change between consecutive frames where there
     are two or more and it changes (all of the noise, as the automatic temporal estimate reads
     it: the high-pass residuals miss noise that chroma subsampling or compression smoothed), else
@@ -384,9 +408,13 @@ def _block_means(frame: np.ndarray, size: int) -> np.ndarray:
 def _clipped_fractions(frame: np.ndarray, size: int) -> np.ndarray:
     """Fraction of each block's samples within CLIP_MARGIN of 0 or full scale, flattened."""
     rows, cols = frame.shape[0] // size, frame.shape[1] // size
-    cropped = frame[: rows * size, : cols * size]
-    clipped = ((np.abs(cropped) <= CLIP_MARGIN) | (np.abs(cropped - 1) <= CLIP_MARGIN)).mean(axis=-1)
+    clipped = _clipped(frame[: rows * size, : cols * size]).mean(axis=-1)
     return clipped.reshape(rows, size, cols, size).mean(axis=(1, 3)).ravel()
+
+
+def _clipped(values: np.ndarray) -> np.ndarray:
+    """Whether each sample lies within CLIP_MARGIN of 0 or full scale (clipped or crushed)."""
+    return (np.abs(values) <= CLIP_MARGIN) | (np.abs(values - 1) <= CLIP_MARGIN)
 
 
 def _plane_covariances(frame: np.ndarray, size: int) -> np.ndarray:

@@ -118,6 +118,19 @@ def test_a_region_reads_all_the_noise_of_a_chroma_subsampled_file(tmp_path) -> N
     np.testing.assert_allclose(report["sigma"], estimate.sigma.round(3))  # the command line's is the API's
 
 
+def test_a_region_over_clipped_black_or_white_says_the_estimate_is_too_low(clips) -> None:
+    """A region drawn over a letterbox bar read 10 levels of noise as 5.7 without a word (the
+    clipped half of the noise is gone), and one over digital black said the footage looked clean."""
+    frames = clips["bikes"].copy()
+    frames[:, :40] = 0  # a black bar, as letterboxed footage has
+    noisy = np.clip(add_noise(frames, covariance_of(10, 0), seed=3), 0, 1)
+    for given, share in ((noisy[:2], "5"), (noisy[0], "5"), (frames[:2], "100%")):  # half the noise below 0
+        estimate = estimate_noise(given, roi=(100, 5, 60, 30))
+        assert estimate.warning.startswith(share)
+        assert "clipped at black or white, which cuts the noise off: the estimate is too low" in estimate.warning
+        assert estimate.confidence < 0.5
+
+
 @pytest.mark.parametrize(
     ("roi", "message"),
     [
