@@ -342,19 +342,21 @@ def _region_noise(images: list[np.ndarray], box: tuple[int, int, int, int]) -> N
     spatial = _covariance(residuals)
     notes = []
     if len(images) > 1:
-        changes = [region_change(current, reference, box) for current, reference in itertools.pairwise(images)]
-        # Tiles about their own mean (a change of light): their median keeps a few tiles that
-        # something passed through from deciding, their spread says whether many did.
-        tiles = np.concatenate([_block_covariances(change, REGION_TILE, centred=True) for change in changes])
-        temporal = _median_covariance(tiles, REGION_TILE**2 - 1)
+        # Per pair of frames, tiles of the change about their own mean (a change of light); pairs
+        # in which the region did not change (a repeated frame, a block the encoder held) are left
+        # out. The tiles' median keeps a few that something passed through from deciding, their
+        # spread says whether many did.
+        pairs = [
+            _block_covariances(region_change(current, reference, box), REGION_TILE, centred=True)
+            for current, reference in itertools.pairwise(images)
+        ]
+        changed = [tiles for tiles in pairs if np.trace(np.median(tiles, axis=0)) > HELD_FACTOR * np.trace(spatial)]
+        tiles = np.concatenate(changed or pairs)
         agreement = _agreement(tiles, REGION_TILE**2 - 1)
-        ratio = float(np.trace(temporal) / max(np.trace(spatial), 1e-30))
-        # The change reads all of the noise, also what chroma subsampling or compression smoothed
-        # out of the high-pass residuals (their ratio says how much: the spatial correlation).
-        if ratio < HELD_FACTOR:
+        if not changed:
             notes.append(
                 "the region does not change from frame to frame (a repeated frame, or held still by the encoder): "
-                "sigma is from the frame alone"
+                "sigma is from the frame alone, whose high-pass residuals miss smoothed noise; measure at another frame"
             )
         elif agreement < LOW_CONFIDENCE:
             notes.append(
@@ -362,6 +364,10 @@ def _region_noise(images: list[np.ndarray], box: tuple[int, int, int, int]) -> N
                 "of light): sigma is from the frame alone; a flat region that stays still reads all of the noise"
             )
         else:
+            # The change reads all of the noise, also what chroma subsampling or compression
+            # smoothed out of the high-pass residuals (their ratio: the spatial correlation).
+            temporal = _median_covariance(tiles, REGION_TILE**2 - 1)
+            ratio = float(np.trace(temporal) / max(np.trace(spatial), 1e-30))
             spatial_correlation = max(0.0, 1 - 1 / ratio)
             return NoiseEstimate(
                 temporal,

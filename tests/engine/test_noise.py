@@ -118,6 +118,22 @@ def test_a_region_reads_all_the_noise_of_a_chroma_subsampled_file(tmp_path) -> N
     np.testing.assert_allclose(report["sigma"], estimate.sigma.round(3))  # the command line's is the API's
 
 
+def test_a_repeated_frame_leaves_the_region_estimate_to_the_other_pairs(tmp_path) -> None:
+    """Frame-rate conversions repeat frames: a pair with a repeated frame shows no change, and
+    its zeros pulled the median of the region's tiles down; that pair is now left out. With
+    nothing but repeats, sigma is the frame's own, and the warning says to measure elsewhere."""
+    pytest.importorskip("av", reason="the clip is written and read with PyAV")
+    from nlmeans_studio.engine.media.video import read_frames
+
+    path, covariance = chroma_subsampled_clips(tmp_path)
+    first, second = read_frames(path)
+    estimate = estimate_noise(np.stack([first, first, second]), roi=FLAT_BOX)
+    _assert_reads(estimate, covariance)
+    assert estimate.warning is None
+    repeated = estimate_noise(np.stack([first, first]), roi=FLAT_BOX)
+    assert "does not change from frame to frame" in repeated.warning and "measure at another frame" in repeated.warning
+
+
 def test_a_region_over_clipped_black_or_white_says_the_estimate_is_too_low(clips) -> None:
     """A region drawn over a letterbox bar read 10 levels of noise as 5.7 without a word (the
     clipped half of the noise is gone), and one over digital black said the footage looked clean."""

@@ -631,6 +631,8 @@ def test_a_region_drawn_on_a_chroma_subsampled_file_reads_all_its_noise(qtbot, w
     np.testing.assert_allclose(window.estimate.sigma, truth.sigma, rtol=0.10)
     np.testing.assert_allclose(window.estimate.correlation, truth.correlation, atol=0.1)
     assert "too high" not in window.noise.result.text() and window.estimate.warning is None
+    # The command line's --noise X,Y,W,H measures the same pair of this two-frame clip alike.
+    np.testing.assert_array_equal(window.estimate.covariance, estimate_clip_noise(path, roi=FLAT_BOX).covariance)
 
 
 def test_a_region_stays_inside_the_frame_and_boxes_can_be_hidden(qtbot, window, clip) -> None:
