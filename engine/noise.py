@@ -40,6 +40,9 @@ from nlmeans_studio.engine.params import NLMParams
 BLOCK = 16  # pixels on a side of the blocks automatic mode chooses among
 MIN_REGION = 16  # pixels on a side of the smallest region an estimate is made from
 REGION_TILE = 8  # pixels on a side of the tiles a region's frame-to-frame change is read in
+# A region repeats the previous frame (a repeated frame, a block the encoder held) where more than
+# this share of its samples are equal: 8-bit noise of 1 level leaves 28 % equal, 2 levels 14 %.
+REPEATED_SHARE = 0.5
 ITERATIONS = 5
 CLEAN_SIGMA = 0.5  # 8-bit levels: below this the footage is taken as noise-free
 # A block is weakly textured while the largest eigenvalue of its summed gradient covariance
@@ -316,26 +319,27 @@ def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = N
 
 
 def _region(images: list[np.ndarray], box: tuple[int, int, int, int]) -> NoiseEstimate:
-    """The noise in the user's region (``_region_noise``), or, where more than REGION_CLIPPED_FRACTION
-    of its samples are clipped, with a warning that it is too low in place of its own: clipping
-    cuts the noise off (black bars, a blown-out sky), which explains a low or clean reading."""
+    """The noise in the user's region (``_region_noise``); where more than REGION_CLIPPED_FRACTION
+    of its samples are clipped, its warning starts by saying that clipping cut the noise off (black
+    bars, a blown-out sky), which explains a low reading, or a clean one."""
     x, y, w, h = box
-    estimate = _finished(_region_noise(images, box))
+    estimate = _region_noise(images, box)
     clipped = float(np.mean([_clipped(image[y : y + h, x : x + w]).mean() for image in images]))
     if clipped <= REGION_CLIPPED_FRACTION:
-        return estimate
-    warning = (
+        return _finished(estimate)
+    note = (
         f"{clipped:.0%} of the region's samples are clipped at black or white, which cuts the noise off: "
-        "the estimate is too low; choose a region in the mid-tones"
+        "it reads too low; choose a region in the mid-tones"
     )
+    warning = "; ".join(filter(None, [note, estimate.warning]))
     return dataclasses.replace(estimate, warning=warning, confidence=min(estimate.confidence, 0.3))
 
 
 def _region_noise(images: list[np.ndarray], box: tuple[int, int, int, int]) -> NoiseEstimate:
-    """The noise in the user's region: from its change between consecutive frames where there
-    are two or more and it changes (all of the noise, as the automatic temporal estimate reads
-    it: the high-pass residuals miss noise that chroma subsampling or compression smoothed), else
-    from the one frame's high-pass residuals."""
+    """The noise in the user's region: from its motion-compensated change between consecutive
+    frames where there are two or more that differ there (all of the noise, as the automatic
+    temporal estimate reads it, and the picture's structure cancels; the high-pass residuals miss
+    noise that chroma subsampling or compression smoothed), else from one frame's residuals."""
     x, y, w, h = box
     crops = [image[y : y + h, x : x + w] for image in images]
     residuals = np.concatenate([_residuals(c).reshape(-1, c.shape[-1]) for c in crops])
@@ -343,41 +347,17 @@ def _region_noise(images: list[np.ndarray], box: tuple[int, int, int, int]) -> N
     notes = []
     if len(images) > 1:
         # Per pair of frames, tiles of the change about their own mean (a change of light); pairs
-        # in which the region did not change (a repeated frame, a block the encoder held) are left
-        # out. The tiles' median keeps a few that something passed through from deciding, their
-        # spread says whether many did.
-        pairs = [
-            _block_covariances(region_change(current, reference, box), REGION_TILE, centred=True)
-            for current, reference in itertools.pairwise(images)
-        ]
-        changed = [tiles for tiles in pairs if np.trace(np.median(tiles, axis=0)) > HELD_FACTOR * np.trace(spatial)]
-        tiles = np.concatenate(changed or pairs)
-        agreement = _agreement(tiles, REGION_TILE**2 - 1)
-        if not changed:
-            notes.append(
-                "the region does not change from frame to frame (a repeated frame, or held still by the encoder): "
-                "sigma is from the frame alone, whose high-pass residuals miss smoothed noise; measure at another frame"
-            )
-        elif agreement < LOW_CONFIDENCE:
-            notes.append(
-                "the region changes from frame to frame more than noise does (motion, something passing, a change "
-                "of light): sigma is from the frame alone; a flat region that stays still reads all of the noise"
-            )
-        else:
-            # The change reads all of the noise, also what chroma subsampling or compression
-            # smoothed out of the high-pass residuals (their ratio: the spatial correlation).
-            temporal = _median_covariance(tiles, REGION_TILE**2 - 1)
-            ratio = float(np.trace(temporal) / max(np.trace(spatial), 1e-30))
-            spatial_correlation = max(0.0, 1 - 1 / ratio)
-            return NoiseEstimate(
-                temporal,
-                [box],
-                len(tiles) * REGION_TILE**2,
-                _correlated_note(spatial_correlation) if ratio > CORRELATED_RATIO else None,
-                "region",
-                round(agreement, 3),
-                spatial_correlation=round(spatial_correlation, 3),
-            )
+        # in which the region repeats the previous frame (a repeated frame, a block the encoder
+        # held) are left out.
+        changes = [region_change(current, reference, box) for current, reference in itertools.pairwise(images)]
+        changed = [change for change in changes if np.mean(change == 0) < REPEATED_SHARE]
+        if changed:
+            tiles = np.concatenate([_block_covariances(change, REGION_TILE, centred=True) for change in changed])
+            return _region_change_estimate(tiles, spatial, box)
+        notes.append(
+            "the region repeats the previous frame (a repeated frame, or held still by the encoder): sigma is "
+            "from the frame alone, whose high-pass residuals miss smoothed noise; measure at another frame"
+        )
     texture = max(float(_texture(c, min(w, h)).max()) for c in crops)
     confidence = 1.0
     if texture > TEXTURE_FACTOR * _expected_texture(spatial, min(w, h) ** 2):
@@ -389,6 +369,35 @@ def _region_noise(images: list[np.ndarray], box: tuple[int, int, int, int]) -> N
         )
         confidence = 0.3
     return NoiseEstimate(spatial, [box], len(residuals), "; ".join(notes) or None, "region", confidence)
+
+
+def _region_change_estimate(tiles: np.ndarray, spatial: np.ndarray, box: tuple[int, int, int, int]) -> NoiseEstimate:
+    """The region's noise from its change's tiles (covariances over REGION_TILE pixels): their
+    median. It reads all of the noise, also what chroma subsampling or compression smoothed out
+    of the high-pass residuals ``spatial`` (their ratio gives the spatial correlation), where
+    the tiles agree; tiles that spread more than noise does changed by more than noise (motion,
+    something passing), which the warning says."""
+    temporal = _median_covariance(tiles, REGION_TILE**2 - 1)
+    agreement = _agreement(tiles, REGION_TILE**2 - 1)
+    ratio = float(np.trace(temporal) / max(np.trace(spatial), 1e-30))
+    spatial_correlation, warning = max(0.0, 1 - 1 / ratio), None
+    if agreement < LOW_CONFIDENCE:
+        spatial_correlation = 0.0  # the ratio is the change's, not the noise's
+        warning = (
+            "the region changes unevenly from frame to frame (motion, something passing, a change of light): "
+            "the estimate is too high; choose a region that stays still"
+        )
+    elif ratio > CORRELATED_RATIO:
+        warning = _correlated_note(spatial_correlation)
+    return NoiseEstimate(
+        temporal,
+        [box],
+        len(tiles) * REGION_TILE**2,
+        warning,
+        "region",
+        round(agreement, 3),
+        spatial_correlation=round(spatial_correlation, 3),
+    )
 
 
 def _correlated_note(spatial_correlation: float) -> str:

@@ -131,7 +131,7 @@ def test_a_repeated_frame_leaves_the_region_estimate_to_the_other_pairs(tmp_path
     _assert_reads(estimate, covariance)
     assert estimate.warning is None
     repeated = estimate_noise(np.stack([first, first]), roi=FLAT_BOX)
-    assert "does not change from frame to frame" in repeated.warning and "measure at another frame" in repeated.warning
+    assert "repeats the previous frame" in repeated.warning and "measure at another frame" in repeated.warning
 
 
 def test_a_region_over_clipped_black_or_white_says_the_estimate_is_too_low(clips) -> None:
@@ -143,7 +143,7 @@ def test_a_region_over_clipped_black_or_white_says_the_estimate_is_too_low(clips
     for given, share in ((noisy[:2], "5"), (noisy[0], "5"), (frames[:2], "100%")):  # half the noise below 0
         estimate = estimate_noise(given, roi=(100, 5, 60, 30))
         assert estimate.warning.startswith(share)
-        assert "clipped at black or white, which cuts the noise off: the estimate is too low" in estimate.warning
+        assert "clipped at black or white, which cuts the noise off: it reads too low" in estimate.warning
         assert estimate.confidence < 0.5
 
 
