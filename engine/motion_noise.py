@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -29,6 +30,7 @@ MAX_BLOCKS = 600  # blocks matched per frame pair, spread over the frame
 COARSE_FACTOR = 4  # the coarse search runs on frames averaged over 4 x 4 pixels
 COARSE_RADIUS = 8  # coarse pixels: motion up to 32 + FINE_RADIUS pixels is followed
 FINE_RADIUS = 2  # pixels searched around the coarse motion (and around no motion)
+TILE = 8  # pixels on a side of the tiles a region's match is judged in
 QUIET_QUANTILE = 0.25  # the quarter of blocks that changed least
 MOTION_GATE = 2.5 / 255  # full scale: a quieter quiet quarter is taken as clean footage
 ARTIFACT_SIGMA = 4.0 / 255  # full scale: the compression artifacts' share of the patch differences
@@ -40,13 +42,6 @@ def _downsampled(frame: np.ndarray, factor: int) -> np.ndarray:
     return cropped.reshape(rows, factor, cols, factor, -1).mean(axis=(1, 3))
 
 
-def _blurred(frame: np.ndarray) -> np.ndarray:
-    """``frame`` averaged over 3 x 3 pixels (edges repeated)."""
-    padded = np.pad(frame, ((1, 1), (1, 1), (0, 0)), mode="edge")
-    height, width = frame.shape[:2]
-    return sum(padded[dy : dy + height, dx : dx + width] for dy in range(3) for dx in range(3)) / 9
-
-
 def _windows(frame: np.ndarray, tops: np.ndarray, lefts: np.ndarray, height: int, width: int) -> np.ndarray:
     """(N, height, width, C) windows of ``frame`` with their corners at (tops, lefts); pixels past
     its edges repeat the edge's (as edge padding would, without a padded copy of the frame)."""
@@ -55,15 +50,23 @@ def _windows(frame: np.ndarray, tops: np.ndarray, lefts: np.ndarray, height: int
     return frame[rows[:, :, None], cols[:, None, :]]
 
 
-def _best_match(template: np.ndarray, region: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:
+def _mean_square(squares: np.ndarray) -> np.ndarray:
+    """The mean of each window's (N, h, w, C) squared differences."""
+    return squares.mean(axis=(1, 2, 3))
+
+
+def _best_match(
+    template: np.ndarray, region: np.ndarray, radius: int, cost: Callable[[np.ndarray], np.ndarray] = _mean_square
+) -> tuple[np.ndarray, np.ndarray]:
     """For each template (N, h, w, C) and its region (N, h + 2 r, w + 2 r, C): the smallest
-    mean squared difference over the region's shifts and the shift (dy, dx) that gives it."""
+    ``cost`` of the squared differences over the region's shifts and the shift (dy, dx) that
+    gives it."""
     height, width = template.shape[1:3]
     best = np.full(len(template), np.inf)
     shift = np.zeros((len(template), 2), dtype=int)
     for dy in range(2 * radius + 1):
         for dx in range(2 * radius + 1):
-            difference = ((template - region[:, dy : dy + height, dx : dx + width]) ** 2).mean(axis=(1, 2, 3))
+            difference = cost((template - region[:, dy : dy + height, dx : dx + width]) ** 2)
             better = difference < best
             best = np.where(better, difference, best)
             shift[better] = (dy - radius, dx - radius)
@@ -77,18 +80,16 @@ def _matches(
     lefts: np.ndarray,
     height: int,
     width: int,
-    judged: tuple[np.ndarray, np.ndarray] | None = None,
+    refine: Callable[[np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]] = _best_match,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The height x width windows of ``current`` at (tops, lefts) and their matches in ``reference``.
 
     The motion of each window is found on frames averaged over COARSE_FACTOR pixels, from a
     template twice the window's size around it (noise averages out there, and a flat window's
     surroundings give the search something to hold on to), and refined at full resolution
-    within FINE_RADIUS pixels of it; the match near no motion is also tried, so that windows
-    that stayed still keep their match. The refinement compares the ``judged`` frames (current,
-    reference) where given, else these.
+    within FINE_RADIUS pixels of it by ``refine`` (``_best_match`` by default); the match near no
+    motion is also tried, so that windows that stayed still keep their match.
     """
-    judged_current, judged_reference = judged or (current, reference)
     coarse_height, coarse_width = 2 * height // COARSE_FACTOR, 2 * width // COARSE_FACTOR
     coarse_top = (tops + height // 2) // COARSE_FACTOR - coarse_height // 2
     coarse_left = (lefts + width // 2) // COARSE_FACTOR - coarse_width // 2
@@ -104,17 +105,16 @@ def _matches(
         COARSE_RADIUS,
     )
     windows = _windows(current, tops, lefts, height, width)
-    judged_windows = _windows(judged_current, tops, lefts, height, width)
     best, matches = np.full(len(windows), np.inf), np.zeros_like(windows)
     for dy, dx in (COARSE_FACTOR * motion[:, 0], COARSE_FACTOR * motion[:, 1]), (0, 0):
         region = _windows(
-            judged_reference,
+            reference,
             tops + dy - FINE_RADIUS,
             lefts + dx - FINE_RADIUS,
             height + 2 * FINE_RADIUS,
             width + 2 * FINE_RADIUS,
         )
-        difference, shift = _best_match(judged_windows, region, FINE_RADIUS)
+        difference, shift = refine(windows, region, FINE_RADIUS)
         better = difference < best
         best = np.where(better, difference, best)
         match = _windows(reference, tops + dy + shift[:, 0], lefts + dx + shift[:, 1], height, width)
@@ -212,12 +212,34 @@ def region_change(current: np.ndarray, reference: np.ndarray, box: tuple[int, in
 
     Notes
     -----
-    The match is found as ``motion_residuals`` finds a block's, but refined on the frames
-    blurred over 3 x 3 pixels: chosen on the noise it then measures, the best of the 50 shifts
-    tried read white noise 4 % low in a 45 x 26 region of a flat frame, chosen so 1 % low.
+    The match is found as ``motion_residuals`` finds a block's, but refined by
+    ``_steady_match``: robust to something passing through a part of the region, and blind to
+    the noise it then measures.
     """
     x, y, width, height = box
     current, reference = (np.asarray(frame, dtype=np.float32) for frame in (current, reference))
-    judged = (_blurred(current), _blurred(reference))
-    windows, matches = _matches(current, reference, np.array([y]), np.array([x]), height, width, judged)
+    windows, matches = _matches(current, reference, np.array([y]), np.array([x]), height, width, _steady_match)
     return (windows[0] - matches[0]).astype(np.float64) / math.sqrt(2)
+
+
+def _steady_match(template: np.ndarray, region: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_best_match`` on windows blurred over 3 x 3 pixels, by the median over TILE x TILE tiles
+    of their mean squared difference. Chosen on the noise it then measures, the best of the 50
+    shifts tried read white noise 4 % low in a 45 x 26 region of a flat frame (blurred, 1 %); by
+    the whole window's mean, a bike crossing a fifth of it pulled the match off the rest."""
+    return _best_match(_blurred(template), _blurred(region), radius, _tile_median)
+
+
+def _blurred(windows: np.ndarray) -> np.ndarray:
+    """(N, h, w, C) windows averaged over 3 x 3 pixels: (N, h - 2, w - 2, C)."""
+    height, width = windows.shape[1] - 2, windows.shape[2] - 2
+    return sum(windows[:, dy : dy + height, dx : dx + width] for dy in range(3) for dx in range(3)) / 9
+
+
+def _tile_median(squares: np.ndarray) -> np.ndarray:
+    """The median over TILE x TILE tiles of each window's (N, h, w, C) mean squared differences."""
+    count, height, width, channels = squares.shape
+    rows, cols = max(height // TILE, 1), max(width // TILE, 1)
+    size_y, size_x = min(TILE, height), min(TILE, width)
+    tiles = squares[:, : rows * size_y, : cols * size_x].reshape(count, rows, size_y, cols, size_x, channels)
+    return np.median(tiles.mean(axis=(2, 4, 5)).reshape(count, -1), axis=1)

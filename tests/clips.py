@@ -57,22 +57,22 @@ FLAT_BOX = (36, 10, 45, 26)  # x, y, width, height: sky in the crop of bikes tha
 CHANNEL_SIGMAS = (11.0, 8.0, 13.0)  # 8-bit levels: the issue's noise, white in R, G and B
 
 
-def chroma_subsampled_clips(folder: Path) -> tuple[Path, np.ndarray]:
+def chroma_subsampled_clips(folder: Path, frames: int = 2) -> tuple[Path, np.ndarray]:
     """A noisy clip as most tools write one, and the noise its decoded frames carry in FLAT_BOX.
 
-    Two frames of bikes (rows 0-127, columns 64-223 of tests/data/bikes_frames.npz; a bike crosses
-    the box in the third) plus white
-    noise of CHANNEL_SIGMAS, written as FFV1 in 4:2:0 Y'CbCr: the chroma's noise is averaged over
-    2 x 2 pixels and interpolated back, so the decoded noise is partly smooth and shared by the
-    channels. The clean frames are written the same way; returns the noisy clip's path and the
-    (3, 3) covariance (full scale squared) of noisy - clean in FLAT_BOX over the two frames.
+    ``frames`` (2 or 3) frames of bikes (rows 0-127, columns 64-223 of tests/data/bikes_frames.npz;
+    a bike crosses FLAT_BOX in the third) plus white noise of CHANNEL_SIGMAS, written as FFV1 in
+    4:2:0 Y'CbCr: the chroma's noise is averaged over 2 x 2 pixels and interpolated back, so the
+    decoded noise is partly smooth and shared by the channels. The clean frames are written the
+    same way; returns the noisy clip's path and the (3, 3) covariance (full scale squared) of
+    noisy - clean in FLAT_BOX over the frames.
     """
     import av
 
     from nlmeans_studio.engine.media.video import read_frames
 
     with np.load(DATA / "bikes_frames.npz") as archive:
-        clean = archive["frames"][:2, :128, 64:224]
+        clean = archive["frames"][:frames, :128, 64:224]
     rng = np.random.default_rng(32)
     noisy = np.clip(np.rint(clean + rng.standard_normal(clean.shape) * CHANNEL_SIGMAS), 0, 255).astype(np.uint8)
     decoded = []

@@ -134,6 +134,37 @@ def test_a_repeated_frame_leaves_the_region_estimate_to_the_other_pairs(tmp_path
     assert "repeats the previous frame" in repeated.warning and "measure at another frame" in repeated.warning
 
 
+def test_a_bike_crossing_part_of_the_region_leaves_its_estimate(tmp_path) -> None:
+    """A bike crosses a fifth of the region from the second frame to the third. Matched by the
+    whole region's mean squared difference, the bike pulled the match off the rest (+19 %); the
+    match is now judged by the median of the region's tiles, and so is the noise."""
+    pytest.importorskip("av", reason="the clip is written and read with PyAV")
+    from nlmeans_studio.engine.media.video import read_frames
+
+    path, covariance = chroma_subsampled_clips(tmp_path, frames=3)
+    frames = read_frames(path)
+    x, y, width, height = FLAT_BOX
+    clean_change = np.abs(np.diff(read_frames(tmp_path / "clean.mkv").astype(int), axis=0))[
+        1, y : y + height, x : x + width
+    ]
+    assert (clean_change.max(axis=-1) > 40).mean() > 0.05  # the bike
+    np.testing.assert_allclose(
+        estimate_noise(frames[1:], roi=FLAT_BOX).sigma, NoiseEstimate(covariance, [], 0).sigma, rtol=0.1
+    )
+
+
+def test_a_region_that_changes_unevenly_says_the_estimate_is_too_high() -> None:
+    """Half the region changes by more than its noise (a shadow's edge, something textured
+    passing): no match explains it, and the warning says which way the estimate errs."""
+    rng = np.random.default_rng(8)
+    frames = np.full((2, 64, 96, 3), 0.5) + rng.normal(0, 8 / 255, (2, 64, 96, 3))
+    frames[1, :, 48:] += rng.normal(0, 20 / 255, (64, 48, 3))  # changes in the right half only
+    estimate = estimate_noise(frames, roi=(16, 16, 64, 32))
+    assert estimate.warning.startswith("the region changes unevenly from frame to frame")
+    assert "the estimate is too high" in estimate.warning and estimate.confidence < 0.5
+    assert estimate.average_sigma > 8 and estimate.spatial_correlation == 0
+
+
 def test_a_region_over_clipped_black_or_white_says_the_estimate_is_too_low(clips) -> None:
     """A region drawn over a letterbox bar read 10 levels of noise as 5.7 without a word (the
     clipped half of the noise is gone), and one over digital black said the footage looked clean."""
