@@ -635,6 +635,22 @@ def test_a_region_drawn_on_a_chroma_subsampled_file_reads_all_its_noise(qtbot, w
     np.testing.assert_array_equal(window.estimate.covariance, estimate_clip_noise(path, roi=FLAT_BOX).covariance)
 
 
+def test_a_region_drawn_on_the_last_frame_is_measured_with_the_frame_before(qtbot, window, tmp_path) -> None:
+    """On the last frame there is no next one: the region was measured on that frame alone, whose
+    high-pass residuals read a 4:2:0 file's noise 15 % low; it is now measured with the one before."""
+    path, covariance = chroma_subsampled_clips(tmp_path)
+    opened(qtbot, window, path)
+    press(qtbot, window, KEY.Key_End)
+    qtbot.waitUntil(lambda: window.frame_slider.value() == 1, timeout=WAIT_MS)
+    settle(qtbot, window)
+    x, y, width, height = FLAT_BOX
+    qtbot.mouseClick(window.noise.draw_region, Qt.MouseButton.LeftButton)
+    drag(window, frame_point(window, x + 0.2, y + 0.2), frame_point(window, x + width - 0.2, y + height - 0.2))
+    qtbot.mouseClick(window.noise.use_region, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.estimate is not None and window.estimate.method == "region", timeout=WAIT_MS)
+    np.testing.assert_allclose(window.estimate.sigma, NoiseEstimate(covariance, [], 0).sigma, rtol=0.10)
+
+
 def test_a_region_stays_inside_the_frame_and_boxes_can_be_hidden(qtbot, window, clip) -> None:
     opened(qtbot, window, clip[0])
     qtbot.mouseClick(window.noise.draw_region, Qt.MouseButton.LeftButton)
