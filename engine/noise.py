@@ -346,14 +346,13 @@ def _region_noise(images: list[np.ndarray], box: tuple[int, int, int, int]) -> N
     spatial = _covariance(residuals)
     notes = []
     if len(images) > 1:
-        # Per pair of frames, tiles of the change about their own mean (a change of light); pairs
-        # in which the region repeats the previous frame (a repeated frame, a block the encoder
-        # held) are left out.
+        # Per pair of frames, tiles of the change about their own mean (a change of light); tiles
+        # that repeat the previous frame (a repeated frame, blocks the encoder held) are left out.
         changes = [region_change(current, reference, box) for current, reference in itertools.pairwise(images)]
-        changed = [change for change in changes if np.mean(change == 0) < REPEATED_SHARE]
-        if changed:
-            tiles = np.concatenate([_block_covariances(change, REGION_TILE, centred=True) for change in changed])
-            return _region_change_estimate(tiles, spatial, box)
+        tiles = np.concatenate([_block_covariances(change, REGION_TILE, centred=True) for change in changes])
+        repeated = np.concatenate([_block_means(change == 0, REGION_TILE) >= REPEATED_SHARE for change in changes])
+        if not repeated.all():
+            return _region_change_estimate(tiles[~repeated], spatial, box, int(repeated.sum()))
         notes.append(
             "the region repeats the previous frame (a repeated frame, or held still by the encoder): sigma is "
             "from the frame alone, whose high-pass residuals miss smoothed noise; measure at another frame"
@@ -371,29 +370,37 @@ def _region_noise(images: list[np.ndarray], box: tuple[int, int, int, int]) -> N
     return NoiseEstimate(spatial, [box], len(residuals), "; ".join(notes) or None, "region", confidence)
 
 
-def _region_change_estimate(tiles: np.ndarray, spatial: np.ndarray, box: tuple[int, int, int, int]) -> NoiseEstimate:
-    """The region's noise from its change's tiles (covariances over REGION_TILE pixels): their
-    median. It reads all of the noise, also what chroma subsampling or compression smoothed out
-    of the high-pass residuals ``spatial`` (their ratio gives the spatial correlation), where
-    the tiles agree; tiles that spread more than noise does changed by more than noise (motion,
-    something passing), which the warning says."""
+def _region_change_estimate(
+    tiles: np.ndarray, spatial: np.ndarray, box: tuple[int, int, int, int], left_out: int
+) -> NoiseEstimate:
+    """The region's noise from its change's tiles (covariances over REGION_TILE pixels; ``left_out``
+    more repeated the previous frame): their median. It reads all of the noise, also what chroma
+    subsampling or compression smoothed out of the high-pass residuals ``spatial`` (their ratio
+    gives the spatial correlation), where the tiles agree; tiles that spread more than noise does
+    changed by more or less than noise (motion, something passing; an encoder that kept the noise
+    in some blocks only), which the warning says."""
     temporal = _median_covariance(tiles, REGION_TILE**2 - 1)
     agreement = _agreement(tiles, REGION_TILE**2 - 1)
     ratio = float(np.trace(temporal) / max(np.trace(spatial), 1e-30))
-    spatial_correlation, warning = max(0.0, 1 - 1 / ratio), None
+    spatial_correlation, notes = max(0.0, 1 - 1 / ratio), []
     if agreement < LOW_CONFIDENCE:
         spatial_correlation = 0.0  # the ratio is the change's, not the noise's
-        warning = (
-            "the region changes unevenly from frame to frame (motion, something passing, a change of light): "
-            "the estimate is too high; choose a region that stays still"
+        notes.append(
+            "the region changes unevenly from frame to frame (motion or something passing raises the estimate, "
+            "blocks an encoder smoothed lower it): it is uncertain; choose a flat region that stays still"
         )
     elif ratio > CORRELATED_RATIO:
-        warning = _correlated_note(spatial_correlation)
+        notes.append(_correlated_note(spatial_correlation))
+    if left_out:
+        notes.append(
+            f"{left_out} of the region's {left_out + len(tiles)} tiles repeat the previous frame (a repeated "
+            "frame, or blocks the encoder held still) and were left out"
+        )
     return NoiseEstimate(
         temporal,
         [box],
         len(tiles) * REGION_TILE**2,
-        warning,
+        "; ".join(notes) or None,
         "region",
         round(agreement, 3),
         spatial_correlation=round(spatial_correlation, 3),
