@@ -40,8 +40,8 @@ from nlmeans_studio.engine.params import NLMParams
 BLOCK = 16  # pixels on a side of the blocks automatic mode chooses among
 MIN_REGION = 16  # pixels on a side of the smallest region an estimate is made from
 REGION_TILE = 8  # pixels on a side of the tiles a region's frame-to-frame change is read in
-# A region repeats the previous frame (a repeated frame, a block the encoder held) where more than
-# this share of its samples are equal: 8-bit noise of 1 level leaves 28 % equal, 2 levels 14 %.
+# A tile of a region repeats the previous frame (a repeated frame, a block the encoder held) where
+# at least this share of its samples are equal: 8-bit noise of 1 level leaves 28 % equal, 2 levels 14 %.
 REPEATED_SHARE = 0.5
 ITERATIONS = 5
 CLEAN_SIGMA = 0.5  # 8-bit levels: below this the footage is taken as noise-free
@@ -279,10 +279,12 @@ def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = N
         One frame (H, W[, C]) or several (T, H, W[, C]), C = 1 or 3; uint8, uint16 or float in
         [0, 1] (full scale). Several consecutive frames let still blocks give a temporal estimate.
     roi : (x, y, width, height), optional
-        A flat region chosen by the user, in pixels, in the first frame. Without it the flattest
+        A region chosen by the user, in pixels, in the first frame. Without it the flattest
         blocks are found. Given two frames or more, the region's change from frame to frame
         (motion-compensated) is the estimate: all of the noise, also what chroma subsampling or
-        compression smoothed; one frame gives its high-pass residuals, exact for white noise.
+        compression smoothed, and the picture's structure cancels (a region that stays still
+        need not be flat); one frame gives its high-pass residuals, exact for white noise on a
+        flat region.
 
     Returns
     -------
