@@ -9,7 +9,8 @@ to the difference, so the estimate reads the quietest quarter of the blocks, and
 whose quiet quarter changes by more than MOTION_GATE (and than the flat blocks' noise: else the
 noise was not smoothed away) is taken as noisy. Clean crops of three clips, moving and still,
 decoded from H.264 or not, read 0 to 2.3 levels, and 3.0 on a street with a truck passing in
-motion blur (which the gate then takes for noise: h about 5).
+motion blur (which the gate then takes for noise: h about 5). ``region_change`` follows a region
+the user chose with the same motion search, for the noise there.
 
 The filter's h must also cover the compression artifacts that differ between similar patches:
 ARTIFACT_SIGMA, calibrated on the calibration crops of ``scripts/calibrate_h.py`` with noise of
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -28,6 +30,8 @@ MAX_BLOCKS = 600  # blocks matched per frame pair, spread over the frame
 COARSE_FACTOR = 4  # the coarse search runs on frames averaged over 4 x 4 pixels
 COARSE_RADIUS = 8  # coarse pixels: motion up to 32 + FINE_RADIUS pixels is followed
 FINE_RADIUS = 2  # pixels searched around the coarse motion (and around no motion)
+TILE = 8  # pixels on a side of the tiles a region's match is judged in
+MATCHED = 128  # pixels on a side of the largest part of a region its match is found for
 QUIET_QUANTILE = 0.25  # the quarter of blocks that changed least
 MOTION_GATE = 2.5 / 255  # full scale: a quieter quiet quarter is taken as clean footage
 ARTIFACT_SIGMA = 4.0 / 255  # full scale: the compression artifacts' share of the patch differences
@@ -39,27 +43,84 @@ def _downsampled(frame: np.ndarray, factor: int) -> np.ndarray:
     return cropped.reshape(rows, factor, cols, factor, -1).mean(axis=(1, 3))
 
 
-def _windows(frame: np.ndarray, tops: np.ndarray, lefts: np.ndarray, size: int) -> np.ndarray:
-    """(N, size, size, C) windows of ``frame`` with their corners at (tops, lefts); pixels past
+def _windows(frame: np.ndarray, tops: np.ndarray, lefts: np.ndarray, height: int, width: int) -> np.ndarray:
+    """(N, height, width, C) windows of ``frame`` with their corners at (tops, lefts); pixels past
     its edges repeat the edge's (as edge padding would, without a padded copy of the frame)."""
-    rows = np.clip(tops[:, None] + np.arange(size), 0, frame.shape[0] - 1)
-    cols = np.clip(lefts[:, None] + np.arange(size), 0, frame.shape[1] - 1)
+    rows = np.clip(tops[:, None] + np.arange(height), 0, frame.shape[0] - 1)
+    cols = np.clip(lefts[:, None] + np.arange(width), 0, frame.shape[1] - 1)
     return frame[rows[:, :, None], cols[:, None, :]]
 
 
-def _best_match(template: np.ndarray, region: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:
-    """For each template (N, s, s, C) and its region (N, s + 2 r, s + 2 r, C): the smallest
-    mean squared difference over the region's shifts and the shift (dy, dx) that gives it."""
-    size = template.shape[1]
+def _mean_square(squares: np.ndarray) -> np.ndarray:
+    """The mean of each window's (N, h, w, C) squared differences."""
+    return squares.mean(axis=(1, 2, 3))
+
+
+def _best_match(
+    template: np.ndarray, region: np.ndarray, radius: int, cost: Callable[[np.ndarray], np.ndarray] = _mean_square
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each template (N, h, w, C) and its region (N, h + 2 r, w + 2 r, C): the smallest
+    ``cost`` of the squared differences over the region's shifts and the shift (dy, dx) that
+    gives it."""
+    height, width = template.shape[1:3]
     best = np.full(len(template), np.inf)
     shift = np.zeros((len(template), 2), dtype=int)
     for dy in range(2 * radius + 1):
         for dx in range(2 * radius + 1):
-            difference = ((template - region[:, dy : dy + size, dx : dx + size]) ** 2).mean(axis=(1, 2, 3))
+            difference = cost((template - region[:, dy : dy + height, dx : dx + width]) ** 2)
             better = difference < best
             best = np.where(better, difference, best)
             shift[better] = (dy - radius, dx - radius)
     return best, shift
+
+
+def _motion(
+    current: np.ndarray,
+    reference: np.ndarray,
+    tops: np.ndarray,
+    lefts: np.ndarray,
+    height: int,
+    width: int,
+    refine: Callable[[np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]] = _best_match,
+) -> np.ndarray:
+    """Where the height x width windows of ``current`` at (tops, lefts) lie in ``reference``:
+    (N, 2) integer shifts (dy, dx).
+
+    The motion of each window is found on frames averaged over COARSE_FACTOR pixels, from a
+    template twice the window's size around it (noise averages out there, and a flat window's
+    surroundings give the search something to hold on to), and refined at full resolution
+    within FINE_RADIUS pixels of it by ``refine`` (``_best_match`` by default); the match near no
+    motion is also tried, so that windows that stayed still keep their match.
+    """
+    coarse_height, coarse_width = 2 * height // COARSE_FACTOR, 2 * width // COARSE_FACTOR
+    coarse_top = (tops + height // 2) // COARSE_FACTOR - coarse_height // 2
+    coarse_left = (lefts + width // 2) // COARSE_FACTOR - coarse_width // 2
+    _, coarse = _best_match(
+        _windows(_downsampled(current, COARSE_FACTOR), coarse_top, coarse_left, coarse_height, coarse_width),
+        _windows(
+            _downsampled(reference, COARSE_FACTOR),
+            coarse_top - COARSE_RADIUS,
+            coarse_left - COARSE_RADIUS,
+            coarse_height + 2 * COARSE_RADIUS,
+            coarse_width + 2 * COARSE_RADIUS,
+        ),
+        COARSE_RADIUS,
+    )
+    windows = _windows(current, tops, lefts, height, width)
+    best, motion = np.full(len(windows), np.inf), np.zeros((len(windows), 2), dtype=int)
+    for start in COARSE_FACTOR * coarse, np.zeros_like(coarse):
+        region = _windows(
+            reference,
+            tops + start[:, 0] - FINE_RADIUS,
+            lefts + start[:, 1] - FINE_RADIUS,
+            height + 2 * FINE_RADIUS,
+            width + 2 * FINE_RADIUS,
+        )
+        difference, shift = refine(windows, region, FINE_RADIUS)
+        better = difference < best
+        best = np.where(better, difference, best)
+        motion[better] = (start + shift)[better]
+    return motion
 
 
 def motion_residuals(current: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -80,10 +141,7 @@ def motion_residuals(current: np.ndarray, reference: np.ndarray) -> tuple[np.nda
 
     Notes
     -----
-    The motion of each block is found on frames averaged over COARSE_FACTOR pixels, from a
-    template twice the block's size (noise averages out there), and refined at full resolution
-    within FINE_RADIUS pixels of it; the match near no motion is also tried, so that blocks
-    that stayed still keep their match.
+    Each block's match is found as ``_motion`` says: a coarse motion search, refined.
     """
     current, reference = (np.asarray(frame, dtype=np.float32) for frame in (current, reference))
     rows, cols = current.shape[0] // BLOCK, current.shape[1] // BLOCK
@@ -91,28 +149,9 @@ def motion_residuals(current: np.ndarray, reference: np.ndarray) -> tuple[np.nda
     if len(tops) > MAX_BLOCKS:
         kept = np.linspace(0, len(tops) - 1, MAX_BLOCKS).round().astype(int)
         tops, lefts = tops[kept], lefts[kept]
-    coarse = 2 * BLOCK // COARSE_FACTOR  # the coarse template's side
-    coarse_top = (tops + BLOCK // 2) // COARSE_FACTOR - coarse // 2
-    coarse_left = (lefts + BLOCK // 2) // COARSE_FACTOR - coarse // 2
-    _, motion = _best_match(
-        _windows(_downsampled(current, COARSE_FACTOR), coarse_top, coarse_left, coarse),
-        _windows(
-            _downsampled(reference, COARSE_FACTOR),
-            coarse_top - COARSE_RADIUS,
-            coarse_left - COARSE_RADIUS,
-            coarse + 2 * COARSE_RADIUS,
-        ),
-        COARSE_RADIUS,
-    )
-    blocks = _windows(current, tops, lefts, BLOCK)
-    best, matches = np.full(len(blocks), np.inf), np.zeros_like(blocks)
-    for dy, dx in (COARSE_FACTOR * motion[:, 0], COARSE_FACTOR * motion[:, 1]), (0, 0):
-        region = _windows(reference, tops + dy - FINE_RADIUS, lefts + dx - FINE_RADIUS, BLOCK + 2 * FINE_RADIUS)
-        difference, shift = _best_match(blocks, region, FINE_RADIUS)
-        better = difference < best
-        best = np.where(better, difference, best)
-        match = _windows(reference, tops + dy + shift[:, 0], lefts + dx + shift[:, 1], BLOCK)
-        matches[better] = match[better]
+    motion = _motion(current, reference, tops, lefts, BLOCK, BLOCK)
+    blocks = _windows(current, tops, lefts, BLOCK, BLOCK)
+    matches = _windows(reference, tops + motion[:, 0], lefts + motion[:, 1], BLOCK, BLOCK)
     change = (blocks - matches).reshape(len(blocks), BLOCK * BLOCK, -1).astype(np.float64) / math.sqrt(2)
     covariances = np.einsum("npi,npj->nij", change, change) / (BLOCK * BLOCK)
     return covariances, np.stack([tops, lefts], axis=1)
@@ -156,3 +195,61 @@ def kept_noise(
     covariance = shape * (total / max(np.trace(shape) / channels, 1e-30))
     regions = sorted({(int(x), int(y), BLOCK, BLOCK) for y, x in corner_stack[quiet]})
     return covariance, regions, int(quiet.sum()) * BLOCK * BLOCK
+
+
+def region_change(current: np.ndarray, reference: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
+    """The region ``box`` of ``current`` less its match in ``reference``, over sqrt(2).
+
+    Parameters
+    ----------
+    current, reference : ndarray
+        Consecutive frames (H, W, C), float in full scale.
+    box : (x, y, width, height)
+        The region in ``current``, in pixels.
+
+    Returns
+    -------
+    (height, width, C) ndarray
+        float64 in full scale: the noise new in each frame where the region's content only
+        moved, plus whatever else changed.
+
+    Notes
+    -----
+    The match is found as ``motion_residuals`` finds a block's, for the region's middle (at most
+    MATCHED pixels on a side: a 1800 x 1000 region took 3 s whole), and refined by
+    ``_steady_match``: robust to something passing through a part of the region, and blind to
+    the noise it then measures.
+    """
+    x, y, width, height = box
+    current, reference = (np.asarray(frame, dtype=np.float32) for frame in (current, reference))
+    # The region moves as one: its middle, at most MATCHED pixels on a side, finds where to.
+    matched_height, matched_width = min(height, MATCHED), min(width, MATCHED)
+    top, left = y + (height - matched_height) // 2, x + (width - matched_width) // 2
+    ((dy, dx),) = _motion(
+        current, reference, np.array([top]), np.array([left]), matched_height, matched_width, _steady_match
+    )
+    match = _windows(reference, np.array([y + dy]), np.array([x + dx]), height, width)[0]
+    return (current[y : y + height, x : x + width] - match).astype(np.float64) / math.sqrt(2)
+
+
+def _steady_match(template: np.ndarray, region: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_best_match`` on windows blurred over 3 x 3 pixels, by the median over TILE x TILE tiles
+    of their mean squared difference. Chosen on the noise it then measures, the best of the 50
+    shifts tried read white noise 4 % low in a 45 x 26 region of a flat frame (blurred, 1 %); by
+    the whole window's mean, a bike crossing a fifth of it pulled the match off the rest."""
+    return _best_match(_blurred(template), _blurred(region), radius, _tile_median)
+
+
+def _blurred(windows: np.ndarray) -> np.ndarray:
+    """(N, h, w, C) windows averaged over 3 x 3 pixels: (N, h - 2, w - 2, C)."""
+    height, width = windows.shape[1] - 2, windows.shape[2] - 2
+    return sum(windows[:, dy : dy + height, dx : dx + width] for dy in range(3) for dx in range(3)) / 9
+
+
+def _tile_median(squares: np.ndarray) -> np.ndarray:
+    """The median over TILE x TILE tiles of each window's (N, h, w, C) mean squared differences."""
+    count, height, width, channels = squares.shape
+    rows, cols = max(height // TILE, 1), max(width // TILE, 1)
+    size_y, size_x = min(TILE, height), min(TILE, width)
+    tiles = squares[:, : rows * size_y, : cols * size_x].reshape(count, rows, size_y, cols, size_x, channels)
+    return np.median(tiles.mean(axis=(2, 4, 5)).reshape(count, -1), axis=1)

@@ -13,7 +13,9 @@ temporal differences (f[t+1] - f[t]) / sqrt(2) agree with the spatial estimate) 
 estimate from those differences: every pixel of the block counts, with no high-pass weighting.
 Where the flat blocks show little noise with a low confidence and there are consecutive frames,
 the noise an encoder kept in the texture is read from the motion-compensated frame-to-frame
-change instead (``engine.motion_noise``).
+change instead (``engine.motion_noise``). A region the user chose is read from its own
+motion-compensated change where there are two frames: it holds all of the noise, also the part
+that chroma subsampling or compression smoothed out of the high-pass residuals.
 
 ``suggest_h`` reads the PSNR-best h / sigma from a table measured on the sample clip
 (``scripts/calibrate_h.py`` regenerates it).
@@ -32,11 +34,15 @@ from pathlib import Path
 import numpy as np
 
 from nlmeans_studio.engine.frames import checked_frame, to_float32
-from nlmeans_studio.engine.motion_noise import kept_noise
+from nlmeans_studio.engine.motion_noise import kept_noise, region_change
 from nlmeans_studio.engine.params import NLMParams
 
 BLOCK = 16  # pixels on a side of the blocks automatic mode chooses among
 MIN_REGION = 16  # pixels on a side of the smallest region an estimate is made from
+REGION_TILE = 8  # pixels on a side of the tiles a region's frame-to-frame change is read in
+# A tile of a region repeats the previous frame (a repeated frame, a block the encoder held) where
+# at least this share of its samples are equal: 8-bit noise of 1 level leaves 28 % equal, 2 levels 14 %.
+REPEATED_SHARE = 0.5
 ITERATIONS = 5
 CLEAN_SIGMA = 0.5  # 8-bit levels: below this the footage is taken as noise-free
 # A block is weakly textured while the largest eigenvalue of its summed gradient covariance
@@ -57,6 +63,9 @@ HELD_FACTOR = 0.6
 # noise's).
 CLIP_MARGIN = 0.5 / 255
 CLIPPED_FRACTION = 0.005
+# A user's region is measured as it is; past this fraction of clipped samples its noise reads
+# more than 2 % low (a region whose mean is 2 sigma from the range's end), which the warning says.
+REGION_CLIPPED_FRACTION = 0.02
 # Intensity bands (mean over channels) sigma is estimated in; the noise is reported signal
 # dependent when the bands' variances differ by more than SIGNAL_DEPENDENT_RATIO.
 BAND_EDGES = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -222,14 +231,14 @@ def _residuals(frame: np.ndarray) -> np.ndarray:
     ) / 6  # fmt: skip
 
 
-def _block_covariances(residual: np.ndarray, size: int, border: int) -> np.ndarray:
-    """(rows * cols, C, C) covariances of ``residual`` over size x size blocks, ``border``
-    pixels of each block's edge left out, each block's own mean removed when border is 0."""
-    rows, cols = residual.shape[0] // size, residual.shape[1] // size
-    blocks = residual[: rows * size, : cols * size].reshape(rows, size, cols, size, -1).astype(np.float64)
+def _block_covariances(values: np.ndarray, size: int, *, border: int = 0, centred: bool = False) -> np.ndarray:
+    """(rows * cols, C, C) covariances of ``values`` over size x size blocks, ``border`` pixels
+    of each block's edge left out, about each block's own mean where ``centred``, else about 0."""
+    rows, cols = values.shape[0] // size, values.shape[1] // size
+    blocks = values[: rows * size, : cols * size].reshape(rows, size, cols, size, -1).astype(np.float64)
     blocks = blocks[:, border : size - border, :, border : size - border]
     samples = (size - 2 * border) ** 2
-    if border == 0:
+    if centred:
         blocks = blocks - blocks.mean(axis=(1, 3), keepdims=True)
         samples -= 1
     covariances = np.einsum("rycxi,rycxj->rcij", blocks, blocks) / samples
@@ -270,7 +279,12 @@ def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = N
         One frame (H, W[, C]) or several (T, H, W[, C]), C = 1 or 3; uint8, uint16 or float in
         [0, 1] (full scale). Several consecutive frames let still blocks give a temporal estimate.
     roi : (x, y, width, height), optional
-        A flat region chosen by the user, in pixels. Without it the flattest blocks are found.
+        A region chosen by the user, in pixels, in the first frame. Without it the flattest
+        blocks are found. Given two frames or more, the region's change from frame to frame
+        (motion-compensated) is the estimate: all of the noise, also what chroma subsampling or
+        compression smoothed, and the picture's structure cancels (a region that stays still
+        need not be flat); one frame gives its high-pass residuals, exact for white noise on a
+        flat region.
 
     Returns
     -------
@@ -297,23 +311,109 @@ def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = N
             raise ValueError(f"the region is {w}x{h} pixels; an estimate needs at least {MIN_REGION}x{MIN_REGION}")
         if x < 0 or y < 0 or x + w > width or y + h > height:
             raise ValueError(f"the region ({x}, {y}, {w}, {h}) leaves the {width}x{height} frame")
-        crops = [image[y : y + h, x : x + w] for image in images]
-        residuals = np.concatenate([_residuals(c).reshape(-1, c.shape[-1]) for c in crops])
-        covariance = _covariance(residuals)
-        texture = max(float(_texture(c, min(w, h)).max()) for c in crops)
-        expected = _expected_texture(covariance, min(w, h) ** 2)
-        warning, confidence = None, 1.0
-        if texture > TEXTURE_FACTOR * expected:
-            warning = "the region is not flat: its structure adds to the estimate, which is too high"
-            confidence = 0.3
-        estimate = NoiseEstimate(covariance, [(x, y, w, h)], len(residuals), warning, "region", confidence)
-        return _finished(estimate)
+        return _region(images, (x, y, w, h))
     if height < BLOCK or width < BLOCK:
         raise ValueError(
             f"frames of {width}x{height} pixels are too small for the automatic noise estimate (blocks of "
             f"{BLOCK}x{BLOCK}); give the strength h instead"
         )
     return _finished(_automatic(images))
+
+
+def _region(images: list[np.ndarray], box: tuple[int, int, int, int]) -> NoiseEstimate:
+    """The noise in the user's region (``_region_noise``); where more than REGION_CLIPPED_FRACTION
+    of its samples are clipped, its warning starts by saying that clipping cut the noise off (black
+    bars, a blown-out sky), which explains a low reading, or a clean one."""
+    x, y, w, h = box
+    estimate = _region_noise(images, box)
+    clipped = float(np.mean([_clipped(image[y : y + h, x : x + w]).mean() for image in images]))
+    if clipped <= REGION_CLIPPED_FRACTION:
+        return _finished(estimate)
+    note = (
+        f"{clipped:.0%} of the region's samples are clipped at black or white, which cuts the noise off: "
+        "it reads too low; choose a region in the mid-tones"
+    )
+    warning = "; ".join(filter(None, [note, estimate.warning]))
+    return dataclasses.replace(estimate, warning=warning, confidence=min(estimate.confidence, 0.3))
+
+
+def _region_noise(images: list[np.ndarray], box: tuple[int, int, int, int]) -> NoiseEstimate:
+    """The noise in the user's region: from its motion-compensated change between consecutive
+    frames where there are two or more that differ there (all of the noise, as the automatic
+    temporal estimate reads it, and the picture's structure cancels; the high-pass residuals miss
+    noise that chroma subsampling or compression smoothed), else from one frame's residuals."""
+    x, y, w, h = box
+    crops = [image[y : y + h, x : x + w] for image in images]
+    residuals = np.concatenate([_residuals(c).reshape(-1, c.shape[-1]) for c in crops])
+    spatial = _covariance(residuals)
+    notes = []
+    if len(images) > 1:
+        # Per pair of frames, tiles of the change about their own mean (a change of light); tiles
+        # that repeat the previous frame (a repeated frame, blocks the encoder held) are left out.
+        changes = [region_change(current, reference, box) for current, reference in itertools.pairwise(images)]
+        tiles = np.concatenate([_block_covariances(change, REGION_TILE, centred=True) for change in changes])
+        repeated = np.concatenate([_block_means(change == 0, REGION_TILE) >= REPEATED_SHARE for change in changes])
+        if not repeated.all():
+            return _region_change_estimate(tiles[~repeated], spatial, box, int(repeated.sum()))
+        notes.append(
+            "the region repeats the previous frame (a repeated frame, or held still by the encoder): sigma is "
+            "from the frame alone, whose high-pass residuals miss smoothed noise; measure at another frame"
+        )
+    texture = max(float(_texture(c, min(w, h)).max()) for c in crops)
+    confidence = 1.0
+    if texture > TEXTURE_FACTOR * _expected_texture(spatial, min(w, h) ** 2):
+        # Structure and noise smoother than white noise both leave more gradient than the
+        # high-pass residuals account for; one frame cannot tell them apart.
+        notes.append(
+            "the region is not flat, or its noise is smoothed (compression): structure makes this one-frame "
+            "estimate too high, smoothed noise too low; choose a flatter region, or give two frames or more"
+        )
+        confidence = 0.3
+    return NoiseEstimate(spatial, [box], len(residuals), "; ".join(notes) or None, "region", confidence)
+
+
+def _region_change_estimate(
+    tiles: np.ndarray, spatial: np.ndarray, box: tuple[int, int, int, int], left_out: int
+) -> NoiseEstimate:
+    """The region's noise from its change's tiles (covariances over REGION_TILE pixels; ``left_out``
+    more repeated the previous frame): their median. It reads all of the noise, also what chroma
+    subsampling or compression smoothed out of the high-pass residuals ``spatial`` (their ratio
+    gives the spatial correlation), where the tiles agree; tiles that spread more than noise does
+    changed by more or less than noise (motion, something passing; an encoder that kept the noise
+    in some blocks only), which the warning says."""
+    temporal = _median_covariance(tiles, REGION_TILE**2 - 1)
+    agreement = _agreement(tiles, REGION_TILE**2 - 1)
+    ratio = float(np.trace(temporal) / max(np.trace(spatial), 1e-30))
+    spatial_correlation, notes = max(0.0, 1 - 1 / ratio), []
+    if agreement < LOW_CONFIDENCE:
+        spatial_correlation = 0.0  # the ratio is the change's, not the noise's
+        notes.append(
+            "the region changes unevenly from frame to frame (motion or something passing raises the estimate, "
+            "blocks an encoder smoothed lower it): it is uncertain; choose a flat region that stays still"
+        )
+    elif ratio > CORRELATED_RATIO:
+        notes.append(_correlated_note(spatial_correlation))
+    if left_out:
+        notes.append(
+            f"{left_out} of the region's {left_out + len(tiles)} tiles repeat the previous frame (a repeated "
+            "frame, or blocks the encoder held still) and were left out"
+        )
+    return NoiseEstimate(
+        temporal,
+        [box],
+        len(tiles) * REGION_TILE**2,
+        "; ".join(notes) or None,
+        "region",
+        round(agreement, 3),
+        spatial_correlation=round(spatial_correlation, 3),
+    )
+
+
+def _correlated_note(spatial_correlation: float) -> str:
+    return (
+        f"the noise is spatially correlated ({spatial_correlation:.0%} of its variance below the "
+        "high-pass band: demosaicing, deinterlacing or compression); sigma is the pixels'"
+    )
 
 
 def _expected_texture(covariance: np.ndarray, pixels: int) -> float:
@@ -332,9 +432,13 @@ def _block_means(frame: np.ndarray, size: int) -> np.ndarray:
 def _clipped_fractions(frame: np.ndarray, size: int) -> np.ndarray:
     """Fraction of each block's samples within CLIP_MARGIN of 0 or full scale, flattened."""
     rows, cols = frame.shape[0] // size, frame.shape[1] // size
-    cropped = frame[: rows * size, : cols * size]
-    clipped = ((np.abs(cropped) <= CLIP_MARGIN) | (np.abs(cropped - 1) <= CLIP_MARGIN)).mean(axis=-1)
+    clipped = _clipped(frame[: rows * size, : cols * size]).mean(axis=-1)
     return clipped.reshape(rows, size, cols, size).mean(axis=(1, 3)).ravel()
+
+
+def _clipped(values: np.ndarray) -> np.ndarray:
+    """Whether each sample lies within CLIP_MARGIN of 0 or full scale (clipped or crushed)."""
+    return (np.abs(values) <= CLIP_MARGIN) | (np.abs(values - 1) <= CLIP_MARGIN)
 
 
 def _plane_covariances(frame: np.ndarray, size: int) -> np.ndarray:
@@ -367,7 +471,10 @@ def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
     # Per block, the residual covariance; the residuals are padded back to the frame's size and
     # each block's edge left out (there they mix the neighbouring blocks).
     spatial = np.concatenate(
-        [_block_covariances(np.pad(_residuals(i), ((1, 1), (1, 1), (0, 0)), mode="edge"), size, 1) for i in images]
+        [
+            _block_covariances(np.pad(_residuals(i), ((1, 1), (1, 1), (0, 0)), mode="edge"), size, border=1)
+            for i in images
+        ]
     )
     texture = np.concatenate([t.ravel() for t in textures])
     means = np.concatenate([_block_means(i, size) for i in images])
@@ -401,10 +508,7 @@ def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
         measured, measured_samples = plane, size * size - 3
         covariance = _median_covariance(plane[chosen], measured_samples)
         samples = int(chosen.sum()) * measured_samples
-        notes.append(
-            f"the noise is spatially correlated ({spatial_correlation:.0%} of its variance below the "
-            "high-pass band: demosaicing, deinterlacing or compression); sigma is the pixels'"
-        )
+        notes.append(_correlated_note(spatial_correlation))
         confidence *= 0.8
     elif signal_dependent:
         # The noise grows with brightness: the picture's average variance, each band's blocks
@@ -495,7 +599,7 @@ def _static_covariances(images: list[np.ndarray], chosen: np.ndarray, spatial: n
     for t in range(len(images) - 1):
         both = chosen[t * per_frame : (t + 1) * per_frame] & chosen[(t + 1) * per_frame : (t + 2) * per_frame]
         difference = (images[t + 1] - images[t]) / np.float32(math.sqrt(2))
-        covariances = _block_covariances(difference, BLOCK, 0)[both]
+        covariances = _block_covariances(difference, BLOCK, centred=True)[both]
         variance = np.trace(covariances, axis1=1, axis2=2)
         still = (variance <= STATIC_FACTOR * np.trace(spatial)) & (variance >= HELD_FACTOR * np.trace(spatial))
         held += int((variance < HELD_FACTOR * np.trace(spatial)).sum())

@@ -224,11 +224,15 @@ class PreviewWorker(QObject):
 
     def _estimate(self, request: EstimateRequest) -> tuple[int, NoiseEstimate]:
         """The noise and the first frame of the pair it was measured on: in the region, on the
-        current frame and the next; without one, as ``denoise --noise auto`` measures it (pairs
+        current frame and the next (the one before, on the last frame: a region's estimate reads
+        the change between two); without one, as ``denoise --noise auto`` measures it (pairs
         spread over the clip, the median), so that the window's h is the command line's."""
         previewer = self._require_clip()
         count = len(previewer.source)
-        first, last = (request.index, min(request.index + 2, count)) if request.roi is not None else (0, count)
+        first, last = 0, count
+        if request.roi is not None:
+            first = max(0, min(request.index, count - 2))
+            last = min(first + 2, count)
         return estimate_noise_over(lambda i: previewer.noisy_frame(i, request.noise), first, last, request.roi)
 
     def _require_clip(self) -> Previewer:

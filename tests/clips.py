@@ -51,3 +51,40 @@ def random_color_transform(seed: int) -> np.ndarray:
     values, vectors = np.linalg.eigh(covariance)
     inverse_root = vectors @ np.diag(values**-0.5) @ vectors.T
     return np.sqrt(np.trace(covariance) / 3) * inverse_root
+
+
+FLAT_BOX = (36, 10, 45, 26)  # x, y, width, height: sky in the crop of bikes that ``chroma_subsampled_clips`` write
+CHANNEL_SIGMAS = (11.0, 8.0, 13.0)  # 8-bit levels: the issue's noise, white in R, G and B
+
+
+def chroma_subsampled_clips(folder: Path, frames: int = 2) -> tuple[Path, np.ndarray]:
+    """A noisy clip as most tools write one, and the noise its decoded frames carry in FLAT_BOX.
+
+    ``frames`` (2 or 3) frames of bikes (rows 0-127, columns 64-223 of tests/data/bikes_frames.npz;
+    a bike crosses FLAT_BOX in the third) plus white noise of CHANNEL_SIGMAS, written as FFV1 in
+    4:2:0 Y'CbCr: the chroma's noise is averaged over 2 x 2 pixels and interpolated back, so the
+    decoded noise is partly smooth and shared by the channels. The clean frames are written the
+    same way; returns the noisy clip's path and the (3, 3) covariance (full scale squared) of
+    noisy - clean in FLAT_BOX over the frames.
+    """
+    import av
+
+    from nlmeans_studio.engine.media.video import read_frames
+
+    with np.load(DATA / "bikes_frames.npz") as archive:
+        clean = archive["frames"][:frames, :128, 64:224]
+    rng = np.random.default_rng(32)
+    noisy = np.clip(np.rint(clean + rng.standard_normal(clean.shape) * CHANNEL_SIGMAS), 0, 255).astype(np.uint8)
+    decoded = []
+    for name, frames in (("noisy.mkv", noisy), ("clean.mkv", clean)):
+        with av.open(str(folder / name), "w") as container:
+            stream = container.add_stream("ffv1", rate=25)
+            stream.height, stream.width = frames.shape[1:3]
+            stream.pix_fmt = "yuv420p"
+            for frame in frames:
+                container.mux(stream.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="rgb24")))
+            container.mux(stream.encode(None))
+        decoded.append(read_frames(folder / name).astype(np.float64) / 255)
+    x, y, width, height = FLAT_BOX
+    noise = (decoded[0] - decoded[1])[:, y : y + height, x : x + width].reshape(-1, 3)
+    return folder / "noisy.mkv", np.cov(noise.T)

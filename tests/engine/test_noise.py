@@ -2,11 +2,12 @@
 
 import dataclasses
 import itertools
+import json
 import subprocess
 
 import numpy as np
 import pytest
-from clips import CLI, DATA
+from clips import CLI, DATA, FLAT_BOX, chroma_subsampled_clips
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
 from nlmeans_studio.engine.noise import NoiseEstimate, add_noise, apply_estimate, estimate_noise, suggest_h
@@ -66,8 +67,10 @@ def test_region_mode_on_a_flat_region(clips, sigma) -> None:
         noisy = add_noise(clean, covariance_of(sigma, 0.5), seed=7)
         box = _flattest_box(clean)
         estimate = estimate_noise(noisy, roi=box)
-        # 3 frames x 30 x 30 residuals per channel: sampling error near 1.5 %; the target is 5 %.
-        np.testing.assert_allclose(estimate.sigma, sigma, rtol=0.05, err_msg=name)
+        # The median of 2 pairs x 16 tiles of 8 x 8 changes: sampling error near 2.5 % per channel;
+        # bigbuckbunny's region is animated (its clean frames change by 3 to 4 levels there), which
+        # adds 6 % at sigma 5. The issue's target: 10 %.
+        np.testing.assert_allclose(estimate.sigma, sigma, rtol=0.10, err_msg=name)
         assert estimate.regions == [box]
 
 
@@ -81,8 +84,99 @@ def test_a_textured_region_is_flagged(clips) -> None:
     frame = clean[0].mean(axis=-1)
     spreads = [(frame[y : y + 32, x : x + 32].std(), x, y) for y in range(0, 240, 16) for x in range(0, 288, 16)]
     _, x, y = max(spreads)
-    estimate = estimate_noise(add_noise(clean, covariance_of(5, 0), seed=2), roi=(x, y, 32, 32))
-    assert "not flat" in estimate.warning
+    # One frame: the estimate rests on its high-pass residuals, which the structure adds to.
+    estimate = estimate_noise(add_noise(clean[0], covariance_of(5, 0), seed=2), roi=(x, y, 32, 32))
+    assert "not flat" in estimate.warning and estimate.confidence < 0.5
+
+
+def _assert_reads(estimate: NoiseEstimate, covariance: np.ndarray) -> None:
+    """Each sigma within 10 % of the noise's, the correlations within 0.1 (the issue's targets)."""
+    truth = NoiseEstimate(covariance, [], 0)
+    np.testing.assert_allclose(estimate.sigma, truth.sigma, rtol=0.10)
+    np.testing.assert_allclose(estimate.correlation, truth.correlation, atol=0.1)
+
+
+def test_a_region_reads_all_the_noise_of_a_chroma_subsampled_file(tmp_path) -> None:
+    """Issue 32: a drawn region read the noise 40 % low with correlation 0.75 and warned that the
+    estimate was too high. Its high-pass residuals miss the chroma noise that 4:2:0 smoothed (they
+    read 6.2, 6.1, 6.2 levels correlated 0.96 for 7.1, 6.4, 7.4 correlated 0.6); the change from
+    frame to frame reads all of it."""
+    pytest.importorskip("av", reason="the clip is written and read with PyAV")
+    from nlmeans_studio.engine import estimate_clip_noise
+
+    path, covariance = chroma_subsampled_clips(tmp_path)
+    estimate = estimate_clip_noise(path, roi=FLAT_BOX)
+    _assert_reads(estimate, covariance)
+    assert estimate.method == "region" and estimate.warning is None and estimate.regions == [FLAT_BOX]
+    result = subprocess.run(
+        [*CLI, "estimate-noise", str(path), "--roi", ",".join(map(str, FLAT_BOX)), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(result.stdout)
+    np.testing.assert_allclose(report["sigma"], estimate.sigma.round(3))  # the command line's is the API's
+
+
+def test_a_repeated_frame_leaves_the_region_estimate_to_the_other_pairs(tmp_path) -> None:
+    """Frame-rate conversions repeat frames: a pair with a repeated frame shows no change, and
+    its zeros pulled the median of the region's tiles down; such tiles are now left out, and the
+    warning says so. With nothing but repeats, sigma is the frame's own, and the warning says to
+    measure elsewhere."""
+    pytest.importorskip("av", reason="the clip is written and read with PyAV")
+    from nlmeans_studio.engine.media.video import read_frames
+
+    path, covariance = chroma_subsampled_clips(tmp_path)
+    first, second = read_frames(path)
+    estimate = estimate_noise(np.stack([first, first, second]), roi=FLAT_BOX)
+    _assert_reads(estimate, covariance)
+    assert estimate.warning.startswith("15 of the region's 30 tiles repeat the previous frame")
+    repeated = estimate_noise(np.stack([first, first]), roi=FLAT_BOX)
+    assert "repeats the previous frame" in repeated.warning and "measure at another frame" in repeated.warning
+
+
+def test_a_bike_crossing_part_of_the_region_leaves_its_estimate(tmp_path) -> None:
+    """A bike crosses a fifth of the region from the second frame to the third. Matched by the
+    whole region's mean squared difference, the bike pulled the match off the rest (+19 %); the
+    match is now judged by the median of the region's tiles, and so is the noise."""
+    pytest.importorskip("av", reason="the clip is written and read with PyAV")
+    from nlmeans_studio.engine.media.video import read_frames
+
+    path, covariance = chroma_subsampled_clips(tmp_path, frames=3)
+    frames = read_frames(path)
+    x, y, width, height = FLAT_BOX
+    clean_change = np.abs(np.diff(read_frames(tmp_path / "clean.mkv").astype(int), axis=0))[
+        1, y : y + height, x : x + width
+    ]
+    assert (clean_change.max(axis=-1) > 40).mean() > 0.05  # the bike
+    np.testing.assert_allclose(
+        estimate_noise(frames[1:], roi=FLAT_BOX).sigma, NoiseEstimate(covariance, [], 0).sigma, rtol=0.1
+    )
+
+
+def test_a_region_that_changes_unevenly_says_the_estimate_is_uncertain() -> None:
+    """Half the region changes by more than its noise (a shadow's edge, something textured
+    passing): no match explains it, and the warning says what raises or lowers the estimate."""
+    rng = np.random.default_rng(8)
+    frames = np.full((2, 64, 96, 3), 0.5) + rng.normal(0, 8 / 255, (2, 64, 96, 3))
+    frames[1, :, 48:] += rng.normal(0, 20 / 255, (64, 48, 3))  # changes in the right half only
+    estimate = estimate_noise(frames, roi=(16, 16, 64, 32))
+    assert estimate.warning.startswith("the region changes unevenly from frame to frame")
+    assert "raises the estimate" in estimate.warning and estimate.confidence < 0.5
+    assert estimate.average_sigma > 8 and estimate.spatial_correlation == 0
+
+
+def test_a_region_over_clipped_black_or_white_says_the_estimate_is_too_low(clips) -> None:
+    """A region drawn over a letterbox bar read 10 levels of noise as 5.7 without a word (the
+    clipped half of the noise is gone), and one over digital black said the footage looked clean."""
+    frames = clips["bikes"].copy()
+    frames[:, :40] = 0  # a black bar, as letterboxed footage has
+    noisy = np.clip(add_noise(frames, covariance_of(10, 0), seed=3), 0, 1)
+    for given, share in ((noisy[:2], "5"), (noisy[0], "5"), (frames[:2], "100%")):  # half the noise below 0
+        estimate = estimate_noise(given, roi=(100, 5, 60, 30))
+        assert estimate.warning.startswith(share)
+        assert "clipped at black or white, which cuts the noise off: it reads too low" in estimate.warning
+        assert estimate.confidence < 0.5
 
 
 @pytest.mark.parametrize(

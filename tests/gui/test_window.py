@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from clips import FLAT_BOX, chroma_subsampled_clips
 from media_corpus import ClipSpec, plain_pyav_numbers
 from media_corpus import write_clip as write_corpus_clip
 from PySide6.QtCore import QPointF, QSettings, QStandardPaths, Qt, QThread
@@ -31,7 +32,7 @@ from window_driver import (
     write_clip,
 )
 
-from nlmeans_studio.engine import NLMParams, apply_estimate, estimate_clip_noise, psnr
+from nlmeans_studio.engine import NLMParams, NoiseEstimate, apply_estimate, estimate_clip_noise, psnr
 from nlmeans_studio.engine.frames import to_float32
 from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
 from nlmeans_studio.engine.media.video import read_frames
@@ -737,6 +738,42 @@ def test_estimating_noise_in_a_region_drawn_with_the_mouse(qtbot, window, clip) 
     np.testing.assert_allclose(window.estimate.sigma, 15, rtol=0.15)  # 2 x 38 x 18 samples: about 6 % spread
     assert window.parameters.decorrelate.isChecked()
     np.testing.assert_array_equal(window.current_params().color_transform, window.estimate.color_transform())
+
+
+def test_a_region_drawn_on_a_chroma_subsampled_file_reads_all_its_noise(qtbot, window, tmp_path) -> None:
+    """Issue 32: on a file another tool wrote (4:2:0), "Use this region" read the noise 40 % low,
+    correlated 0.75, and warned that it was too high; each sigma now within 10 % of the noise the
+    decoded frames carry there, the correlations within 0.1, no warning."""
+    path, covariance = chroma_subsampled_clips(tmp_path)
+    opened(qtbot, window, path)
+    x, y, width, height = FLAT_BOX
+    qtbot.mouseClick(window.noise.draw_region, Qt.MouseButton.LeftButton)
+    drag(window, frame_point(window, x + 0.2, y + 0.2), frame_point(window, x + width - 0.2, y + height - 0.2))
+    assert window.view.roi_box() == FLAT_BOX
+    qtbot.mouseClick(window.noise.use_region, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.estimate is not None and window.estimate.method == "region", timeout=WAIT_MS)
+    truth = NoiseEstimate(covariance, [], 0)
+    np.testing.assert_allclose(window.estimate.sigma, truth.sigma, rtol=0.10)
+    np.testing.assert_allclose(window.estimate.correlation, truth.correlation, atol=0.1)
+    assert "too high" not in window.noise.result.text() and window.estimate.warning is None
+    # The command line's --noise X,Y,W,H measures the same pair of this two-frame clip alike.
+    np.testing.assert_array_equal(window.estimate.covariance, estimate_clip_noise(path, roi=FLAT_BOX).covariance)
+
+
+def test_a_region_drawn_on_the_last_frame_is_measured_with_the_frame_before(qtbot, window, tmp_path) -> None:
+    """On the last frame there is no next one: the region was measured on that frame alone, whose
+    high-pass residuals read a 4:2:0 file's noise 15 % low; it is now measured with the one before."""
+    path, covariance = chroma_subsampled_clips(tmp_path)
+    opened(qtbot, window, path)
+    press(qtbot, window, KEY.Key_End)
+    qtbot.waitUntil(lambda: window.frame_slider.value() == 1, timeout=WAIT_MS)
+    settle(qtbot, window)
+    x, y, width, height = FLAT_BOX
+    qtbot.mouseClick(window.noise.draw_region, Qt.MouseButton.LeftButton)
+    drag(window, frame_point(window, x + 0.2, y + 0.2), frame_point(window, x + width - 0.2, y + height - 0.2))
+    qtbot.mouseClick(window.noise.use_region, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.estimate is not None and window.estimate.method == "region", timeout=WAIT_MS)
+    np.testing.assert_allclose(window.estimate.sigma, NoiseEstimate(covariance, [], 0).sigma, rtol=0.10)
 
 
 def test_a_region_stays_inside_the_frame_and_boxes_can_be_hidden(qtbot, window, clip) -> None:
