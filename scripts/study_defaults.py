@@ -214,6 +214,23 @@ def _defaults(clean: np.ndarray, noisy: np.ndarray, backend: str) -> tuple[float
     return _score(clean, lambda i: denoiser.denoise_frame(noisy, i)), chosen
 
 
+def _candidate_defaults(clean: np.ndarray, noisy: np.ndarray, backend: str) -> dict:
+    """PSNR of each variant at the h ``suggest_h`` gives it, from the noise as read and from the
+    noise alone (the clip's noise on a flat gray frame: what a perfect estimate would say)."""
+    results = {}
+    noise_only = np.clip(noisy - clean + 0.5, 0, 1)
+    for reading, frames in (("read", noisy), ("true", noise_only)):
+        _, estimate = estimate_noise_over(lambda i, frames=frames: frames[i], 0, len(frames))
+        for name in VARIANTS:
+            denoiser = Denoiser(apply_estimate(_variant(name), estimate), backend)
+            results[f"{reading} {name}"] = _score(clean, lambda i, d=denoiser: d.denoise_frame(noisy, i))
+        for name in ("bisquare/max", "exponential/max"):
+            h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate), _variant(name))
+            denoiser = LumaChromaDenoiser(_variant(name), h_luma, h_chroma, backend=backend)
+            results[f"{reading} luma-chroma {name}"] = _score(clean, lambda i, d=denoiser: d.denoise_frame(noisy, i))
+    return results
+
+
 def _nlm_ispc_best(clean: np.ndarray, noisy: np.ndarray, sigma: float) -> tuple[float, float] | None:
     """nlm_ispc's best (h, PSNR) over wmode 0 and 2 at the default window, or None if absent."""
     try:
@@ -271,6 +288,7 @@ def study_case(corpus_file: str, source: str, noise: str, backend: str) -> dict:
     started = time.perf_counter()
     defaults, chosen = _defaults(clean, noisy, backend)
     best = _our_best(clean, noisy, sigma, backend)
+    candidates = _candidate_defaults(clean, noisy, backend)
     row = {
         "source": source,
         "noise": noise,
@@ -278,6 +296,7 @@ def study_case(corpus_file: str, source: str, noise: str, backend: str) -> dict:
         "defaults": defaults,
         "chosen": chosen,
         "variants": {name: {"h": h, "psnr": value} for name, (h, value) in best.items()},
+        "candidates": candidates,
     }
     peer = _nlm_ispc_best(clean, noisy, sigma)
     row["nlm_ispc"] = None if peer is None else {"h": peer[0], "psnr": peer[1]}
@@ -314,6 +333,10 @@ def run(corpus_file: Path, corpus: str, backend: str, jobs: int, json_out: Path 
     for name in [*VARIANTS, "luma-chroma exponential/max"]:
         wins = sum(max(row["variants"], key=lambda key: row["variants"][key]["psnr"]) == name for row in rows)
         print(f"# best variant {name}: {wins} of {len(rows)}")
+    for name in rows[0]["candidates"]:
+        gaps = [row["candidates"][name] - max(v["psnr"] for v in row["variants"].values()) for row in rows]
+        within = sum(gap >= -0.5 for gap in gaps)
+        print(f"# at the suggested h, {name}: within 0.5 dB {within} of {len(gaps)}, worst {min(gaps):+.2f} dB")
     if json_out:
         json_out.write_text(json.dumps(rows, indent=1))
 
