@@ -10,10 +10,13 @@ by -q), so half the spatial offsets are visited, as in the cascade. Planar frame
 accumulators make every inner loop a contiguous one that LLVM vectorizes.
 
 Exponential weights with the largest weight as the centre's are relative (DESIGN.md §1): the
-row of weights holds u, and each pixel keeps the smallest u of its window seen so far in the
-place of the largest weight, weighs by exp(-(u - u_min)) and rescales its sums when u_min
-falls (online softmax); the centre weight is then exp(0) = 1. With the centre weight 1, u = 0
-is the least from the start and the weights are exp(-u) as they are.
+row of weights holds u, and each pixel weighs by exp(-(u - r)) against a reference r that
+follows the smallest u seen so far, u_min, lazily (online softmax): r is lowered, and the sums
+rescaled by exp(-(r - u)), only where a u falls more than RESCALE_MARGIN below it, which after
+the first offsets is rare, so most rows cost one exp as exponential weights do. The centre
+weight is exp(-(u_min - r)), the largest weight; the ratios, and so the result, are those of
+exp(-(u - u_min)). With the centre weight 1, u = 0 is the least from the start and the weights
+are exp(-u) as they are.
 
 The radii, h and the weighting are run-time arguments: the kernel compiles once per machine
 (``cache=True``) and never again when the user moves a slider.
@@ -39,6 +42,10 @@ NO_EXPONENT = np.float32(np.finfo(np.float32).max)  # u_min before any offset: f
 EXP2_POLYNOMIAL = (0.0002187751670135185, 0.001238783122971654, 0.009684577584266663, 0.05548042804002762,
                    0.2402305006980896, 0.6931469440460205, 1.0)  # fmt: skip
 LOG2_E = np.float32(1.4426950408889634)
+# Relative weights: how far u may fall below the reference r before the sums are rescaled; the
+# weights are then at most e^32 (float32 holds sums of them to 3e38) and never underflow sooner
+# than exp(-(u - u_min)) would.
+RESCALE_MARGIN = np.float32(32.0)
 
 
 @numba.njit(cache=True, inline="always")
@@ -156,42 +163,38 @@ def weights_row(column_sums, radius, scale, exponential, relative, exponents, ou
 
 
 @numba.njit(cache=True, fastmath=FAST)
-def accumulate_row(
-    weights, y_frames, frame, row, start, accumulators, accumulator_row, center_max, relative, factors, exponents
-):
-    """Add w Y_frame(row, start + i) to the numerators and w to the denominator of one row.
+def _lower_reference(u, accumulators, accumulator_row, rescale, exponents):
+    """r = min(r, u) for one row of relative weights, its sums rescaled by exp(-(r_old - r))."""
+    width = u.shape[0]
+    channels = accumulators.shape[0] - 3
+    reference = accumulators[channels + 1, accumulator_row, :width]
+    for i in range(width):
+        lowered = min(reference[i], u[i])
+        rescale[i] = reference[i] - lowered
+        reference[i] = lowered
+    exp_negative(rescale, exponents)
+    for channel in range(channels + 1):  # the numerators and the denominator
+        target = accumulators[channel, accumulator_row, :width]
+        for i in range(width):
+            target[i] *= rescale[i]
 
-    ``accumulators`` is (C + 2, rows, columns): C numerators, the denominator, the largest
-    weight (kept only with ``center_max``), or where the weights are ``relative`` the smallest
-    u so far, u_min. Relative: ``weights`` holds u, each pixel's weight is exp(-(u - u_min))
-    and its sums are first rescaled by exp(-(u_min - u)) where u is the new u_min (one exp
-    either way), with ``factors`` ((2, columns)) for the two factors and ``exponents`` (int32,
-    columns) for their exp. Each row is indexed from
-    the C-contiguous whole so that numba knows it is contiguous and the loops vectorize.
-    """
-    width = weights.shape[0]
-    channels = accumulators.shape[0] - 2
+
+@numba.njit(inline="always")
+def center_weight(largest, least, center_max, relative):
+    """The pixel's own weight: 1, the largest weight (``center_max``), or for relative weights
+    exp(-(u_min - r)) from the reference r and u_min (``largest``, ``least``)."""
     if relative:
-        shift = accumulators[channels + 1, accumulator_row, :width]
-        rescale, relative_weights = factors[0, :width], factors[1, :width]
-        for i in range(width):
-            rescale[i] = abs(weights[i] - shift[i])
-        exp_negative(rescale, exponents)
-        for i in range(width):
-            factor = rescale[i]
-            falls = weights[i] < shift[i]
-            rescale[i] = factor if falls else np.float32(1.0)
-            relative_weights[i] = np.float32(1.0) if falls else factor
-            shift[i] = min(shift[i], weights[i])
-        for channel in range(channels):
-            candidate = y_frames[frame, channel, row, start : start + width]
-            target = accumulators[channel, accumulator_row, :width]
-            for i in range(width):
-                target[i] = target[i] * rescale[i] + relative_weights[i] * candidate[i]
-        denominator = accumulators[channels, accumulator_row, :width]
-        for i in range(width):
-            denominator[i] = denominator[i] * rescale[i] + relative_weights[i]
-        return
+        return np.float32(np.exp(largest - least))
+    if center_max and largest > 0:
+        return largest
+    return np.float32(1.0)
+
+
+@numba.njit(cache=True, fastmath=FAST, inline="always")
+def _add_weighted(weights, y_frames, frame, row, start, accumulators, accumulator_row):
+    """The numerators += w Y_frame(row, start + i), the denominator += w, over one row."""
+    width = weights.shape[0]
+    channels = accumulators.shape[0] - 3
     for channel in range(channels):
         candidate = y_frames[frame, channel, row, start : start + width]
         target = accumulators[channel, accumulator_row, :width]
@@ -200,6 +203,40 @@ def accumulate_row(
     denominator = accumulators[channels, accumulator_row, :width]
     for i in range(width):
         denominator[i] += weights[i]
+
+
+@numba.njit(cache=True, fastmath=FAST)
+def accumulate_row(
+    weights, y_frames, frame, row, start, accumulators, accumulator_row, center_max, relative, factors, exponents
+):
+    """Add w Y_frame(row, start + i) to the numerators and w to the denominator of one row.
+
+    ``accumulators`` is (C + 3, rows, columns): C numerators, the denominator, the largest
+    weight (kept only with ``center_max``) or where the weights are ``relative`` the reference
+    r, and the smallest u so far, u_min (relative weights only). Relative: ``weights`` holds u,
+    each pixel's weight is exp(-(u - r)) (module docstring), with ``factors`` ((2, columns))
+    for the rescale factors and the weights and ``exponents`` (int32, columns) for their exp.
+    Each row is indexed from the C-contiguous whole so that numba knows it is contiguous and the
+    loops vectorize.
+    """
+    width = weights.shape[0]
+    channels = accumulators.shape[0] - 3
+    if relative:
+        reference = accumulators[channels + 1, accumulator_row, :width]
+        least = accumulators[channels + 2, accumulator_row, :width]
+        falls = False
+        for i in range(width):
+            least[i] = min(least[i], weights[i])
+            falls |= weights[i] < reference[i] - RESCALE_MARGIN
+        if falls:
+            _lower_reference(weights, accumulators, accumulator_row, factors[0, :width], exponents)
+        relative_weights = factors[1, :width]
+        for i in range(width):
+            relative_weights[i] = weights[i] - reference[i]
+        exp_negative(relative_weights, exponents)
+        _add_weighted(relative_weights, y_frames, frame, row, start, accumulators, accumulator_row)
+        return
+    _add_weighted(weights, y_frames, frame, row, start, accumulators, accumulator_row)
     if center_max:
         largest = accumulators[channels + 1, accumulator_row, :width]
         for i in range(width):
@@ -223,7 +260,7 @@ def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential
     relative = exponential and center_max
     accumulators[:] = 0.0
     if relative:
-        largest[:] = NO_EXPONENT  # u_min
+        accumulators[channels + 1 :] = NO_EXPONENT  # r and u_min
     for frame in range(frame_count):
         same_frame = frame == center
         for qy in range(-search, search + 1):
@@ -281,9 +318,7 @@ def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential
                         )
     for row in range(stop - first):
         for col in range(span):
-            weight = np.float32(1.0)  # also the largest of relative weights, exp(0)
-            if center_max and not relative and largest[row, col] > 0:
-                weight = largest[row, col]
+            weight = center_weight(largest[row, col], accumulators[channels + 2, row, col], center_max, relative)
             inverse_total = np.float32(1.0) / (denominator[row, col] + weight)
             for channel in range(channels):
                 pixel = y_frames[center, channel, search + first + row, search + begin + col]
@@ -302,7 +337,7 @@ def _denoise(z_frames, y_frames, center, search, radius, scale, exponential, cen
 class Scratch(NamedTuple):
     """Per-tile work memory of ``_denoise``, made once per frame size and reused."""
 
-    accumulators: np.ndarray  # (tiles, C + 2, TILE_ROWS, TILE_COLUMNS): numerator, denominator, largest or u_min
+    accumulators: np.ndarray  # (tiles, C + 3, TILE_ROWS, TILE_COLUMNS): numerators, denominator, largest or r, u_min
     ring: np.ndarray  # (tiles, 2B + 1, TILE_COLUMNS + A + 2B): the rows of the vertical running sum
     column_sums: np.ndarray  # (tiles, TILE_COLUMNS + A + 2B)
     weights: np.ndarray  # (tiles, TILE_COLUMNS + A)
@@ -359,7 +394,7 @@ class FusedCpuFilter:
         tiles = -(-height // TILE_ROWS) * -(-width // TILE_COLUMNS)
         widest = min(width, TILE_COLUMNS) + search
         scratch = Scratch(
-            self._buffer("accumulators", (tiles, channels + 2, TILE_ROWS, min(width, TILE_COLUMNS))),
+            self._buffer("accumulators", (tiles, channels + 3, TILE_ROWS, min(width, TILE_COLUMNS))),
             self._buffer("ring", (tiles, 2 * radius + 1, widest + 2 * radius)),
             self._buffer("column_sums", (tiles, widest + 2 * radius)),
             self._buffer("weights", (tiles, widest)),

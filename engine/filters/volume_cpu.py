@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from nlmeans_studio.engine.filters.fused_cpu import FAST, NO_EXPONENT, accumulate_row, weights_row
+from nlmeans_studio.engine.filters.fused_cpu import FAST, NO_EXPONENT, accumulate_row, center_weight, weights_row
 from nlmeans_studio.engine.volume.params import VolumeParams
 
 
@@ -117,10 +117,8 @@ def _finish(accumulators, padded, pad, center_max, relative, out):
     for z in numba.prange(planes):
         for y in range(rows):
             for x in range(columns):
-                weight = np.float32(1.0)  # also the largest of relative weights, exp(0)
-                largest = accumulators[z, channels + 1, y, x]
-                if center_max and not relative and largest > 0:
-                    weight = largest
+                largest, least = accumulators[z, channels + 1, y, x], accumulators[z, channels + 2, y, x]
+                weight = center_weight(largest, least, center_max, relative)
                 inverse = np.float32(1.0) / (accumulators[z, channels, y, x] + weight)
                 for channel in range(channels):
                     voxel = padded[pad[0] + z, channel, pad[1] + y, pad[2] + x]
@@ -147,9 +145,9 @@ def filter_padded_cpu(
     patch = params.patch_radius
     scale = np.float32(params.patch_sum_scale(channels))
     relative = params.exponential and params.center_max
-    accumulators = np.zeros((planes, channels + 2, rows, columns), dtype=np.float32)
+    accumulators = np.zeros((planes, channels + 3, rows, columns), dtype=np.float32)
     if relative:
-        accumulators[:, channels + 1] = NO_EXPONENT  # u_min
+        accumulators[:, channels + 1 :] = NO_EXPONENT  # r and u_min
     search = params.search_radius
     most = [n + a for n, a in zip(size, search, strict=True)]
     row_buffer = np.empty((most[0] + 2 * patch[0]) * most[1] * (most[2] + 2 * patch[2]), dtype=np.float32)
