@@ -40,6 +40,7 @@ from nlmeans_studio.engine import (
     Denoiser,
     LumaChromaDenoiser,
     NLMParams,
+    NoiseEstimate,
     add_realistic_noise,
     apply_estimate,
     estimate_noise_over,
@@ -47,6 +48,7 @@ from nlmeans_studio.engine import (
     split_estimate,
     suggest_luma_chroma_h,
 )
+from nlmeans_studio.engine.strength import choose_strength, golden_minimum
 
 FRAMES, HEIGHT, WIDTH = 7, 240, 320
 MIDDLE = (2, 3, 4)  # the frames scored: each has the default window's past and future frame
@@ -158,20 +160,8 @@ def _score(clean: np.ndarray, denoise: Callable[[int], np.ndarray]) -> float:
 
 def _golden(score: Callable[[float], float], low: float, high: float) -> tuple[float, float]:
     """The (h, score) that maximise ``score`` over [low, high], searched in log h."""
-    ratio = (math.sqrt(5) - 1) / 2
-    a, b = math.log(low), math.log(high)
-    c, d = b - ratio * (b - a), a + ratio * (b - a)
-    fc, fd = score(math.exp(c)), score(math.exp(d))
-    for _ in range(GOLDEN_STEPS):
-        if fc > fd:
-            b, d, fd = d, c, fc
-            c = b - ratio * (b - a)
-            fc = score(math.exp(c))
-        else:
-            a, c, fc = c, d, fd
-            d = a + ratio * (b - a)
-            fd = score(math.exp(d))
-    return (math.exp(c), fc) if fc > fd else (math.exp(d), fd)
+    log_h, negative = golden_minimum(lambda x: -score(math.exp(x)), math.log(low), math.log(high), GOLDEN_STEPS)
+    return math.exp(log_h), -negative
 
 
 def _variant(name: str) -> NLMParams:
@@ -215,8 +205,9 @@ def _defaults(clean: np.ndarray, noisy: np.ndarray, backend: str) -> tuple[float
 
 
 def _candidate_defaults(clean: np.ndarray, noisy: np.ndarray, backend: str) -> dict:
-    """PSNR of each variant at the h ``suggest_h`` gives it, from the noise as read and from the
-    noise alone (the clip's noise on a flat gray frame: what a perfect estimate would say)."""
+    """PSNR of each variant at the h ``suggest_h`` gives it, and at the strengths SURE chooses
+    (``_sure_choices``), from the noise as read and from the noise alone (the clip's noise on a
+    flat gray frame: what a perfect estimate would say)."""
     results = {}
     noise_only = np.clip(noisy - clean + 0.5, 0, 1)
     for reading, frames in (("read", noisy), ("true", noise_only)):
@@ -228,6 +219,28 @@ def _candidate_defaults(clean: np.ndarray, noisy: np.ndarray, backend: str) -> d
             h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate), _variant(name))
             denoiser = LumaChromaDenoiser(_variant(name), h_luma, h_chroma, backend=backend)
             results[f"{reading} luma-chroma {name}"] = _score(clean, lambda i, d=denoiser: d.denoise_frame(noisy, i))
+        for name, value in _sure_choices(clean, noisy, estimate, backend).items():
+            results[f"{reading} {name}"] = value
+    return results
+
+
+def _sure_choices(clean: np.ndarray, noisy: np.ndarray, estimate: NoiseEstimate, backend: str) -> dict:
+    """PSNR of exponential/max in RGB and in luma/chroma, each at the factor on its suggested
+    strength that SURE chooses, and of whichever of the two SURE rates better."""
+    variant = _variant("exponential/max")
+    h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate), variant)
+    h_rgb = apply_estimate(variant, estimate)
+    makers = {
+        "RGB": lambda scale: Denoiser(dataclasses.replace(h_rgb, h=h_rgb.h * scale), backend),
+        "luma-chroma": lambda scale: LumaChromaDenoiser(variant, h_luma * scale, h_chroma * scale, backend=backend),
+    }
+    results, risks = {}, {}
+    for mode, denoiser_at in makers.items():
+        scale, risks[mode] = choose_strength(denoiser_at, noisy, MIDDLE, estimate.covariance, 0.25, 4.0)
+        chosen = denoiser_at(scale)
+        results[f"SURE {mode} exponential/max"] = _score(clean, lambda i, d=chosen: d.denoise_frame(noisy, i))
+    best = min(risks, key=risks.get)
+    results["SURE's choice of RGB or luma-chroma exponential/max"] = results[f"SURE {best} exponential/max"]
     return results
 
 
