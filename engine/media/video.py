@@ -15,7 +15,7 @@ import functools
 import math
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -217,6 +217,18 @@ def _frame_format(channels: int, bit_depth: int) -> str:
     if channels == 1:
         return "gray16le" if bit_depth > HIGH_BIT_DEPTH else "gray"
     return "rgb48le" if bit_depth > HIGH_BIT_DEPTH else "rgb24"
+
+
+def decoded_array(frame: Any, info: VideoInfo) -> np.ndarray:
+    """A decoded frame as (H, W, C) of ``info.dtype``: Y'CbCr converted to RGB by ``media.yuv``
+    (exact at every depth, where swscale keeps 8 bits of a 10-bit source), others by swscale."""
+    from nlmeans_studio.engine.media.yuv import frame_planes, planes_to_rgb, yuv_layout
+
+    layout = yuv_layout(frame.format.name, info.color) if info.channels == 3 else None
+    if layout is not None:
+        return planes_to_rgb(frame_planes(frame, layout), layout, info.dtype)
+    array = frame.to_ndarray(format=_frame_format(info.channels, info.bit_depth))
+    return array.reshape(array.shape[0], array.shape[1], -1)
 
 
 class _Decoder:
@@ -517,8 +529,7 @@ class VideoReader:
         """A decoded frame as an upright (H, W, C) array of ``info.dtype``."""
         if frame.format.name != self.info.pixel_format:  # NVDEC's NV12 / P010: repacked losslessly,
             frame = frame.reformat(format=self.info.pixel_format)  # so that RGB comes out as on the CPU
-        array = frame.to_ndarray(format=_frame_format(self.info.channels, self.info.bit_depth))
-        array = np.rot90(array.reshape(array.shape[0], array.shape[1], -1), self.info.rotation // 90)
+        array = np.rot90(decoded_array(frame, self.info), self.info.rotation // 90)
         return np.ascontiguousarray(array)
 
 
@@ -716,7 +727,7 @@ class VideoWriter:
             context.colorspace = like.color.get("colorspace", 2)
             context.color_range = like.color.get("range", 0)
             _check_size(self.path, self._stream.pix_fmt, like.width, like.height)
-            self._to_yuv = _yuv_conversion(self._stream.pix_fmt, like.color)
+            self._made_frame = _frame_maker(self._stream.pix_fmt, self._frame_format, like.color)
             self._open_encoder(codec)
             self._copied = self._add_copied_streams()
         except VideoError:
@@ -784,7 +795,6 @@ class VideoWriter:
         VideoError
             A frame of another size, or the writer was closed.
         """
-        av = _av()
         array = np.ascontiguousarray(frame)
         if self._closed:
             raise VideoError(f"{self.path}: the writer is closed; frames go to an open VideoWriter")
@@ -795,9 +805,7 @@ class VideoWriter:
             array = array[:, :, 0]
         elif array.ndim == 3 and array.shape[2] == 1:
             array = np.repeat(array, 3, axis=2)
-        video_frame = av.VideoFrame.from_ndarray(array, format=self._frame_format)
-        if self._to_yuv is not None:
-            video_frame = video_frame.reformat(**self._to_yuv)
+        video_frame = self._made_frame(array)
         if timestamp is None or self._pipe:
             timestamp = round(self._written / self.info.frame_rate / self._time_base)
         video_frame.pts, video_frame.time_base = timestamp, self._time_base
@@ -905,6 +913,36 @@ def _output_format(codec: str, like: VideoInfo, *, gray: bool, rgb: bool) -> str
         full_chroma = source.is_rgb or source.components[1].width == source.components[0].width
         return deeper if full_chroma else eight_bit
     return deeper if deep else eight_bit
+
+
+# NVENC's semi-planar formats -> the planar ones with the same samples (swscale repacks them exactly)
+PLANAR_TWINS = {"nv12": "yuv420p", "p010le": "yuv420p10le"}
+
+
+def _frame_maker(pixel_format: str, frame_format: str, color: dict[str, int]) -> Callable[[np.ndarray], Any]:
+    """How the writer turns an array of ``frame_format`` into a frame of ``pixel_format``: to
+    Y'CbCr through ``media.yuv`` (exact at every depth, the reader's inverse), to other formats
+    through swscale."""
+    from nlmeans_studio.engine.media.yuv import planes_frame, rgb_to_planes, yuv_layout
+
+    av = _av()
+    planar = PLANAR_TWINS.get(pixel_format, pixel_format)
+    layout = yuv_layout(planar, color) if frame_format.startswith("rgb") else None
+    if layout is None:
+        conversion = _yuv_conversion(pixel_format, color)
+
+        def through_swscale(array: np.ndarray) -> Any:
+            frame = av.VideoFrame.from_ndarray(array, format=frame_format)
+            return frame if conversion is None else frame.reformat(**conversion)
+
+        return through_swscale
+
+    def through_yuv(array: np.ndarray) -> Any:
+        frame = planes_frame(rgb_to_planes(array, layout), layout)
+        frame.colorspace, frame.color_range = color.get("colorspace", 2), color.get("range", 0)
+        return frame if planar == pixel_format else frame.reformat(format=pixel_format)
+
+    return through_yuv
 
 
 def _yuv_conversion(pixel_format: str, color: dict[str, int]) -> dict[str, Any] | None:

@@ -1,0 +1,143 @@
+"""Y'CbCr planes <-> RGB, computed in float32 from the standards' formulas (ITU-T H.273).
+
+FFmpeg's swscale converts 10- to 16-bit Y'CbCr to RGB at 8-bit precision (rounding down, half an
+8-bit level dark on average) and back with a luma offset of half an 8-bit level, so a 10-bit
+source lost its extra bits and drifted on every pass. This module does both ways exactly at any
+depth, and resamples chroma with a matched pair of filters so that a frame read and written
+again comes back within rounding:
+
+- up: linear interpolation at the chroma samples' sites (MPEG-2 / H.264 / HEVC "left" siting:
+  on the even luma columns, halfway between luma rows for 4:2:0);
+- down: the filter that undoes it, (-1, 2, 6, 2, -1) / 8 on co-sited samples (LeGall 5/3's
+  analysis low-pass) and (-1, 3, 3, -1) / 4 on samples halfway between, low-pass filters that
+  take out what a half-resolution plane cannot hold.
+
+Values out of RGB's range (saturated colors next to dark ones, after chroma interpolation) are
+clipped by the caller's integer frames; in-range frames round-trip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# FFmpeg's color matrices (AVColorSpace) -> (Kr, Kb): BT.709, FCC, BT.601 (as BT.470BG and as
+# SMPTE 170M), SMPTE 240M, BT.2020 (non-constant luminance). Others, unspecified among them,
+# are read as BT.601, as FFmpeg reads them.
+MATRIX_WEIGHTS = {1: (0.2126, 0.0722), 4: (0.30, 0.11), 5: (0.299, 0.114), 6: (0.299, 0.114)}
+MATRIX_WEIGHTS |= {7: (0.212, 0.087), 9: (0.2627, 0.0593), 10: (0.2627, 0.0593)}
+BT601_WEIGHTS = (0.299, 0.114)
+FULL_RANGE = 2  # AVCOL_RANGE_JPEG
+
+
+@dataclass(frozen=True)
+class YuvLayout:
+    """How a planar Y'CbCr pixel format stores a frame.
+
+    Attributes
+    ----------
+    pixel_format : str
+        FFmpeg's name ("yuv420p10le", ...).
+    bits : int
+        Bits per sample.
+    chroma_shift : (int, int)
+        log2 of the chroma subsampling across and down: (1, 1) for 4:2:0, (1, 0) 4:2:2, (0, 0) 4:4:4.
+    weights : (float, float)
+        The matrix's Kr and Kb.
+    full_range : bool
+        Samples span 0 .. 2^bits - 1 (JPEG); else luma 16..235 and chroma 16..240, times 2^(bits - 8).
+    """
+
+    pixel_format: str
+    bits: int
+    chroma_shift: tuple[int, int]
+    weights: tuple[float, float]
+    full_range: bool
+
+    @property
+    def sample_dtype(self) -> np.dtype:
+        return np.dtype(np.uint8 if self.bits <= 8 else np.uint16)
+
+    def coefficients(self) -> np.ndarray:
+        """(luma offset, luma scale, chroma offset, chroma scale) in samples, then Kr, Kb and the
+        largest sample, as float64 for the kernels."""
+        top = 2.0**self.bits - 1
+        if self.full_range:
+            scales = (0.0, top, 2.0 ** (self.bits - 1), top)
+        else:
+            step = 2.0 ** (self.bits - 8)
+            scales = (16 * step, 219 * step, 128 * step, 224 * step)
+        return np.array([*scales, *self.weights, top])
+
+
+def yuv_layout(pixel_format: str, color: dict[str, int]) -> YuvLayout | None:
+    """The layout of ``pixel_format`` with the matrix and range ``color`` tags (FFmpeg's codes),
+    or None where this module does not convert it (RGB, gray, packed, alpha, 4:1:1: swscale does).
+    """
+    import av
+
+    side = 16  # a size every subsampling divides, so that the planes' sizes give its factors
+    form = av.VideoFormat(pixel_format, side, side)
+    components = form.components
+    planar = len(components) == 3 and [component.plane for component in components] == [0, 1, 2]
+    if form.is_rgb or not planar or form.has_palette or form.is_bayer:
+        return None
+    bits = components[0].bits
+    shift = ((side // components[1].width).bit_length() - 1, (side // components[1].height).bit_length() - 1)
+    if max(shift) > 1 or bits > 16 or any(component.bits != bits for component in components):
+        return None
+    full = color.get("range") == FULL_RANGE or pixel_format.startswith("yuvj")
+    weights = MATRIX_WEIGHTS.get(color.get("colorspace", 2), BT601_WEIGHTS)
+    return YuvLayout(pixel_format, bits, shift, weights, full)
+
+
+def planes_to_rgb(planes: list[np.ndarray], layout: YuvLayout, dtype: np.dtype) -> np.ndarray:
+    """Y, Cb, Cr sample planes -> (H, W, 3) RGB of ``dtype`` (uint8 or uint16 at its full
+    scale), rounded and clipped."""
+    from nlmeans_studio.engine.media import yuv_kernels
+
+    rgb = np.empty((*planes[0].shape, 3), dtype)
+    yuv_kernels.to_rgb(*planes, *layout.chroma_shift, layout.coefficients(), float(np.iinfo(dtype).max), rgb)
+    return rgb
+
+
+def rgb_to_planes(rgb: np.ndarray, layout: YuvLayout) -> list[np.ndarray]:
+    """(H, W, 3) uint8 / uint16 RGB at its full scale -> Y, Cb, Cr sample planes of the layout's
+    dtype, rounded and clamped to 0 .. 2^bits - 1."""
+    from nlmeans_studio.engine.media import yuv_kernels
+
+    height, width = rgb.shape[:2]
+    across, down = layout.chroma_shift
+    chroma_shape = (-(-height >> down), -(-width >> across))
+    planes = [np.empty((height, width), layout.sample_dtype)]
+    planes += [np.empty(chroma_shape, layout.sample_dtype) for _ in range(2)]
+    differences = np.empty((2, height, width), np.float32)  # full-resolution Cb and Cr, before decimation
+    scale = 1.0 / np.iinfo(rgb.dtype).max
+    yuv_kernels.to_planes(rgb, scale, layout.coefficients(), *planes, differences, across, down)
+    return planes
+
+
+def frame_planes(frame: Any, layout: YuvLayout) -> list[np.ndarray]:
+    """A decoded PyAV frame's Y, Cb, Cr sample planes as arrays (no copy where they can be views)."""
+    planes = []
+    for plane in frame.planes:
+        row = plane.line_size // layout.sample_dtype.itemsize
+        samples = np.frombuffer(plane, layout.sample_dtype).reshape(plane.height, row)
+        planes.append(samples[:, : plane.width])
+    return planes
+
+
+def planes_frame(planes: list[np.ndarray], layout: YuvLayout) -> Any:
+    """A PyAV frame of the layout's pixel format holding ``planes``."""
+    import av
+
+    height, width = planes[0].shape
+    frame = av.VideoFrame(width, height, layout.pixel_format)
+    for plane, samples in zip(frame.planes, planes, strict=True):
+        row = plane.line_size // layout.sample_dtype.itemsize
+        padded = np.zeros((plane.height, row), layout.sample_dtype)
+        padded[:, : plane.width] = samples
+        plane.update(padded.tobytes())
+    return frame

@@ -1,0 +1,115 @@
+"""Every depth and chroma sampling through the command line and the readers: a clean Y'CbCr
+source through a near-identity filter comes back within rounding, and deep frames are read
+at their full precision (issue 32)."""
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from clips import CLI
+
+from nlmeans_studio.engine import read_frames
+
+av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
+
+BT709, FULL_RANGE = 1, 2
+
+
+def yuv_planes(pixel_format: str, frames: int = 3, size: tuple[int, int] = (48, 64)) -> list[list[np.ndarray]]:
+    """Sample planes of a clean clip: a luma ramp with a moving bar, and chroma blocks with sharp
+    edges (where a chroma siting error shows), all inside RGB's range after any interpolation:
+    luma 0.3..0.7 of its range, Cb and Cr within +-0.1."""
+    form = av.VideoFormat(pixel_format, size[1], size[0])
+    bits = form.components[0].bits
+    height, width = size
+    chroma_height, chroma_width = form.components[1].height, form.components[1].width
+    rng = np.random.default_rng(7)
+    step = 2 ** (bits - 8)
+    clip = []
+    for t in range(frames):
+        luma = 0.3 + 0.3 * np.linspace(0, 1, width)[None, :] * np.ones((height, 1))
+        luma[:, (4 * t) % width : (4 * t) % width + 5] += 0.1
+        chroma = [
+            np.kron(rng.uniform(-0.1, 0.1, (chroma_height // 4 + 1, chroma_width // 4 + 1)), np.ones((4, 4)))
+            for _ in range(2)
+        ]
+        planes = [np.rint((16 + 219 * luma) * step)]
+        planes += [np.rint((128 + 224 * plane[:chroma_height, :chroma_width]) * step) for plane in chroma]
+        clip.append([plane.astype(np.uint8 if bits == 8 else np.uint16) for plane in planes])
+    return clip
+
+
+def write_yuv(path: Path, pixel_format: str, clip: list[list[np.ndarray]], colorspace: int = 2) -> None:
+    """An FFV1 file holding ``clip``'s sample planes exactly, tagged with ``colorspace``, limited range."""
+    height, width = clip[0][0].shape
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = width, height, pixel_format
+        stream.codec_context.colorspace = colorspace
+        stream.codec_context.color_range = 1
+        for planes in clip:
+            frame = av.VideoFrame(width, height, pixel_format)
+            for plane, samples in zip(frame.planes, planes, strict=True):
+                row = np.zeros((plane.height, plane.line_size // samples.itemsize), samples.dtype)
+                row[:, : plane.width] = samples
+                plane.update(row.tobytes())
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+
+
+def read_yuv(path: Path) -> tuple[str, list[list[np.ndarray]]]:
+    """A file's pixel format and sample planes, as FFmpeg decodes them."""
+    with av.open(str(path)) as container:
+        frames = list(container.decode(video=0))
+    clip = []
+    for frame in frames:
+        dtype = np.uint8 if frame.format.components[0].bits == 8 else np.uint16
+        clip.append(
+            [
+                np.frombuffer(plane, dtype).reshape(plane.height, -1)[:, : plane.width].astype(np.int64)
+                for plane in frame.planes
+            ]
+        )
+    return frames[0].format.name, clip
+
+
+@pytest.mark.parametrize(
+    ("pixel_format", "colorspace"),
+    [
+        ("yuv420p", 2),
+        ("yuv420p10le", 2),
+        ("yuv420p10le", BT709),
+        ("yuv422p10le", 2),
+        ("yuv420p12le", BT709),
+        ("yuv444p12le", 2),
+    ],
+)
+def test_a_clean_source_comes_back_within_rounding(tmp_path, pixel_format, colorspace) -> None:
+    clip = yuv_planes(pixel_format)
+    write_yuv(tmp_path / "clean.mkv", pixel_format, clip, colorspace)
+    command = [*CLI, "denoise", str(tmp_path / "clean.mkv"), str(tmp_path / "out.mkv"), "--quiet"]
+    command += ["--h", "0.001", "--noise", "none", "--codec", "ffv1", "--patch-radius", "1", "--search-radius", "1"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    written_format, back = read_yuv(tmp_path / "out.mkv")
+    assert written_format == pixel_format and len(back) == len(clip)
+    # Within one level of the source's depth: the 16-bit (8-bit for 8-bit sources) RGB between
+    # reading and writing can move a sample that sits on a half step.
+    for planes, planes_back in zip(clip, back, strict=True):
+        for plane, plane_back in zip(planes, planes_back, strict=True):
+            assert np.abs(plane_back - plane).max() <= 1
+
+
+def test_deep_frames_are_read_at_their_full_precision(tmp_path) -> None:
+    clip = yuv_planes("yuv444p10le", frames=1)
+    write_yuv(tmp_path / "deep.mkv", "yuv444p10le", clip, BT709)
+    luma, blue, red = (plane.astype(np.float64) / 4 for plane in clip[0])
+    y, pb, pr = (luma - 16) / 219, (blue - 128) / 224, (red - 128) / 224
+    kr, kb = 0.2126, 0.0722  # BT.709, from ITU-T H.273
+    r, b = y + 2 * (1 - kr) * pr, y + 2 * (1 - kb) * pb
+    expected = np.stack([r, (y - kr * r - kb * b) / (1 - kr - kb), b], axis=-1) * 65535
+    frames = read_frames(tmp_path / "deep.mkv")
+    assert frames.dtype == np.uint16
+    # Half a 16-bit level of rounding, and float32's arithmetic.
+    assert np.abs(frames[0] - expected).max() <= 0.6
