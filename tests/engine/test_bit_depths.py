@@ -41,10 +41,12 @@ def yuv_planes(pixel_format: str, frames: int = 3, size: tuple[int, int] = (48, 
 
 
 def write_yuv(path: Path, pixel_format: str, clip: list[list[np.ndarray]], colorspace: int = 2) -> None:
-    """An FFV1 file holding ``clip``'s sample planes exactly, tagged with ``colorspace``, limited range."""
+    """An FFV1 file (y4m for a .y4m name) holding ``clip``'s sample planes exactly, tagged with
+    ``colorspace``, limited range."""
     height, width = clip[0][0].shape
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("ffv1", rate=25)
+    y4m = path.suffix == ".y4m"
+    with av.open(str(path), "w", format="yuv4mpegpipe" if y4m else None, options={"strict": "-1"}) as container:
+        stream = container.add_stream("wrapped_avframe" if y4m else "ffv1", rate=25)
         stream.width, stream.height, stream.pix_fmt = width, height, pixel_format
         stream.codec_context.colorspace = colorspace
         stream.codec_context.color_range = 1
@@ -75,23 +77,26 @@ def read_yuv(path: Path) -> tuple[str, list[list[np.ndarray]]]:
 
 
 @pytest.mark.parametrize(
-    ("pixel_format", "colorspace"),
+    ("pixel_format", "colorspace", "source"),
     [
-        ("yuv420p", 2),
-        ("yuv420p10le", 2),
-        ("yuv420p10le", BT709),
-        ("yuv422p10le", 2),
-        ("yuv420p12le", BT709),
-        ("yuv444p12le", 2),
+        ("yuv420p", 2, "clean.mkv"),
+        ("yuv420p10le", 2, "clean.mkv"),
+        ("yuv420p10le", BT709, "clean.mkv"),
+        ("yuv422p10le", 2, "clean.mkv"),
+        ("yuv420p12le", BT709, "clean.mkv"),
+        ("yuv444p12le", 2, "clean.mkv"),
+        ("yuv420p10le", 2, "clean.y4m"),  # on standard input: y4m declares C420p10
     ],
 )
-def test_a_clean_source_comes_back_within_rounding(tmp_path, pixel_format, colorspace) -> None:
+def test_a_clean_source_comes_back_within_rounding(tmp_path, pixel_format, colorspace, source) -> None:
     clip = yuv_planes(pixel_format)
-    write_yuv(tmp_path / "clean.mkv", pixel_format, clip, colorspace)
-    command = [*CLI, "denoise", str(tmp_path / "clean.mkv"), str(tmp_path / "out.mkv"), "--quiet"]
+    write_yuv(tmp_path / source, pixel_format, clip, colorspace)
+    piped = source.endswith(".y4m")
+    command = [*CLI, "denoise", "-" if piped else str(tmp_path / source), str(tmp_path / "out.mkv"), "--quiet"]
     command += ["--h", "0.001", "--noise", "none", "--codec", "ffv1", "--patch-radius", "1", "--search-radius", "1"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
+    with open(tmp_path / source, "rb") as standard_input:
+        result = subprocess.run(command, stdin=standard_input if piped else None, capture_output=True, timeout=300)
+    assert result.returncode == 0, result.stderr.decode()
     written_format, back = read_yuv(tmp_path / "out.mkv")
     assert written_format == pixel_format and len(back) == len(clip)
     # Within one level of the source's depth: the 16-bit (8-bit for 8-bit sources) RGB between
