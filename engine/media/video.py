@@ -397,6 +397,11 @@ class VideoReader:
         declared, warnings = facts.pop("declared_frames"), []
         if self._index.packets and declared > self._index.packets:
             warnings.append(f"the file declares {declared} frames but holds {count}: it is truncated or damaged")
+        if len(first.format.components) in (2, 4):  # gray or color, and alpha
+            warnings.append(
+                f"the video has an alpha channel ({facts['pixel_format']}): only its picture is denoised and "
+                "written, opaque; keep the transparency by merging the source's alpha back in afterwards"
+            )
         if getattr(first, "interlaced_frame", False):
             warnings.append(
                 "the video is interlaced: each frame's two fields are filtered as one picture and written as "

@@ -48,6 +48,8 @@ class YuvLayout:
         The matrix's Kr and Kb.
     full_range : bool
         Samples span 0 .. 2^bits - 1 (JPEG); else luma 16..235 and chroma 16..240, times 2^(bits - 8).
+    alpha : bool
+        A fourth plane holds opacity (ProRes 4444, yuva formats): not read, written opaque.
     """
 
     pixel_format: str
@@ -55,6 +57,7 @@ class YuvLayout:
     chroma_shift: tuple[int, int]
     weights: tuple[float, float]
     full_range: bool
+    alpha: bool = False
 
     @property
     def sample_dtype(self) -> np.dtype:
@@ -74,14 +77,14 @@ class YuvLayout:
 
 def yuv_layout(pixel_format: str, color: dict[str, int]) -> YuvLayout | None:
     """The layout of ``pixel_format`` with the matrix and range ``color`` tags (FFmpeg's codes),
-    or None where this module does not convert it (RGB, gray, packed, alpha, 4:1:1: swscale does).
+    or None where this module does not convert it (RGB, gray, packed, 4:1:1: swscale does).
     """
     import av
 
     side = 16  # a size every subsampling divides, so that the planes' sizes give its factors
     form = av.VideoFormat(pixel_format, side, side)
     components = form.components
-    planar = len(components) == 3 and [component.plane for component in components] == [0, 1, 2]
+    planar = [component.plane for component in components] in ([0, 1, 2], [0, 1, 2, 3])
     if form.is_rgb or not planar or form.has_palette or form.is_bayer:
         return None
     bits = components[0].bits
@@ -90,7 +93,7 @@ def yuv_layout(pixel_format: str, color: dict[str, int]) -> YuvLayout | None:
         return None
     full = color.get("range") == FULL_RANGE or pixel_format.startswith("yuvj")
     weights = MATRIX_WEIGHTS.get(color.get("colorspace", 2), BT601_WEIGHTS)
-    return YuvLayout(pixel_format, bits, shift, weights, full)
+    return YuvLayout(pixel_format, bits, shift, weights, full, alpha=len(components) == 4)
 
 
 def planes_to_rgb(planes: list[np.ndarray], layout: YuvLayout, dtype: np.dtype) -> np.ndarray:
@@ -122,7 +125,7 @@ def rgb_to_planes(rgb: np.ndarray, layout: YuvLayout) -> list[np.ndarray]:
 def frame_planes(frame: Any, layout: YuvLayout) -> list[np.ndarray]:
     """A decoded PyAV frame's Y, Cb, Cr sample planes as arrays (no copy where they can be views)."""
     planes = []
-    for plane in frame.planes:
+    for plane in frame.planes[:3]:
         row = plane.line_size // layout.sample_dtype.itemsize
         samples = np.frombuffer(plane, layout.sample_dtype).reshape(plane.height, row)
         planes.append(samples[:, : plane.width])
@@ -130,11 +133,13 @@ def frame_planes(frame: Any, layout: YuvLayout) -> list[np.ndarray]:
 
 
 def planes_frame(planes: list[np.ndarray], layout: YuvLayout) -> Any:
-    """A PyAV frame of the layout's pixel format holding ``planes``."""
+    """A PyAV frame of the layout's pixel format holding ``planes`` (and opaque alpha where it has some)."""
     import av
 
     height, width = planes[0].shape
     frame = av.VideoFrame(width, height, layout.pixel_format)
+    if layout.alpha:
+        planes = [*planes, np.full((height, width), 2**layout.bits - 1, layout.sample_dtype)]
     for plane, samples in zip(frame.planes, planes, strict=True):
         row = plane.line_size // layout.sample_dtype.itemsize
         padded = np.zeros((plane.height, row), layout.sample_dtype)

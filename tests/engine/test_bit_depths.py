@@ -106,6 +106,24 @@ def test_a_clean_source_comes_back_within_rounding(tmp_path, pixel_format, color
             assert np.abs(plane_back - plane).max() <= 1
 
 
+def test_a_source_with_alpha_is_denoised_in_its_picture_and_says_so(tmp_path) -> None:
+    """ProRes 4444 and FFV1 carry an alpha plane (yuva444p10le): the picture comes back within
+    rounding, and the user is told that the alpha is written opaque."""
+    clip = [[*planes, np.full_like(planes[0], 512)] for planes in yuv_planes("yuv444p10le")]
+    write_yuv(tmp_path / "alpha.mkv", "yuva444p10le", clip)
+    command = [*CLI, "denoise", str(tmp_path / "alpha.mkv"), str(tmp_path / "out.mkv"), "--codec", "ffv1"]
+    command += ["--h", "0.001", "--noise", "none", "--patch-radius", "1", "--search-radius", "1"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "the video has an alpha channel (yuva444p10le)" in result.stderr and "opaque" in result.stderr
+    written_format, back = read_yuv(tmp_path / "out.mkv")
+    assert written_format == "yuva444p10le"
+    for planes, planes_back in zip(clip, back, strict=True):
+        for plane, plane_back in zip(planes[:3], planes_back[:3], strict=True):
+            assert np.abs(plane_back - plane).max() <= 1
+        assert (planes_back[3] == 1023).all()
+
+
 def test_deep_frames_are_read_at_their_full_precision(tmp_path) -> None:
     clip = yuv_planes("yuv444p10le", frames=1)
     write_yuv(tmp_path / "deep.mkv", "yuv444p10le", clip, BT709)
