@@ -84,20 +84,23 @@ def _full_resolution(rgb, scale, coefficients, luma, differences):
 @numba.njit(cache=True, parallel=True, nogil=True)
 def _decimated(difference, vertical, horizontal, before_y, before_x, coefficients, out):
     """``out`` (chroma samples): ``difference`` filtered with the separable taps at the chroma
-    sites, the first tap ``before_y`` / ``before_x`` full-resolution samples before the site."""
+    sites, the first tap ``before_y`` / ``before_x`` full-resolution samples before the site:
+    down the columns into one row, then along it."""
     _, _, chroma_offset, chroma_scale, _, _, top = coefficients
     height, width = difference.shape
     rows, columns = out.shape
     stride_y = 2 if len(vertical) > 1 else 1
     stride_x = 2 if len(horizontal) > 1 else 1
     for cy in numba.prange(rows):
+        row = np.zeros(width, np.float64)
+        for i in range(len(vertical)):
+            y = min(max(cy * stride_y + i - before_y, 0), height - 1)
+            for x in range(width):
+                row[x] += vertical[i] * difference[y, x]
         for cx in range(columns):
             total = 0.0
-            for i in range(len(vertical)):
-                y = min(max(cy * stride_y + i - before_y, 0), height - 1)
-                for j in range(len(horizontal)):
-                    x = min(max(cx * stride_x + j - before_x, 0), width - 1)
-                    total += vertical[i] * horizontal[j] * difference[y, x]
+            for j in range(len(horizontal)):
+                total += horizontal[j] * row[min(max(cx * stride_x + j - before_x, 0), width - 1)]
             out[cy, cx] = min(max(round(total * chroma_scale + chroma_offset), 0), top)
 
 
