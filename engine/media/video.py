@@ -907,12 +907,12 @@ def _hdr10_options(codec: str, hdr10: dict[str, str]) -> dict[str, str]:
 def _output_format(codec: str, like: VideoInfo, *, gray: bool, rgb: bool) -> str:
     """The pixel format ``codec`` writes frames like ``like``'s in (see CODECS)."""
     deep = like.bit_depth > HIGH_BIT_DEPTH
-    if gray:
-        return GRAY_FORMATS[codec][deep]
     _, eight_bit, deeper = CODECS[codec]
     supported = [form.name for form in _av().codec.Codec(CODECS[codec][0], "w").video_formats or ()]
     if codec in KEEPS_SOURCE_SAMPLING and not rgb and like.pixel_format in supported:
-        return like.pixel_format
+        return like.pixel_format  # gray10le stays gray10le, as 10-bit 4:2:2 stays 10-bit 4:2:2
+    if gray:
+        return GRAY_FORMATS[codec][deep]
     if codec == "prores":  # by the source's chroma: full (RGB, 4:4:4) or not
         source = _av().VideoFormat(like.pixel_format, 2, 2)
         full_chroma = source.is_rgb or source.components[1].width == source.components[0].width

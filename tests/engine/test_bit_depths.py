@@ -106,6 +106,19 @@ def test_a_clean_source_comes_back_within_rounding(tmp_path, pixel_format, color
             assert np.abs(plane_back - plane).max() <= 1
 
 
+def test_a_ten_bit_gray_source_stays_ten_bit_within_rounding(tmp_path) -> None:
+    clip = [planes[:1] for planes in yuv_planes("yuv420p10le")]
+    write_yuv(tmp_path / "gray.mkv", "gray10le", clip)
+    command = [*CLI, "denoise", str(tmp_path / "gray.mkv"), str(tmp_path / "out.mkv"), "--quiet", "--codec", "ffv1"]
+    command += ["--h", "0.001", "--noise", "none", "--patch-radius", "1", "--search-radius", "1"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    written_format, back = read_yuv(tmp_path / "out.mkv")
+    assert written_format == "gray10le"  # FFV1 keeps the source's depth, as it does for color
+    for planes, planes_back in zip(clip, back, strict=True):
+        assert np.abs(planes_back[0] - planes[0]).max() <= 1
+
+
 def test_a_source_with_alpha_is_denoised_in_its_picture_and_says_so(tmp_path) -> None:
     """ProRes 4444 and FFV1 carry an alpha plane (yuva444p10le): the picture comes back within
     rounding, and the user is told that the alpha is written opaque."""
