@@ -63,6 +63,11 @@ class YuvLayout:
     def sample_dtype(self) -> np.dtype:
         return np.dtype(np.uint8 if self.bits <= 8 else np.uint16)
 
+    @property
+    def stored_dtype(self) -> np.dtype:
+        """The samples as the frame stores them: big-endian for the "be" formats (raw video)."""
+        return self.sample_dtype.newbyteorder(">" if self.pixel_format.endswith("be") else "<")
+
     def coefficients(self) -> np.ndarray:
         """(luma offset, luma scale, chroma offset, chroma scale) in samples, then Kr, Kb and the
         largest sample, as float64 for the kernels."""
@@ -123,12 +128,13 @@ def rgb_to_planes(rgb: np.ndarray, layout: YuvLayout) -> list[np.ndarray]:
 
 
 def frame_planes(frame: Any, layout: YuvLayout) -> list[np.ndarray]:
-    """A decoded PyAV frame's Y, Cb, Cr sample planes as arrays (no copy where they can be views)."""
+    """A decoded PyAV frame's Y, Cb, Cr sample planes as arrays of ``layout.sample_dtype`` (views
+    where the frame stores them in this machine's byte order)."""
     planes = []
     for plane in frame.planes[:3]:
         row = plane.line_size // layout.sample_dtype.itemsize
-        samples = np.frombuffer(plane, layout.sample_dtype).reshape(plane.height, row)
-        planes.append(samples[:, : plane.width])
+        samples = np.frombuffer(plane, layout.stored_dtype).reshape(plane.height, row)
+        planes.append(samples[:, : plane.width].astype(layout.sample_dtype, copy=False))
     return planes
 
 
@@ -142,7 +148,7 @@ def planes_frame(planes: list[np.ndarray], layout: YuvLayout) -> Any:
         planes = [*planes, np.full((height, width), 2**layout.bits - 1, layout.sample_dtype)]
     for plane, samples in zip(frame.planes, planes, strict=True):
         row = plane.line_size // layout.sample_dtype.itemsize
-        padded = np.zeros((plane.height, row), layout.sample_dtype)
+        padded = np.zeros((plane.height, row), layout.stored_dtype)
         padded[:, : plane.width] = samples
         plane.update(padded.tobytes())
     return frame

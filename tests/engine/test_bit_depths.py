@@ -41,19 +41,21 @@ def yuv_planes(pixel_format: str, frames: int = 3, size: tuple[int, int] = (48, 
 
 
 def write_yuv(path: Path, pixel_format: str, clip: list[list[np.ndarray]], colorspace: int = 2) -> None:
-    """An FFV1 file (y4m for a .y4m name) holding ``clip``'s sample planes exactly, tagged with
-    ``colorspace``, limited range."""
+    """A file holding ``clip``'s sample planes exactly, tagged with ``colorspace``, limited range:
+    FFV1, y4m for a .y4m name, raw video for a big-endian format (as raw video in a MOV can be)."""
     height, width = clip[0][0].shape
-    y4m = path.suffix == ".y4m"
+    y4m, big_endian = path.suffix == ".y4m", pixel_format.endswith("be")
+    codec = "wrapped_avframe" if y4m else "rawvideo" if big_endian else "ffv1"
     with av.open(str(path), "w", format="yuv4mpegpipe" if y4m else None, options={"strict": "-1"}) as container:
-        stream = container.add_stream("wrapped_avframe" if y4m else "ffv1", rate=25)
+        stream = container.add_stream(codec, rate=25)
         stream.width, stream.height, stream.pix_fmt = width, height, pixel_format
         stream.codec_context.colorspace = colorspace
         stream.codec_context.color_range = 1
         for planes in clip:
             frame = av.VideoFrame(width, height, pixel_format)
             for plane, samples in zip(frame.planes, planes, strict=True):
-                row = np.zeros((plane.height, plane.line_size // samples.itemsize), samples.dtype)
+                stored = samples.dtype.newbyteorder(">" if big_endian else "<")
+                row = np.zeros((plane.height, plane.line_size // samples.itemsize), stored)
                 row[:, : plane.width] = samples
                 plane.update(row.tobytes())
             container.mux(stream.encode(frame))
@@ -135,6 +137,13 @@ def test_a_source_with_alpha_is_denoised_in_its_picture_and_says_so(tmp_path) ->
         for plane, plane_back in zip(planes[:3], planes_back[:3], strict=True):
             assert np.abs(plane_back - plane).max() <= 1
         assert (planes_back[3] == 1023).all()
+
+
+def test_big_endian_samples_read_as_the_same_frames(tmp_path) -> None:
+    clip = yuv_planes("yuv420p10le")
+    write_yuv(tmp_path / "little.mkv", "yuv420p10le", clip)
+    write_yuv(tmp_path / "big.nut", "yuv420p10be", clip)
+    assert np.array_equal(read_frames(tmp_path / "big.nut"), read_frames(tmp_path / "little.mkv"))
 
 
 def test_deep_frames_are_read_at_their_full_precision(tmp_path) -> None:
