@@ -28,6 +28,7 @@ import numpy as np
 
 from nlmeans_studio.engine.denoiser import Denoiser
 from nlmeans_studio.engine.frames import at_bit_depth, check_bit_depth, checked_frame, from_float32, to_float32
+from nlmeans_studio.engine.media.yuv import HD_LINES
 from nlmeans_studio.engine.noise import NoiseEstimate, estimate_noise, suggest_h
 from nlmeans_studio.engine.params import H_MIN, NLMParams
 
@@ -280,7 +281,8 @@ def matrix_for(colorspace: int, height: int) -> str:
         FFmpeg's colorspace code (``VideoInfo.color["colorspace"]``): 1 is BT.709, 5 and 6
         BT.601; any other (2, unspecified) leaves it to the size.
     height : int
-        The frame height in pixels: BT.709 from 720 lines up, BT.601 below, as players guess.
+        The frame height in pixels: BT.709 from HD_LINES (720) up, BT.601 below, as players
+        guess, and as the video reader converts untagged sources.
 
     Returns
     -------
@@ -290,4 +292,4 @@ def matrix_for(colorspace: int, height: int) -> str:
         return "bt709"
     if colorspace in (5, 6):
         return "bt601"
-    return "bt709" if height >= 720 else "bt601"
+    return "bt709" if height >= HD_LINES else "bt601"

@@ -224,7 +224,7 @@ def decoded_array(frame: Any, info: VideoInfo) -> np.ndarray:
     (exact at every depth, where swscale keeps 8 bits of a 10-bit source), others by swscale."""
     from nlmeans_studio.engine.media.yuv import frame_planes, planes_to_rgb, yuv_layout
 
-    layout = yuv_layout(frame.format.name, info.color) if info.channels == 3 else None
+    layout = yuv_layout(frame.format.name, info.color, frame.height) if info.channels == 3 else None
     if layout is not None:
         return planes_to_rgb(frame_planes(frame, layout), layout, info.dtype)
     array = frame.to_ndarray(format=_frame_format(info.channels, info.bit_depth))
@@ -732,7 +732,7 @@ class VideoWriter:
             context.colorspace = like.color.get("colorspace", 2)
             context.color_range = like.color.get("range", 0)
             _check_size(self.path, self._stream.pix_fmt, like.width, like.height)
-            self._made_frame = _frame_maker(self._stream.pix_fmt, self._frame_format, like.color)
+            self._made_frame = _frame_maker(self._stream.pix_fmt, self._frame_format, like.color, like.height)
             self._open_encoder(codec)
             self._copied = self._add_copied_streams()
         except VideoError:
@@ -924,15 +924,17 @@ def _output_format(codec: str, like: VideoInfo, *, gray: bool, rgb: bool) -> str
 PLANAR_TWINS = {"nv12": "yuv420p", "p010le": "yuv420p10le"}
 
 
-def _frame_maker(pixel_format: str, frame_format: str, color: dict[str, int]) -> Callable[[np.ndarray], Any]:
-    """How the writer turns an array of ``frame_format`` into a frame of ``pixel_format``: to
-    Y'CbCr through ``media.yuv`` (exact at every depth, the reader's inverse), to other formats
-    through swscale."""
+def _frame_maker(
+    pixel_format: str, frame_format: str, color: dict[str, int], height: int
+) -> Callable[[np.ndarray], Any]:
+    """How the writer turns an array of ``frame_format`` (``height`` lines) into a frame of
+    ``pixel_format``: to Y'CbCr through ``media.yuv`` (exact at every depth, the reader's
+    inverse), to other formats through swscale."""
     from nlmeans_studio.engine.media.yuv import planes_frame, rgb_to_planes, yuv_layout
 
     av = _av()
     planar = PLANAR_TWINS.get(pixel_format, pixel_format)
-    layout = yuv_layout(planar, color) if frame_format.startswith("rgb") else None
+    layout = yuv_layout(planar, color, height) if frame_format.startswith("rgb") else None
     if layout is None:
         conversion = _yuv_conversion(pixel_format, color)
 

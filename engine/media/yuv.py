@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 
 # FFmpeg's color matrices (AVColorSpace) -> (Kr, Kb): BT.709, FCC, BT.601 (as BT.470BG and as
-# SMPTE 170M), SMPTE 240M, BT.2020 (non-constant luminance). Others, unspecified among them,
-# are read as BT.601, as FFmpeg reads them.
-MATRIX_WEIGHTS = {1: (0.2126, 0.0722), 4: (0.30, 0.11), 5: (0.299, 0.114), 6: (0.299, 0.114)}
+# SMPTE 170M), SMPTE 240M, BT.2020 (non-constant luminance, and constant, approximated by it).
+BT709, BT601 = 1, 5
+MATRIX_WEIGHTS = {BT709: (0.2126, 0.0722), 4: (0.30, 0.11), BT601: (0.299, 0.114), 6: (0.299, 0.114)}
 MATRIX_WEIGHTS |= {7: (0.212, 0.087), 9: (0.2627, 0.0593), 10: (0.2627, 0.0593)}
-BT601_WEIGHTS = (0.299, 0.114)
+HD_LINES = 720  # an untagged source this tall or taller is BT.709, shorter BT.601, as players take it
 FULL_RANGE = 2  # AVCOL_RANGE_JPEG
 
 
@@ -80,9 +80,11 @@ class YuvLayout:
         return np.array([*scales, *self.weights, top])
 
 
-def yuv_layout(pixel_format: str, color: dict[str, int]) -> YuvLayout | None:
+def yuv_layout(pixel_format: str, color: dict[str, int], height: int) -> YuvLayout | None:
     """The layout of ``pixel_format`` with the matrix and range ``color`` tags (FFmpeg's codes),
-    or None where this module does not convert it (RGB, gray, packed, 4:1:1: swscale does).
+    the matrix of an untagged source guessed from its ``height`` in lines as players guess it
+    (BT.709 from HD_LINES up, else BT.601); None where this module does not convert the format
+    (RGB, gray, packed, 4:1:1: swscale does).
     """
     import av
 
@@ -97,7 +99,8 @@ def yuv_layout(pixel_format: str, color: dict[str, int]) -> YuvLayout | None:
     if max(shift) > 1 or bits > 16 or any(component.bits != bits for component in components):
         return None
     full = color.get("range") == FULL_RANGE or pixel_format.startswith("yuvj")
-    weights = MATRIX_WEIGHTS.get(color.get("colorspace", 2), BT601_WEIGHTS)
+    guessed = BT709 if height >= HD_LINES else BT601
+    weights = MATRIX_WEIGHTS.get(color.get("colorspace", 2), MATRIX_WEIGHTS[guessed])
     return YuvLayout(pixel_format, bits, shift, weights, full, alpha=len(components) == 4)
 
 

@@ -146,12 +146,20 @@ def test_big_endian_samples_read_as_the_same_frames(tmp_path) -> None:
     assert np.array_equal(read_frames(tmp_path / "big.nut"), read_frames(tmp_path / "little.mkv"))
 
 
-def test_deep_frames_are_read_at_their_full_precision(tmp_path) -> None:
-    clip = yuv_planes("yuv444p10le", frames=1)
-    write_yuv(tmp_path / "deep.mkv", "yuv444p10le", clip, BT709)
+@pytest.mark.parametrize(
+    ("colorspace", "height", "weights"),
+    [
+        (BT709, 48, (0.2126, 0.0722)),
+        (2, 48, (0.299, 0.114)),  # untagged SD: BT.601
+        (2, 720, (0.2126, 0.0722)),  # untagged HD: BT.709, as players show it
+    ],
+)
+def test_deep_frames_are_read_at_their_full_precision(tmp_path, colorspace, height, weights) -> None:
+    clip = yuv_planes("yuv444p10le", frames=1, size=(height, 64))
+    write_yuv(tmp_path / "deep.mkv", "yuv444p10le", clip, colorspace)
     luma, blue, red = (plane.astype(np.float64) / 4 for plane in clip[0])
     y, pb, pr = (luma - 16) / 219, (blue - 128) / 224, (red - 128) / 224
-    kr, kb = 0.2126, 0.0722  # BT.709, from ITU-T H.273
+    kr, kb = weights  # ITU-T H.273
     r, b = y + 2 * (1 - kr) * pr, y + 2 * (1 - kb) * pb
     expected = np.stack([r, (y - kr * r - kb * b) / (1 - kr - kb), b], axis=-1) * 65535
     frames = read_frames(tmp_path / "deep.mkv")
