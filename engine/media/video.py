@@ -731,7 +731,8 @@ class VideoWriter:
             context.color_trc = like.color.get("trc", 2)
             context.colorspace = like.color.get("colorspace", 2)
             context.color_range = like.color.get("range", 0)
-            _check_size(self.path, self._stream.pix_fmt, like.width, like.height)
+            if encoder not in ANY_SIZE_ENCODERS:
+                _check_size(self.path, self._stream.pix_fmt, like.width, like.height)
             self._made_frame = _frame_maker(self._stream.pix_fmt, self._frame_format, like.color, like.height)
             self._open_encoder(codec)
             self._copied = self._add_copied_streams()
@@ -880,6 +881,11 @@ class VideoWriter:
 # BT.470BG and as SMPTE 170M), SMPTE 240M, BT.2020 (constant and non-constant luminance).
 SWSCALE_MATRICES = {1: 1, 4: 4, 5: 5, 6: 5, 7: 7, 9: 9, 10: 9}
 BT601, LIMITED_RANGE = 5, 1
+
+
+# Encoders that take subsampled chroma at any size (an odd-sized 4:2:0 source stays 4:2:0 in
+# FFV1 and in a y4m pipe); the others need even sizes there.
+ANY_SIZE_ENCODERS = ("ffv1", "wrapped_avframe")
 
 
 def _check_size(path: Path, pixel_format: str, width: int, height: int) -> None:

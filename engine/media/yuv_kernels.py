@@ -2,7 +2,9 @@
 
 One pass over the frame each way, rows in parallel: a 1080p frame takes milliseconds, as FFmpeg's
 swscale does. Chroma sites follow MPEG-2 / H.264 / HEVC's default: on the even luma columns, and
-for 4:2:0 halfway between two luma rows. Edges repeat their last sample.
+for 4:2:0 halfway between two luma rows. Edges repeat their last sample, under which the down
+filters undo the up filters exactly, except the last chroma row of a 4:2:0 frame of odd height
+(one luma row under it, not two): it comes back within a few levels.
 
 ``coefficients`` is ``YuvLayout.coefficients()``: luma offset, luma scale, chroma offset, chroma
 scale (in samples), Kr, Kb, the largest sample.

@@ -108,6 +108,21 @@ def test_a_clean_source_comes_back_within_rounding(tmp_path, pixel_format, color
             assert np.abs(plane_back - plane).max() <= 1
 
 
+def test_an_odd_sized_four_two_zero_source_stays_four_two_zero_in_ffv1(tmp_path) -> None:
+    """FFV1 takes 4:2:0 at any size; the writer refused odd widths, telling the user to choose FFV1."""
+    clip = yuv_planes("yuv420p10le", size=(48, 65))
+    write_yuv(tmp_path / "odd.mkv", "yuv420p10le", clip)
+    command = [*CLI, "denoise", str(tmp_path / "odd.mkv"), str(tmp_path / "out.mkv"), "--quiet", "--codec", "ffv1"]
+    command += ["--h", "0.001", "--noise", "none", "--patch-radius", "1", "--search-radius", "1"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    written_format, back = read_yuv(tmp_path / "out.mkv")
+    assert written_format == "yuv420p10le"
+    for planes, planes_back in zip(clip, back, strict=True):
+        for plane, plane_back in zip(planes, planes_back, strict=True):
+            assert np.abs(plane_back - plane).max() <= 1
+
+
 def test_a_ten_bit_gray_source_stays_ten_bit_within_rounding(tmp_path) -> None:
     clip = [planes[:1] for planes in yuv_planes("yuv420p10le")]
     write_yuv(tmp_path / "gray.mkv", "gray10le", clip)
