@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from nlmeans_studio.engine.frames import FULL_SCALE_BITS, check_bit_depth, checked_frame
 from nlmeans_studio.engine.media.frame_index import FrameIndex, index_stream
 from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput, folder_problem
 
@@ -661,6 +662,10 @@ class VideoWriter:
         The part of the source the frames are, in seconds from its frame 0 (start, end): the
         copied audio and subtitles are cut to it and start with the video. The whole source by
         default.
+    bit_depth : int
+        Bits per sample of the uint16 frames written, 9..16: 16 (the default) for 16-bit full
+        scale, as ``VideoReader`` gives deep sources; 10 for 10-bit samples held in uint16
+        (0..1023, as VapourSynth hands them).
 
     Attributes
     ----------
@@ -674,6 +679,8 @@ class VideoWriter:
     VideoError
         An unknown codec or preset, crf out of 0..51, ``rgb`` with a codec other than FFV1;
         output refused, folder missing or read-only, an encoder missing, or the disk full.
+    ValueError
+        A ``bit_depth`` outside 9..16, or (by ``write``) uint16 samples beyond it.
     """
 
     def __init__(
@@ -687,9 +694,12 @@ class VideoWriter:
         overwrite: bool = False,
         span: tuple[float, float] = (0.0, math.inf),
         rgb: bool = False,
+        bit_depth: int = FULL_SCALE_BITS,
     ) -> None:
         av = _av()
         self.path = Path(path)
+        check_bit_depth(bit_depth)
+        self._bit_depth = bit_depth
         self.info = like
         check_encoding(codec, crf, preset, rgb=rgb)
         self._pipe = str(path) == STANDARD_OUTPUT
@@ -790,7 +800,8 @@ class VideoWriter:
             self.abort()
 
     def write(self, frame: np.ndarray, timestamp: int | None = None) -> None:
-        """Encode one (H, W, C) frame of the source's dtype (uint8, or uint16 for deep sources).
+        """Encode one (H, W, C) frame of the source's dtype (uint8, or uint16 of ``bit_depth``
+        for deep sources).
 
         ``timestamp`` is its presentation time in the source's time base, counted from the
         output's start (``VideoReader.timed_frames`` gives them): variable frame rates are kept.
@@ -800,6 +811,8 @@ class VideoWriter:
         ------
         VideoError
             A frame of another size, or the writer was closed.
+        ValueError
+            uint16 samples beyond ``bit_depth``.
         """
         array = np.ascontiguousarray(frame)
         if self._closed:
@@ -807,6 +820,8 @@ class VideoWriter:
         if array.shape[:2] != (self.info.height, self.info.width):
             wanted, size = f"{self.info.width}x{self.info.height}", "x".join(map(str, array.shape[1::-1]))
             raise VideoError(f"{self.path}: frames must be {wanted}, as the source, got {size}")
+        if array.dtype == np.uint16:
+            array = checked_frame(array, self._bit_depth)  # at 16-bit full scale
         if array.ndim == 3 and self._frame_format.startswith("gray"):
             array = array[:, :, 0]
         elif array.ndim == 3 and array.shape[2] == 1:

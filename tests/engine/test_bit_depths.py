@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from clips import CLI
 
-from nlmeans_studio.engine import read_frames
+from nlmeans_studio.engine import VideoReader, VideoWriter, read_frames
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
 
@@ -181,3 +181,25 @@ def test_deep_frames_are_read_at_their_full_precision(tmp_path, colorspace, heig
     assert frames.dtype == np.uint16
     # Half a 16-bit level of rounding, and float32's arithmetic.
     assert np.abs(frames[0] - expected).max() <= 0.6
+
+
+def test_the_writer_takes_ten_bit_samples_in_uint16(tmp_path) -> None:
+    """Frames from VapourSynth (10-bit samples in uint16) written with bit_depth=10 come out as
+    the frames they are, not 64 times darker."""
+    write_yuv(tmp_path / "clean.mkv", "yuv444p10le", yuv_planes("yuv444p10le"))
+    frames = read_frames(tmp_path / "clean.mkv")
+    samples = np.rint(frames * (1023 / 65535)).astype(np.uint16)
+    with (
+        VideoReader(tmp_path / "clean.mkv") as reader,
+        VideoWriter(tmp_path / "out.mkv", reader.info, codec="ffv1", bit_depth=10) as writer,
+    ):
+        for frame in samples:
+            writer.write(frame)
+    # Half a 10-bit level (32 16-bit levels), and the conversions' rounding.
+    assert np.abs(read_frames(tmp_path / "out.mkv").astype(int) - frames).max() <= 40
+    beyond = samples[0].copy()
+    beyond[0, 0, 0] = 2000
+    writer = VideoWriter(tmp_path / "more.mkv", reader.info, codec="ffv1", bit_depth=10)
+    with pytest.raises(ValueError, match=r"bit_depth=10 holds samples up to 1023, but this frame has 2000"):
+        writer.write(beyond)
+    writer.abort()
