@@ -3,8 +3,8 @@
 One pass over the frame each way, rows in parallel: a 1080p frame takes milliseconds, as FFmpeg's
 swscale does. Chroma sites follow MPEG-2 / H.264 / HEVC's default: on the even luma columns, and
 for 4:2:0 halfway between two luma rows. Edges repeat their last sample, under which the down
-filters undo the up filters exactly, except the last chroma row of a 4:2:0 frame of odd height
-(one luma row under it, not two): it comes back within a few levels.
+filters undo the up filters exactly; the last chroma row of a 4:2:0 frame of odd height (one
+luma row under it, not two) has taps of its own that undo it exactly (CENTERED_LAST_DOWN).
 
 ``coefficients`` is ``YuvLayout.coefficients()``: luma offset, luma scale, chroma offset, chroma
 scale (in samples), Kr, Kb, the largest sample.
@@ -19,6 +19,7 @@ import numpy as np
 # LeGall 5/3's low-pass on co-sited samples, and its counterpart for samples halfway between.
 COSITED_DOWN = np.array([-1, 2, 6, 2, -1], np.float32) / 8
 CENTERED_DOWN = np.array([-1, 3, 3, -1], np.float32) / 4
+CENTERED_LAST_DOWN = np.array([-1, 3], np.float32) / 2  # on the two last rows, where the pair is cut
 NOT_SUBSAMPLED = np.ones(1, np.float32)
 
 
@@ -95,10 +96,13 @@ def _decimated(difference, vertical, horizontal, before_y, before_x, coefficient
     stride_x = 2 if len(horizontal) > 1 else 1
     for cy in numba.prange(rows):
         row = np.zeros(width, np.float64)
-        for i in range(len(vertical)):
-            y = min(max(cy * stride_y + i - before_y, 0), height - 1)
+        taps, first = vertical, cy * stride_y - before_y
+        if stride_y == 2 and 2 * cy + 1 == height:  # a 4:2:0 frame of odd height: half a pair left
+            taps, first = CENTERED_LAST_DOWN, 2 * cy - 1
+        for i in range(len(taps)):
+            y = min(max(first + i, 0), height - 1)
             for x in range(width):
-                row[x] += vertical[i] * difference[y, x]
+                row[x] += taps[i] * difference[y, x]
         for cx in range(columns):
             total = 0.0
             for j in range(len(horizontal)):

@@ -109,8 +109,8 @@ def test_a_clean_source_comes_back_within_rounding(tmp_path, pixel_format, color
 
 
 def test_an_odd_sized_four_two_zero_source_stays_four_two_zero_in_ffv1(tmp_path) -> None:
-    """FFV1 takes 4:2:0 at any size; the writer refused odd widths, telling the user to choose FFV1."""
-    clip = yuv_planes("yuv420p10le", size=(48, 65))
+    """FFV1 takes 4:2:0 at any size; the writer refused odd sizes, telling the user to choose FFV1."""
+    clip = yuv_planes("yuv420p10le", size=(49, 65))
     write_yuv(tmp_path / "odd.mkv", "yuv420p10le", clip)
     command = [*CLI, "denoise", str(tmp_path / "odd.mkv"), str(tmp_path / "out.mkv"), "--quiet", "--codec", "ffv1"]
     command += ["--h", "0.001", "--noise", "none", "--patch-radius", "1", "--search-radius", "1"]
