@@ -1,10 +1,10 @@
-"""Y'CbCr planes <-> RGB, computed in float32 from the standards' formulas (ITU-T H.273).
+"""Y'CbCr planes <-> RGB, computed in floating point from the standards' formulas (ITU-T H.273).
 
-FFmpeg's swscale converts 10- to 16-bit Y'CbCr to RGB at 8-bit precision (rounding down, half an
-8-bit level dark on average) and back with a luma offset of half an 8-bit level, so a 10-bit
-source lost its extra bits and drifted on every pass. This module does both ways exactly at any
-depth, and resamples chroma with a matched pair of filters so that a frame read and written
-again comes back within rounding:
+FFmpeg's swscale (as PyAV calls it) read 10- to 16-bit Y'CbCr into RGB about half an 8-bit level
+dark, wrote it back with an opposite luma offset, and resampled 4:2:0 chroma with an up and a
+down filter that are not each other's inverse: a clean 10-bit 4:2:0 source came back with chroma
+off by tens of levels. This module does both ways exactly at any depth, and resamples chroma
+with a matched pair of filters so that a frame read and written again comes back within rounding:
 
 - up: linear interpolation at the chroma samples' sites (MPEG-2 / H.264 / HEVC "left" siting:
   on the even luma columns, halfway between luma rows for 4:2:0);
