@@ -28,7 +28,7 @@ from nlmeans_studio.engine import peers
 from nlmeans_studio.engine.backend import cupy_module, resolve_backend
 from nlmeans_studio.engine.denoiser import Denoiser
 from nlmeans_studio.engine.filters import WindowFilter, window_filter
-from nlmeans_studio.engine.frames import from_float32, window_indices
+from nlmeans_studio.engine.frames import FULL_SCALE_BITS, from_float32, window_indices
 from nlmeans_studio.engine.metrics import psnr
 from nlmeans_studio.engine.params import NLMParams
 from nlmeans_studio.engine.sample import load_clean_frames, noisy_frames
@@ -293,7 +293,7 @@ def run_pipeline(
     from nlmeans_studio.engine.export import denoise_file
     from nlmeans_studio.engine.media.video import VideoReader, VideoWriter
 
-    denoiser = Denoiser(params, backend)
+    denoiser = Denoiser(params, backend, bit_depth=FULL_SCALE_BITS)  # the reader's uint16 frames
     hardware_decoding = denoiser.backend == "gpu"  # as the export decodes
     with VideoReader(source, hardware_decoding=hardware_decoding) as reader:
         info, decoder = reader.info, reader.decoder

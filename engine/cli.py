@@ -26,6 +26,7 @@ from nlmeans_studio.engine.bench import (
 )
 from nlmeans_studio.engine.denoiser import METHODS
 from nlmeans_studio.engine.export import ExportCancelledError, denoise_file, estimate_clip_noise
+from nlmeans_studio.engine.frames import FULL_SCALE_BITS
 from nlmeans_studio.engine.luma_chroma import (
     matrix_for,
     parse_luma_chroma,
@@ -379,7 +380,7 @@ def _estimate_noise(args: argparse.Namespace) -> int:
                 f"{'' if args.frames else why} from frame {first} need frames {first} to {first + count - 1}: "
                 f"give {remedy}"
             )
-        result = estimate_noise(read_frames(args.input, count, start=first), roi=args.roi)
+        result = estimate_noise(read_frames(args.input, count, start=first), roi=args.roi, bit_depth=FULL_SCALE_BITS)
     h = apply_estimate(NLMParams(), result).h
     decorrelate, reason = decorrelation_decision(result)
     try:

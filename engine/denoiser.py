@@ -12,6 +12,8 @@ import numpy as np
 from nlmeans_studio.engine.backend import cpu_name, cupy_module, gpu_name, resolve_backend
 from nlmeans_studio.engine.filters import METHODS, WindowFilter, window_filter
 from nlmeans_studio.engine.frames import (
+    at_bit_depth,
+    check_bit_depth,
     check_frame_shape,
     check_same_shape,
     checked_frame,
@@ -37,6 +39,11 @@ class Denoiser:
         "fused" (the default: on the CPU numba fused per tile, on the GPU one CUDA kernel for
         the whole window) or "cascade" (the paper's pass cascade, the readable baseline: NumPy
         array code on the CPU, one CUDA kernel per pass and offset on the GPU).
+    bit_depth : int, optional
+        Bits per sample of the uint16 frames given, 9..16: 10 for 10-bit samples held in uint16
+        (0..1023, as VapourSynth hands them), 16 for 16-bit full scale. None: uint16 frames
+        are taken at 16-bit full scale, and refused where all their values fit in 12 bits (the
+        depth cannot be told from them). uint8 and float frames do not need it.
 
     Attributes
     ----------
@@ -52,15 +59,19 @@ class Denoiser:
     Raises
     ------
     ValueError
-        Unknown backend or method.
+        Unknown backend or method, or a ``bit_depth`` outside 9..16.
     TypeError
         ``params`` (here or when replaced) is not an ``NLMParams``.
     BackendUnavailableError
         backend="gpu" where CuPy is missing, no device exists or the driver is too old.
     """
 
-    def __init__(self, params: NLMParams, backend: str = "auto", *, method: str | None = None) -> None:
+    def __init__(
+        self, params: NLMParams, backend: str = "auto", *, method: str | None = None, bit_depth: int | None = None
+    ) -> None:
         self.params = params
+        check_bit_depth(bit_depth)
+        self.bit_depth = bit_depth
         resolved = resolve_backend(backend)
         self._window_filter: WindowFilter = window_filter(resolved, method or METHODS[0])
         self.device_name = cpu_name() if resolved == "cpu" else gpu_name()
@@ -104,8 +115,8 @@ class Denoiser:
         Parameters
         ----------
         clip : array (T, H, W, C) or (T, H, W), or a sequence of (H, W[, C]) frames
-            uint8, uint16 (scaled to [0, 1]) or floating point with 0..1 as full scale (taken as
-            is; h is in 1/255 of it).
+            uint8, uint16 (of ``bit_depth``; scaled to [0, 1]) or floating point with 0..1 as full
+            scale (taken as is; h is in 1/255 of it).
         index : int
             0 <= index < T. The temporal window is truncated at the clip's ends.
         guide : like ``clip``, optional
@@ -124,8 +135,9 @@ class Denoiser:
             index outside the clip.
         ValueError
             Frames of different shapes, too small for the radii, of an unsupported dtype, or float
-            frames not on the 0..1 scale (values averaging outside -1..2: 0..255 values, say); a
-            guide of another length or frame shape than the clip.
+            frames not on the 0..1 scale (values averaging outside -1..2: 0..255 values, say); uint16
+            frames beyond ``bit_depth``, or all within 12 bits without one; a guide of another length
+            or frame shape than the clip.
         """
         length = len(clip)
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < length:
@@ -163,7 +175,7 @@ class Denoiser:
         next_output = 0
         arrived = 0
         for frame in frames:
-            host = checked_frame(frame)
+            host = checked_frame(frame, self.bit_depth)
             shape = shape or host.shape
             check_same_shape(shape, host.shape)
             check_frame_shape(host.shape, self.params)
@@ -182,27 +194,29 @@ class Denoiser:
         """Denoise a whole clip at full speed; yields (H, W, C) frames of ``dtype`` in order.
 
         The same outputs as ``stream``, but (H, W, 1) for gray (rounded and clamped to
-        ``dtype``'s full range when it is uint8 / uint16; within one level where float32 rounding
-        sits on a half step), for export: on the GPU (fused method) frames are read a few ahead
-        of the filter, the copies overlap it (``GpuPipeline``) and the conversion to ``dtype``
-        happens on the device. ``params`` are taken when the run starts.
+        ``dtype``'s full range when it is uint8 / uint16, uint16 as ``bit_depth``-bit samples;
+        within one level where float32 rounding sits on a half step), for export: on the GPU
+        (fused method) frames are read a few ahead of the filter, the copies overlap it
+        (``GpuPipeline``) and the conversion to ``dtype`` happens on the device. ``params`` are
+        taken when the run starts.
         """
         dtype = np.dtype(dtype)
         if self.backend == "gpu" and self.method == "fused":
             from nlmeans_studio.engine.gpu.pipeline import GpuPipeline
 
             with contextlib.closing(GpuPipeline(cupy_module(), self.params, dtype)) as pipeline:
-                yield from pipeline.run(frames)
+                for frame in pipeline.run(checked_frame(frame, self.bit_depth) for frame in frames):
+                    yield at_bit_depth(frame, self.bit_depth)
             return
         for frame in self._stream(frames):
-            yield frame if dtype == np.float32 else from_float32(frame, dtype)
+            yield frame if dtype == np.float32 else at_bit_depth(from_float32(frame, dtype), self.bit_depth)
 
     def _filter_held(self, held: dict[int, Any], index: int, arrived: int) -> np.ndarray:
         window = [i for i in window_indices(index, arrived, self.params) if i in held]
         return self._filter([held[i] for i in window], window.index(index))
 
     def _uploaded(self, frames: Sequence[np.ndarray]) -> list[Any]:
-        hosts = [checked_frame(frame) for frame in frames]
+        hosts = [checked_frame(frame, self.bit_depth) for frame in frames]
         for host in hosts:
             check_same_shape(hosts[0].shape, host.shape)
         check_frame_shape(hosts[0].shape, self.params)

@@ -22,6 +22,7 @@ import numpy as np
 
 from nlmeans_studio.engine.backend import gpu_unavailable_reason, resolve_backend
 from nlmeans_studio.engine.denoiser import Denoiser
+from nlmeans_studio.engine.frames import FULL_SCALE_BITS
 from nlmeans_studio.engine.media.pipe import LOOKAHEAD, PIPE, PipeReader
 from nlmeans_studio.engine.media.video import VideoError, VideoReader, VideoWriter
 from nlmeans_studio.engine.noise import NoiseEstimate, estimate_noise
@@ -228,11 +229,16 @@ def estimate_clip_noise(
             if first + 2 > LOOKAHEAD:
                 raise ValueError("from a pipe the noise is estimated on its first frames: give --h, or start at 0")
             last = first + 2
-        return estimate_noise_over(reader.frame, first, last, roi)[1]
+        return estimate_noise_over(reader.frame, first, last, roi, bit_depth=FULL_SCALE_BITS)[1]
 
 
 def estimate_noise_over(
-    frame: Callable[[int], np.ndarray], first: int, last: int, roi: tuple[int, int, int, int] | None = None
+    frame: Callable[[int], np.ndarray],
+    first: int,
+    last: int,
+    roi: tuple[int, int, int, int] | None = None,
+    *,
+    bit_depth: int | None = None,
 ) -> tuple[int, NoiseEstimate]:
     """The noise of frames ``first`` .. ``last`` - 1, as ``estimate_clip_noise`` measures it:
     NOISE_PLACES pairs of consecutive frames spread over them, each estimated alone
@@ -247,6 +253,8 @@ def estimate_noise_over(
         The frames to measure: ``first`` .. ``last`` - 1 (one pair where they are two).
     roi : (x, y, width, height), optional
         A flat region, in pixels, measured on each pair; None: flat blocks found automatically.
+    bit_depth : int, optional
+        Bits per sample of uint16 frames, as ``estimate_noise`` takes it.
 
     Returns
     -------
@@ -261,7 +269,8 @@ def estimate_noise_over(
     """
     places = sorted({round(p) for p in np.linspace(first, max(first, last - 2), NOISE_PLACES)})
     estimates = [
-        estimate_noise(np.stack([frame(i) for i in range(place, min(place + 2, last))]), roi=roi) for place in places
+        estimate_noise(np.stack([frame(i) for i in range(place, min(place + 2, last))]), roi=roi, bit_depth=bit_depth)
+        for place in places
     ]
     median = sorted(range(len(places)), key=lambda i: estimates[i].average_sigma)[len(places) // 2]
     return places[median], estimates[median]
@@ -366,13 +375,13 @@ def denoise_file(
     elif guide is not None:
         from nlmeans_studio.engine.guided import GuidedDenoiser
 
-        denoiser = GuidedDenoiser(params, backend)
+        denoiser = GuidedDenoiser(params, backend, bit_depth=FULL_SCALE_BITS)
     elif luma_chroma is None:
-        denoiser = Denoiser(params, backend)
+        denoiser = Denoiser(params, backend, bit_depth=FULL_SCALE_BITS)  # the readers' uint16 frames
     else:
         from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser
 
-        denoiser = LumaChromaDenoiser(params, *luma_chroma, backend=backend)
+        denoiser = LumaChromaDenoiser(params, *luma_chroma, backend=backend, bit_depth=FULL_SCALE_BITS)
     started = time.perf_counter()
     with _opened(source, hardware_decoding=denoiser.backend == "gpu") as reader:
         info, decoder = reader.info, reader.decoder

@@ -2,7 +2,9 @@
 
 Integer frames are scaled once, here, to float32 in [0, 1] (uint8 by 1/255, uint16 by
 1/65535); floating frames are taken as they are, as float32, with 0..1 as full scale. Gray frames
-(H, W) become (H, W, 1).
+(H, W) become (H, W, 1). uint16 frames of fewer bits per sample (VapourSynth hands 10-bit planes
+as uint16 holding 0..1023) are declared with ``bit_depth`` and brought to 16-bit full scale
+first; uint16 frames without a declared depth whose values all fit in AMBIGUOUS_BITS are refused.
 """
 
 from __future__ import annotations
@@ -14,6 +16,11 @@ import numpy as np
 from nlmeans_studio.engine.params import NLMParams
 
 CHANNEL_COUNTS = (1, 3)
+FULL_SCALE_BITS = 16  # uint16 frames at 16-bit full scale, as the video readers give deep sources
+BIT_DEPTHS = range(9, FULL_SCALE_BITS + 1)  # the depths uint16 frames may declare
+# An undeclared uint16 frame whose values all fit in this many bits is 9- to 12-bit samples, or a
+# 16-bit frame darker than 1/16 of full scale: the depth decides h's meaning, so it is asked for.
+AMBIGUOUS_BITS = 12
 FLOAT_LIMIT = 1e3  # float frames beyond +-1000 full scales are refused: their squared distances lose all precision
 # A float frame whose mean lies outside these full scales is on another scale (0..255, most
 # likely). The mean, not the extremes: unclipped noise and HDR highlights reach beyond [0, 1]
@@ -21,22 +28,29 @@ FLOAT_LIMIT = 1e3  # float frames beyond +-1000 full scales are refused: their s
 FLOAT_MEAN_RANGE = (-1.0, 2.0)
 
 
-def checked_frame(frame: np.ndarray) -> np.ndarray:
-    """One frame as (H, W, C) uint8, uint16 or float32, validated, not yet scaled.
+def checked_frame(frame: np.ndarray, bit_depth: int | None = None) -> np.ndarray:
+    """One frame as (H, W, C) uint8, uint16 (at 16-bit full scale) or float32, validated, not yet scaled.
+
+    ``bit_depth`` declares the bits per sample of uint16 frames (9..16; ignored for uint8 and
+    float frames): a 10-bit frame's 0..1023 become 0..65535 here.
 
     Raises
     ------
     ValueError
         Unsupported dtype, wrong number of dimensions or channels, non-finite values, values
         beyond +-FLOAT_LIMIT (the message says where), or a float frame whose mean lies outside
-        FLOAT_MEAN_RANGE (not on the 0..1 scale).
+        FLOAT_MEAN_RANGE (not on the 0..1 scale); a ``bit_depth`` outside 9..16, uint16 values
+        beyond it, or uint16 values that all fit in AMBIGUOUS_BITS without a ``bit_depth``.
     """
     array = np.asarray(frame)
     if array.ndim == 2:
         array = array[:, :, np.newaxis]
     if array.ndim != 3 or array.shape[2] not in CHANNEL_COUNTS:
         raise ValueError(f"a frame must be (H, W) gray or (H, W, C) with C = 1 or 3, got shape {np.shape(frame)}")
-    if array.dtype in (np.uint8, np.uint16):
+    check_bit_depth(bit_depth)
+    if array.dtype == np.uint16:
+        return _at_full_scale(np.ascontiguousarray(array), bit_depth)
+    if array.dtype == np.uint8:
         return np.ascontiguousarray(array)
     if array.dtype.kind != "f":
         raise ValueError(f"frames must be uint8, uint16 or floating point, got dtype {array.dtype}")
@@ -58,6 +72,41 @@ def checked_frame(frame: np.ndarray) -> np.ndarray:
             "uint8 / uint16 frames"
         )
     return result
+
+
+def check_bit_depth(bit_depth: int | None) -> None:
+    """Refuse a ``bit_depth`` other than None or 9..16 (ValueError)."""
+    if bit_depth is not None and (isinstance(bit_depth, bool) or bit_depth not in BIT_DEPTHS):
+        raise ValueError(f"bit_depth must be an integer in 9..16 (the bits of uint16 frames' samples), got {bit_depth}")
+
+
+def _at_full_scale(frame: np.ndarray, bit_depth: int | None) -> np.ndarray:
+    """A uint16 frame of ``bit_depth`` bits per sample at 16-bit full scale (rounded)."""
+    if bit_depth == FULL_SCALE_BITS:
+        return frame
+    high = int(frame.max())
+    if bit_depth is None:
+        if high < 2**AMBIGUOUS_BITS:
+            bits = max(high.bit_length(), 9)
+            raise ValueError(
+                f"uint16 frames are read at 16-bit full scale, but this frame's values all fit in {bits} bits "
+                f"(the largest is {high}): pass bit_depth={bits} if they are {bits}-bit samples (as VapourSynth "
+                "gives 10-bit planes), or bit_depth=16 if they are 16-bit values"
+            )
+        return frame
+    top = 2**bit_depth - 1
+    if high > top:
+        raise ValueError(f"bit_depth={bit_depth} holds samples up to {top}, but this frame has {high}")
+    return ((frame.astype(np.uint32) * 65535 + top // 2) // top).astype(np.uint16)
+
+
+def at_bit_depth(frame: np.ndarray, bit_depth: int | None) -> np.ndarray:
+    """A uint16 frame at 16-bit full scale as ``bit_depth``-bit samples (rounded): the inverse
+    of ``checked_frame``'s scaling; other frames, and ``bit_depth`` None or 16, as they are."""
+    if frame.dtype != np.uint16 or bit_depth in (None, FULL_SCALE_BITS):
+        return frame
+    top = 2**bit_depth - 1
+    return ((frame.astype(np.uint32) * top + 65535 // 2) // 65535).astype(np.uint16)
 
 
 def integer_scale(dtype: np.dtype) -> float:

@@ -19,6 +19,7 @@ import numpy as np
 from nlmeans_studio.engine.denoiser import Denoiser
 from nlmeans_studio.engine.filters import METHODS, window_filter
 from nlmeans_studio.engine.frames import (
+    at_bit_depth,
     check_frame_shape,
     check_same_shape,
     checked_frame,
@@ -39,6 +40,8 @@ class GuidedDenoiser:
         As ``Denoiser`` takes it; both passes run on it (the fused method).
     prefilter_h : float, optional
         The first pass's h in 8-bit levels (default: ``params.h``).
+    bit_depth : int, optional
+        Bits per sample of uint16 frames, as ``Denoiser`` takes it.
 
     Attributes
     ----------
@@ -57,10 +60,17 @@ class GuidedDenoiser:
         backend="gpu" where the GPU cannot run.
     """
 
-    def __init__(self, params: NLMParams, backend: str = "auto", prefilter_h: float | None = None) -> None:
+    def __init__(
+        self,
+        params: NLMParams,
+        backend: str = "auto",
+        prefilter_h: float | None = None,
+        *,
+        bit_depth: int | None = None,
+    ) -> None:
         first = params if prefilter_h is None else dataclasses.replace(params, h=prefilter_h)
-        self.prefilter = Denoiser(first, backend)
-        self.filter = Denoiser(params, backend)
+        self.prefilter = Denoiser(first, backend, bit_depth=bit_depth)
+        self.filter = Denoiser(params, backend, bit_depth=bit_depth)
         self._window_filter = window_filter(self.filter.backend, METHODS[0])  # export_stream's, for both passes
 
     @property
@@ -102,13 +112,13 @@ class GuidedDenoiser:
             )
             for old in [i for i in held if i < index + 1 - second.frames_past]:
                 del held[old], guides[old]
-            return result if dtype == np.float32 else from_float32(result, dtype)
+            return result if dtype == np.float32 else at_bit_depth(from_float32(result, dtype), self.filter.bit_depth)
 
         future = second.frames_future
         shape: tuple[int, ...] | None = None
         read = made = written = 0
         for frame in frames:
-            host = checked_frame(frame)
+            host = checked_frame(frame, self.filter.bit_depth)
             shape = shape or host.shape
             check_same_shape(shape, host.shape)
             check_frame_shape(host.shape, second)

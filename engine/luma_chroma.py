@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from nlmeans_studio.engine.denoiser import Denoiser
-from nlmeans_studio.engine.frames import checked_frame, from_float32, to_float32
+from nlmeans_studio.engine.frames import at_bit_depth, check_bit_depth, checked_frame, from_float32, to_float32
+from nlmeans_studio.engine.media.yuv import HD_LINES
 from nlmeans_studio.engine.noise import NoiseEstimate, estimate_noise, suggest_h
 from nlmeans_studio.engine.params import H_MIN, NLMParams
 
@@ -179,6 +180,8 @@ class LumaChromaDenoiser:
         The source's Y'CbCr matrix (``matrix_for`` reads it from ``VideoInfo.color``).
     backend : {"auto", "cpu", "gpu"}
         As ``Denoiser`` takes it; both passes run on it.
+    bit_depth : int, optional
+        Bits per sample of uint16 frames, as ``Denoiser`` takes it.
 
     Attributes
     ----------
@@ -198,8 +201,17 @@ class LumaChromaDenoiser:
     """
 
     def __init__(
-        self, params: NLMParams, h_luma: float, h_chroma: float, matrix: str = "bt709", backend: str = "auto"
+        self,
+        params: NLMParams,
+        h_luma: float,
+        h_chroma: float,
+        matrix: str = "bt709",
+        backend: str = "auto",
+        *,
+        bit_depth: int | None = None,
     ) -> None:
+        check_bit_depth(bit_depth)
+        self.bit_depth = bit_depth
         self.matrix = yuv_matrix(matrix).astype(np.float32)
         self.inverse = np.linalg.inv(yuv_matrix(matrix)).astype(np.float32)
         window = dataclasses.replace(params, color_transform=None)
@@ -228,10 +240,10 @@ class LumaChromaDenoiser:
         chromas = self.chroma.stream(chroma for _, chroma in chroma_in)
         for luma, chroma in zip(lumas, chromas, strict=True):
             result = self._rgb(luma, chroma)
-            yield result if dtype == np.float32 else from_float32(result, dtype)
+            yield result if dtype == np.float32 else at_bit_depth(from_float32(result, dtype), self.bit_depth)
 
     def _planes(self, frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        frame = checked_frame(frame)
+        frame = checked_frame(frame, self.bit_depth)
         if frame.ndim != 3 or frame.shape[2] != 3:
             raise ValueError(
                 f"the luma/chroma mode needs RGB frames (H, W, 3), got {frame.shape}: a gray clip has no chroma"
@@ -269,7 +281,8 @@ def matrix_for(colorspace: int, height: int) -> str:
         FFmpeg's colorspace code (``VideoInfo.color["colorspace"]``): 1 is BT.709, 5 and 6
         BT.601; any other (2, unspecified) leaves it to the size.
     height : int
-        The frame height in pixels: BT.709 from 720 lines up, BT.601 below, as players guess.
+        The frame height in pixels: BT.709 from HD_LINES (720) up, BT.601 below, as players
+        guess, and as the video reader converts untagged sources.
 
     Returns
     -------
@@ -279,4 +292,4 @@ def matrix_for(colorspace: int, height: int) -> str:
         return "bt709"
     if colorspace in (5, 6):
         return "bt601"
-    return "bt709" if height >= 720 else "bt601"
+    return "bt709" if height >= HD_LINES else "bt601"

@@ -263,14 +263,16 @@ def _texture(frame: np.ndarray, size: int) -> np.ndarray:
     return (xx + yy) / 2 + np.sqrt(((xx - yy) / 2) ** 2 + xy**2)
 
 
-def _float_frames(frames: np.ndarray) -> list[np.ndarray]:
+def _float_frames(frames: np.ndarray, bit_depth: int | None) -> list[np.ndarray]:
     array = np.asarray(frames)
     if array.ndim == 4 or (array.ndim == 3 and array.shape[-1] not in (1, 3)):
-        return [to_float32(checked_frame(frame)) for frame in array]
-    return [to_float32(checked_frame(array))]
+        return [to_float32(checked_frame(frame, bit_depth)) for frame in array]
+    return [to_float32(checked_frame(array, bit_depth))]
 
 
-def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = None) -> NoiseEstimate:
+def estimate_noise(
+    frames: np.ndarray, roi: tuple[int, int, int, int] | None = None, *, bit_depth: int | None = None
+) -> NoiseEstimate:
     """Estimate the noise covariance of one frame or a few frames.
 
     Parameters
@@ -285,6 +287,9 @@ def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = N
         compression smoothed, and the picture's structure cancels (a region that stays still
         need not be flat); one frame gives its high-pass residuals, exact for white noise on a
         flat region.
+    bit_depth : int, optional
+        Bits per sample of uint16 frames, 9..16, as ``Denoiser`` takes it (10 for 10-bit samples
+        in uint16); needed where all their values fit in 12 bits.
 
     Returns
     -------
@@ -296,14 +301,15 @@ def estimate_noise(frames: np.ndarray, roi: tuple[int, int, int, int] | None = N
     ValueError
         The region is smaller than 16 x 16 pixels or leaves the frame, or (without a region)
         the frames are smaller than one 16 x 16 block; frames of another dtype, shape or
-        channel count, with NaN or infinite values, or float frames not on the 0..1 scale.
+        channel count, with NaN or infinite values, or float frames not on the 0..1 scale; uint16
+        frames beyond ``bit_depth``, or all within 12 bits without one.
 
     Notes
     -----
     Gaussian noise of sigma levels per channel is found within a few percent on footage with
     some flat areas; strong texture everywhere biases it upwards (the warning then says so).
     """
-    images = _float_frames(frames)
+    images = _float_frames(frames, bit_depth)
     height, width = images[0].shape[:2]
     if roi is not None:
         x, y, w, h = (int(v) for v in roi)
@@ -631,7 +637,7 @@ def _finished(estimate: NoiseEstimate) -> NoiseEstimate:
     return estimate
 
 
-def add_noise(frames: np.ndarray, covariance: np.ndarray, seed: int) -> np.ndarray:
+def add_noise(frames: np.ndarray, covariance: np.ndarray, seed: int, *, bit_depth: int | None = None) -> np.ndarray:
     """Frames (float in [0, 1], or integers, scaled) plus Gaussian noise of ``covariance``.
 
     White in space, correlated across channels as ``covariance`` says; float32 out, not
@@ -647,6 +653,8 @@ def add_noise(frames: np.ndarray, covariance: np.ndarray, seed: int) -> np.ndarr
         diagonal); positive semi-definite.
     seed : int
         Seed of NumPy's random generator: the same seed gives the same noise.
+    bit_depth : int, optional
+        Bits per sample of uint16 frames, as ``estimate_noise`` takes it.
 
     Returns
     -------
@@ -660,7 +668,7 @@ def add_noise(frames: np.ndarray, covariance: np.ndarray, seed: int) -> np.ndarr
         ``covariance`` is not C x C for these frames or not positive semi-definite, or the
         frames are not frames (dtype, shape, NaN or infinite values).
     """
-    images = np.stack(_float_frames(frames))
+    images = np.stack(_float_frames(frames, bit_depth))
     covariance = np.asarray(covariance, dtype=np.float64)
     channels = images.shape[-1]
     if covariance.shape != (channels, channels):
@@ -867,13 +875,15 @@ REALISTIC_NOISES = ("clipped", "yuv", "signal", "demosaic", "h264")
 BT601 = np.array([[0.299, 0.587, 0.114], [-0.168736, -0.331264, 0.5], [0.5, -0.418688, -0.081312]])
 
 
-def add_realistic_noise(frames: np.ndarray, kind: str, sigma: float, seed: int) -> np.ndarray:
+def add_realistic_noise(
+    frames: np.ndarray, kind: str, sigma: float, seed: int, *, bit_depth: int | None = None
+) -> np.ndarray:
     """Frames as footage brings its noise: 8-bit, clipped, in YUV, signal dependent or compressed.
 
     Parameters
     ----------
     frames : array
-        Clean frames (T, H, W, 3), uint8 or float in [0, 1].
+        Clean frames (T, H, W, 3), uint8, uint16 or float in [0, 1].
     kind : {"clipped", "yuv", "signal", "demosaic", "h264"}
         "clipped": white Gaussian noise of ``sigma`` per RGB channel, rounded to 8 bits and
         clipped; "yuv": Gaussian noise of ``sigma`` on Y, Cb and Cr (BT.601, full range) as
@@ -887,6 +897,8 @@ def add_realistic_noise(frames: np.ndarray, kind: str, sigma: float, seed: int) 
         Noise level in 8-bit levels.
     seed : int
         Seed of NumPy's random generator: the same seed gives the same noise.
+    bit_depth : int, optional
+        Bits per sample of uint16 frames, as ``estimate_noise`` takes it.
 
     Returns
     -------
@@ -905,7 +917,7 @@ def add_realistic_noise(frames: np.ndarray, kind: str, sigma: float, seed: int) 
     """
     if kind not in REALISTIC_NOISES:
         raise ValueError(f"kind must be one of {', '.join(REALISTIC_NOISES)}, got {kind!r}")
-    images = np.stack(_float_frames(frames)).astype(np.float64)
+    images = np.stack(_float_frames(frames, bit_depth)).astype(np.float64)
     rng = np.random.default_rng(seed)
     scale = sigma / 255
     if kind == "yuv":

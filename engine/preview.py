@@ -24,7 +24,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from nlmeans_studio.engine.denoiser import Denoiser
-from nlmeans_studio.engine.frames import check_frame_shape, checked_frame, from_float32, to_float32, window_indices
+from nlmeans_studio.engine.frames import (
+    FULL_SCALE_BITS,
+    check_frame_shape,
+    checked_frame,
+    from_float32,
+    to_float32,
+    window_indices,
+)
 from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser
 from nlmeans_studio.engine.metrics import psnr
 from nlmeans_studio.engine.noise import NoiseEstimate, add_noise
@@ -218,7 +225,7 @@ class Previewer:
     @property
     def denoiser(self) -> Denoiser:
         if self._denoiser is None:
-            self._denoiser = Denoiser(NLMParams(h=1), self._backend)
+            self._denoiser = Denoiser(NLMParams(h=1), self._backend, bit_depth=FULL_SCALE_BITS)  # the readers'
         return self._denoiser
 
     def noisy_frame(self, index: int, noise: SyntheticNoise | None) -> np.ndarray:
@@ -247,7 +254,7 @@ class Previewer:
         if luma_chroma is None:
             denoiser.params = params
             return denoiser
-        return LumaChromaDenoiser(params, *luma_chroma, backend=denoiser.backend)
+        return LumaChromaDenoiser(params, *luma_chroma, backend=denoiser.backend, bit_depth=FULL_SCALE_BITS)
 
     def play(
         self,
@@ -369,7 +376,7 @@ class Previewer:
         window = window_indices(int(index), length, params)
         frames = self._on_device.resident.window(
             [(position, noise) for position in window],
-            lambda key: checked_frame(self.filter_input(*key)),
+            lambda key: checked_frame(self.filter_input(*key), FULL_SCALE_BITS),
         )
         shapes = [(height, width, channels) for channels, height, width in (frame.shape for frame in frames)]
         for shape in shapes:

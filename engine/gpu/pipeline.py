@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from nlmeans_studio.engine.filters.fused_gpu import FusedGpuFilter
-from nlmeans_studio.engine.frames import check_frame_shape, checked_frame
+from nlmeans_studio.engine.frames import FULL_SCALE_BITS, check_frame_shape, checked_frame
 from nlmeans_studio.engine.gpu.device import empty_device_frame
 from nlmeans_studio.engine.params import NLMParams
 
@@ -118,7 +118,7 @@ class _PipelineRun:
         frame = next(self.source, None)
         if frame is None:
             return None
-        frame = checked_frame(frame)
+        frame = checked_frame(frame, FULL_SCALE_BITS)  # callers give uint16 frames at full scale
         if self.buffers is not None and frame.shape != self.buffers.key[0]:
             raise ValueError(
                 f"all frames of a clip must have one shape, got {self.buffers.key[0]} and then {frame.shape}"

@@ -14,11 +14,10 @@ import math
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.media.video import VideoError, VideoInfo, _av, _frame_format, _stream_facts
+from nlmeans_studio.engine.media.video import VideoError, VideoInfo, _av, _stream_facts, decoded_array
 
 PIPE = "-"
 LOOKAHEAD = 8  # frames kept from the stream's start for random access
@@ -80,7 +79,7 @@ class PipeReader:
             decoded = next(self._frames, None)
             if decoded is None:
                 raise IndexError(f"the stream holds {len(self._lookahead)} frames, got {index}")
-            self._lookahead.append(self._array(decoded))
+            self._lookahead.append(decoded_array(decoded, self.info))
         return self._lookahead[index]
 
     def timed_frames(self, start: int = 0) -> Iterator[tuple[int, np.ndarray]]:
@@ -89,11 +88,7 @@ class PipeReader:
         if self._consumed:
             raise VideoError("standard input: the stream was already read")
         self._consumed = True
-        frames = itertools.chain(self._lookahead, (self._array(decoded) for decoded in self._frames))
+        frames = itertools.chain(self._lookahead, (decoded_array(decoded, self.info) for decoded in self._frames))
         for index, frame in enumerate(frames):
             if index >= start:
                 yield round(Fraction(index) / self.info.frame_rate / self.info.time_base), frame
-
-    def _array(self, decoded: Any) -> np.ndarray:
-        array = decoded.to_ndarray(format=_frame_format(self.info.channels, self.info.bit_depth))
-        return array.reshape(array.shape[0], array.shape[1], -1)

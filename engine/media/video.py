@@ -15,7 +15,7 @@ import functools
 import math
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from nlmeans_studio.engine.frames import FULL_SCALE_BITS, check_bit_depth, checked_frame
 from nlmeans_studio.engine.media.frame_index import FrameIndex, index_stream
 from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput, folder_problem
 
@@ -219,6 +220,18 @@ def _frame_format(channels: int, bit_depth: int) -> str:
     return "rgb48le" if bit_depth > HIGH_BIT_DEPTH else "rgb24"
 
 
+def decoded_array(frame: Any, info: VideoInfo) -> np.ndarray:
+    """A decoded frame as (H, W, C) of ``info.dtype``: Y'CbCr converted to RGB by ``media.yuv``
+    (exact at every depth, where swscale keeps 8 bits of a 10-bit source), others by swscale."""
+    from nlmeans_studio.engine.media.yuv import frame_planes, planes_to_rgb, yuv_layout
+
+    layout = yuv_layout(frame.format.name, info.color, frame.height) if info.channels == 3 else None
+    if layout is not None:
+        return planes_to_rgb(frame_planes(frame, layout), layout, info.dtype)
+    array = frame.to_ndarray(format=_frame_format(info.channels, info.bit_depth))
+    return array.reshape(array.shape[0], array.shape[1], -1)
+
+
 class _Decoder:
     """Decodes one stream from any frame on: seeks to an entry point and identifies every
     decoded frame by its timestamp in the index, so a frame is returned only as the number it is.
@@ -385,6 +398,11 @@ class VideoReader:
         declared, warnings = facts.pop("declared_frames"), []
         if self._index.packets and declared > self._index.packets:
             warnings.append(f"the file declares {declared} frames but holds {count}: it is truncated or damaged")
+        if len(first.format.components) in (2, 4):  # gray or color, and alpha
+            warnings.append(
+                f"the video has an alpha channel ({facts['pixel_format']}): only its picture is denoised and "
+                "written, opaque; keep the transparency by merging the source's alpha back in afterwards"
+            )
         if getattr(first, "interlaced_frame", False):
             warnings.append(
                 "the video is interlaced: each frame's two fields are filtered as one picture and written as "
@@ -517,8 +535,7 @@ class VideoReader:
         """A decoded frame as an upright (H, W, C) array of ``info.dtype``."""
         if frame.format.name != self.info.pixel_format:  # NVDEC's NV12 / P010: repacked losslessly,
             frame = frame.reformat(format=self.info.pixel_format)  # so that RGB comes out as on the CPU
-        array = frame.to_ndarray(format=_frame_format(self.info.channels, self.info.bit_depth))
-        array = np.rot90(array.reshape(array.shape[0], array.shape[1], -1), self.info.rotation // 90)
+        array = np.rot90(decoded_array(frame, self.info), self.info.rotation // 90)
         return np.ascontiguousarray(array)
 
 
@@ -645,6 +662,10 @@ class VideoWriter:
         The part of the source the frames are, in seconds from its frame 0 (start, end): the
         copied audio and subtitles are cut to it and start with the video. The whole source by
         default.
+    bit_depth : int
+        Bits per sample of the uint16 frames written, 9..16: 16 (the default) for 16-bit full
+        scale, as ``VideoReader`` gives deep sources; 10 for 10-bit samples held in uint16
+        (0..1023, as VapourSynth hands them).
 
     Attributes
     ----------
@@ -658,6 +679,8 @@ class VideoWriter:
     VideoError
         An unknown codec or preset, crf out of 0..51, ``rgb`` with a codec other than FFV1;
         output refused, folder missing or read-only, an encoder missing, or the disk full.
+    ValueError
+        A ``bit_depth`` outside 9..16, or (by ``write``) uint16 samples beyond it.
     """
 
     def __init__(
@@ -671,9 +694,12 @@ class VideoWriter:
         overwrite: bool = False,
         span: tuple[float, float] = (0.0, math.inf),
         rgb: bool = False,
+        bit_depth: int = FULL_SCALE_BITS,
     ) -> None:
         av = _av()
         self.path = Path(path)
+        check_bit_depth(bit_depth)
+        self._bit_depth = bit_depth
         self.info = like
         check_encoding(codec, crf, preset, rgb=rgb)
         self._pipe = str(path) == STANDARD_OUTPUT
@@ -715,8 +741,9 @@ class VideoWriter:
             context.color_trc = like.color.get("trc", 2)
             context.colorspace = like.color.get("colorspace", 2)
             context.color_range = like.color.get("range", 0)
-            _check_size(self.path, self._stream.pix_fmt, like.width, like.height)
-            self._to_yuv = _yuv_conversion(self._stream.pix_fmt, like.color)
+            if encoder not in ANY_SIZE_ENCODERS:
+                _check_size(self.path, self._stream.pix_fmt, like.width, like.height)
+            self._made_frame = _frame_maker(self._stream.pix_fmt, self._frame_format, like.color, like.height)
             self._open_encoder(codec)
             self._copied = self._add_copied_streams()
         except VideoError:
@@ -773,7 +800,8 @@ class VideoWriter:
             self.abort()
 
     def write(self, frame: np.ndarray, timestamp: int | None = None) -> None:
-        """Encode one (H, W, C) frame of the source's dtype (uint8, or uint16 for deep sources).
+        """Encode one (H, W, C) frame of the source's dtype (uint8, or uint16 of ``bit_depth``
+        for deep sources).
 
         ``timestamp`` is its presentation time in the source's time base, counted from the
         output's start (``VideoReader.timed_frames`` gives them): variable frame rates are kept.
@@ -783,21 +811,22 @@ class VideoWriter:
         ------
         VideoError
             A frame of another size, or the writer was closed.
+        ValueError
+            uint16 samples beyond ``bit_depth``.
         """
-        av = _av()
         array = np.ascontiguousarray(frame)
         if self._closed:
             raise VideoError(f"{self.path}: the writer is closed; frames go to an open VideoWriter")
         if array.shape[:2] != (self.info.height, self.info.width):
             wanted, size = f"{self.info.width}x{self.info.height}", "x".join(map(str, array.shape[1::-1]))
             raise VideoError(f"{self.path}: frames must be {wanted}, as the source, got {size}")
+        if array.dtype == np.uint16:
+            array = checked_frame(array, self._bit_depth)  # at 16-bit full scale
         if array.ndim == 3 and self._frame_format.startswith("gray"):
             array = array[:, :, 0]
         elif array.ndim == 3 and array.shape[2] == 1:
             array = np.repeat(array, 3, axis=2)
-        video_frame = av.VideoFrame.from_ndarray(array, format=self._frame_format)
-        if self._to_yuv is not None:
-            video_frame = video_frame.reformat(**self._to_yuv)
+        video_frame = self._made_frame(array)
         if timestamp is None or self._pipe:
             timestamp = round(self._written / self.info.frame_rate / self._time_base)
         video_frame.pts, video_frame.time_base = timestamp, self._time_base
@@ -869,6 +898,11 @@ SWSCALE_MATRICES = {1: 1, 4: 4, 5: 5, 6: 5, 7: 7, 9: 9, 10: 9}
 BT601, LIMITED_RANGE = 5, 1
 
 
+# Encoders that take subsampled chroma at any size (an odd-sized 4:2:0 source stays 4:2:0 in
+# FFV1 and in a y4m pipe); the others need even sizes there.
+ANY_SIZE_ENCODERS = ("ffv1", "wrapped_avframe")
+
+
 def _check_size(path: Path, pixel_format: str, width: int, height: int) -> None:
     """Refuse a size the output's chroma subsampling cannot hold (libx264 and ProRes refuse odd
     widths of 4:2:0 and 4:2:2, with a message only a developer reads)."""
@@ -894,17 +928,49 @@ def _hdr10_options(codec: str, hdr10: dict[str, str]) -> dict[str, str]:
 def _output_format(codec: str, like: VideoInfo, *, gray: bool, rgb: bool) -> str:
     """The pixel format ``codec`` writes frames like ``like``'s in (see CODECS)."""
     deep = like.bit_depth > HIGH_BIT_DEPTH
-    if gray:
-        return GRAY_FORMATS[codec][deep]
     _, eight_bit, deeper = CODECS[codec]
     supported = [form.name for form in _av().codec.Codec(CODECS[codec][0], "w").video_formats or ()]
     if codec in KEEPS_SOURCE_SAMPLING and not rgb and like.pixel_format in supported:
-        return like.pixel_format
+        return like.pixel_format  # gray10le stays gray10le, as 10-bit 4:2:2 stays 10-bit 4:2:2
+    if gray:
+        return GRAY_FORMATS[codec][deep]
     if codec == "prores":  # by the source's chroma: full (RGB, 4:4:4) or not
         source = _av().VideoFormat(like.pixel_format, 2, 2)
         full_chroma = source.is_rgb or source.components[1].width == source.components[0].width
         return deeper if full_chroma else eight_bit
     return deeper if deep else eight_bit
+
+
+# NVENC's semi-planar formats -> the planar ones with the same samples (swscale repacks them exactly)
+PLANAR_TWINS = {"nv12": "yuv420p", "p010le": "yuv420p10le"}
+
+
+def _frame_maker(
+    pixel_format: str, frame_format: str, color: dict[str, int], height: int
+) -> Callable[[np.ndarray], Any]:
+    """How the writer turns an array of ``frame_format`` (``height`` lines) into a frame of
+    ``pixel_format``: to Y'CbCr through ``media.yuv`` (exact at every depth, the reader's
+    inverse), to other formats through swscale."""
+    from nlmeans_studio.engine.media.yuv import planes_frame, rgb_to_planes, yuv_layout
+
+    av = _av()
+    planar = PLANAR_TWINS.get(pixel_format, pixel_format)
+    layout = yuv_layout(planar, color, height) if frame_format.startswith("rgb") else None
+    if layout is None:
+        conversion = _yuv_conversion(pixel_format, color)
+
+        def through_swscale(array: np.ndarray) -> Any:
+            frame = av.VideoFrame.from_ndarray(array, format=frame_format)
+            return frame if conversion is None else frame.reformat(**conversion)
+
+        return through_swscale
+
+    def through_yuv(array: np.ndarray) -> Any:
+        frame = planes_frame(rgb_to_planes(array, layout), layout)
+        frame.colorspace, frame.color_range = color.get("colorspace", 2), color.get("range", 0)
+        return frame if planar == pixel_format else frame.reformat(format=pixel_format)
+
+    return through_yuv
 
 
 def _yuv_conversion(pixel_format: str, color: dict[str, int]) -> dict[str, Any] | None:

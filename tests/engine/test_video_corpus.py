@@ -171,13 +171,13 @@ def test_nvenc_encodes_where_the_gpu_has_an_encoder_and_is_refused_clearly_elsew
 
 
 def test_verbose_shows_ffmpegs_warnings(corpus: Path, tmp_path: Path) -> None:
-    """MJPEG decodes through a deprecated full-range pixel format: FFmpeg warns, and --verbose shows it."""
-    command = [*CLI, "denoise", str(corpus / "mjpeg.avi"), str(tmp_path / "out.mkv"),
+    """FFV1 notes that it codes a 10-bit source with its range coder, and --verbose shows it."""
+    command = [*CLI, "denoise", str(corpus / "hevc10.mkv"), str(tmp_path / "out.mkv"),
                "--noise", "none", "--quiet", "--duration", "0.2", "--codec", "ffv1"]  # fmt: skip
     quiet = subprocess.run(command, capture_output=True, text=True, timeout=120)
     verbose = subprocess.run([*command, "--overwrite", "--verbose"], capture_output=True, text=True, timeout=120)
     assert quiet.returncode == verbose.returncode == 0
-    assert "deprecated pixel format" not in quiet.stderr and "deprecated pixel format" in verbose.stderr
+    assert "forcing range coder" not in quiet.stderr and "forcing range coder" in verbose.stderr
 
 
 @pytest.mark.parametrize("extension", [".png", ".tif", ".dpx", ".exr"])

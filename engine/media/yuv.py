@@ -1,0 +1,157 @@
+"""Y'CbCr planes <-> RGB, computed in floating point from the standards' formulas (ITU-T H.273).
+
+FFmpeg's swscale (as PyAV calls it) read 10- to 16-bit Y'CbCr into RGB about half an 8-bit level
+dark, wrote it back with an opposite luma offset, and resampled 4:2:0 chroma with an up and a
+down filter that are not each other's inverse: a clean 10-bit 4:2:0 source came back with chroma
+off by tens of levels. This module does both ways exactly at any depth, and resamples chroma
+with a matched pair of filters so that a frame read and written again comes back within rounding:
+
+- up: linear interpolation at the chroma samples' sites (MPEG-2 / H.264 / HEVC "left" siting:
+  on the even luma columns, halfway between luma rows for 4:2:0);
+- down: the filter that undoes it, (-1, 2, 6, 2, -1) / 8 on co-sited samples (LeGall 5/3's
+  analysis low-pass) and (-1, 3, 3, -1) / 4 on samples halfway between, low-pass filters that
+  take out what a half-resolution plane cannot hold.
+
+Values out of RGB's range (saturated colors next to dark ones, after chroma interpolation) are
+clipped by the caller's integer frames; in-range frames round-trip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# FFmpeg's color matrices (AVColorSpace) -> (Kr, Kb): BT.709, FCC, BT.601 (as BT.470BG and as
+# SMPTE 170M), SMPTE 240M, BT.2020 (non-constant luminance, and constant, approximated by it).
+BT709, BT601 = 1, 5
+MATRIX_WEIGHTS = {BT709: (0.2126, 0.0722), 4: (0.30, 0.11), BT601: (0.299, 0.114), 6: (0.299, 0.114)}
+MATRIX_WEIGHTS |= {7: (0.212, 0.087), 9: (0.2627, 0.0593), 10: (0.2627, 0.0593)}
+HD_LINES = 720  # an untagged source this tall or taller is BT.709, shorter BT.601, as players take it
+FULL_RANGE = 2  # AVCOL_RANGE_JPEG
+
+
+@dataclass(frozen=True)
+class YuvLayout:
+    """How a planar Y'CbCr pixel format stores a frame.
+
+    Attributes
+    ----------
+    pixel_format : str
+        FFmpeg's name ("yuv420p10le", ...).
+    bits : int
+        Bits per sample.
+    chroma_shift : (int, int)
+        log2 of the chroma subsampling across and down: (1, 1) for 4:2:0, (1, 0) 4:2:2, (0, 0) 4:4:4.
+    weights : (float, float)
+        The matrix's Kr and Kb.
+    full_range : bool
+        Samples span 0 .. 2^bits - 1 (JPEG); else luma 16..235 and chroma 16..240, times 2^(bits - 8).
+    alpha : bool
+        A fourth plane holds opacity (ProRes 4444, yuva formats): not read, written opaque.
+    """
+
+    pixel_format: str
+    bits: int
+    chroma_shift: tuple[int, int]
+    weights: tuple[float, float]
+    full_range: bool
+    alpha: bool = False
+
+    @property
+    def sample_dtype(self) -> np.dtype:
+        return np.dtype(np.uint8 if self.bits <= 8 else np.uint16)
+
+    @property
+    def stored_dtype(self) -> np.dtype:
+        """The samples as the frame stores them: big-endian for the "be" formats (raw video)."""
+        return self.sample_dtype.newbyteorder(">" if self.pixel_format.endswith("be") else "<")
+
+    def coefficients(self) -> np.ndarray:
+        """(luma offset, luma scale, chroma offset, chroma scale) in samples, then Kr, Kb and the
+        largest sample, as float64 for the kernels."""
+        top = 2.0**self.bits - 1
+        if self.full_range:
+            scales = (0.0, top, 2.0 ** (self.bits - 1), top)
+        else:
+            step = 2.0 ** (self.bits - 8)
+            scales = (16 * step, 219 * step, 128 * step, 224 * step)
+        return np.array([*scales, *self.weights, top])
+
+
+def yuv_layout(pixel_format: str, color: dict[str, int], height: int) -> YuvLayout | None:
+    """The layout of ``pixel_format`` with the matrix and range ``color`` tags (FFmpeg's codes),
+    the matrix of an untagged source guessed from its ``height`` in lines as players guess it
+    (BT.709 from HD_LINES up, else BT.601); None where this module does not convert the format
+    (RGB, gray, packed, 4:1:1: swscale does).
+    """
+    import av
+
+    side = 16  # a size every subsampling divides, so that the planes' sizes give its factors
+    form = av.VideoFormat(pixel_format, side, side)
+    components = form.components
+    planar = [component.plane for component in components] in ([0, 1, 2], [0, 1, 2, 3])
+    if form.is_rgb or not planar or form.has_palette or form.is_bayer:
+        return None
+    bits = components[0].bits
+    shift = ((side // components[1].width).bit_length() - 1, (side // components[1].height).bit_length() - 1)
+    if max(shift) > 1 or bits > 16 or any(component.bits != bits for component in components):
+        return None
+    full = color.get("range") == FULL_RANGE or pixel_format.startswith("yuvj")
+    guessed = BT709 if height >= HD_LINES else BT601
+    weights = MATRIX_WEIGHTS.get(color.get("colorspace", 2), MATRIX_WEIGHTS[guessed])
+    return YuvLayout(pixel_format, bits, shift, weights, full, alpha=len(components) == 4)
+
+
+def planes_to_rgb(planes: list[np.ndarray], layout: YuvLayout, dtype: np.dtype) -> np.ndarray:
+    """Y, Cb, Cr sample planes -> (H, W, 3) RGB of ``dtype`` (uint8 or uint16 at its full
+    scale), rounded and clipped."""
+    from nlmeans_studio.engine.media import yuv_kernels
+
+    rgb = np.empty((*planes[0].shape, 3), dtype)
+    yuv_kernels.to_rgb(*planes, *layout.chroma_shift, layout.coefficients(), float(np.iinfo(dtype).max), rgb)
+    return rgb
+
+
+def rgb_to_planes(rgb: np.ndarray, layout: YuvLayout) -> list[np.ndarray]:
+    """(H, W, 3) uint8 / uint16 RGB at its full scale -> Y, Cb, Cr sample planes of the layout's
+    dtype, rounded and clamped to 0 .. 2^bits - 1."""
+    from nlmeans_studio.engine.media import yuv_kernels
+
+    height, width = rgb.shape[:2]
+    across, down = layout.chroma_shift
+    chroma_shape = (-(-height >> down), -(-width >> across))
+    planes = [np.empty((height, width), layout.sample_dtype)]
+    planes += [np.empty(chroma_shape, layout.sample_dtype) for _ in range(2)]
+    differences = np.empty((2, height, width), np.float32)  # full-resolution Cb and Cr, before decimation
+    scale = 1.0 / np.iinfo(rgb.dtype).max
+    yuv_kernels.to_planes(rgb, scale, layout.coefficients(), *planes, differences, across, down)
+    return planes
+
+
+def frame_planes(frame: Any, layout: YuvLayout) -> list[np.ndarray]:
+    """A decoded PyAV frame's Y, Cb, Cr sample planes as arrays of ``layout.sample_dtype`` (views
+    where the frame stores them in this machine's byte order)."""
+    planes = []
+    for plane in frame.planes[:3]:
+        row = plane.line_size // layout.sample_dtype.itemsize
+        samples = np.frombuffer(plane, layout.stored_dtype).reshape(plane.height, row)
+        planes.append(samples[:, : plane.width].astype(layout.sample_dtype, copy=False))
+    return planes
+
+
+def planes_frame(planes: list[np.ndarray], layout: YuvLayout) -> Any:
+    """A PyAV frame of the layout's pixel format holding ``planes`` (and opaque alpha where it has some)."""
+    import av
+
+    height, width = planes[0].shape
+    frame = av.VideoFrame(width, height, layout.pixel_format)
+    if layout.alpha:
+        planes = [*planes, np.full((height, width), 2**layout.bits - 1, layout.sample_dtype)]
+    for plane, samples in zip(frame.planes, planes, strict=True):
+        row = plane.line_size // layout.sample_dtype.itemsize
+        padded = np.zeros((plane.height, row), layout.stored_dtype)
+        padded[:, : plane.width] = samples
+        plane.update(padded.tobytes())
+    return frame
