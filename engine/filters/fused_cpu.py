@@ -21,6 +21,7 @@ The radii, h and the weighting are run-time arguments: the kernel compiles once 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -277,25 +278,34 @@ class Scratch(NamedTuple):
     factors: np.ndarray  # (tiles, 2, TILE_COLUMNS): a row's rescale factors and relative weights
 
 
+class _ThreadBuffers(threading.local):
+    """Each thread's own buffers by name: calls from several threads never share scratch."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+
+
 class FusedCpuFilter:
     """The fused numba filter with its buffers, which it keeps between frames of one size.
 
     Its frames are the host frames as (H, W, C) float32 (``upload``); outputs are the same.
+    The buffers are per thread, so that one filter may serve several threads at once.
     """
 
     backend, method = "cpu", "fused"
 
     def __init__(self) -> None:
-        self._buffers: dict[str, np.ndarray] = {}
+        self._buffers = _ThreadBuffers()
 
     upload = staticmethod(to_float32)
     download = staticmethod(np.asarray)
     as_frame = staticmethod(np.asarray)  # outputs are (H, W, C) float32, as frames
 
     def _buffer(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
-        buffer = self._buffers.get(name)
+        arrays = self._buffers.arrays
+        buffer = arrays.get(name)
         if buffer is None or buffer.shape != shape:
-            buffer = self._buffers[name] = np.empty(shape, dtype=np.float32)
+            buffer = arrays[name] = np.empty(shape, dtype=np.float32)
         return buffer
 
     def __call__(

@@ -241,3 +241,20 @@ def test_gray_frames_come_back_gray() -> None:
     assert [output.shape for output in streamed] == [(12, 14)] * 3
     np.testing.assert_array_equal(streamed[1], frame)
     assert denoiser.denoise_frame(clip[..., np.newaxis], 1).shape == (12, 14, 1)
+
+
+def test_one_denoiser_shared_by_threads_gives_the_serial_frames(backend_method) -> None:
+    # A pool of threads sharing one Denoiser, each on its own frame: every result equals the
+    # serial one (issue 32: each call's scratch was the Denoiser's, overwritten mid-frame).
+    from concurrent.futures import ThreadPoolExecutor
+
+    clip = noisy_clip("random", seed=5, frames=8, shape=(40, 300))
+    backend, method = backend_method
+    denoiser = Denoiser(NLMParams(h=40, patch_radius=2, frames_past=1, frames_future=1), backend, method=method)
+    serial = [denoiser.denoise_frame(clip, index) for index in range(len(clip))]
+    for _ in range(3):  # a race shows only now and then
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            threaded = list(pool.map(lambda index: denoiser.denoise_frame(clip, index), range(len(clip))))
+        for index, frame in enumerate(threaded):
+            # The same frames go through the same code: equal to float32 rounding of the order.
+            np.testing.assert_allclose(frame, serial[index], rtol=0, atol=1e-6, err_msg=f"frame {index}")
