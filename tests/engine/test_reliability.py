@@ -18,7 +18,7 @@ import pytest
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
 
-from clips import CLI  # noqa: E402
+from clips import CLI, default_signals  # noqa: E402
 from media_corpus import ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
 from nlmeans_studio.engine import Denoiser, NLMParams, gpu_unavailable_reason  # noqa: E402
@@ -247,7 +247,7 @@ def test_a_signal_at_any_stage_leaves_nothing_and_no_traceback(long_clip, tmp_pa
     command = [str(program), "denoise", str(long_clip), str(tmp_path / "out.mkv")]
     # The signals' default actions, whatever this test inherited (nohup or a background job would
     # leave the run ignoring SIGHUP or SIGINT, as it should: the next test).
-    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, preexec_fn=_default_signals) as child:
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals) as child:
         error = ""
         if stage == "writing":
             while "frames (" not in error:
@@ -261,11 +261,6 @@ def test_a_signal_at_any_stage_leaves_nothing_and_no_traceback(long_clip, tmp_pa
     assert status in (130, -stop), error  # -stop: the signal came before Python could handle it
     assert "Traceback" not in error
     assert list(tmp_path.iterdir()) == []
-
-
-def _default_signals() -> None:
-    for stop in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop, signal.SIG_DFL)
 
 
 def _ignore_hangups() -> None:
