@@ -516,7 +516,7 @@ def _warn_about_the_source(args: argparse.Namespace) -> None:
 class _Stop:
     """What Ctrl-C, SIGTERM and SIGHUP do to a run: once frames are being written, the export is
     asked to stop at its next frame (it removes its file and joins its threads); before that,
-    the run stops at once. Either way nothing is left behind. A signal the run was started
+    and in a volume's run, the run stops at once. Either way nothing is left behind. A signal the run was started
     ignoring stays ignored: ``nohup nlmeans-studio denoise ... &`` outlives its terminal."""
 
     SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
@@ -591,6 +591,18 @@ def _denoise(args: argparse.Namespace) -> int:
     return 0
 
 
+def _denoise_volume(args: argparse.Namespace) -> int:
+    """``denoise-volume``, stopped by Ctrl-C, SIGTERM or SIGHUP as an export is: with a word and
+    status 130, the output not written (its hidden file is removed as the stop unwinds)."""
+    stop = _Stop()
+    try:
+        return volume_cli.run(args)
+    except KeyboardInterrupt:
+        raise ExportCancelledError(f"cancelled; {args.output} was not written") from None
+    finally:
+        stop.restore()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``nlmeans-studio`` command; returns the exit status."""
     parser = _parser()
@@ -604,7 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "estimate-noise":
             return _estimate_noise(args)
         if args.command == "denoise-volume":
-            return volume_cli.run(args)
+            return _denoise_volume(args)
         if args.preview:
             height, width = args.size
             params = NLMParams(h=args.h if args.h is not None else DEFAULT_H, patch_radius=args.patch_radius)

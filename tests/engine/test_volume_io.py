@@ -7,12 +7,13 @@ import contextlib
 import errno
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from clips import CLI
+from clips import CLI, default_signals
 
 from nlmeans_studio.engine import denoise_volume
 from nlmeans_studio.engine.cli import main
@@ -672,3 +673,22 @@ def test_mri_magnitude_noise_is_read_right_beside_much_air(air) -> None:
     sigma = 30.0
     magnitude = np.hypot(clean + rng.normal(0, sigma, clean.shape), rng.normal(0, sigma, clean.shape))
     assert estimate_volume_noise(magnitude).average_sigma == pytest.approx(sigma, rel=0.05)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stopped_volume_run_says_cancelled_and_leaves_no_file(tmp_path, stop) -> None:
+    """SIGTERM ended the run with the signal and no word, where a video export says 'cancelled'."""
+    np.save(tmp_path / "in.npy", np.random.default_rng(9).random((48, 128, 128), dtype=np.float32))
+    command = [*CLI, "denoise-volume", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--backend", "cpu",
+               "--h", "0.3", "--search-radius", "4"]  # fmt: skip
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals) as child:
+        progress = ""
+        while " %" not in progress:  # the progress line: the filter is under way
+            progress += child.stderr.read(1)
+            assert progress or child.poll() is None
+        child.send_signal(stop)
+        error = child.stderr.read()
+        assert child.wait(timeout=60) == 130, error
+    assert error.splitlines()[-1] == f"nlmeans-studio: cancelled; {tmp_path / 'out.npy'} was not written"
+    assert "Traceback" not in error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy"]
