@@ -26,6 +26,7 @@ from nlmeans_studio.engine.bench import (
 )
 from nlmeans_studio.engine.denoiser import METHODS
 from nlmeans_studio.engine.export import ExportCancelledError, denoise_file, estimate_clip_noise
+from nlmeans_studio.engine.filters.compiled import COMPILING, filter_compiles
 from nlmeans_studio.engine.luma_chroma import (
     matrix_for,
     parse_luma_chroma,
@@ -427,7 +428,7 @@ class _ProgressBar:
     """Frames, fps and ETA on stderr: one line redrawn at most four times a second on a terminal,
     a line every LOG_PROGRESS_SECONDS where stderr goes to a file or a pipe (a log). The rate is
     measured from the first frame on: before it come the start-up's seconds (on a first run,
-    compiling the CPU filter: about 15 s), which would make the ETA of a short clip minutes."""
+    compiling the CPU filter: ``COMPILING``), which would make the ETA of a short clip minutes."""
 
     def __init__(self) -> None:
         self._terminal = sys.stderr.isatty()
@@ -445,7 +446,7 @@ class _ProgressBar:
         self._drawn = seconds
         first_done, first_seconds = self._first or (done, seconds)
         fps = (done - first_done) / (seconds - first_seconds) if seconds > first_seconds else 0.0
-        rate = f"{fps:.1f} fps" if fps > 0 else "starting (a first run compiles the filter)"
+        rate = f"{fps:.1f} fps" if fps > 0 else "starting"
         if total:
             eta = f"  ETA {(total - done) / fps:.0f} s" if fps > 0 else ""
             line = f"\r{done}/{total} frames ({100 * done / total:.0f} %)  {rate}{eta}  "
@@ -557,6 +558,8 @@ def _denoise(args: argparse.Namespace) -> int:
         _warn_about_the_source(args)
         params, estimate = _denoise_params(args, preset)
         luma_chroma = _luma_chroma(args, params, estimate, 1.0 if preset is None else preset.strength or 1.0)
+        if not args.quiet and filter_compiles(args.backend):
+            print(COMPILING, file=sys.stderr)
         stop.exporting = True
         summary = denoise_file(
             args.source,

@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from nlmeans_studio.engine.filters.compiled import in_numba_cache
 from nlmeans_studio.engine.frames import to_float32
 from nlmeans_studio.engine.params import NLMParams
 
@@ -266,6 +267,11 @@ def _denoise(z_frames, y_frames, center, search, radius, scale, exponential, cen
     """Fill ``output`` (H, W, C) for the frames' centre, one parallel task per tile."""
     for tile in numba.prange(scratch.accumulators.shape[0]):
         _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, tile, output)
+
+
+def compiled() -> bool:
+    """Whether the filter is compiled, in this process or numba's cache (``compiled.filter_compiles``)."""
+    return in_numba_cache(_pad_planar, _denoise)
 
 
 class Scratch(NamedTuple):

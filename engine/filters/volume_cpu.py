@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
+from nlmeans_studio.engine.filters.compiled import in_numba_cache
 from nlmeans_studio.engine.filters.fused_cpu import FAST, NO_EXPONENT, accumulate_row, weights_row
 from nlmeans_studio.engine.volume.params import VolumeParams
 
@@ -134,6 +135,11 @@ def _finish(accumulators, padded, pad, center_max, relative, out):
                 for channel in range(channels):
                     voxel = padded[pad[0] + z, channel, pad[1] + y, pad[2] + x]
                     out[z, y, x, channel] = (accumulators[z, channel, y, x] + weight * voxel) * inverse
+
+
+def compiled() -> bool:
+    """Whether the filter is compiled, in this process or numba's cache (``compiled.filter_compiles``)."""
+    return in_numba_cache(_row_sums, _weight_planes, _accumulate_planes, _finish)
 
 
 def half_window(search: tuple[int, int, int]) -> list[tuple[int, int, int]]:

@@ -124,6 +124,7 @@ class _Progress:
 def run(args: argparse.Namespace) -> int:
     """Run ``denoise-volume``; errors propagate to the CLI's handler."""
     from nlmeans_studio.engine.backend import resolve_backend, resolve_devices
+    from nlmeans_studio.engine.filters.compiled import COMPILING, filter_compiles
     from nlmeans_studio.engine.volume.denoise import checked_volume, denoise_volume
     from nlmeans_studio.engine.volume.io import (
         check_volume_input,
@@ -184,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
                 "--h, h comes from the noise",
                 file=sys.stderr,
             )
+    if not args.quiet and filter_compiles(args.backend, volume=True):
+        print(COMPILING, file=sys.stderr)
     start = time.perf_counter()
     filtered = denoise_volume(
         source.data,
