@@ -45,6 +45,7 @@ from nlmeans_studio.engine.media.video import (
     read_frames,
     show_ffmpeg_messages,
 )
+from nlmeans_studio.engine.memory import require_cpu_room
 from nlmeans_studio.engine.noise import NoiseEstimate, apply_estimate, decorrelation_decision, estimate_noise
 from nlmeans_studio.engine.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, NLMParams
 from nlmeans_studio.engine.presets import FIELDS as PRESET_FIELDS
@@ -553,7 +554,10 @@ def _denoise(args: argparse.Namespace) -> int:
             if args.guide is not None or args.luma_chroma is not None:
                 raise ValueError("--devices runs the plain filter only: not with --luma-chroma or --guide yet")
             args.devices = resolve_devices(args.devices)
-        resolve_backend(args.backend)  # a GPU asked for and unavailable: said before the noise estimate
+        # A GPU asked for and unavailable, or a CPU run that cannot fit an address-space limit
+        # (numba and its threads): said before the noise estimate, whose FFmpeg threads take room.
+        if resolve_backend(args.backend) == "cpu":
+            require_cpu_room(0, volume=False)
         args.source = PipeReader() if args.input == PIPE else args.input  # a pipe is read once, by both
         _warn_about_the_source(args)
         params, estimate = _denoise_params(args, preset)

@@ -57,6 +57,9 @@ class Denoiser:
         ``params`` (here or when replaced) is not an ``NLMParams``.
     BackendUnavailableError
         backend="gpu" where CuPy is missing, no device exists or the driver is too old.
+    MemoryError
+        The CPU filter and its threads would not fit the process's address-space limit
+        (``ulimit -v``); the message says how many threads would.
     """
 
     def __init__(self, params: NLMParams, backend: str = "auto", *, method: str | None = None) -> None:

@@ -55,6 +55,9 @@ class WindowFilter(Protocol):
 
 
 def _fused_cpu() -> WindowFilter:
+    from nlmeans_studio.engine.memory import require_cpu_room
+
+    require_cpu_room(0, volume=False)  # numba and its threads fit, under an address-space limit
     from nlmeans_studio.engine.filters.fused_cpu import FusedCpuFilter
 
     return FusedCpuFilter()

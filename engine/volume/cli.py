@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``denoise-volume``; errors propagate to the CLI's handler."""
     from nlmeans_studio.engine.backend import resolve_backend, resolve_devices
     from nlmeans_studio.engine.filters.compiled import COMPILING, filter_compiles
-    from nlmeans_studio.engine.volume.denoise import checked_volume, denoise_volume
+    from nlmeans_studio.engine.volume.denoise import checked_volume, denoise_volume, require_cpu_room_for
     from nlmeans_studio.engine.volume.io import (
         check_volume_input,
         check_volume_output,
@@ -185,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
                 "--h, h comes from the noise",
                 file=sys.stderr,
             )
+    if resolve_backend(args.backend) == "cpu":
+        require_cpu_room_for(source.data)  # before a word about a compile that could not happen
     if not args.quiet and filter_compiles(args.backend, volume=True):
         print(COMPILING, file=sys.stderr)
     start = time.perf_counter()

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from nlmeans_studio.engine.backend import check_devices, resolve_backend, resolve_devices
+from nlmeans_studio.engine.memory import out_of_memory, require_cpu_room
 from nlmeans_studio.engine.params import check_int
 from nlmeans_studio.engine.volume.params import CHANNELS_MAX, Radii, VolumeParams, channel_strengths
 
@@ -32,6 +33,9 @@ Progress = Callable[[int, int], None]  # (work done, work in all)
 PARALLEL_CHECK_BYTES = 32 << 20  # all_finite: at least this much a thread
 FINITE_BLOCK_BYTES = 1 << 20  # all_finite: planes checked at once, in the cache
 THINNEST_SLAB = 16  # planes: a GPU's first and last slab, whose upload and download it waits for
+# float32 copies of a volume a CPU run adds at its peak, in one slab: the padded slab, the
+# accumulators (C + 2), the result, the output (124 MB for a 15 MB volume measured), the file's.
+CPU_VOLUME_COPIES = 10
 
 
 def all_finite(data: np.ndarray, parallel_bytes: int = PARALLEL_CHECK_BYTES) -> bool:
@@ -113,6 +117,12 @@ def checked_volume(volume: object, params: VolumeParams, finite: bool = True) ->
     if finite:
         require_finite(data)
     return data
+
+
+def require_cpu_room_for(data: np.ndarray) -> None:
+    """MemoryError, saying what to lower, where filtering ``data`` on the CPU would not fit this
+    process's address-space limit (``memory.require_cpu_room``)."""
+    require_cpu_room(CPU_VOLUME_COPIES * 4 * data.size, volume=True, smaller="crop the volume")
 
 
 def padded_volume(data: np.ndarray, pad: tuple[int, int, int], planes: tuple[int, int] | None = None) -> np.ndarray:
@@ -209,6 +219,9 @@ def denoise_volume(
         the result; the message says which and how to fix it.
     BackendUnavailableError
         backend="gpu" (or devices given) where CuPy or a GPU is missing.
+    MemoryError
+        On the CPU, a run that would not fit the process's address-space limit (``ulimit -v``),
+        said before it starts, or memory that ran out mid-run; the message says what to lower.
 
     Notes
     -----
@@ -248,6 +261,7 @@ def denoise_volume(
     from nlmeans_studio.engine.gpu import slabs as slab_module
 
     if chosen == "cpu":
+        require_cpu_room_for(data)
         from nlmeans_studio.engine.filters.volume_cpu import filter_padded_cpu
 
         count = len(slab_module.split_range(data.shape[0], slabs or 1))
@@ -265,7 +279,12 @@ def denoise_volume(
             finished[0] += 1
             return result
 
-        planar = slab_module.filter_in_slabs(read_slab, data.shape, params, count, [cpu_filter], output=target)
+        try:
+            planar = slab_module.filter_in_slabs(read_slab, data.shape, params, count, [cpu_filter], output=target)
+        except (MemoryError, SystemError) as error:  # SystemError: numba's, for a MemoryError in its threads
+            if not isinstance(error, MemoryError) and not isinstance(error.__cause__, MemoryError):
+                raise
+            raise out_of_memory(error.__cause__ or error, "crop the volume or filter it in more slabs") from error
     else:
         from nlmeans_studio.engine.filters.volume_gpu import gpu_slab_filters
 

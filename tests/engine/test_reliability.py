@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -453,3 +454,47 @@ def test_encoding_options_are_refused_before_the_noise_estimate(clip, tmp_path, 
     run = _cli("denoise", str(clip), str(tmp_path / "out.mkv"), *extra)
     _one_clear_line(run, message)
     assert "noise:" not in run.stderr and list(tmp_path.iterdir()) == []
+
+
+def _address_space(megabytes: int):
+    """A child's ``preexec_fn``: at most ``megabytes`` of address space, as ``ulimit -v`` sets."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (megabytes << 20, megabytes << 20))
+
+    return limit
+
+
+def _short_run(command: str, folder: Path, clip: Path, megabytes: int, threads: int) -> subprocess.CompletedProcess:
+    """``command`` on a small clip or a 100 x 200 x 200 float32 volume, on the CPU with ``threads``
+    threads, under an address-space limit."""
+    if command == "denoise":
+        arguments = [str(clip), str(folder / "out.mkv"), *FAST]
+    else:
+        volume = np.random.default_rng(1).normal(100, 10, (100, 200, 200)).astype(np.float32)
+        np.save(folder / "in.npy", volume)
+        arguments = [str(folder / "in.npy"), str(folder / "out.npy"), "--h", "10", "--search-radius", "1",
+                     "--patch-radius", "1"]  # fmt: skip
+    environment = {**os.environ, "NUMBA_NUM_THREADS": str(threads)}
+    return subprocess.run([*CLI, command, *arguments, "--backend", "cpu"], capture_output=True, text=True,
+                          timeout=120, env=environment, preexec_fn=_address_space(megabytes))  # fmt: skip
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="address-space limits as Linux counts them")
+@pytest.mark.parametrize("command", ["denoise", "denoise-volume"])
+@pytest.mark.parametrize(("megabytes", "way_out"), [(250, "raise the limit (ulimit -v)"), (600, "NUMBA_NUM_THREADS=")])
+def test_a_run_short_of_address_space_says_so_and_what_to_lower(clip, tmp_path, command, megabytes, way_out) -> None:
+    """Under ``ulimit -v`` a run failed wherever its next mapping fell: 'libllvmlite.so' not found,
+    the clip 'cannot be read: Resource temporarily unavailable', libgomp's exit, a traceback, or
+    (600 MB, this volume, a thread a CPU of a big machine: 64 here) no end at all."""
+    run = _short_run(command, tmp_path, clip, megabytes, threads=64)
+    _one_clear_line(run, "error: not enough memory for this run: it needs about ")
+    assert way_out in run.stderr.splitlines()[-1]
+    assert not any(path.name.startswith(("out", ".")) for path in tmp_path.iterdir())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="address-space limits as Linux counts them")
+def test_a_run_that_fits_its_address_space_runs(clip, tmp_path) -> None:
+    # Under the limit the threads share malloc's arenas (8 MB of address space each, not 72).
+    run = _short_run("denoise-volume", tmp_path, clip, 1000, threads=16)
+    assert run.returncode == 0, run.stderr
