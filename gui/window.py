@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from nlmeans_studio.engine import (
+    COMPILING,
     SAMPLE_CLIP,
     VOLUME_SUFFIXES,
     LumaChroma,
@@ -65,6 +66,7 @@ VIDEO_PATTERNS = (
 )
 VOLUME_PATTERNS = " ".join(f"*{suffix}" for suffix in VOLUME_SUFFIXES)
 VIDEO_FILTER = f"Videos ({VIDEO_PATTERNS});;All files (*)"
+COMPILING_MESSAGE = f"{COMPILING[0].upper()}{COMPILING[1:]}."  # the status bar's, while the first frame waits
 OPEN_FILTER = (
     f"Videos and volumes ({VIDEO_PATTERNS} {VOLUME_PATTERNS});;Videos ({VIDEO_PATTERNS});;"
     f"Volumes ({VOLUME_PATTERNS});;All files (*)"
@@ -102,6 +104,7 @@ class MainWindow(QMainWindow):
         worker.estimated.connect(self._estimated)
         worker.failed.connect(self._failed)
         worker.busy_changed.connect(self._busy_changed)
+        worker.compiling.connect(self._compiling)
         self.player = Player(worker, self._submit, self)
         self.player.frame_due.connect(self._show_played)
         self.player.started.connect(self._show_play_state)
@@ -444,7 +447,12 @@ class MainWindow(QMainWindow):
             return self.show_error("Open a clip first.")
         self._submit(EstimateRequest(self.frame_slider.value(), roi, self.noise.noise()))
 
+    def _compiling(self) -> None:
+        self.statusBar().showMessage(COMPILING_MESSAGE)  # until a frame comes
+
     def _rendered(self, number: int, preview: Preview) -> None:
+        if self.statusBar().currentMessage() == COMPILING_MESSAGE:
+            self.statusBar().clearMessage()
         if number <= self._shown:
             return  # older than what is on screen
         self._shown = number

@@ -34,6 +34,7 @@ from nlmeans_studio.engine import (
     VideoInfo,
     VideoReader,
     estimate_noise_over,
+    filter_compiles,
 )
 
 ORDER = ("open", "estimate", "preview", "play")  # a new clip first; an estimate before a preview
@@ -82,6 +83,7 @@ class PreviewWorker(QObject):
     playback_started = Signal(int, object)  # request number, engine.playback.RenderAhead
     failed = Signal(int, str, str)  # request number, kind ("open", "preview", "estimate", "backend"), message
     busy_changed = Signal(bool)  # the engine started or stopped working
+    compiling = Signal()  # the next frame waits for the CPU filter to compile (once per machine)
     _wake = Signal()
 
     def __init__(self) -> None:
@@ -154,14 +156,21 @@ class PreviewWorker(QObject):
             elif isinstance(request, EstimateRequest):
                 self.estimated.emit(number, *self._estimate(request))
             elif isinstance(request, PreviewRequest):
+                self._say_if_compiling(request.backend)
                 self.rendered.emit(number, self._render(request))
             elif isinstance(request, PlayRequest):
                 self._stop_playback()
+                self._say_if_compiling(request.backend)
                 self._playback = (number, self._play(request))
                 self.playback_started.emit(number, self._playback[1])
         except Exception as error:
             kind = {OpenRequest: "open", EstimateRequest: "estimate"}.get(type(request), "preview")
             self._report(number, kind, error)
+
+    def _say_if_compiling(self, backend: str) -> None:
+        """Emit ``compiling`` where the next frame on ``backend`` waits for a compile."""
+        if filter_compiles(backend):
+            self.compiling.emit()
 
     def _report(self, number: int, kind: str, error: Exception) -> None:
         """Emit ``failed`` for ``error``, met on request ``number`` of ``kind``."""

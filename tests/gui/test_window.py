@@ -36,6 +36,7 @@ from nlmeans_studio.engine.media.video import read_frames
 from nlmeans_studio.engine.presets import PRESET_FOLDER, load_preset
 from nlmeans_studio.engine.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
 from nlmeans_studio.gui import export as export_module
+from nlmeans_studio.gui import worker as worker_module
 from nlmeans_studio.gui.export import ExportDialog
 from nlmeans_studio.gui.window import MainWindow
 
@@ -931,3 +932,13 @@ def test_the_readouts_are_in_sight_at_any_window_height(qtbot, window, clip) -> 
     assert 0 < bottom <= window.height()
     for label in (readouts.fps, readouts.psnr, readouts.sigma):  # wrapped text is not cut
         assert label.height() >= label.heightForWidth(label.width())
+
+
+def test_the_first_frame_says_when_it_waits_for_a_compile(qtbot, window, clip, monkeypatch) -> None:
+    # The window said nothing while its first frame waited up to a minute for numba's compile.
+    monkeypatch.setattr(worker_module, "filter_compiles", lambda backend: True)  # numba's cache cold
+    messages = []
+    window.statusBar().messageChanged.connect(messages.append)
+    opened(qtbot, window, clip[0])
+    assert [message for message in messages if message.startswith("Compiling the CPU filter")]
+    assert window.statusBar().currentMessage() == ""  # gone with the frame
