@@ -516,10 +516,12 @@ def _warn_about_the_source(args: argparse.Namespace) -> None:
 
 
 class _Stop:
-    """What Ctrl-C, SIGTERM and SIGHUP do to a run: once frames are being written, the export is
-    asked to stop at its next frame (it removes its file and joins its threads); before that,
-    and in a volume's run, the run stops at once. Either way nothing is left behind. A signal the run was started
-    ignoring stays ignored: ``nohup nlmeans-studio denoise ... &`` outlives its terminal."""
+    """What Ctrl-C, SIGTERM and SIGHUP do to a command: once a video's frames are being written,
+    the export is asked to stop at its next frame (it removes its file and joins its threads);
+    otherwise the command stops at once. Either way it says 'cancelled', exits 130 and leaves
+    nothing behind. A signal the run was started ignoring stays ignored: ``nohup nlmeans-studio
+    denoise ... &`` outlives its terminal. Off the main thread (``command_line`` called from a
+    worker) Python lets no handler be set: the caller's stay."""
 
     SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
@@ -528,6 +530,8 @@ class _Stop:
         self.exporting = False
         stops = [getattr(signal, name) for name in self.SIGNALS if hasattr(signal, name)]
         stops = [stop for stop in stops if signal.getsignal(stop) is not signal.SIG_IGN]
+        if threading.current_thread() is not threading.main_thread():
+            stops = []
         self._previous = {stop: signal.signal(stop, self._stop) for stop in stops}
 
     def _stop(self, signum: int, frame: object) -> None:
@@ -540,9 +544,8 @@ class _Stop:
             signal.signal(stop, handler)
 
 
-def _denoise(args: argparse.Namespace) -> int:
+def _denoise(args: argparse.Namespace, stop: _Stop) -> int:
     show_ffmpeg_messages(verbose=args.verbose)
-    stop = _Stop()
     progress = None if args.quiet else _ProgressBar()
     try:
         preset = None if args.filter_preset is None else load_preset(find_preset(args.filter_preset))
@@ -586,7 +589,6 @@ def _denoise(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         raise ExportCancelledError(f"cancelled; {args.output} was not written") from None
     finally:
-        stop.restore()
         if progress is not None:
             progress.close()
     if not args.quiet:
@@ -599,15 +601,12 @@ def _denoise(args: argparse.Namespace) -> int:
 
 
 def _denoise_volume(args: argparse.Namespace) -> int:
-    """``denoise-volume``, stopped by Ctrl-C, SIGTERM or SIGHUP as an export is: with a word and
-    status 130, the output not written (its hidden file is removed as the stop unwinds)."""
-    stop = _Stop()
+    """``denoise-volume``; stopped (``_Stop``), it names the output it did not write (its hidden
+    file is removed as the stop unwinds)."""
     try:
         return volume_cli.run(args)
     except KeyboardInterrupt:
         raise ExportCancelledError(f"cancelled; {args.output} was not written") from None
-    finally:
-        stop.restore()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -617,9 +616,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    stop = _Stop()
     try:
         if args.command == "denoise":
-            return _denoise(args)
+            return _denoise(args, stop)
         if args.command == "estimate-noise":
             return _estimate_noise(args)
         if args.command == "denoise-volume":
@@ -662,6 +662,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(error) if args.command == "bench" else _as_option(str(error))  # bench's options differ
         print(f"nlmeans-studio: error: {message}", file=sys.stderr)
         return 1
+    finally:
+        stop.restore()
     return 0
 
 

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -692,3 +693,24 @@ def test_a_stopped_volume_run_says_cancelled_and_leaves_no_file(tmp_path, stop) 
     assert error.splitlines()[-1] == f"nlmeans-studio: cancelled; {tmp_path / 'out.npy'} was not written"
     assert "Traceback" not in error
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy"]
+
+
+def test_a_stopped_noise_estimate_says_cancelled(tmp_path) -> None:
+    """Only denoise set up the stop signals: estimate-noise ended by SIGTERM died without a word."""
+    volume = np.random.default_rng(4).normal(100, 10, (96, 384, 384)).astype(np.float32)  # seconds to estimate
+    np.save(tmp_path / "in.npy", volume)
+    environment = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}  # each import listed on stderr as it ends
+    command = [*CLI, "estimate-noise", str(tmp_path / "in.npy")]
+    with subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment,
+        preexec_fn=default_signals,
+    ) as child:  # fmt: skip
+        error = ""
+        while "nlmeans_studio.engine.cli\n" not in error:  # the command line's module, imported
+            error += child.stderr.read(1)
+            assert error or child.poll() is None
+        time.sleep(1.0)  # reading the volume, or estimating its noise
+        child.send_signal(signal.SIGTERM)
+        error += child.stderr.read()
+        assert child.wait(timeout=60) == 130, error
+    assert error.splitlines()[-1] == "nlmeans-studio: cancelled" and "Traceback" not in error
