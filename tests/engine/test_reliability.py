@@ -498,3 +498,19 @@ def test_a_run_that_fits_its_address_space_runs(clip, tmp_path) -> None:
     # Under the limit the threads share malloc's arenas (8 MB of address space each, not 72).
     run = _short_run("denoise-volume", tmp_path, clip, 1000, threads=16)
     assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="address-space limits as Linux counts them")
+def test_an_export_whose_frames_do_not_fit_says_so_before_the_first_frame(tmp_path) -> None:
+    """A 1080p window of five frames under 800 MB ended mid-run in NumPy's 'Unable to allocate
+    71.8 MiB for an array with shape (3, 3, 1086, 1926)', with no word of what to lower."""
+    spec = ClipSpec("hd.mkv", "ffv1", pixel_format="bgr0", size=(1080, 1920), frames=3)
+    source = write_clip(tmp_path, spec)
+    command = [*CLI, "denoise", str(source), str(tmp_path / "out.mkv"), "--backend", "cpu", "--noise", "none",
+               "--frames-past", "2", "--frames-future", "2"]  # fmt: skip
+    environment = {**os.environ, "NUMBA_NUM_THREADS": "2"}
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120, env=environment,
+                         preexec_fn=_address_space(800))  # fmt: skip
+    _one_clear_line(run, "error: not enough memory for this run: it needs about ")
+    assert "use a smaller temporal window (frames_past, frames_future)" in run.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["hd.mkv"]
