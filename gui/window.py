@@ -66,7 +66,6 @@ VIDEO_PATTERNS = (
 )
 VOLUME_PATTERNS = " ".join(f"*{suffix}" for suffix in VOLUME_SUFFIXES)
 VIDEO_FILTER = f"Videos ({VIDEO_PATTERNS});;All files (*)"
-COMPILING_MESSAGE = f"{COMPILING[0].upper()}{COMPILING[1:]}."  # the status bar's, while the first frame waits
 OPEN_FILTER = (
     f"Videos and volumes ({VIDEO_PATTERNS} {VOLUME_PATTERNS});;Videos ({VIDEO_PATTERNS});;"
     f"Volumes ({VOLUME_PATTERNS});;All files (*)"
@@ -448,10 +447,10 @@ class MainWindow(QMainWindow):
         self._submit(EstimateRequest(self.frame_slider.value(), roi, self.noise.noise()))
 
     def _compiling(self) -> None:
-        self.statusBar().showMessage(COMPILING_MESSAGE)  # until a frame comes
+        self.statusBar().showMessage(COMPILING)  # until a frame comes
 
     def _rendered(self, number: int, preview: Preview) -> None:
-        if self.statusBar().currentMessage() == COMPILING_MESSAGE:
+        if self.statusBar().currentMessage() == COMPILING:
             self.statusBar().clearMessage()
         if number <= self._shown:
             return  # older than what is on screen

@@ -15,7 +15,7 @@ from typing import Any
 from nlmeans_studio.engine.backend import resolve_backend
 
 # What a run says before a first frame that compiles (``filter_compiles``): the wait is once.
-COMPILING = "compiling the CPU filter for this machine, once: up to a minute (later runs start at once)"
+COMPILING = "Compiling the CPU filter for this machine, once: up to a minute (later runs start at once)."
 
 
 def in_numba_cache(*functions: Any) -> bool:
