@@ -45,7 +45,7 @@ from nlmeans_studio.engine.media.video import (
     read_frames,
     show_ffmpeg_messages,
 )
-from nlmeans_studio.engine.memory import require_cpu_room
+from nlmeans_studio.engine.memory import require_cpu_room, share_malloc_arenas
 from nlmeans_studio.engine.noise import NoiseEstimate, apply_estimate, decorrelation_decision, estimate_noise
 from nlmeans_studio.engine.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, NLMParams
 from nlmeans_studio.engine.presets import FIELDS as PRESET_FIELDS
@@ -616,6 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    share_malloc_arenas()  # under ulimit -v: threads cheap in address space, from the first
     stop = _Stop()
     try:
         if args.command == "denoise":

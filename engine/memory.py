@@ -15,9 +15,12 @@ the cached filter. Where there is no such limit (or no Linux /proc), nothing is 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import sys
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 from nlmeans_studio.engine.filters.compiled import filter_compiles
 
@@ -25,6 +28,12 @@ NUMBA_BYTES = 180 << 20  # numba and its LLVM, loaded
 COMPILE_BYTES = 96 << 20  # LLVM while it compiles the filter
 M_ARENA_MAX = -8  # glibc's mallopt parameter: the most malloc arenas
 DEFAULT_STACK_BYTES = 8 << 20  # a thread's stack where RLIMIT_STACK is unlimited
+THREAD_FAILED = "can't start new thread"  # CPython's RuntimeError where a thread's stack finds no room
+P, R = ParamSpec("P"), TypeVar("R")
+
+
+class ShortOfMemoryError(MemoryError):
+    """Memory too short for a run; the message says how much or where, and what to lower."""
 
 
 def address_space() -> tuple[int, int] | None:
@@ -51,9 +60,11 @@ def thread_bytes() -> int:
 
 
 def share_malloc_arenas() -> None:
-    """Have new threads share glibc's malloc arenas instead of reserving 64 MB of address space
-    each: under a limit, that space is what the run's arrays need. The filters' threads hardly
-    call malloc, so they do not wait on each other for it."""
+    """Under an address-space limit, have new threads share glibc's malloc arenas instead of
+    reserving 64 MB of address space each: that space is what the run's arrays need. The
+    filters' threads hardly call malloc, so they do not wait on each other for it."""
+    if address_space() is None:
+        return
     import ctypes
 
     with contextlib.suppress(OSError, AttributeError):  # not glibc: no per-thread arenas to share
@@ -75,13 +86,34 @@ def pool_threads() -> int:
     return int(configured) if configured.isdigit() and int(configured) > 0 else len(os.sched_getaffinity(0))
 
 
-def out_of_memory(error: BaseException, smaller: str) -> MemoryError:
-    """A MemoryError for one that came mid-run (past ``require_cpu_room``'s estimate, or with
-    no limit at all), saying what to lower; ``smaller`` as there."""
-    return MemoryError(
-        f"out of memory ({error}); use fewer threads (NUMBA_NUM_THREADS, one a CPU by default), "
-        f"{smaller}, or close other programs"
-    )
+def says_what_to_lower(ways: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorate a function so that memory running out in it (NumPy's MemoryError, or a thread
+    that cannot start: no room for its stack) raises ``out_of_memory(error, ways)`` instead."""
+
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(function)
+        def wrapped(*arguments: P.args, **options: P.kwargs) -> R:
+            try:
+                return function(*arguments, **options)
+            except ShortOfMemoryError:
+                raise
+            except MemoryError as error:
+                raise out_of_memory(error, ways) from error
+            except RuntimeError as error:
+                if str(error) != THREAD_FAILED:
+                    raise
+                raise out_of_memory(error, ways) from error
+
+        return wrapped
+
+    return decorate
+
+
+def out_of_memory(error: BaseException, ways: str) -> ShortOfMemoryError:
+    """The error for one that came mid-run (past ``require_cpu_room``'s estimate, or with no
+    limit at all), saying what to lower: ``ways`` ("crop the volume")."""
+    last = "raise the limit (ulimit -v)" if address_space() else "close other programs"
+    return ShortOfMemoryError(f"out of memory ({error}); {ways}, or {last}")
 
 
 def require_cpu_room(data_bytes: int, *, volume: bool, smaller: str | None = None) -> None:
@@ -98,7 +130,7 @@ def require_cpu_room(data_bytes: int, *, volume: bool, smaller: str | None = Non
     """
     if address_space() is None:
         return
-    share_malloc_arenas()
+    share_malloc_arenas()  # before numba's threads start
     if "numba" not in sys.modules:
         _require(data_bytes + NUMBA_BYTES, pool_threads(), smaller)
     compiling = filter_compiles("cpu", volume=volume)  # loads numba
@@ -120,7 +152,7 @@ def _require(fixed_bytes: int, threads: int, smaller: str | None) -> None:
     if 1 <= fitting < threads:
         ways.insert(0, f"use fewer threads: NUMBA_NUM_THREADS={fitting} ({threads} now, {per_thread >> 20} MB each)")
     ways.append("raise the limit (ulimit -v)")
-    raise MemoryError(
+    raise ShortOfMemoryError(
         f"not enough memory for this run: it needs about {needed >> 20} MB of address space, and "
         f"{max(left, 0) >> 20} MB are left under this process's limit of {limit >> 20} MB; " + ", or ".join(ways)
     )

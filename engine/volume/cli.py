@@ -218,8 +218,8 @@ def _suggested_h(args: argparse.Namespace, data: np.ndarray, label: str) -> floa
 
     try:
         estimate = estimate_volume_noise(data)
-    except ValueError as error:
-        raise ValueError(f"{args.input}: {label}{error}; give --h instead") from error
+    except (ValueError, MemoryError) as error:  # a MemoryError: the estimate's, which --h skips
+        raise type(error)(f"{args.input}: {label}{error}; give --h instead") from error
     h = suggest_volume_h(estimate, args.weighting, center_weight=args.center_weight, patch_radius=args.patch_radius)
     if not args.quiet:
         sigma = estimate.average_sigma

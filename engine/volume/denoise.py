@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from nlmeans_studio.engine.backend import check_devices, resolve_backend, resolve_devices
-from nlmeans_studio.engine.memory import out_of_memory, require_cpu_room
+from nlmeans_studio.engine.memory import out_of_memory, require_cpu_room, says_what_to_lower
 from nlmeans_studio.engine.params import check_int
 from nlmeans_studio.engine.volume.params import CHANNELS_MAX, Radii, VolumeParams, channel_strengths
 
@@ -38,6 +38,7 @@ THINNEST_SLAB = 16  # planes: a GPU's first and last slab, whose upload and down
 CPU_VOLUME_COPIES = 10
 
 
+@says_what_to_lower("crop the volume")
 def all_finite(data: np.ndarray, parallel_bytes: int = PARALLEL_CHECK_BYTES) -> bool:
     """Whether no voxel is NaN or infinite: NaN makes the minimum NaN and an infinity is the
     minimum or the maximum, so two reductions decide it without np.isfinite's mask. They run
@@ -284,7 +285,8 @@ def denoise_volume(
         except (MemoryError, SystemError) as error:  # SystemError: numba's, for a MemoryError in its threads
             if not isinstance(error, MemoryError) and not isinstance(error.__cause__, MemoryError):
                 raise
-            raise out_of_memory(error.__cause__ or error, "crop the volume or filter it in more slabs") from error
+            ways = "use fewer threads (NUMBA_NUM_THREADS, one a CPU by default), crop the volume or use more slabs"
+            raise out_of_memory(error.__cause__ or error, ways) from error
     else:
         from nlmeans_studio.engine.filters.volume_gpu import gpu_slab_filters
 

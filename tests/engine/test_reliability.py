@@ -514,3 +514,21 @@ def test_an_export_whose_frames_do_not_fit_says_so_before_the_first_frame(tmp_pa
     _one_clear_line(run, "error: not enough memory for this run: it needs about ")
     assert "use a smaller temporal window (frames_past, frames_future)" in run.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["hd.mkv"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="address-space limits as Linux counts them")
+@pytest.mark.parametrize("command", ["estimate-noise", "denoise-volume"])
+def test_a_noise_estimate_short_of_memory_says_what_to_lower(tmp_path, command) -> None:
+    """The volume's noise estimate (float64 copies: about 900 MB for this 40 MB volume) under
+    500 MB ended in NumPy's bare 'Unable to allocate 77.5 MiB', or in a traceback where a
+    thread could not start."""
+    volume = np.random.default_rng(2).normal(100, 10, (64, 256, 640)).astype(np.float32)
+    np.save(tmp_path / "in.npy", volume)
+    command_line = [*CLI, command, str(tmp_path / "in.npy")]
+    if command == "denoise-volume":
+        command_line += [str(tmp_path / "out.npy"), "--backend", "cpu"]
+    run = subprocess.run(command_line, capture_output=True, text=True, timeout=120, preexec_fn=_address_space(500))
+    _one_clear_line(run, "out of memory (")
+    last = run.stderr.splitlines()[-1]
+    assert "crop the volume, or raise the limit (ulimit -v)" in last
+    assert command == "estimate-noise" or last.endswith("give --h instead")
