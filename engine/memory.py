@@ -1,5 +1,5 @@
-"""Room in the process's address space for a CPU run: one that cannot fit stops before it starts,
-saying how much it needs and what to lower.
+"""Room in memory for a CPU run: one that cannot fit stops before it starts, saying how much it
+needs and what to lower; memory that runs out mid-run says what to lower too.
 
 Under an address-space limit (``ulimit -v``, RLIMIT_AS) a run that outgrows it failed wherever
 its next mapping happened: loading numba's LLVM ("Could not find/load shared object file"),
@@ -9,7 +9,9 @@ mapped its stack and a malloc arena, 72 MB of address space and little of it mem
 pool, one thread a CPU, was most of what a run mapped. Under a limit the threads now share the
 arenas (8 MB a thread), and a run that still cannot fit is refused with both sizes. Measured on
 Linux x86-64 with numba 0.68: numba and LLVM loaded, 171 MB; a compile, 63 MB more than loading
-the cached filter. Where there is no such limit (or no Linux /proc), nothing is done.
+the cached filter. Where there is no such limit (or no Linux /proc), nothing is checked, and
+only a MemoryError that comes is turned into one that says what to lower
+(``says_what_to_lower``, ``out_of_memory``).
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ def out_of_memory(error: BaseException, ways: str) -> ShortOfMemoryError:
 
 
 def require_cpu_room(data_bytes: int, *, volume: bool, smaller: str | None = None) -> None:
-    """MemoryError, before the CPU filter loads or starts its threads, where the run would not fit
+    """ShortOfMemoryError, before the CPU filter loads or starts its threads, where the run would not fit
     the process's address-space limit: ``data_bytes`` of arrays, numba with LLVM (and a compile,
     where ``filter_compiles``), numba's pool of threads. ``smaller`` names another way to need
     less ("crop the volume"). Where there is a limit, new threads share malloc's arenas from now
@@ -125,7 +127,7 @@ def require_cpu_room(data_bytes: int, *, volume: bool, smaller: str | None = Non
 
     Raises
     ------
-    MemoryError
+    ShortOfMemoryError
         The run would not fit; the message gives both sizes and what to lower.
     """
     if address_space() is None:
@@ -138,7 +140,7 @@ def require_cpu_room(data_bytes: int, *, volume: bool, smaller: str | None = Non
 
 
 def _require(fixed_bytes: int, threads: int, smaller: str | None) -> None:
-    """MemoryError unless ``fixed_bytes`` and ``threads`` new threads fit the limit now."""
+    """ShortOfMemoryError unless ``fixed_bytes`` and ``threads`` new threads fit the limit now."""
     space = address_space()
     if space is None:
         return
