@@ -22,14 +22,14 @@ def in_numba_cache(*functions: Any) -> bool:
     """Whether each numba ``cache=True`` function is compiled in this process already, or its
     current code is in numba's cache for this machine (its first call then compiles nothing)."""
     for function in functions:
-        if function.overloads:
-            continue
         try:
+            if function.overloads:
+                continue
             cache = function._cache
             current = cache._index_key((), function.targetctx.codegen())[1:]  # the machine, the code's hashes
             cached = cache._cache_file._load_index()  # empty where missing or stale (numba's own check)
         except (AttributeError, TypeError, OSError, EOFError, pickle.UnpicklingError):
-            return True
+            return True  # numba's internals moved, or NUMBA_DISABLE_JIT left plain functions
         if not any(key[1:] == current for key in cached):
             return False
     return True

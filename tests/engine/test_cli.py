@@ -107,3 +107,15 @@ def test_the_compile_is_announced_only_when_the_filter_compiles(tmp_path, comman
         first = child.stderr.readline()
         child.kill()
     assert first == COMPILING + "\n"
+
+
+def test_a_run_with_numba_jit_disabled_says_nothing_of_a_compile(tmp_path) -> None:
+    # NUMBA_DISABLE_JIT=1 (numba's switch for debugging) leaves plain functions: the compile
+    # check ended the run in an AttributeError traceback.
+    np.save(tmp_path / "in.npy", np.random.default_rng(3).random((8, 8, 8), dtype=np.float32))
+    command = [*CLI, "denoise-volume", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--h", "0.2",
+               "--search-radius", "1", "--backend", "cpu"]  # fmt: skip
+    run = subprocess.run(
+        command, capture_output=True, text=True, timeout=120, env={**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    )
+    assert run.returncode == 0 and COMPILING not in run.stderr, run.stderr
