@@ -428,8 +428,8 @@ def _estimate_noise(args: argparse.Namespace) -> int:
 class _ProgressBar:
     """Frames, fps and ETA on stderr: one line redrawn at most four times a second on a terminal,
     a line every LOG_PROGRESS_SECONDS where stderr goes to a file or a pipe (a log). The rate is
-    measured from the first frame on: before it come the start-up's seconds (on a first run,
-    compiling the CPU filter: ``COMPILING``), which would make the ETA of a short clip minutes."""
+    measured from the first frame on: before it come the start-up's seconds (on a first run, the
+    CPU filter's compile: up to a minute), which would make the ETA of a short clip minutes."""
 
     def __init__(self) -> None:
         self._terminal = sys.stderr.isatty()
