@@ -14,7 +14,8 @@ gpu        cascade     ``cascade_gpu``: one CUDA kernel per pass and offset (``c
 
 ``fused_layout`` plans the fused GPU kernel's tiles in pure Python; ``volume_cpu`` and
 ``volume_gpu`` are the 3D filter of DESIGN.md §6 (driven by ``engine.volume``); ``compiled``
-tells whether a CPU filter's first call will wait for numba to compile it.
+tells whether a CPU filter's first call will wait for numba to compile it, and ``launches``
+has the CPU filters' parallel launches take turns where numba's threading layer needs it.
 """
 
 from __future__ import annotations

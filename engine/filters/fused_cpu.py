@@ -29,6 +29,7 @@ import numba
 import numpy as np
 
 from nlmeans_studio.engine.filters.compiled import in_numba_cache
+from nlmeans_studio.engine.filters.launches import parallel_turn
 from nlmeans_studio.engine.frames import to_float32
 from nlmeans_studio.engine.params import NLMParams
 
@@ -336,9 +337,10 @@ class FusedCpuFilter:
             "z", (len(frames), channels, height + 2 * (search + radius), width + 2 * (search + radius))
         )
         distances = frames if guide is None else guide
-        for index, frame in enumerate(frames):  # each frame padded into its slot, no stacked copy
-            _pad_planar(frame[np.newaxis], identity, search, y_frames[index : index + 1])
-            _pad_planar(distances[index][np.newaxis], transform, search + radius, z_frames[index : index + 1])
+        with parallel_turn():
+            for index, frame in enumerate(frames):  # each frame padded into its slot, no stacked copy
+                _pad_planar(frame[np.newaxis], identity, search, y_frames[index : index + 1])
+                _pad_planar(distances[index][np.newaxis], transform, search + radius, z_frames[index : index + 1])
         tiles = -(-height // TILE_ROWS) * -(-width // TILE_COLUMNS)
         widest = min(width, TILE_COLUMNS) + search
         scratch = Scratch(
@@ -351,5 +353,6 @@ class FusedCpuFilter:
         output = np.empty((height, width, channels), dtype=np.float32)
         scale = np.float32(params.patch_sum_scale(channels))
         exponential, center_max = params.weighting == "exponential", params.center_weight == "max"
-        _denoise(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, output)
+        with parallel_turn():
+            _denoise(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, output)
         return output

@@ -20,6 +20,7 @@ import numpy as np
 
 from nlmeans_studio.engine.filters.compiled import in_numba_cache
 from nlmeans_studio.engine.filters.fused_cpu import FAST, NO_EXPONENT, accumulate_row, weights_row
+from nlmeans_studio.engine.filters.launches import parallel_turn
 from nlmeans_studio.engine.volume.params import VolumeParams
 
 
@@ -179,11 +180,13 @@ def filter_padded_cpu(
         row_sums = row_buffer[: np.prod(row_shape)].reshape(row_shape)
         weights = weight_buffer[: np.prod(extent)].reshape(extent)
         offset_array = np.array(offset, dtype=np.int64)
-        _row_sums(padded, offset_array, low, patch_array, pad_array, row_sums)
-        _weight_planes(row_sums, patch_array, scale, params.exponential, relative, weights)
-        _accumulate_planes(weights, padded, offset_array, low, pad_array, params.center_max, relative, accumulators)
+        with parallel_turn():
+            _row_sums(padded, offset_array, low, patch_array, pad_array, row_sums)
+            _weight_planes(row_sums, patch_array, scale, params.exponential, relative, weights)
+            _accumulate_planes(weights, padded, offset_array, low, pad_array, params.center_max, relative, accumulators)
         if on_offset is not None:
             on_offset(done, len(offsets))
     out = np.empty((*size, channels), dtype=np.float32)
-    _finish(accumulators, padded, pad_array, params.center_max, relative, out)
+    with parallel_turn():
+        _finish(accumulators, padded, pad_array, params.center_max, relative, out)
     return out
