@@ -26,6 +26,9 @@ __all__ = ["METHODS", "Denoiser"]
 class Denoiser:
     """Non-Local Means on a clip, by random access or as a stream (DESIGN.md §1).
 
+    One Denoiser may serve several threads at once (a pool filtering different frames): each
+    thread's calls have their own scratch, and give the frames a serial run gives.
+
     Parameters
     ----------
     params : NLMParams
