@@ -23,7 +23,6 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from nlmeans_studio.engine import (
     BackendUnavailableError,
-    GpuOutOfMemoryError,
     LumaChroma,
     NLMParams,
     NoiseEstimate,
@@ -178,7 +177,7 @@ class PreviewWorker(QObject):
             self.failed.emit(number, "open" if kind == "open" else "preview", str(error))
         elif isinstance(error, (ValueError, IndexError)):
             self.failed.emit(number, kind, str(error))
-        elif isinstance(error, (GpuOutOfMemoryError, BackendUnavailableError)):
+        elif isinstance(error, (MemoryError, BackendUnavailableError)):  # GpuOutOfMemoryError too; each says why
             self.failed.emit(number, "backend", str(error))
         else:  # a kernel failure or a driver error must not end the worker
             traceback.print_exception(error)
