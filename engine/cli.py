@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import NoReturn
 
 from nlmeans_studio.engine import VOLUME_SUFFIXES, __version__
-from nlmeans_studio.engine.backend import BACKENDS, BackendUnavailableError, resolve_backend, resolve_devices
+from nlmeans_studio.engine.backend import (
+    BACKENDS,
+    BackendUnavailableError,
+    GpuOutOfMemoryError,
+    resolve_backend,
+    resolve_devices,
+)
 from nlmeans_studio.engine.bench import (
     PAPER_SEARCH_RADII,
     PAPER_TEMPORAL,
@@ -45,7 +51,13 @@ from nlmeans_studio.engine.media.video import (
     read_frames,
     show_ffmpeg_messages,
 )
-from nlmeans_studio.engine.memory import require_cpu_room, share_malloc_arenas
+from nlmeans_studio.engine.memory import (
+    CPU_WAYS,
+    ShortOfMemoryError,
+    out_of_memory,
+    require_cpu_room,
+    share_malloc_arenas,
+)
 from nlmeans_studio.engine.noise import NoiseEstimate, apply_estimate, decorrelation_decision, estimate_noise
 from nlmeans_studio.engine.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, NLMParams
 from nlmeans_studio.engine.presets import FIELDS as PRESET_FIELDS
@@ -660,6 +672,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError, ImportError, BackendUnavailableError, VideoError, MemoryError) as error:
         if getattr(args, "debug", False):
             raise
+        if isinstance(error, MemoryError) and not isinstance(error, (ShortOfMemoryError, GpuOutOfMemoryError)):
+            error = out_of_memory(error, CPU_WAYS)  # one the engine did not word: NumPy's, or an import's
         message = str(error) if args.command == "bench" else _as_option(str(error))  # bench's options differ
         print(f"nlmeans-studio: error: {message}", file=sys.stderr)
         return 1

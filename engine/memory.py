@@ -32,6 +32,8 @@ M_ARENA_MAX = -8  # glibc's mallopt parameter: the most malloc arenas
 DEFAULT_STACK_BYTES = 8 << 20  # a thread's stack where RLIMIT_STACK is unlimited
 THREAD_FAILED = "can't start new thread"  # CPython's RuntimeError where a thread's stack finds no room
 P, R = ParamSpec("P"), TypeVar("R")
+# What a CPU run can lower, said where memory runs out mid-run (its filter's threads, its input)
+CPU_WAYS = "use fewer threads (NUMBA_NUM_THREADS, one a CPU by default) or a smaller input"
 
 
 class ShortOfMemoryError(MemoryError):
@@ -89,8 +91,9 @@ def pool_threads() -> int:
 
 
 def says_what_to_lower(ways: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Decorate a function so that memory running out in it (NumPy's MemoryError, or a thread
-    that cannot start: no room for its stack) raises ``out_of_memory(error, ways)`` instead."""
+    """Decorate a function so that memory running out in it (a MemoryError, numba's SystemError
+    for one in its threads, or a thread that cannot start: no room for its stack) raises
+    ``out_of_memory(error, ways)`` instead."""
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(function)
@@ -101,6 +104,10 @@ def says_what_to_lower(ways: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 raise
             except MemoryError as error:
                 raise out_of_memory(error, ways) from error
+            except SystemError as error:  # numba's, for a MemoryError in its threads
+                if not isinstance(error.__cause__, MemoryError):
+                    raise
+                raise out_of_memory(error.__cause__, ways) from error
             except RuntimeError as error:
                 if str(error) != THREAD_FAILED:
                     raise
@@ -114,8 +121,21 @@ def says_what_to_lower(ways: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 def out_of_memory(error: BaseException, ways: str) -> ShortOfMemoryError:
     """The error for one that came mid-run (past ``require_cpu_room``'s estimate, or with no
     limit at all), saying what to lower: ``ways`` ("crop the volume")."""
-    last = "raise the limit (ulimit -v)" if address_space() else "close other programs"
-    return ShortOfMemoryError(f"out of memory ({error}); {ways}, or {last}")
+    flags = " or ".join(f"ulimit -{flag}" for flag in limited_flags())
+    last = f"raise the limit ({flags})" if flags else "close other programs"
+    what = f" ({error})" if str(error) else ""  # an import that finds no room says nothing
+    return ShortOfMemoryError(f"out of memory{what}; {ways}, or {last}")
+
+
+def limited_flags() -> list[str]:
+    """The ``ulimit`` flags of the memory limits set on this process: "v" (address space), "d"
+    (data: the heap and every private writable mapping, thread stacks too)."""
+    if not sys.platform.startswith("linux"):
+        return []
+    import resource
+
+    limits = {"v": resource.RLIMIT_AS, "d": resource.RLIMIT_DATA}
+    return [flag for flag, limit in limits.items() if resource.getrlimit(limit)[0] != resource.RLIM_INFINITY]
 
 
 def require_cpu_room(data_bytes: int, *, volume: bool, smaller: str | None = None) -> None:

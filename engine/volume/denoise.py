@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from nlmeans_studio.engine.backend import check_devices, resolve_backend, resolve_devices
-from nlmeans_studio.engine.memory import out_of_memory, require_cpu_room, says_what_to_lower
+from nlmeans_studio.engine.memory import require_cpu_room, says_what_to_lower
 from nlmeans_studio.engine.params import check_int
 from nlmeans_studio.engine.volume.params import CHANNELS_MAX, Radii, VolumeParams, channel_strengths
 
@@ -259,36 +259,11 @@ def denoise_volume(
     target = None if out is None else out.reshape(data.shape)  # a view: (Z, Y, X, C) written into ``out``
     if chosen == "cpu":
         require_finite(data)  # the GPU checks each slab's planes as it pads them (SlabPipeline)
-    from nlmeans_studio.engine.gpu import slabs as slab_module
-
-    if chosen == "cpu":
         require_cpu_room_for(data)
-        from nlmeans_studio.engine.filters.volume_cpu import filter_padded_cpu
-
-        count = len(slab_module.split_range(data.shape[0], slabs or 1))
-        finished = [0]
-
-        def read_slab(start: int, stop: int) -> np.ndarray:
-            return padded_volume(data, params.pad, (start, stop))
-
-        def cpu_filter(slab: np.ndarray, slab_params: VolumeParams, first_plane: int) -> np.ndarray:
-            def on_offset(done: int, total: int) -> None:
-                if progress is not None:
-                    progress(finished[0] * total + done, count * total)
-
-            result = filter_padded_cpu(slab, slab_params, on_offset)
-            finished[0] += 1
-            return result
-
-        try:
-            planar = slab_module.filter_in_slabs(read_slab, data.shape, params, count, [cpu_filter], output=target)
-        except (MemoryError, SystemError) as error:  # SystemError: numba's, for a MemoryError in its threads
-            if not isinstance(error, MemoryError) and not isinstance(error.__cause__, MemoryError):
-                raise
-            ways = "use fewer threads (NUMBA_NUM_THREADS, one a CPU by default), crop the volume or use more slabs"
-            raise out_of_memory(error.__cause__ or error, ways) from error
+        planar = _filter_on_cpu(data, params, slabs or 1, progress, target)
     else:
         from nlmeans_studio.engine.filters.volume_gpu import gpu_slab_filters
+        from nlmeans_studio.engine.gpu import slabs as slab_module
 
         filters, least_slabs = gpu_slab_filters(data.shape, params, resolve_devices(devices))
         least = max(slabs or 1, least_slabs, len(filters))
@@ -305,6 +280,33 @@ def denoise_volume(
         return out
     result = planar if given.ndim == 4 else planar[..., 0]
     return np.ascontiguousarray(result)
+
+
+@says_what_to_lower("use fewer threads (NUMBA_NUM_THREADS, one a CPU by default), crop the volume or use more slabs")
+def _filter_on_cpu(
+    data: np.ndarray, params: VolumeParams, slabs: int, progress: Progress | None, target: np.ndarray | None
+) -> np.ndarray:
+    """``denoise_volume`` of (Z, Y, X, C) ``data`` on the CPU, in ``slabs`` slabs padded as they
+    are filtered (the next read on a thread of its own), into ``target`` or a new array."""
+    from nlmeans_studio.engine.filters.volume_cpu import filter_padded_cpu
+    from nlmeans_studio.engine.gpu import slabs as slab_module
+
+    count = len(slab_module.split_range(data.shape[0], slabs))
+    finished = [0]
+
+    def read_slab(start: int, stop: int) -> np.ndarray:
+        return padded_volume(data, params.pad, (start, stop))
+
+    def cpu_filter(slab: np.ndarray, slab_params: VolumeParams, first_plane: int) -> np.ndarray:
+        def on_offset(done: int, total: int) -> None:
+            if progress is not None:
+                progress(finished[0] * total + done, count * total)
+
+        result = filter_padded_cpu(slab, slab_params, on_offset)
+        finished[0] += 1
+        return result
+
+    return slab_module.filter_in_slabs(read_slab, data.shape, params, count, [cpu_filter], output=target)
 
 
 def _each_channel(

@@ -456,11 +456,12 @@ def test_encoding_options_are_refused_before_the_noise_estimate(clip, tmp_path, 
     assert "noise:" not in run.stderr and list(tmp_path.iterdir()) == []
 
 
-def _address_space(megabytes: int):
-    """A child's ``preexec_fn``: at most ``megabytes`` of address space, as ``ulimit -v`` sets."""
+def _address_space(megabytes: int, kind: int = resource.RLIMIT_AS):
+    """A child's ``preexec_fn``: at most ``megabytes`` of address space, as ``ulimit -v`` sets
+    (or of ``kind``: RLIMIT_DATA, as ``ulimit -d`` sets)."""
 
     def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (megabytes << 20, megabytes << 20))
+        resource.setrlimit(kind, (megabytes << 20, megabytes << 20))
 
     return limit
 
@@ -532,3 +533,19 @@ def test_a_noise_estimate_short_of_memory_says_what_to_lower(tmp_path, command) 
     last = run.stderr.splitlines()[-1]
     assert "crop the volume, or raise the limit (ulimit -v)" in last
     assert command == "estimate-noise" or last.endswith("give --h instead")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="data limits as Linux counts them")
+@pytest.mark.parametrize("megabytes", [120, 150, 200])
+def test_a_volume_run_short_of_its_data_limit_says_what_to_lower(tmp_path, megabytes) -> None:
+    """Under ``ulimit -d`` (heap, stacks and private mappings) a volume run ended in a bare
+    'error: ' (numba's import finding no room), in a traceback ('can't start new thread', the
+    next slab's reader), or in NumPy's 'Unable to allocate 45.8 MiB' with no way out."""
+    np.save(tmp_path / "in.npy", np.random.default_rng(1).normal(100, 10, (100, 200, 200)).astype(np.float32))
+    command = [*CLI, "denoise-volume", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--backend", "cpu",
+               "--h", "10", "--search-radius", "1"]  # fmt: skip
+    environment = {**os.environ, "NUMBA_NUM_THREADS": "2"}
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120, env=environment,
+                         preexec_fn=_address_space(megabytes, resource.RLIMIT_DATA))  # fmt: skip
+    _one_clear_line(run, "error: out of memory")
+    assert run.stderr.splitlines()[-1].endswith("or raise the limit (ulimit -d)")
