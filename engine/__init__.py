@@ -34,6 +34,7 @@ from nlmeans_studio.engine.backend import (
 )
 from nlmeans_studio.engine.denoiser import METHODS, Denoiser
 from nlmeans_studio.engine.export import ExportCancelledError, denoise_file, estimate_clip_noise, estimate_noise_over
+from nlmeans_studio.engine.filters.compiled import COMPILING, filter_compiles
 from nlmeans_studio.engine.guided import GuidedDenoiser
 from nlmeans_studio.engine.luma_chroma import (
     LumaChromaDenoiser,
@@ -126,6 +127,7 @@ __all__ = [
     "CENTER_WEIGHTS",
     "CHANNEL_MODES",
     "CODECS",
+    "COMPILING",
     "DEFAULT_H",
     "FRAMES_MAX",
     "ICON",
@@ -173,6 +175,7 @@ __all__ = [
     "estimate_noise",
     "estimate_noise_over",
     "estimate_volume_noise",
+    "filter_compiles",
     "find_preset",
     "gpu_unavailable_reason",
     "load_preset",

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import NoReturn
 
 from nlmeans_studio.engine import VOLUME_SUFFIXES, __version__
-from nlmeans_studio.engine.backend import BACKENDS, BackendUnavailableError, resolve_backend, resolve_devices
+from nlmeans_studio.engine.backend import (
+    BACKENDS,
+    BackendUnavailableError,
+    GpuOutOfMemoryError,
+    resolve_backend,
+    resolve_devices,
+)
 from nlmeans_studio.engine.bench import (
     PAPER_SEARCH_RADII,
     PAPER_TEMPORAL,
@@ -26,6 +32,7 @@ from nlmeans_studio.engine.bench import (
 )
 from nlmeans_studio.engine.denoiser import METHODS
 from nlmeans_studio.engine.export import ExportCancelledError, denoise_file, estimate_clip_noise
+from nlmeans_studio.engine.filters.compiled import COMPILING, filter_compiles
 from nlmeans_studio.engine.frames import FULL_SCALE_BITS
 from nlmeans_studio.engine.luma_chroma import (
     matrix_for,
@@ -44,6 +51,13 @@ from nlmeans_studio.engine.media.video import (
     output_format,
     read_frames,
     show_ffmpeg_messages,
+)
+from nlmeans_studio.engine.memory import (
+    CPU_WAYS,
+    ShortOfMemoryError,
+    out_of_memory,
+    require_cpu_room,
+    share_malloc_arenas,
 )
 from nlmeans_studio.engine.noise import NoiseEstimate, apply_estimate, decorrelation_decision, estimate_noise
 from nlmeans_studio.engine.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, NLMParams
@@ -429,8 +443,8 @@ def _estimate_noise(args: argparse.Namespace) -> int:
 class _ProgressBar:
     """Frames, fps and ETA on stderr: one line redrawn at most four times a second on a terminal,
     a line every LOG_PROGRESS_SECONDS where stderr goes to a file or a pipe (a log). The rate is
-    measured from the first frame on: before it come the start-up's seconds (on a first run,
-    compiling the CPU filter: about 15 s), which would make the ETA of a short clip minutes."""
+    measured from the first frame on: before it come the start-up's seconds (on a first run, the
+    CPU filter's compile: up to a minute), which would make the ETA of a short clip minutes."""
 
     def __init__(self) -> None:
         self._terminal = sys.stderr.isatty()
@@ -448,7 +462,7 @@ class _ProgressBar:
         self._drawn = seconds
         first_done, first_seconds = self._first or (done, seconds)
         fps = (done - first_done) / (seconds - first_seconds) if seconds > first_seconds else 0.0
-        rate = f"{fps:.1f} fps" if fps > 0 else "starting (a first run compiles the filter)"
+        rate = f"{fps:.1f} fps" if fps > 0 else "starting"
         if total:
             eta = f"  ETA {(total - done) / fps:.0f} s" if fps > 0 else ""
             line = f"\r{done}/{total} frames ({100 * done / total:.0f} %)  {rate}{eta}  "
@@ -517,10 +531,12 @@ def _warn_about_the_source(args: argparse.Namespace) -> None:
 
 
 class _Stop:
-    """What Ctrl-C, SIGTERM and SIGHUP do to a run: once frames are being written, the export is
-    asked to stop at its next frame (it removes its file and joins its threads); before that,
-    the run stops at once. Either way nothing is left behind. A signal the run was started
-    ignoring stays ignored: ``nohup nlmeans-studio denoise ... &`` outlives its terminal."""
+    """What Ctrl-C, SIGTERM and SIGHUP do to a command: once a video's frames are being written,
+    the export is asked to stop at its next frame (it removes its file and joins its threads);
+    otherwise the command stops at once. Either way it says 'cancelled', exits 130 and leaves
+    nothing behind. A signal the run was started ignoring stays ignored: ``nohup nlmeans-studio
+    denoise ... &`` outlives its terminal. Off the main thread (``command_line`` called from a
+    worker) Python lets no handler be set: the caller's stay."""
 
     SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
@@ -529,6 +545,8 @@ class _Stop:
         self.exporting = False
         stops = [getattr(signal, name) for name in self.SIGNALS if hasattr(signal, name)]
         stops = [stop for stop in stops if signal.getsignal(stop) is not signal.SIG_IGN]
+        if threading.current_thread() is not threading.main_thread():
+            stops = []
         self._previous = {stop: signal.signal(stop, self._stop) for stop in stops}
 
     def _stop(self, signum: int, frame: object) -> None:
@@ -541,9 +559,8 @@ class _Stop:
             signal.signal(stop, handler)
 
 
-def _denoise(args: argparse.Namespace) -> int:
+def _denoise(args: argparse.Namespace, stop: _Stop) -> int:
     show_ffmpeg_messages(verbose=args.verbose)
-    stop = _Stop()
     progress = None if args.quiet else _ProgressBar()
     try:
         preset = None if args.filter_preset is None else load_preset(find_preset(args.filter_preset))
@@ -555,11 +572,16 @@ def _denoise(args: argparse.Namespace) -> int:
             if args.guide is not None or args.luma_chroma is not None:
                 raise ValueError("--devices runs the plain filter only: not with --luma-chroma or --guide yet")
             args.devices = resolve_devices(args.devices)
-        resolve_backend(args.backend)  # a GPU asked for and unavailable: said before the noise estimate
+        # A GPU asked for and unavailable, or a CPU run that cannot fit an address-space limit
+        # (numba and its threads): said before the noise estimate, whose FFmpeg threads take room.
+        if resolve_backend(args.backend) == "cpu":
+            require_cpu_room(0, volume=False)
         args.source = PipeReader() if args.input == PIPE else args.input  # a pipe is read once, by both
         _warn_about_the_source(args)
         params, estimate = _denoise_params(args, preset)
         luma_chroma = _luma_chroma(args, params, estimate, 1.0 if preset is None else preset.strength or 1.0)
+        if not args.quiet and filter_compiles(args.backend):
+            print(COMPILING, file=sys.stderr)
         stop.exporting = True
         summary = denoise_file(
             args.source,
@@ -582,7 +604,6 @@ def _denoise(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         raise ExportCancelledError(f"cancelled; {args.output} was not written") from None
     finally:
-        stop.restore()
         if progress is not None:
             progress.close()
     if not args.quiet:
@@ -594,6 +615,15 @@ def _denoise(args: argparse.Namespace) -> int:
     return 0
 
 
+def _denoise_volume(args: argparse.Namespace) -> int:
+    """``denoise-volume``; stopped (``_Stop``), it names the output it did not write (its hidden
+    file is removed as the stop unwinds)."""
+    try:
+        return volume_cli.run(args)
+    except KeyboardInterrupt:
+        raise ExportCancelledError(f"cancelled; {args.output} was not written") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``nlmeans-studio`` command; returns the exit status."""
     parser = _parser()
@@ -601,13 +631,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    share_malloc_arenas()  # under ulimit -v: threads cheap in address space, from the first
+    stop = _Stop()
     try:
         if args.command == "denoise":
-            return _denoise(args)
+            return _denoise(args, stop)
         if args.command == "estimate-noise":
             return _estimate_noise(args)
         if args.command == "denoise-volume":
-            return volume_cli.run(args)
+            return _denoise_volume(args)
         if args.preview:
             height, width = args.size
             params = NLMParams(h=args.h if args.h is not None else DEFAULT_H, patch_radius=args.patch_radius)
@@ -645,9 +677,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError, ImportError, BackendUnavailableError, VideoError, MemoryError) as error:
         if getattr(args, "debug", False):
             raise
+        if isinstance(error, MemoryError) and not isinstance(error, (ShortOfMemoryError, GpuOutOfMemoryError)):
+            error = out_of_memory(error, CPU_WAYS)  # one the engine did not word: NumPy's, or an import's
         message = str(error) if args.command == "bench" else _as_option(str(error))  # bench's options differ
         print(f"nlmeans-studio: error: {message}", file=sys.stderr)
         return 1
+    finally:
+        stop.restore()
     return 0
 
 

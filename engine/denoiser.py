@@ -28,6 +28,9 @@ __all__ = ["METHODS", "Denoiser"]
 class Denoiser:
     """Non-Local Means on a clip, by random access or as a stream (DESIGN.md §1).
 
+    One Denoiser may serve several threads at once (a pool filtering different frames): each
+    thread's calls have their own scratch, and give the frames a serial run gives.
+
     Parameters
     ----------
     params : NLMParams
@@ -64,6 +67,9 @@ class Denoiser:
         ``params`` (here or when replaced) is not an ``NLMParams``.
     BackendUnavailableError
         backend="gpu" where CuPy is missing, no device exists or the driver is too old.
+    MemoryError
+        The CPU filter and its threads would not fit the process's address-space limit
+        (``ulimit -v``); the message says how many threads would.
     """
 
     def __init__(

@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
 from nlmeans_studio.engine import (
     CENTER_WEIGHTS,
     CHANNEL_MODES,
+    COMPILING,
     PATCH_RADIUS_MAX,
     SEARCH_RADIUS_MAX,
     VOLUME_SUFFIXES,
@@ -54,6 +55,7 @@ from nlmeans_studio.engine import (
     denoise_volume,
     denoise_volume_slice,
     estimate_volume_noise,
+    filter_compiles,
     read_volume,
     write_volume,
 )
@@ -101,6 +103,7 @@ class _Results(QObject):
     """Carries the background thread's answers to the window's thread (queued signals)."""
 
     preview_done = Signal(int, object, float)  # request number, plane (float32), seconds
+    preview_compiling = Signal(int)  # request number: its preview waits for the CPU filter's compile
     preview_failed = Signal(int, str)
     export_progress = Signal(int, int)  # done, total
     export_done = Signal(str)  # the written path
@@ -142,6 +145,7 @@ class VolumeWindow(QMainWindow):
         self._delay.timeout.connect(self.request_preview)
         self._build()
         self._results.preview_done.connect(self._show_preview)
+        self._results.preview_compiling.connect(self._preview_compiling)
         self._results.preview_failed.connect(self._preview_failed)
         self._results.export_progress.connect(self._export_progress)
         self._results.export_done.connect(self._export_done)
@@ -379,6 +383,8 @@ class VolumeWindow(QMainWindow):
             return  # a newer request is queued behind this one
         started = time.perf_counter()
         try:
+            if filter_compiles(settings["backend"], volume=True):
+                self._results.preview_compiling.emit(number)
             if settings["channels"] == "separately":  # only the shown channels, each on its own
                 strengths = settings.pop("h")
                 planes = [
@@ -401,6 +407,10 @@ class VolumeWindow(QMainWindow):
             return
         self._show_plane(plane)
         self.status.setText(f"Preview of this plane: {seconds:.2f} s (the slab around it, filtered in 3D).")
+
+    def _preview_compiling(self, number: int) -> None:
+        if number == self._latest:
+            self.status.setText(COMPILING)
 
     def _preview_failed(self, number: int, message: str) -> None:
         if number == self._latest:

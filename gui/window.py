@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from nlmeans_studio.engine import (
+    COMPILING,
     SAMPLE_CLIP,
     VOLUME_SUFFIXES,
     LumaChroma,
@@ -105,6 +106,7 @@ class MainWindow(QMainWindow):
         worker.estimated.connect(self._estimated)
         worker.failed.connect(self._failed)
         worker.busy_changed.connect(self._busy_changed)
+        worker.compiling.connect(self._compiling)
         self.player = Player(worker, self._submit, self)
         self.player.frame_due.connect(self._show_played)
         self.player.started.connect(self._show_play_state)
@@ -467,7 +469,12 @@ class MainWindow(QMainWindow):
             return self.show_error("Open a clip first.")
         self._submit(EstimateRequest(self.frame_slider.value(), roi, self.noise.noise()))
 
+    def _compiling(self) -> None:
+        self.statusBar().showMessage(COMPILING)  # until a frame comes
+
     def _rendered(self, number: int, preview: Preview) -> None:
+        if self.statusBar().currentMessage() == COMPILING:
+            self.statusBar().clearMessage()
         if number <= self._shown:
             return  # older than what is on screen
         self._shown = number

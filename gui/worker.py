@@ -25,7 +25,6 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from nlmeans_studio.engine import (
     BackendUnavailableError,
-    GpuOutOfMemoryError,
     LumaChroma,
     NLMParams,
     NoiseEstimate,
@@ -36,6 +35,7 @@ from nlmeans_studio.engine import (
     VideoInfo,
     VideoReader,
     estimate_noise_over,
+    filter_compiles,
 )
 
 ORDER = ("open", "estimate", "preview", "play")  # a new clip first; an estimate before a preview
@@ -84,6 +84,7 @@ class PreviewWorker(QObject):
     playback_started = Signal(int, object)  # request number, engine.playback.RenderAhead
     failed = Signal(int, str, str)  # request number, kind ("open", "preview", "estimate", "backend"), message
     busy_changed = Signal(bool)  # the engine started or stopped working
+    compiling = Signal()  # the next frame waits for the CPU filter to compile (once per machine)
     _wake = Signal()
 
     def __init__(self) -> None:
@@ -164,14 +165,21 @@ class PreviewWorker(QObject):
             elif isinstance(request, EstimateRequest):
                 self.estimated.emit(number, *self._estimate(request))
             elif isinstance(request, PreviewRequest):
+                self._say_if_compiling(request.backend)
                 self.rendered.emit(number, self._render(request))
             elif isinstance(request, PlayRequest):
                 self._stop_playback()
+                self._say_if_compiling(request.backend)
                 self._playback = (number, self._play(request))
                 self.playback_started.emit(number, self._playback[1])
         except Exception as error:
             kind = {OpenRequest: "open", EstimateRequest: "estimate"}.get(type(request), "preview")
             self._report(number, kind, error)
+
+    def _say_if_compiling(self, backend: str) -> None:
+        """Emit ``compiling`` where the next frame on ``backend`` waits for a compile."""
+        if filter_compiles(backend):
+            self.compiling.emit()
 
     def _report(self, number: int, kind: str, error: Exception) -> None:
         """Emit ``failed`` for ``error``, met on request ``number`` of ``kind``."""
@@ -179,7 +187,7 @@ class PreviewWorker(QObject):
             self.failed.emit(number, "open" if kind == "open" else "preview", str(error))
         elif isinstance(error, (ValueError, IndexError)):
             self.failed.emit(number, kind, str(error))
-        elif isinstance(error, (GpuOutOfMemoryError, BackendUnavailableError)):
+        elif isinstance(error, (MemoryError, BackendUnavailableError)):  # GpuOutOfMemoryError too; each says why
             self.failed.emit(number, "backend", str(error))
         else:  # a kernel failure or a driver error must not end the worker
             traceback.print_exception(error)

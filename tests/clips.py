@@ -1,4 +1,4 @@
-"""Seeded clips, real-clip crops and color transforms the engine's tests share.
+"""Seeded clips, real-clip crops, color transforms and the command line the engine's tests share.
 
 A module of its own rather than the conftest: every test folder's conftest.py is imported as
 "conftest", so a test importing helpers from one may get the other.
@@ -6,6 +6,7 @@ A module of its own rather than the conftest: every test folder's conftest.py is
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -13,6 +14,16 @@ import numpy as np
 
 DATA = Path(__file__).parent / "data"
 CLI = (sys.executable, "-m", "nlmeans_studio.engine")  # the command line, as a subprocess
+
+
+def default_signals() -> None:
+    """A child's ``preexec_fn``: the stop signals' default actions, whatever pytest inherited.
+
+    A test that signals its child sets this up itself: started with ``&`` from a script (SIGINT
+    ignored) or under nohup (SIGHUP ignored), the child would inherit, and keep, the ignoring.
+    """
+    for stop in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, signal.SIG_DFL)
 
 
 def real_crops() -> dict[str, np.ndarray]:

@@ -13,7 +13,9 @@ gpu        cascade     ``cascade_gpu``: one CUDA kernel per pass and offset (``c
 =========  ==========  ==============================================================
 
 ``fused_layout`` plans the fused GPU kernel's tiles in pure Python; ``volume_cpu`` and
-``volume_gpu`` are the 3D filter of DESIGN.md §6 (driven by ``engine.volume``).
+``volume_gpu`` are the 3D filter of DESIGN.md §6 (driven by ``engine.volume``); ``compiled``
+tells whether a CPU filter's first call will wait for numba to compile it, and ``launches``
+has the CPU filters' parallel launches take turns where numba's threading layer needs it.
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ class WindowFilter(Protocol):
 
 
 def _fused_cpu() -> WindowFilter:
+    from nlmeans_studio.engine.memory import require_cpu_room
+
+    require_cpu_room(0, volume=False)  # numba and its threads fit, under an address-space limit
     from nlmeans_studio.engine.filters.fused_cpu import FusedCpuFilter
 
     return FusedCpuFilter()

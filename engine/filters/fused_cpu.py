@@ -24,12 +24,15 @@ The radii, h and the weighting are run-time arguments: the kernel compiles once 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numba
 import numpy as np
 
+from nlmeans_studio.engine.filters.compiled import in_numba_cache
+from nlmeans_studio.engine.filters.launches import parallel_turn
 from nlmeans_studio.engine.frames import to_float32
 from nlmeans_studio.engine.params import NLMParams
 
@@ -334,6 +337,11 @@ def _denoise(z_frames, y_frames, center, search, radius, scale, exponential, cen
         _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, tile, output)
 
 
+def compiled() -> bool:
+    """Whether the filter is compiled, in this process or numba's cache (``compiled.filter_compiles``)."""
+    return in_numba_cache(_pad_planar, _denoise)
+
+
 class Scratch(NamedTuple):
     """Per-tile work memory of ``_denoise``, made once per frame size and reused."""
 
@@ -345,25 +353,34 @@ class Scratch(NamedTuple):
     exponents: np.ndarray  # (tiles, TILE_COLUMNS + A), int32: the powers of two of a row's exp
 
 
+class _ThreadBuffers(threading.local):
+    """Each thread's own buffers by name: calls from several threads never share scratch."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+
+
 class FusedCpuFilter:
     """The fused numba filter with its buffers, which it keeps between frames of one size.
 
     Its frames are the host frames as (H, W, C) float32 (``upload``); outputs are the same.
+    The buffers are per thread, so that one filter may serve several threads at once.
     """
 
     backend, method = "cpu", "fused"
 
     def __init__(self) -> None:
-        self._buffers: dict[str, np.ndarray] = {}
+        self._buffers = _ThreadBuffers()
 
     upload = staticmethod(to_float32)
     download = staticmethod(np.asarray)
     as_frame = staticmethod(np.asarray)  # outputs are (H, W, C) float32, as frames
 
     def _buffer(self, name: str, shape: tuple[int, ...], dtype: type = np.float32) -> np.ndarray:
-        buffer = self._buffers.get(name)
+        arrays = self._buffers.arrays
+        buffer = arrays.get(name)
         if buffer is None or buffer.shape != shape:
-            buffer = self._buffers[name] = np.empty(shape, dtype=dtype)
+            buffer = arrays[name] = np.empty(shape, dtype=dtype)
         return buffer
 
     def __call__(
@@ -388,9 +405,10 @@ class FusedCpuFilter:
             "z", (len(frames), channels, height + 2 * (search + radius), width + 2 * (search + radius))
         )
         distances = frames if guide is None else guide
-        for index, frame in enumerate(frames):  # each frame padded into its slot, no stacked copy
-            _pad_planar(frame[np.newaxis], identity, search, y_frames[index : index + 1])
-            _pad_planar(distances[index][np.newaxis], transform, search + radius, z_frames[index : index + 1])
+        with parallel_turn():
+            for index, frame in enumerate(frames):  # each frame padded into its slot, no stacked copy
+                _pad_planar(frame[np.newaxis], identity, search, y_frames[index : index + 1])
+                _pad_planar(distances[index][np.newaxis], transform, search + radius, z_frames[index : index + 1])
         tiles = -(-height // TILE_ROWS) * -(-width // TILE_COLUMNS)
         widest = min(width, TILE_COLUMNS) + search
         scratch = Scratch(
@@ -404,5 +422,6 @@ class FusedCpuFilter:
         output = np.empty((height, width, channels), dtype=np.float32)
         scale = np.float32(params.patch_sum_scale(channels))
         exponential, center_max = params.weighting == "exponential", params.center_weight == "max"
-        _denoise(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, output)
+        with parallel_turn():
+            _denoise(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, output)
         return output

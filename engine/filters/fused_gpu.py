@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,13 +15,24 @@ from nlmeans_studio.engine.gpu.device import CUDA_TYPES, DeviceFrame, DeviceFram
 from nlmeans_studio.engine.params import NLMParams
 
 
+class _ThreadScratch(threading.local):
+    """Each thread's launch buffers: a thread's launches are ordered on its stream, and no two
+    threads share these, so calls from several threads (each on its own stream or all on the
+    default one) never write each other's partial sums."""
+
+    def __init__(self) -> None:
+        self.pointer_arrays: dict[tuple[int, ...], Any] = {}
+        self.split_buffers: tuple[Any, Any] | None = None  # (partials, arrivals)
+
+
 class FusedGpuFilter:
     """Denoises windows of device frames with the fused kernel, on the current device.
 
     Its frames are ``DeviceFrame``s (``upload``: each crosses the bus once, in its own dtype);
-    outputs are interleaved (H, W, C) device arrays. Launch buffers are kept between calls. A
-    guide window (KNLMeansCL's rclip) gives the distances: the kernel's guided instance, which
-    loads Z = G X from the guide's planes and Y from the frames' (never the packed path).
+    outputs are interleaved (H, W, C) device arrays. Launch buffers are kept between calls, per
+    thread (one filter may serve several threads at once). A guide window (KNLMeansCL's rclip)
+    gives the distances: the kernel's guided instance, which loads Z = G X from the guide's
+    planes and Y from the frames' (never the packed path).
     """
 
     backend, method = "gpu", "fused"
@@ -31,25 +43,25 @@ class FusedGpuFilter:
         self.upload = self.frames.upload
         self.download = cupy.asnumpy
         self.as_frame = self.frames.from_output
-        self._pointer_arrays: dict[tuple[int, ...], Any] = {}
-        self._split_buffers: tuple[Any, Any] | None = None  # (partials, arrivals)
+        self._scratch = _ThreadScratch()
 
     def _pointers(self, arrays: list[Any]) -> Any:
         """The arrays' device addresses as a device array, kept per window (a ring repeats them)."""
         key = tuple(array.data.ptr for array in arrays)
-        pointers = self._pointer_arrays.get(key)
+        pointer_arrays = self._scratch.pointer_arrays
+        pointers = pointer_arrays.get(key)
         if pointers is None:
-            if len(self._pointer_arrays) > 256:
-                self._pointer_arrays.clear()
-            pointers = self._pointer_arrays[key] = self.cupy.asarray(np.array(key, dtype=np.uint64))
+            if len(pointer_arrays) > 256:
+                pointer_arrays.clear()
+            pointers = pointer_arrays[key] = self.cupy.asarray(np.array(key, dtype=np.uint64))
         return pointers
 
     def _split_buffers_for(self, floats: int, counters: int) -> tuple[Any, Any]:
         """Partial sums and arrival counters for split tiles, kept from launch to launch: the kernel
-        sets the counters back to zero, and launches on one stream never overlap."""
-        buffers = self._split_buffers
+        sets the counters back to zero, and one thread's launches on its stream never overlap."""
+        buffers = self._scratch.split_buffers
         if buffers is None or buffers[0].size < floats or buffers[1].size < counters:
-            buffers = self._split_buffers = (
+            buffers = self._scratch.split_buffers = (
                 self.cupy.empty(floats, dtype=self.cupy.float32),
                 self.cupy.zeros(counters, dtype=self.cupy.int32),
             )

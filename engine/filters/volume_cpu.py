@@ -18,7 +18,9 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
+from nlmeans_studio.engine.filters.compiled import in_numba_cache
 from nlmeans_studio.engine.filters.fused_cpu import FAST, NO_EXPONENT, accumulate_row, center_weight, weights_row
+from nlmeans_studio.engine.filters.launches import parallel_turn
 from nlmeans_studio.engine.volume.params import VolumeParams
 
 
@@ -125,6 +127,11 @@ def _finish(accumulators, padded, pad, center_max, relative, out):
                     out[z, y, x, channel] = (accumulators[z, channel, y, x] + weight * voxel) * inverse
 
 
+def compiled() -> bool:
+    """Whether the filter is compiled, in this process or numba's cache (``compiled.filter_compiles``)."""
+    return in_numba_cache(_row_sums, _weight_planes, _accumulate_planes, _finish)
+
+
 def half_window(search: tuple[int, int, int]) -> list[tuple[int, int, int]]:
     """The offsets q > 0 (lexicographic in z, y, x) of the window: each serves +q and -q."""
     ranges = (range(-a, a + 1) for a in search)
@@ -162,11 +169,13 @@ def filter_padded_cpu(
         row_sums = row_buffer[: np.prod(row_shape)].reshape(row_shape)
         weights = weight_buffer[: np.prod(extent)].reshape(extent)
         offset_array = np.array(offset, dtype=np.int64)
-        _row_sums(padded, offset_array, low, patch_array, pad_array, row_sums)
-        _weight_planes(row_sums, patch_array, scale, params.exponential, relative, weights)
-        _accumulate_planes(weights, padded, offset_array, low, pad_array, params.center_max, relative, accumulators)
+        with parallel_turn():
+            _row_sums(padded, offset_array, low, patch_array, pad_array, row_sums)
+            _weight_planes(row_sums, patch_array, scale, params.exponential, relative, weights)
+            _accumulate_planes(weights, padded, offset_array, low, pad_array, params.center_max, relative, accumulators)
         if on_offset is not None:
             on_offset(done, len(offsets))
     out = np.empty((*size, channels), dtype=np.float32)
-    _finish(accumulators, padded, pad_array, params.center_max, relative, out)
+    with parallel_turn():
+        _finish(accumulators, padded, pad_array, params.center_max, relative, out)
     return out

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import cupy_module
+from nlmeans_studio.engine.backend import GpuOutOfMemoryError, cupy_module
 from nlmeans_studio.engine.gpu.device import device_attributes, kernel_function
 from nlmeans_studio.engine.gpu.slabs import Finished, split_range
 from nlmeans_studio.engine.volume.denoise import mirrored_indices, non_finite_error
@@ -478,6 +478,9 @@ def gpu_slab_filters(
     per_plane = halo_plane + 4 * channels * OUTPUT_SLOTS * rows * columns  # and the outputs
     fitting = (int(min(free) * MEMORY_SHARE) - 2 * pz * halo_plane) // per_plane
     if fitting < 1:
-        raise MemoryError(f"not one plane of this volume fits the GPU memory free ({min(free) / 2**30:.1f} GiB)")
+        raise GpuOutOfMemoryError(
+            f"not one plane of this volume fits the GPU memory free ({min(free) / 2**30:.1f} GiB); close other GPU "
+            "programs, crop the volume or use the CPU backend"
+        )
     filters = [functools.partial(SlabPipeline, cupy, device) for device in ids]
     return filters, -(-planes // fitting)

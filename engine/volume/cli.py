@@ -124,7 +124,8 @@ class _Progress:
 def run(args: argparse.Namespace) -> int:
     """Run ``denoise-volume``; errors propagate to the CLI's handler."""
     from nlmeans_studio.engine.backend import resolve_backend, resolve_devices
-    from nlmeans_studio.engine.volume.denoise import checked_volume, denoise_volume
+    from nlmeans_studio.engine.filters.compiled import COMPILING, filter_compiles
+    from nlmeans_studio.engine.volume.denoise import checked_volume, denoise_volume, require_cpu_room_for
     from nlmeans_studio.engine.volume.io import (
         check_volume_input,
         check_volume_output,
@@ -184,6 +185,10 @@ def run(args: argparse.Namespace) -> int:
                 "--h, h comes from the noise",
                 file=sys.stderr,
             )
+    if resolve_backend(args.backend) == "cpu":
+        require_cpu_room_for(source.data)  # before a word about a compile that could not happen
+    if not args.quiet and filter_compiles(args.backend, volume=True):
+        print(COMPILING, file=sys.stderr)
     start = time.perf_counter()
     filtered = denoise_volume(
         source.data,
@@ -213,8 +218,8 @@ def _suggested_h(args: argparse.Namespace, data: np.ndarray, label: str) -> floa
 
     try:
         estimate = estimate_volume_noise(data)
-    except ValueError as error:
-        raise ValueError(f"{args.input}: {label}{error}; give --h instead") from error
+    except (ValueError, MemoryError) as error:  # a MemoryError: the estimate's, which --h skips
+        raise type(error)(f"{args.input}: {label}{error}; give --h instead") from error
     h = suggest_volume_h(estimate, args.weighting, center_weight=args.center_weight, patch_radius=args.patch_radius)
     if not args.quiet:
         sigma = estimate.average_sigma

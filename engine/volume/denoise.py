@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from nlmeans_studio.engine.backend import check_devices, resolve_backend, resolve_devices
+from nlmeans_studio.engine.memory import require_cpu_room, says_what_to_lower
 from nlmeans_studio.engine.params import check_int
 from nlmeans_studio.engine.volume.params import CHANNELS_MAX, Radii, VolumeParams, channel_strengths
 
@@ -32,8 +33,12 @@ Progress = Callable[[int, int], None]  # (work done, work in all)
 PARALLEL_CHECK_BYTES = 32 << 20  # all_finite: at least this much a thread
 FINITE_BLOCK_BYTES = 1 << 20  # all_finite: planes checked at once, in the cache
 THINNEST_SLAB = 16  # planes: a GPU's first and last slab, whose upload and download it waits for
+# float32 copies of a volume a CPU run adds at its peak, in one slab: the padded slab, the
+# accumulators (C + 2), the result, the output (124 MB for a 15 MB volume measured), the file's.
+CPU_VOLUME_COPIES = 10
 
 
+@says_what_to_lower("crop the volume")
 def all_finite(data: np.ndarray, parallel_bytes: int = PARALLEL_CHECK_BYTES) -> bool:
     """Whether no voxel is NaN or infinite: NaN makes the minimum NaN and an infinity is the
     minimum or the maximum, so two reductions decide it without np.isfinite's mask. They run
@@ -113,6 +118,12 @@ def checked_volume(volume: object, params: VolumeParams, finite: bool = True) ->
     if finite:
         require_finite(data)
     return data
+
+
+def require_cpu_room_for(data: np.ndarray) -> None:
+    """MemoryError, saying what to lower, where filtering ``data`` on the CPU would not fit this
+    process's address-space limit (``memory.require_cpu_room``)."""
+    require_cpu_room(CPU_VOLUME_COPIES * 4 * data.size, volume=True, smaller="crop the volume")
 
 
 def padded_volume(data: np.ndarray, pad: tuple[int, int, int], planes: tuple[int, int] | None = None) -> np.ndarray:
@@ -209,6 +220,9 @@ def denoise_volume(
         the result; the message says which and how to fix it.
     BackendUnavailableError
         backend="gpu" (or devices given) where CuPy or a GPU is missing.
+    MemoryError
+        On the CPU, a run that would not fit the process's address-space limit (``ulimit -v``),
+        said before it starts, or memory that ran out mid-run; the message says what to lower.
 
     Notes
     -----
@@ -245,29 +259,11 @@ def denoise_volume(
     target = None if out is None else out.reshape(data.shape)  # a view: (Z, Y, X, C) written into ``out``
     if chosen == "cpu":
         require_finite(data)  # the GPU checks each slab's planes as it pads them (SlabPipeline)
-    from nlmeans_studio.engine.gpu import slabs as slab_module
-
-    if chosen == "cpu":
-        from nlmeans_studio.engine.filters.volume_cpu import filter_padded_cpu
-
-        count = len(slab_module.split_range(data.shape[0], slabs or 1))
-        finished = [0]
-
-        def read_slab(start: int, stop: int) -> np.ndarray:
-            return padded_volume(data, params.pad, (start, stop))
-
-        def cpu_filter(slab: np.ndarray, slab_params: VolumeParams, first_plane: int) -> np.ndarray:
-            def on_offset(done: int, total: int) -> None:
-                if progress is not None:
-                    progress(finished[0] * total + done, count * total)
-
-            result = filter_padded_cpu(slab, slab_params, on_offset)
-            finished[0] += 1
-            return result
-
-        planar = slab_module.filter_in_slabs(read_slab, data.shape, params, count, [cpu_filter], output=target)
+        require_cpu_room_for(data)
+        planar = _filter_on_cpu(data, params, slabs or 1, progress, target)
     else:
         from nlmeans_studio.engine.filters.volume_gpu import gpu_slab_filters
+        from nlmeans_studio.engine.gpu import slabs as slab_module
 
         filters, least_slabs = gpu_slab_filters(data.shape, params, resolve_devices(devices))
         least = max(slabs or 1, least_slabs, len(filters))
@@ -284,6 +280,33 @@ def denoise_volume(
         return out
     result = planar if given.ndim == 4 else planar[..., 0]
     return np.ascontiguousarray(result)
+
+
+@says_what_to_lower("use fewer threads (NUMBA_NUM_THREADS, one a CPU by default), crop the volume or use more slabs")
+def _filter_on_cpu(
+    data: np.ndarray, params: VolumeParams, slabs: int, progress: Progress | None, target: np.ndarray | None
+) -> np.ndarray:
+    """``denoise_volume`` of (Z, Y, X, C) ``data`` on the CPU, in ``slabs`` slabs padded as they
+    are filtered (the next read on a thread of its own), into ``target`` or a new array."""
+    from nlmeans_studio.engine.filters.volume_cpu import filter_padded_cpu
+    from nlmeans_studio.engine.gpu import slabs as slab_module
+
+    count = len(slab_module.split_range(data.shape[0], slabs))
+    finished = [0]
+
+    def read_slab(start: int, stop: int) -> np.ndarray:
+        return padded_volume(data, params.pad, (start, stop))
+
+    def cpu_filter(slab: np.ndarray, slab_params: VolumeParams, first_plane: int) -> np.ndarray:
+        def on_offset(done: int, total: int) -> None:
+            if progress is not None:
+                progress(finished[0] * total + done, count * total)
+
+        result = filter_padded_cpu(slab, slab_params, on_offset)
+        finished[0] += 1
+        return result
+
+    return slab_module.filter_in_slabs(read_slab, data.shape, params, count, [cpu_filter], output=target)
 
 
 def _each_channel(

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nlmeans_studio.engine.memory import says_what_to_lower
 from nlmeans_studio.engine.volume.denoise import all_finite, channels_note, check_channels
 from nlmeans_studio.engine.volume.params import Radii, VolumeParams
 
@@ -161,6 +162,7 @@ def _quantile_bias(shape: tuple[int, int, int]) -> float:
     return float(np.quantile(variances, QUANTILE))
 
 
+@says_what_to_lower("crop the volume")
 def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
     """Estimate the Gaussian noise of a (Z, Y, X) or (Z, Y, X, C) volume from its flattest blocks.
 
@@ -179,6 +181,9 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
     ValueError
         A volume that is not 3D or 4D, has more than 16 channels (the last axis of a 4D array),
         is not finite, or is smaller than 3 voxels on an axis.
+    MemoryError
+        Memory ran out (the estimate holds float64 copies of the volume); the message says what
+        to lower.
 
     Notes
     -----

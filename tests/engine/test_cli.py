@@ -1,12 +1,14 @@
 """The command line: the benchmark table, and clear errors on bad arguments."""
 
+import os
 import subprocess
 
 import numpy as np
 import pytest
 from clips import CLI
+from test_video import make_clip
 
-from nlmeans_studio.engine import __version__
+from nlmeans_studio.engine import COMPILING, Denoiser, NLMParams, __version__, denoise_volume
 from nlmeans_studio.engine.cli import main
 from nlmeans_studio.engine.sample import SAMPLE_CLIP, load_clean_frames, resize_bilinear
 
@@ -83,3 +85,37 @@ def test_resized_frames_are_c_contiguous() -> None:
     """Strided frames would make every copy to a device or a pinned buffer slow."""
     assert resize_bilinear(np.zeros((2, 9, 11, 3), np.float32), 6, 7).flags["C_CONTIGUOUS"]
     assert load_clean_frames(None, 1, 30, 40).flags["C_CONTIGUOUS"]
+
+
+@pytest.mark.parametrize("command", ["denoise", "denoise-volume"])
+def test_the_compile_is_announced_only_when_the_filter_compiles(tmp_path, command) -> None:
+    """'a first run compiles the filter' was printed on every run, numba's cache warm or cold."""
+    if command == "denoise":
+        make_clip(tmp_path / "in.mkv", frames=3, size=(16, 24))
+        arguments = [command, str(tmp_path / "in.mkv"), str(tmp_path / "out.mkv"), "--noise", "none"]
+        Denoiser(NLMParams(h=10), "cpu").warm_up(16, 24)  # compiled into numba's cache, if it was not
+    else:
+        np.save(tmp_path / "in.npy", np.random.default_rng(3).random((8, 8, 8), dtype=np.float32))
+        arguments = [command, str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--h", "0.2", "--search-radius", "1"]
+        denoise_volume(np.load(tmp_path / "in.npy"), h=0.2, search_radius=1, backend="cpu")
+    command_line = [*CLI, *arguments, "--backend", "cpu"]
+    warm = subprocess.run(command_line, capture_output=True, text=True, timeout=120)
+    assert warm.returncode == 0 and "compiles the filter" not in warm.stderr and COMPILING not in warm.stderr
+    # An empty cache: said before the wait, as the first line. No need to sit through the compile.
+    cold = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "empty cache")}
+    with subprocess.Popen([*command_line, "--overwrite"], stderr=subprocess.PIPE, text=True, env=cold) as child:
+        first = child.stderr.readline()
+        child.kill()
+    assert first == COMPILING + "\n"
+
+
+def test_a_run_with_numba_jit_disabled_says_nothing_of_a_compile(tmp_path) -> None:
+    # NUMBA_DISABLE_JIT=1 (numba's switch for debugging) leaves plain functions: the compile
+    # check ended the run in an AttributeError traceback.
+    np.save(tmp_path / "in.npy", np.random.default_rng(3).random((8, 8, 8), dtype=np.float32))
+    command = [*CLI, "denoise-volume", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--h", "0.2",
+               "--search-radius", "1", "--backend", "cpu"]  # fmt: skip
+    run = subprocess.run(
+        command, capture_output=True, text=True, timeout=120, env={**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    )
+    assert run.returncode == 0 and COMPILING not in run.stderr, run.stderr

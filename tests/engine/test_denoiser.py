@@ -1,5 +1,6 @@
 """Denoiser semantics: streaming, invariants, input checks and backend selection."""
 
+import os
 import subprocess
 import sys
 
@@ -241,3 +242,46 @@ def test_gray_frames_come_back_gray() -> None:
     assert [output.shape for output in streamed] == [(12, 14)] * 3
     np.testing.assert_array_equal(streamed[1], frame)
     assert denoiser.denoise_frame(clip[..., np.newaxis], 1).shape == (12, 14, 1)
+
+
+def test_one_denoiser_shared_by_threads_gives_the_serial_frames(backend_method) -> None:
+    # A pool of threads sharing one Denoiser, each on its own frame: every result equals the
+    # serial one (issue 32: each call's scratch was the Denoiser's, overwritten mid-frame).
+    from concurrent.futures import ThreadPoolExecutor
+
+    clip = noisy_clip("random", seed=5, frames=8, shape=(40, 300))
+    backend, method = backend_method
+    denoiser = Denoiser(NLMParams(h=40, patch_radius=2, frames_past=1, frames_future=1), backend, method=method)
+    serial = [denoiser.denoise_frame(clip, index) for index in range(len(clip))]
+    for _ in range(3):  # a race shows only now and then
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            threaded = list(pool.map(lambda index: denoiser.denoise_frame(clip, index), range(len(clip))))
+        for index, frame in enumerate(threaded):
+            # The same frames go through the same code: equal to float32 rounding of the order.
+            np.testing.assert_allclose(frame, serial[index], rtol=0, atol=1e-6, err_msg=f"frame {index}")
+
+
+THREADED_SCRIPT = """
+from concurrent.futures import ThreadPoolExecutor
+import numpy as np
+from nlmeans_studio.engine import Denoiser, NLMParams, denoise_volume
+
+clip = np.random.default_rng(1).random((8, 40, 300, 3), dtype=np.float32)
+denoiser = Denoiser(NLMParams(h=40, patch_radius=2, frames_past=1, frames_future=1), "cpu")
+serial = [denoiser.denoise_frame(clip, index) for index in range(8)]
+with ThreadPoolExecutor(8) as pool:
+    threaded = list(pool.map(lambda index: denoiser.denoise_frame(clip, index), range(8)))
+assert all(np.allclose(a, b, rtol=0, atol=1e-6) for a, b in zip(serial, threaded, strict=True))
+volumes = [np.random.default_rng(seed).random((6, 12, 12), dtype=np.float32) for seed in range(4)]
+with ThreadPoolExecutor(4) as pool:
+    list(pool.map(lambda volume: denoise_volume(volume, h=0.3, search_radius=1, backend="cpu"), volumes))
+"""
+
+
+def test_threads_take_turns_on_numbas_own_threading_layer() -> None:
+    # Where neither OpenMP nor TBB loads (macOS wheels without libomp, slim Linux images) numba
+    # runs its workqueue layer, which aborted the process when two threads launched at once.
+    environment = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    run = subprocess.run([sys.executable, "-c", THREADED_SCRIPT], capture_output=True, text=True, env=environment,
+                         timeout=240)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]

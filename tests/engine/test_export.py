@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from clips import CLI
+from clips import CLI, default_signals
 from media_corpus import ClipSpec, plain_pyav_numbers, write_clip
 from test_video import make_clip
 
@@ -227,7 +227,7 @@ def test_a_stopped_run_leaves_no_file(tmp_path, stop) -> None:
     make_clip(tmp_path / "clip.mkv", frames=400, size=(64, 96))
     before = (tmp_path / "clip.mkv").read_bytes()
     command = _denoise_command(tmp_path / "clip.mkv", tmp_path / "out.mkv", "--search-radius", "5")
-    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as child:
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals) as child:
         progress = ""
         while "frames (" not in progress:  # the progress bar: the run is under way
             progress += child.stderr.read(1)

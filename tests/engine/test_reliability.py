@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import pytest
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
 
-from clips import CLI  # noqa: E402
+from clips import CLI, default_signals  # noqa: E402
 from media_corpus import ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
 from nlmeans_studio.engine import Denoiser, NLMParams, gpu_unavailable_reason  # noqa: E402
@@ -245,27 +246,26 @@ def test_a_signal_at_any_stage_leaves_nothing_and_no_traceback(long_clip, tmp_pa
     are being written (the progress bar shows)."""
     program = Path(sys.executable).parent / "nlmeans-studio"  # as a person runs it
     command = [str(program), "denoise", str(long_clip), str(tmp_path / "out.mkv")]
+    # Python's start-up lists each import on stderr as it ends: the first stages wait for the
+    # engine's. A signal inside Python's own start-up, before any of the program runs, is
+    # CPython's fatal error (a fixed sleep got there on a busy machine).
+    environment = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"} if stage != "writing" else None
     # The signals' default actions, whatever this test inherited (nohup or a background job would
     # leave the run ignoring SIGHUP or SIGINT, as it should: the next test).
-    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, preexec_fn=_default_signals) as child:
+    with subprocess.Popen(
+        command, stderr=subprocess.PIPE, text=True, env=environment, preexec_fn=default_signals
+    ) as child:
         error = ""
-        if stage == "writing":
-            while "frames (" not in error:
-                error += child.stderr.read(1)
-                assert error or child.poll() is None
-        else:
-            time.sleep({"importing": 0.05, "estimating": 0.8}[stage])
+        while ("frames (" if stage == "writing" else "nlmeans_studio.engine") not in error:
+            error += child.stderr.read(1)
+            assert error or child.poll() is None
+        time.sleep({"importing": 0.0, "estimating": 0.8, "writing": 0.0}[stage])
         child.send_signal(stop)
         error += child.stderr.read()
         status = child.wait(timeout=120)
     assert status in (130, -stop), error  # -stop: the signal came before Python could handle it
     assert "Traceback" not in error
     assert list(tmp_path.iterdir()) == []
-
-
-def _default_signals() -> None:
-    for stop in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop, signal.SIG_DFL)
 
 
 def _ignore_hangups() -> None:
@@ -454,3 +454,98 @@ def test_encoding_options_are_refused_before_the_noise_estimate(clip, tmp_path, 
     run = _cli("denoise", str(clip), str(tmp_path / "out.mkv"), *extra)
     _one_clear_line(run, message)
     assert "noise:" not in run.stderr and list(tmp_path.iterdir()) == []
+
+
+def _address_space(megabytes: int, kind: int = resource.RLIMIT_AS):
+    """A child's ``preexec_fn``: at most ``megabytes`` of address space, as ``ulimit -v`` sets
+    (or of ``kind``: RLIMIT_DATA, as ``ulimit -d`` sets)."""
+
+    def limit() -> None:
+        resource.setrlimit(kind, (megabytes << 20, megabytes << 20))
+
+    return limit
+
+
+def _short_run(command: str, folder: Path, clip: Path, megabytes: int, threads: int) -> subprocess.CompletedProcess:
+    """``command`` on a small clip or a 100 x 200 x 200 float32 volume, on the CPU with ``threads``
+    threads, under an address-space limit."""
+    if command == "denoise":
+        arguments = [str(clip), str(folder / "out.mkv"), *FAST]
+    else:
+        volume = np.random.default_rng(1).normal(100, 10, (100, 200, 200)).astype(np.float32)
+        np.save(folder / "in.npy", volume)
+        arguments = [str(folder / "in.npy"), str(folder / "out.npy"), "--h", "10", "--search-radius", "1",
+                     "--patch-radius", "1"]  # fmt: skip
+    environment = {**os.environ, "NUMBA_NUM_THREADS": str(threads)}
+    return subprocess.run([*CLI, command, *arguments, "--backend", "cpu"], capture_output=True, text=True,
+                          timeout=120, env=environment, preexec_fn=_address_space(megabytes))  # fmt: skip
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="address-space limits as Linux counts them")
+@pytest.mark.parametrize("command", ["denoise", "denoise-volume"])
+@pytest.mark.parametrize(("megabytes", "way_out"), [(250, "raise the limit (ulimit -v)"), (600, "NUMBA_NUM_THREADS=")])
+def test_a_run_short_of_address_space_says_so_and_what_to_lower(clip, tmp_path, command, megabytes, way_out) -> None:
+    """Under ``ulimit -v`` a run failed wherever its next mapping fell: 'libllvmlite.so' not found,
+    the clip 'cannot be read: Resource temporarily unavailable', libgomp's exit, a traceback, or
+    (600 MB, this volume, a thread a CPU of a big machine: 64 here) no end at all."""
+    run = _short_run(command, tmp_path, clip, megabytes, threads=64)
+    _one_clear_line(run, "error: not enough memory for this run: it needs about ")
+    assert way_out in run.stderr.splitlines()[-1]
+    assert not any(path.name.startswith(("out", ".")) for path in tmp_path.iterdir())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="address-space limits as Linux counts them")
+def test_a_run_that_fits_its_address_space_runs(clip, tmp_path) -> None:
+    # Under the limit the threads share malloc's arenas (8 MB of address space each, not 72).
+    run = _short_run("denoise-volume", tmp_path, clip, 1000, threads=16)
+    assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="address-space limits as Linux counts them")
+def test_an_export_whose_frames_do_not_fit_says_so_before_the_first_frame(tmp_path) -> None:
+    """A 1080p window of five frames under 800 MB ended mid-run in NumPy's 'Unable to allocate
+    71.8 MiB for an array with shape (3, 3, 1086, 1926)', with no word of what to lower."""
+    spec = ClipSpec("hd.mkv", "ffv1", pixel_format="bgr0", size=(1080, 1920), frames=3)
+    source = write_clip(tmp_path, spec)
+    command = [*CLI, "denoise", str(source), str(tmp_path / "out.mkv"), "--backend", "cpu", "--noise", "none",
+               "--frames-past", "2", "--frames-future", "2"]  # fmt: skip
+    environment = {**os.environ, "NUMBA_NUM_THREADS": "2"}
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120, env=environment,
+                         preexec_fn=_address_space(800))  # fmt: skip
+    _one_clear_line(run, "error: not enough memory for this run: it needs about ")
+    assert "use a smaller temporal window (frames_past, frames_future)" in run.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["hd.mkv"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="address-space limits as Linux counts them")
+@pytest.mark.parametrize("command", ["estimate-noise", "denoise-volume"])
+def test_a_noise_estimate_short_of_memory_says_what_to_lower(tmp_path, command) -> None:
+    """The volume's noise estimate (float64 copies: about 900 MB for this 40 MB volume) under
+    500 MB ended in NumPy's bare 'Unable to allocate 77.5 MiB', or in a traceback where a
+    thread could not start."""
+    volume = np.random.default_rng(2).normal(100, 10, (64, 256, 640)).astype(np.float32)
+    np.save(tmp_path / "in.npy", volume)
+    command_line = [*CLI, command, str(tmp_path / "in.npy")]
+    if command == "denoise-volume":
+        command_line += [str(tmp_path / "out.npy"), "--backend", "cpu"]
+    run = subprocess.run(command_line, capture_output=True, text=True, timeout=120, preexec_fn=_address_space(500))
+    _one_clear_line(run, "out of memory (")
+    last = run.stderr.splitlines()[-1]
+    assert "crop the volume, or raise the limit (ulimit -v)" in last
+    assert command == "estimate-noise" or last.endswith("give --h instead")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="data limits as Linux counts them")
+@pytest.mark.parametrize("megabytes", [120, 150, 200])
+def test_a_volume_run_short_of_its_data_limit_says_what_to_lower(tmp_path, megabytes) -> None:
+    """Under ``ulimit -d`` (heap, stacks and private mappings) a volume run ended in a bare
+    'error: ' (numba's import finding no room), in a traceback ('can't start new thread', the
+    next slab's reader), or in NumPy's 'Unable to allocate 45.8 MiB' with no way out."""
+    np.save(tmp_path / "in.npy", np.random.default_rng(1).normal(100, 10, (100, 200, 200)).astype(np.float32))
+    command = [*CLI, "denoise-volume", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--backend", "cpu",
+               "--h", "10", "--search-radius", "1"]  # fmt: skip
+    environment = {**os.environ, "NUMBA_NUM_THREADS": "2"}
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120, env=environment,
+                         preexec_fn=_address_space(megabytes, resource.RLIMIT_DATA))  # fmt: skip
+    _one_clear_line(run, "error: out of memory")
+    assert run.stderr.splitlines()[-1].endswith("or raise the limit (ulimit -d)")

@@ -506,3 +506,30 @@ def test_all_finite_finds_every_nan_and_infinity_wherever_it_is(bad, where, monk
     assert not all_finite(volume, parallel_bytes=64) and not all_finite(volume[:, :, ::-1], parallel_bytes=64)
     with pytest.raises(ValueError, match="got 1 NaN or infinite voxels"):
         denoise_volume(volume, h=1.0, patch_radius=1, search_radius=1, backend="cpu")
+
+
+def _numba_out_of_memory() -> SystemError:
+    """What a numba function returns when an allocation fails in its threads."""
+    try:
+        raise MemoryError("Allocation failed (probably too large).")
+    except MemoryError as error:
+        try:
+            raise SystemError("CPUDispatcher(<function _row_sums>) returned a result with an exception set") from error
+        except SystemError as wrapped:
+            return wrapped
+
+
+@pytest.mark.parametrize("failure", [MemoryError("Unable to allocate 15.3 MiB"), _numba_out_of_memory()])
+def test_memory_running_out_mid_run_says_what_to_lower(monkeypatch, failure) -> None:
+    # Past the estimate of engine/memory.py, or where no limit lets it estimate: NumPy's bare
+    # 'Unable to allocate', or numba's SystemError from its threads (a traceback on the command line).
+    from nlmeans_studio.engine.filters import volume_cpu
+
+    def fail(*arguments: object) -> None:
+        raise failure
+
+    monkeypatch.setattr(volume_cpu, "filter_padded_cpu", fail)
+    with pytest.raises(
+        MemoryError, match=r"^out of memory \(.+\); use fewer threads \(NUMBA_NUM_THREADS.+crop the volume"
+    ):
+        denoise_volume(np.zeros((8, 8, 8), np.float32), h=1.0, search_radius=1, backend="cpu")

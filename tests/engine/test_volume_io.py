@@ -7,12 +7,14 @@ import contextlib
 import errno
 import json
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from clips import CLI
+from clips import CLI, default_signals
 
 from nlmeans_studio.engine import denoise_volume
 from nlmeans_studio.engine.cli import main
@@ -672,3 +674,43 @@ def test_mri_magnitude_noise_is_read_right_beside_much_air(air) -> None:
     sigma = 30.0
     magnitude = np.hypot(clean + rng.normal(0, sigma, clean.shape), rng.normal(0, sigma, clean.shape))
     assert estimate_volume_noise(magnitude).average_sigma == pytest.approx(sigma, rel=0.05)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stopped_volume_run_says_cancelled_and_leaves_no_file(tmp_path, stop) -> None:
+    """SIGTERM ended the run with the signal and no word, where a video export says 'cancelled'."""
+    np.save(tmp_path / "in.npy", np.random.default_rng(9).random((48, 128, 128), dtype=np.float32))
+    command = [*CLI, "denoise-volume", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--backend", "cpu",
+               "--h", "0.3", "--search-radius", "4"]  # fmt: skip
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals) as child:
+        progress = ""
+        while " %" not in progress:  # the progress line: the filter is under way
+            progress += child.stderr.read(1)
+            assert progress or child.poll() is None
+        child.send_signal(stop)
+        error = child.stderr.read()
+        assert child.wait(timeout=60) == 130, error
+    assert error.splitlines()[-1] == f"nlmeans-studio: cancelled; {tmp_path / 'out.npy'} was not written"
+    assert "Traceback" not in error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy"]
+
+
+def test_a_stopped_noise_estimate_says_cancelled(tmp_path) -> None:
+    """Only denoise set up the stop signals: estimate-noise ended by SIGTERM died without a word."""
+    volume = np.random.default_rng(4).normal(100, 10, (96, 384, 384)).astype(np.float32)  # seconds to estimate
+    np.save(tmp_path / "in.npy", volume)
+    environment = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}  # each import listed on stderr as it ends
+    command = [*CLI, "estimate-noise", str(tmp_path / "in.npy")]
+    with subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment,
+        preexec_fn=default_signals,
+    ) as child:  # fmt: skip
+        error = ""
+        while "nlmeans_studio.engine.cli\n" not in error:  # the command line's module, imported
+            error += child.stderr.read(1)
+            assert error or child.poll() is None
+        time.sleep(1.0)  # reading the volume, or estimating its noise
+        child.send_signal(signal.SIGTERM)
+        error += child.stderr.read()
+        assert child.wait(timeout=60) == 130, error
+    assert error.splitlines()[-1] == "nlmeans-studio: cancelled" and "Traceback" not in error

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QEvent, QMimeData, QPointF, QRectF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QApplication, QFileDialog, QMenu, QMessageBox
+from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QMenu, QMessageBox
 from window_driver import answer_when_asked, type_into
 
 from nlmeans_studio.engine import (
+    COMPILING,
     WEIGHTINGS,
     denoise_volume,
     denoise_volume_slice,
@@ -22,6 +23,7 @@ from nlmeans_studio.engine import (
     write_volume,
 )
 from nlmeans_studio.engine.volume.io import VolumeFile
+from nlmeans_studio.gui import volume_window as volume_window_module
 from nlmeans_studio.gui.volume_window import VolumeWindow, display_plane
 
 pytest.importorskip("nibabel", reason="NIfTI volumes are read with nibabel")
@@ -574,3 +576,15 @@ def test_closing_during_an_export_asks_and_keeps_it_or_stops_it(qtbot, volume_pa
     window.close()  # stops the export, which runs on (in 2 s) and ends at its first progress
     assert asked and not window.isVisible()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".nii.gz")) == ["kept.nii.gz", "scan.nii.gz"]
+
+
+def test_a_preview_that_waits_for_the_compile_says_so(qtbot, volume_window, monkeypatch) -> None:
+    # The status said 'Filtering the slab around this plane...' for the minute of numba's compile.
+    _wait_for_preview(qtbot, volume_window)
+    monkeypatch.setattr(volume_window_module, "filter_compiles", lambda backend, volume: True)  # a cold cache
+    said = []
+    status = volume_window.status
+    monkeypatch.setattr(status, "setText", lambda text: said.append(text) or QLabel.setText(status, text))
+    volume_window.request_preview()  # as a change of h or a plane asks
+    _wait_for_preview(qtbot, volume_window)
+    assert COMPILING in said

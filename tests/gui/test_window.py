@@ -1108,3 +1108,27 @@ def test_the_readouts_are_in_sight_at_any_window_height(qtbot, window, clip) -> 
     assert 0 < bottom <= window.height()
     for label in (readouts.fps, readouts.psnr, readouts.sigma):  # wrapped text is not cut
         assert label.height() >= label.heightForWidth(label.width())
+
+
+def test_the_first_frame_says_when_it_waits_for_a_compile(qtbot, window, clip, monkeypatch) -> None:
+    # The window said nothing while its first frame waited up to a minute for numba's compile.
+    monkeypatch.setattr(worker_module, "filter_compiles", lambda backend: True)  # numba's cache cold
+    messages = []
+    window.statusBar().messageChanged.connect(messages.append)
+    opened(qtbot, window, clip[0])
+    assert [message for message in messages if message.startswith("Compiling the CPU filter")]
+    assert window.statusBar().currentMessage() == ""  # gone with the frame
+
+
+def test_memory_short_for_the_preview_is_said_without_a_traceback(qtbot, window, clip, monkeypatch, capfd) -> None:
+    # The worker printed a traceback for it, as for a kernel failure; the message says it all.
+    message = "not enough memory for this run: it needs about 476 MB of address space; raise the limit (ulimit -v)"
+
+    def short(*arguments: object) -> None:
+        raise MemoryError(message)
+
+    monkeypatch.setattr(Previewer, "render", short)
+    window.open_clip(clip[0])
+    qtbot.waitUntil(lambda: window.banner.isVisibleTo(window), timeout=WAIT_MS)
+    assert message in window.banner.text()
+    assert "Traceback" not in capfd.readouterr().err

@@ -1,0 +1,65 @@
+"""Whether a CPU filter's first call compiles it, so that a run says so only when it does.
+
+numba keeps what it compiles in an on-disk cache (``cache=True``), per machine and per version
+of the code: only a first run, or the first after an update, waits for the compile (15-60 s
+for the video filter, as long for the volume's, on 2 cores); every later run loads it in a
+fraction of a second. Telling beforehand means reading numba's cache index, a peek at numba's internals: where
+they have moved, no compile is announced, rather than a wrong one on every run.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+from nlmeans_studio.engine.backend import resolve_backend
+
+# What a run says before a first frame that compiles (``filter_compiles``): the wait is once.
+COMPILING = "Compiling the CPU filter for this machine, once: up to a minute (later runs start at once)."
+
+
+def in_numba_cache(*functions: Any) -> bool:
+    """Whether each numba ``cache=True`` function is compiled in this process already, or its
+    current code is in numba's cache for this machine (its first call then compiles nothing)."""
+    for function in functions:
+        try:
+            if function.overloads:
+                continue
+            cache = function._cache
+            current = cache._index_key((), function.targetctx.codegen())[1:]  # the machine, the code's hashes
+            cached = cache._cache_file._load_index()  # empty where missing or stale (numba's own check)
+        except (AttributeError, TypeError, OSError, EOFError, pickle.UnpicklingError):
+            return True  # numba's internals moved, or NUMBA_DISABLE_JIT left plain functions
+        if not any(key[1:] == current for key in cached):
+            return False
+    return True
+
+
+def filter_compiles(backend: str = "auto", *, volume: bool = False) -> bool:
+    """Whether the first frame (or, with ``volume``, the first volume) filtered on ``backend``
+    waits for the CPU filter to compile: numba's cache holds no build of its current code for
+    this machine.
+
+    Parameters
+    ----------
+    backend : {"auto", "cpu", "gpu"}
+        As ``Denoiser`` and ``denoise_volume`` resolve it.
+    volume : bool
+        The 3D filter of ``denoise_volume`` rather than the video filter of ``Denoiser``.
+
+    Returns
+    -------
+    bool
+        True where the CPU's numba filter will compile first (up to a minute, once per machine and
+        version); False where it is cached, and on the GPU, whose kernels CuPy compiles in a
+        few seconds and keeps.
+    """
+    if resolve_backend(backend) != "cpu":
+        return False
+    if volume:
+        from nlmeans_studio.engine.filters import volume_cpu
+
+        return not volume_cpu.compiled()
+    from nlmeans_studio.engine.filters import fused_cpu
+
+    return not fused_cpu.compiled()
