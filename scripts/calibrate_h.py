@@ -35,6 +35,7 @@ from nlmeans_studio.engine import Denoiser, NLMParams, psnr
 from nlmeans_studio.engine.media.video import read_frames
 from nlmeans_studio.engine.noise import CALIBRATION_FILE, add_realistic_noise, estimate_noise
 from nlmeans_studio.engine.sample import SAMPLE_CLIP
+from nlmeans_studio.engine.strength import golden_minimum
 
 SIGMAS = [2.5, 5, 10, 25, 40]  # 8-bit levels
 SEARCH_RADII = [1, 2, 3, 5, 8]
@@ -68,20 +69,9 @@ def best_ratio(clean: list[np.ndarray], noisy: list[np.ndarray], sigma: float, *
     def score(log_ratio: float) -> float:
         return mean_psnr(clean, noisy, NLMParams(h=sigma * math.exp(log_ratio), **window))
 
-    golden = (math.sqrt(5) - 1) / 2
     low, high = (math.log(r) for r in RATIO_RANGE)
-    left, right = high - golden * (high - low), low + golden * (high - low)
-    left_score, right_score = score(left), score(right)
-    for _ in range(STEPS):
-        if left_score >= right_score:
-            high, right, right_score = right, left, left_score
-            left = high - golden * (high - low)
-            left_score = score(left)
-        else:
-            low, left, left_score = left, right, right_score
-            right = low + golden * (high - low)
-            right_score = score(right)
-    return round(math.exp((low + high) / 2), 3)
+    best, _ = golden_minimum(lambda log_ratio: -score(log_ratio), low, high, STEPS)
+    return round(math.exp(best), 3)
 
 
 def gray_noise(clean: np.ndarray, sigma: float, seed: int) -> np.ndarray:
