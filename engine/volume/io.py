@@ -11,7 +11,11 @@ Writes go to a hidden file renamed into place when complete (engine/media/staged
 
 from __future__ import annotations
 
+import errno
 import gzip
+import math
+import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,8 +192,9 @@ class VolumeFile:
         return None if None in codes else tuple(codes[::-1])
 
 
-class NotOneVolumeError(ValueError):
-    """A file that holds something else than one volume (a NIfTI time series)."""
+class VolumeRefusedError(ValueError):
+    """A file read far enough to know it is refused: not one volume (a NIfTI time series, an .npz
+    archive), or a header that the file or the memory cannot hold; the message says it all."""
 
 
 def _import(name: str) -> Any:
@@ -228,17 +233,25 @@ def read_volume(path: str | Path) -> VolumeFile:
     kind = check_volume_input(path)
     try:
         volume = _read(path, kind)
-    except (NotOneVolumeError, ImportError, MemoryError):
+    except (VolumeRefusedError, ImportError):
         raise
+    except MemoryError as error:  # numpy's says the size; others say nothing
+        raise MemoryError(
+            f"{path}: the volume does not fit in the memory free now ({error or 'out of memory'})"
+        ) from error
     except Exception as error:  # a corrupt file: each reader fails its own way (ValueError, IndexError, EOFError...)
         if isinstance(error, OSError) and not isinstance(error, gzip.BadGzipFile):
             raise  # the file itself (permissions, a disk error), not its content
         raise ValueError(f"{path}: not a {FORMAT_NAMES[kind]} volume that can be read ({error})") from error
     if volume.data.ndim == 2:  # one image: the video filter denoises it, as a clip of one frame
-        image = Path(path)
+        stem = path.name.split(".")[0]
+        command = f"nlmeans-studio denoise {stem}.tif {stem}-denoised%06d.tif"  # `denoise` reads a TIFF, not these
+        how = (
+            command if kind == "tiff" else f"save it as a TIFF (tifffile.imwrite('{stem}.tif', image)), then {command}"
+        )
         raise ValueError(
             f"{path}: one 2D image of shape {volume.data.shape}, not a volume (Z, Y, X) or (Z, Y, X, C); to denoise "
-            f"an image: nlmeans-studio denoise {image.name} {image.name.split('.')[0]}-denoised%06d.tif"
+            f"an image: {how}"
         )
     if volume.data.ndim not in (3, 4):
         raise ValueError(f"{path}: an array of shape {volume.data.shape}; a volume is (Z, Y, X) or (Z, Y, X, C)")
@@ -257,10 +270,12 @@ def _read(path: Path, kind: str) -> VolumeFile:
         # (X, Y, Z, 1): one time point, the volume itself; (X, Y, Z, 1, C): C values in each voxel,
         # as NIfTI stores vectors (its 5th axis), the channels. The header keeps the file's shape.
         if len(shape) != 3 and not (len(shape) in (4, 5) and shape[3] == 1):
-            raise NotOneVolumeError(
+            raise VolumeRefusedError(
                 f"{path}: a NIfTI volume of shape {shape}; the volume filter takes one 3D volume "
                 "(split a time series into its volumes first)"
             )
+        body = None if path.name.lower().endswith(".gz") else path.stat().st_size - image.dataobj.offset
+        _check_declared(path, shape, image.header.get_data_dtype(), body)
         voxels = np.asarray(image.dataobj).reshape(shape[:3] + shape[4:])
         channels = voxels.ndim == 4
         data = voxels.transpose(2, 1, 0, 3) if channels else voxels.transpose(2, 1, 0)
@@ -298,7 +313,60 @@ def _read(path: Path, kind: str) -> VolumeFile:
             "channels_first": first,
         }
         return VolumeFile(data, tuple(spacing), kind, extra=extra)
-    return VolumeFile(np.load(path, allow_pickle=False), format=kind)
+    return VolumeFile(_load_npy(path), format=kind)
+
+
+def _load_npy(path: Path) -> np.ndarray:
+    """The array of a .npy file, its header checked against the file before any memory is taken
+    (a header of 10^15 voxels asked numpy for petabytes), and an .npz archive named .npy refused
+    (np.load goes by the content and returned the archive)."""
+    with open(path, "rb") as file:
+        if file.read(4) == b"PK\x03\x04":
+            raise VolumeRefusedError(
+                f"{path}: a NumPy .npz archive (several arrays, zipped), named .npy; save the volume alone: "
+                f"np.save('volume.npy', np.load('{path.name}')['NAME'])"
+            )
+        file.seek(0)
+        version = np.lib.format.read_magic(file)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read_header(file)
+        _check_declared(path, shape, dtype, path.stat().st_size - file.tell())
+    return np.load(path, allow_pickle=False)
+
+
+def _check_declared(path: Path, shape: tuple[int, ...], dtype: np.dtype, body: int | None) -> None:
+    """Refuse a header whose array the file's ``body`` (bytes after the header; None: unknown,
+    compressed) cannot hold, or that this machine's memory cannot: said before the reader asks
+    for the memory (it failed with an empty MemoryError, or numpy's "Unable to allocate 3.55 PiB")."""
+    declared = math.prod(shape) * np.dtype(dtype).itemsize
+    size = f"shape {tuple(shape)} of {np.dtype(dtype)}, {_bytes(declared)}"
+    if body is not None and body < declared:
+        raise VolumeRefusedError(
+            f"{path}: its header declares an array of {size}, but the file holds {_bytes(body)} of data: "
+            "it is truncated or its header is damaged; write the volume again"
+        )
+    memory = _memory()
+    if memory is not None and declared > memory:
+        raise VolumeRefusedError(
+            f"{path}: its header declares an array of {size}, more than this machine's memory "
+            f"({_bytes(memory)}); if the file is right, open it on a machine with more memory"
+        )
+
+
+def _memory() -> int | None:
+    """This machine's physical memory in bytes, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _bytes(count: int) -> str:
+    """A byte count in words: "512 bytes", "3.2 MiB", "3.6 PiB"."""
+    if count < 1024:
+        return f"{count} bytes"
+    exponent = min(int(math.log(count, 1024)), 6)
+    return f"{count / 1024**exponent:.1f} {'KMGTPE'[exponent - 1]}iB"
 
 
 def _ome_voxel_size(xml: str, spacing: list[float], unit: str | None) -> tuple[tuple[float, ...], str | None]:
@@ -317,10 +385,10 @@ def _zyx_channels_last(data: np.ndarray, axes: str, path: Path) -> tuple[np.ndar
     """A TIFF series' array with its channels (tifffile's axis "C": an ImageJ hyperstack's or an
     OME-TIFF's, next to a plane axis Z, Q or I) moved last, and whether there were such channels.
     Samples ("S", RGB) are last already; a stack without a plane axis keeps its first axis as
-    the planes. A series with several time points is refused (NotOneVolumeError)."""
+    the planes. A series with several time points is refused (VolumeRefusedError)."""
     sizes = dict(zip(axes, data.shape, strict=True))
     if sizes.get("T", 1) > 1:
-        raise NotOneVolumeError(
+        raise VolumeRefusedError(
             f"{path}: a TIFF series of {sizes['T']} time points ({axes}, shape {data.shape}); the volume filter "
             "takes one 3D volume (split the time series into its volumes first)"
         )
@@ -418,8 +486,26 @@ def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwr
             staged.discard()
         if isinstance(error, OSError) and not isinstance(error, (FileExistsError, OutputBusyError)):
             # A full disk, say: named by the output, not by the hidden file it was written as.
-            raise OSError(f"{path}: writing failed: {error.strerror or error}") from error
+            raise OSError(_write_failure(path, error, values.nbytes)) from error
         raise
+
+
+def _write_failure(path: Path, error: OSError, needed: int) -> str:
+    """Why writing ``needed`` bytes to ``path`` failed, in words a person can act on. numpy's
+    writer loses the system's reason ("44800 requested and 16352 written", no errno): a short
+    write where the folder has less free space than the volume is a full disk too."""
+    free = shutil.disk_usage(path.parent).free
+    if error.errno in (errno.ENOSPC, errno.EDQUOT) or (error.errno is None and free < needed):
+        return (
+            f"{path}: the disk is full: the volume needs {_bytes(needed)} and {_bytes(free)} are free there; "
+            "free some space or write it to another disk"
+        )
+    if error.errno == errno.EFBIG or error.errno is None:
+        return (
+            f"{path}: the system refused to make the file {_bytes(needed)} long (a file size limit: ulimit -f, "
+            "or the file system's largest file); raise the limit or write it to another disk"
+        )
+    return f"{path}: writing failed: {error.strerror or error}"
 
 
 def _nifti_bytes(values: np.ndarray, like: VolumeFile, *, compressed: bool) -> bytes:

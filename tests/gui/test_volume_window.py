@@ -249,6 +249,16 @@ def test_a_volume_that_cannot_be_read_is_said_in_the_banner(qtbot, window, tmp_p
     )
 
 
+def test_an_npz_archive_named_npy_is_said_in_the_banner(qtbot, window, tmp_path, monkeypatch) -> None:
+    """The window aborted (SIGABRT) on an AttributeError from an .npz named .npy."""
+    np.savez(tmp_path / "scan", volume=np.zeros((8, 8, 8), np.float32))
+    (tmp_path / "scan.npz").rename(tmp_path / "scan.npy")
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args, **kwargs: (str(tmp_path / "scan.npy"), ""))
+    qtbot.keyClick(window, Qt.Key.Key_O, Qt.KeyboardModifier.ControlModifier)
+    assert "scan.npy: a NumPy .npz archive (several arrays, zipped), named .npy" in window.banner.text()
+    assert not window.findChildren(VolumeWindow)
+
+
 def test_a_session_started_on_a_volume_has_its_window_only_until_a_clip_is_opened(
     qtbot, tmp_path, volume_path, clip, monkeypatch
 ) -> None:
