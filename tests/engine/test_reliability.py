@@ -133,6 +133,45 @@ def _write(path: Path, data: bytes) -> Path:
     return path
 
 
+def _y4m(header: str = "W32 H32 F25:1 Ip C420jpeg", frames: int = 3) -> bytes:
+    """A y4m stream written by hand: ``header``'s tags and ``frames`` frames of 4:2:0 noise."""
+    rng = np.random.default_rng(5)
+    body = b"".join(
+        b"FRAME\n" + rng.integers(16, 236, 32 * 32 * 3 // 2, dtype=np.uint8).tobytes() for _ in range(frames)
+    )
+    return f"YUV4MPEG2 {header}\n".encode() + body
+
+
+@pytest.mark.parametrize("noise", [["--noise", "auto"], FAST])
+@pytest.mark.parametrize(
+    ("stream", "message"),
+    [
+        (b"", "standard input: nothing came, not even a y4m header; pipe a clip in: ffmpeg -i INPUT -f yuv4mpegpipe -"),
+        (_y4m(frames=0), "standard input: the y4m stream holds no frame (its header 'YUV4MPEG2 W32 H32 F25:1 Ip "),
+        (_y4m("W0 H0 F25:1 C420jpeg"), "the y4m header (YUV4MPEG2 W0 H0 F25:1 C420jpeg) gives no size of at least 1x1"),
+        (_y4m("W100000 H100000 F25:1"), "gives a picture of 100000x100000 pixels, larger than FFmpeg reads"),
+        (_y4m("W32 H32 F25:1 Im"), "the y4m header says Im (frames of mixed interlacing), which FFmpeg does not read"),
+        (_y4m("W32 H32 F25:1 C555"), "the y4m color space C555 is not one FFmpeg reads (420jpeg, 420mpeg2, "),
+        (_y4m().replace(b"FRAME", b"FRAMX", 2).replace(b"FRAMX", b"FRAME", 1),
+         "standard input: frame 2 (counting from 1) of the y4m stream cannot be read (Invalid data found"),
+        (_y4m()[:-100], "standard input: the y4m stream ends in the middle of frame 3 (counting from 1), 1442 bytes"),
+    ],
+)  # fmt: skip
+def test_y4m_streams_that_hold_no_whole_clip_are_refused_saying_why(tmp_path, stream, message, noise) -> None:
+    """A header and no frame exited 0 with an empty file (--noise auto: an IndexError); a wrong
+    header said "Device or resource busy", a bad FRAME marker a raw errno; a cut frame was dropped."""
+    run = subprocess.run([*CLI, "denoise", "-", str(tmp_path / "out.mkv"), *noise], input=stream, capture_output=True)
+    _one_clear_line(subprocess.CompletedProcess(run.args, run.returncode, "", run.stderr.decode()), message)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_y4m_stream_of_one_frame_has_its_noise_estimated_and_is_denoised(tmp_path) -> None:
+    run = subprocess.run([*CLI, "denoise", "-", str(tmp_path / "out.mkv")], input=_y4m(frames=1), capture_output=True)
+    assert run.returncode == 0, run.stderr.decode()
+    with VideoReader(tmp_path / "out.mkv") as reader:
+        assert reader.info.frame_count == 1
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
