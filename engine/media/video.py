@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import itertools
 import math
 import re
 import struct
@@ -167,24 +168,58 @@ def is_image_sequence(path: Path) -> bool:
 
 
 def sequence_files(path: Path) -> list[Path]:
-    """The files of an image sequence that exist, in name order."""
+    """The files of an image sequence that exist, in frame number order."""
+    return [file for _, file in _numbered_images(path)]
+
+
+def _numbered_images(path: Path) -> list[tuple[int, Path]]:
+    """(frame number, file) of the images of a sequence that exist, in number order."""
 
     def digits(number: re.Match) -> str:  # %06d: six digits or more; %d: any
-        return rf"\d{{{int(number[1])},}}" if number[1] else r"\d+"
+        return rf"(\d{{{int(number[1])},}})" if number[1] else r"(\d+)"
 
     pattern = re.compile(SEQUENCE_NUMBER.sub(digits, re.escape(path.name)))
     folder = path.parent if str(path.parent) else Path(".")
-    return sorted(file for file in folder.iterdir() if pattern.fullmatch(file.name)) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    matches = [(pattern.fullmatch(file.name), file) for file in folder.iterdir()]
+    return sorted((int(match[1]), file) for match, file in matches if match)
+
+
+def _first_image_number(path: Path) -> int:
+    """The number of an image sequence's first image, all the images from it to the last checked
+    to be there and to hold data: FFmpeg's image2 reader stops quietly at a gap or an empty image
+    (a clip short of frames), and looks for the first only among the numbers 0 to 4."""
+    images = _numbered_images(path)
+    if not images:
+        raise VideoError(f"{path}: no images of this sequence exist")
+    (first, _), (last, _) = images[0], images[-1]
+    for (number, file), (following, following_file) in itertools.pairwise(images):
+        if following == number:
+            raise VideoError(f"{path}: {file.name} and {following_file.name} are both frame {number}; keep one")
+        if following != number + 1:
+            width = int(SEQUENCE_NUMBER.search(path.name)[1] or 0)
+            missing = SEQUENCE_NUMBER.sub(str(number + 1).zfill(width), path.name)
+            raise VideoError(
+                f"{path}: {missing} is missing: the {len(images)} images are numbered {first} to {last} with a gap "
+                f"after {file.name}; add the missing images, or number the images without gaps"
+            )
+    for number, file in images:
+        if file.stat().st_size == 0:
+            raise VideoError(
+                f"{file}: is empty (0 bytes), frame {number - first + 1} of the {len(images)} images of {path.name}; "
+                "replace it with the image it should hold"
+            )
+    return first
 
 
 def _open_input(path: Path, hardware_decoding: bool = False) -> Any:
     av = _av()
     if is_image_sequence(path):
-        if not sequence_files(path):
-            raise VideoError(f"{path}: no images of this sequence exist")
+        options = {"start_number": str(_first_image_number(path))}
         try:
             with _said_in_our_words():
-                return _with_video(av.open(str(path), format="image2"), path)
+                return _with_video(av.open(str(path), format="image2", options=options), path)
         except av.error.FFmpegError as error:
             raise VideoError(f"{path}: not an image sequence FFmpeg can read ({ffmpeg_reason(error)})") from error
     if path.is_dir():
@@ -260,6 +295,8 @@ class _Decoder:
                     expected += 1
         except av.error.FFmpegError as error:
             failed = f"decoding stopped at frame {expected + 1} (counting from 1)"
+            if is_image_sequence(self._path):
+                failed += f", the image {sequence_files(self._path)[expected].name}"
             raise VideoError(f"{self._path}: {failed}: {ffmpeg_reason(error)}") from error
         if expected < self._index.frame_count:
             raise VideoError(
@@ -898,7 +935,9 @@ def _output_format(codec: str, like: VideoInfo, *, gray: bool, rgb: bool) -> str
         return GRAY_FORMATS[codec][deep]
     _, eight_bit, deeper = CODECS[codec]
     supported = [form.name for form in _av().codec.Codec(CODECS[codec][0], "w").video_formats or ()]
-    if codec in KEEPS_SOURCE_SAMPLING and not rgb and like.pixel_format in supported:
+    # Float sources (EXR) come as 16-bit frames, and FFV1's float formats are experimental: not kept.
+    floating = re.search(r"f(16|32)(le|be)?$", like.pixel_format) is not None
+    if codec in KEEPS_SOURCE_SAMPLING and not rgb and not floating and like.pixel_format in supported:
         return like.pixel_format
     if codec == "prores":  # by the source's chroma: full (RGB, 4:4:4) or not
         source = _av().VideoFormat(like.pixel_format, 2, 2)

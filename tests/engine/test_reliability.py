@@ -22,7 +22,7 @@ from clips import CLI  # noqa: E402
 from media_corpus import ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
 from nlmeans_studio.engine import Denoiser, NLMParams, gpu_unavailable_reason  # noqa: E402
-from nlmeans_studio.engine.media.video import VideoError, VideoReader, VideoWriter  # noqa: E402
+from nlmeans_studio.engine.media.video import IMAGE_FORMATS, VideoError, VideoReader, VideoWriter  # noqa: E402
 
 FAST = ["--noise", "none", "--h", "20", "--patch-radius", "1", "--search-radius", "1"]
 
@@ -170,6 +170,64 @@ def test_a_y4m_stream_of_one_frame_has_its_noise_estimated_and_is_denoised(tmp_p
     assert run.returncode == 0, run.stderr.decode()
     with VideoReader(tmp_path / "out.mkv") as reader:
         assert reader.info.frame_count == 1
+
+
+def _images(folder: Path, numbers: list[int], suffix: str = ".png", pixel_format: str = "rgb24") -> Path:
+    """Images ``f%04d`` + ``suffix`` of noise, numbered ``numbers``, as FFmpeg writes a sequence; their pattern."""
+    folder.mkdir()
+    with av.open(str(folder / f"w%04d{suffix}"), "w", format="image2") as container:
+        stream = container.add_stream(IMAGE_FORMATS[suffix][0], rate=25)
+        stream.width, stream.height, stream.pix_fmt = 32, 32, pixel_format
+        for index in range(len(numbers)):
+            frame = np.random.default_rng(index).integers(0, 256, (32, 32, 3), dtype=np.uint8)
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        container.mux(stream.encode(None))
+    for index, number in enumerate(numbers):
+        (folder / f"w{index + 1:04d}{suffix}").rename(folder / f"f{number:04d}{suffix}")
+    return folder / f"f%04d{suffix}"
+
+
+def _empty_third(folder: Path) -> Path:
+    pattern = _images(folder, [1, 2, 3, 4, 5])
+    (folder / "f0003.png").write_bytes(b"")
+    return pattern
+
+
+def _damaged_third(folder: Path) -> Path:
+    pattern = _images(folder, [1, 2, 3, 4, 5])
+    (folder / "f0003.png").write_bytes(b"not a PNG image")
+    return pattern
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda folder: _images(folder, [1, 3, 5, 7]),
+         "f%04d.png: f0002.png is missing: the 4 images are numbered 1 to 7 with a gap after f0001.png; add the "
+         "missing images, or number the images without gaps"),
+        (_empty_third, "f0003.png: is empty (0 bytes), frame 3 of the 5 images of f%04d.png; replace it with"),
+        (lambda folder: _images(folder, []), "f%04d.png: no images of this sequence exist"),
+        (_damaged_third, "f%04d.png: decoding stopped at frame 3 (counting from 1), the image f0003.png: Invalid"),
+    ],
+)  # fmt: skip
+def test_image_sequences_with_a_frame_missing_are_refused_naming_it(tmp_path, make, message) -> None:
+    """A gap (1, 3, 5, 7) exported 1 frame and an empty image dropped the rest, with exit 0."""
+    pattern = make(tmp_path / "scans")
+    _one_clear_line(_cli("denoise", str(pattern), str(tmp_path / "out.mkv"), *FAST), message)
+    assert not (tmp_path / "out.mkv").exists()
+
+
+@pytest.mark.parametrize(("numbers", "suffix", "pixel_format"), [([100, 101, 102], ".png", "rgb24"),
+                                                                 ([1, 2, 3], ".exr", "gbrpf32le")])  # fmt: skip
+def test_image_sequences_are_read_whole_from_their_first_number_into_ffv1(tmp_path, numbers, suffix, pixel_format):
+    """A sequence from 0100 was not found (FFmpeg looks among 0 to 4); float EXR into FFV1 failed
+    with FFmpeg's "Invalid data found" (its float formats are experimental): 16-bit RGB now."""
+    pattern = _images(tmp_path / "scans", numbers, suffix, pixel_format)
+    run = _cli("denoise", str(pattern), str(tmp_path / "out.mkv"), "--codec", "ffv1", *FAST)
+    assert run.returncode == 0, run.stderr
+    with VideoReader(tmp_path / "out.mkv") as reader:
+        assert reader.info.frame_count == 3
+        assert reader.info.pixel_format == ("bgr0" if suffix == ".png" else "gbrp16le")
 
 
 @pytest.mark.parametrize(
