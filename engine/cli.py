@@ -257,7 +257,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     denoise.add_argument("--crf", type=int, default=18, help="H.264 / H.265 quality, 0..51 (default 18)")
     denoise.add_argument("--preset", default="medium", help="H.264 / H.265 speed preset (default medium)")
-    denoise.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
+    denoise.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace OUTPUT if it exists; for an image sequence, every image of its name: those an older, longer "
+        "sequence left past the new last number are removed with it",
+    )
     denoise.add_argument("--start", type=_seconds, default=0.0, help="first second to denoise (default 0)")
     denoise.add_argument("--duration", type=_span, default=None, help="seconds to denoise (default: to the end)")
     denoise.add_argument("--quiet", action="store_true", help="no progress bar and no summary")

@@ -14,6 +14,7 @@ import contextlib
 import functools
 import itertools
 import math
+import os
 import re
 import struct
 from collections.abc import Iterator
@@ -875,12 +876,19 @@ class VideoWriter:
         try:
             self._container.close()
             if self._output is not None:
-                self._output.publish()
+                self._output.publish(self._older_images())
         except FileExistsError as error:
             raise VideoError(str(error)) from error
         except OSError as error:
             self._discard()
             raise VideoError(f"{self.path}: finishing the file failed: {error.strerror or error}") from error
+
+    def _older_images(self) -> list[Path]:
+        """The images of an older sequence of this name that this one leaves over (numbered past
+        its last, or before 1): with overwrite, replaced too, so that the folder holds this sequence alone."""
+        if not self._sequence:
+            return []
+        return [file for number, file in _numbered_images(self.path) if not 1 <= number <= self._written]
 
     def abort(self) -> None:
         """Stop and leave nothing behind: the target is untouched, the temporary file removed."""
@@ -1055,10 +1063,18 @@ def check_output_path(path: Path, source: Path, overwrite: bool) -> None:
         raise VideoError(f"{path}: the output must not be the input")
     if path.exists() and not path.is_file():
         raise VideoError(f"{path}: is not a regular file; the output must be a file (or - for standard output)")
+    if path.is_symlink() and not path.exists() and not overwrite:  # a link to nothing: publishing would fail
+        raise VideoError(
+            f"{path}: is a link to {os.readlink(path)}, which does not exist; pass --overwrite to replace it"
+        )
     if path.exists() and not overwrite:
         raise VideoError(f"{path}: exists; pass --overwrite to replace it")
-    if is_image_sequence(path) and sequence_files(path) and not overwrite:
+    images = sequence_files(path) if is_image_sequence(path) else []
+    if images and not overwrite:
         raise VideoError(f"{path}: images of this sequence exist; pass --overwrite to replace them")
+    for image in images:
+        if not image.is_file():
+            raise VideoError(f"{image}: is not a regular file; it cannot be replaced by an image of {path.name}")
     problem = folder_problem(path)
     if problem is not None:
         raise VideoError(f"{path}: {problem}")

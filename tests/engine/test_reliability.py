@@ -4,6 +4,7 @@ line and never a traceback (issue 20)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import re
@@ -90,6 +91,41 @@ def test_an_output_that_appeared_meanwhile_is_not_replaced(clip, tmp_path) -> No
     assert output.read_bytes() == b"someone else's file"
     kept = [path for path in tmp_path.iterdir() if path.name.startswith("out.") and path != output]
     assert len(kept) == 1 and plain_pyav_numbers(kept[0]) == [0]
+
+
+def test_an_image_sequence_is_published_whole_or_not_at_all(clip, tmp_path) -> None:
+    """Images were moved into place one at a time: one that failed (here, a name someone took
+    meanwhile) left the images before it published, and a rerun was then refused."""
+    output = tmp_path / "o_%04d.png"
+    with (
+        VideoReader(clip) as reader,
+        pytest.raises(VideoError, match=r"o_0003\.png: appeared while this run wrote the sequence; nothing of it"),
+        VideoWriter(output, reader.info) as writer,
+    ):
+        for frame in itertools.islice(reader.frames(), 4):
+            writer.write(frame)
+        (tmp_path / "o_0003.png").write_bytes(b"someone else's image")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["o_0003.png"]
+    assert (tmp_path / "o_0003.png").read_bytes() == b"someone else's image"
+
+
+def test_overwrite_replaces_an_older_longer_sequence_whole(clip, tmp_path) -> None:
+    output = tmp_path / "o_%04d.png"
+    assert _cli("denoise", str(clip), str(output), *FAST).returncode == 0
+    (tmp_path / "o_0000.png").write_bytes(b"an image of the same name, numbered 0")
+    run = _cli("denoise", str(clip), str(output), "--duration", "0.4", "--overwrite", *FAST)
+    assert run.returncode == 0, run.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == [f"o_{n:04d}.png" for n in range(1, 11)]
+
+
+def test_a_link_to_nothing_as_output_is_refused_before_any_work(clip, tmp_path) -> None:
+    """It was found only when the finished file was to be renamed into place."""
+    (tmp_path / "out.mkv").symlink_to(tmp_path / "gone" / "out.mkv")
+    run = _cli("denoise", str(clip), str(tmp_path / "out.mkv"), "--noise", "auto")
+    _one_clear_line(run, f"out.mkv: is a link to {tmp_path}/gone/out.mkv, which does not exist; pass --overwrite")
+    assert "noise:" not in run.stderr  # before the estimate
+    assert _cli("denoise", str(clip), str(tmp_path / "out.mkv"), "--overwrite", *FAST).returncode == 0
+    assert not (tmp_path / "out.mkv").is_symlink() and plain_pyav_numbers(tmp_path / "out.mkv") == list(range(30))
 
 
 def test_a_long_output_name_is_written(clip, tmp_path) -> None:
