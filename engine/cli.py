@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import json
 import math
+import os
 import re
 import signal
 import sys
@@ -645,10 +647,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError, ImportError, BackendUnavailableError, VideoError, MemoryError) as error:
         if getattr(args, "debug", False):
             raise
-        message = str(error) if args.command == "bench" else _as_option(str(error))  # bench's options differ
+        message = (
+            _in_words(error) if args.command == "bench" else _as_option(_in_words(error))
+        )  # bench's options differ
         print(f"nlmeans-studio: error: {message}", file=sys.stderr)
         return 1
     return 0
+
+
+LONGEST_WORD = 120  # characters of a path or other word a message shows; longer ones lose their middle
+
+
+def _in_words(error: BaseException) -> str:
+    """``error``'s message for a person: the system's own errors ("[Errno 36] File name too long:
+    '...'") as the file and the reason, and no word (a path) longer than LONGEST_WORD characters:
+    a 5000-character name was echoed whole."""
+    message = str(error)
+    if isinstance(error, OSError) and error.errno and error.filename is not None:
+        name, reason = os.fsdecode(error.filename), error.strerror
+        if error.errno == errno.ENAMETOOLONG:
+            longest = max(len(part.encode()) for part in Path(name).parts)
+            reason = (
+                f"the name is too long: {longest} bytes in one part and {len(name.encode())} in all, where file "
+                "systems take at most 255 and 4096; choose a shorter name"
+            )
+        message = f"{name}: {reason}"
+    half = LONGEST_WORD // 2
+    return re.sub(rf"\S{{{LONGEST_WORD + 1},}}", lambda word: f"{word[0][:half]}…{word[0][-half:]}", message)
 
 
 def _as_option(message: str) -> str:

@@ -128,6 +128,27 @@ def test_a_link_to_nothing_as_output_is_refused_before_any_work(clip, tmp_path) 
     assert not (tmp_path / "out.mkv").is_symlink() and plain_pyav_numbers(tmp_path / "out.mkv") == list(range(30))
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["denoise", "{clip}", "{long}.mkv"],
+        ["denoise", "{long}.mkv", "out.mkv"],
+        ["denoise-volume", "{long}.npy", "out.npy"],
+        ["estimate-noise", "{long}.mkv"],
+    ],
+)
+def test_an_over_long_name_is_said_briefly_with_the_limit(clip, tmp_path, command) -> None:
+    """Each was "[Errno 36] File name too long: '...'" with the 5000-character name whole."""
+    long = "d" * 5000
+    run = _cli(*(part.format(clip=clip, long=long) for part in command), cwd=tmp_path)
+    assert run.returncode == 1 and len(run.stderr) < 400, run.stderr
+    assert re.fullmatch(
+        r"nlmeans-studio: error: d{50,}…d{50,}\.(mkv|npy): the name is too long: 5004 bytes in one part and 5004 in "
+        r"all, where file systems take at most 255 and 4096; choose a shorter name\n",
+        run.stderr,
+    ), run.stderr
+
+
 def test_a_long_output_name_is_written(clip, tmp_path) -> None:
     output = tmp_path / ("n" * 246 + ".mkv")  # 250 characters, the file system's limit is 255
     run = _cli("denoise", str(clip), str(output), "--codec", "ffv1", *FAST)
