@@ -386,11 +386,15 @@ class VideoReader:
         A missing file, a file that is not a video, an unsupported pixel format, or a stream
         that stops decoding (the message names the frame); PyAV missing. Reading from a closed
         reader.
+    TypeError
+        ``path`` is not a file name (None, a number).
     IndexError
         ``frame(i)`` or ``frames(start)`` outside 0 .. ``info.frame_count`` - 1.
     """
 
     def __init__(self, path: str | Path, *, hardware_decoding: bool = False) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a file name (str or Path), got {type(path).__name__} {str(path)[:40]!r}")
         self.path = Path(path)
         self._hardware = hardware_decoding
         with _open_input(self.path) as container:  # refuses what is no video before any indexing

@@ -228,7 +228,11 @@ def read_volume(path: str | Path) -> VolumeFile:
         The file cannot be read (FileNotFoundError where it does not exist).
     ImportError
         nibabel (NIfTI) or tifffile (TIFF) is not installed.
+    TypeError
+        ``path`` is not a file name (None, a number).
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file name (str or Path), got {type(path).__name__} {str(path)[:40]!r}")
     path = Path(path)
     kind = check_volume_input(path)
     try:

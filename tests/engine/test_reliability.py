@@ -22,7 +22,14 @@ av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine ha
 from clips import CLI  # noqa: E402
 from media_corpus import ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
-from nlmeans_studio.engine import Denoiser, NLMParams, gpu_unavailable_reason  # noqa: E402
+from nlmeans_studio.engine import (  # noqa: E402
+    Denoiser,
+    NLMParams,
+    estimate_noise,
+    gpu_unavailable_reason,
+    read_volume,
+    suggest_h,
+)
 from nlmeans_studio.engine.media.video import IMAGE_FORMATS, VideoError, VideoReader, VideoWriter  # noqa: E402
 
 FAST = ["--noise", "none", "--h", "20", "--patch-radius", "1", "--search-radius", "1"]
@@ -484,6 +491,43 @@ def test_the_writer_and_the_reader_refuse_misuse_with_a_reason(clip, tmp_path) -
         writer.write(frame)
     writer.close()  # idempotent
     assert plain_pyav_numbers(tmp_path / "out.mkv") == [0]
+
+
+FRAMES = np.full((2, 32, 32, 3), 0.5, np.float32)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: Denoiser(NLMParams(h=10), "cpu").denoise_frame(None, 0), ValueError,
+         "clip must be an array of frames or a sequence of them, got NoneType"),
+        (lambda: Denoiser(NLMParams(h=10), "cpu").denoise_frame(FRAMES[:0], 0), ValueError, "clip holds no frame"),
+        (lambda: Denoiser(NLMParams(h=10), "cpu").denoise_frame(FRAMES[:, :0], 0), ValueError,
+         r"a frame must have at least 1x1 pixels, got shape \(0, 32, 3\)"),
+        (lambda: list(Denoiser(NLMParams(h=10), "cpu").stream([None])), ValueError,
+         "a frame must be an array of numbers, got None"),
+        (lambda: Denoiser(NLMParams(h=10), "cpu").denoise_frame([["a"]], 0), ValueError,
+         r"a frame must be an array of numbers, got an array of <U1 of shape \(1,\)"),
+        (lambda: NLMParams(h=10, color_transform=[[1, 0, 0], [0, 1], [0, 0, 1]]), ValueError,
+         r"color_transform must be None or a C x C matrix of numbers with C = 1 or 3, got '\[\[1, 0, 0\], \[0, 1\]"),
+        (lambda: estimate_noise(FRAMES[:0]), ValueError, "frames must hold at least one frame of at least 1x1 pixels"),
+        (lambda: estimate_noise([]), ValueError, r"frames must hold at least one frame .*, got shape \(0,\)"),
+        (lambda: estimate_noise(None), ValueError, "a frame must be an array of numbers, got None"),
+        (lambda: estimate_noise("abc"), ValueError, "a frame must be an array of numbers, got 'abc'"),
+        (lambda: estimate_noise(FRAMES, roi=(1, 2, 3)), ValueError,
+         r"roi must be \(x, y, width, height\) in whole pixels, like \(10, 20, 64, 64\), got \(1, 2, 3\)"),
+        (lambda: estimate_noise(FRAMES, roi=(0, 0, float("nan"), 16)), ValueError, r"roi must be .*, got \(0, 0, nan"),
+        (lambda: estimate_noise(FRAMES, roi="0,0,16,16"), ValueError, "roi must be .*, got '0,0,16,16'"),
+        (lambda: suggest_h(None, NLMParams(h=1)), TypeError, "suggest_h takes a NoiseEstimate and NLMParams, got "),
+        (lambda: VideoReader(None), TypeError, r"path must be a file name \(str or Path\), got NoneType 'None'"),
+        (lambda: read_volume(None), TypeError, r"path must be a file name \(str or Path\), got NoneType 'None'"),
+    ],
+)  # fmt: skip
+def test_the_public_api_says_what_it_takes_when_given_nonsense(call, error, message) -> None:
+    """Each said numpy's or Python's own text ("list index out of range", "setting an array element
+    with a sequence", "not enough values to unpack", "expected str, bytes or os.PathLike object")."""
+    with pytest.raises(error, match=message):
+        call()
 
 
 def test_huge_float_values_are_refused_saying_where() -> None:
