@@ -48,6 +48,14 @@ def folder_problem(path: Path) -> str | None:
     return None
 
 
+def dangling_link(path: Path) -> str | None:
+    """What ``path`` is where it is a symbolic link to nothing, else None: such a name passes a
+    look with ``exists`` and then fails the rename into place, after all the work."""
+    if path.is_symlink() and not path.exists():
+        return f"is a link to {os.readlink(path)}, which does not exist"
+    return None
+
+
 class StagedOutput:
     """Where ``path`` is written until it is complete; ``path`` is ``staged`` once published.
 

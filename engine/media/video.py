@@ -26,7 +26,12 @@ from typing import Any
 import numpy as np
 
 from nlmeans_studio.engine.media.frame_index import FrameIndex, index_stream
-from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput, folder_problem
+from nlmeans_studio.engine.media.staged_output import (
+    OutputBusyError,
+    StagedOutput,
+    dangling_link,
+    folder_problem,
+)
 
 HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
 SEQUENCE_NUMBER = re.compile(r"%0?(\d*)d")  # the frame number's place in an image sequence's name
@@ -504,7 +509,7 @@ class VideoReader:
         decoder = _Decoder(self.path, self._index, self._hardware)
         try:
             for number, frame in decoder.frames_from(start):
-                yield self._timestamp(number, frame), self._array(frame)
+                yield self._timestamp(number, frame), self._array(frame, number)
         finally:
             decoder.close()
 
@@ -552,15 +557,24 @@ class VideoReader:
         self._cache.move_to_end(index)
         item = self._cache[index]
         if not isinstance(item, np.ndarray):
-            item = self._cache[index] = self._array(item)
+            item = self._cache[index] = self._array(item, index)
         return item
 
-    def _array(self, frame: Any) -> np.ndarray:
-        """A decoded frame as an upright (H, W, C) array of ``info.dtype``."""
+    def _array(self, frame: Any, number: int) -> np.ndarray:
+        """Decoded frame ``number`` as an upright (H, W, C) array of ``info.dtype``; one of another
+        size than the first (an image of another size in a sequence, a stream that changes its
+        resolution) is a VideoError naming it, not a clip of frames of two shapes."""
         if frame.format.name != self.info.pixel_format:  # NVDEC's NV12 / P010: repacked losslessly,
             frame = frame.reformat(format=self.info.pixel_format)  # so that RGB comes out as on the CPU
         array = frame.to_ndarray(format=_frame_format(self.info.channels, self.info.bit_depth))
         array = np.rot90(array.reshape(array.shape[0], array.shape[1], -1), self.info.rotation // 90)
+        if array.shape[:2] != (self.info.height, self.info.width):
+            image = f", the image {sequence_files(self.path)[number].name}," if is_image_sequence(self.path) else ""
+            raise VideoError(
+                f"{self.path}: frame {number + 1} (counting from 1){image} is {array.shape[1]}x{array.shape[0]} "
+                f"pixels, but the clip's first is {self.info.width}x{self.info.height}; a clip's frames must all "
+                "have one size: scale them to one first (FFmpeg's scale filter)"
+            )
         return np.ascontiguousarray(array)
 
 
@@ -795,7 +809,12 @@ class VideoWriter:
                     f"{codec}: this machine has no NVIDIA video encoder it can use (no NVIDIA driver, or a GPU "
                     "without NVENC, such as the H100 or A100); choose h264 or h265"
                 ) from error
-            raise
+            stream = self._stream
+            raise VideoError(
+                f"{self.path}: the {codec} encoder refuses {stream.width}x{stream.height} {stream.pix_fmt} frames "
+                f"({ffmpeg_reason(error)}); its pictures have size limits (H.264: 16384 pixels a side at most): "
+                "choose --codec ffv1 (lossless, any size) or scale the clip down"
+            ) from error
 
     def _add_copied_streams(self) -> tuple[Any, dict[int, Any]] | None:
         """The source opened again, and its audio and subtitle streams' indices -> output streams."""
@@ -1067,10 +1086,8 @@ def check_output_path(path: Path, source: Path, overwrite: bool) -> None:
         raise VideoError(f"{path}: the output must not be the input")
     if path.exists() and not path.is_file():
         raise VideoError(f"{path}: is not a regular file; the output must be a file (or - for standard output)")
-    if path.is_symlink() and not path.exists() and not overwrite:  # a link to nothing: publishing would fail
-        raise VideoError(
-            f"{path}: is a link to {os.readlink(path)}, which does not exist; pass --overwrite to replace it"
-        )
+    if (link := dangling_link(path)) and not overwrite:
+        raise VideoError(f"{path}: {link}; pass --overwrite to replace it")
     if path.exists() and not overwrite:
         raise VideoError(f"{path}: exists; pass --overwrite to replace it")
     images = sequence_files(path) if is_image_sequence(path) else []

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput, folder_problem
+from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput, dangling_link, folder_problem
 
 FORMAT_NAMES = {"nifti": "NIfTI", "tiff": "TIFF", "npy": "NumPy .npy"}
 SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff", ".npy": "npy"}
@@ -127,6 +127,8 @@ def check_volume_output(path: str | Path, source: str | Path | None = None, *, o
         raise ValueError(f"{path}: the output must not be the input")
     if path.exists() and not path.is_file():
         raise ValueError(f"{path}: is not a regular file; the output must be a file")
+    if (link := dangling_link(path)) and not overwrite:
+        raise FileExistsError(f"{path} {link}; use --overwrite (overwrite=True from Python) to replace it")
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; use --overwrite (overwrite=True from Python) to replace it")
     problem = folder_problem(path)

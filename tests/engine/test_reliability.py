@@ -229,6 +229,16 @@ def test_y4m_streams_that_hold_no_whole_clip_are_refused_saying_why(tmp_path, st
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_picture_too_wide_for_the_encoder_is_said_so_with_the_way_out(tmp_path) -> None:
+    """libx264 said "Generic error in an external library" for a 20000-pixel-wide y4m."""
+    stream = b"YUV4MPEG2 W16400 H16 F25:1 Ip C420jpeg\n" + b"FRAME\n" + bytes([128]) * (16400 * 16 * 3 // 2)
+    run = subprocess.run([*CLI, "denoise", "-", str(tmp_path / "out.mkv"), *FAST], input=stream, capture_output=True)
+    message = "out.mkv: the h264 encoder refuses 16400x16 yuv420p frames (Generic error in an external library); its "
+    _one_clear_line(subprocess.CompletedProcess(run.args, run.returncode, "", run.stderr.decode()), message)
+    assert run.stderr.decode().endswith("choose --codec ffv1 (lossless, any size) or scale the clip down\n")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_y4m_stream_of_one_frame_has_its_noise_estimated_and_is_denoised(tmp_path) -> None:
     run = subprocess.run([*CLI, "denoise", "-", str(tmp_path / "out.mkv")], input=_y4m(frames=1), capture_output=True)
     assert run.returncode == 0, run.stderr.decode()
@@ -257,6 +267,16 @@ def _empty_third(folder: Path) -> Path:
     return pattern
 
 
+def _wider_second(folder: Path) -> Path:
+    pattern = _images(folder, [1, 3, 4])
+    with av.open(str(folder / "f0002.png"), "w", format="image2") as container:
+        stream = container.add_stream("png", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 40, 32, "rgb24"
+        container.mux(stream.encode(av.VideoFrame.from_ndarray(np.zeros((32, 40, 3), np.uint8), format="rgb24")))
+        container.mux(stream.encode(None))
+    return pattern
+
+
 def _damaged_third(folder: Path) -> Path:
     pattern = _images(folder, [1, 2, 3, 4, 5])
     (folder / "f0003.png").write_bytes(b"not a PNG image")
@@ -272,6 +292,8 @@ def _damaged_third(folder: Path) -> Path:
         (_empty_third, "f0003.png: is empty (0 bytes), frame 3 of the 5 images of f%04d.png; replace it with"),
         (lambda folder: _images(folder, []), "f%04d.png: no images of this sequence exist"),
         (_damaged_third, "f%04d.png: decoding stopped at frame 3 (counting from 1), the image f0003.png: Invalid"),
+        (_wider_second, "f%04d.png: frame 2 (counting from 1), the image f0002.png, is 40x32 pixels, but the clip's "
+         "first is 32x32; a clip's frames must all have one size: scale them to one first (FFmpeg's scale filter)"),
     ],
 )  # fmt: skip
 def test_image_sequences_with_a_frame_missing_are_refused_naming_it(tmp_path, make, message) -> None:

@@ -272,6 +272,18 @@ def test_an_unwritable_folder_is_refused_before_the_filter_runs(tmp_path) -> Non
     assert result.stderr == "nlmeans-studio: error: /sys/x.npy: the folder /sys is not writable (Permission denied)\n"
 
 
+def test_a_link_to_nothing_as_output_is_refused_before_the_filter_runs(tmp_path, capsys) -> None:
+    """It was found only when the finished volume was to be renamed into place."""
+    np.save(tmp_path / "in.npy", np.random.default_rng(9).random((12, 12, 12), dtype=np.float32))
+    (tmp_path / "out.npy").symlink_to(tmp_path / "gone" / "out.npy")
+    assert main(["denoise-volume", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--search-radius", "1"]) == 1
+    assert capsys.readouterr().err == (
+        f"nlmeans-studio: error: {tmp_path}/out.npy is a link to {tmp_path}/gone/out.npy, which does not exist; use "
+        "--overwrite (overwrite=True from Python) to replace it\n"
+    )  # before the noise estimate and the filter: nothing else was said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy", "out.npy"]
+
+
 def test_a_write_that_fails_late_names_the_output(tmp_path, capsys, monkeypatch) -> None:
     """A disk that fills while the volume is written: the error names the output, not the hidden
     file it was written as, and nothing is left."""
