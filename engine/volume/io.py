@@ -336,6 +336,8 @@ def _load_npy(path: Path) -> np.ndarray:
         version = np.lib.format.read_magic(file)
         read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
         shape, _, dtype = read_header(file)
+        if dtype.hasobject:  # pickled Python objects: their size is not the header's to say, nor are they numbers
+            raise VolumeRefusedError(f"{path}: holds Python objects ({dtype}), not numbers; save an array of numbers")
         _check_declared(path, shape, dtype, path.stat().st_size - file.tell())
     return np.load(path, allow_pickle=False)
 

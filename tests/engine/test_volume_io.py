@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import gzip
+import io
 import json
 import os
 import re
@@ -321,6 +322,12 @@ def _npy_header(shape: tuple[int, ...]) -> bytes:
     return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode()
 
 
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=True)
+    return buffer.getvalue()
+
+
 def _nifti_header(shape: tuple[int, ...], version: int = 1) -> bytes:
     nibabel = pytest.importorskip("nibabel")
     image = (nibabel.Nifti1Image if version == 1 else nibabel.Nifti2Image)(np.zeros((2, 2, 2), np.float32), np.eye(4))
@@ -335,6 +342,8 @@ def _nifti_header(shape: tuple[int, ...], version: int = 1) -> bytes:
          r"save the volume alone: np\.save\('volume\.npy', np\.load\('archive\.npy'\)\['NAME'\]\)"),
         ("huge.npy", _npy_header((100000,) * 3) + bytes(64), r"huge\.npy: its header declares an array of shape "
          r"\(100000, 100000, 100000\) of float32, 3\.6 PiB, but the file holds 64 bytes of data: it is truncated"),
+        ("objects.npy", lambda: _npy_bytes(np.full((4, 4, 4), None)), r"objects\.npy: holds Python objects "
+         r"\(object\), not numbers; save an array of numbers"),
         ("huge.nii", lambda: _nifti_header((32767,) * 3) + bytes(64), r"huge\.nii: its header declares an array "
          r"of shape \(32767, 32767, 32767\) of float32, 128\.0 TiB, but the file holds \d+ bytes of data"),
         ("huge2.nii", lambda: _nifti_header((100000,) * 3, 2) + bytes(64), r"huge2\.nii: its header declares an "
