@@ -11,11 +11,14 @@ Writes go to a hidden file renamed into place when complete (engine/media/staged
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gzip
+import logging
 import math
 import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -291,8 +294,9 @@ def _read(path: Path, kind: str) -> VolumeFile:
         return VolumeFile(data, spacing, kind, image.header.copy(), image.affine.copy(), extra)
     if kind == "tiff":
         tifffile = _import("tifffile")
-        with tifffile.TiffFile(path) as tiff:
+        with _library_quiet("tifffile"), tifffile.TiffFile(path) as tiff:
             series_axes = tiff.series[0].axes
+            _check_imagej_images(path, tiff)
             data, channels = _zyx_channels_last(tiff.series[0].asarray(), series_axes, path)
             # Channels before the planes (OME-TIFF's CZYX), written back so.
             planes = [series_axes.index(axis) for axis in "ZQI" if axis in series_axes]
@@ -375,6 +379,32 @@ def _bytes(count: int) -> str:
         return f"{count} bytes"
     exponent = min(int(math.log(count, 1024)), 6)
     return f"{count / 1024**exponent:.1f} {'KMGTPE'[exponent - 1]}iB"
+
+
+@contextlib.contextmanager
+def _library_quiet(name: str) -> Iterator[None]:
+    """Hold back a library's logged warnings ("ImageJ series metadata invalid or corrupted file")
+    while it reads: what is wrong with the file is said once, in this module's words."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _check_imagej_images(path: Path, tiff: Any) -> None:
+    """Refuse an ImageJ stack holding fewer images than its header declares: tifffile reads a
+    truncated one as its first image alone, which was then taken for one 2D image."""
+    declared = int((tiff.imagej_metadata or {}).get("images", 0))
+    page = tiff.pages[0]
+    held = tiff.series[0].size // (page.imagelength * page.imagewidth * page.samplesperpixel)
+    if declared > held:
+        raise VolumeRefusedError(
+            f"{path}: its ImageJ header declares {declared} images, but the file holds {held} whole: it is "
+            "truncated or damaged; write the volume again"
+        )
 
 
 def _ome_voxel_size(xml: str, spacing: list[float], unit: str | None) -> tuple[tuple[float, ...], str | None]:

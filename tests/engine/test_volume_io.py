@@ -328,6 +328,13 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
+def _imagej_stack() -> bytes:
+    """An ImageJ stack of 8 planes of 32 x 32 uint16, as Fiji writes it."""
+    buffer = io.BytesIO()
+    tifffile.imwrite(buffer, np.ones((8, 32, 32), np.uint16), imagej=True, metadata={"axes": "ZYX"})
+    return buffer.getvalue()
+
+
 def _nifti_header(shape: tuple[int, ...], version: int = 1) -> bytes:
     nibabel = pytest.importorskip("nibabel")
     image = (nibabel.Nifti1Image if version == 1 else nibabel.Nifti2Image)(np.zeros((2, 2, 2), np.float32), np.eye(4))
@@ -344,6 +351,8 @@ def _nifti_header(shape: tuple[int, ...], version: int = 1) -> bytes:
          r"\(100000, 100000, 100000\) of float32, 3\.6 PiB, but the file holds 64 bytes of data: it is truncated"),
         ("objects.npy", lambda: _npy_bytes(np.full((4, 4, 4), None)), r"objects\.npy: holds Python objects "
          r"\(object\), not numbers; save an array of numbers"),
+        ("cut.tif", lambda: _imagej_stack()[:6000], r"cut\.tif: its ImageJ header declares 8 images, but the file "
+         r"holds 1 whole: it is truncated or damaged"),
         ("huge.nii", lambda: _nifti_header((32767,) * 3) + bytes(64), r"huge\.nii: its header declares an array "
          r"of shape \(32767, 32767, 32767\) of float32, 128\.0 TiB, but the file holds \d+ bytes of data"),
         ("huge2.nii", lambda: _nifti_header((100000,) * 3, 2) + bytes(64), r"huge2\.nii: its header declares an "
