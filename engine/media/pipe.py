@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from nlmeans_studio.engine.media.video import (
+    Y4M_HEADER_LIMIT,
     VideoError,
     VideoInfo,
     _av,
@@ -31,7 +32,6 @@ from nlmeans_studio.engine.media.video import (
 PIPE = "-"
 LOOKAHEAD = 8  # frames kept from the stream's start for random access
 Y4M_MAGIC = b"YUV4MPEG2 "
-HEADER_LIMIT = 1024  # bytes: a y4m header line is a few dozen
 # y4m's color spaces (the C tag) as FFmpeg's demuxer reads them: by prefix, longest first
 Y4M_COLORSPACES = (
     *("420jpeg", "420mpeg2", "420paldv", "444alpha", "mono16", "mono12", "mono10", "mono9", "mono"),
@@ -60,10 +60,10 @@ class _Counted:
 
 
 def _header(stream: BinaryIO) -> bytes:
-    """The stream's first line (up to HEADER_LIMIT bytes), checked to be a y4m header that FFmpeg
+    """The stream's first line (up to Y4M_HEADER_LIMIT bytes), checked to be a y4m header that FFmpeg
     reads: a wrong one was said as "Device or resource busy" or "not a y4m stream"."""
     line = b""
-    while not line.endswith(b"\n") and len(line) < HEADER_LIMIT:
+    while not line.endswith(b"\n") and len(line) < Y4M_HEADER_LIMIT:
         byte = stream.read(1)
         if not byte:
             break
@@ -77,7 +77,7 @@ def _header(stream: BinaryIO) -> bytes:
         )
     if not line.endswith(b"\n"):
         raise VideoError(
-            f"standard input: the y4m header has no end within {HEADER_LIMIT} bytes; the stream is damaged"
+            f"standard input: the y4m header has no end within {Y4M_HEADER_LIMIT} bytes; the stream is damaged"
         )
     tags = {token[:1]: token[1:] for token in line[len(Y4M_MAGIC) :].decode("ascii", "replace").split()}
     shown = line.decode("ascii", "replace").strip()

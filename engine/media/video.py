@@ -37,6 +37,8 @@ HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
 SEQUENCE_NUMBER = re.compile(r"%0?(\d*)d")  # the frame number's place in an image sequence's name
 TEXT_CODECS = ("ansi", "bintext", "xbin", "idf", "tty")  # FFmpeg shows text files as pictures of text
 CACHE_FRAMES = 24  # decoded frames kept for random access
+Y4M_HEADER_LIMIT = 1024  # bytes: a y4m header line is a few dozen
+Y4M_FRAME = b"FRAME\n"  # what starts each frame of a y4m stream (FFmpeg's writer adds no parameters)
 # Frame and slice threads in decoders and encoders. PyAV's default, slice threads only, leaves
 # H.264 decoding on one core (x264 writes one slice per frame) and makes x264 encode with
 # sliced threads, which scale worse than its frame threads.
@@ -404,20 +406,21 @@ class VideoReader:
         self._hardware = hardware_decoding
         with _open_input(self.path) as container:  # refuses what is no video before any indexing
             stream_info = _stream_facts(self.path, container)
+            y4m = container.format.name == "yuv4mpegpipe"
         try:
             self._index, first = index_stream(self.path, lambda: _open_input(self.path))
         except _av().error.FFmpegError as error:
             raise VideoError(f"{self.path}: the video stream cannot be read: {ffmpeg_reason(error)}") from error
         if first is None or self._index.frame_count == 0:
             raise VideoError(f"{self.path}: holds no frame FFmpeg can decode")
-        self.info = self._described(stream_info, first)
+        self.info = self._described(stream_info, first, y4m)
         self._decoder = _Decoder(self.path, self._index, hardware_decoding)
         self._cursor: Iterator[tuple[int, Any]] | None = None
         self._cursor_next = 0  # the frame number the cursor decodes next
         self._closed = False
         self._cache: collections.OrderedDict[int, Any] = collections.OrderedDict()  # arrays or decoded frames
 
-    def _described(self, facts: dict[str, Any], first: Any) -> VideoInfo:
+    def _described(self, facts: dict[str, Any], first: Any, y4m: bool) -> VideoInfo:
         rotation = round(first.rotation / 90) % 4 * 90
         width, height = facts.pop("size")
         if rotation % 180:
@@ -430,6 +433,8 @@ class VideoReader:
             duration = count / float(facts["frame_rate"])
         start_time = float(times[0] * facts["time_base"]) if self._index.has_timestamps else 0.0
         declared, warnings = facts.pop("declared_frames"), []
+        if y4m and (cut := _y4m_cut(self.path, facts["pixel_format"], width, height, count)):
+            warnings.append(cut)
         if self._index.packets and declared > self._index.packets:
             warnings.append(f"the file declares {declared} frames but holds {count}: it is truncated or damaged")
         if getattr(first, "interlaced_frame", False):
@@ -576,6 +581,20 @@ class VideoReader:
                 "have one size: scale them to one first (FFmpeg's scale filter)"
             )
         return np.ascontiguousarray(array)
+
+
+def _y4m_cut(path: Path, pixel_format: str, width: int, height: int, count: int) -> str:
+    """What a y4m file holds past its ``count`` whole frames: FFmpeg's demuxer ends quietly at a
+    frame cut short, so a cut file gave one frame fewer and no word of it; "" where nothing."""
+    planes = _av().VideoFormat(pixel_format, width, height).components  # y4m's formats are planar
+    frame = len(Y4M_FRAME) + sum(plane.width * plane.height * ((plane.bits + 7) // 8) for plane in planes)
+    with open(path, "rb") as file:
+        header = len(file.readline(Y4M_HEADER_LIMIT))
+    extra = path.stat().st_size - header - count * frame
+    if extra <= 0:
+        return ""
+    cut = f"it ends in the middle of frame {count + 1} ({extra} of its {frame} bytes)"
+    return f"{cut}: it was cut; the frames before it are used"
 
 
 def hdr10_metadata(frame: Any) -> dict[str, str]:

@@ -229,6 +229,17 @@ def test_y4m_streams_that_hold_no_whole_clip_are_refused_saying_why(tmp_path, st
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_y4m_file_cut_in_a_frame_is_said_to_be_cut(tmp_path) -> None:
+    """FFmpeg's demuxer ends quietly at a frame cut short: one frame fewer, and no word of it."""
+    (tmp_path / "cut.y4m").write_bytes(_y4m(frames=3)[:-100])
+    run = _cli("denoise", str(tmp_path / "cut.y4m"), str(tmp_path / "out.mkv"), *FAST)
+    assert run.returncode == 0, run.stderr
+    warning = "cut.y4m: it ends in the middle of frame 3 (1442 of its 1542 bytes): it was cut; the frames before it"
+    assert warning in run.stderr
+    (tmp_path / "whole.y4m").write_bytes(_y4m(frames=3))
+    assert "warning" not in _cli("denoise", str(tmp_path / "whole.y4m"), str(tmp_path / "out2.mkv"), *FAST).stderr
+
+
 def test_a_picture_too_wide_for_the_encoder_is_said_so_with_the_way_out(tmp_path) -> None:
     """libx264 said "Generic error in an external library" for a 20000-pixel-wide y4m."""
     stream = b"YUV4MPEG2 W16400 H16 F25:1 Ip C420jpeg\n" + b"FRAME\n" + bytes([128]) * (16400 * 16 * 3 // 2)
