@@ -17,7 +17,7 @@ import math
 import os
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -34,7 +34,8 @@ from nlmeans_studio.engine.media.staged_output import (
 )
 
 HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
-SEQUENCE_NUMBER = re.compile(r"%0?(\d*)d")  # the frame number's place in an image sequence's name
+# The frame number's place in an image sequence's name (%d, %06d), or "%%", FFmpeg's escaped "%"
+SEQUENCE_NUMBER = re.compile(r"%(?:(%)|0?(\d*)d)")
 TEXT_CODECS = ("ansi", "bintext", "xbin", "idf", "tty")  # FFmpeg shows text files as pictures of text
 CACHE_FRAMES = 24  # decoded frames kept for random access
 Y4M_HEADER_LIMIT = 1024  # bytes: a y4m header line is a few dozen
@@ -172,7 +173,13 @@ def _av() -> Any:
 
 def is_image_sequence(path: Path) -> bool:
     """Whether ``path`` names numbered images, printf-style: ``scans/%06d.png``."""
-    return SEQUENCE_NUMBER.search(path.name) is not None
+    return any(place[1] is None for place in SEQUENCE_NUMBER.finditer(path.name))
+
+
+def _numbered_name(name: str, number: Callable[[int], str]) -> str:
+    """``name`` with each frame number's place as ``number(width)`` gives it (width: the digits
+    %06d asks for, 0 for %d), and each "%%" as "%"."""
+    return SEQUENCE_NUMBER.sub(lambda place: "%" if place[1] else number(int(place[2] or 0)), name)
 
 
 def sequence_files(path: Path) -> list[Path]:
@@ -183,10 +190,8 @@ def sequence_files(path: Path) -> list[Path]:
 def _numbered_images(path: Path) -> list[tuple[int, Path]]:
     """(frame number, file) of the images of a sequence that exist, in number order."""
 
-    def digits(number: re.Match) -> str:  # %06d: six digits or more; %d: any
-        return rf"(\d{{{int(number[1])},}})" if number[1] else r"(\d+)"
-
-    pattern = re.compile(SEQUENCE_NUMBER.sub(digits, re.escape(path.name)))
+    # %06d: six digits or more; %d: any
+    pattern = re.compile(_numbered_name(re.escape(path.name), lambda width: rf"(\d{{{max(width, 1)},}})"))
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         return []
@@ -206,8 +211,7 @@ def _first_image_number(path: Path) -> int:
         if following == number:
             raise VideoError(f"{path}: {file.name} and {following_file.name} are both frame {number}; keep one")
         if following != number + 1:
-            width = int(SEQUENCE_NUMBER.search(path.name)[1] or 0)
-            missing = SEQUENCE_NUMBER.sub(str(number + 1).zfill(width), path.name)
+            missing = _numbered_name(path.name, lambda width, number=number: str(number + 1).zfill(width))
             raise VideoError(
                 f"{path}: {missing} is missing: the {len(images)} images are numbered {first} to {last} with a gap "
                 f"after {file.name}; add the missing images, or number the images without gaps"

@@ -156,6 +156,18 @@ def test_an_over_long_name_is_said_briefly_with_the_limit(clip, tmp_path, comman
     ), run.stderr
 
 
+def test_an_escaped_percent_sign_is_no_frame_number(clip, tmp_path) -> None:
+    """ "%%d" is FFmpeg's "%d" as text: it was taken for a frame number's place, and FFmpeg then
+    refused the name with "Invalid argument: '.../.f2c49ea95816.part/o%%d.png' returned 22"."""
+    _one_clear_line(_cli("denoise", str(clip), str(tmp_path / "o%%d.png"), *FAST),
+                    "o%%d.png: one image cannot hold a video; for an image sequence put the frame number's place in "
+                    "the name: o%%d%06d.png")  # fmt: skip
+    assert _cli("denoise", str(clip), str(tmp_path / "o%%_%03d.png"), "--duration", "0.2", *FAST).returncode == 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == [f"o%_{n:03d}.png" for n in range(1, 6)]
+    with VideoReader(tmp_path / "o%%_%03d.png") as reader:
+        assert reader.info.frame_count == 5
+
+
 def test_a_long_output_name_is_written(clip, tmp_path) -> None:
     output = tmp_path / ("n" * 246 + ".mkv")  # 250 characters, the file system's limit is 255
     run = _cli("denoise", str(clip), str(output), "--codec", "ffv1", *FAST)
