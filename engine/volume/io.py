@@ -197,6 +197,16 @@ class VolumeFile:
         return None if None in codes else tuple(codes[::-1])
 
 
+class OneImageError(ValueError):
+    """A volume file that holds one 2D image: a picture, which the video side reads where it is a TIFF.
+
+    Parameters
+    ----------
+    message : str
+        The file, its shape, and how to denoise the image.
+    """
+
+
 class VolumeRefusedError(ValueError):
     """A file read far enough to know it is refused: not one volume (a NIfTI time series, an .npz
     archive), or a header that the file or the memory cannot hold; the message says it all."""
@@ -226,6 +236,8 @@ def read_volume(path: str | Path) -> VolumeFile:
 
     Raises
     ------
+    OneImageError
+        The file holds one 2D image (a ValueError).
     ValueError
         An unknown suffix, a NIfTI image that is not one volume (3D, or (X, Y, Z, 1) one time point,
         or (X, Y, Z, 1, C) vectors: channels), or a file whose array is not 3D or 4D.
@@ -242,7 +254,7 @@ def read_volume(path: str | Path) -> VolumeFile:
     kind = check_volume_input(path)
     try:
         volume = _read(path, kind)
-    except (VolumeRefusedError, ImportError):
+    except (VolumeRefusedError, OneImageError, ImportError):
         raise
     except MemoryError as error:  # numpy's says the size; others say nothing
         raise MemoryError(
@@ -253,18 +265,20 @@ def read_volume(path: str | Path) -> VolumeFile:
             raise  # the file itself (permissions, a disk error), not its content
         raise ValueError(f"{path}: not a {FORMAT_NAMES[kind]} volume that can be read ({error})") from error
     if volume.data.ndim == 2:  # one image: the video filter denoises it, as a clip of one frame
-        stem = path.name.split(".")[0]
-        command = f"nlmeans-studio denoise {stem}.tif {stem}-denoised%06d.tif"  # `denoise` reads a TIFF, not these
-        how = (
-            command if kind == "tiff" else f"save it as a TIFF (tifffile.imwrite('{stem}.tif', image)), then {command}"
-        )
-        raise ValueError(
-            f"{path}: one 2D image of shape {volume.data.shape}, not a volume (Z, Y, X) or (Z, Y, X, C); to denoise "
-            f"an image: {how}"
-        )
+        raise _one_image(path, volume.data.shape, kind)
     if volume.data.ndim not in (3, 4):
         raise ValueError(f"{path}: an array of shape {volume.data.shape}; a volume is (Z, Y, X) or (Z, Y, X, C)")
     return volume
+
+
+def _one_image(path: Path, shape: tuple[int, ...], kind: str) -> OneImageError:
+    """The refusal of a file that holds one 2D image, with the command that denoises it."""
+    stem = path.name.split(".")[0]
+    command = f"nlmeans-studio denoise {stem}.tif {stem}-denoised%06d.tif"  # `denoise` reads a TIFF, not the others
+    how = command if kind == "tiff" else f"save it as a TIFF (tifffile.imwrite('{stem}.tif', image)), then {command}"
+    return OneImageError(
+        f"{path}: one 2D image of shape {shape}, not a volume (Z, Y, X) or (Z, Y, X, C); to denoise an image: {how}"
+    )
 
 
 def _read(path: Path, kind: str) -> VolumeFile:
@@ -297,6 +311,8 @@ def _read(path: Path, kind: str) -> VolumeFile:
         with _library_quiet("tifffile"), tifffile.TiffFile(path) as tiff:
             series_axes = tiff.series[0].axes
             _check_imagej_images(path, tiff)
+            if series_axes == "YXS":  # an RGB picture, not a volume of 3 voxels' depth
+                raise _one_image(path, tiff.series[0].shape, kind)
             data, channels = _zyx_channels_last(tiff.series[0].asarray(), series_axes, path)
             # Channels before the planes (OME-TIFF's CZYX), written back so.
             planes = [series_axes.index(axis) for axis in "ZQI" if axis in series_axes]

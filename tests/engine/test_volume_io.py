@@ -618,6 +618,16 @@ def test_one_image_is_pointed_to_the_command_that_denoises_it(tmp_path) -> None:
     assert denoised.shape[:2] == image.shape and denoised[..., 0].std() < image.std() / 2
 
 
+def test_an_rgb_picture_is_one_image_not_a_volume_three_voxels_deep(tmp_path) -> None:
+    """A (48, 64, 3) RGB TIFF was filtered as a volume of 48 planes of 64 x 3 voxels, exit 0."""
+    tifffile.imwrite(tmp_path / "photo.tif", np.random.default_rng(4).integers(0, 255, (48, 64, 3), dtype=np.uint8))
+    run = subprocess.run([*CLI, "denoise-volume", "photo.tif", "out.tif"], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 1 and run.stderr == (
+        "nlmeans-studio: error: photo.tif: one 2D image of shape (48, 64, 3), not a volume (Z, Y, X) or (Z, Y, X, C); "
+        "to denoise an image: nlmeans-studio denoise photo.tif photo-denoised%06d.tif\n"
+    )
+
+
 def test_one_image_in_a_file_denoise_cannot_read_is_pointed_to_a_tiff_first(tmp_path) -> None:
     """A 2D .npy was pointed to `denoise flat.npy flat-denoised%06d.tif`, which `denoise` refuses."""
     image = np.random.default_rng(15).normal(30000, 2000, (64, 80)).astype(np.uint16)
