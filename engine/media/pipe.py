@@ -21,25 +21,18 @@ import numpy as np
 
 from nlmeans_studio.engine.media.video import (
     Y4M_HEADER_LIMIT,
+    Y4M_MAGIC,
     VideoError,
     VideoInfo,
     _av,
     _frame_format,
     _stream_facts,
+    check_y4m_header,
     ffmpeg_reason,
 )
 
 PIPE = "-"
 LOOKAHEAD = 8  # frames kept from the stream's start for random access
-Y4M_MAGIC = b"YUV4MPEG2 "
-# y4m's color spaces (the C tag) as FFmpeg's demuxer reads them: by prefix, longest first
-Y4M_COLORSPACES = (
-    *("420jpeg", "420mpeg2", "420paldv", "444alpha", "mono16", "mono12", "mono10", "mono9", "mono"),
-    *(f"{chroma}p{bits}" for chroma in ("420", "422", "444") for bits in (16, 14, 12, 10, 9)),
-    *("420", "411", "422", "444"),
-)
-# Pictures FFmpeg refuses (av_image_check_size): (width + 128) x (height + 128) pixels under this
-LARGEST_PICTURE = (2**31 - 1) // 8
 FEED = "ffmpeg -i INPUT -f yuv4mpegpipe - | nlmeans-studio denoise - OUTPUT"
 
 
@@ -75,30 +68,7 @@ def _header(stream: BinaryIO) -> bytes:
             f"standard input: not a y4m (yuv4mpegpipe) stream: it starts with {line[:16]!r}, not YUV4MPEG2; "
             f"pipe a clip in: {FEED}"
         )
-    if not line.endswith(b"\n"):
-        raise VideoError(
-            f"standard input: the y4m header has no end within {Y4M_HEADER_LIMIT} bytes; the stream is damaged"
-        )
-    tags = {token[:1]: token[1:] for token in line[len(Y4M_MAGIC) :].decode("ascii", "replace").split()}
-    shown = line.decode("ascii", "replace").strip()
-    width, height = (int(tags[key]) if tags.get(key, "").isdigit() else 0 for key in ("W", "H"))
-    if width < 1 or height < 1:
-        raise VideoError(f"standard input: the y4m header ({shown}) gives no size of at least 1x1 pixels (W, H)")
-    if (width + 128) * (height + 128) >= LARGEST_PICTURE:
-        raise VideoError(
-            f"standard input: the y4m header ({shown}) gives a picture of {width}x{height} pixels, larger than "
-            f"FFmpeg reads ((width + 128) x (height + 128) under {LARGEST_PICTURE:,}); the stream is damaged"
-        )
-    if tags.get("I") == "m":
-        raise VideoError(
-            "standard input: the y4m header says Im (frames of mixed interlacing), which FFmpeg does not read; "
-            "write the stream progressive (ffmpeg's bwdif filter) or with one field order"
-        )
-    if "C" in tags and not tags["C"].startswith(Y4M_COLORSPACES):
-        raise VideoError(
-            f"standard input: the y4m color space C{tags['C']} is not one FFmpeg reads ({', '.join(Y4M_COLORSPACES)}); "
-            "write the stream with a common pixel format (ffmpeg -pix_fmt yuv420p)"
-        )
+    check_y4m_header(line, "standard input")
     return line
 
 

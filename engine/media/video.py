@@ -40,6 +40,15 @@ TEXT_CODECS = ("ansi", "bintext", "xbin", "idf", "tty")  # FFmpeg shows text fil
 CACHE_FRAMES = 24  # decoded frames kept for random access
 Y4M_HEADER_LIMIT = 1024  # bytes: a y4m header line is a few dozen
 Y4M_FRAME = b"FRAME\n"  # what starts each frame of a y4m stream (FFmpeg's writer adds no parameters)
+Y4M_MAGIC = b"YUV4MPEG2 "
+# y4m's color spaces (the C tag) as FFmpeg's demuxer reads them: by prefix, longest first
+Y4M_COLORSPACES = (
+    *("420jpeg", "420mpeg2", "420paldv", "444alpha", "mono16", "mono12", "mono10", "mono9", "mono"),
+    *(f"{chroma}p{bits}" for chroma in ("420", "422", "444") for bits in (16, 14, 12, 10, 9)),
+    *("420", "411", "422", "444"),
+)
+# Pictures FFmpeg refuses (av_image_check_size): (width + 128) x (height + 128) pixels under this
+LARGEST_PICTURE = (2**31 - 1) // 8
 # Frame and slice threads in decoders and encoders. PyAV's default, slice threads only, leaves
 # H.264 decoding on one core (x264 writes one slice per frame) and makes x264 encode with
 # sliced threads, which scale worse than its frame threads.
@@ -248,8 +257,46 @@ def _open_input(path: Path, hardware_decoding: bool = False) -> Any:
         with _said_in_our_words():
             container = av.open(str(path))
     except (av.error.FFmpegError, UnicodeDecodeError) as error:
+        with open(path, "rb") as file:
+            line = file.readline(Y4M_HEADER_LIMIT)
+        if line.startswith(Y4M_MAGIC):  # a y4m file whose header FFmpeg refuses: said in words
+            check_y4m_header(line, str(path))
         raise VideoError(f"{path}: not a video file FFmpeg can read ({ffmpeg_reason(error)})") from error
     return _with_video(container, path)
+
+
+def check_y4m_header(line: bytes, name: str) -> None:
+    """Refuse a y4m header line (``name``'s: a file, or standard input) FFmpeg would refuse in
+    words no one can act on ("Device or resource busy" for W0 H0, "Invalid argument" for Im).
+
+    Raises
+    ------
+    VideoError
+        No end of line, no size of at least 1x1, a picture larger than FFmpeg reads, frames of
+        mixed interlacing (Im), or a color space (C) FFmpeg does not know.
+    """
+    if not line.endswith(b"\n"):
+        raise VideoError(f"{name}: the y4m header has no end within {Y4M_HEADER_LIMIT} bytes; the stream is damaged")
+    tags = {token[:1]: token[1:] for token in line[len(Y4M_MAGIC) :].decode("ascii", "replace").split()}
+    shown = line.decode("ascii", "replace").strip()
+    width, height = (int(tags[key]) if tags.get(key, "").isdigit() else 0 for key in ("W", "H"))
+    if width < 1 or height < 1:
+        raise VideoError(f"{name}: the y4m header ({shown}) gives no size of at least 1x1 pixels (W, H)")
+    if (width + 128) * (height + 128) >= LARGEST_PICTURE:
+        raise VideoError(
+            f"{name}: the y4m header ({shown}) gives a picture of {width}x{height} pixels, larger than "
+            f"FFmpeg reads ((width + 128) x (height + 128) under {LARGEST_PICTURE:,}); the stream is damaged"
+        )
+    if tags.get("I") == "m":
+        raise VideoError(
+            f"{name}: the y4m header says Im (frames of mixed interlacing), which FFmpeg does not read; "
+            "write the stream progressive (ffmpeg's bwdif filter) or with one field order"
+        )
+    if "C" in tags and not tags["C"].startswith(Y4M_COLORSPACES):
+        raise VideoError(
+            f"{name}: the y4m color space C{tags['C']} is not one FFmpeg reads ({', '.join(Y4M_COLORSPACES)}); "
+            "write the stream with a common pixel format (ffmpeg -pix_fmt yuv420p)"
+        )
 
 
 def _with_video(container: Any, path: Path) -> Any:

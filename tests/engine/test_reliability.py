@@ -241,6 +241,22 @@ def test_y4m_streams_that_hold_no_whole_clip_are_refused_saying_why(tmp_path, st
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ("W0 H0 F25:1 C420jpeg", "the y4m header (YUV4MPEG2 W0 H0 F25:1 C420jpeg) gives no size of at least 1x1"),
+        ("W100000 H100000 F25:1", "the y4m header (YUV4MPEG2 W100000 H100000 F25:1) gives a picture of 100000x100000"),
+        ("W32 H32 F25:1 Im", "the y4m header says Im (frames of mixed interlacing), which FFmpeg does not read"),
+        ("W32 H32 F25:1 C555", "the y4m color space C555 is not one FFmpeg reads (420jpeg, 420mpeg2, "),
+    ],
+)
+def test_y4m_files_whose_header_ffmpeg_refuses_are_said_why(tmp_path, header, message) -> None:
+    """A y4m file of W0 H0 was "not a video file FFmpeg can read (Device or resource busy)"."""
+    (tmp_path / "in.y4m").write_bytes(_y4m(header))
+    _one_clear_line(_cli("denoise", str(tmp_path / "in.y4m"), str(tmp_path / "out.mkv"), *FAST), f"in.y4m: {message}")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.y4m"]
+
+
 def test_a_y4m_file_cut_in_a_frame_is_said_to_be_cut(tmp_path) -> None:
     """FFmpeg's demuxer ends quietly at a frame cut short: one frame fewer, and no word of it."""
     (tmp_path / "cut.y4m").write_bytes(_y4m(frames=3)[:-100])
