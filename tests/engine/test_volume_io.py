@@ -391,6 +391,9 @@ def test_nan_voxels_and_small_volumes_are_named_with_the_file(tmp_path, capsys, 
     error = capsys.readouterr().err
     expected = "thin.npy: volume must be at least 3 voxels on each axis to estimate its noise, got 2 x 12 x 12"
     assert expected + " (z, y, x); give --h instead" in error
+    np.save(tmp_path / "flat.npy", np.ones((12, 12, 12), np.float32))  # said without the file's name
+    assert main(["denoise-volume", str(tmp_path / "flat.npy"), str(tmp_path / "o.npy")]) == 1
+    assert "flat.npy: the volume is constant: there is no noise and nothing to denoise" in capsys.readouterr().err
     assert not (tmp_path / "o.npy").exists()
 
 
