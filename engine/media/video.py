@@ -461,6 +461,13 @@ class VideoReader:
         try:
             self._index, first = index_stream(self.path, lambda: _open_input(self.path))
         except _av().error.FFmpegError as error:
+            size = (stream_info["pixel_format"], *stream_info["size"])
+            if y4m and (unmarked := _y4m_unmarked_frame(self.path, *size)) is not None:
+                raise VideoError(
+                    f"{self.path}: frame {unmarked + 1} (counting from 1) does not start with FRAME where the y4m "
+                    f"header's size puts it ({ffmpeg_reason(error)}): the file is damaged or its header does not "
+                    "match its frames"
+                ) from error
             raise VideoError(f"{self.path}: the video stream cannot be read: {ffmpeg_reason(error)}") from error
         if first is None or self._index.frame_count == 0:
             raise VideoError(f"{self.path}: holds no frame FFmpeg can decode")
@@ -634,18 +641,36 @@ class VideoReader:
         return np.ascontiguousarray(array)
 
 
-def _y4m_cut(path: Path, pixel_format: str, width: int, height: int, count: int) -> str:
-    """What a y4m file holds past its ``count`` whole frames: FFmpeg's demuxer ends quietly at a
-    frame cut short, so a cut file gave one frame fewer and no word of it; "" where nothing."""
+def _y4m_layout(path: Path, pixel_format: str, width: int, height: int) -> tuple[int, int]:
+    """(header bytes, bytes a frame) of a y4m file: its header line, then frames of FRAME and planes."""
     planes = _av().VideoFormat(pixel_format, width, height).components  # y4m's formats are planar
     frame = len(Y4M_FRAME) + sum(plane.width * plane.height * ((plane.bits + 7) // 8) for plane in planes)
     with open(path, "rb") as file:
-        header = len(file.readline(Y4M_HEADER_LIMIT))
+        return len(file.readline(Y4M_HEADER_LIMIT)), frame
+
+
+def _y4m_cut(path: Path, pixel_format: str, width: int, height: int, count: int) -> str:
+    """What a y4m file holds past its ``count`` whole frames: FFmpeg's demuxer ends quietly at a
+    frame cut short, so a cut file gave one frame fewer and no word of it; "" where nothing."""
+    header, frame = _y4m_layout(path, pixel_format, width, height)
     extra = path.stat().st_size - header - count * frame
     if extra <= 0:
         return ""
     cut = f"it ends in the middle of frame {count + 1} ({extra} of its {frame} bytes)"
     return f"{cut}: it was cut; the frames before it are used"
+
+
+def _y4m_unmarked_frame(path: Path, pixel_format: str, width: int, height: int) -> int | None:
+    """The number (from 0) of a y4m file's first frame that does not start with FRAME where the
+    header's size puts it, or None: FFmpeg says only "Invalid data found"."""
+    header, frame = _y4m_layout(path, pixel_format, width, height)
+    with open(path, "rb") as file:
+        for number in range((path.stat().st_size - header) // frame + 1):
+            file.seek(header + number * frame)
+            marker = file.read(len(Y4M_FRAME) - 1)
+            if marker and marker != Y4M_FRAME[:-1]:
+                return number
+    return None
 
 
 def hdr10_metadata(frame: Any) -> dict[str, str]:

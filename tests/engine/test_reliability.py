@@ -257,6 +257,15 @@ def test_y4m_files_whose_header_ffmpeg_refuses_are_said_why(tmp_path, header, me
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.y4m"]
 
 
+def test_a_y4m_file_with_a_bad_frame_marker_is_said_to_be_damaged_there(tmp_path) -> None:
+    """It was "the video stream cannot be read: Invalid data found when processing input"."""
+    (tmp_path / "in.y4m").write_bytes(_y4m().replace(b"FRAME", b"FRAMX", 2).replace(b"FRAMX", b"FRAME", 1))
+    _one_clear_line(
+        _cli("denoise", str(tmp_path / "in.y4m"), str(tmp_path / "out.mkv"), *FAST),
+        "in.y4m: frame 2 (counting from 1) does not start with FRAME where the y4m header's size puts it (Invalid data",
+    )
+
+
 def test_a_y4m_file_cut_in_a_frame_is_said_to_be_cut(tmp_path) -> None:
     """FFmpeg's demuxer ends quietly at a frame cut short: one frame fewer, and no word of it."""
     (tmp_path / "cut.y4m").write_bytes(_y4m(frames=3)[:-100])
