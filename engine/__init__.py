@@ -79,6 +79,7 @@ from nlmeans_studio.engine.resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
 from nlmeans_studio.engine.volume.denoise import denoise_volume, denoise_volume_slice
 from nlmeans_studio.engine.volume.io import (
     SUFFIXES,
+    OneImageError,
     VolumeFile,
     check_volume_output,
     read_volume,
@@ -147,6 +148,7 @@ __all__ = [
     "LumaChromaDenoiser",
     "NLMParams",
     "NoiseEstimate",
+    "OneImageError",
     "Preset",
     "PresetError",
     "Preview",

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import json
 import math
+import os
 import re
 import signal
 import sys
@@ -274,7 +276,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     denoise.add_argument("--crf", type=int, default=18, help="H.264 / H.265 quality, 0..51 (default 18)")
     denoise.add_argument("--preset", default="medium", help="H.264 / H.265 speed preset (default medium)")
-    denoise.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
+    denoise.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace OUTPUT if it exists; for an image sequence, every image of its name: those an older, longer "
+        "sequence left past the new last number are removed with it",
+    )
     denoise.add_argument("--start", type=_seconds, default=0.0, help="first second to denoise (default 0)")
     denoise.add_argument("--duration", type=_span, default=None, help="seconds to denoise (default: to the end)")
     denoise.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
@@ -679,12 +686,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         if isinstance(error, MemoryError) and not isinstance(error, (ShortOfMemoryError, GpuOutOfMemoryError)):
             error = out_of_memory(error, CPU_WAYS)  # one the engine did not word: NumPy's, or an import's
-        message = str(error) if args.command == "bench" else _as_option(str(error))  # bench's options differ
+        message = _in_words(error) if args.command == "bench" else _as_option(_in_words(error))  # bench's differ
         print(f"nlmeans-studio: error: {message}", file=sys.stderr)
         return 1
     finally:
         stop.restore()
     return 0
+
+
+LONGEST_WORD = 120  # characters of a path or other word a message shows; longer ones lose their middle
+
+
+def _in_words(error: BaseException) -> str:
+    """``error``'s message for a person: the system's own errors ("[Errno 36] File name too long:
+    '...'") as the file and the reason, and no word (a path) longer than LONGEST_WORD characters:
+    a 5000-character name was echoed whole."""
+    message = str(error)
+    if isinstance(error, OSError) and error.errno and error.filename is not None:
+        name, reason = os.fsdecode(error.filename), error.strerror
+        if error.errno == errno.ENAMETOOLONG:
+            longest = max(len(part.encode()) for part in Path(name).parts)
+            reason = (
+                f"the name is too long: {longest} bytes in one part and {len(name.encode())} in all, where file "
+                "systems take at most 255 and 4096; choose a shorter name"
+            )
+        message = f"{name}: {reason}"
+    half = LONGEST_WORD // 2
+    return re.sub(rf"\S{{{LONGEST_WORD + 1},}}", lambda word: f"{word[0][:half]}…{word[0][-half:]}", message)
 
 
 def _as_option(message: str) -> str:

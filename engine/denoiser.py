@@ -140,12 +140,16 @@ class Denoiser:
         IndexError
             index outside the clip.
         ValueError
-            Frames of different shapes, too small for the radii, of an unsupported dtype, or float
-            frames not on the 0..1 scale (values averaging outside -1..2: 0..255 values, say); uint16
-            frames beyond ``bit_depth``, or all within 12 bits without one; a guide of another length
-            or frame shape than the clip.
+            No clip (None, text) or one of no frame; frames of different shapes, too small for the
+            radii, of an unsupported dtype, or float frames not on the 0..1 scale (values averaging
+            outside -1..2: 0..255 values, say); uint16 frames beyond ``bit_depth``, or all within 12
+            bits without one; a guide of another length or frame shape than the clip.
         """
+        if clip is None or isinstance(clip, (str, bytes)) or not hasattr(clip, "__len__"):
+            raise ValueError(f"clip must be an array of frames or a sequence of them, got {type(clip).__name__}")
         length = len(clip)
+        if not length:
+            raise ValueError("clip holds no frame; give at least one")
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < length:
             raise IndexError(f"index must be an integer in 0..{length - 1}, got {index!r}")
         window = window_indices(int(index), length, self.params)
@@ -168,8 +172,8 @@ class Denoiser:
         ``denoise_frame(clip, t)`` on the whole clip. Only the frames the window needs are held.
         """
         arriving = iter(frames)
-        first = next(arriving, None)
-        if first is None:
+        first = next(arriving, _NONE)
+        if first is _NONE:  # no frame at all; a None among the frames is refused as one
             return
         for result in self._stream(itertools.chain([first], arriving)):
             yield _shaped_as_given(result, first)
@@ -231,6 +235,9 @@ class Denoiser:
     def _filter(self, frames: Sequence[Any], center: int, guides: Sequence[Any] | None = None) -> np.ndarray:
         chosen = self._window_filter
         return chosen.download(chosen(frames, center, self.params, guides))
+
+
+_NONE = object()
 
 
 def _shaped_as_given(result: np.ndarray, frame: np.ndarray) -> np.ndarray:

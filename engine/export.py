@@ -230,7 +230,9 @@ def estimate_clip_noise(
         if last is None:  # a pipe, of unknown length
             if first + 2 > LOOKAHEAD:
                 raise ValueError("from a pipe the noise is estimated on its first frames: give --h, or start at 0")
-            last = first + 2
+            last = reader.frames_ahead(first + 2)
+            if last <= first:
+                raise ValueError(f"standard input: the stream holds {last} frames, none from {start} s")
         return estimate_noise_over(reader.frame, first, last, roi, bit_depth=FULL_SCALE_BITS)[1]
 
 
@@ -440,4 +442,6 @@ def denoise_file(
                 raise ExportCancelledError(f"cancelled after all {done} frames; {target} was not written")
             if total and done != total:  # a stream that ended early: the writer is aborted, nothing is kept
                 raise VideoError(f"{source}: read {done} of the {total} frames to denoise; {target} was not written")
+            if not done:  # a pipe that ended before --start (a file's range is checked above): no empty file
+                raise VideoError(f"standard input: the stream ended before {start} s; {target} was not written")
     return ExportSummary(done, time.perf_counter() - started, denoiser.backend, denoiser.device_name, decoder)

@@ -37,16 +37,25 @@ def checked_frame(frame: np.ndarray, bit_depth: int | None = None) -> np.ndarray
     Raises
     ------
     ValueError
-        Unsupported dtype, wrong number of dimensions or channels, non-finite values, values
+        Not numbers (None, text), no pixels, an unsupported dtype, wrong number of dimensions or
+        channels, non-finite values, values
         beyond +-FLOAT_LIMIT (the message says where), or a float frame whose mean lies outside
         FLOAT_MEAN_RANGE (not on the 0..1 scale); a ``bit_depth`` outside 9..16, uint16 values
         beyond it, or uint16 values that all fit in AMBIGUOUS_BITS without a ``bit_depth``.
     """
-    array = np.asarray(frame)
+    try:
+        array = np.asarray(frame)
+    except ValueError:  # rows of different lengths
+        array = np.asarray(frame, dtype=object)
+    if array.dtype.kind in "OUSV":  # None, text, nested lists of different lengths
+        got = repr(array.item())[:40] if array.ndim == 0 else f"an array of {array.dtype} of shape {array.shape}"
+        raise ValueError(f"a frame must be an array of numbers, got {got}")
     if array.ndim == 2:
         array = array[:, :, np.newaxis]
     if array.ndim != 3 or array.shape[2] not in CHANNEL_COUNTS:
         raise ValueError(f"a frame must be (H, W) gray or (H, W, C) with C = 1 or 3, got shape {np.shape(frame)}")
+    if not array.size:
+        raise ValueError(f"a frame must have at least 1x1 pixels, got shape {np.shape(frame)}")
     check_bit_depth(bit_depth)
     if array.dtype == np.uint16:
         return _at_full_scale(np.ascontiguousarray(array), bit_depth)

@@ -264,10 +264,24 @@ def _texture(frame: np.ndarray, size: int) -> np.ndarray:
 
 
 def _float_frames(frames: np.ndarray, bit_depth: int | None) -> list[np.ndarray]:
-    array = np.asarray(frames)
+    try:
+        array = np.asarray(frames)
+    except ValueError:  # a list of frames of different shapes
+        raise ValueError("frames must be one frame or several of one shape (T, H, W[, C])") from None
+    if not array.size:
+        raise ValueError(f"frames must hold at least one frame of at least 1x1 pixels, got shape {array.shape}")
     if array.ndim == 4 or (array.ndim == 3 and array.shape[-1] not in (1, 3)):
         return [to_float32(checked_frame(frame, bit_depth)) for frame in array]
     return [to_float32(checked_frame(array, bit_depth))]
+
+
+def _checked_region(roi: object) -> tuple[int, int, int, int]:
+    """``roi`` as (x, y, width, height) whole pixels, or ValueError saying what it should be."""
+    values = list(roi) if isinstance(roi, (tuple, list, np.ndarray)) else []
+    if len(values) != 4 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+        raise ValueError(f"roi must be (x, y, width, height) in whole pixels, like (10, 20, 64, 64), got {roi!r}")
+    x, y, w, h = (int(v) for v in values)
+    return x, y, w, h
 
 
 def estimate_noise(
@@ -299,7 +313,8 @@ def estimate_noise(
     Raises
     ------
     ValueError
-        The region is smaller than 16 x 16 pixels or leaves the frame, or (without a region)
+        The region is not four whole numbers, is smaller than 16 x 16 pixels or leaves the frame,
+        or (without a region)
         the frames are smaller than one 16 x 16 block; frames of another dtype, shape or
         channel count, with NaN or infinite values, or float frames not on the 0..1 scale; uint16
         frames beyond ``bit_depth``, or all within 12 bits without one.
@@ -312,7 +327,7 @@ def estimate_noise(
     images = _float_frames(frames, bit_depth)
     height, width = images[0].shape[:2]
     if roi is not None:
-        x, y, w, h = (int(v) for v in roi)
+        x, y, w, h = _checked_region(roi)
         if w < MIN_REGION or h < MIN_REGION:
             raise ValueError(f"the region is {w}x{h} pixels; an estimate needs at least {MIN_REGION}x{MIN_REGION}")
         if x < 0 or y < 0 or x + w > width or y + h > height:
@@ -747,6 +762,10 @@ def suggest_h(estimate: NoiseEstimate, params: NLMParams) -> float:
     correlation 0.24 to 0.67) and read by ``estimate_noise`` as 0.5 to 0.97; 1 up to the largest
     reading white noise gave. Exponential/max at sigma 25 wants about twice the white-noise h.
     """
+    if not isinstance(estimate, NoiseEstimate) or not isinstance(params, NLMParams):
+        raise TypeError(
+            f"suggest_h takes a NoiseEstimate and NLMParams, got {type(estimate).__name__} and {type(params).__name__}"
+        )
     table = _calibration()
     sigma = max(estimate.average_sigma, CLEAN_SIGMA)
     if params.weighting == "bisquare" and estimate.signal_dependent:

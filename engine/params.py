@@ -36,7 +36,12 @@ def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
 def _check_color_transform(value: object) -> np.ndarray | None:
     if value is None:
         return None
-    matrix = np.array(value, dtype=np.float64)
+    try:
+        matrix = np.array(value, dtype=np.float64)
+    except (ValueError, TypeError):  # rows of different lengths, text
+        raise ValueError(
+            f"color_transform must be None or a C x C matrix of numbers with C = 1 or 3, got {str(value)[:60]!r}"
+        ) from None
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] not in (1, 3):
         raise ValueError(
             f"color_transform must be None or a C x C matrix with C = 1 or 3, got an array of shape {matrix.shape}"

@@ -48,7 +48,7 @@ def load_clean_frames(source: str | Path | None, count: int, height: int, width:
     """
     path = Path(source) if source is not None else SAMPLE_CLIP
     if path.suffix == ".npy":
-        decoded = np.load(path)[:count]
+        decoded = _npy_frames(path)[:count]
         if len(decoded) < count:
             raise ValueError(f"{path} holds {len(decoded)} frames, fewer than the {count} asked for")
     else:
@@ -58,4 +58,20 @@ def load_clean_frames(source: str | Path | None, count: int, height: int, width:
     frames = decoded.astype(np.float32) / 255
     if frames.shape[1:3] != (height, width):
         frames = resize_bilinear(frames, height, width)
+    return frames
+
+
+def _npy_frames(path: Path) -> np.ndarray:
+    """The uint8 (T, H, W, 3) frames of a .npy file, mapped, not read: refused with what it holds
+    instead (numpy's broadcasting errors, or "Unable to allocate 3.55 PiB" for a damaged header)."""
+    wanted = "bench --input takes a .npy of uint8 RGB frames (T, H, W, 3)"
+    try:
+        frames = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:  # a header larger than the file, pickled objects, not .npy
+        raise ValueError(f"{path}: not a .npy file that can be read ({error}); {wanted}") from error
+    if not isinstance(frames, np.ndarray):
+        frames.close()
+        raise ValueError(f"{path}: a NumPy .npz archive (several arrays), named .npy; {wanted}")
+    if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[3] != 3 or not frames.size:
+        raise ValueError(f"{path}: holds {frames.dtype} of shape {frames.shape}; {wanted}")
     return frames

@@ -36,6 +36,7 @@ from nlmeans_studio.engine import (
     LumaChroma,
     NLMParams,
     NoiseEstimate,
+    OneImageError,
     PresetError,
     Preview,
     VideoInfo,
@@ -299,6 +300,9 @@ class MainWindow(QMainWindow):
         try:
             volume = VolumeWindow(path, backend=self.parameters.backend_name(), parent=self)
         except (ValueError, OSError, MemoryError) as error:
+            if isinstance(error, OneImageError) and str(path).lower().endswith((".tif", ".tiff")):
+                self.open_clip(path)  # a picture: the video reader reads it, a clip of one frame
+                return None
             self.show()
             self.show_error(f"Cannot open the volume: {error}")
             return None

@@ -11,42 +11,124 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import numpy as np
 
-from nlmeans_studio.engine.media.video import VideoError, VideoInfo, _av, _stream_facts, decoded_array
+from nlmeans_studio.engine.media.video import (
+    Y4M_HEADER_LIMIT,
+    Y4M_MAGIC,
+    VideoError,
+    VideoInfo,
+    _av,
+    _stream_facts,
+    check_y4m_header,
+    decoded_array,
+    ffmpeg_reason,
+)
 
 PIPE = "-"
 LOOKAHEAD = 8  # frames kept from the stream's start for random access
+FEED = "ffmpeg -i INPUT -f yuv4mpegpipe - | nlmeans-studio denoise - OUTPUT"
+
+
+class _Counted:
+    """``stream`` as FFmpeg reads it through PyAV: ``header`` (read already) first, then the
+    rest; ``count`` is the bytes it gave, so that a stream cut in a frame is found."""
+
+    def __init__(self, stream: BinaryIO, header: bytes) -> None:
+        self._stream, self._pending, self.count = stream, header, len(header)
+
+    def read(self, size: int) -> bytes:
+        if self._pending:
+            chunk, self._pending = self._pending[:size], self._pending[size:]
+            return chunk
+        data = self._stream.read(size)
+        self.count += len(data)
+        return data
+
+
+def _header(stream: BinaryIO) -> bytes:
+    """The stream's first line (up to Y4M_HEADER_LIMIT bytes), checked to be a y4m header that FFmpeg
+    reads: a wrong one was said as "Device or resource busy" or "not a y4m stream"."""
+    line = b""
+    while not line.endswith(b"\n") and len(line) < Y4M_HEADER_LIMIT:
+        byte = stream.read(1)
+        if not byte:
+            break
+        line += byte
+    if not line:
+        raise VideoError(f"standard input: nothing came, not even a y4m header; pipe a clip in: {FEED}")
+    if not line.startswith(Y4M_MAGIC):
+        raise VideoError(
+            f"standard input: not a y4m (yuv4mpegpipe) stream: it starts with {line[:16]!r}, not YUV4MPEG2; "
+            f"pipe a clip in: {FEED}"
+        )
+    check_y4m_header(line, "standard input")
+    return line
 
 
 class PipeReader:
-    """y4m frames from standard input (or ``url``): the first LOOKAHEAD by number, then all in
-    order once. ``info.frame_count`` is 0: a pipe's length is unknown until it ends.
+    """y4m frames from ``stream`` (standard input by default): the first LOOKAHEAD by number, then
+    all in order once. ``info.frame_count`` is 0: a pipe's length is unknown until it ends.
 
     Raises
     ------
     VideoError
-        The input is not a y4m stream, or is read twice.
+        The input is not a y4m stream FFmpeg reads (the message says what of its header), holds
+        no frame, is damaged or cut in a frame (the message names the frame), or is read twice.
     """
 
-    def __init__(self, url: str = "pipe:0") -> None:
+    def __init__(self, stream: BinaryIO | None = None) -> None:
         av = _av()
         self.path = Path(PIPE)
+        stream = stream or sys.stdin.buffer
+        header = _header(stream)
+        shown = header.decode("ascii", "replace").strip()
+        self._input, self._header_length = _Counted(stream, header), len(header)
         try:
-            self._container = av.open(url, format="yuv4mpegpipe")
+            self._container = av.open(self._input, format="yuv4mpegpipe")
         except av.error.FFmpegError as error:
-            raise VideoError(f"standard input: not a y4m (yuv4mpegpipe) stream: {error}") from error
+            raise VideoError(
+                f"standard input: FFmpeg cannot read the y4m stream {shown!r}: {ffmpeg_reason(error)}"
+            ) from error
         facts = _stream_facts(self.path, self._container)
         width, height = facts.pop("size")
         facts.pop("declared_frames")
         self.info = VideoInfo(path=self.path, width=width, height=height, frame_count=0, duration=0.0, **facts)
-        self._frames = self._container.decode(self._container.streams.video[0])
+        self._frames = self._decoded()
         self._lookahead: list[np.ndarray] = []
         self._consumed = False
+        if not self.frames_ahead(1):
+            self.close()
+            raise VideoError(f"standard input: the y4m stream holds no frame (its header {shown!r}, then its end)")
+
+    def _decoded(self) -> Iterator[Any]:
+        """The stream's frames as FFmpeg decodes them; a damaged frame, or a stream cut in one,
+        is a VideoError naming it (FFmpeg's demuxer ends quietly at a cut)."""
+        av = _av()
+        stream = self._container.streams.video[0]
+        count, end = 0, self._header_length  # frames read, and the byte after the last one
+        try:
+            for packet in self._container.demux(stream):
+                if packet.size:
+                    count, end = count + 1, packet.pos + packet.size
+                yield from packet.decode()
+        except av.error.FFmpegError as error:
+            raise VideoError(
+                f"standard input: frame {count + 1} (counting from 1) of the y4m stream cannot be read "
+                f"({ffmpeg_reason(error)}): it does not start with FRAME where the header's size puts it; the stream "
+                "is damaged or its header does not match its frames"
+            ) from error
+        if self._input.count > end:
+            raise VideoError(
+                f"standard input: the y4m stream ends in the middle of frame {count + 1} (counting from 1), "
+                f"{self._input.count - end} bytes into it; the stream was cut"
+            )
 
     def __enter__(self) -> PipeReader:
         return self
@@ -69,17 +151,23 @@ class PipeReader:
         """The first frame shown at or after ``seconds`` from frame 0."""
         return math.ceil(seconds * float(self.info.frame_rate) - 1e-9)
 
-    def frame(self, index: int) -> np.ndarray:
-        """One of the stream's first LOOKAHEAD frames."""
-        if not 0 <= index < LOOKAHEAD:
-            raise IndexError(f"a pipe gives frames 0..{LOOKAHEAD - 1} by number, got {index}")
-        while len(self._lookahead) <= index:
+    def frames_ahead(self, count: int) -> int:
+        """How many of the stream's first ``count`` frames (at most LOOKAHEAD) it holds."""
+        while len(self._lookahead) < min(count, LOOKAHEAD):
             if self._consumed:
                 raise VideoError("standard input: the stream was already read")
             decoded = next(self._frames, None)
             if decoded is None:
-                raise IndexError(f"the stream holds {len(self._lookahead)} frames, got {index}")
+                break
             self._lookahead.append(decoded_array(decoded, self.info))
+        return min(count, len(self._lookahead))
+
+    def frame(self, index: int) -> np.ndarray:
+        """One of the stream's first LOOKAHEAD frames."""
+        if not 0 <= index < LOOKAHEAD:
+            raise IndexError(f"a pipe gives frames 0..{LOOKAHEAD - 1} by number, got {index}")
+        if self.frames_ahead(index + 1) <= index:
+            raise IndexError(f"the stream holds {len(self._lookahead)} frames, got {index}")
         return self._lookahead[index]
 
     def timed_frames(self, start: int = 0) -> Iterator[tuple[int, np.ndarray]]:

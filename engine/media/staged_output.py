@@ -5,7 +5,8 @@ folder ``.<digest>.part``): short whatever the length of OUTPUT's name, and the 
 run that writes OUTPUT, so a second run at the same time finds it locked and is refused instead
 of writing over the first's work. The lock (``flock``) dies with its process, so what a killed
 run left behind is taken over, not a reason to refuse. Publishing renames into place, and never
-over a file that appeared meanwhile unless the run may overwrite.
+over a file that appeared meanwhile unless the run may overwrite; a sequence's images go as one
+step, taken back all together where one cannot be placed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 try:
@@ -43,6 +45,14 @@ def folder_problem(path: Path) -> str | None:
             pass
     except OSError as error:
         return f"the folder {folder} is not writable ({error.strerror or error})"
+    return None
+
+
+def dangling_link(path: Path) -> str | None:
+    """What ``path`` is where it is a symbolic link to nothing, else None: such a name passes a
+    look with ``exists`` and then fails the rename into place, after all the work."""
+    if path.is_symlink() and not path.exists():
+        return f"is a link to {os.readlink(path)}, which does not exist"
     return None
 
 
@@ -94,43 +104,70 @@ class StagedOutput:
             raise OutputBusyError(busy) from None
         return descriptor
 
-    def publish(self) -> None:
+    def publish(self, replaced: Sequence[Path] = ()) -> None:
         """Rename what was written into place and release the output.
+
+        An image sequence is placed as one step: where any rename fails, or an exception (a
+        signal's) comes meanwhile, every image placed is taken back and every file it replaced
+        put back, and nothing of the run is kept.
+
+        Parameters
+        ----------
+        replaced : sequence of Path
+            With overwrite, files the sequence replaces besides those of its images' names (the
+            images of an older, longer sequence): removed with the same step, put back with it.
 
         Raises
         ------
         FileExistsError
-            Without overwrite, a file of that name appeared while the run wrote: the result is
-            kept beside it under a name of its own, which the message gives.
+            Without overwrite, a file of that name appeared while the run wrote: a single file is
+            kept beside it under a name of its own, which the message gives; a sequence is not kept.
         """
         try:
             if self._sequence:
-                for image in sorted(self._hidden.iterdir()):
-                    if image.name != ".lock":
-                        self._place(image, self.path.parent / image.name)
-                self._release()
-                shutil.rmtree(self._hidden, ignore_errors=True)
+                self._publish_sequence(replaced)
             else:
                 self._place(self._hidden, self.path)
         finally:
             self._release()
 
+    def _publish_sequence(self, replaced: Sequence[Path]) -> None:
+        images = sorted(image for image in self._hidden.iterdir() if image.name != ".lock" and image.is_file())
+        aside = self._hidden / ".replaced"  # what the sequence replaces, until every image is placed
+        aside.mkdir(exist_ok=True)
+        renamed: list[tuple[Path, Path]] = []  # (from, to), undone in reverse where a step fails
+        try:
+            if self._overwrite:
+                for old in [*replaced, *(self.path.parent / image.name for image in images)]:
+                    if os.path.lexists(old):
+                        os.replace(old, aside / old.name)
+                        renamed.append((old, aside / old.name))
+            for image in images:
+                target = self.path.parent / image.name
+                if not _link(image, target):
+                    raise FileExistsError(
+                        f"{target}: appeared while this run wrote the sequence; nothing of it was kept: pass "
+                        "--overwrite to replace it, or choose another name"
+                    )
+                renamed.append((image, target))
+                image.unlink(missing_ok=True)
+        except BaseException:
+            for source, target in reversed(renamed):
+                os.replace(target, source)
+            self.discard()
+            raise
+        self._release()
+        shutil.rmtree(self._hidden, ignore_errors=True)
+
     def _place(self, written: Path, target: Path) -> None:
         if self._overwrite:
             os.replace(written, target)
             return
-        try:
-            os.link(written, target)  # fails, atomically, where the name exists
-        except FileExistsError:
+        if not _link(written, target):
             kept = target.with_name(f"{target.stem}.{os.getpid()}{target.suffix}")
             os.replace(written, kept)
-            raise FileExistsError(f"{target}: appeared while this run wrote it; the result is {kept}") from None
-        except OSError:  # a file system without hard links
-            if target.exists():
-                raise
-            os.replace(written, target)
-        else:
-            written.unlink()
+            raise FileExistsError(f"{target}: appeared while this run wrote it; the result is {kept}")
+        written.unlink(missing_ok=True)
 
     def discard(self) -> None:
         """Remove what was written and release the output (idempotent)."""
@@ -145,3 +182,17 @@ class StagedOutput:
             with contextlib.suppress(OSError):
                 os.close(self._lock)
             self._lock = None
+
+
+def _link(written: Path, target: Path) -> bool:
+    """Give ``written`` the name ``target`` too, unless that name exists (False): atomically by a
+    hard link, else (a file system without them) by a rename after a look."""
+    try:
+        os.link(written, target)
+    except FileExistsError:
+        return False
+    except OSError:
+        if os.path.lexists(target):
+            return False
+        os.replace(written, target)
+    return True

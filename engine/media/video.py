@@ -12,7 +12,9 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import itertools
 import math
+import os
 import re
 import struct
 from collections.abc import Callable, Iterator
@@ -25,12 +27,29 @@ import numpy as np
 
 from nlmeans_studio.engine.frames import FULL_SCALE_BITS, check_bit_depth, checked_frame
 from nlmeans_studio.engine.media.frame_index import FrameIndex, index_stream
-from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput, folder_problem
+from nlmeans_studio.engine.media.staged_output import (
+    OutputBusyError,
+    StagedOutput,
+    dangling_link,
+    folder_problem,
+)
 
 HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
-SEQUENCE_NUMBER = re.compile(r"%0?(\d*)d")  # the frame number's place in an image sequence's name
+# The frame number's place in an image sequence's name (%d, %06d), or "%%", FFmpeg's escaped "%"
+SEQUENCE_NUMBER = re.compile(r"%(?:(%)|0?(\d*)d)")
 TEXT_CODECS = ("ansi", "bintext", "xbin", "idf", "tty")  # FFmpeg shows text files as pictures of text
 CACHE_FRAMES = 24  # decoded frames kept for random access
+Y4M_HEADER_LIMIT = 1024  # bytes: a y4m header line is a few dozen
+Y4M_FRAME = b"FRAME\n"  # what starts each frame of a y4m stream (FFmpeg's writer adds no parameters)
+Y4M_MAGIC = b"YUV4MPEG2 "
+# y4m's color spaces (the C tag) as FFmpeg's demuxer reads them: by prefix, longest first
+Y4M_COLORSPACES = (
+    *("420jpeg", "420mpeg2", "420paldv", "444alpha", "mono16", "mono12", "mono10", "mono9", "mono"),
+    *(f"{chroma}p{bits}" for chroma in ("420", "422", "444") for bits in (16, 14, 12, 10, 9)),
+    *("420", "411", "422", "444"),
+)
+# Pictures FFmpeg refuses (av_image_check_size): (width + 128) x (height + 128) pixels under this
+LARGEST_PICTURE = (2**31 - 1) // 8
 # Frame and slice threads in decoders and encoders. PyAV's default, slice threads only, leaves
 # H.264 decoding on one core (x264 writes one slice per frame) and makes x264 encode with
 # sliced threads, which scale worse than its frame threads.
@@ -164,28 +183,65 @@ def _av() -> Any:
 
 def is_image_sequence(path: Path) -> bool:
     """Whether ``path`` names numbered images, printf-style: ``scans/%06d.png``."""
-    return SEQUENCE_NUMBER.search(path.name) is not None
+    return any(place[1] is None for place in SEQUENCE_NUMBER.finditer(path.name))
+
+
+def _numbered_name(name: str, number: Callable[[int], str]) -> str:
+    """``name`` with each frame number's place as ``number(width)`` gives it (width: the digits
+    %06d asks for, 0 for %d), and each "%%" as "%"."""
+    return SEQUENCE_NUMBER.sub(lambda place: "%" if place[1] else number(int(place[2] or 0)), name)
 
 
 def sequence_files(path: Path) -> list[Path]:
-    """The files of an image sequence that exist, in name order."""
+    """The files of an image sequence that exist, in frame number order."""
+    return [file for _, file in _numbered_images(path)]
 
-    def digits(number: re.Match) -> str:  # %06d: six digits or more; %d: any
-        return rf"\d{{{int(number[1])},}}" if number[1] else r"\d+"
 
-    pattern = re.compile(SEQUENCE_NUMBER.sub(digits, re.escape(path.name)))
+def _numbered_images(path: Path) -> list[tuple[int, Path]]:
+    """(frame number, file) of the images of a sequence that exist, in number order."""
+
+    # %06d: six digits or more; %d: any
+    pattern = re.compile(_numbered_name(re.escape(path.name), lambda width: rf"(\d{{{max(width, 1)},}})"))
     folder = path.parent if str(path.parent) else Path(".")
-    return sorted(file for file in folder.iterdir() if pattern.fullmatch(file.name)) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    matches = [(pattern.fullmatch(file.name), file) for file in folder.iterdir()]
+    return sorted((int(match[1]), file) for match, file in matches if match)
+
+
+def _first_image_number(path: Path) -> int:
+    """The number of an image sequence's first image, all the images from it to the last checked
+    to be there and to hold data: FFmpeg's image2 reader stops quietly at a gap or an empty image
+    (a clip short of frames), and looks for the first only among the numbers 0 to 4."""
+    images = _numbered_images(path)
+    if not images:
+        raise VideoError(f"{path}: no images of this sequence exist")
+    (first, _), (last, _) = images[0], images[-1]
+    for (number, file), (following, following_file) in itertools.pairwise(images):
+        if following == number:
+            raise VideoError(f"{path}: {file.name} and {following_file.name} are both frame {number}; keep one")
+        if following != number + 1:
+            missing = _numbered_name(path.name, lambda width, number=number: str(number + 1).zfill(width))
+            raise VideoError(
+                f"{path}: {missing} is missing: the {len(images)} images are numbered {first} to {last} with a gap "
+                f"after {file.name}; add the missing images, or number the images without gaps"
+            )
+    for number, file in images:
+        if file.stat().st_size == 0:
+            raise VideoError(
+                f"{file}: is empty (0 bytes), frame {number - first + 1} of the {len(images)} images of {path.name}; "
+                "replace it with the image it should hold"
+            )
+    return first
 
 
 def _open_input(path: Path, hardware_decoding: bool = False) -> Any:
     av = _av()
     if is_image_sequence(path):
-        if not sequence_files(path):
-            raise VideoError(f"{path}: no images of this sequence exist")
+        options = {"start_number": str(_first_image_number(path))}
         try:
             with _said_in_our_words():
-                return _with_video(av.open(str(path), format="image2"), path)
+                return _with_video(av.open(str(path), format="image2", options=options), path)
         except av.error.FFmpegError as error:
             raise VideoError(f"{path}: not an image sequence FFmpeg can read ({ffmpeg_reason(error)})") from error
     if path.is_dir():
@@ -202,8 +258,46 @@ def _open_input(path: Path, hardware_decoding: bool = False) -> Any:
         with _said_in_our_words():
             container = av.open(str(path))
     except (av.error.FFmpegError, UnicodeDecodeError) as error:
+        with open(path, "rb") as file:
+            line = file.readline(Y4M_HEADER_LIMIT)
+        if line.startswith(Y4M_MAGIC):  # a y4m file whose header FFmpeg refuses: said in words
+            check_y4m_header(line, str(path))
         raise VideoError(f"{path}: not a video file FFmpeg can read ({ffmpeg_reason(error)})") from error
     return _with_video(container, path)
+
+
+def check_y4m_header(line: bytes, name: str) -> None:
+    """Refuse a y4m header line (``name``'s: a file, or standard input) FFmpeg would refuse in
+    words no one can act on ("Device or resource busy" for W0 H0, "Invalid argument" for Im).
+
+    Raises
+    ------
+    VideoError
+        No end of line, no size of at least 1x1, a picture larger than FFmpeg reads, frames of
+        mixed interlacing (Im), or a color space (C) FFmpeg does not know.
+    """
+    if not line.endswith(b"\n"):
+        raise VideoError(f"{name}: the y4m header has no end within {Y4M_HEADER_LIMIT} bytes; the stream is damaged")
+    tags = {token[:1]: token[1:] for token in line[len(Y4M_MAGIC) :].decode("ascii", "replace").split()}
+    shown = line.decode("ascii", "replace").strip()
+    width, height = (int(tags[key]) if tags.get(key, "").isdigit() else 0 for key in ("W", "H"))
+    if width < 1 or height < 1:
+        raise VideoError(f"{name}: the y4m header ({shown}) gives no size of at least 1x1 pixels (W, H)")
+    if (width + 128) * (height + 128) >= LARGEST_PICTURE:
+        raise VideoError(
+            f"{name}: the y4m header ({shown}) gives a picture of {width}x{height} pixels, larger than "
+            f"FFmpeg reads ((width + 128) x (height + 128) under {LARGEST_PICTURE:,}); the stream is damaged"
+        )
+    if tags.get("I") == "m":
+        raise VideoError(
+            f"{name}: the y4m header says Im (frames of mixed interlacing), which FFmpeg does not read; "
+            "write the stream progressive (ffmpeg's bwdif filter) or with one field order"
+        )
+    if "C" in tags and not tags["C"].startswith(Y4M_COLORSPACES):
+        raise VideoError(
+            f"{name}: the y4m color space C{tags['C']} is not one FFmpeg reads ({', '.join(Y4M_COLORSPACES)}); "
+            "write the stream with a common pixel format (ffmpeg -pix_fmt yuv420p)"
+        )
 
 
 def _with_video(container: Any, path: Path) -> Any:
@@ -273,6 +367,8 @@ class _Decoder:
                     expected += 1
         except av.error.FFmpegError as error:
             failed = f"decoding stopped at frame {expected + 1} (counting from 1)"
+            if is_image_sequence(self._path):
+                failed += f", the image {sequence_files(self._path)[expected].name}"
             raise VideoError(f"{self._path}: {failed}: {ffmpeg_reason(error)}") from error
         if expected < self._index.frame_count:
             raise VideoError(
@@ -361,29 +457,41 @@ class VideoReader:
         A missing file, a file that is not a video, an unsupported pixel format, or a stream
         that stops decoding (the message names the frame); PyAV missing. Reading from a closed
         reader.
+    TypeError
+        ``path`` is not a file name (None, a number).
     IndexError
         ``frame(i)`` or ``frames(start)`` outside 0 .. ``info.frame_count`` - 1.
     """
 
     def __init__(self, path: str | Path, *, hardware_decoding: bool = False) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a file name (str or Path), got {type(path).__name__} {str(path)[:40]!r}")
         self.path = Path(path)
         self._hardware = hardware_decoding
         with _open_input(self.path) as container:  # refuses what is no video before any indexing
             stream_info = _stream_facts(self.path, container)
+            y4m = container.format.name == "yuv4mpegpipe"
         try:
             self._index, first = index_stream(self.path, lambda: _open_input(self.path))
         except _av().error.FFmpegError as error:
+            size = (stream_info["pixel_format"], *stream_info["size"])
+            if y4m and (unmarked := _y4m_unmarked_frame(self.path, *size)) is not None:
+                raise VideoError(
+                    f"{self.path}: frame {unmarked + 1} (counting from 1) does not start with FRAME where the y4m "
+                    f"header's size puts it ({ffmpeg_reason(error)}): the file is damaged or its header does not "
+                    "match its frames"
+                ) from error
             raise VideoError(f"{self.path}: the video stream cannot be read: {ffmpeg_reason(error)}") from error
         if first is None or self._index.frame_count == 0:
             raise VideoError(f"{self.path}: holds no frame FFmpeg can decode")
-        self.info = self._described(stream_info, first)
+        self.info = self._described(stream_info, first, y4m)
         self._decoder = _Decoder(self.path, self._index, hardware_decoding)
         self._cursor: Iterator[tuple[int, Any]] | None = None
         self._cursor_next = 0  # the frame number the cursor decodes next
         self._closed = False
         self._cache: collections.OrderedDict[int, Any] = collections.OrderedDict()  # arrays or decoded frames
 
-    def _described(self, facts: dict[str, Any], first: Any) -> VideoInfo:
+    def _described(self, facts: dict[str, Any], first: Any, y4m: bool) -> VideoInfo:
         rotation = round(first.rotation / 90) % 4 * 90
         width, height = facts.pop("size")
         if rotation % 180:
@@ -396,6 +504,8 @@ class VideoReader:
             duration = count / float(facts["frame_rate"])
         start_time = float(times[0] * facts["time_base"]) if self._index.has_timestamps else 0.0
         declared, warnings = facts.pop("declared_frames"), []
+        if y4m and (cut := _y4m_cut(self.path, facts["pixel_format"], width, height, count)):
+            warnings.append(cut)
         if self._index.packets and declared > self._index.packets:
             warnings.append(f"the file declares {declared} frames but holds {count}: it is truncated or damaged")
         if len(first.format.components) in (2, 4):  # gray or color, and alpha
@@ -480,7 +590,7 @@ class VideoReader:
         decoder = _Decoder(self.path, self._index, self._hardware)
         try:
             for number, frame in decoder.frames_from(start):
-                yield self._timestamp(number, frame), self._array(frame)
+                yield self._timestamp(number, frame), self._array(frame, number)
         finally:
             decoder.close()
 
@@ -528,15 +638,56 @@ class VideoReader:
         self._cache.move_to_end(index)
         item = self._cache[index]
         if not isinstance(item, np.ndarray):
-            item = self._cache[index] = self._array(item)
+            item = self._cache[index] = self._array(item, index)
         return item
 
-    def _array(self, frame: Any) -> np.ndarray:
-        """A decoded frame as an upright (H, W, C) array of ``info.dtype``."""
+    def _array(self, frame: Any, number: int) -> np.ndarray:
+        """Decoded frame ``number`` as an upright (H, W, C) array of ``info.dtype``; one of another
+        size than the first (an image of another size in a sequence, a stream that changes its
+        resolution) is a VideoError naming it, not a clip of frames of two shapes."""
         if frame.format.name != self.info.pixel_format:  # NVDEC's NV12 / P010: repacked losslessly,
             frame = frame.reformat(format=self.info.pixel_format)  # so that RGB comes out as on the CPU
         array = np.rot90(decoded_array(frame, self.info), self.info.rotation // 90)
+        if array.shape[:2] != (self.info.height, self.info.width):
+            image = f", the image {sequence_files(self.path)[number].name}," if is_image_sequence(self.path) else ""
+            raise VideoError(
+                f"{self.path}: frame {number + 1} (counting from 1){image} is {array.shape[1]}x{array.shape[0]} "
+                f"pixels, but the clip's first is {self.info.width}x{self.info.height}; a clip's frames must all "
+                "have one size: scale them to one first (FFmpeg's scale filter)"
+            )
         return np.ascontiguousarray(array)
+
+
+def _y4m_layout(path: Path, pixel_format: str, width: int, height: int) -> tuple[int, int]:
+    """(header bytes, bytes a frame) of a y4m file: its header line, then frames of FRAME and planes."""
+    planes = _av().VideoFormat(pixel_format, width, height).components  # y4m's formats are planar
+    frame = len(Y4M_FRAME) + sum(plane.width * plane.height * ((plane.bits + 7) // 8) for plane in planes)
+    with open(path, "rb") as file:
+        return len(file.readline(Y4M_HEADER_LIMIT)), frame
+
+
+def _y4m_cut(path: Path, pixel_format: str, width: int, height: int, count: int) -> str:
+    """What a y4m file holds past its ``count`` whole frames: FFmpeg's demuxer ends quietly at a
+    frame cut short, so a cut file gave one frame fewer and no word of it; "" where nothing."""
+    header, frame = _y4m_layout(path, pixel_format, width, height)
+    extra = path.stat().st_size - header - count * frame
+    if extra <= 0:
+        return ""
+    cut = f"it ends in the middle of frame {count + 1} ({extra} of its {frame} bytes)"
+    return f"{cut}: it was cut; the frames before it are used"
+
+
+def _y4m_unmarked_frame(path: Path, pixel_format: str, width: int, height: int) -> int | None:
+    """The number (from 0) of a y4m file's first frame that does not start with FRAME where the
+    header's size puts it, or None: FFmpeg says only "Invalid data found"."""
+    header, frame = _y4m_layout(path, pixel_format, width, height)
+    with open(path, "rb") as file:
+        for number in range((path.stat().st_size - header) // frame + 1):
+            file.seek(header + number * frame)
+            marker = file.read(len(Y4M_FRAME) - 1)
+            if marker and marker != Y4M_FRAME[:-1]:
+                return number
+    return None
 
 
 def hdr10_metadata(frame: Any) -> dict[str, str]:
@@ -780,7 +931,12 @@ class VideoWriter:
                     f"{codec}: this machine has no NVIDIA video encoder it can use (no NVIDIA driver, or a GPU "
                     "without NVENC, such as the H100 or A100); choose h264 or h265"
                 ) from error
-            raise
+            stream = self._stream
+            raise VideoError(
+                f"{self.path}: the {codec} encoder refuses {stream.width}x{stream.height} {stream.pix_fmt} frames "
+                f"({ffmpeg_reason(error)}); its pictures have size limits (H.264: 16384 pixels a side at most): "
+                "choose --codec ffv1 (lossless, any size) or scale the clip down"
+            ) from error
 
     def _add_copied_streams(self) -> tuple[Any, dict[int, Any]] | None:
         """The source opened again, and its audio and subtitle streams' indices -> output streams."""
@@ -867,12 +1023,19 @@ class VideoWriter:
         try:
             self._container.close()
             if self._output is not None:
-                self._output.publish()
+                self._output.publish(self._older_images())
         except FileExistsError as error:
             raise VideoError(str(error)) from error
         except OSError as error:
             self._discard()
             raise VideoError(f"{self.path}: finishing the file failed: {error.strerror or error}") from error
+
+    def _older_images(self) -> list[Path]:
+        """The images of an older sequence of this name that this one leaves over (numbered past
+        its last, or before 1): with overwrite, replaced too, so that the folder holds this sequence alone."""
+        if not self._sequence:
+            return []
+        return [file for number, file in _numbered_images(self.path) if not 1 <= number <= self._written]
 
     def abort(self) -> None:
         """Stop and leave nothing behind: the target is untouched, the temporary file removed."""
@@ -930,7 +1093,9 @@ def _output_format(codec: str, like: VideoInfo, *, gray: bool, rgb: bool) -> str
     deep = like.bit_depth > HIGH_BIT_DEPTH
     _, eight_bit, deeper = CODECS[codec]
     supported = [form.name for form in _av().codec.Codec(CODECS[codec][0], "w").video_formats or ()]
-    if codec in KEEPS_SOURCE_SAMPLING and not rgb and like.pixel_format in supported:
+    # Float sources (EXR) come as 16-bit frames, and FFV1's float formats are experimental: not kept.
+    floating = re.search(r"f(16|32)(le|be)?$", like.pixel_format) is not None
+    if codec in KEEPS_SOURCE_SAMPLING and not rgb and not floating and like.pixel_format in supported:
         return like.pixel_format  # gray10le stays gray10le, as 10-bit 4:2:2 stays 10-bit 4:2:2
     if gray:
         return GRAY_FORMATS[codec][deep]
@@ -1082,10 +1247,16 @@ def check_output_path(path: Path, source: Path, overwrite: bool) -> None:
         raise VideoError(f"{path}: the output must not be the input")
     if path.exists() and not path.is_file():
         raise VideoError(f"{path}: is not a regular file; the output must be a file (or - for standard output)")
+    if (link := dangling_link(path)) and not overwrite:
+        raise VideoError(f"{path}: {link}; pass --overwrite to replace it")
     if path.exists() and not overwrite:
         raise VideoError(f"{path}: exists; pass --overwrite to replace it")
-    if is_image_sequence(path) and sequence_files(path) and not overwrite:
+    images = sequence_files(path) if is_image_sequence(path) else []
+    if images and not overwrite:
         raise VideoError(f"{path}: images of this sequence exist; pass --overwrite to replace them")
+    for image in images:
+        if not image.is_file():
+            raise VideoError(f"{image}: is not a regular file; it cannot be replaced by an image of {path.name}")
     problem = folder_problem(path)
     if problem is not None:
         raise VideoError(f"{path}: {problem}")

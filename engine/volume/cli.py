@@ -218,9 +218,9 @@ def _suggested_h(args: argparse.Namespace, data: np.ndarray, label: str) -> floa
 
     try:
         estimate = estimate_volume_noise(data)
-    except (ValueError, MemoryError) as error:  # a MemoryError: the estimate's, which --h skips
+        h = suggest_volume_h(estimate, args.weighting, center_weight=args.center_weight, patch_radius=args.patch_radius)
+    except (ValueError, MemoryError) as error:  # too small, constant, or short of memory: --h skips the estimate
         raise type(error)(f"{args.input}: {label}{error}; give --h instead") from error
-    h = suggest_volume_h(estimate, args.weighting, center_weight=args.center_weight, patch_radius=args.patch_radius)
     if not args.quiet:
         sigma = estimate.average_sigma
         print(f"{label}noise sigma {sigma:.4g} (from {estimate.blocks} blocks) -> h {h:.4g}", file=sys.stderr)

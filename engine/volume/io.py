@@ -11,14 +11,21 @@ Writes go to a hidden file renamed into place when complete (engine/media/staged
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import gzip
+import logging
+import math
+import os
+import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput, folder_problem
+from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput, dangling_link, folder_problem
 
 FORMAT_NAMES = {"nifti": "NIfTI", "tiff": "TIFF", "npy": "NumPy .npy"}
 SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff", ".npy": "npy"}
@@ -123,6 +130,8 @@ def check_volume_output(path: str | Path, source: str | Path | None = None, *, o
         raise ValueError(f"{path}: the output must not be the input")
     if path.exists() and not path.is_file():
         raise ValueError(f"{path}: is not a regular file; the output must be a file")
+    if (link := dangling_link(path)) and not overwrite:
+        raise FileExistsError(f"{path} {link}; use --overwrite (overwrite=True from Python) to replace it")
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; use --overwrite (overwrite=True from Python) to replace it")
     problem = folder_problem(path)
@@ -188,8 +197,19 @@ class VolumeFile:
         return None if None in codes else tuple(codes[::-1])
 
 
-class NotOneVolumeError(ValueError):
-    """A file that holds something else than one volume (a NIfTI time series)."""
+class OneImageError(ValueError):
+    """A volume file that holds one 2D image: a picture, which the video side reads where it is a TIFF.
+
+    Parameters
+    ----------
+    message : str
+        The file, its shape, and how to denoise the image.
+    """
+
+
+class VolumeRefusedError(ValueError):
+    """A file read far enough to know it is refused: not one volume (a NIfTI time series, an .npz
+    archive), or a header that the file or the memory cannot hold; the message says it all."""
 
 
 def _import(name: str) -> Any:
@@ -216,6 +236,8 @@ def read_volume(path: str | Path) -> VolumeFile:
 
     Raises
     ------
+    OneImageError
+        The file holds one 2D image (a ValueError).
     ValueError
         An unknown suffix, a NIfTI image that is not one volume (3D, or (X, Y, Z, 1) one time point,
         or (X, Y, Z, 1, C) vectors: channels), or a file whose array is not 3D or 4D.
@@ -223,26 +245,40 @@ def read_volume(path: str | Path) -> VolumeFile:
         The file cannot be read (FileNotFoundError where it does not exist).
     ImportError
         nibabel (NIfTI) or tifffile (TIFF) is not installed.
+    TypeError
+        ``path`` is not a file name (None, a number).
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file name (str or Path), got {type(path).__name__} {str(path)[:40]!r}")
     path = Path(path)
     kind = check_volume_input(path)
     try:
         volume = _read(path, kind)
-    except (NotOneVolumeError, ImportError, MemoryError):
+    except (VolumeRefusedError, OneImageError, ImportError):
         raise
+    except MemoryError as error:  # numpy's says the size; others say nothing
+        raise MemoryError(
+            f"{path}: the volume does not fit in the memory free now ({error or 'out of memory'})"
+        ) from error
     except Exception as error:  # a corrupt file: each reader fails its own way (ValueError, IndexError, EOFError...)
         if isinstance(error, OSError) and not isinstance(error, gzip.BadGzipFile):
             raise  # the file itself (permissions, a disk error), not its content
         raise ValueError(f"{path}: not a {FORMAT_NAMES[kind]} volume that can be read ({error})") from error
     if volume.data.ndim == 2:  # one image: the video filter denoises it, as a clip of one frame
-        image = Path(path)
-        raise ValueError(
-            f"{path}: one 2D image of shape {volume.data.shape}, not a volume (Z, Y, X) or (Z, Y, X, C); to denoise "
-            f"an image: nlmeans-studio denoise {image.name} {image.name.split('.')[0]}-denoised%06d.tif"
-        )
+        raise _one_image(path, volume.data.shape, kind)
     if volume.data.ndim not in (3, 4):
         raise ValueError(f"{path}: an array of shape {volume.data.shape}; a volume is (Z, Y, X) or (Z, Y, X, C)")
     return volume
+
+
+def _one_image(path: Path, shape: tuple[int, ...], kind: str) -> OneImageError:
+    """The refusal of a file that holds one 2D image, with the command that denoises it."""
+    stem = path.name.split(".")[0]
+    command = f"nlmeans-studio denoise {stem}.tif {stem}-denoised%06d.tif"  # `denoise` reads a TIFF, not the others
+    how = command if kind == "tiff" else f"save it as a TIFF (tifffile.imwrite('{stem}.tif', image)), then {command}"
+    return OneImageError(
+        f"{path}: one 2D image of shape {shape}, not a volume (Z, Y, X) or (Z, Y, X, C); to denoise an image: {how}"
+    )
 
 
 def _read(path: Path, kind: str) -> VolumeFile:
@@ -257,10 +293,12 @@ def _read(path: Path, kind: str) -> VolumeFile:
         # (X, Y, Z, 1): one time point, the volume itself; (X, Y, Z, 1, C): C values in each voxel,
         # as NIfTI stores vectors (its 5th axis), the channels. The header keeps the file's shape.
         if len(shape) != 3 and not (len(shape) in (4, 5) and shape[3] == 1):
-            raise NotOneVolumeError(
+            raise VolumeRefusedError(
                 f"{path}: a NIfTI volume of shape {shape}; the volume filter takes one 3D volume "
                 "(split a time series into its volumes first)"
             )
+        body = None if path.name.lower().endswith(".gz") else path.stat().st_size - image.dataobj.offset
+        _check_declared(path, shape, image.header.get_data_dtype(), body)
         voxels = np.asarray(image.dataobj).reshape(shape[:3] + shape[4:])
         channels = voxels.ndim == 4
         data = voxels.transpose(2, 1, 0, 3) if channels else voxels.transpose(2, 1, 0)
@@ -270,8 +308,11 @@ def _read(path: Path, kind: str) -> VolumeFile:
         return VolumeFile(data, spacing, kind, image.header.copy(), image.affine.copy(), extra)
     if kind == "tiff":
         tifffile = _import("tifffile")
-        with tifffile.TiffFile(path) as tiff:
+        with _library_quiet("tifffile"), tifffile.TiffFile(path) as tiff:
             series_axes = tiff.series[0].axes
+            _check_imagej_images(path, tiff)
+            if series_axes == "YXS":  # an RGB picture, not a volume of 3 voxels' depth
+                raise _one_image(path, tiff.series[0].shape, kind)
             data, channels = _zyx_channels_last(tiff.series[0].asarray(), series_axes, path)
             # Channels before the planes (OME-TIFF's CZYX), written back so.
             planes = [series_axes.index(axis) for axis in "ZQI" if axis in series_axes]
@@ -298,7 +339,88 @@ def _read(path: Path, kind: str) -> VolumeFile:
             "channels_first": first,
         }
         return VolumeFile(data, tuple(spacing), kind, extra=extra)
-    return VolumeFile(np.load(path, allow_pickle=False), format=kind)
+    return VolumeFile(_load_npy(path), format=kind)
+
+
+def _load_npy(path: Path) -> np.ndarray:
+    """The array of a .npy file, its header checked against the file before any memory is taken
+    (a header of 10^15 voxels asked numpy for petabytes), and an .npz archive named .npy refused
+    (np.load goes by the content and returned the archive)."""
+    with open(path, "rb") as file:
+        if file.read(4) == b"PK\x03\x04":
+            raise VolumeRefusedError(
+                f"{path}: a NumPy .npz archive (several arrays, zipped), named .npy; save the volume alone: "
+                f"np.save('volume.npy', np.load('{path.name}')['NAME'])"
+            )
+        file.seek(0)
+        version = np.lib.format.read_magic(file)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read_header(file)
+        if dtype.hasobject:  # pickled Python objects: their size is not the header's to say, nor are they numbers
+            raise VolumeRefusedError(f"{path}: holds Python objects ({dtype}), not numbers; save an array of numbers")
+        _check_declared(path, shape, dtype, path.stat().st_size - file.tell())
+    return np.load(path, allow_pickle=False)
+
+
+def _check_declared(path: Path, shape: tuple[int, ...], dtype: np.dtype, body: int | None) -> None:
+    """Refuse a header whose array the file's ``body`` (bytes after the header; None: unknown,
+    compressed) cannot hold, or that this machine's memory cannot: said before the reader asks
+    for the memory (it failed with an empty MemoryError, or numpy's "Unable to allocate 3.55 PiB")."""
+    declared = math.prod(shape) * np.dtype(dtype).itemsize
+    size = f"shape {tuple(shape)} of {np.dtype(dtype)}, {_bytes(declared)}"
+    if body is not None and body < declared:
+        raise VolumeRefusedError(
+            f"{path}: its header declares an array of {size}, but the file holds {_bytes(body)} of data: "
+            "it is truncated or its header is damaged; write the volume again"
+        )
+    memory = _memory()
+    if memory is not None and declared > memory:
+        raise VolumeRefusedError(
+            f"{path}: its header declares an array of {size}, more than this machine's memory "
+            f"({_bytes(memory)}); if the file is right, open it on a machine with more memory"
+        )
+
+
+def _memory() -> int | None:
+    """This machine's physical memory in bytes, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _bytes(count: int) -> str:
+    """A byte count in words: "512 bytes", "3.2 MiB", "3.6 PiB"."""
+    if count < 1024:
+        return f"{count} bytes"
+    exponent = min(int(math.log(count, 1024)), 6)
+    return f"{count / 1024**exponent:.1f} {'KMGTPE'[exponent - 1]}iB"
+
+
+@contextlib.contextmanager
+def _library_quiet(name: str) -> Iterator[None]:
+    """Hold back a library's logged warnings ("ImageJ series metadata invalid or corrupted file")
+    while it reads: what is wrong with the file is said once, in this module's words."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _check_imagej_images(path: Path, tiff: Any) -> None:
+    """Refuse an ImageJ stack holding fewer images than its header declares: tifffile reads a
+    truncated one as its first image alone, which was then taken for one 2D image."""
+    declared = int((tiff.imagej_metadata or {}).get("images", 0))
+    page = tiff.pages[0]
+    held = tiff.series[0].size // (page.imagelength * page.imagewidth * page.samplesperpixel)
+    if declared > held:
+        raise VolumeRefusedError(
+            f"{path}: its ImageJ header declares {declared} images, but the file holds {held} whole: it is "
+            "truncated or damaged; write the volume again"
+        )
 
 
 def _ome_voxel_size(xml: str, spacing: list[float], unit: str | None) -> tuple[tuple[float, ...], str | None]:
@@ -317,10 +439,10 @@ def _zyx_channels_last(data: np.ndarray, axes: str, path: Path) -> tuple[np.ndar
     """A TIFF series' array with its channels (tifffile's axis "C": an ImageJ hyperstack's or an
     OME-TIFF's, next to a plane axis Z, Q or I) moved last, and whether there were such channels.
     Samples ("S", RGB) are last already; a stack without a plane axis keeps its first axis as
-    the planes. A series with several time points is refused (NotOneVolumeError)."""
+    the planes. A series with several time points is refused (VolumeRefusedError)."""
     sizes = dict(zip(axes, data.shape, strict=True))
     if sizes.get("T", 1) > 1:
-        raise NotOneVolumeError(
+        raise VolumeRefusedError(
             f"{path}: a TIFF series of {sizes['T']} time points ({axes}, shape {data.shape}); the volume filter "
             "takes one 3D volume (split the time series into its volumes first)"
         )
@@ -418,8 +540,26 @@ def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwr
             staged.discard()
         if isinstance(error, OSError) and not isinstance(error, (FileExistsError, OutputBusyError)):
             # A full disk, say: named by the output, not by the hidden file it was written as.
-            raise OSError(f"{path}: writing failed: {error.strerror or error}") from error
+            raise OSError(_write_failure(path, error, values.nbytes)) from error
         raise
+
+
+def _write_failure(path: Path, error: OSError, needed: int) -> str:
+    """Why writing ``needed`` bytes to ``path`` failed, in words a person can act on. numpy's
+    writer loses the system's reason ("44800 requested and 16352 written", no errno): a short
+    write where the folder has less free space than the volume is a full disk too."""
+    free = shutil.disk_usage(path.parent).free
+    if error.errno in (errno.ENOSPC, errno.EDQUOT) or (error.errno is None and free < needed):
+        return (
+            f"{path}: the disk is full: the volume needs {_bytes(needed)} and {_bytes(free)} are free there; "
+            "free some space or write it to another disk"
+        )
+    if error.errno == errno.EFBIG or error.errno is None:
+        return (
+            f"{path}: the system refused to make the file {_bytes(needed)} long (a file size limit: ulimit -f, "
+            "or the file system's largest file); raise the limit or write it to another disk"
+        )
+    return f"{path}: writing failed: {error.strerror or error}"
 
 
 def _nifti_bytes(values: np.ndarray, like: VolumeFile, *, compressed: bool) -> bytes:

@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -64,6 +65,30 @@ def test_bad_arguments_exit_2_with_a_message(capsys, arguments, message) -> None
 )
 def test_bad_values_exit_1_with_one_line(capsys, arguments, message) -> None:
     assert main([*TINY_BENCH, "--temporal", "0:0", "--methods", "fused", *arguments]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("nlmeans-studio: error: ") and message in error and "Traceback" not in error
+
+
+def _save(path, make) -> str:
+    make(path)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda path: np.save(path, np.zeros((8, 8, 8), np.float32)), "holds float32 of shape (8, 8, 8); bench --input "
+         "takes a .npy of uint8 RGB frames (T, H, W, 3)"),
+        (lambda path: np.savez(path, np.zeros((2, 8, 8, 3), np.uint8)) or Path(f"{path}.npz").rename(path),
+         "a NumPy .npz archive (several arrays), named .npy; bench --input takes"),
+        (lambda path: path.write_bytes(b"\x93NUMPY\x01\x00v\x00" + b"{'descr': '|u1', 'fortran_order': False, "
+         b"'shape': (10000000, 1000, 1000, 3), }".ljust(117) + b"\n"), "frames.npy: not a .npy file that can be read"),
+    ],
+)  # fmt: skip
+def test_bench_refuses_a_npy_that_holds_no_frames_saying_what_it_takes(capsys, tmp_path, make, message) -> None:
+    """numpy's texts came through: "operands could not be broadcast", "unhashable type: 'slice'"."""
+    frames = _save(tmp_path / "frames.npy", make)
+    assert main([*TINY_BENCH, "--temporal", "0:0", "--methods", "fused", "--input", frames]) == 1
     error = capsys.readouterr().err
     assert error.startswith("nlmeans-studio: error: ") and message in error and "Traceback" not in error
 

@@ -4,6 +4,7 @@ line and never a traceback (issue 20)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import re
@@ -22,8 +23,15 @@ av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine ha
 from clips import CLI, default_signals  # noqa: E402
 from media_corpus import ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
-from nlmeans_studio.engine import Denoiser, NLMParams, gpu_unavailable_reason  # noqa: E402
-from nlmeans_studio.engine.media.video import VideoError, VideoReader, VideoWriter  # noqa: E402
+from nlmeans_studio.engine import (  # noqa: E402
+    Denoiser,
+    NLMParams,
+    estimate_noise,
+    gpu_unavailable_reason,
+    read_volume,
+    suggest_h,
+)
+from nlmeans_studio.engine.media.video import IMAGE_FORMATS, VideoError, VideoReader, VideoWriter  # noqa: E402
 
 FAST = ["--noise", "none", "--h", "20", "--patch-radius", "1", "--search-radius", "1"]
 
@@ -93,6 +101,74 @@ def test_an_output_that_appeared_meanwhile_is_not_replaced(clip, tmp_path) -> No
     assert len(kept) == 1 and plain_pyav_numbers(kept[0]) == [0]
 
 
+def test_an_image_sequence_is_published_whole_or_not_at_all(clip, tmp_path) -> None:
+    """Images were moved into place one at a time: one that failed (here, a name someone took
+    meanwhile) left the images before it published, and a rerun was then refused."""
+    output = tmp_path / "o_%04d.png"
+    with (
+        VideoReader(clip) as reader,
+        pytest.raises(VideoError, match=r"o_0003\.png: appeared while this run wrote the sequence; nothing of it"),
+        VideoWriter(output, reader.info) as writer,
+    ):
+        for frame in itertools.islice(reader.frames(), 4):
+            writer.write(frame)
+        (tmp_path / "o_0003.png").write_bytes(b"someone else's image")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["o_0003.png"]
+    assert (tmp_path / "o_0003.png").read_bytes() == b"someone else's image"
+
+
+def test_overwrite_replaces_an_older_longer_sequence_whole(clip, tmp_path) -> None:
+    output = tmp_path / "o_%04d.png"
+    assert _cli("denoise", str(clip), str(output), *FAST).returncode == 0
+    (tmp_path / "o_0000.png").write_bytes(b"an image of the same name, numbered 0")
+    run = _cli("denoise", str(clip), str(output), "--duration", "0.4", "--overwrite", *FAST)
+    assert run.returncode == 0, run.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == [f"o_{n:04d}.png" for n in range(1, 11)]
+
+
+def test_a_link_to_nothing_as_output_is_refused_before_any_work(clip, tmp_path) -> None:
+    """It was found only when the finished file was to be renamed into place."""
+    (tmp_path / "out.mkv").symlink_to(tmp_path / "gone" / "out.mkv")
+    run = _cli("denoise", str(clip), str(tmp_path / "out.mkv"), "--noise", "auto")
+    _one_clear_line(run, f"out.mkv: is a link to {tmp_path}/gone/out.mkv, which does not exist; pass --overwrite")
+    assert "noise:" not in run.stderr  # before the estimate
+    assert _cli("denoise", str(clip), str(tmp_path / "out.mkv"), "--overwrite", *FAST).returncode == 0
+    assert not (tmp_path / "out.mkv").is_symlink() and plain_pyav_numbers(tmp_path / "out.mkv") == list(range(30))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["denoise", "{clip}", "{long}.mkv"],
+        ["denoise", "{long}.mkv", "out.mkv"],
+        ["denoise-volume", "{long}.npy", "out.npy"],
+        ["estimate-noise", "{long}.mkv"],
+    ],
+)
+def test_an_over_long_name_is_said_briefly_with_the_limit(clip, tmp_path, command) -> None:
+    """Each was "[Errno 36] File name too long: '...'" with the 5000-character name whole."""
+    long = "d" * 5000
+    run = _cli(*(part.format(clip=clip, long=long) for part in command), cwd=tmp_path)
+    assert run.returncode == 1 and len(run.stderr) < 400, run.stderr
+    assert re.fullmatch(
+        r"nlmeans-studio: error: d{50,}…d{50,}\.(mkv|npy): the name is too long: 5004 bytes in one part and 5004 in "
+        r"all, where file systems take at most 255 and 4096; choose a shorter name\n",
+        run.stderr,
+    ), run.stderr
+
+
+def test_an_escaped_percent_sign_is_no_frame_number(clip, tmp_path) -> None:
+    """ "%%d" is FFmpeg's "%d" as text: it was taken for a frame number's place, and FFmpeg then
+    refused the name with "Invalid argument: '.../.f2c49ea95816.part/o%%d.png' returned 22"."""
+    _one_clear_line(_cli("denoise", str(clip), str(tmp_path / "o%%d.png"), *FAST),
+                    "o%%d.png: one image cannot hold a video; for an image sequence put the frame number's place in "
+                    "the name: o%%d%06d.png")  # fmt: skip
+    assert _cli("denoise", str(clip), str(tmp_path / "o%%_%03d.png"), "--duration", "0.2", *FAST).returncode == 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == [f"o%_{n:03d}.png" for n in range(1, 6)]
+    with VideoReader(tmp_path / "o%%_%03d.png") as reader:
+        assert reader.info.frame_count == 5
+
+
 def test_a_long_output_name_is_written(clip, tmp_path) -> None:
     output = tmp_path / ("n" * 246 + ".mkv")  # 250 characters, the file system's limit is 255
     run = _cli("denoise", str(clip), str(output), "--codec", "ffv1", *FAST)
@@ -132,6 +208,161 @@ def _fifo(path: Path) -> Path:
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+def _y4m(header: str = "W32 H32 F25:1 Ip C420jpeg", frames: int = 3) -> bytes:
+    """A y4m stream written by hand: ``header``'s tags and ``frames`` frames of 4:2:0 noise."""
+    rng = np.random.default_rng(5)
+    body = b"".join(
+        b"FRAME\n" + rng.integers(16, 236, 32 * 32 * 3 // 2, dtype=np.uint8).tobytes() for _ in range(frames)
+    )
+    return f"YUV4MPEG2 {header}\n".encode() + body
+
+
+@pytest.mark.parametrize("noise", [["--noise", "auto"], FAST])
+@pytest.mark.parametrize(
+    ("stream", "message"),
+    [
+        (b"", "standard input: nothing came, not even a y4m header; pipe a clip in: ffmpeg -i INPUT -f yuv4mpegpipe -"),
+        (_y4m(frames=0), "standard input: the y4m stream holds no frame (its header 'YUV4MPEG2 W32 H32 F25:1 Ip "),
+        (_y4m("W0 H0 F25:1 C420jpeg"), "the y4m header (YUV4MPEG2 W0 H0 F25:1 C420jpeg) gives no size of at least 1x1"),
+        (_y4m("W100000 H100000 F25:1"), "gives a picture of 100000x100000 pixels, larger than FFmpeg reads"),
+        (_y4m("W32 H32 F25:1 Im"), "the y4m header says Im (frames of mixed interlacing), which FFmpeg does not read"),
+        (_y4m("W32 H32 F25:1 C555"), "the y4m color space C555 is not one FFmpeg reads (420jpeg, 420mpeg2, "),
+        (_y4m().replace(b"FRAME", b"FRAMX", 2).replace(b"FRAMX", b"FRAME", 1),
+         "standard input: frame 2 (counting from 1) of the y4m stream cannot be read (Invalid data found"),
+        (_y4m()[:-100], "standard input: the y4m stream ends in the middle of frame 3 (counting from 1), 1442 bytes"),
+    ],
+)  # fmt: skip
+def test_y4m_streams_that_hold_no_whole_clip_are_refused_saying_why(tmp_path, stream, message, noise) -> None:
+    """A header and no frame exited 0 with an empty file (--noise auto: an IndexError); a wrong
+    header said "Device or resource busy", a bad FRAME marker a raw errno; a cut frame was dropped."""
+    run = subprocess.run([*CLI, "denoise", "-", str(tmp_path / "out.mkv"), *noise], input=stream, capture_output=True)
+    _one_clear_line(subprocess.CompletedProcess(run.args, run.returncode, "", run.stderr.decode()), message)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ("W0 H0 F25:1 C420jpeg", "the y4m header (YUV4MPEG2 W0 H0 F25:1 C420jpeg) gives no size of at least 1x1"),
+        ("W100000 H100000 F25:1", "the y4m header (YUV4MPEG2 W100000 H100000 F25:1) gives a picture of 100000x100000"),
+        ("W32 H32 F25:1 Im", "the y4m header says Im (frames of mixed interlacing), which FFmpeg does not read"),
+        ("W32 H32 F25:1 C555", "the y4m color space C555 is not one FFmpeg reads (420jpeg, 420mpeg2, "),
+    ],
+)
+def test_y4m_files_whose_header_ffmpeg_refuses_are_said_why(tmp_path, header, message) -> None:
+    """A y4m file of W0 H0 was "not a video file FFmpeg can read (Device or resource busy)"."""
+    (tmp_path / "in.y4m").write_bytes(_y4m(header))
+    _one_clear_line(_cli("denoise", str(tmp_path / "in.y4m"), str(tmp_path / "out.mkv"), *FAST), f"in.y4m: {message}")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.y4m"]
+
+
+def test_a_y4m_file_with_a_bad_frame_marker_is_said_to_be_damaged_there(tmp_path) -> None:
+    """It was "the video stream cannot be read: Invalid data found when processing input"."""
+    (tmp_path / "in.y4m").write_bytes(_y4m().replace(b"FRAME", b"FRAMX", 2).replace(b"FRAMX", b"FRAME", 1))
+    _one_clear_line(
+        _cli("denoise", str(tmp_path / "in.y4m"), str(tmp_path / "out.mkv"), *FAST),
+        "in.y4m: frame 2 (counting from 1) does not start with FRAME where the y4m header's size puts it (Invalid data",
+    )
+
+
+def test_a_y4m_file_cut_in_a_frame_is_said_to_be_cut(tmp_path) -> None:
+    """FFmpeg's demuxer ends quietly at a frame cut short: one frame fewer, and no word of it."""
+    (tmp_path / "cut.y4m").write_bytes(_y4m(frames=3)[:-100])
+    run = _cli("denoise", str(tmp_path / "cut.y4m"), str(tmp_path / "out.mkv"), *FAST)
+    assert run.returncode == 0, run.stderr
+    warning = "cut.y4m: it ends in the middle of frame 3 (1442 of its 1542 bytes): it was cut; the frames before it"
+    assert warning in run.stderr
+    (tmp_path / "whole.y4m").write_bytes(_y4m(frames=3))
+    assert "warning" not in _cli("denoise", str(tmp_path / "whole.y4m"), str(tmp_path / "out2.mkv"), *FAST).stderr
+
+
+def test_a_picture_too_wide_for_the_encoder_is_said_so_with_the_way_out(tmp_path) -> None:
+    """libx264 said "Generic error in an external library" for a 20000-pixel-wide y4m."""
+    stream = b"YUV4MPEG2 W16400 H16 F25:1 Ip C420jpeg\n" + b"FRAME\n" + bytes([128]) * (16400 * 16 * 3 // 2)
+    run = subprocess.run([*CLI, "denoise", "-", str(tmp_path / "out.mkv"), *FAST], input=stream, capture_output=True)
+    message = "out.mkv: the h264 encoder refuses 16400x16 yuv420p frames (Generic error in an external library); its "
+    _one_clear_line(subprocess.CompletedProcess(run.args, run.returncode, "", run.stderr.decode()), message)
+    assert run.stderr.decode().endswith("choose --codec ffv1 (lossless, any size) or scale the clip down\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_y4m_stream_of_one_frame_has_its_noise_estimated_and_is_denoised(tmp_path) -> None:
+    run = subprocess.run([*CLI, "denoise", "-", str(tmp_path / "out.mkv")], input=_y4m(frames=1), capture_output=True)
+    assert run.returncode == 0, run.stderr.decode()
+    with VideoReader(tmp_path / "out.mkv") as reader:
+        assert reader.info.frame_count == 1
+
+
+def _images(folder: Path, numbers: list[int], suffix: str = ".png", pixel_format: str = "rgb24") -> Path:
+    """Images ``f%04d`` + ``suffix`` of noise, numbered ``numbers``, as FFmpeg writes a sequence; their pattern."""
+    folder.mkdir()
+    with av.open(str(folder / f"w%04d{suffix}"), "w", format="image2") as container:
+        stream = container.add_stream(IMAGE_FORMATS[suffix][0], rate=25)
+        stream.width, stream.height, stream.pix_fmt = 32, 32, pixel_format
+        for index in range(len(numbers)):
+            frame = np.random.default_rng(index).integers(0, 256, (32, 32, 3), dtype=np.uint8)
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        container.mux(stream.encode(None))
+    for index, number in enumerate(numbers):
+        (folder / f"w{index + 1:04d}{suffix}").rename(folder / f"f{number:04d}{suffix}")
+    return folder / f"f%04d{suffix}"
+
+
+def _empty_third(folder: Path) -> Path:
+    pattern = _images(folder, [1, 2, 3, 4, 5])
+    (folder / "f0003.png").write_bytes(b"")
+    return pattern
+
+
+def _wider_second(folder: Path) -> Path:
+    pattern = _images(folder, [1, 3, 4])
+    with av.open(str(folder / "f0002.png"), "w", format="image2") as container:
+        stream = container.add_stream("png", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 40, 32, "rgb24"
+        container.mux(stream.encode(av.VideoFrame.from_ndarray(np.zeros((32, 40, 3), np.uint8), format="rgb24")))
+        container.mux(stream.encode(None))
+    return pattern
+
+
+def _damaged_third(folder: Path) -> Path:
+    pattern = _images(folder, [1, 2, 3, 4, 5])
+    (folder / "f0003.png").write_bytes(b"not a PNG image")
+    return pattern
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda folder: _images(folder, [1, 3, 5, 7]),
+         "f%04d.png: f0002.png is missing: the 4 images are numbered 1 to 7 with a gap after f0001.png; add the "
+         "missing images, or number the images without gaps"),
+        (_empty_third, "f0003.png: is empty (0 bytes), frame 3 of the 5 images of f%04d.png; replace it with"),
+        (lambda folder: _images(folder, []), "f%04d.png: no images of this sequence exist"),
+        (_damaged_third, "f%04d.png: decoding stopped at frame 3 (counting from 1), the image f0003.png: Invalid"),
+        (_wider_second, "f%04d.png: frame 2 (counting from 1), the image f0002.png, is 40x32 pixels, but the clip's "
+         "first is 32x32; a clip's frames must all have one size: scale them to one first (FFmpeg's scale filter)"),
+    ],
+)  # fmt: skip
+def test_image_sequences_with_a_frame_missing_are_refused_naming_it(tmp_path, make, message) -> None:
+    """A gap (1, 3, 5, 7) exported 1 frame and an empty image dropped the rest, with exit 0."""
+    pattern = make(tmp_path / "scans")
+    _one_clear_line(_cli("denoise", str(pattern), str(tmp_path / "out.mkv"), *FAST), message)
+    assert not (tmp_path / "out.mkv").exists()
+
+
+@pytest.mark.parametrize(("numbers", "suffix", "pixel_format"), [([100, 101, 102], ".png", "rgb24"),
+                                                                 ([1, 2, 3], ".exr", "gbrpf32le")])  # fmt: skip
+def test_image_sequences_are_read_whole_from_their_first_number_into_ffv1(tmp_path, numbers, suffix, pixel_format):
+    """A sequence from 0100 was not found (FFmpeg looks among 0 to 4); float EXR into FFV1 failed
+    with FFmpeg's "Invalid data found" (its float formats are experimental): 16-bit RGB now."""
+    pattern = _images(tmp_path / "scans", numbers, suffix, pixel_format)
+    run = _cli("denoise", str(pattern), str(tmp_path / "out.mkv"), "--codec", "ffv1", *FAST)
+    assert run.returncode == 0, run.stderr
+    with VideoReader(tmp_path / "out.mkv") as reader:
+        assert reader.info.frame_count == 3
+        assert reader.info.pixel_format == ("bgr0" if suffix == ".png" else "gbrp16le")
 
 
 @pytest.mark.parametrize(
@@ -330,6 +561,43 @@ def test_the_writer_and_the_reader_refuse_misuse_with_a_reason(clip, tmp_path) -
         writer.write(frame)
     writer.close()  # idempotent
     assert plain_pyav_numbers(tmp_path / "out.mkv") == [0]
+
+
+FRAMES = np.full((2, 32, 32, 3), 0.5, np.float32)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: Denoiser(NLMParams(h=10), "cpu").denoise_frame(None, 0), ValueError,
+         "clip must be an array of frames or a sequence of them, got NoneType"),
+        (lambda: Denoiser(NLMParams(h=10), "cpu").denoise_frame(FRAMES[:0], 0), ValueError, "clip holds no frame"),
+        (lambda: Denoiser(NLMParams(h=10), "cpu").denoise_frame(FRAMES[:, :0], 0), ValueError,
+         r"a frame must have at least 1x1 pixels, got shape \(0, 32, 3\)"),
+        (lambda: list(Denoiser(NLMParams(h=10), "cpu").stream([None])), ValueError,
+         "a frame must be an array of numbers, got None"),
+        (lambda: Denoiser(NLMParams(h=10), "cpu").denoise_frame([["a"]], 0), ValueError,
+         r"a frame must be an array of numbers, got an array of <U1 of shape \(1,\)"),
+        (lambda: NLMParams(h=10, color_transform=[[1, 0, 0], [0, 1], [0, 0, 1]]), ValueError,
+         r"color_transform must be None or a C x C matrix of numbers with C = 1 or 3, got '\[\[1, 0, 0\], \[0, 1\]"),
+        (lambda: estimate_noise(FRAMES[:0]), ValueError, "frames must hold at least one frame of at least 1x1 pixels"),
+        (lambda: estimate_noise([]), ValueError, r"frames must hold at least one frame .*, got shape \(0,\)"),
+        (lambda: estimate_noise(None), ValueError, "a frame must be an array of numbers, got None"),
+        (lambda: estimate_noise("abc"), ValueError, "a frame must be an array of numbers, got 'abc'"),
+        (lambda: estimate_noise(FRAMES, roi=(1, 2, 3)), ValueError,
+         r"roi must be \(x, y, width, height\) in whole pixels, like \(10, 20, 64, 64\), got \(1, 2, 3\)"),
+        (lambda: estimate_noise(FRAMES, roi=(0, 0, float("nan"), 16)), ValueError, r"roi must be .*, got \(0, 0, nan"),
+        (lambda: estimate_noise(FRAMES, roi="0,0,16,16"), ValueError, "roi must be .*, got '0,0,16,16'"),
+        (lambda: suggest_h(None, NLMParams(h=1)), TypeError, "suggest_h takes a NoiseEstimate and NLMParams, got "),
+        (lambda: VideoReader(None), TypeError, r"path must be a file name \(str or Path\), got NoneType 'None'"),
+        (lambda: read_volume(None), TypeError, r"path must be a file name \(str or Path\), got NoneType 'None'"),
+    ],
+)  # fmt: skip
+def test_the_public_api_says_what_it_takes_when_given_nonsense(call, error, message) -> None:
+    """Each said numpy's or Python's own text ("list index out of range", "setting an array element
+    with a sequence", "not enough values to unpack", "expected str, bytes or os.PathLike object")."""
+    with pytest.raises(error, match=message):
+        call()
 
 
 def test_huge_float_values_are_refused_saying_where() -> None:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gzip
+import io
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -272,6 +275,18 @@ def test_an_unwritable_folder_is_refused_before_the_filter_runs(tmp_path) -> Non
     assert result.stderr == "nlmeans-studio: error: /sys/x.npy: the folder /sys is not writable (Permission denied)\n"
 
 
+def test_a_link_to_nothing_as_output_is_refused_before_the_filter_runs(tmp_path, capsys) -> None:
+    """It was found only when the finished volume was to be renamed into place."""
+    np.save(tmp_path / "in.npy", np.random.default_rng(9).random((12, 12, 12), dtype=np.float32))
+    (tmp_path / "out.npy").symlink_to(tmp_path / "gone" / "out.npy")
+    assert main(["denoise-volume", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--search-radius", "1"]) == 1
+    assert capsys.readouterr().err == (
+        f"nlmeans-studio: error: {tmp_path}/out.npy is a link to {tmp_path}/gone/out.npy, which does not exist; use "
+        "--overwrite (overwrite=True from Python) to replace it\n"
+    )  # before the noise estimate and the filter: nothing else was said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy", "out.npy"]
+
+
 def test_a_write_that_fails_late_names_the_output(tmp_path, capsys, monkeypatch) -> None:
     """A disk that fills while the volume is written: the error names the output, not the hidden
     file it was written as, and nothing is left."""
@@ -284,8 +299,85 @@ def test_a_write_that_fails_late_names_the_output(tmp_path, capsys, monkeypatch)
     output = tmp_path / "out.npy"
     assert main(["denoise-volume", str(tmp_path / "in.npy"), str(output), "--h", "1", "--search-radius", "1"]) == 1
     error = capsys.readouterr().err
-    assert f"nlmeans-studio: error: {output}: writing failed: No space left on device\n" in error
+    assert f"nlmeans-studio: error: {output}: the disk is full: the volume needs 31.2 KiB and " in error
+    assert "free some space or write it to another disk\n" in error
     assert ".part" not in error and sorted(p.name for p in tmp_path.iterdir()) == ["in.npy"]
+
+
+def test_a_file_size_limit_is_said_in_words_not_numpys(tmp_path) -> None:
+    """numpy's writer lost the system's reason: "64000 requested and 25568 written"."""
+    np.save(tmp_path / "in.npy", np.random.default_rng(9).random((40, 40, 40), dtype=np.float32))
+    command = " ".join([*CLI, "denoise-volume", "in.npy", "out.npy", "--h", "1", "--search-radius", "1", "--quiet"])
+    run = subprocess.run(
+        ["bash", "-c", f"trap '' XFSZ; ulimit -f 100; exec {command}"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert run.stderr == (
+        "nlmeans-studio: error: out.npy: the system refused to make the file 250.0 KiB long (a file size limit: "
+        "ulimit -f, or the file system's largest file); raise the limit or write it to another disk\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy"]
+
+
+def _npy_header(shape: tuple[int, ...]) -> bytes:
+    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}".ljust(117) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode()
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=True)
+    return buffer.getvalue()
+
+
+def _imagej_stack() -> bytes:
+    """An ImageJ stack of 8 planes of 32 x 32 uint16, as Fiji writes it."""
+    buffer = io.BytesIO()
+    tifffile.imwrite(buffer, np.ones((8, 32, 32), np.uint16), imagej=True, metadata={"axes": "ZYX"})
+    return buffer.getvalue()
+
+
+def _nifti_header(shape: tuple[int, ...], version: int = 1) -> bytes:
+    nibabel = pytest.importorskip("nibabel")
+    image = (nibabel.Nifti1Image if version == 1 else nibabel.Nifti2Image)(np.zeros((2, 2, 2), np.float32), np.eye(4))
+    image.header.set_data_shape(shape)
+    return image.header.binaryblock + bytes(4)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("archive.npy", None, r"archive\.npy: a NumPy \.npz archive \(several arrays, zipped\), named \.npy; "
+         r"save the volume alone: np\.save\('volume\.npy', np\.load\('archive\.npy'\)\['NAME'\]\)"),
+        ("huge.npy", _npy_header((100000,) * 3) + bytes(64), r"huge\.npy: its header declares an array of shape "
+         r"\(100000, 100000, 100000\) of float32, 3\.6 PiB, but the file holds 64 bytes of data: it is truncated"),
+        ("objects.npy", lambda: _npy_bytes(np.full((4, 4, 4), None)), r"objects\.npy: holds Python objects "
+         r"\(object\), not numbers; save an array of numbers"),
+        ("cut.tif", lambda: _imagej_stack()[:6000], r"cut\.tif: its ImageJ header declares 8 images, but the file "
+         r"holds 1 whole: it is truncated or damaged"),
+        ("huge.nii", lambda: _nifti_header((32767,) * 3) + bytes(64), r"huge\.nii: its header declares an array "
+         r"of shape \(32767, 32767, 32767\) of float32, 128\.0 TiB, but the file holds \d+ bytes of data"),
+        ("huge2.nii", lambda: _nifti_header((100000,) * 3, 2) + bytes(64), r"huge2\.nii: its header declares an "
+         r"array of shape \(100000, 100000, 100000\) of float32, 3\.6 PiB, but the file holds \d+ bytes of data"),
+        ("huge.nii.gz", lambda: gzip.compress(_nifti_header((32767,) * 3)), r"huge\.nii\.gz: its header declares "
+         r"an array of shape \(32767, 32767, 32767\) of float32, 128\.0 TiB, more than this machine's memory"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("command", ["denoise-volume", "estimate-noise"])
+def test_files_that_cannot_hold_their_volume_are_said_so(tmp_path, name, content, message, command) -> None:
+    """An .npz named .npy gave a traceback; headers of a huge volume over a tiny body "Unable to
+    allocate 3.55 PiB" or an empty "error:"."""
+    path = tmp_path / name
+    if content is None:
+        np.savez(path, volume=np.zeros((4, 4, 4), np.float32))
+        (tmp_path / f"{name}.npz").rename(path)
+    else:
+        path.write_bytes(content() if callable(content) else content)
+    outputs = [str(tmp_path / "out.npy")] if command == "denoise-volume" else []
+    run = subprocess.run([*CLI, command, str(path), *outputs], capture_output=True, text=True)
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert re.fullmatch(f"nlmeans-studio: error: {re.escape(str(tmp_path))}/{message}.*\n", run.stderr), run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
 
 
 @pytest.mark.parametrize("h", [[], ["--h", "1"]])
@@ -301,6 +393,9 @@ def test_nan_voxels_and_small_volumes_are_named_with_the_file(tmp_path, capsys, 
     error = capsys.readouterr().err
     expected = "thin.npy: volume must be at least 3 voxels on each axis to estimate its noise, got 2 x 12 x 12"
     assert expected + " (z, y, x); give --h instead" in error
+    np.save(tmp_path / "flat.npy", np.ones((12, 12, 12), np.float32))  # said without the file's name
+    assert main(["denoise-volume", str(tmp_path / "flat.npy"), str(tmp_path / "o.npy")]) == 1
+    assert "flat.npy: the volume is constant: there is no noise and nothing to denoise" in capsys.readouterr().err
     assert not (tmp_path / "o.npy").exists()
 
 
@@ -526,6 +621,30 @@ def test_one_image_is_pointed_to_the_command_that_denoises_it(tmp_path) -> None:
     assert run.returncode == 0, run.stderr
     denoised = tifffile.imread(tmp_path / "slide-denoised000001.tif")
     assert denoised.shape[:2] == image.shape and denoised[..., 0].std() < image.std() / 2
+
+
+def test_an_rgb_picture_is_one_image_not_a_volume_three_voxels_deep(tmp_path) -> None:
+    """A (48, 64, 3) RGB TIFF was filtered as a volume of 48 planes of 64 x 3 voxels, exit 0."""
+    tifffile.imwrite(tmp_path / "photo.tif", np.random.default_rng(4).integers(0, 255, (48, 64, 3), dtype=np.uint8))
+    run = subprocess.run([*CLI, "denoise-volume", "photo.tif", "out.tif"], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 1 and run.stderr == (
+        "nlmeans-studio: error: photo.tif: one 2D image of shape (48, 64, 3), not a volume (Z, Y, X) or (Z, Y, X, C); "
+        "to denoise an image: nlmeans-studio denoise photo.tif photo-denoised%06d.tif\n"
+    )
+
+
+def test_one_image_in_a_file_denoise_cannot_read_is_pointed_to_a_tiff_first(tmp_path) -> None:
+    """A 2D .npy was pointed to `denoise flat.npy flat-denoised%06d.tif`, which `denoise` refuses."""
+    image = np.random.default_rng(15).normal(30000, 2000, (64, 80)).astype(np.uint16)
+    np.save(tmp_path / "flat.npy", image)
+    run = subprocess.run([*CLI, "denoise-volume", "flat.npy", "out.npy"], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 1 and run.stderr.endswith(
+        "to denoise an image: save it as a TIFF (tifffile.imwrite('flat.tif', image)), then nlmeans-studio denoise "
+        "flat.tif flat-denoised%06d.tif\n"
+    )
+    tifffile.imwrite(tmp_path / "flat.tif", image)
+    run = subprocess.run([*CLI, "denoise", "flat.tif", "flat-denoised%06d.tif"], capture_output=True, cwd=tmp_path)
+    assert run.returncode == 0 and (tmp_path / "flat-denoised000001.tif").is_file()
 
 
 def test_tiff_flavours_keep_the_voxel_size_where_fiji_reads_it(tmp_path) -> None:

@@ -251,6 +251,26 @@ def test_a_volume_that_cannot_be_read_is_said_in_the_banner(qtbot, window, tmp_p
     )
 
 
+def test_an_npz_archive_named_npy_is_said_in_the_banner(qtbot, window, tmp_path, monkeypatch) -> None:
+    """The window aborted (SIGABRT) on an AttributeError from an .npz named .npy."""
+    np.savez(tmp_path / "scan", volume=np.zeros((8, 8, 8), np.float32))
+    (tmp_path / "scan.npz").rename(tmp_path / "scan.npy")
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args, **kwargs: (str(tmp_path / "scan.npy"), ""))
+    qtbot.keyClick(window, Qt.Key.Key_O, Qt.KeyboardModifier.ControlModifier)
+    assert "scan.npy: a NumPy .npz archive (several arrays, zipped), named .npy" in window.banner.text()
+    assert not window.findChildren(VolumeWindow)
+
+
+def test_a_tiff_of_one_image_opens_as_a_picture(qtbot, window, tmp_path, monkeypatch) -> None:
+    """It was refused as "one 2D image, not a volume", pointing to a command: the window had no way to open it."""
+    tifffile = pytest.importorskip("tifffile")
+    tifffile.imwrite(tmp_path / "photo.tif", np.random.default_rng(4).integers(0, 255, (48, 64, 3), dtype=np.uint8))
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args, **kwargs: (str(tmp_path / "photo.tif"), ""))
+    qtbot.keyClick(window, Qt.Key.Key_O, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: window.path == tmp_path / "photo.tif" and window.preview is not None, timeout=60_000)
+    assert not window.findChildren(VolumeWindow) and not window.banner.isVisibleTo(window)
+
+
 def test_a_session_started_on_a_volume_has_its_window_only_until_a_clip_is_opened(
     qtbot, tmp_path, volume_path, clip, monkeypatch
 ) -> None:
