@@ -139,8 +139,8 @@ def test_a_bike_crossing_part_of_the_region_leaves_its_estimate(tmp_path) -> Non
     """A bike crosses a fifth of the region from the second frame to the third. Matched by the
     whole region's mean squared difference, the bike pulled the match off the rest (+19 %); the
     match is now judged by the median of the region's tiles, and so is the noise. The exact
-    chroma interpolation spreads the bike's edge over more tiles than repeated samples did: it
-    still reads blue 14 % high (7 % without the bike's frame: 4 %), hence 15 %."""
+    chroma interpolation spreads the bike's edge over more tiles than repeated samples did: red,
+    green and blue read 8, 7 and 14 % high (the two frames before the bike: 4 % low), hence 15 %."""
     pytest.importorskip("av", reason="the clip is written and read with PyAV")
     from nlmeans_studio.engine.media.video import read_frames
 
