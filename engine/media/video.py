@@ -693,26 +693,26 @@ def _y4m_unmarked_frame(path: Path, pixel_format: str, width: int, height: int) 
 def hdr10_metadata(frame: Any) -> dict[str, str]:
     """A decoded frame's HDR10 static metadata, as x265's ``master-display`` (chromaticities in
     units of 0.00002, luminance in 0.0001 cd/m2) and ``max-cll`` (MaxCLL,MaxFALL in cd/m2)."""
-    av = _av()
+    types = _av().sidedata.sidedata.Type
     metadata = {}
-    try:
-        side_data_list = list(frame.side_data)
+    try:  # looked up by type: PyAV 19 iterates over the types, PyAV 18 over the side data
+        mastering = frame.side_data.get(types.MASTERING_DISPLAY_METADATA)
+        light_level = frame.side_data.get(types.CONTENT_LIGHT_LEVEL)
     except ValueError:  # a side data type newer than this PyAV (as TIFF frames carry on some machines)
         return metadata
-    for side_data in side_data_list:
-        if side_data.type == av.sidedata.sidedata.Type.MASTERING_DISPLAY_METADATA:
-            # AVMasteringDisplayMetadata: R, G, B primaries and the white point as (x, y)
-            # rationals, min and max luminance, then has_primaries and has_luminance.
-            values = struct.unpack("<22i", bytes(side_data)[:88])
-            ratio = [values[i] / values[i + 1] if values[i + 1] else 0.0 for i in range(0, 20, 2)]
-            if values[20] and values[21]:
-                (rx, ry, gx, gy, bx, by, wx, wy), (low, high) = ratio[:8], ratio[8:]
-                xy = "G({:.0f},{:.0f})B({:.0f},{:.0f})R({:.0f},{:.0f})WP({:.0f},{:.0f})".format(
-                    *(value * 50000 for value in (gx, gy, bx, by, rx, ry, wx, wy))
-                )
-                metadata["master-display"] = f"{xy}L({high * 10000:.0f},{low * 10000:.0f})"
-        elif side_data.type == av.sidedata.sidedata.Type.CONTENT_LIGHT_LEVEL:
-            metadata["max-cll"] = "{},{}".format(*struct.unpack("<2I", bytes(side_data)[:8]))
+    if mastering is not None:
+        # AVMasteringDisplayMetadata: R, G, B primaries and the white point as (x, y)
+        # rationals, min and max luminance, then has_primaries and has_luminance.
+        values = struct.unpack("<22i", bytes(mastering)[:88])
+        ratio = [values[i] / values[i + 1] if values[i + 1] else 0.0 for i in range(0, 20, 2)]
+        if values[20] and values[21]:
+            (rx, ry, gx, gy, bx, by, wx, wy), (low, high) = ratio[:8], ratio[8:]
+            xy = "G({:.0f},{:.0f})B({:.0f},{:.0f})R({:.0f},{:.0f})WP({:.0f},{:.0f})".format(
+                *(value * 50000 for value in (gx, gy, bx, by, rx, ry, wx, wy))
+            )
+            metadata["master-display"] = f"{xy}L({high * 10000:.0f},{low * 10000:.0f})"
+    if light_level is not None:
+        metadata["max-cll"] = "{},{}".format(*struct.unpack("<2I", bytes(light_level)[:8]))
     return metadata
 
 
