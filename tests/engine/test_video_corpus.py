@@ -225,7 +225,8 @@ def _y4m_numbers(data: bytes) -> tuple[str, list[int]]:
     with av.open(io.BytesIO(data), format="yuv4mpegpipe") as container:
         stream = container.streams.video[0]
         numbers = [frame_number(frame.to_ndarray(format="rgb24")) for frame in container.decode(stream)]
-        return f"{stream.codec_context.pix_fmt} {stream.average_rate}", numbers
+        rate = Fraction(stream.average_rate)  # PyAV 19 gives an AVRational, which prints "25/1"
+        return f"{stream.codec_context.pix_fmt} {rate}", numbers
 
 
 @pytest.mark.parametrize(("source", "target"), [("-", "out.mkv"), ("hevc10.mkv", "-"), ("-", "-")])
