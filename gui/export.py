@@ -45,7 +45,15 @@ from nlmeans_studio.engine import (
     output_format,
 )
 
-SUFFIXES = {"h264": ".mp4", "h265": ".mp4", "ffv1": ".mkv", "prores": ".mov"}
+# The extension an output's name is given when its container cannot hold the codec chosen
+SUFFIXES = {
+    "h264": ".mp4",
+    "h265": ".mp4",
+    "ffv1": ".mkv",
+    "prores": ".mov",
+    "h264-nvenc": ".mp4",
+    "h265-nvenc": ".mp4",
+}
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,15 @@ def _free_name(source: Path, queued: Collection[Path]) -> Path:
     folder = _output_folder(source)
     names = (f"{source.stem}-denoised{'' if n == 1 else f'-{n}'}.mp4" for n in itertools.count(1))
     return next(path for path in map(folder.joinpath, names) if not path.exists() and path.resolve() not in queued)
+
+
+def _holds(path: Path, codec: str) -> bool:
+    """Whether an output named ``path`` can hold ``codec`` (an image sequence holds any: it has none)."""
+    try:
+        output_format(path, codec)
+    except VideoError:
+        return False
+    return True
 
 
 def stop_exports_asked(parent: QWidget, count: int) -> bool:
@@ -141,13 +158,17 @@ class ExportDialog(QDialog):
         self.span = QLabel()
         self.replaces = QLabel()
         self.replaces.setWordWrap(True)
+        self.renamed = QLabel()  # why the dialog changed the name's extension, until the name is edited
+        self.renamed.hide()
         self.path.textChanged.connect(self._path_changed)
+        self.path.textEdited.connect(self.renamed.hide)
         path_row = QHBoxLayout()
         path_row.addWidget(self.path, 1)
         path_row.addWidget(browse)
         form = QFormLayout()
         form.addRow("Output", path_row)
         form.addRow("", self.replaces)
+        form.addRow("", self.renamed)
         form.addRow("Codec", self.codec)
         form.addRow("Quality (CRF)", self.crf)
         form.addRow("First frame", self.first)
@@ -193,10 +214,16 @@ class ExportDialog(QDialog):
             self.path.setText(path)
 
     def _codec_changed(self) -> None:
+        """Keep the output's name where it can hold the new codec; else give it the codec's usual
+        extension where that can, and say so."""
         codec = self.codec.currentData()
         self.crf.setEnabled(codec in ("h264", "h265"))
         current = Path(self.path.text())
-        self.path.setText(str(current.with_suffix(SUFFIXES.get(codec, current.suffix))))
+        renamed = current.with_suffix(SUFFIXES[codec])
+        if not _holds(current, codec) and _holds(renamed, codec):
+            self.path.setText(str(renamed))
+            self.renamed.setText(f"Renamed from {current.name}: a {current.suffix} file does not hold {codec}.")
+            self.renamed.show()
         self._path_changed()  # the same name may not fit the new codec
 
     def _range_changed(self) -> None:

@@ -209,9 +209,31 @@ def test_the_export_dialog_says_when_no_container_fits_the_name_and_waits(qtbot,
         qtbot.keyClicks(dialog.path, str(tmp_path / name))
         assert message in dialog.replaces.text() and dialog.replaces.isVisible()
         assert not dialog.export_button.isEnabled()
-    dialog.codec.setCurrentIndex(dialog.codec.findData("ffv1"))  # the name becomes out.mkv
-    assert dialog.path.text().endswith("out.mkv") and dialog.export_button.isEnabled()
+    dialog.codec.setCurrentIndex(dialog.codec.findData("ffv1"))  # an .avi file holds it: the name stays
+    assert dialog.path.text().endswith("out.avi") and dialog.export_button.isEnabled()
     assert not dialog.replaces.isVisible()
+    dialog.reject()
+
+
+def test_choosing_a_codec_keeps_a_name_whose_container_holds_it(qtbot, window, clip, tmp_path) -> None:
+    """A restorer typed clip-lossless.avi, then chose ffv1 (which .avi and .mxf hold): the name
+    silently became clip-lossless.mkv. A name is changed only where its container cannot hold
+    the codec, and the dialog says so."""
+    opened(qtbot, window, clip[0])
+    dialog = export_dialog_opened(qtbot, window)
+    for name in ("clip-lossless.avi", "clip-lossless.mxf"):
+        dialog.codec.setCurrentIndex(dialog.codec.findData("h264"))
+        dialog.path.clear()
+        qtbot.keyClicks(dialog.path, str(tmp_path / name))
+        assert "not h264" in dialog.replaces.text()  # neither holds h264
+        dialog.codec.setCurrentIndex(dialog.codec.findData("ffv1"))
+        assert dialog.path.text() == str(tmp_path / name) and dialog.export_button.isEnabled()
+        assert not dialog.renamed.isVisible()
+    dialog.codec.setCurrentIndex(dialog.codec.findData("h265"))  # .mxf does not hold it
+    assert dialog.path.text() == str(tmp_path / "clip-lossless.mp4") and dialog.export_button.isEnabled()
+    assert dialog.renamed.isVisible() and "Renamed from clip-lossless.mxf" in dialog.renamed.text()
+    qtbot.keyClicks(dialog.path, "x")  # the note is about the name the dialog gave, until the name is edited
+    assert not dialog.renamed.isVisible()
     dialog.reject()
 
 
