@@ -184,8 +184,8 @@ class ExportDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(buttons)
-        self._range_changed()
         self._path_changed()
+        self._range_changed()
 
     def _path_changed(self) -> None:
         """Say what the output's name means: a file it replaces, or a name no container fits for
@@ -205,7 +205,8 @@ class ExportDialog(QDialog):
         self.replaces.setText(problem or ("This file exists and will be replaced." if exists else ""))
         self.replaces.setStyleSheet("color: #b00020" if problem else "")
         self.replaces.setVisible(bool(problem) or exists)
-        self.export_button.setEnabled(not problem)
+        self._path_problem = problem
+        self._allow_export()
         self.adjustSize()  # a wrapped message of several lines gets its height
 
     def _browse(self) -> None:
@@ -227,10 +228,18 @@ class ExportDialog(QDialog):
         self._path_changed()  # the same name may not fit the new codec
 
     def _range_changed(self) -> None:
-        """Keep the first frame at or before the last, and say the range's length and times."""
-        self.first.setMaximum(self.last.value())
-        self.last.setMinimum(self.first.value())
-        self.span.setText(f"{len(self._frames())} frames, {self._seconds()}")
+        """Say the range's length and times, or that the last frame is before the first (then
+        Export waits for a range)."""
+        frames = self._frames()
+        self.span.setText(
+            f"{len(frames)} frames, {self._seconds()}" if frames else "The last frame must not be before the first."
+        )
+        self.span.setStyleSheet("" if frames else "color: #b00020")
+        self._allow_export()
+
+    def _allow_export(self) -> None:
+        """Export is for a name the output can have and a range of frames."""
+        self.export_button.setEnabled(not self._path_problem and bool(self._frames()))
 
     def _frames(self) -> range:
         return range(self.first.value() - 1, self.last.value())

@@ -256,6 +256,26 @@ def test_cancel_stops_the_export_and_removes_its_file_and_the_next_export_runs(q
     assert len(read_frames(tmp_path / "after.mkv")) == 12
 
 
+def test_a_last_frame_before_the_first_is_refused_not_ignored(qtbot, window, clip) -> None:
+    """First frame 10, last frame 5: the last field showed 5 while the range kept 10 to 12, and
+    Export wrote those. The dialog says what is wrong and Export waits for a range."""
+    opened(qtbot, window, clip[0])
+    dialog = export_dialog_opened(qtbot, window)
+    for box, text in ((dialog.first, "10"), (dialog.last, "5")):
+        qtbot.mouseClick(box.lineEdit(), Qt.MouseButton.LeftButton)
+        box.lineEdit().selectAll()
+        qtbot.keyClicks(box.lineEdit(), text)
+    assert dialog.span.text() == "The last frame must not be before the first."
+    qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
+    qtbot.keyClick(dialog.last.lineEdit(), KEY.Key_Return)
+    assert dialog.isVisible() and not dialog.export_button.isEnabled() and not window.exports.rows
+    dialog.last.lineEdit().selectAll()
+    qtbot.keyClicks(dialog.last.lineEdit(), "11")
+    assert dialog.span.text().startswith("2 frames") and dialog.export_button.isEnabled()
+    assert dialog.settings().frames == range(9, 11)
+    dialog.reject()
+
+
 def test_exports_queue_and_run_one_after_another(qtbot, window, clip, tmp_path) -> None:
     opened(qtbot, window, clip[0])
     resume = threading.Event()
