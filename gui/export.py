@@ -120,8 +120,8 @@ def stop_exports_asked(parent: QWidget, count: int) -> bool:
 class ExportDialog(QDialog):
     """Output path, codec, quality and range: ``frames`` (from the in and out marks), shown as
     the window numbers frames (from 1) with their times (``frame_times``: each frame's, in seconds
-    from frame 0); audio and subtitles are always copied. The Export button adds the export to
-    the queue. The name proposed is one that neither exists nor is an output of the queue
+    from frame 0); audio and subtitles are copied, except into an image sequence. The Export
+    button adds the export to the queue. The name proposed is one that neither exists nor is an output of the queue
     (``queued``, resolved paths); a file that exists is named in the dialog and replaced, an
     output of the queue is refused."""
 
@@ -169,13 +169,17 @@ class ExportDialog(QDialog):
         form.addRow("Output", path_row)
         form.addRow("", self.replaces)
         form.addRow("", self.renamed)
-        form.addRow("Codec", self.codec)
+        self.codec_unused = QLabel("not used: an image sequence is written as its images' format")
+        codec_row = QHBoxLayout()
+        codec_row.addWidget(self.codec)
+        codec_row.addWidget(self.codec_unused, 1)
+        form.addRow("Codec", codec_row)
         form.addRow("Quality (CRF)", self.crf)
         form.addRow("First frame", self.first)
         form.addRow("Last frame", self.last)
         form.addRow("", self.span)
-        streams = f"{info.other_streams} audio / subtitle stream(s) copied unchanged" if info.other_streams else ""
-        form.addRow("", QLabel(streams or "no audio or subtitle streams to copy"))
+        self.streams = QLabel()
+        form.addRow("", self.streams)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.export_button = buttons.button(QDialogButtonBox.StandardButton.Ok)
         self.export_button.setText("Export")
@@ -192,8 +196,9 @@ class ExportDialog(QDialog):
         the codec, the input itself, a folder missing or read-only (then Export waits for a better
         name, and the dialog stays with its settings)."""
         path = Path(self.path.text()).expanduser()
+        container = ""
         try:
-            output_format(path, self.codec.currentData())
+            container = output_format(path, self.codec.currentData())
             check_output_path(path, self._source, overwrite=True)  # a file that exists is said below
         except VideoError as error:
             problem = str(error).removeprefix(f"{path}: ")
@@ -207,6 +212,7 @@ class ExportDialog(QDialog):
         self.replaces.setVisible(bool(problem) or exists)
         self._path_problem = problem
         self._allow_export()
+        self._show_what_is_written(images=container == "image2")
         self.adjustSize()  # a wrapped message of several lines gets its height
 
     def _browse(self) -> None:
@@ -218,7 +224,6 @@ class ExportDialog(QDialog):
         """Keep the output's name where it can hold the new codec; else give it the codec's usual
         extension where that can, and say so."""
         codec = self.codec.currentData()
-        self.crf.setEnabled(codec in ("h264", "h265"))
         current = Path(self.path.text())
         renamed = current.with_suffix(SUFFIXES[codec])
         if not _holds(current, codec) and _holds(renamed, codec):
@@ -226,6 +231,20 @@ class ExportDialog(QDialog):
             self.renamed.setText(f"Renamed from {current.name}: a {current.suffix} file does not hold {codec}.")
             self.renamed.show()
         self._path_changed()  # the same name may not fit the new codec
+
+    def _show_what_is_written(self, images: bool) -> None:
+        """The codec and quality in use, and the streams copied; an image sequence has neither a
+        codec nor sound."""
+        self.codec.setEnabled(not images)
+        self.codec_unused.setVisible(images)
+        self.crf.setEnabled(not images and self.codec.currentData() in ("h264", "h265"))
+        count = self._info.other_streams
+        if images:
+            left_out = f": the clip's {count} audio / subtitle stream(s) are left out" if count else ""
+            self.streams.setText(f"an image sequence carries no audio or subtitles{left_out}")
+        else:
+            copied = f"{count} audio / subtitle stream(s) copied unchanged" if count else ""
+            self.streams.setText(copied or "no audio or subtitle streams to copy")
 
     def _range_changed(self) -> None:
         """Say the range's length and times, or that the last frame is before the first (then
@@ -262,7 +281,8 @@ class ExportDialog(QDialog):
     def describe(self) -> str:
         """The range and codec in words, for the queue's rows."""
         frames = self._frames()
-        return f"frames {frames.start + 1} to {frames.stop} ({self._seconds()}), {self.codec.currentData()}"
+        written = self.codec.currentData() if self.codec.isEnabled() else "images"
+        return f"frames {frames.start + 1} to {frames.stop} ({self._seconds()}), {written}"
 
 
 class ExportJob(QObject):

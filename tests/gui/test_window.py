@@ -15,7 +15,7 @@ from clips import FLAT_BOX, chroma_subsampled_clips
 from media_corpus import ClipSpec, plain_pyav_numbers
 from media_corpus import write_clip as write_corpus_clip
 from PySide6.QtCore import QPointF, QSettings, QStandardPaths, Qt, QThread
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QLabel
 from window_driver import (
     WAIT_MS,
     add_synthetic_noise,
@@ -273,6 +273,30 @@ def test_a_last_frame_before_the_first_is_refused_not_ignored(qtbot, window, cli
     qtbot.keyClicks(dialog.last.lineEdit(), "11")
     assert dialog.span.text().startswith("2 frames") and dialog.export_button.isEnabled()
     assert dialog.settings().frames == range(9, 11)
+    dialog.reject()
+
+
+def test_an_image_sequence_is_said_to_carry_no_audio_and_no_codec(qtbot, window, tmp_path) -> None:
+    """An export to f%06d.tif: the dialog said the clip's audio was copied and showed h264, and
+    the images came out without either."""
+    spec = ClipSpec("sound.mkv", "ffv1", pixel_format="bgr0", size=(48, 128), frames=12, audio=True)
+    opened(qtbot, window, write_corpus_clip(tmp_path, spec))
+    dialog = export_dialog_opened(qtbot, window)
+
+    def said() -> str:
+        return " | ".join(label.text() for label in dialog.findChildren(QLabel) if label.isVisible())
+
+    assert "1 audio / subtitle stream(s) copied unchanged" in said()
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "f%06d.tif"))
+    assert "copied" not in said() and "an image sequence carries no audio or subtitles" in said()
+    assert "Codec" in said() and "not used: an image sequence is written as its images' format" in said()
+    assert not dialog.codec.isEnabled() and not dialog.crf.isEnabled() and dialog.export_button.isEnabled()
+    assert dialog.describe().endswith(", images")  # the queue's row
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "out.mp4"))
+    assert "1 audio / subtitle stream(s) copied unchanged" in said() and "not used" not in said()
+    assert dialog.codec.isEnabled() and dialog.crf.isEnabled()
     dialog.reject()
 
 
