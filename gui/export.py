@@ -34,6 +34,7 @@ from nlmeans_studio.engine import (
     CODECS,
     SAMPLE_CLIP,
     BackendUnavailableError,
+    CodecNotHeldError,
     ExportCancelledError,
     GpuOutOfMemoryError,
     LumaChroma,
@@ -200,6 +201,8 @@ class ExportDialog(QDialog):
         try:
             container = output_format(path, self.codec.currentData())
             check_output_path(path, self._source, overwrite=True)  # a file that exists is said below
+        except CodecNotHeldError as error:
+            problem = error.worded("another codec").removeprefix(f"{path}: ")
         except VideoError as error:
             problem = str(error).removeprefix(f"{path}: ")
         else:

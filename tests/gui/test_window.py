@@ -203,11 +203,12 @@ def test_the_export_dialog_says_when_no_container_fits_the_name_and_waits(qtbot,
         ("frame.png", "for an image sequence put the frame number's place in the name: frame%06d.png"),
         ("no such folder/out.mp4", f"the folder {tmp_path / 'no such folder'} does not exist"),
         (clip[0].name, "the output must not be the input"),
-        ("out.avi", "a .avi file holds ffv1 here, not h264"),
+        ("out.avi", "a .avi file holds ffv1 here, not h264; choose .mkv, .mp4, .mov or .ts for h264, or another codec"),
     ]:
         dialog.path.clear()
         qtbot.keyClicks(dialog.path, str(tmp_path / name))
         assert message in dialog.replaces.text() and dialog.replaces.isVisible()
+        assert "--" not in dialog.replaces.text()  # no command line's option: the window has its own words
         assert not dialog.export_button.isEnabled()
     dialog.codec.setCurrentIndex(dialog.codec.findData("ffv1"))  # an .avi file holds it: the name stays
     assert dialog.path.text().endswith("out.avi") and dialog.export_button.isEnabled()
