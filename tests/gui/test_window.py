@@ -695,6 +695,36 @@ def test_a_clip_keeps_its_own_settings(qtbot, window, clip, tmp_path) -> None:
     )
 
 
+def test_a_reopened_clip_shows_the_h_its_noise_suggests_beside_the_h_typed(qtbot, window, clip, tmp_path) -> None:
+    """h 30 typed, the clip reopened: its h stands, and the noise panel said "Suggested h: 30.0"
+    (the h in use), also after a preset, while "Reset to suggested" gave the estimate's h."""
+    other = tmp_path / "other.mkv"
+    write_clip(other, clip_frames(seed=1))
+    opened(qtbot, window, clip[0])
+    qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
+    qtbot.mouseClick(window.noise.draw_region, Qt.MouseButton.LeftButton)
+    drag(window, frame_point(window, 50.2, 40.2), frame_point(window, 89.8, 59.8))
+    qtbot.mouseClick(window.noise.use_region, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.estimate.method == "region", timeout=WAIT_MS)
+    press(qtbot, window, KEY.Key_H)
+    for key in (KEY.Key_3, KEY.Key_0, KEY.Key_Return):
+        press(qtbot, window, key)
+    opened(qtbot, window, other)
+    opened(qtbot, window, clip[0])
+    qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
+    suggested = apply_estimate(window.current_params(), window.estimate).h
+    assert window.parameters.h.value() == 30 and round(suggested, 1) != 30
+    assert f"Suggested h: {suggested:.1f}" in window.noise.result.text()
+    menu_action(window.menuBar().actions()[3].menu(), "VHS").trigger()  # h follows the noise: 1.2 x its suggestion
+    vhs_suggested = apply_estimate(window.current_params(), window.estimate).h
+    assert window.parameters.h.value() == pytest.approx(1.2 * vhs_suggested, abs=0.05)
+    assert f"Suggested h: {vhs_suggested:.1f}" in window.noise.result.text()
+    qtbot.mouseClick(window.parameters.reset, Qt.MouseButton.LeftButton)  # the default window, h as suggested
+    reset_suggested = apply_estimate(window.current_params(), window.estimate).h
+    assert window.parameters.h.value() == pytest.approx(reset_suggested, abs=0.05)
+    assert f"Suggested h: {reset_suggested:.1f}" in window.noise.result.text()
+
+
 def test_a_new_clip_starts_afresh(qtbot, window, clip, tmp_path) -> None:
     """A second clip (issue 32): its first frame, no marks, no drawn rectangle, and the parameters
     a clip opened for the first time starts from; the first clip's position, past frames and
