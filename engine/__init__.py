@@ -45,6 +45,7 @@ from nlmeans_studio.engine.luma_chroma import (
 )
 from nlmeans_studio.engine.media.video import (
     CODECS,
+    CodecNotHeldError,
     VideoError,
     VideoInfo,
     VideoReader,
@@ -140,6 +141,7 @@ __all__ = [
     "VOLUME_SUFFIXES",
     "WEIGHTINGS",
     "BackendUnavailableError",
+    "CodecNotHeldError",
     "Denoiser",
     "ExportCancelledError",
     "GpuOutOfMemoryError",

@@ -50,6 +50,7 @@ from nlmeans_studio.engine.media.video import (
     VideoReader,
     check_encoding,
     check_output_path,
+    is_image_sequence,
     output_format,
     read_frames,
     show_ffmpeg_messages,
@@ -529,12 +530,15 @@ def _denoise_params(args: argparse.Namespace, preset: Preset | None) -> tuple[NL
 
 
 def _warn_about_the_source(args: argparse.Namespace) -> None:
-    """Say what a person should know about INPUT before its frames are used (a truncated file)."""
+    """Say what a person should know about INPUT before its frames are used (a truncated file,
+    sound that an image sequence OUTPUT cannot carry)."""
     if isinstance(args.source, PipeReader) or args.quiet:
         return
     with VideoReader(args.source) as reader:
         if reader.info.warning:
             print(f"warning: {args.input}: {reader.info.warning}", file=sys.stderr)
+        if reader.info.other_streams and is_image_sequence(Path(args.output)):
+            print(f"warning: {args.output}: an image sequence carries no audio or subtitles", file=sys.stderr)
 
 
 class _Stop:

@@ -34,6 +34,7 @@ from nlmeans_studio.engine import (
     CODECS,
     SAMPLE_CLIP,
     BackendUnavailableError,
+    CodecNotHeldError,
     ExportCancelledError,
     GpuOutOfMemoryError,
     LumaChroma,
@@ -45,7 +46,15 @@ from nlmeans_studio.engine import (
     output_format,
 )
 
-SUFFIXES = {"h264": ".mp4", "h265": ".mp4", "ffv1": ".mkv", "prores": ".mov"}
+# The extension an output's name is given when its container cannot hold the codec chosen
+SUFFIXES = {
+    "h264": ".mp4",
+    "h265": ".mp4",
+    "ffv1": ".mkv",
+    "prores": ".mov",
+    "h264-nvenc": ".mp4",
+    "h265-nvenc": ".mp4",
+}
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,15 @@ def _free_name(source: Path, queued: Collection[Path]) -> Path:
     return next(path for path in map(folder.joinpath, names) if not path.exists() and path.resolve() not in queued)
 
 
+def _holds(path: Path, codec: str) -> bool:
+    """Whether an output named ``path`` can hold ``codec`` (an image sequence holds any: it has none)."""
+    try:
+        output_format(path, codec)
+    except VideoError:
+        return False
+    return True
+
+
 def stop_exports_asked(parent: QWidget, count: int) -> bool:
     """Ask, before a window closes, whether to stop its ``count`` unfinished exports: True to stop
     them and close, False (the default) to keep the window open."""
@@ -103,8 +121,8 @@ def stop_exports_asked(parent: QWidget, count: int) -> bool:
 class ExportDialog(QDialog):
     """Output path, codec, quality and range: ``frames`` (from the in and out marks), shown as
     the window numbers frames (from 1) with their times (``frame_times``: each frame's, in seconds
-    from frame 0); audio and subtitles are always copied. The Export button adds the export to
-    the queue. The name proposed is one that neither exists nor is an output of the queue
+    from frame 0); audio and subtitles are copied, except into an image sequence. The Export
+    button adds the export to the queue. The name proposed is one that neither exists nor is an output of the queue
     (``queued``, resolved paths); a file that exists is named in the dialog and replaced, an
     output of the queue is refused."""
 
@@ -141,20 +159,28 @@ class ExportDialog(QDialog):
         self.span = QLabel()
         self.replaces = QLabel()
         self.replaces.setWordWrap(True)
+        self.renamed = QLabel()  # why the dialog changed the name's extension, until the name is edited
+        self.renamed.hide()
         self.path.textChanged.connect(self._path_changed)
+        self.path.textEdited.connect(self.renamed.hide)
         path_row = QHBoxLayout()
         path_row.addWidget(self.path, 1)
         path_row.addWidget(browse)
         form = QFormLayout()
         form.addRow("Output", path_row)
         form.addRow("", self.replaces)
-        form.addRow("Codec", self.codec)
+        form.addRow("", self.renamed)
+        self.codec_unused = QLabel("not used: an image sequence is written as its images' format")
+        codec_row = QHBoxLayout()
+        codec_row.addWidget(self.codec)
+        codec_row.addWidget(self.codec_unused, 1)
+        form.addRow("Codec", codec_row)
         form.addRow("Quality (CRF)", self.crf)
         form.addRow("First frame", self.first)
         form.addRow("Last frame", self.last)
         form.addRow("", self.span)
-        streams = f"{info.other_streams} audio / subtitle stream(s) copied unchanged" if info.other_streams else ""
-        form.addRow("", QLabel(streams or "no audio or subtitle streams to copy"))
+        self.streams = QLabel()
+        form.addRow("", self.streams)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.export_button = buttons.button(QDialogButtonBox.StandardButton.Ok)
         self.export_button.setText("Export")
@@ -163,17 +189,20 @@ class ExportDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(buttons)
-        self._range_changed()
         self._path_changed()
+        self._range_changed()
 
     def _path_changed(self) -> None:
         """Say what the output's name means: a file it replaces, or a name no container fits for
         the codec, the input itself, a folder missing or read-only (then Export waits for a better
         name, and the dialog stays with its settings)."""
         path = Path(self.path.text()).expanduser()
+        container = ""
         try:
-            output_format(path, self.codec.currentData())
+            container = output_format(path, self.codec.currentData())
             check_output_path(path, self._source, overwrite=True)  # a file that exists is said below
+        except CodecNotHeldError as error:
+            problem = error.worded("another codec").removeprefix(f"{path}: ")
         except VideoError as error:
             problem = str(error).removeprefix(f"{path}: ")
         else:
@@ -184,7 +213,9 @@ class ExportDialog(QDialog):
         self.replaces.setText(problem or ("This file exists and will be replaced." if exists else ""))
         self.replaces.setStyleSheet("color: #b00020" if problem else "")
         self.replaces.setVisible(bool(problem) or exists)
-        self.export_button.setEnabled(not problem)
+        self._path_problem = problem
+        self._allow_export()
+        self._show_what_is_written(images=container == "image2")
         self.adjustSize()  # a wrapped message of several lines gets its height
 
     def _browse(self) -> None:
@@ -193,17 +224,44 @@ class ExportDialog(QDialog):
             self.path.setText(path)
 
     def _codec_changed(self) -> None:
+        """Keep the output's name where it can hold the new codec; else give it the codec's usual
+        extension where that can, and say so."""
         codec = self.codec.currentData()
-        self.crf.setEnabled(codec in ("h264", "h265"))
         current = Path(self.path.text())
-        self.path.setText(str(current.with_suffix(SUFFIXES.get(codec, current.suffix))))
+        renamed = current.with_suffix(SUFFIXES[codec])
+        if not _holds(current, codec) and _holds(renamed, codec):
+            self.path.setText(str(renamed))
+            self.renamed.setText(f"Renamed from {current.name}: a {current.suffix} file does not hold {codec}.")
+            self.renamed.show()
         self._path_changed()  # the same name may not fit the new codec
 
+    def _show_what_is_written(self, images: bool) -> None:
+        """The codec and quality in use, and the streams copied; an image sequence has neither a
+        codec nor sound."""
+        self.codec.setEnabled(not images)
+        self.codec_unused.setVisible(images)
+        self.crf.setEnabled(not images and self.codec.currentData() in ("h264", "h265"))
+        count = self._info.other_streams
+        if images:
+            left_out = f": the clip's {count} audio / subtitle stream(s) are left out" if count else ""
+            self.streams.setText(f"an image sequence carries no audio or subtitles{left_out}")
+        else:
+            copied = f"{count} audio / subtitle stream(s) copied unchanged" if count else ""
+            self.streams.setText(copied or "no audio or subtitle streams to copy")
+
     def _range_changed(self) -> None:
-        """Keep the first frame at or before the last, and say the range's length and times."""
-        self.first.setMaximum(self.last.value())
-        self.last.setMinimum(self.first.value())
-        self.span.setText(f"{len(self._frames())} frames, {self._seconds()}")
+        """Say the range's length and times, or that the last frame is before the first (then
+        Export waits for a range)."""
+        frames = self._frames()
+        self.span.setText(
+            f"{len(frames)} frames, {self._seconds()}" if frames else "The last frame must not be before the first."
+        )
+        self.span.setStyleSheet("" if frames else "color: #b00020")
+        self._allow_export()
+
+    def _allow_export(self) -> None:
+        """Export is for a name the output can have and a range of frames."""
+        self.export_button.setEnabled(not self._path_problem and bool(self._frames()))
 
     def _frames(self) -> range:
         return range(self.first.value() - 1, self.last.value())
@@ -226,7 +284,8 @@ class ExportDialog(QDialog):
     def describe(self) -> str:
         """The range and codec in words, for the queue's rows."""
         frames = self._frames()
-        return f"frames {frames.start + 1} to {frames.stop} ({self._seconds()}), {self.codec.currentData()}"
+        written = self.codec.currentData() if self.codec.isEnabled() else "images"
+        return f"frames {frames.start + 1} to {frames.stop} ({self._seconds()}), {written}"
 
 
 class ExportJob(QObject):

@@ -83,12 +83,12 @@ class NoiseFollower(QObject):
         self.estimate = estimate
         self.apply_noise(estimate)
         self._keep_h = False
-        params = self._parameters.params()
-        self._noise.show_estimate(estimate, params.color_transform, params.h)
 
     def apply_noise(self, estimate: NoiseEstimate | None = None) -> None:
         """h (``strength`` times the suggested h) and color decorrelation from ``estimate``, which
-        becomes ``noise_in_use`` (by default the noise in use already, if any)."""
+        becomes ``noise_in_use`` (by default the noise in use already, if any). The noise panel
+        shows the clip's estimate with the h it suggests for the window now, whatever h is in use
+        (a clip's saved h, a preset's multiple)."""
         estimate = estimate or self.noise_in_use
         if estimate is None:
             return
@@ -101,6 +101,8 @@ class NoiseFollower(QObject):
         self._parameters.offer_decorrelation(transform, ticked=suggested.color_transform is not None)
         if not self._keep_h:
             self._parameters.set_h(self.strength * suggested.h)
+        if estimate is self.estimate:
+            self._noise.show_estimate(estimate, self._parameters.params().color_transform, suggested.h)
         self._follow_in_luma_chroma()
         self.parameters_changed.emit()
 

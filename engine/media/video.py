@@ -1179,6 +1179,35 @@ OUTPUT_CONTAINERS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+class CodecNotHeldError(VideoError):
+    """An output whose container does not hold the codec asked for (H.264 in an .avi file).
+
+    The message names the containers that hold it, or says to choose another ``--codec``, as the
+    command line takes it; ``worded`` says that last choice in another interface's words.
+
+    Parameters
+    ----------
+    path : Path
+        The output; its extension names the container.
+    codec : str
+        The codec asked for, one of CODECS.
+    """
+
+    def __init__(self, path: Path, codec: str) -> None:
+        self.path, self.codec = path, codec
+        super().__init__(self.worded("another --codec"))
+
+    def worded(self, another_codec: str) -> str:
+        """The message, with ``another_codec`` ("another codec") for the choice of another codec."""
+        suffix = self.path.suffix.lower()
+        *others, last = [name for name, (_, held) in OUTPUT_CONTAINERS.items() if self.codec in held]
+        holders = f"{', '.join(others)} or {last}" if others else last
+        return (
+            f"{self.path}: a {suffix} file holds {', '.join(OUTPUT_CONTAINERS[suffix][1])} here, not {self.codec}; "
+            f"choose {holders} for {self.codec}, or {another_codec}"
+        )
+
+
 def output_format(path: Path, codec: str) -> str:
     """The container format (FFmpeg's muxer) of the output's name, checked to hold ``codec``.
 
@@ -1198,7 +1227,9 @@ def output_format(path: Path, codec: str) -> str:
     ------
     VideoError
         An extension of no container in OUTPUT_CONTAINERS; one image's name (``frame.png``)
-        without a frame number's place; a container that does not hold ``codec`` (H.264 in AVI).
+        without a frame number's place.
+    CodecNotHeldError
+        A container that does not hold ``codec`` (H.264 in AVI); a VideoError.
     """
     if is_image_sequence(path):
         return "image2"
@@ -1216,12 +1247,7 @@ def output_format(path: Path, codec: str) -> str:
         )
     muxer, codecs = OUTPUT_CONTAINERS[suffix]
     if codec not in codecs:
-        *others, last = [name for name, (_, held) in OUTPUT_CONTAINERS.items() if codec in held]
-        holders = f"{', '.join(others)} or {last}" if others else last
-        raise VideoError(
-            f"{path}: a {suffix} file holds {', '.join(codecs)} here, not {codec}; choose {holders} for {codec}, "
-            "or another --codec"
-        )
+        raise CodecNotHeldError(path, codec)
     return muxer
 
 

@@ -144,3 +144,10 @@ def test_a_run_with_numba_jit_disabled_says_nothing_of_a_compile(tmp_path) -> No
         command, capture_output=True, text=True, timeout=120, env={**os.environ, "NUMBA_DISABLE_JIT": "1"}
     )
     assert run.returncode == 0 and COMPILING not in run.stderr, run.stderr
+
+
+def test_an_image_sequence_output_is_said_to_leave_the_sound_out(capsys, tmp_path) -> None:
+    make_clip(tmp_path / "in.mkv", frames=2, size=(16, 24), audio=True)
+    output = str(tmp_path / "f%06d.png")
+    assert main(["denoise", str(tmp_path / "in.mkv"), output, "--noise", "none", "--backend", "cpu"]) == 0
+    assert f"warning: {output}: an image sequence carries no audio or subtitles" in capsys.readouterr().err

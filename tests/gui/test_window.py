@@ -15,7 +15,7 @@ from clips import FLAT_BOX, chroma_subsampled_clips
 from media_corpus import ClipSpec, plain_pyav_numbers
 from media_corpus import write_clip as write_corpus_clip
 from PySide6.QtCore import QPointF, QSettings, QStandardPaths, Qt, QThread
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QLabel
 from window_driver import (
     WAIT_MS,
     add_synthetic_noise,
@@ -203,15 +203,38 @@ def test_the_export_dialog_says_when_no_container_fits_the_name_and_waits(qtbot,
         ("frame.png", "for an image sequence put the frame number's place in the name: frame%06d.png"),
         ("no such folder/out.mp4", f"the folder {tmp_path / 'no such folder'} does not exist"),
         (clip[0].name, "the output must not be the input"),
-        ("out.avi", "a .avi file holds ffv1 here, not h264"),
+        ("out.avi", "a .avi file holds ffv1 here, not h264; choose .mkv, .mp4, .mov or .ts for h264, or another codec"),
     ]:
         dialog.path.clear()
         qtbot.keyClicks(dialog.path, str(tmp_path / name))
         assert message in dialog.replaces.text() and dialog.replaces.isVisible()
+        assert "--" not in dialog.replaces.text()  # no command line's option: the window has its own words
         assert not dialog.export_button.isEnabled()
-    dialog.codec.setCurrentIndex(dialog.codec.findData("ffv1"))  # the name becomes out.mkv
-    assert dialog.path.text().endswith("out.mkv") and dialog.export_button.isEnabled()
+    dialog.codec.setCurrentIndex(dialog.codec.findData("ffv1"))  # an .avi file holds it: the name stays
+    assert dialog.path.text().endswith("out.avi") and dialog.export_button.isEnabled()
     assert not dialog.replaces.isVisible()
+    dialog.reject()
+
+
+def test_choosing_a_codec_keeps_a_name_whose_container_holds_it(qtbot, window, clip, tmp_path) -> None:
+    """A restorer typed clip-lossless.avi, then chose ffv1 (which .avi and .mxf hold): the name
+    silently became clip-lossless.mkv. A name is changed only where its container cannot hold
+    the codec, and the dialog says so."""
+    opened(qtbot, window, clip[0])
+    dialog = export_dialog_opened(qtbot, window)
+    for name in ("clip-lossless.avi", "clip-lossless.mxf"):
+        dialog.codec.setCurrentIndex(dialog.codec.findData("h264"))
+        dialog.path.clear()
+        qtbot.keyClicks(dialog.path, str(tmp_path / name))
+        assert "not h264" in dialog.replaces.text()  # neither holds h264
+        dialog.codec.setCurrentIndex(dialog.codec.findData("ffv1"))
+        assert dialog.path.text() == str(tmp_path / name) and dialog.export_button.isEnabled()
+        assert not dialog.renamed.isVisible()
+    dialog.codec.setCurrentIndex(dialog.codec.findData("h265"))  # .mxf does not hold it
+    assert dialog.path.text() == str(tmp_path / "clip-lossless.mp4") and dialog.export_button.isEnabled()
+    assert dialog.renamed.isVisible() and "Renamed from clip-lossless.mxf" in dialog.renamed.text()
+    qtbot.keyClicks(dialog.path, "x")  # the note is about the name the dialog gave, until the name is edited
+    assert not dialog.renamed.isVisible()
     dialog.reject()
 
 
@@ -232,6 +255,50 @@ def test_cancel_stops_the_export_and_removes_its_file_and_the_next_export_runs(q
     export_with_dialog(qtbot, window, tmp_path / "after.mkv", window.export_action.trigger)
     exports_done(qtbot, window)
     assert len(read_frames(tmp_path / "after.mkv")) == 12
+
+
+def test_a_last_frame_before_the_first_is_refused_not_ignored(qtbot, window, clip) -> None:
+    """First frame 10, last frame 5: the last field showed 5 while the range kept 10 to 12, and
+    Export wrote those. The dialog says what is wrong and Export waits for a range."""
+    opened(qtbot, window, clip[0])
+    dialog = export_dialog_opened(qtbot, window)
+    for box, text in ((dialog.first, "10"), (dialog.last, "5")):
+        qtbot.mouseClick(box.lineEdit(), Qt.MouseButton.LeftButton)
+        box.lineEdit().selectAll()
+        qtbot.keyClicks(box.lineEdit(), text)
+    assert dialog.span.text() == "The last frame must not be before the first."
+    qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
+    qtbot.keyClick(dialog.last.lineEdit(), KEY.Key_Return)
+    assert dialog.isVisible() and not dialog.export_button.isEnabled() and not window.exports.rows
+    dialog.last.lineEdit().selectAll()
+    qtbot.keyClicks(dialog.last.lineEdit(), "11")
+    assert dialog.span.text().startswith("2 frames") and dialog.export_button.isEnabled()
+    assert dialog.settings().frames == range(9, 11)
+    dialog.reject()
+
+
+def test_an_image_sequence_is_said_to_carry_no_audio_and_no_codec(qtbot, window, tmp_path) -> None:
+    """An export to f%06d.tif: the dialog said the clip's audio was copied and showed h264, and
+    the images came out without either."""
+    spec = ClipSpec("sound.mkv", "ffv1", pixel_format="bgr0", size=(48, 128), frames=12, audio=True)
+    opened(qtbot, window, write_corpus_clip(tmp_path, spec))
+    dialog = export_dialog_opened(qtbot, window)
+
+    def said() -> str:
+        return " | ".join(label.text() for label in dialog.findChildren(QLabel) if label.isVisible())
+
+    assert "1 audio / subtitle stream(s) copied unchanged" in said()
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "f%06d.tif"))
+    assert "copied" not in said() and "an image sequence carries no audio or subtitles" in said()
+    assert "Codec" in said() and "not used: an image sequence is written as its images' format" in said()
+    assert not dialog.codec.isEnabled() and not dialog.crf.isEnabled() and dialog.export_button.isEnabled()
+    assert dialog.describe().endswith(", images")  # the queue's row
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "out.mp4"))
+    assert "1 audio / subtitle stream(s) copied unchanged" in said() and "not used" not in said()
+    assert dialog.codec.isEnabled() and dialog.crf.isEnabled()
+    dialog.reject()
 
 
 def test_exports_queue_and_run_one_after_another(qtbot, window, clip, tmp_path) -> None:
@@ -626,6 +693,36 @@ def test_a_clip_keeps_its_own_settings(qtbot, window, clip, tmp_path) -> None:
         and window.current_params().search_radius == 4
         and window.frame_slider.mark_in == 1
     )
+
+
+def test_a_reopened_clip_shows_the_h_its_noise_suggests_beside_the_h_typed(qtbot, window, clip, tmp_path) -> None:
+    """h 30 typed, the clip reopened: its h stands, and the noise panel said "Suggested h: 30.0"
+    (the h in use), also after a preset, while "Reset to suggested" gave the estimate's h."""
+    other = tmp_path / "other.mkv"
+    write_clip(other, clip_frames(seed=1))
+    opened(qtbot, window, clip[0])
+    qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
+    qtbot.mouseClick(window.noise.draw_region, Qt.MouseButton.LeftButton)
+    drag(window, frame_point(window, 50.2, 40.2), frame_point(window, 89.8, 59.8))
+    qtbot.mouseClick(window.noise.use_region, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.estimate.method == "region", timeout=WAIT_MS)
+    press(qtbot, window, KEY.Key_H)
+    for key in (KEY.Key_3, KEY.Key_0, KEY.Key_Return):
+        press(qtbot, window, key)
+    opened(qtbot, window, other)
+    opened(qtbot, window, clip[0])
+    qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
+    suggested = apply_estimate(window.current_params(), window.estimate).h
+    assert window.parameters.h.value() == 30 and round(suggested, 1) != 30
+    assert f"Suggested h: {suggested:.1f}" in window.noise.result.text()
+    menu_action(window.menuBar().actions()[3].menu(), "VHS").trigger()  # h follows the noise: 1.2 x its suggestion
+    vhs_suggested = apply_estimate(window.current_params(), window.estimate).h
+    assert window.parameters.h.value() == pytest.approx(1.2 * vhs_suggested, abs=0.05)
+    assert f"Suggested h: {vhs_suggested:.1f}" in window.noise.result.text()
+    qtbot.mouseClick(window.parameters.reset, Qt.MouseButton.LeftButton)  # the default window, h as suggested
+    reset_suggested = apply_estimate(window.current_params(), window.estimate).h
+    assert window.parameters.h.value() == pytest.approx(reset_suggested, abs=0.05)
+    assert f"Suggested h: {reset_suggested:.1f}" in window.noise.result.text()
 
 
 def test_a_new_clip_starts_afresh(qtbot, window, clip, tmp_path) -> None:
