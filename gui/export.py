@@ -254,7 +254,9 @@ class ExportDialog(QDialog):
         Export waits for a range)."""
         frames = self._frames()
         self.span.setText(
-            f"{len(frames)} frames, {self._seconds()}" if frames else "The last frame must not be before the first."
+            f"{len(frames)} frame{'' if len(frames) == 1 else 's'}, {self._seconds()}"
+            if frames
+            else "The last frame must not be before the first."
         )
         self.span.setStyleSheet("" if frames else "color: #b00020")
         self._allow_export()

@@ -274,6 +274,9 @@ def test_a_last_frame_before_the_first_is_refused_not_ignored(qtbot, window, cli
     qtbot.keyClicks(dialog.last.lineEdit(), "11")
     assert dialog.span.text().startswith("2 frames") and dialog.export_button.isEnabled()
     assert dialog.settings().frames == range(9, 11)
+    dialog.last.lineEdit().selectAll()
+    qtbot.keyClicks(dialog.last.lineEdit(), "10")
+    assert dialog.span.text().startswith("1 frame,")  # one in and out mark: one frame, said so
     dialog.reject()
 
 
