@@ -817,3 +817,15 @@ def test_a_volume_run_short_of_its_data_limit_says_what_to_lower(tmp_path, megab
                          preexec_fn=_address_space(megabytes, resource.RLIMIT_DATA))  # fmt: skip
     _one_clear_line(run, "error: out of memory")
     assert run.stderr.splitlines()[-1].endswith("or raise the limit (ulimit -d)")
+
+
+def test_a_y4m_stream_with_a_duration_past_the_lookahead_has_its_noise_estimated_on_it(tmp_path) -> None:
+    """A duration past the LOOKAHEAD frames a pipe keeps was an IndexError from the noise estimate."""
+    run = subprocess.run(
+        [*CLI, "denoise", "-", str(tmp_path / "out.mkv"), "--codec", "ffv1", "--duration", "1"],
+        input=_y4m(frames=30),
+        capture_output=True,
+    )
+    assert run.returncode == 0, run.stderr.decode()
+    with VideoReader(tmp_path / "out.mkv") as reader:
+        assert reader.info.frame_count == 25
