@@ -529,12 +529,17 @@ def _denoise_params(args: argparse.Namespace, preset: Preset | None) -> tuple[NL
 
 
 def _warn_about_the_source(args: argparse.Namespace) -> None:
-    """Say what a person should know about INPUT before its frames are used (a truncated file)."""
-    if isinstance(args.source, PipeReader) or args.quiet:
+    """Say what a person should know about INPUT before its frames are used (a truncated file,
+    an interlaced pipe)."""
+    if args.quiet:
         return
-    with VideoReader(args.source) as reader:
-        if reader.info.warning:
-            print(f"warning: {args.input}: {reader.info.warning}", file=sys.stderr)
+    if isinstance(args.source, PipeReader):
+        warning = args.source.info.warning
+    else:
+        with VideoReader(args.source) as reader:
+            warning = reader.info.warning
+    if warning:
+        print(f"warning: {args.input}: {warning}", file=sys.stderr)
 
 
 class _Stop:

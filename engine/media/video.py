@@ -54,6 +54,11 @@ LARGEST_PICTURE = (2**31 - 1) // 8
 # H.264 decoding on one core (x264 writes one slice per frame) and makes x264 encode with
 # sliced threads, which scale worse than its frame threads.
 CODEC_THREADS = "AUTO"
+# What VideoInfo.warning says of a source whose first frame is interlaced (a file's or a pipe's)
+INTERLACED = (
+    "the video is interlaced: each frame's two fields are filtered as one picture and written as "
+    "progressive (no field-aware mode yet); deinterlace it first (FFmpeg's bwdif) for the best result"
+)
 
 
 class VideoError(Exception):
@@ -514,10 +519,7 @@ class VideoReader:
                 "written, opaque; keep the transparency by merging the source's alpha back in afterwards"
             )
         if getattr(first, "interlaced_frame", False):
-            warnings.append(
-                "the video is interlaced: each frame's two fields are filtered as one picture and written as "
-                "progressive (no field-aware mode yet); deinterlace it first (FFmpeg's bwdif) for the best result"
-            )
+            warnings.append(INTERLACED)
         warning = "; ".join(warnings)
         return VideoInfo(
             path=self.path,

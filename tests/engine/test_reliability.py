@@ -829,3 +829,15 @@ def test_a_y4m_stream_with_a_duration_past_the_lookahead_has_its_noise_estimated
     assert run.returncode == 0, run.stderr.decode()
     with VideoReader(tmp_path / "out.mkv") as reader:
         assert reader.info.frame_count == 25
+
+
+@pytest.mark.parametrize("order", ["t", "b"])
+def test_an_interlaced_y4m_stream_is_said_to_be_filtered_as_progressive(tmp_path, order) -> None:
+    """A file flagged interlaced was warned about, the same stream on standard input was not."""
+    run = subprocess.run(
+        [*CLI, "denoise", "-", str(tmp_path / "out.mkv"), *FAST],
+        input=_y4m(f"W32 H32 F25:1 I{order} C420jpeg"),
+        capture_output=True,
+    )
+    assert run.returncode == 0, run.stderr.decode()
+    assert "warning: -: the video is interlaced: each frame's two fields are filtered as one" in run.stderr.decode()
