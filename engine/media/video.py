@@ -150,6 +150,9 @@ class VideoInfo:
         Audio and subtitle streams, copied by the writer.
     start_time : float
         Seconds on the container's clock when frame 0 is shown.
+    sample_aspect_ratio : Fraction or None
+        A pixel's width over its height, as shown (32/27 for a 16:9 NTSC DVD), upright; None
+        where the file gives none (square pixels).
     dtype : numpy.dtype
         uint8 for 8-bit sources, uint16 (full 16-bit scale) for deeper ones.
     """
@@ -171,6 +174,7 @@ class VideoInfo:
     warning: str = ""  # what a person should know before using the frames: a truncated file
     other_streams: int = 0  # audio and subtitle streams, copied by the writer
     start_time: float = 0.0  # seconds on the container's clock when frame 0 is shown
+    sample_aspect_ratio: Fraction | None = None  # a pixel's width over its height; None: not given (square)
 
     @property
     def dtype(self) -> np.dtype:
@@ -501,6 +505,8 @@ class VideoReader:
         width, height = facts.pop("size")
         if rotation % 180:
             width, height = height, width
+            if facts["sample_aspect_ratio"] is not None:  # a turned pixel's width is its height
+                facts["sample_aspect_ratio"] = 1 / facts["sample_aspect_ratio"]
         count, times = self._index.frame_count, self._index.timestamps
         if self._index.has_timestamps and count > 1:
             step = float(np.median(np.diff(times[-min(count, 50) :])))  # the last frame lasts as the ones before
@@ -744,6 +750,7 @@ def _stream_facts(path: Path, container: Any) -> dict[str, Any]:
             "range": int(context.color_range),
         },
         "other_streams": len(container.streams.audio) + len(container.streams.subtitles),
+        "sample_aspect_ratio": Fraction(stream.sample_aspect_ratio) if stream.sample_aspect_ratio else None,
         "declared_frames": stream.frames,  # 0 where the container keeps no count
     }
 
@@ -894,6 +901,8 @@ class VideoWriter:
             context.color_trc = like.color.get("trc", 2)
             context.colorspace = like.color.get("colorspace", 2)
             context.color_range = like.color.get("range", 0)
+            if like.sample_aspect_ratio is not None:  # anamorphic pixels stay so (H.264's VUI, MOV's pasp)
+                context.sample_aspect_ratio = like.sample_aspect_ratio
             if encoder not in ANY_SIZE_ENCODERS:
                 _check_size(self.path, self._stream.pix_fmt, like.width, like.height)
             self._made_frame = _frame_maker(self._stream.pix_fmt, self._frame_format, like.color, like.height)

@@ -340,3 +340,20 @@ def test_hardware_decoding_gives_the_same_frames_or_falls_back(tmp_path) -> None
     assert len(hardware) == 132
     # H.264 decoding is bit-exact by the standard; the RGB conversion is the same code.
     assert all(np.array_equal(a, b) for a, b in zip(hardware, read_frames(SAMPLE_CLIP), strict=True))
+
+
+@pytest.mark.parametrize(("name", "codec"), [("out.mkv", "h264"), ("out.mp4", "h264"), ("out.mov", "prores")])
+def test_anamorphic_video_keeps_its_sample_aspect_ratio(tmp_path, name, codec) -> None:
+    """A DVD's 16:9 MPEG-2 (720x480 pixels of 32:27) came out with no sample aspect ratio: squeezed."""
+    with av.open(str(tmp_path / "dvd.mpg"), "w") as container:
+        stream = container.add_stream("mpeg2video", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        stream.codec_context.sample_aspect_ratio = Fraction(4, 3)  # 64x48 shown 16:9
+        for index in range(3):
+            image = np.random.default_rng(index).integers(0, 256, (48, 64, 3), dtype=np.uint8)
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")))
+        container.mux(stream.encode(None))
+    assert VideoReader(tmp_path / "dvd.mpg").info.sample_aspect_ratio == Fraction(4, 3)
+    denoise_file(tmp_path / "dvd.mpg", tmp_path / name, PARAMS, backend="cpu", codec=codec)
+    with av.open(str(tmp_path / name)) as output:
+        assert output.streams.video[0].sample_aspect_ratio == Fraction(4, 3)
