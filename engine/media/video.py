@@ -1137,16 +1137,23 @@ def _frame_maker(
 
         def through_swscale(array: np.ndarray) -> Any:
             frame = av.VideoFrame.from_ndarray(array, format=frame_format)
-            return frame if conversion is None else frame.reformat(**conversion)
+            return _tagged(frame if conversion is None else frame.reformat(**conversion), color)
 
         return through_swscale
 
     def through_yuv(array: np.ndarray) -> Any:
         frame = planes_frame(rgb_to_planes(array, layout), layout)
-        frame.colorspace, frame.color_range = color.get("colorspace", 2), color.get("range", 0)
-        return frame if planar == pixel_format else frame.reformat(format=pixel_format)
+        return _tagged(frame if planar == pixel_format else frame.reformat(format=pixel_format), color)
 
     return through_yuv
+
+
+def _tagged(frame: Any, color: dict[str, int]) -> Any:
+    """``frame`` with the source's four color tags: encoders that write them from each frame
+    (ProRes) would write the untagged ones as unknown."""
+    frame.color_primaries, frame.color_trc = color.get("primaries", 2), color.get("trc", 2)
+    frame.colorspace, frame.color_range = color.get("colorspace", 2), color.get("range", 0)
+    return frame
 
 
 def _yuv_conversion(pixel_format: str, color: dict[str, int]) -> dict[str, Any] | None:

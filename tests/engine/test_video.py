@@ -357,3 +357,23 @@ def test_anamorphic_video_keeps_its_sample_aspect_ratio(tmp_path, name, codec) -
     denoise_file(tmp_path / "dvd.mpg", tmp_path / name, PARAMS, backend="cpu", codec=codec)
     with av.open(str(tmp_path / name)) as output:
         assert output.streams.video[0].sample_aspect_ratio == Fraction(4, 3)
+
+
+@pytest.mark.parametrize(("name", "codec"), [("out.mov", "prores"), ("out.mp4", "h264"), ("out.mkv", "ffv1")])
+def test_every_color_tag_of_the_source_reaches_the_stream(tmp_path, name, codec) -> None:
+    """ProRes wrote BT.709 primaries and transfer as unknown (it writes each frame's tags, and the
+    frames carried the matrix and range only)."""
+    bt709 = {"color_primaries": 1, "color_trc": 1, "colorspace": 1, "color_range": 1}  # HD video, limited range
+    with av.open(str(tmp_path / "hd.mkv"), "w") as container:
+        stream = container.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        for tag, value in bt709.items():
+            setattr(stream.codec_context, tag, value)
+        for index in range(3):
+            image = np.random.default_rng(index).integers(0, 256, (48, 64, 3), dtype=np.uint8)
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24").reformat(format="yuv420p")))
+        container.mux(stream.encode(None))
+    denoise_file(tmp_path / "hd.mkv", tmp_path / name, PARAMS, backend="cpu", codec=codec)
+    with av.open(str(tmp_path / name)) as output:
+        frame = next(output.decode(video=0))
+        assert {tag: int(getattr(frame, tag)) for tag in bt709} == bt709
