@@ -172,7 +172,7 @@ class ExportDialog(QDialog):
         name, and the dialog stays with its settings)."""
         path = Path(self.path.text()).expanduser()
         try:
-            output_format(path, self.codec.currentData())
+            output_format(path, self.codec.currentData(), self._info)  # its streams too: MXF's PCM
             check_output_path(path, self._source, overwrite=True)  # a file that exists is said below
         except VideoError as error:
             problem = str(error).removeprefix(f"{path}: ")

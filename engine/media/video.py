@@ -146,8 +146,11 @@ class VideoInfo:
         "master-display" and "max-cll", in x265's syntax; empty without HDR10 metadata.
     warning : str
         What a person should know before using the frames (a truncated file); "" if nothing.
+    other_formats : tuple of (str, int)
+        The audio and subtitle streams the writer copies: FFmpeg's name of each one's codec and
+        its sample rate in Hz (0 for subtitles): ``(("aac", 48000),)``.
     other_streams : int
-        Audio and subtitle streams, copied by the writer.
+        How many those are.
     start_time : float
         Seconds on the container's clock when frame 0 is shown.
     sample_aspect_ratio : Fraction or None
@@ -172,9 +175,14 @@ class VideoInfo:
     rotation: int = 0  # degrees, from the display matrix
     hdr10: dict[str, str] = field(default_factory=dict)  # "master-display", "max-cll", in x265's syntax
     warning: str = ""  # what a person should know before using the frames: a truncated file
-    other_streams: int = 0  # audio and subtitle streams, copied by the writer
+    other_formats: tuple[tuple[str, int], ...] = ()  # audio and subtitle streams' (codec, Hz), copied
     start_time: float = 0.0  # seconds on the container's clock when frame 0 is shown
     sample_aspect_ratio: Fraction | None = None  # a pixel's width over its height; None: not given (square)
+
+    @property
+    def other_streams(self) -> int:
+        """How many audio and subtitle streams the writer copies."""
+        return len(self.other_formats)
 
     @property
     def dtype(self) -> np.dtype:
@@ -749,10 +757,16 @@ def _stream_facts(path: Path, container: Any) -> dict[str, Any]:
             "colorspace": int(context.colorspace),
             "range": int(context.color_range),
         },
-        "other_streams": len(container.streams.audio) + len(container.streams.subtitles),
+        "other_formats": tuple(map(_codec_and_rate, (*container.streams.audio, *container.streams.subtitles))),
         "sample_aspect_ratio": Fraction(stream.sample_aspect_ratio) if stream.sample_aspect_ratio else None,
         "declared_frames": stream.frames,  # 0 where the container keeps no count
     }
+
+
+def _codec_and_rate(stream: Any) -> tuple[str, int]:
+    """An audio or subtitle stream's codec, as FFmpeg names it, and sample rate in Hz (0 for subtitles)."""
+    context = stream.codec_context  # None where this FFmpeg has no decoder for it
+    return (context.name if context is not None else "an unknown codec"), getattr(context, "sample_rate", 0)
 
 
 # Codec name -> (encoder, pixel format for 8-bit sources, for deeper sources). H.264 and H.265
@@ -863,7 +877,7 @@ class VideoWriter:
         self.info = like
         check_encoding(codec, crf, preset, rgb=rgb)
         self._pipe = str(path) == STANDARD_OUTPUT
-        muxer = None if self._pipe else output_format(self.path, codec)
+        muxer = None if self._pipe else output_format(self.path, codec, like)
         if not self._pipe:
             check_output_path(self.path, like.path, overwrite)
         self._sequence = is_image_sequence(self.path)
@@ -1197,8 +1211,13 @@ OUTPUT_CONTAINERS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def output_format(path: Path, codec: str) -> str:
-    """The container format (FFmpeg's muxer) of the output's name, checked to hold ``codec``.
+# Muxers that hold only uncompressed audio, in these codecs at this sample rate (Hz), and no subtitles
+PCM_ONLY = {"mxf": (("pcm_s16le", "pcm_s24le"), 48000)}
+
+
+def output_format(path: Path, codec: str, like: VideoInfo | None = None) -> str:
+    """The container format (FFmpeg's muxer) of the output's name, checked to hold ``codec`` and
+    the audio and subtitle streams of ``like`` the writer copies.
 
     Parameters
     ----------
@@ -1206,6 +1225,8 @@ def output_format(path: Path, codec: str) -> str:
         The output: a file (its extension names the container) or an image sequence's pattern.
     codec : str
         One of CODECS (``check_encoding`` checks it).
+    like : VideoInfo, optional
+        The source, whose ``other_formats`` the container must hold as they are.
 
     Returns
     -------
@@ -1216,7 +1237,8 @@ def output_format(path: Path, codec: str) -> str:
     ------
     VideoError
         An extension of no container in OUTPUT_CONTAINERS; one image's name (``frame.png``)
-        without a frame number's place; a container that does not hold ``codec`` (H.264 in AVI).
+        without a frame number's place; a container that does not hold ``codec`` (H.264 in AVI),
+        or the source's other streams (MXF holds 48 kHz PCM audio only).
     """
     if is_image_sequence(path):
         return "image2"
@@ -1239,6 +1261,15 @@ def output_format(path: Path, codec: str) -> str:
         raise VideoError(
             f"{path}: a {suffix} file holds {', '.join(codecs)} here, not {codec}; choose {holders} for {codec}, "
             "or another --codec"
+        )
+    pcm, rate = PCM_ONLY.get(muxer, ((), 0))
+    others = like.other_formats if like is not None and rate else ()
+    refused = [f"{name} at {hertz} Hz" if hertz else name for name, hertz in others if name not in pcm or hertz != rate]
+    if refused:
+        raise VideoError(
+            f"{path}: a {suffix} file holds {rate // 1000} kHz PCM audio only ({', '.join(pcm)}), no subtitles, "
+            f"and the source's other streams, copied unchanged, are {', '.join(refused)}; write .mkv, or "
+            f"convert the source's audio first (ffmpeg -i IN -c:v copy -c:a pcm_s24le -ar {rate} -sn IN.mkv)"
         )
     return muxer
 
