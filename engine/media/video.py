@@ -911,15 +911,16 @@ class VideoWriter:
             elif codec in NVENC_CODECS:
                 self._stream.options = {"rc": "vbr", "cq": str(crf), "preset": preset}
             context = self._stream.codec_context
-            context.color_primaries = like.color.get("primaries", 2)
-            context.color_trc = like.color.get("trc", 2)
-            context.colorspace = like.color.get("colorspace", 2)
-            context.color_range = like.color.get("range", 0)
+            color = _output_color(like.color, like.height)
+            context.color_primaries = color.get("primaries", 2)
+            context.color_trc = color.get("trc", 2)
+            context.colorspace = color.get("colorspace", 2)
+            context.color_range = color.get("range", 0)
             if like.sample_aspect_ratio is not None:  # anamorphic pixels stay so (H.264's VUI, MOV's pasp)
                 context.sample_aspect_ratio = like.sample_aspect_ratio
             if encoder not in ANY_SIZE_ENCODERS:
                 _check_size(self.path, self._stream.pix_fmt, like.width, like.height)
-            self._made_frame = _frame_maker(self._stream.pix_fmt, self._frame_format, like.color, like.height)
+            self._made_frame = _frame_maker(self._stream.pix_fmt, self._frame_format, color, like.height)
             self._open_encoder(codec)
             self._copied = self._add_copied_streams()
         except VideoError:
@@ -1160,6 +1161,17 @@ def _frame_maker(
         return _tagged(frame if planar == pixel_format else frame.reformat(format=pixel_format), color)
 
     return through_yuv
+
+
+def _output_color(color: dict[str, int], height: int) -> dict[str, int]:
+    """The source's color tags, and where it gives a range but no matrix, the matrix its frames
+    are converted with (``yuv_layout``'s guess from the ``height`` in lines): H.264 and H.265
+    write the range only beside a matrix, and would drop it."""
+    from nlmeans_studio.engine.media.yuv import BT709, HD_LINES
+
+    if color.get("range", 0) and color.get("colorspace", 2) == 2:
+        return {**color, "colorspace": BT709 if height >= HD_LINES else BT601}
+    return color
 
 
 def _tagged(frame: Any, color: dict[str, int]) -> Any:

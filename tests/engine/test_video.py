@@ -377,3 +377,22 @@ def test_every_color_tag_of_the_source_reaches_the_stream(tmp_path, name, codec)
     with av.open(str(tmp_path / name)) as output:
         frame = next(output.decode(video=0))
         assert {tag: int(getattr(frame, tag)) for tag in bt709} == bt709
+
+
+def test_a_source_tagged_with_its_range_alone_keeps_it_in_h264(tmp_path) -> None:
+    """A ProRes source tagged only "tv" came out of the default H.264 export with an unknown range:
+    x264 writes the range only beside a matrix, which the output now names (the one it was
+    converted with: BT.601 below 720 lines)."""
+    with av.open(str(tmp_path / "master.mov"), "w") as container:
+        stream = container.add_stream("prores_ks", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv422p10le"
+        stream.codec_context.color_range = 1  # limited ("tv"), and nothing else
+        for index in range(3):
+            image = np.random.default_rng(index).integers(0, 256, (48, 64, 3), dtype=np.uint8)
+            frame = av.VideoFrame.from_ndarray(image, format="rgb24").reformat(format="yuv422p10le")
+            frame.color_range = 1
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    assert VideoReader(tmp_path / "master.mov").info.color == {"primaries": 2, "trc": 2, "colorspace": 2, "range": 1}
+    denoise_file(tmp_path / "master.mov", tmp_path / "out.mp4", PARAMS, backend="cpu")
+    assert VideoReader(tmp_path / "out.mp4").info.color == {"primaries": 2, "trc": 2, "colorspace": 5, "range": 1}
