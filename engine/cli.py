@@ -47,6 +47,7 @@ from nlmeans_studio.engine.media.video import (
     CODECS,
     STANDARD_OUTPUT,
     VideoError,
+    VideoInfo,
     VideoReader,
     check_encoding,
     check_output_path,
@@ -490,18 +491,20 @@ class _ProgressBar:
             self._line_open = False
 
 
-def _denoise_params(args: argparse.Namespace, preset: Preset | None) -> tuple[NLMParams, NoiseEstimate | None]:
+def _denoise_params(
+    args: argparse.Namespace, preset: Preset | None, info: VideoInfo
+) -> tuple[NLMParams, NoiseEstimate | None]:
     """The parameters asked for (the options, over ``preset``'s, over the defaults), with h and
     the color transform from the noise unless --noise none; and that noise estimate (None with
     --noise none). h: --h, else the preset's strength (1 without a preset) times the h the noise
-    suggests, else a preset's own h."""
+    suggests, else a preset's own h. ``info``: the source's, whose streams the output must hold."""
     base = NLMParams(h=DEFAULT_H) if preset is None else preset.params
     chosen = {name: getattr(args, name) for name in WINDOW_OPTIONS if getattr(args, name) is not None}
     params = dataclasses.replace(base, **chosen, h=base.h if args.h is None else args.h)
     if args.output != STANDARD_OUTPUT:  # before the slower estimate
         check_encoding(args.codec, args.crf, args.preset, rgb=args.rgb)
         check_output_path(Path(args.output), Path(args.input), args.overwrite)
-        output_format(Path(args.output), args.codec)
+        output_format(Path(args.output), args.codec, info)
     strength = 1.0 if preset is None else preset.strength
     if args.noise == "none":
         if args.h is None and preset is not None and strength is not None:
@@ -529,16 +532,19 @@ def _denoise_params(args: argparse.Namespace, preset: Preset | None) -> tuple[NL
     return params, estimate
 
 
-def _warn_about_the_source(args: argparse.Namespace) -> None:
-    """Say what a person should know about INPUT before its frames are used (a truncated file,
-    sound that an image sequence OUTPUT cannot carry)."""
-    if isinstance(args.source, PipeReader) or args.quiet:
-        return
-    with VideoReader(args.source) as reader:
-        if reader.info.warning:
-            print(f"warning: {args.input}: {reader.info.warning}", file=sys.stderr)
-        if reader.info.other_streams and is_image_sequence(Path(args.output)):
-            print(f"warning: {args.output}: an image sequence carries no audio or subtitles", file=sys.stderr)
+def _source_info(args: argparse.Namespace) -> VideoInfo:
+    """What INPUT holds, with what a person should know before its frames are used (a truncated
+    file, an interlaced pipe, sound that an image sequence OUTPUT cannot carry) said on stderr."""
+    if isinstance(args.source, PipeReader):
+        info = args.source.info
+    else:
+        with VideoReader(args.source) as reader:
+            info = reader.info
+    if info.warning and not args.quiet:
+        print(f"warning: {args.input}: {info.warning}", file=sys.stderr)
+    if info.other_streams and is_image_sequence(Path(args.output)) and not args.quiet:
+        print(f"warning: {args.output}: an image sequence carries no audio or subtitles", file=sys.stderr)
+    return info
 
 
 class _Stop:
@@ -588,8 +594,7 @@ def _denoise(args: argparse.Namespace, stop: _Stop) -> int:
         if resolve_backend(args.backend) == "cpu":
             require_cpu_room(0, volume=False)
         args.source = PipeReader() if args.input == PIPE else args.input  # a pipe is read once, by both
-        _warn_about_the_source(args)
-        params, estimate = _denoise_params(args, preset)
+        params, estimate = _denoise_params(args, preset, _source_info(args))
         luma_chroma = _luma_chroma(args, params, estimate, 1.0 if preset is None else preset.strength or 1.0)
         if not args.quiet and filter_compiles(args.backend):
             print(COMPILING, file=sys.stderr)

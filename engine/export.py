@@ -227,10 +227,10 @@ def estimate_clip_noise(
     """
     with _opened(source) as reader:
         first, last = _frame_range(reader, start, duration)
-        if last is None:  # a pipe, of unknown length
+        if isinstance(reader, PipeReader):  # measured on the frames its lookahead holds, whatever the duration
             if first + 2 > LOOKAHEAD:
                 raise ValueError("from a pipe the noise is estimated on its first frames: give --h, or start at 0")
-            last = reader.frames_ahead(first + 2)
+            last = reader.frames_ahead(first + 2 if last is None else last)
             if last <= first:
                 raise ValueError(f"standard input: the stream holds {last} frames, none from {start} s")
         return estimate_noise_over(reader.frame, first, last, roi, bit_depth=FULL_SCALE_BITS)[1]

@@ -199,7 +199,7 @@ class ExportDialog(QDialog):
         path = Path(self.path.text()).expanduser()
         container = ""
         try:
-            container = output_format(path, self.codec.currentData())
+            container = output_format(path, self.codec.currentData(), self._info)  # its streams too: MXF's PCM
             check_output_path(path, self._source, overwrite=True)  # a file that exists is said below
         except CodecNotHeldError as error:
             problem = error.worded("another codec").removeprefix(f"{path}: ")

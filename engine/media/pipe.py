@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from nlmeans_studio.engine.media.video import (
+    INTERLACED,
     Y4M_HEADER_LIMIT,
     Y4M_MAGIC,
     VideoError,
@@ -99,13 +100,17 @@ class PipeReader:
         facts = _stream_facts(self.path, self._container)
         width, height = facts.pop("size")
         facts.pop("declared_frames")
-        self.info = VideoInfo(path=self.path, width=width, height=height, frame_count=0, duration=0.0, **facts)
         self._frames = self._decoded()
-        self._lookahead: list[np.ndarray] = []
-        self._consumed = False
-        if not self.frames_ahead(1):
+        first = next(self._frames, None)
+        if first is None:
             self.close()
             raise VideoError(f"standard input: the y4m stream holds no frame (its header {shown!r}, then its end)")
+        warning = INTERLACED if first.interlaced_frame else ""  # the header's It or Ib, as a file's
+        self.info = VideoInfo(
+            path=self.path, width=width, height=height, frame_count=0, duration=0.0, warning=warning, **facts
+        )
+        self._lookahead = [decoded_array(first, self.info)]
+        self._consumed = False
 
     def _decoded(self) -> Iterator[Any]:
         """The stream's frames as FFmpeg decodes them; a damaged frame, or a stream cut in one,

@@ -54,6 +54,11 @@ LARGEST_PICTURE = (2**31 - 1) // 8
 # H.264 decoding on one core (x264 writes one slice per frame) and makes x264 encode with
 # sliced threads, which scale worse than its frame threads.
 CODEC_THREADS = "AUTO"
+# What VideoInfo.warning says of a source whose first frame is interlaced (a file's or a pipe's)
+INTERLACED = (
+    "the video is interlaced: each frame's two fields are filtered as one picture and written as "
+    "progressive (no field-aware mode yet); deinterlace it first (FFmpeg's bwdif) for the best result"
+)
 
 
 class VideoError(Exception):
@@ -141,10 +146,16 @@ class VideoInfo:
         "master-display" and "max-cll", in x265's syntax; empty without HDR10 metadata.
     warning : str
         What a person should know before using the frames (a truncated file); "" if nothing.
+    other_formats : tuple of (str, int)
+        The audio and subtitle streams the writer copies: FFmpeg's name of each one's codec and
+        its sample rate in Hz (0 for subtitles): ``(("aac", 48000),)``.
     other_streams : int
-        Audio and subtitle streams, copied by the writer.
+        How many those are.
     start_time : float
         Seconds on the container's clock when frame 0 is shown.
+    sample_aspect_ratio : Fraction or None
+        A pixel's width over its height, as shown (32/27 for a 16:9 NTSC DVD), upright; None
+        where the file gives none (square pixels).
     dtype : numpy.dtype
         uint8 for 8-bit sources, uint16 (full 16-bit scale) for deeper ones.
     """
@@ -164,8 +175,14 @@ class VideoInfo:
     rotation: int = 0  # degrees, from the display matrix
     hdr10: dict[str, str] = field(default_factory=dict)  # "master-display", "max-cll", in x265's syntax
     warning: str = ""  # what a person should know before using the frames: a truncated file
-    other_streams: int = 0  # audio and subtitle streams, copied by the writer
+    other_formats: tuple[tuple[str, int], ...] = ()  # audio and subtitle streams' (codec, Hz), copied
     start_time: float = 0.0  # seconds on the container's clock when frame 0 is shown
+    sample_aspect_ratio: Fraction | None = None  # a pixel's width over its height; None: not given (square)
+
+    @property
+    def other_streams(self) -> int:
+        """How many audio and subtitle streams the writer copies."""
+        return len(self.other_formats)
 
     @property
     def dtype(self) -> np.dtype:
@@ -496,6 +513,8 @@ class VideoReader:
         width, height = facts.pop("size")
         if rotation % 180:
             width, height = height, width
+            if facts["sample_aspect_ratio"] is not None:  # a turned pixel's width is its height
+                facts["sample_aspect_ratio"] = 1 / facts["sample_aspect_ratio"]
         count, times = self._index.frame_count, self._index.timestamps
         if self._index.has_timestamps and count > 1:
             step = float(np.median(np.diff(times[-min(count, 50) :])))  # the last frame lasts as the ones before
@@ -514,10 +533,7 @@ class VideoReader:
                 "written, opaque; keep the transparency by merging the source's alpha back in afterwards"
             )
         if getattr(first, "interlaced_frame", False):
-            warnings.append(
-                "the video is interlaced: each frame's two fields are filtered as one picture and written as "
-                "progressive (no field-aware mode yet); deinterlace it first (FFmpeg's bwdif) for the best result"
-            )
+            warnings.append(INTERLACED)
         warning = "; ".join(warnings)
         return VideoInfo(
             path=self.path,
@@ -741,9 +757,16 @@ def _stream_facts(path: Path, container: Any) -> dict[str, Any]:
             "colorspace": int(context.colorspace),
             "range": int(context.color_range),
         },
-        "other_streams": len(container.streams.audio) + len(container.streams.subtitles),
+        "other_formats": tuple(map(_codec_and_rate, (*container.streams.audio, *container.streams.subtitles))),
+        "sample_aspect_ratio": Fraction(stream.sample_aspect_ratio) if stream.sample_aspect_ratio else None,
         "declared_frames": stream.frames,  # 0 where the container keeps no count
     }
+
+
+def _codec_and_rate(stream: Any) -> tuple[str, int]:
+    """An audio or subtitle stream's codec, as FFmpeg names it, and sample rate in Hz (0 for subtitles)."""
+    context = stream.codec_context  # None where this FFmpeg has no decoder for it
+    return (context.name if context is not None else "an unknown codec"), getattr(context, "sample_rate", 0)
 
 
 # Codec name -> (encoder, pixel format for 8-bit sources, for deeper sources). H.264 and H.265
@@ -854,7 +877,7 @@ class VideoWriter:
         self.info = like
         check_encoding(codec, crf, preset, rgb=rgb)
         self._pipe = str(path) == STANDARD_OUTPUT
-        muxer = None if self._pipe else output_format(self.path, codec)
+        muxer = None if self._pipe else output_format(self.path, codec, like)
         if not self._pipe:
             check_output_path(self.path, like.path, overwrite)
         self._sequence = is_image_sequence(self.path)
@@ -888,13 +911,16 @@ class VideoWriter:
             elif codec in NVENC_CODECS:
                 self._stream.options = {"rc": "vbr", "cq": str(crf), "preset": preset}
             context = self._stream.codec_context
-            context.color_primaries = like.color.get("primaries", 2)
-            context.color_trc = like.color.get("trc", 2)
-            context.colorspace = like.color.get("colorspace", 2)
-            context.color_range = like.color.get("range", 0)
+            color = _output_color(like.color, like.height)
+            context.color_primaries = color.get("primaries", 2)
+            context.color_trc = color.get("trc", 2)
+            context.colorspace = color.get("colorspace", 2)
+            context.color_range = color.get("range", 0)
+            if like.sample_aspect_ratio is not None:  # anamorphic pixels stay so (H.264's VUI, MOV's pasp)
+                context.sample_aspect_ratio = like.sample_aspect_ratio
             if encoder not in ANY_SIZE_ENCODERS:
                 _check_size(self.path, self._stream.pix_fmt, like.width, like.height)
-            self._made_frame = _frame_maker(self._stream.pix_fmt, self._frame_format, like.color, like.height)
+            self._made_frame = _frame_maker(self._stream.pix_fmt, self._frame_format, color, like.height)
             self._open_encoder(codec)
             self._copied = self._add_copied_streams()
         except VideoError:
@@ -1126,16 +1152,34 @@ def _frame_maker(
 
         def through_swscale(array: np.ndarray) -> Any:
             frame = av.VideoFrame.from_ndarray(array, format=frame_format)
-            return frame if conversion is None else frame.reformat(**conversion)
+            return _tagged(frame if conversion is None else frame.reformat(**conversion), color)
 
         return through_swscale
 
     def through_yuv(array: np.ndarray) -> Any:
         frame = planes_frame(rgb_to_planes(array, layout), layout)
-        frame.colorspace, frame.color_range = color.get("colorspace", 2), color.get("range", 0)
-        return frame if planar == pixel_format else frame.reformat(format=pixel_format)
+        return _tagged(frame if planar == pixel_format else frame.reformat(format=pixel_format), color)
 
     return through_yuv
+
+
+def _output_color(color: dict[str, int], height: int) -> dict[str, int]:
+    """The source's color tags, and where it gives a range but no matrix, the matrix its frames
+    are converted with (``yuv_layout``'s guess from the ``height`` in lines): H.264 and H.265
+    write the range only beside a matrix, and would drop it."""
+    from nlmeans_studio.engine.media.yuv import BT709, HD_LINES
+
+    if color.get("range", 0) and color.get("colorspace", 2) == 2:
+        return {**color, "colorspace": BT709 if height >= HD_LINES else BT601}
+    return color
+
+
+def _tagged(frame: Any, color: dict[str, int]) -> Any:
+    """``frame`` with the source's four color tags: encoders that write them from each frame
+    (ProRes) would write the untagged ones as unknown."""
+    frame.color_primaries, frame.color_trc = color.get("primaries", 2), color.get("trc", 2)
+    frame.colorspace, frame.color_range = color.get("colorspace", 2), color.get("range", 0)
+    return frame
 
 
 def _yuv_conversion(pixel_format: str, color: dict[str, int]) -> dict[str, Any] | None:
@@ -1208,8 +1252,13 @@ class CodecNotHeldError(VideoError):
         )
 
 
-def output_format(path: Path, codec: str) -> str:
-    """The container format (FFmpeg's muxer) of the output's name, checked to hold ``codec``.
+# Muxers that hold only uncompressed audio, in these codecs at this sample rate (Hz), and no subtitles
+PCM_ONLY = {"mxf": (("pcm_s16le", "pcm_s24le"), 48000)}
+
+
+def output_format(path: Path, codec: str, like: VideoInfo | None = None) -> str:
+    """The container format (FFmpeg's muxer) of the output's name, checked to hold ``codec`` and
+    the audio and subtitle streams of ``like`` the writer copies.
 
     Parameters
     ----------
@@ -1217,6 +1266,8 @@ def output_format(path: Path, codec: str) -> str:
         The output: a file (its extension names the container) or an image sequence's pattern.
     codec : str
         One of CODECS (``check_encoding`` checks it).
+    like : VideoInfo, optional
+        The source, whose ``other_formats`` the container must hold as they are.
 
     Returns
     -------
@@ -1227,7 +1278,8 @@ def output_format(path: Path, codec: str) -> str:
     ------
     VideoError
         An extension of no container in OUTPUT_CONTAINERS; one image's name (``frame.png``)
-        without a frame number's place.
+        without a frame number's place; the source's other streams (MXF holds 48 kHz PCM audio
+        only).
     CodecNotHeldError
         A container that does not hold ``codec`` (H.264 in AVI); a VideoError.
     """
@@ -1248,6 +1300,15 @@ def output_format(path: Path, codec: str) -> str:
     muxer, codecs = OUTPUT_CONTAINERS[suffix]
     if codec not in codecs:
         raise CodecNotHeldError(path, codec)
+    pcm, rate = PCM_ONLY.get(muxer, ((), 0))
+    others = like.other_formats if like is not None and rate else ()
+    refused = [f"{name} at {hertz} Hz" if hertz else name for name, hertz in others if name not in pcm or hertz != rate]
+    if refused:
+        raise VideoError(
+            f"{path}: a {suffix} file holds {rate // 1000} kHz PCM audio only ({', '.join(pcm)}), no subtitles, "
+            f"and the source's other streams, copied unchanged, are {', '.join(refused)}; write .mkv, or "
+            f"convert the source's audio first (ffmpeg -i IN -c:v copy -c:a pcm_s24le -ar {rate} -sn IN.mkv)"
+        )
     return muxer
 
 

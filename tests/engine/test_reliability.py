@@ -20,7 +20,7 @@ import pytest
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
 
-from clips import CLI, default_signals  # noqa: E402
+from clips import CLI, clip_with_audio, default_signals  # noqa: E402
 from media_corpus import ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
 from nlmeans_studio.engine import (  # noqa: E402
@@ -817,3 +817,43 @@ def test_a_volume_run_short_of_its_data_limit_says_what_to_lower(tmp_path, megab
                          preexec_fn=_address_space(megabytes, resource.RLIMIT_DATA))  # fmt: skip
     _one_clear_line(run, "error: out of memory")
     assert run.stderr.splitlines()[-1].endswith("or raise the limit (ulimit -d)")
+
+
+def test_a_y4m_stream_with_a_duration_past_the_lookahead_has_its_noise_estimated_on_it(tmp_path) -> None:
+    """A duration past the LOOKAHEAD frames a pipe keeps was an IndexError from the noise estimate."""
+    run = subprocess.run(
+        [*CLI, "denoise", "-", str(tmp_path / "out.mkv"), "--codec", "ffv1", "--duration", "1"],
+        input=_y4m(frames=30),
+        capture_output=True,
+    )
+    assert run.returncode == 0, run.stderr.decode()
+    with VideoReader(tmp_path / "out.mkv") as reader:
+        assert reader.info.frame_count == 25
+
+
+@pytest.mark.parametrize("order", ["t", "b"])
+def test_an_interlaced_y4m_stream_is_said_to_be_filtered_as_progressive(tmp_path, order) -> None:
+    """A file flagged interlaced was warned about, the same stream on standard input was not."""
+    run = subprocess.run(
+        [*CLI, "denoise", "-", str(tmp_path / "out.mkv"), *FAST],
+        input=_y4m(f"W32 H32 F25:1 I{order} C420jpeg"),
+        capture_output=True,
+    )
+    assert run.returncode == 0, run.stderr.decode()
+    assert "warning: -: the video is interlaced: each frame's two fields are filtered as one" in run.stderr.decode()
+
+
+def test_mxf_output_of_audio_it_cannot_hold_is_refused_before_any_work(tmp_path) -> None:
+    """AAC audio failed at the end of the run: "[pcm_rechunk] Codec 'aac' ... is not supported",
+    then "'.0742e491bef2.part.mxf' returned 22"; 48 kHz PCM is copied."""
+    source = clip_with_audio(tmp_path / "aac.mkv", "aac", 48000)
+    run = _cli("denoise", str(source), str(tmp_path / "out.mxf"), "--codec", "ffv1")  # the noise estimate too
+    _one_clear_line(run, "out.mxf: a .mxf file holds 48 kHz PCM audio only (pcm_s16le, pcm_s24le), no subtitles, ")
+    assert "are aac at 48000 Hz; write .mkv, or convert the source's audio first (ffmpeg -i" in run.stderr
+    assert "noise:" not in run.stderr and sorted(path.name for path in tmp_path.iterdir()) == ["aac.mkv"]
+    with VideoReader(source) as reader, pytest.raises(VideoError, match=r"out\.mxf: a \.mxf file holds 48 kHz PCM"):
+        VideoWriter(tmp_path / "out.mxf", reader.info, codec="prores")
+    source = clip_with_audio(tmp_path / "pcm.mkv", "pcm_s16le", 48000)
+    assert _cli("denoise", str(source), str(tmp_path / "out.mxf"), "--codec", "ffv1", *FAST).returncode == 0
+    with av.open(str(tmp_path / "out.mxf")) as output:
+        assert [stream.codec_context.name for stream in output.streams.audio] == ["pcm_s16le"]

@@ -340,3 +340,59 @@ def test_hardware_decoding_gives_the_same_frames_or_falls_back(tmp_path) -> None
     assert len(hardware) == 132
     # H.264 decoding is bit-exact by the standard; the RGB conversion is the same code.
     assert all(np.array_equal(a, b) for a, b in zip(hardware, read_frames(SAMPLE_CLIP), strict=True))
+
+
+@pytest.mark.parametrize(("name", "codec"), [("out.mkv", "h264"), ("out.mp4", "h264"), ("out.mov", "prores")])
+def test_anamorphic_video_keeps_its_sample_aspect_ratio(tmp_path, name, codec) -> None:
+    """A DVD's 16:9 MPEG-2 (720x480 pixels of 32:27) came out with no sample aspect ratio: squeezed."""
+    with av.open(str(tmp_path / "dvd.mpg"), "w") as container:
+        stream = container.add_stream("mpeg2video", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        stream.codec_context.sample_aspect_ratio = Fraction(4, 3)  # 64x48 shown 16:9
+        for index in range(3):
+            image = np.random.default_rng(index).integers(0, 256, (48, 64, 3), dtype=np.uint8)
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")))
+        container.mux(stream.encode(None))
+    assert VideoReader(tmp_path / "dvd.mpg").info.sample_aspect_ratio == Fraction(4, 3)
+    denoise_file(tmp_path / "dvd.mpg", tmp_path / name, PARAMS, backend="cpu", codec=codec)
+    with av.open(str(tmp_path / name)) as output:
+        assert output.streams.video[0].sample_aspect_ratio == Fraction(4, 3)
+
+
+@pytest.mark.parametrize(("name", "codec"), [("out.mov", "prores"), ("out.mp4", "h264"), ("out.mkv", "ffv1")])
+def test_every_color_tag_of_the_source_reaches_the_stream(tmp_path, name, codec) -> None:
+    """ProRes wrote BT.709 primaries and transfer as unknown (it writes each frame's tags, and the
+    frames carried the matrix and range only)."""
+    bt709 = {"color_primaries": 1, "color_trc": 1, "colorspace": 1, "color_range": 1}  # HD video, limited range
+    with av.open(str(tmp_path / "hd.mkv"), "w") as container:
+        stream = container.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        for tag, value in bt709.items():
+            setattr(stream.codec_context, tag, value)
+        for index in range(3):
+            image = np.random.default_rng(index).integers(0, 256, (48, 64, 3), dtype=np.uint8)
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24").reformat(format="yuv420p")))
+        container.mux(stream.encode(None))
+    denoise_file(tmp_path / "hd.mkv", tmp_path / name, PARAMS, backend="cpu", codec=codec)
+    with av.open(str(tmp_path / name)) as output:
+        frame = next(output.decode(video=0))
+        assert {tag: int(getattr(frame, tag)) for tag in bt709} == bt709
+
+
+def test_a_source_tagged_with_its_range_alone_keeps_it_in_h264(tmp_path) -> None:
+    """A ProRes source tagged only "tv" came out of the default H.264 export with an unknown range:
+    x264 writes the range only beside a matrix, which the output now names (the one it was
+    converted with: BT.601 below 720 lines)."""
+    with av.open(str(tmp_path / "master.mov"), "w") as container:
+        stream = container.add_stream("prores_ks", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv422p10le"
+        stream.codec_context.color_range = 1  # limited ("tv"), and nothing else
+        for index in range(3):
+            image = np.random.default_rng(index).integers(0, 256, (48, 64, 3), dtype=np.uint8)
+            frame = av.VideoFrame.from_ndarray(image, format="rgb24").reformat(format="yuv422p10le")
+            frame.color_range = 1
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    assert VideoReader(tmp_path / "master.mov").info.color == {"primaries": 2, "trc": 2, "colorspace": 2, "range": 1}
+    denoise_file(tmp_path / "master.mov", tmp_path / "out.mp4", PARAMS, backend="cpu")
+    assert VideoReader(tmp_path / "out.mp4").info.color == {"primaries": 2, "trc": 2, "colorspace": 5, "range": 1}

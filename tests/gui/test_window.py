@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from clips import FLAT_BOX, chroma_subsampled_clips
+from clips import FLAT_BOX, chroma_subsampled_clips, clip_with_audio
 from media_corpus import ClipSpec, plain_pyav_numbers
 from media_corpus import write_clip as write_corpus_clip
 from PySide6.QtCore import QPointF, QSettings, QStandardPaths, Qt, QThread
@@ -235,6 +235,19 @@ def test_choosing_a_codec_keeps_a_name_whose_container_holds_it(qtbot, window, c
     assert dialog.renamed.isVisible() and "Renamed from clip-lossless.mxf" in dialog.renamed.text()
     qtbot.keyClicks(dialog.path, "x")  # the note is about the name the dialog gave, until the name is edited
     assert not dialog.renamed.isVisible()
+
+
+def test_the_export_dialog_refuses_mxf_for_audio_mxf_cannot_hold(qtbot, window, tmp_path) -> None:
+    """It said "1 audio / subtitle stream(s) copied unchanged" and the export failed at its end."""
+    opened(qtbot, window, clip_with_audio(tmp_path / "aac.mkv", "aac", 48000))
+    window.export_action.trigger()
+    qtbot.waitUntil(lambda: window.findChild(ExportDialog) is not None and window.findChild(ExportDialog).isVisible())
+    dialog = window.findChild(ExportDialog)
+    dialog.codec.setCurrentIndex(dialog.codec.findData("ffv1"))
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "out.mxf"))
+    assert "a .mxf file holds 48 kHz PCM audio only" in dialog.replaces.text() and dialog.replaces.isVisible()
+    assert not dialog.export_button.isEnabled()
     dialog.reject()
 
 
