@@ -14,8 +14,8 @@ estimate from those differences: every pixel of the block counts, with no high-p
 Where no flat block stays still (a pan, also a sub-pixel one), where the flat blocks' estimate
 looks spatially correlated (texture passes for that) or signal dependent, every block's change to
 its match in the next frame, with what a sub-pixel shift and a blur explain fitted out
-(``engine.motion_noise.compensated_change``), gives it: the blocks that changed least (motion the
-fit leaves only adds), per intensity band where the noise grows with brightness, and the change's
+(``engine.motion_noise.compensated_change``), gives it: the blocks' median (motion the fit leaves
+only adds to some), per intensity band where the noise grows with brightness, and the change's
 own spatial correlation. Where the flat blocks show little noise with a low confidence, the noise
 an encoder kept in the texture is read from the quiet quarter of the motion-compensated change
 instead (``engine.motion_noise.kept_noise``). A region the user chose is read from its own
@@ -76,9 +76,9 @@ REGION_CLIPPED_FRACTION = 0.02
 # dependent when the bands' variances differ by more than SIGNAL_DEPENDENT_RATIO.
 BAND_EDGES = (0.0, 0.25, 0.5, 0.75, 1.0)
 MIN_BAND_BLOCKS = 4
-# The motion-compensated change is read from the QUIET_SHARE of blocks that changed least (the
-# motion the fit leaves, and the clean picture's own flicker, only add), in bands of at least
-# MIN_BAND_CHANGES blocks.
+# A band of the motion-compensated change is read from the QUIET_SHARE of its blocks that changed
+# least, where it has MIN_BAND_CHANGES blocks: a band's few blocks may all be one moving object's,
+# whose misfit would pull their median (and call white noise signal dependent).
 QUIET_SHARE = 0.1
 MIN_BAND_CHANGES = 20
 SIGNAL_DEPENDENT_RATIO = 1.5
@@ -600,12 +600,13 @@ def _band_average(band_covariances: list[np.ndarray | None], band_of: np.ndarray
 
 def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
     """The noise from the change of every block between consecutive frames, motion compensated
-    (``engine.motion_noise.compensated_change``): the quiet blocks' (``_quiet_covariance``), per
-    band where the noise grows with brightness, and the change's spatial correlation (which, unlike
-    the flat blocks', no texture adds to). None where fewer than MIN_STATIC_BLOCKS blocks changed;
-    and the number of blocks that repeat the previous frame (held still by an encoder, or a
-    repeated frame), which are left out, as blocks with clipped samples are (clipping truncates
-    the noise)."""
+    (``engine.motion_noise.compensated_change``): the blocks' median covariance (motion the fit
+    leaves only adds to some blocks' change; compressed noise, smoothed unevenly, is read at its
+    middle), per band (``_quiet_covariance``) where the noise grows with brightness, and the
+    change's spatial correlation (which, unlike the flat blocks', no texture adds to). None where
+    fewer than MIN_STATIC_BLOCKS blocks changed; and the number of blocks that repeat the previous
+    frame (held still by an encoder, or a repeated frame), which are left out, as blocks with
+    clipped samples are (clipping truncates the noise)."""
     changes, degrees, means, used, held = [], [], [], [], 0
     for current, reference in itertools.pairwise(images):
         change, block_degrees, corners = compensated_change(current, reference)
@@ -625,29 +626,26 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
     samples = float(np.median(degrees))
     band_of = np.clip(np.searchsorted(BAND_EDGES, means, side="right") - 1, 0, len(BAND_EDGES) - 2)
     counts = np.bincount(band_of, minlength=len(BAND_EDGES) - 1)
-    quiet, band_covariances = np.zeros(len(change), bool), []
-    for band, count in enumerate(counts):
-        inside = band_of == band
-        covariance = None
-        if count >= MIN_BAND_CHANGES:
-            covariance, quiet[inside] = _quiet_covariance(covariances[inside], samples)
-        band_covariances.append(covariance)
+    band_covariances = [
+        _quiet_covariance(covariances[band_of == band], samples) if count >= MIN_BAND_CHANGES else None
+        for band, count in enumerate(counts)
+    ]
     bands = tuple(
         (low, high, round(float(np.sqrt(np.trace(c) / len(c)) * 255), 3), int(count))
         for low, high, c, count in zip(BAND_EDGES, BAND_EDGES[1:], band_covariances, counts, strict=False)
         if c is not None
     )
-    overall, overall_quiet = _quiet_covariance(covariances, samples)
-    estimate = NoiseEstimate(overall, [], 0, bands=bands)
+    estimate = NoiseEstimate(_median_covariance(covariances, samples), [], 0, bands=bands)
     notes = []
     if estimate.signal_dependent:
         notes.append(_SIGNAL_DEPENDENT_NOTE)
         estimate = dataclasses.replace(estimate, covariance=_band_average(band_covariances, band_of))
-    else:
-        quiet = overall_quiet
+    # The quieter half of the blocks (motion the fit leaves, and a compressed source's flicker,
+    # only add to a block's change): how far they agree, and their change's high-pass residuals
+    # over its pixels' variance, the noise's spatial correlation.
+    variances = np.trace(covariances, axis1=1, axis2=2)
+    quiet = variances <= np.median(variances)
     confidence = _agreement(covariances[quiet], round(samples))
-    # The quiet blocks' change: its high-pass residuals over its pixels' variance give the noise's
-    # spatial correlation.
     high_pass = _residuals(np.moveaxis(change[quiet], 0, 2).reshape(BLOCK, BLOCK, -1))
     ratio = np.mean(high_pass**2) / np.mean(change[quiet] ** 2)
     spatial_correlation = max(0.0, 1 - float(ratio))
@@ -666,8 +664,8 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
     ), held
 
 
-def _quiet_covariance(covariances: np.ndarray, samples: float) -> tuple[np.ndarray, np.ndarray]:
-    """The noise of the QUIET_SHARE of blocks that changed least, and which blocks those are.
+def _quiet_covariance(covariances: np.ndarray, samples: float) -> np.ndarray:
+    """The noise of the QUIET_SHARE of blocks that changed least.
 
     Motion that the fit does not explain (occlusion, several motions in a block) and the clean
     picture's own flicker (a compressed source) only add to a block's change, so the quiet blocks
@@ -683,7 +681,7 @@ def _quiet_covariance(covariances: np.ndarray, samples: float) -> tuple[np.ndarr
     shape = (shape + shape.T) / 2
     spread = math.sqrt(2 / (9 * samples * _effective_channels(shape)))
     noise_quantile = (1 - spread**2 + statistics.NormalDist().inv_cdf(QUIET_SHARE) * spread) ** 3
-    return shape * (quantile / noise_quantile / max(np.trace(shape), 1e-30)), variances <= quantile
+    return shape * (quantile / noise_quantile / max(np.trace(shape), 1e-30))
 
 
 def _agreement(covariances: np.ndarray, samples: int) -> float:
