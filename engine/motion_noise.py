@@ -30,6 +30,7 @@ MAX_BLOCKS = 600  # blocks matched per frame pair, spread over the frame
 COARSE_FACTOR = 4  # the coarse search runs on frames averaged over 4 x 4 pixels
 COARSE_RADIUS = 8  # coarse pixels: motion up to 32 + FINE_RADIUS pixels is followed
 FINE_RADIUS = 2  # pixels searched around the coarse motion (and around no motion)
+MATCH_MARGIN = 8  # pixels around a block that its sub-pixel change's match is chosen on
 TILE = 8  # pixels on a side of the tiles a region's match is judged in
 MATCHED = 128  # pixels on a side of the largest part of a region its match is found for
 QUIET_QUANTILE = 0.25  # the quarter of blocks that changed least
@@ -123,6 +124,32 @@ def _motion(
     return motion
 
 
+def _match_corners(
+    current: np.ndarray,
+    reference: np.ndarray,
+    tops: np.ndarray,
+    lefts: np.ndarray,
+    height: int,
+    width: int,
+    refine: Callable[[np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]] = _best_match,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The (tops, lefts) in ``reference`` of the matches of the height x width windows of
+    ``current`` at (tops, lefts), as ``_motion`` finds them."""
+    motion = _motion(current, reference, tops, lefts, height, width, refine)
+    return tops + motion[:, 0], lefts + motion[:, 1]
+
+
+def _corners(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The (tops, lefts) of the BLOCK x BLOCK blocks of a frame of ``shape``: at most MAX_BLOCKS,
+    spread over the frame."""
+    rows, cols = shape[0] // BLOCK, shape[1] // BLOCK
+    tops, lefts = (grid.ravel() * BLOCK for grid in np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij"))
+    if len(tops) > MAX_BLOCKS:
+        kept = np.linspace(0, len(tops) - 1, MAX_BLOCKS).round().astype(int)
+        tops, lefts = tops[kept], lefts[kept]
+    return tops, lefts
+
+
 def motion_residuals(current: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Blocks of ``current`` matched in ``reference`` and half their difference's covariance.
 
@@ -144,17 +171,96 @@ def motion_residuals(current: np.ndarray, reference: np.ndarray) -> tuple[np.nda
     Each block's match is found as ``_motion`` says: a coarse motion search, refined.
     """
     current, reference = (np.asarray(frame, dtype=np.float32) for frame in (current, reference))
-    rows, cols = current.shape[0] // BLOCK, current.shape[1] // BLOCK
-    tops, lefts = (grid.ravel() * BLOCK for grid in np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij"))
-    if len(tops) > MAX_BLOCKS:
-        kept = np.linspace(0, len(tops) - 1, MAX_BLOCKS).round().astype(int)
-        tops, lefts = tops[kept], lefts[kept]
-    motion = _motion(current, reference, tops, lefts, BLOCK, BLOCK)
+    tops, lefts = _corners(current.shape)
+    match_tops, match_lefts = _match_corners(current, reference, tops, lefts, BLOCK, BLOCK)
     blocks = _windows(current, tops, lefts, BLOCK, BLOCK)
-    matches = _windows(reference, tops + motion[:, 0], lefts + motion[:, 1], BLOCK, BLOCK)
+    matches = _windows(reference, match_tops, match_lefts, BLOCK, BLOCK)
     change = (blocks - matches).reshape(len(blocks), BLOCK * BLOCK, -1).astype(np.float64) / math.sqrt(2)
     covariances = np.einsum("npi,npj->nij", change, change) / (BLOCK * BLOCK)
     return covariances, np.stack([tops, lefts], axis=1)
+
+
+def compensated_change(current: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Blocks of ``current`` and the change to their match in ``reference`` that no motion explains.
+
+    Parameters
+    ----------
+    current, reference : ndarray
+        Consecutive frames (H, W, C), float in full scale (smaller than BLOCK + 2: no blocks).
+
+    Returns
+    -------
+    change : (N, BLOCK, BLOCK, C) ndarray
+        float64 in full scale: (block - its match) / sqrt(2), less its least-squares fit on
+        the mean of the two's first and second derivatives (``_motion_terms``): the noise new in
+        each frame, with the sub-pixel shift, blur and change of light that the block search
+        leaves taken out.
+    degrees : (N,) ndarray
+        Degrees of freedom per channel that the fit leaves each block's change: its covariance
+        about zero, summed over the pixels, over this is the noise's.
+    corners : (N, 2) ndarray
+        Each block's (y, x) in ``current``: blocks spread over the frame as ``motion_residuals``
+        takes them, but for those whose match leaves ``reference``.
+
+    Notes
+    -----
+    The fit is what makes a sub-pixel pan or a zoom measurable: a shift d leaves d times the
+    picture's gradient (its midpoint's, to second order), which on texture is far larger than the
+    noise. The terms come from the sum of the block and its match, whose noise is independent of
+    their difference's for noise of the same covariance in both frames (Gaussian): on white noise
+    the fit takes from it its share of the degrees of freedom and nothing else. Spatially
+    correlated noise loses more (its derivatives lie where its energy is): demosaiced noise on a
+    flat frame reads 6 % low in sigma.
+    """
+    current, reference = (np.asarray(frame, dtype=np.float32) for frame in (current, reference))
+    # One pixel of margin around each block, for the derivatives at its edge.
+    size = BLOCK + 2
+    tops, lefts = _corners((current.shape[0] - 2, current.shape[1] - 2))
+    # Matched with MATCH_MARGIN pixels around: a match chosen on the noise it then measures reads it
+    # low where the picture is flat (the best of many shifts), less so as the block is less of
+    # the window the choice is made on.
+    match_tops, match_lefts = (
+        corner + MATCH_MARGIN
+        for corner in _match_corners(
+            current,
+            reference,
+            tops - MATCH_MARGIN,
+            lefts - MATCH_MARGIN,
+            size + 2 * MATCH_MARGIN,
+            size + 2 * MATCH_MARGIN,
+            _blurred_match,
+        )
+    )
+    # Matches past the frame's edge repeat its pixels, and their noise: left out.
+    inside = (np.minimum(match_tops, match_lefts) >= 0) & (match_tops + size <= current.shape[0])
+    inside &= match_lefts + size <= current.shape[1]
+    tops, lefts = tops[inside], lefts[inside]
+    windows = _windows(current, tops, lefts, size, size).astype(np.float64)
+    matches = _windows(reference, match_tops[inside], match_lefts[inside], size, size).astype(np.float64)
+    channels = current.shape[-1]
+    difference = ((windows - matches) / math.sqrt(2))[:, 1:-1, 1:-1].reshape(len(windows), BLOCK * BLOCK, channels)
+    terms = _motion_terms((windows + matches) / 2)
+    inverse = np.linalg.pinv(terms, rcond=1e-10)
+    change = difference - terms @ (inverse @ difference)
+    degrees = BLOCK * BLOCK - np.einsum("npq,nqp->n", terms, inverse)
+    corners = np.stack([tops + 1, lefts + 1], axis=1)
+    return change.reshape(len(windows), BLOCK, BLOCK, channels), degrees, corners
+
+
+def _motion_terms(mean: np.ndarray) -> np.ndarray:
+    """(N, BLOCK^2, 1 + 5 C) columns a change is fitted on, from the mean (N, BLOCK + 2, BLOCK + 2, C)
+    of a block and its match: a constant, and each channel's first derivatives (shift), second
+    derivatives (blur) and mixed one, by central differences."""
+    centre = mean[:, 1:-1, 1:-1]
+    terms = [
+        np.ones((*centre.shape[:-1], 1)),
+        (mean[:, 1:-1, 2:] - mean[:, 1:-1, :-2]) / 2,
+        (mean[:, 2:, 1:-1] - mean[:, :-2, 1:-1]) / 2,
+        mean[:, 1:-1, 2:] - 2 * centre + mean[:, 1:-1, :-2],
+        mean[:, 2:, 1:-1] - 2 * centre + mean[:, :-2, 1:-1],
+        (mean[:, 2:, 2:] - mean[:, 2:, :-2] - mean[:, :-2, 2:] + mean[:, :-2, :-2]) / 4,
+    ]
+    return np.concatenate(terms, axis=-1).reshape(len(mean), BLOCK * BLOCK, 1 + 5 * mean.shape[-1])
 
 
 def kept_noise(
@@ -253,3 +359,9 @@ def _tile_median(squares: np.ndarray) -> np.ndarray:
     size_y, size_x = min(TILE, height), min(TILE, width)
     tiles = squares[:, : rows * size_y, : cols * size_x].reshape(count, rows, size_y, cols, size_x, channels)
     return np.median(tiles.mean(axis=(2, 4, 5)).reshape(count, -1), axis=1)
+
+
+def _blurred_match(template: np.ndarray, region: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_best_match`` on windows blurred over 3 x 3 pixels: chosen on the noise it then
+    measures, the best of the shifts tried would read it low where the picture is flat."""
+    return _best_match(_blurred(template), _blurred(region), radius)

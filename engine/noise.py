@@ -11,9 +11,14 @@ estimate, blocks over it are dropped, and the estimate is made again from the re
 consecutive frames, the flat blocks that also stay still from one frame to the next (their
 temporal differences (f[t+1] - f[t]) / sqrt(2) agree with the spatial estimate) give the final
 estimate from those differences: every pixel of the block counts, with no high-pass weighting.
-Where the flat blocks show little noise with a low confidence and there are consecutive frames,
-the noise an encoder kept in the texture is read from the motion-compensated frame-to-frame
-change instead (``engine.motion_noise``). A region the user chose is read from its own
+Where no flat block stays still (a pan, also a sub-pixel one), where the flat blocks' estimate
+looks spatially correlated (texture passes for that) or signal dependent, every block's change to
+its match in the next frame, with what a sub-pixel shift and a blur explain fitted out
+(``engine.motion_noise.compensated_change``), gives it: the blocks' median (motion the fit leaves
+only adds to some), per intensity band where the noise grows with brightness, and the change's
+own spatial correlation. Where the flat blocks show little noise with a low confidence, the noise
+an encoder kept in the texture is read from the quiet quarter of the motion-compensated change
+instead (``engine.motion_noise.kept_noise``). A region the user chose is read from its own
 motion-compensated change where there are two frames: it holds all of the noise, also the part
 that chroma subsampling or compression smoothed out of the high-pass residuals.
 
@@ -28,13 +33,14 @@ import functools
 import itertools
 import json
 import math
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from nlmeans_studio.engine.frames import checked_frame, to_float32
-from nlmeans_studio.engine.motion_noise import kept_noise, region_change
+from nlmeans_studio.engine.motion_noise import compensated_change, kept_noise, region_change
 from nlmeans_studio.engine.params import NLMParams
 
 BLOCK = 16  # pixels on a side of the blocks automatic mode chooses among
@@ -70,6 +76,11 @@ REGION_CLIPPED_FRACTION = 0.02
 # dependent when the bands' variances differ by more than SIGNAL_DEPENDENT_RATIO.
 BAND_EDGES = (0.0, 0.25, 0.5, 0.75, 1.0)
 MIN_BAND_BLOCKS = 4
+# A band of the motion-compensated change is read from the QUIET_SHARE of its blocks that changed
+# least, where it has MIN_BAND_CHANGES blocks: a band's few blocks may all be one moving object's,
+# whose misfit would pull their median (and call white noise signal dependent).
+QUIET_SHARE = 0.1
+MIN_BAND_CHANGES = 20
 SIGNAL_DEPENDENT_RATIO = 1.5
 # Spatially correlated noise (demosaicing, deinterlacing, compression) has less energy in the
 # high-pass residuals than in the pixels: flat blocks' variance around a plane over the residual
@@ -108,10 +119,11 @@ class NoiseEstimate:
     warning : str or None
         Why the estimate may be poor (a region too textured, footage that looks clean).
     method : {"spatial", "temporal", "motion", "region", "synthetic"}
-        Where the residuals came from: high-pass residuals of flat blocks, temporal differences
-        of flat blocks that stay still, the frame-to-frame change of the quietest
-        motion-compensated blocks where the flat blocks show little noise (compressed footage:
-        ``engine.motion_noise``), or the user's region; "synthetic" for noise of a known
+        Where the residuals came from: high-pass residuals of flat blocks, the change from frame
+        to frame of flat blocks that stay still or else of all blocks, motion compensated (a
+        pan, texture, noise that grows with brightness or is spatially correlated), the change
+        of the quietest motion-compensated blocks where the flat blocks show little noise
+        (compressed footage: ``engine.motion_noise``), or the user's region; "synthetic" for noise of a known
         covariance (``engine.preview.SyntheticNoise.estimate``), measured from nothing.
     confidence : float
         0 to 1: how far the estimate can be trusted (enough flat blocks, blocks that agree with
@@ -120,8 +132,9 @@ class NoiseEstimate:
         Sigma (8-bit levels, channels' average) per intensity band [low, high) of full scale,
         for the bands with enough flat blocks: camera noise grows with brightness.
     spatial_correlation : float
-        1 - (high-pass residual variance) / (pixel variance) on the flat blocks: 0 for white
-        noise, towards 1 for noise that demosaicing, deinterlacing or compression smoothed.
+        1 - (high-pass residual variance) / (pixel variance) of the noise (the frame-to-frame
+        change, or one frame's flat blocks): 0 for white noise, towards 1 for noise that
+        demosaicing, deinterlacing or compression smoothed.
     """
 
     covariance: np.ndarray
@@ -430,6 +443,9 @@ def _region_change_estimate(
     )
 
 
+_SIGNAL_DEPENDENT_NOTE = "the noise grows with brightness: sigma is the picture's average, per band in the bands"
+
+
 def _correlated_note(spatial_correlation: float) -> str:
     return (
         f"the noise is spatially correlated ({spatial_correlation:.0%} of its variance below the "
@@ -520,7 +536,8 @@ def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
         spatial_correlation = 0.0  # clean footage: what is left around the plane is the picture
     signal_dependent = NoiseEstimate(covariance, [], 0, bands=estimate_bands).signal_dependent
     measured, measured_samples = spatial, residual_samples  # the blocks' covariances the estimate rests on
-    if spatial_correlation > 1 - 1 / CORRELATED_RATIO:
+    correlated = spatial_correlation > 1 - 1 / CORRELATED_RATIO
+    if correlated:
         # Patch distances see the pixels' noise: the plane-fit variance of the flat blocks. The
         # blocks are chosen again against the pixels' noise: the residuals' understates the
         # gradients smooth noise gives, and that threshold kept only the quietest blocks (often
@@ -532,21 +549,8 @@ def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
         notes.append(_correlated_note(spatial_correlation))
         confidence *= 0.8
     elif signal_dependent:
-        # The noise grows with brightness: the picture's average variance, each band's blocks
-        # weighted by how much of the picture lies in it (bands without flat blocks take the
-        # nearest band's noise).
-        known = np.array([i for i, c in enumerate(band_covariances) if c is not None])
-        weights = np.bincount(band_of, minlength=len(band_covariances)) / len(band_of)
-        covariance = sum(
-            weight * band_covariances[known[np.argmin(np.abs(known - i))]] for i, weight in enumerate(weights)
-        )
-        notes.append("the noise grows with brightness: sigma is the picture's average, per band in the bands")
-    static, held = _static_covariances(images, chosen, covariance) if len(images) > 1 else ([], 0)
-    if held:
-        notes.append(f"{held} flat blocks held still by the encoder (no temporal noise) were not used")
-    if len(static) >= MIN_STATIC_BLOCKS and not signal_dependent and spatial_correlation <= 1 - 1 / CORRELATED_RATIO:
-        covariance = _median_covariance(static, size * size - 1)
-        samples, method = len(static) * (size * size - 1), "temporal"
+        covariance = _band_average(band_covariances, band_of)
+        notes.append(_SIGNAL_DEPENDENT_NOTE)
     cols = textures[0].shape[1]
     per_frame = textures[0].size
     blocks = (int(i) % per_frame for i in np.flatnonzero(chosen))
@@ -554,6 +558,22 @@ def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
     confidence *= min(1.0, chosen.sum() / 16) * _agreement(measured[chosen], measured_samples)
     flat_sigma = math.sqrt(np.trace(covariance) / len(covariance))
     kept = kept_noise(images, flat_sigma) if confidence < LOW_CONFIDENCE and len(images) > 1 else None
+    temporal, held = _temporal(images) if len(images) > 1 else (None, 0)
+    if held:
+        notes.append(f"{held} blocks held still by the encoder (no change from frame to frame) were not used")
+    static = _static_covariances(images, chosen, covariance) if len(images) > 1 else []
+    if kept is None and len(static) >= MIN_STATIC_BLOCKS and not signal_dependent and not correlated:
+        # Flat blocks that stay in place change by the noise alone, also in footage whose clean
+        # picture flickers elsewhere (a compressed source) or whose noise an encoder smoothed
+        # unevenly; where there are such blocks, their change is the estimate.
+        covariance = _median_covariance(static, size * size - 1)
+        samples, method = len(static) * (size * size - 1), "temporal"
+    elif kept is None and temporal is not None and flat_sigma * 255 >= CLEAN_SIGMA:
+        # The change measures what the flat blocks' notes guessed at (texture passes for
+        # spatially correlated noise there); footage whose flat blocks look clean is left to the
+        # compressed-noise check.
+        warning = "; ".join(filter(None, [temporal.warning, notes[-1] if held else None])) or None
+        return dataclasses.replace(temporal, warning=warning)
     if kept is not None:
         # The flat blocks' notes and bands describe the noise the encoder left there, not this.
         covariance, regions, samples = kept
@@ -599,6 +619,101 @@ def _bands(
     return bands, covariances
 
 
+def _band_average(band_covariances: list[np.ndarray | None], band_of: np.ndarray) -> np.ndarray:
+    """The picture's average covariance for noise that grows with brightness: each band's weighted
+    by the share of the picture's blocks in it (bands without enough blocks of their own take the
+    nearest band's)."""
+    known = np.array([i for i, c in enumerate(band_covariances) if c is not None])
+    weights = np.bincount(band_of, minlength=len(band_covariances)) / len(band_of)
+    return sum(weight * band_covariances[known[np.argmin(np.abs(known - i))]] for i, weight in enumerate(weights))
+
+
+def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
+    """The noise from the change of every block between consecutive frames, motion compensated
+    (``engine.motion_noise.compensated_change``): the blocks' median covariance (motion the fit
+    leaves only adds to some blocks' change; compressed noise, smoothed unevenly, is read at its
+    middle), per band (``_quiet_covariance``) where the noise grows with brightness, and the
+    change's spatial correlation (which, unlike the flat blocks', no texture adds to). None where
+    fewer than MIN_STATIC_BLOCKS blocks changed; and the number of blocks that repeat the previous
+    frame (held still by an encoder, or a repeated frame), which are left out, as blocks with
+    clipped samples are (clipping truncates the noise)."""
+    changes, degrees, means, used, held = [], [], [], [], 0
+    for current, reference in itertools.pairwise(images):
+        change, block_degrees, corners = compensated_change(current, reference)
+        blocks = np.array([current[y : y + BLOCK, x : x + BLOCK] for y, x in corners]).reshape(change.shape)
+        repeated = np.mean(change == 0, axis=(1, 2, 3)) >= REPEATED_SHARE
+        clipped = _clipped(blocks).mean(axis=(1, 2, 3)) > CLIPPED_FRACTION
+        held += int(repeated.sum())
+        keep = ~repeated & ~clipped
+        changes.append(change[keep])
+        degrees.append(block_degrees[keep])
+        means.append(blocks[keep].mean(axis=(1, 2, 3)))
+        used.extend((int(x), int(y), BLOCK, BLOCK) for y, x in corners[keep])
+    change, degrees, means = (np.concatenate(values) for values in (changes, degrees, means))
+    if len(change) < MIN_STATIC_BLOCKS:
+        return None, held
+    covariances = np.einsum("nyxi,nyxj->nij", change, change) / degrees[:, None, None]
+    samples = float(np.median(degrees))
+    band_of = np.clip(np.searchsorted(BAND_EDGES, means, side="right") - 1, 0, len(BAND_EDGES) - 2)
+    counts = np.bincount(band_of, minlength=len(BAND_EDGES) - 1)
+    band_covariances = [
+        _quiet_covariance(covariances[band_of == band], samples) if count >= MIN_BAND_CHANGES else None
+        for band, count in enumerate(counts)
+    ]
+    bands = tuple(
+        (low, high, round(float(np.sqrt(np.trace(c) / len(c)) * 255), 3), int(count))
+        for low, high, c, count in zip(BAND_EDGES, BAND_EDGES[1:], band_covariances, counts, strict=False)
+        if c is not None
+    )
+    estimate = NoiseEstimate(_median_covariance(covariances, samples), [], 0, bands=bands)
+    notes = []
+    if estimate.signal_dependent:
+        notes.append(_SIGNAL_DEPENDENT_NOTE)
+        estimate = dataclasses.replace(estimate, covariance=_band_average(band_covariances, band_of))
+    # The quieter half of the blocks (motion the fit leaves, and a compressed source's flicker,
+    # only add to a block's change): how far they agree, and their change's high-pass residuals
+    # over its pixels' variance, the noise's spatial correlation.
+    variances = np.trace(covariances, axis1=1, axis2=2)
+    quiet = variances <= np.median(variances)
+    confidence = _agreement(covariances[quiet], round(samples))
+    high_pass = _residuals(np.moveaxis(change[quiet], 0, 2).reshape(BLOCK, BLOCK, -1))
+    ratio = np.mean(high_pass**2) / np.mean(change[quiet] ** 2)
+    spatial_correlation = max(0.0, 1 - float(ratio))
+    if spatial_correlation > 1 - 1 / CORRELATED_RATIO:
+        notes.append(_correlated_note(spatial_correlation))
+    if confidence < LOW_CONFIDENCE:
+        notes.append(f"low confidence ({confidence:.2f}): choose a flat region of your own")
+    return dataclasses.replace(
+        estimate,
+        regions=sorted(set(used)),
+        samples=int(degrees.sum()),
+        warning="; ".join(notes) or None,
+        method="temporal",
+        confidence=round(confidence, 3),
+        spatial_correlation=round(spatial_correlation, 3),
+    ), held
+
+
+def _quiet_covariance(covariances: np.ndarray, samples: float) -> np.ndarray:
+    """The noise of the QUIET_SHARE of blocks that changed least.
+
+    Motion that the fit does not explain (occlusion, several motions in a block) and the clean
+    picture's own flicker (a compressed source) only add to a block's change, so the quiet blocks
+    read the noise: the quiet share's variance over what that quantile of noise alone gives
+    (chi-square with the blocks' samples times the noise's effective channels degrees of freedom,
+    Wilson-Hilferty), in the shape (the channels' sigmas and correlations) of the quieter half's
+    median covariance (a shape from the quiet share alone would have weaker correlations: the
+    blocks whose channels' noise happened to agree less).
+    """
+    variances = np.trace(covariances, axis1=1, axis2=2)
+    quantile = np.quantile(variances, QUIET_SHARE)
+    shape = np.median(covariances[variances <= np.median(variances)], axis=0)
+    shape = (shape + shape.T) / 2
+    spread = math.sqrt(2 / (9 * samples * _effective_channels(shape)))
+    noise_quantile = (1 - spread**2 + statistics.NormalDist().inv_cdf(QUIET_SHARE) * spread) ** 3
+    return shape * (quantile / noise_quantile / max(np.trace(shape), 1e-30))
+
+
 def _agreement(covariances: np.ndarray, samples: int) -> float:
     """1 while the chosen blocks' variances spread as noise alone spreads them (chi-square with
     ``samples`` degrees of freedom), less as texture or changing noise widens the spread."""
@@ -611,21 +726,20 @@ def _agreement(covariances: np.ndarray, samples: int) -> float:
     return float(min(1.0, 2.5 * expected / max(spread, 1e-30)))
 
 
-def _static_covariances(images: list[np.ndarray], chosen: np.ndarray, spatial: np.ndarray) -> tuple[np.ndarray, int]:
+def _static_covariances(images: list[np.ndarray], chosen: np.ndarray, spatial: np.ndarray) -> np.ndarray:
     """Covariances of (f[t+1] - f[t]) / sqrt(2) over the blocks flat in both frames that stay
-    still: whose temporal variance agrees with the spatial estimate ``spatial``; and how many
-    flat blocks an encoder held still (temporal variance under HELD_FACTOR times the spatial)."""
+    still: whose temporal variance agrees with the spatial estimate ``spatial`` (STATIC_FACTOR),
+    but for blocks an encoder held still (under HELD_FACTOR times it)."""
     per_frame = len(chosen) // len(images)
-    static, held = [], 0
+    static = []
     for t in range(len(images) - 1):
         both = chosen[t * per_frame : (t + 1) * per_frame] & chosen[(t + 1) * per_frame : (t + 2) * per_frame]
         difference = (images[t + 1] - images[t]) / np.float32(math.sqrt(2))
         covariances = _block_covariances(difference, BLOCK, centred=True)[both]
         variance = np.trace(covariances, axis1=1, axis2=2)
         still = (variance <= STATIC_FACTOR * np.trace(spatial)) & (variance >= HELD_FACTOR * np.trace(spatial))
-        held += int((variance < HELD_FACTOR * np.trace(spatial)).sum())
         static.append(covariances[still])
-    return np.concatenate(static), held
+    return np.concatenate(static)
 
 
 def _median_covariance(covariances: np.ndarray, samples: int) -> np.ndarray:
