@@ -7,6 +7,7 @@ A module of its own rather than the conftest: every test folder's conftest.py is
 from __future__ import annotations
 
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,6 +25,19 @@ def default_signals() -> None:
     """
     for stop in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
         signal.signal(stop, signal.SIG_DFL)
+
+
+def stopped_under_way(command: list[str], under_way: str, stop: int) -> tuple[int, str]:
+    """Run ``command``, send it ``stop`` once its standard error shows ``under_way`` (its progress
+    line: the work has started), and return its exit status and all it wrote on standard error."""
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals) as child:
+        error = ""
+        while under_way not in error:
+            error += child.stderr.read(1)
+            assert error or child.poll() is None
+        child.send_signal(stop)
+        error += child.stderr.read()
+        return child.wait(timeout=60), error
 
 
 def real_crops() -> dict[str, np.ndarray]:

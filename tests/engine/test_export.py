@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from clips import CLI, default_signals
+from clips import CLI, stopped_under_way
 from media_corpus import ClipSpec, plain_pyav_numbers, write_clip
 from test_video import make_clip
 
@@ -227,14 +227,8 @@ def test_a_stopped_run_leaves_no_file(tmp_path, stop) -> None:
     make_clip(tmp_path / "clip.mkv", frames=400, size=(64, 96))
     before = (tmp_path / "clip.mkv").read_bytes()
     command = _denoise_command(tmp_path / "clip.mkv", tmp_path / "out.mkv", "--search-radius", "5")
-    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals) as child:
-        progress = ""
-        while "frames (" not in progress:  # the progress bar: the run is under way
-            progress += child.stderr.read(1)
-            assert progress or child.poll() is None
-        child.send_signal(stop)
-        error = child.stderr.read()
-        assert child.wait(timeout=60) == 130
+    status, error = stopped_under_way(command, "frames (", stop)  # the progress bar: the run is under way
+    assert status == 130
     assert error.splitlines()[-1].startswith("nlmeans-studio: cancelled") and "Traceback" not in error
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mkv"]
     assert (tmp_path / "clip.mkv").read_bytes() == before

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from clips import CLI, default_signals
+from clips import CLI, default_signals, stopped_under_way
 
 from nlmeans_studio.engine import denoise_volume
 from nlmeans_studio.engine.cli import main
@@ -801,14 +801,8 @@ def test_a_stopped_volume_run_says_cancelled_and_leaves_no_file(tmp_path, stop) 
     np.save(tmp_path / "in.npy", np.random.default_rng(9).random((48, 128, 128), dtype=np.float32))
     command = [*CLI, "denoise-volume", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--backend", "cpu",
                "--h", "0.3", "--search-radius", "4"]  # fmt: skip
-    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals) as child:
-        progress = ""
-        while " %" not in progress:  # the progress line: the filter is under way
-            progress += child.stderr.read(1)
-            assert progress or child.poll() is None
-        child.send_signal(stop)
-        error = child.stderr.read()
-        assert child.wait(timeout=60) == 130, error
+    status, error = stopped_under_way(command, " %", stop)  # the progress line: the filter is under way
+    assert status == 130, error
     assert error.splitlines()[-1] == f"nlmeans-studio: cancelled; {tmp_path / 'out.npy'} was not written"
     assert "Traceback" not in error
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy"]
