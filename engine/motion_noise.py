@@ -124,21 +124,6 @@ def _motion(
     return motion
 
 
-def _match_corners(
-    current: np.ndarray,
-    reference: np.ndarray,
-    tops: np.ndarray,
-    lefts: np.ndarray,
-    height: int,
-    width: int,
-    refine: Callable[[np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]] = _best_match,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The (tops, lefts) in ``reference`` of the matches of the height x width windows of
-    ``current`` at (tops, lefts), as ``_motion`` finds them."""
-    motion = _motion(current, reference, tops, lefts, height, width, refine)
-    return tops + motion[:, 0], lefts + motion[:, 1]
-
-
 def _corners(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """The (tops, lefts) of the BLOCK x BLOCK blocks of a frame of ``shape``: at most MAX_BLOCKS,
     spread over the frame."""
@@ -172,9 +157,9 @@ def motion_residuals(current: np.ndarray, reference: np.ndarray) -> tuple[np.nda
     """
     current, reference = (np.asarray(frame, dtype=np.float32) for frame in (current, reference))
     tops, lefts = _corners(current.shape)
-    match_tops, match_lefts = _match_corners(current, reference, tops, lefts, BLOCK, BLOCK)
+    motion = _motion(current, reference, tops, lefts, BLOCK, BLOCK)
     blocks = _windows(current, tops, lefts, BLOCK, BLOCK)
-    matches = _windows(reference, match_tops, match_lefts, BLOCK, BLOCK)
+    matches = _windows(reference, tops + motion[:, 0], lefts + motion[:, 1], BLOCK, BLOCK)
     change = (blocks - matches).reshape(len(blocks), BLOCK * BLOCK, -1).astype(np.float64) / math.sqrt(2)
     covariances = np.einsum("npi,npj->nij", change, change) / (BLOCK * BLOCK)
     return covariances, np.stack([tops, lefts], axis=1)
@@ -219,18 +204,16 @@ def compensated_change(current: np.ndarray, reference: np.ndarray) -> tuple[np.n
     # Matched with MATCH_MARGIN pixels around: a match chosen on the noise it then measures reads it
     # low where the picture is flat (the best of many shifts), less so as the block is less of
     # the window the choice is made on.
-    match_tops, match_lefts = (
-        corner + MATCH_MARGIN
-        for corner in _match_corners(
-            current,
-            reference,
-            tops - MATCH_MARGIN,
-            lefts - MATCH_MARGIN,
-            size + 2 * MATCH_MARGIN,
-            size + 2 * MATCH_MARGIN,
-            _blurred_match,
-        )
+    motion = _motion(
+        current,
+        reference,
+        tops - MATCH_MARGIN,
+        lefts - MATCH_MARGIN,
+        size + 2 * MATCH_MARGIN,
+        size + 2 * MATCH_MARGIN,
+        _blurred_match,
     )
+    match_tops, match_lefts = tops + motion[:, 0], lefts + motion[:, 1]
     # Matches past the frame's edge repeat its pixels, and their noise: left out.
     inside = (np.minimum(match_tops, match_lefts) >= 0) & (match_tops + size <= current.shape[0])
     inside &= match_lefts + size <= current.shape[1]
