@@ -18,6 +18,7 @@ clipped by the caller's integer frames; in-range frames round-trip.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +87,13 @@ def yuv_layout(pixel_format: str, color: dict[str, int], height: int) -> YuvLayo
     (BT.709 from HD_LINES up, else BT.601); None where this module does not convert the format
     (RGB, gray, packed, 4:1:1: swscale does).
     """
+    full = color.get("range") == FULL_RANGE or pixel_format.startswith("yuvj")
+    return _layout(pixel_format, color.get("colorspace", 2), full, height >= HD_LINES)
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(pixel_format: str, colorspace: int, full: bool, high_definition: bool) -> YuvLayout | None:
+    """``yuv_layout``'s answer, worked out once per format and tags (the reader asks per frame)."""
     import av
 
     side = 16  # a size every subsampling divides, so that the planes' sizes give its factors
@@ -98,9 +106,8 @@ def yuv_layout(pixel_format: str, color: dict[str, int], height: int) -> YuvLayo
     shift = ((side // components[1].width).bit_length() - 1, (side // components[1].height).bit_length() - 1)
     if max(shift) > 1 or bits > 16 or any(component.bits != bits for component in components):
         return None
-    full = color.get("range") == FULL_RANGE or pixel_format.startswith("yuvj")
-    guessed = BT709 if height >= HD_LINES else BT601
-    weights = MATRIX_WEIGHTS.get(color.get("colorspace", 2), MATRIX_WEIGHTS[guessed])
+    guessed = BT709 if high_definition else BT601
+    weights = MATRIX_WEIGHTS.get(colorspace, MATRIX_WEIGHTS[guessed])
     return YuvLayout(pixel_format, bits, shift, weights, full, alpha=len(components) == 4)
 
 
