@@ -33,7 +33,7 @@ from nlmeans_studio.engine.backend import (
     resolve_backend,
 )
 from nlmeans_studio.engine.denoiser import METHODS, Denoiser
-from nlmeans_studio.engine.export import ExportCancelledError, denoise_file, estimate_clip_noise, estimate_noise_over
+from nlmeans_studio.engine.export import ExportCancelledError, denoise_file, estimate_clip_noise
 from nlmeans_studio.engine.filters.compiled import COMPILING, filter_compiles
 from nlmeans_studio.engine.guided import GuidedDenoiser
 from nlmeans_studio.engine.luma_chroma import (
@@ -62,6 +62,7 @@ from nlmeans_studio.engine.noise import (
     apply_estimate,
     decorrelation_decision,
     estimate_noise,
+    estimate_noise_over,
     suggest_h,
 )
 from nlmeans_studio.engine.params import (

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from nlmeans_studio.engine import VOLUME_SUFFIXES, __version__
+from nlmeans_studio.engine.automatic import AUTO, FilterChoice, choose_filter, sample_length, sure_applies
 from nlmeans_studio.engine.backend import (
     BACKENDS,
     BackendUnavailableError,
@@ -33,14 +34,12 @@ from nlmeans_studio.engine.bench import (
     run_table,
 )
 from nlmeans_studio.engine.denoiser import METHODS
-from nlmeans_studio.engine.export import ExportCancelledError, denoise_file, estimate_clip_noise
+from nlmeans_studio.engine.export import ExportCancelledError, clip_sample, denoise_file, estimate_clip_noise
 from nlmeans_studio.engine.filters.compiled import COMPILING, filter_compiles
 from nlmeans_studio.engine.frames import FULL_SCALE_BITS
 from nlmeans_studio.engine.luma_chroma import (
     matrix_for,
     parse_luma_chroma,
-    split_estimate,
-    suggest_luma_chroma_h,
 )
 from nlmeans_studio.engine.media.pipe import PIPE, PipeReader
 from nlmeans_studio.engine.media.video import (
@@ -63,7 +62,7 @@ from nlmeans_studio.engine.memory import (
     require_cpu_room,
     share_malloc_arenas,
 )
-from nlmeans_studio.engine.noise import NoiseEstimate, apply_estimate, decorrelation_decision, estimate_noise
+from nlmeans_studio.engine.noise import apply_estimate, decorrelation_decision, estimate_noise
 from nlmeans_studio.engine.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, NLMParams
 from nlmeans_studio.engine.presets import FIELDS as PRESET_FIELDS
 from nlmeans_studio.engine.presets import Preset, find_preset, load_preset, shipped_presets
@@ -236,19 +235,21 @@ def _parser() -> argparse.ArgumentParser:
     denoise.add_argument("--search-radius", type=int, default=None, help="A, pixels (default 3)")
     denoise.add_argument("--frames-past", type=int, default=None, help="Dp (default 1)")
     denoise.add_argument("--frames-future", type=int, default=None, help="Df (default 1)")
-    denoise.add_argument("--weighting", choices=WEIGHTINGS, default=None, help="default bisquare")
+    denoise.add_argument("--weighting", choices=WEIGHTINGS, default=None, help="default exponential")
     denoise.add_argument(
         "--center-weight",
         choices=CENTER_WEIGHTS,
         default=None,
-        help="the pixel's own weight: one (default) or max, the largest of the others' (KNLMeansCL's wref)",
+        help="the pixel's own weight: max (default), the largest of the others' (KNLMeansCL's wref), or one",
     )
     denoise.add_argument(
         "--luma-chroma",
         type=_luma_chroma_mode,
-        default=None,
-        help="filter in Y'CbCr (the source's matrix) with a strength for Y and one for Cb/Cr: auto (from the "
-        "noise of each) or H_Y,H_UV in 8-bit levels; --h and the color decorrelation are then not used",
+        default=_UNSET,
+        help="filter a colour clip in Y'CbCr (the source's matrix) with a strength for Y and one for Cb/Cr: auto "
+        "(the default: from the noise of each, refined on the clip where the noise is white), off (in its own "
+        "channels, with one h and the color decorrelation), or H_Y,H_UV in 8-bit levels; off by default with "
+        "--h, --devices or --guide",
     )
     denoise.add_argument(
         "--guide",
@@ -321,43 +322,15 @@ def _box(text: str) -> tuple[int, int, int, int]:
     return x, y, w, h
 
 
-def _luma_chroma_mode(text: str) -> str | tuple[float, float]:
-    """auto or H_Y,H_UV (off: the option left out)."""
+_UNSET = object()  # --luma-chroma left out: the default mode applies (not a string: argparse would parse it)
+
+
+def _luma_chroma_mode(text: str) -> str | tuple[float, float] | None:
+    """auto, off or H_Y,H_UV."""
     try:
-        mode = parse_luma_chroma(text)
+        return parse_luma_chroma(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-    if mode is None:
-        raise argparse.ArgumentTypeError("expected auto or H_Y,H_UV; leave --luma-chroma out for off")
-    return mode
-
-
-def _luma_chroma(
-    args: argparse.Namespace, params: NLMParams, estimate: NoiseEstimate | None, strength: float = 1.0
-) -> tuple[float, float, str] | None:
-    """(h_luma, h_chroma, matrix) for --luma-chroma; with auto ``strength`` times the strengths
-    the clip's noise estimate (``estimate``, the one --noise made, else made here) seen in
-    Y'CbCr suggests, as the window does."""
-    if args.luma_chroma is None:
-        return None
-    if args.input == PIPE:
-        matrix = "bt709"
-        if args.luma_chroma == "auto":
-            raise ValueError("--luma-chroma auto estimates the noise from a file; from a pipe give H_Y,H_UV")
-    else:
-        with VideoReader(args.input) as reader:
-            matrix = matrix_for(reader.info.color.get("colorspace", 2), reader.info.height)
-    if args.luma_chroma != "auto":
-        if not args.quiet:  # what filters, as for auto (the noise line's h is not used in this mode)
-            h_luma, h_chroma = args.luma_chroma
-            print(f"luma/chroma ({matrix}): h_Y = {h_luma:.1f}, h_UV = {h_chroma:.1f} (given)", file=sys.stderr)
-        return (*args.luma_chroma, matrix)
-    if estimate is None:
-        estimate = estimate_clip_noise(args.source, start=args.start, duration=args.duration)
-    h_luma, h_chroma = (strength * h for h in suggest_luma_chroma_h(split_estimate(estimate, matrix), params))
-    if not args.quiet:
-        print(f"luma/chroma ({matrix}): h_Y = {h_luma:.1f}, h_UV = {h_chroma:.1f}", file=sys.stderr)
-    return h_luma, h_chroma, matrix
 
 
 def _noise_mode(text: str) -> str | tuple[int, int, int, int]:
@@ -405,6 +378,9 @@ def _estimate_noise(args: argparse.Namespace) -> int:
             )
         result = estimate_noise(read_frames(args.input, count, start=first), roi=args.roi, bit_depth=FULL_SCALE_BITS)
     h = apply_estimate(NLMParams(), result).h
+    with VideoReader(args.input) as reader:
+        matrix = matrix_for(reader.info.color.get("colorspace", 2), reader.info.height)
+    default = choose_filter(result, matrix=matrix)
     decorrelate, reason = decorrelation_decision(result)
     try:
         transform = result.color_transform().round(4).tolist()
@@ -425,6 +401,10 @@ def _estimate_noise(args: argparse.Namespace) -> int:
         "effective_channels": round(result.effective_channels, 3),
         "decorrelation": reason,
         "suggested_h": round(h, 3),
+        "suggested_luma_chroma": None
+        if default.luma_chroma is None
+        else [round(v, 3) for v in default.luma_chroma[:2]],
+        "sure_refines": sure_applies(result),
         "warning": result.warning,
     }
     if args.json:
@@ -443,7 +423,9 @@ def _estimate_noise(args: argparse.Namespace) -> int:
         shared = " (under the count: noise shared by the channels, as compression leaves it; h allows for it)"
     print(f"effective noise channels: {report['effective_channels']:.2f} of {len(result.covariance)}{shared}")
     print(f"color decorrelation: {report['decorrelation']}")
-    print(f"suggested h: {h:.1f} levels (for denoise's default filter; denoise --noise auto uses it)")
+    print(f"suggested h: {h:.1f} levels (for one strength: denoise --h, --luma-chroma off)")
+    refined = "; denoise refines it on the clip (SURE: the noise is white)" if report["sure_refines"] else ""
+    print(f"denoise's default filter: {default.describe().split(';')[0]}{refined}")
     if result.warning:
         print(f"warning: {result.warning}")
     return 0
@@ -491,45 +473,70 @@ class _ProgressBar:
             self._line_open = False
 
 
-def _denoise_params(
-    args: argparse.Namespace, preset: Preset | None, info: VideoInfo
-) -> tuple[NLMParams, NoiseEstimate | None]:
-    """The parameters asked for (the options, over ``preset``'s, over the defaults), with h and
-    the color transform from the noise unless --noise none; and that noise estimate (None with
-    --noise none). h: --h, else the preset's strength (1 without a preset) times the h the noise
-    suggests, else a preset's own h. ``info``: the source's, whose streams the output must hold."""
-    base = NLMParams(h=DEFAULT_H) if preset is None else preset.params
+def _chosen_filter(args: argparse.Namespace, preset: Preset | None, info: VideoInfo) -> FilterChoice:
+    """The filter asked for: the options, over ``preset``'s, over the defaults; its strengths
+    from the noise (``automatic.choose_filter``: luma/chroma for a colour clip, SURE where the
+    noise is white) unless --h or --noise none. ``info``: the source's, whose streams the
+    output must hold."""
+    base = NLMParams() if preset is None else preset.params
     chosen = {name: getattr(args, name) for name in WINDOW_OPTIONS if getattr(args, name) is not None}
     params = dataclasses.replace(base, **chosen, h=base.h if args.h is None else args.h)
     if args.output != STANDARD_OUTPUT:  # before the slower estimate
         check_encoding(args.codec, args.crf, args.preset, rgb=args.rgb)
         check_output_path(Path(args.output), Path(args.input), args.overwrite)
         output_format(Path(args.output), args.codec, info)
+    matrix = matrix_for(info.color.get("colorspace", 2), info.height)
+    mode = _luma_chroma_asked(args, preset)
     strength = 1.0 if preset is None else preset.strength
-    if args.noise == "none":
+    if args.noise == "none" or (args.h is not None and mode is None):
+        if mode == AUTO:
+            raise ValueError("--luma-chroma auto sets its strengths from the noise: give H_Y,H_UV with --noise none")
         if args.h is None and preset is not None and strength is not None:
             raise ValueError(f"--filter-preset {args.filter_preset} sets h from the noise: give --h with --noise none")
-        return params, None
+        if args.noise == "none":
+            choice = FilterChoice(params, None if mode is None else (*mode, matrix), how="given")
+            _say(args, f"filter: {choice.describe()}")
+            return choice
     roi = None if args.noise == "auto" else args.noise
     estimate = estimate_clip_noise(args.source, roi=roi, start=args.start, duration=args.duration)
-    suggested = apply_estimate(params, estimate)
-    h = args.h if args.h is not None else params.h if strength is None else strength * suggested.h
-    params = dataclasses.replace(suggested, h=h)
-    if not args.quiet:
-        sigma = ", ".join(f"{s:.1f}" for s in estimate.sigma)
-        decorrelation = "on" if params.color_transform is not None else "off"
-        shown = f"h = {params.h:.1f}"
-        if args.h is not None or strength != 1.0:
-            whose = "yours" if args.h is not None else f"{args.filter_preset}'s"
-            shown += f" ({whose}; the noise suggests {suggested.h:.1f})"
-        print(
-            f"noise: sigma {sigma} levels ({estimate.method}), confidence {estimate.confidence:.0%}; "
-            f"{shown}, color decorrelation {decorrelation}",
-            file=sys.stderr,
+    if args.h is not None and mode is None:  # one strength given: the colour transform still follows the noise
+        choice = FilterChoice(apply_estimate(params, estimate, h=args.h), None, how="given")
+    else:
+        sample = None
+        if isinstance(mode, str) or mode is None:  # strengths from the noise: SURE may refine them
+            sample = clip_sample(args.source, sample_length(params), args.start, args.duration)
+        choice = choose_filter(
+            estimate,
+            params,
+            matrix=matrix,
+            luma_chroma=mode,
+            strength=1.0 if strength is None else strength,
+            sample=sample,
+            backend=args.backend if args.devices is None else "gpu",
         )
-        if estimate.warning:
-            print(f"warning: {estimate.warning}", file=sys.stderr)
-    return params, estimate
+    sigma = ", ".join(f"{s:.1f}" for s in estimate.sigma)
+    _say(args, f"noise: sigma {sigma} levels ({estimate.method}), confidence {estimate.confidence:.0%}")
+    _say(args, f"filter: {choice.describe()}")
+    if estimate.warning:
+        _say(args, f"warning: {estimate.warning}")
+    return choice
+
+
+def _luma_chroma_asked(args: argparse.Namespace, preset: Preset | None) -> str | tuple[float, float] | None:
+    """The luma/chroma mode: --luma-chroma, else the preset's, else auto (a colour clip in
+    Y'CbCr), except where one strength is given (--h), no noise is estimated (--noise none) or
+    the filter runs as the plain one (--devices, --guide)."""
+    if args.luma_chroma is not _UNSET:
+        return args.luma_chroma
+    if preset is not None:
+        return preset.luma_chroma
+    plain = args.h is not None or args.noise == "none" or args.devices is not None or args.guide is not None
+    return None if plain else AUTO
+
+
+def _say(args: argparse.Namespace, line: str) -> None:
+    if not args.quiet:
+        print(line, file=sys.stderr)
 
 
 def _source_info(args: argparse.Namespace) -> VideoInfo:
@@ -581,12 +588,10 @@ def _denoise(args: argparse.Namespace, stop: _Stop) -> int:
     progress = None if args.quiet else _ProgressBar()
     try:
         preset = None if args.filter_preset is None else load_preset(find_preset(args.filter_preset))
-        if args.luma_chroma is None and preset is not None:
-            args.luma_chroma = preset.luma_chroma
         if args.devices is not None:  # before any reading: a combination refused, or no GPU
             if args.backend == "cpu":
                 raise ValueError("--devices spreads the clip over GPUs: not with --backend cpu")
-            if args.guide is not None or args.luma_chroma is not None:
+            if args.guide is not None or (args.luma_chroma is not _UNSET and args.luma_chroma is not None):
                 raise ValueError("--devices runs the plain filter only: not with --luma-chroma or --guide yet")
             args.devices = resolve_devices(args.devices)
         # A GPU asked for and unavailable, or a CPU run that cannot fit an address-space limit
@@ -594,15 +599,14 @@ def _denoise(args: argparse.Namespace, stop: _Stop) -> int:
         if resolve_backend(args.backend) == "cpu":
             require_cpu_room(0, volume=False)
         args.source = PipeReader() if args.input == PIPE else args.input  # a pipe is read once, by both
-        params, estimate = _denoise_params(args, preset, _source_info(args))
-        luma_chroma = _luma_chroma(args, params, estimate, 1.0 if preset is None else preset.strength or 1.0)
+        choice = _chosen_filter(args, preset, _source_info(args))
         if not args.quiet and filter_compiles(args.backend):
             print(COMPILING, file=sys.stderr)
         stop.exporting = True
         summary = denoise_file(
             args.source,
             args.output,
-            params,
+            choice.params,
             backend=args.backend,
             codec=args.codec,
             crf=args.crf,
@@ -613,7 +617,7 @@ def _denoise(args: argparse.Namespace, stop: _Stop) -> int:
             duration=args.duration,
             progress=progress,
             cancel=stop.cancel,
-            luma_chroma=luma_chroma,
+            luma_chroma=choice.luma_chroma,
             guide=args.guide,
             devices=args.devices,
         )

@@ -26,11 +26,10 @@ from nlmeans_studio.engine.frames import FULL_SCALE_BITS
 from nlmeans_studio.engine.media.pipe import LOOKAHEAD, PIPE, PipeReader
 from nlmeans_studio.engine.media.video import VideoError, VideoInfo, VideoReader, VideoWriter
 from nlmeans_studio.engine.memory import require_cpu_room
-from nlmeans_studio.engine.noise import NoiseEstimate, estimate_noise
+from nlmeans_studio.engine.noise import NoiseEstimate, estimate_noise_over
 from nlmeans_studio.engine.params import NLMParams
 
 QUEUE_FRAMES = 8  # frames waiting between two stages
-NOISE_PLACES = 3  # places in a clip the noise is estimated at
 CPU_EXPORT_FRAMES = 9  # float32 frames' worth a CPU export holds besides its window's (cpu_export_bytes)
 Progress = Callable[[int, int, float], None]  # frames done, frames in all, seconds since start
 
@@ -236,48 +235,24 @@ def estimate_clip_noise(
         return estimate_noise_over(reader.frame, first, last, roi, bit_depth=FULL_SCALE_BITS)[1]
 
 
-def estimate_noise_over(
-    frame: Callable[[int], np.ndarray],
-    first: int,
-    last: int,
-    roi: tuple[int, int, int, int] | None = None,
-    *,
-    bit_depth: int | None = None,
-) -> tuple[int, NoiseEstimate]:
-    """The noise of frames ``first`` .. ``last`` - 1, as ``estimate_clip_noise`` measures it:
-    NOISE_PLACES pairs of consecutive frames spread over them, each estimated alone
-    (``estimate_noise``), and the estimate of median average sigma, so that one odd scene (a
-    fade, a title) does not decide.
-
-    Parameters
-    ----------
-    frame : callable
-        ``frame(i)`` is frame i, (H, W, C) as ``estimate_noise`` takes frames.
-    first, last : int
-        The frames to measure: ``first`` .. ``last`` - 1 (one pair where they are two).
-    roi : (x, y, width, height), optional
-        A flat region, in pixels, measured on each pair; None: flat blocks found automatically.
-    bit_depth : int, optional
-        Bits per sample of uint16 frames, as ``estimate_noise`` takes it.
-
-    Returns
-    -------
-    (int, NoiseEstimate)
-        The first frame of the pair the estimate comes from (its regions lie on that frame),
-        and the estimate.
+def clip_sample(source: Source, count: int, start: float = 0.0, duration: float | None = None) -> np.ndarray:
+    """``count`` consecutive frames from the middle of a clip's range (a pipe's: its first),
+    for SURE to choose the strength on (``automatic.choose_filter``); fewer where the range is
+    shorter. (T, H, W, C) as the reader gives them.
 
     Raises
     ------
-    ValueError
-        Frames ``estimate_noise`` refuses, or a region that leaves them.
+    ValueError, VideoError
+        As ``estimate_clip_noise``.
     """
-    places = sorted({round(p) for p in np.linspace(first, max(first, last - 2), NOISE_PLACES)})
-    estimates = [
-        estimate_noise(np.stack([frame(i) for i in range(place, min(place + 2, last))]), roi=roi, bit_depth=bit_depth)
-        for place in places
-    ]
-    median = sorted(range(len(places)), key=lambda i: estimates[i].average_sigma)[len(places) // 2]
-    return places[median], estimates[median]
+    with _opened(source) as reader:
+        first, last = _frame_range(reader, start, duration)
+        if isinstance(reader, PipeReader):
+            last = reader.frames_ahead(first + count)
+        elif last is None:
+            last = first + count
+        middle = max(first, (first + last - count) // 2)
+        return np.array([reader.frame(i) for i in range(middle, min(middle + count, last))])
 
 
 def cpu_export_bytes(info: VideoInfo, params: NLMParams) -> int:

@@ -114,6 +114,10 @@ def split_estimate(estimate: NoiseEstimate, matrix: str = "bt709") -> LumaChroma
     """
     transform = yuv_matrix(matrix)
     covariance = transform @ np.asarray(estimate.covariance, dtype=np.float64) @ transform.T
+    # Noise the channels share all of (film grain, a gray clip stored as RGB) leaves Cb and Cr a
+    # variance of 0 that rounding can make negative: the nearest covariance, negative parts removed.
+    values, vectors = np.linalg.eigh(covariance)
+    covariance = (vectors * np.clip(values, 0, None)) @ vectors.T
     luma = dataclasses.replace(estimate, covariance=covariance[:1, :1])
     chroma = dataclasses.replace(estimate, covariance=covariance[1:, 1:])
     return LumaChromaEstimate(luma, chroma)

@@ -34,6 +34,7 @@ import itertools
 import json
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +45,7 @@ from nlmeans_studio.engine.motion_noise import compensated_change, kept_noise, r
 from nlmeans_studio.engine.params import NLMParams
 
 BLOCK = 16  # pixels on a side of the blocks automatic mode chooses among
+NOISE_PLACES = 3  # places in a clip (pairs of frames) the noise is estimated at
 MIN_REGION = 16  # pixels on a side of the smallest region an estimate is made from
 REGION_TILE = 8  # pixels on a side of the tiles a region's frame-to-frame change is read in
 # A tile of a region repeats the previous frame (a repeated frame, a block the encoder held) where
@@ -276,14 +278,24 @@ def _texture(frame: np.ndarray, size: int) -> np.ndarray:
     return (xx + yy) / 2 + np.sqrt(((xx - yy) / 2) ** 2 + xy**2)
 
 
-def _float_frames(frames: np.ndarray, bit_depth: int | None) -> list[np.ndarray]:
+def _as_array(frames: np.ndarray) -> np.ndarray:
     try:
         array = np.asarray(frames)
     except ValueError:  # a list of frames of different shapes
         raise ValueError("frames must be one frame or several of one shape (T, H, W[, C])") from None
     if not array.size:
         raise ValueError(f"frames must hold at least one frame of at least 1x1 pixels, got shape {array.shape}")
-    if array.ndim == 4 or (array.ndim == 3 and array.shape[-1] not in (1, 3)):
+    return array
+
+
+def _is_clip(array: np.ndarray) -> bool:
+    """Whether ``array`` holds several frames (T, H, W[, C]) rather than one (H, W[, C])."""
+    return array.ndim == 4 or (array.ndim == 3 and array.shape[-1] not in (1, 3))
+
+
+def _float_frames(frames: np.ndarray, bit_depth: int | None) -> list[np.ndarray]:
+    array = _as_array(frames)
+    if _is_clip(array):
         return [to_float32(checked_frame(frame, bit_depth)) for frame in array]
     return [to_float32(checked_frame(array, bit_depth))]
 
@@ -300,13 +312,16 @@ def _checked_region(roi: object) -> tuple[int, int, int, int]:
 def estimate_noise(
     frames: np.ndarray, roi: tuple[int, int, int, int] | None = None, *, bit_depth: int | None = None
 ) -> NoiseEstimate:
-    """Estimate the noise covariance of one frame or a few frames.
+    """Estimate the noise covariance of one frame or of a clip.
 
     Parameters
     ----------
     frames : array_like
-        One frame (H, W[, C]) or several (T, H, W[, C]), C = 1 or 3; uint8, uint16 or float in
-        [0, 1] (full scale). Several consecutive frames let still blocks give a temporal estimate.
+        One frame (H, W[, C]) or several consecutive ones (T, H, W[, C]), C = 1 or 3; uint8,
+        uint16 or float in [0, 1] (full scale). Two frames give a temporal estimate (the
+        motion-compensated change); a clip of more is measured as ``denoise`` and the window
+        measure a file (``estimate_noise_over``: NOISE_PLACES pairs spread over it, the median),
+        so that the API, the command line and the window read the same noise.
     roi : (x, y, width, height), optional
         A region chosen by the user, in pixels, in the first frame. Without it the flattest
         blocks are found. Given two frames or more, the region's change from frame to frame
@@ -337,6 +352,57 @@ def estimate_noise(
     Gaussian noise of sigma levels per channel is found within a few percent on footage with
     some flat areas; strong texture everywhere biases it upwards (the warning then says so).
     """
+    clip = _as_array(frames)
+    if _is_clip(clip) and len(clip) > 2:
+        return estimate_noise_over(clip.__getitem__, 0, len(clip), roi, bit_depth=bit_depth)[1]
+    return _estimate(clip, roi, bit_depth)
+
+
+def estimate_noise_over(
+    frame: Callable[[int], np.ndarray],
+    first: int,
+    last: int,
+    roi: tuple[int, int, int, int] | None = None,
+    *,
+    bit_depth: int | None = None,
+) -> tuple[int, NoiseEstimate]:
+    """The noise of frames ``first`` .. ``last`` - 1, as ``estimate_clip_noise`` measures it:
+    NOISE_PLACES pairs of consecutive frames spread over them, each estimated alone
+    (``estimate_noise``), and the estimate of median average sigma, so that one odd scene (a
+    fade, a title) does not decide.
+
+    Parameters
+    ----------
+    frame : callable
+        ``frame(i)`` is frame i, (H, W, C) as ``estimate_noise`` takes frames.
+    first, last : int
+        The frames to measure: ``first`` .. ``last`` - 1 (one pair where they are two).
+    roi : (x, y, width, height), optional
+        A flat region, in pixels, measured on each pair; None: flat blocks found automatically.
+    bit_depth : int, optional
+        Bits per sample of uint16 frames, as ``estimate_noise`` takes it.
+
+    Returns
+    -------
+    (int, NoiseEstimate)
+        The first frame of the pair the estimate comes from (its regions lie on that frame),
+        and the estimate.
+
+    Raises
+    ------
+    ValueError
+        Frames ``estimate_noise`` refuses, or a region that leaves them.
+    """
+    places = sorted({round(p) for p in np.linspace(first, max(first, last - 2), NOISE_PLACES)})
+    estimates = [
+        _estimate(np.stack([frame(i) for i in range(place, min(place + 2, last))]), roi, bit_depth) for place in places
+    ]
+    median = sorted(range(len(places)), key=lambda i: estimates[i].average_sigma)[len(places) // 2]
+    return places[median], estimates[median]
+
+
+def _estimate(frames: np.ndarray, roi: tuple[int, int, int, int] | None, bit_depth: int | None) -> NoiseEstimate:
+    """``estimate_noise`` of one frame or two."""
     images = _float_frames(frames, bit_depth)
     height, width = images[0].shape[:2]
     if roi is not None:

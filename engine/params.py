@@ -14,7 +14,7 @@ CenterWeight = Literal["one", "max"]
 PATCH_RADIUS_MAX = 8
 SEARCH_RADIUS_MAX = 16
 FRAMES_MAX = 8
-DEFAULT_H = 20.0  # 8-bit levels: good for sigma near 10 levels; where no noise estimate chooses h
+DEFAULT_H = 6.5  # 8-bit levels: the default filter's best for white noise of sigma 10 (no estimate to set h)
 H_MIN, H_MAX = 1e-3, 1e4  # 8-bit levels: u = D / (h/255)^2 stays finite in float32 for frames in [0, 1]
 WEIGHTINGS = ("bisquare", "exponential")
 CENTER_WEIGHTS = ("one", "max")
@@ -65,8 +65,9 @@ class NLMParams:
     ----------
     h : float
         Filter strength in 8-bit levels (1 level = 1/255 of full scale, whatever the bit
-        depth), from 0.001 to 10000, default 20 (``DEFAULT_H``). Patches whose mean squared
-        difference exceeds (h/255)^2 get no weight with the bisquare weighting.
+        depth), from 0.001 to 10000, default 6.5 (``DEFAULT_H``: the default weighting's best
+        for white noise of sigma 10). Patches whose mean squared difference exceeds (h/255)^2
+        get no weight with the bisquare weighting, weight exp(-1) with the exponential.
     patch_radius : int
         B, in pixels: patches are (2B+1) x (2B+1). 0..8, default 4.
     search_radius : int
@@ -76,13 +77,14 @@ class NLMParams:
     frames_future : int
         Df, future frames searched; the stream's output is delayed by Df frames. 0..8, default 1.
     weighting : {"bisquare", "exponential"}
-        Weight of a patch distance: Tukey's bisquare (the paper's) or exp(-u) (Buades).
+        Weight of a patch distance: exp(-u) (Buades; the default) or Tukey's bisquare (the
+        paper's, which gives no weight past h and loses 3-6 dB where h is 20 % too low).
     color_transform : (C, C) array_like or None
         G, applied to the pixels for the patch distances only (the average uses the input).
         Finite and invertible; None means identity.
     center_weight : {"one", "max"}
-        Weight of the pixel itself: 1 (the paper) or the largest weight of the other offsets
-        (Buades; KNLMeansCL's wref = 1).
+        Weight of the pixel itself: the largest weight of the other offsets (Buades; KNLMeansCL's
+        wref = 1; the default) or 1 (the paper).
 
     Attributes
     ----------
@@ -100,8 +102,10 @@ class NLMParams:
 
     Notes
     -----
-    For white noise of standard deviation sigma (8-bit levels), the bisquare weighting works
-    best with h of about 1.5 to 2 sigma with the default radii. The cost grows with the
+    For white noise of standard deviation sigma (8-bit levels) and the default radii, the
+    exponential weighting with centre "max" works best with h of about 0.55 to 0.85 sigma, the
+    bisquare with h of about 1.5 to 2 sigma (``suggest_h`` reads it from the noise). The
+    defaults were chosen on a held-out corpus (docs/bench/2026-11-26-defaults-study.md). The cost grows with the
     window: (2A+1)^2 (Dp + Df + 1) offsets per pixel; the patch radius costs almost nothing
     with running box sums.
     """
@@ -111,9 +115,9 @@ class NLMParams:
     search_radius: int = 3
     frames_past: int = 1
     frames_future: int = 1
-    weighting: Weighting = "bisquare"
+    weighting: Weighting = "exponential"
     color_transform: np.ndarray | None = field(default=None, compare=False)
-    center_weight: CenterWeight = "one"
+    center_weight: CenterWeight = "max"
 
     def __post_init__(self) -> None:
         h = self.h

@@ -4,8 +4,10 @@ Presets menu and ``denoise --filter-preset`` read them.
 A preset's strength is relative to the noise: ``"strength": 1.0`` is the h that ``suggest_h``
 finds best for the clip's noise (estimated, or the synthetic noise) and the preset's window;
 0.7 is lighter, 1.3 stronger. An absolute ``"h"`` in levels is taken as it is.
-``"luma_chroma"`` is the luma/chroma mode as the CLI writes it: "off" (the default), "auto"
-(both strengths from the noise) or "H_Y,H_UV" in levels.
+``"luma_chroma"`` is the luma/chroma mode as the CLI writes it: "auto" (both strengths from the
+noise; what a colour clip gets by default), "off" or "H_Y,H_UV" in levels. A preset without it
+is "off": presets saved before luma/chroma became the default left "off" out. Fields left out
+take ``NLMParams``' defaults.
 """
 
 from __future__ import annotations
@@ -175,7 +177,7 @@ def save_preset(path: Path, params: NLMParams, strength: float | None = None, lu
     strength : float, optional
         Written instead of h when given, so that the preset follows the next clip's noise.
     luma_chroma : str
-        The luma/chroma mode as the CLI writes it (off, auto or H_Y,H_UV); written when not off.
+        The luma/chroma mode as the CLI writes it (off, auto or H_Y,H_UV).
 
     Raises
     ------
@@ -190,8 +192,7 @@ def save_preset(path: Path, params: NLMParams, strength: float | None = None, lu
     if strength is not None:
         del fields["h"]
         fields = {"strength": round(strength, 3), **fields}
-    if luma_chroma != "off":
-        fields["luma_chroma"] = luma_chroma
+    fields["luma_chroma"] = luma_chroma
     temporary = path.with_name(f".{path.name}.part")
     temporary.write_text(json.dumps(fields, indent=1) + "\n")
     os.replace(temporary, path)

@@ -64,7 +64,8 @@ def sure_mse(
     frames = [to_float32(checked_frame(frame)) for frame in clip]
     noisy = frames[index]
     covariance = np.asarray(covariance, dtype=np.float64)
-    root = np.linalg.cholesky(covariance + 1e-12 * np.eye(len(covariance)))
+    values, vectors = np.linalg.eigh(covariance)  # a square root also of a singular or rounded-off covariance
+    root = vectors * np.sqrt(np.clip(values, 0, None))
     probe = (np.random.default_rng(seed).standard_normal(noisy.shape) @ root.T).astype(np.float32)
     step = PROBE_STEP
     output = denoiser.denoise_frame(frames, index).astype(np.float64)

@@ -36,9 +36,9 @@ H_RANGE = (0.5, 150.0)  # 8-bit levels offered by the h slider
 H_STEPS = 10  # slider positions per level
 LUMA_CHROMA_MODES = (("Off", "off"), ("Auto (from the noise)", "auto"), ("Strengths given", "given"))
 LUMA_CHROMA_HELP = (
-    "Filter in Y'CbCr (the clip's matrix) with a strength for Y and one for Cb and Cr, as restorers treat "
-    "chroma noise apart from luma noise. Auto: both follow the noise, as h does; h and the color "
-    "decorrelation are then not used."
+    "Filter a colour clip in Y'CbCr (the clip's matrix) with a strength for Y and one for Cb and Cr, as "
+    "restorers treat chroma noise apart from luma noise. Auto (the default): both follow the noise, as h "
+    "does; h and the color decorrelation are then not used. A gray clip is filtered as it is."
 )
 
 
@@ -278,6 +278,7 @@ class ParameterPanel(QGroupBox):
         self.decorrelate.toggled.connect(self.changed)
         self.reset.clicked.connect(self.reset_requested)
         self.set_params(NLMParams())
+        self.luma_chroma.setCurrentIndex(self.luma_chroma.findData("auto"))  # the default filter, for colour clips
         self._show_luma_chroma_mode()
 
     def set_params(self, params: NLMParams) -> None:

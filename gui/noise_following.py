@@ -32,12 +32,11 @@ class NoiseFollower(QObject):
 
     ``estimate_needed``: h has no noise to follow and a clip is open, the window asks the worker
     for an estimate. ``parameters_changed``: h, decorrelation or the luma/chroma strengths may
-    have moved, preview again. ``failed``: a message for the window's banner.
+    have moved, preview again.
     """
 
     estimate_needed = Signal()
     parameters_changed = Signal()
-    failed = Signal(str)
 
     def __init__(self, parameters: ParameterPanel, noise: NoisePanel, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -107,9 +106,11 @@ class NoiseFollower(QObject):
         self.parameters_changed.emit()
 
     def reset_to_suggested(self) -> None:
-        """Default radii and frames; h and decorrelation from the noise when it is known."""
+        """The default filter (``NLMParams()``, luma/chroma auto); its strengths from the noise
+        when it is known."""
         self.strength = 1.0
         self._parameters.set_params(NLMParams())
+        self._parameters.set_luma_chroma_mode("auto")
         self.apply_noise()
 
     def apply_preset(self, preset: Preset) -> None:
@@ -136,9 +137,7 @@ class NoiseFollower(QObject):
         estimate, mode = self.noise_in_use, self._parameters.luma_chroma_mode()
         if isinstance(mode, tuple) or estimate is None or self.matrix is None:
             return
-        if len(estimate.covariance) != 3:
-            if mode == "auto":
-                self.failed.emit("Luma/chroma needs a color clip; this one has no chroma.")
+        if len(estimate.covariance) != 3:  # a gray clip has no chroma: it is filtered as it is
             return
         h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, self.matrix), self._parameters.params())
         self._parameters.set_luma_chroma_h(self.strength * h_luma, self.strength * h_chroma)

@@ -40,7 +40,7 @@ class ClipSettings:
     params: NLMParams
     noise: dict
     strength: float = 1.0
-    luma_chroma: str = "off"
+    luma_chroma: str = "auto"
     mark_in: int | None = None
     mark_out: int | None = None
 

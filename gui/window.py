@@ -143,7 +143,6 @@ class MainWindow(QMainWindow):
         self.parameters.reset_requested.connect(self.noise_follower.reset_to_suggested)
         self.noise_follower.parameters_changed.connect(self.debounce.start)
         self.noise_follower.estimate_needed.connect(lambda: self.request_estimate(None))
-        self.noise_follower.failed.connect(self.show_error)
         self.noise.synthetic_changed.connect(self._synthetic_changed)
         self.noise.estimate_requested.connect(lambda: self.request_estimate(None))
         self.noise.draw_region_requested.connect(self._draw_region)
@@ -423,7 +422,8 @@ class MainWindow(QMainWindow):
 
     def current_luma_chroma(self) -> LumaChroma | None:
         """(h_luma, h_chroma, matrix) when the luma/chroma mode is on, in the clip's Y'CbCr matrix."""
-        if self.parameters.luma_chroma_mode() is None or self.noise_follower.matrix is None:
+        gray = self.info is None or self.info.channels != 3  # filtered as it is: no chroma
+        if self.parameters.luma_chroma_mode() is None or self.noise_follower.matrix is None or gray:
             return None
         return *self.parameters.luma_chroma_h(), self.noise_follower.matrix
 

@@ -1,16 +1,16 @@
 """How far `denoise`'s defaults fall from the best result, on clips the calibration never saw.
 
 Two corpora of clean 7-frame clips with motion (panning and zooming windows over still images
-from scikit-image's data, and the shared real clips), each with six noises: white Gaussian of
+from scikit-image's data, and the shared real clips), each with nine noises: white Gaussian of
 sigma 10 and 25, YUV-domain, Poisson-Gaussian, demosaiced and H.264-compressed
-(``add_realistic_noise``). The calibration corpus is for tuning; the validation corpus is only
-ever reported. scikit-image's astronaut, coffee and chelsea images are in neither: they are kept
-for independent checks.
+(``add_realistic_noise``), HEVC- and MPEG-2-compressed, and film grain. The calibration corpus
+is for tuning; the validation corpus is only ever reported. scikit-image's astronaut, coffee
+and chelsea images are in neither: they are kept for independent checks.
 
 Per case, the RGB PSNR (dB) of the middle three frames, all outputs rounded to 8 bits:
 - noisy: the input;
-- defaults: the noise estimated as ``denoise --noise auto`` does (``estimate_noise_over`` over
-  the clip) and ``apply_estimate`` on ``NLMParams()``, the command line's own path;
+- defaults: the noise estimated as ``denoise --noise auto`` does (``estimate_noise`` on the
+  clip) and the filter ``automatic.choose_filter`` makes of it, the command line's own path;
 - per variant (weighting / centre weight, RGB, and the luma/chroma mode), its best h found by
   golden-section search over log h, at the default window;
 - nlm_ispc at its best h (same window, wmode 0 and 2, its default wref), where VapourSynth and
@@ -43,11 +43,13 @@ from nlmeans_studio.engine import (
     NoiseEstimate,
     add_realistic_noise,
     apply_estimate,
+    estimate_noise,
     estimate_noise_over,
     psnr,
     split_estimate,
     suggest_luma_chroma_h,
 )
+from nlmeans_studio.engine.automatic import choose_filter, sample_length
 from nlmeans_studio.engine.strength import choose_strength, golden_minimum
 
 FRAMES, HEIGHT, WIDTH = 7, 240, 320
@@ -77,7 +79,12 @@ NOISES = {  # name: (add_realistic_noise kind, sigma in 8-bit levels)
     "signal15": ("signal", 15.0),
     "demosaic15": ("demosaic", 15.0),
     "h264": ("h264", 15.0),
+    "hevc": ("clipped", 15.0),  # then x265 CRF 28, 4:2:0 (made with the corpus: PyAV)
+    "mpeg2": ("clipped", 12.0),  # then MPEG-2 at qscale 5, 4:2:0
+    "grain": ("grain", 12.0),  # film grain: smooth, one draw shared by R, G, B, strongest in the mid-tones
 }
+ENCODED = {"h264": None, "hevc": ("libx265", {"crf": "28", "preset": "fast", "x265-params": "log-level=error"}),
+           "mpeg2": ("mpeg2video", {"qscale": "5"})}  # fmt: skip
 VARIANTS = ["bisquare/one", "bisquare/max", "exponential/one", "exponential/max"]
 GOLDEN_STEPS = 10
 H_RANGE = (0.25, 6.0)  # h / sigma searched
@@ -137,19 +144,59 @@ def make_corpus(out: Path, shared: Path) -> None:
                 image = getattr(data, source)()
                 clean = _still_clip(image[0] if isinstance(image, tuple) else image, motion)  # the left view
             arrays[f"{source}/clean"] = clean
-            kind, sigma = NOISES["h264"]
-            noisy = add_realistic_noise(clean, kind, sigma, seed=1)
-            arrays[f"{source}/h264"] = np.clip(np.rint(noisy * 255), 0, 255).astype(np.uint8)
+            for noise, encoder in ENCODED.items():
+                if encoder is None:
+                    noisy = add_realistic_noise(clean, "h264", NOISES[noise][1], seed=1)
+                    arrays[f"{source}/{noise}"] = np.clip(np.rint(noisy * 255), 0, 255).astype(np.uint8)
+                else:
+                    arrays[f"{source}/{noise}"] = _encoded(_noisy(arrays, source, noise), *encoder)
             print(f"{source}: {clean.shape}", flush=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(out, **arrays)
 
 
+def _encoded(frames: np.ndarray, codec: str, options: dict) -> np.ndarray:
+    """Float RGB frames encoded (4:2:0, 8 bits) with ``codec`` and decoded back, uint8."""
+    import io
+
+    import av
+
+    buffer = io.BytesIO()
+    with av.open(buffer, "w", format="matroska") as container:
+        stream = container.add_stream(codec, rate=25)
+        stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
+        stream.options = options
+        for frame in np.clip(np.rint(frames * 255), 0, 255).astype(np.uint8):
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        container.mux(stream.encode())
+    buffer.seek(0)
+    with av.open(buffer) as container:
+        return np.stack([frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)])
+
+
+def _film_grain(clean: np.ndarray, sigma: float, seed: int) -> np.ndarray:
+    """``clean`` (uint8) with grain as film scans show it: one draw for R, G and B, smoothed over about a pixel (a
+    [1, 2, 1] / 4 kernel along rows and columns), strongest in the mid-tones (sigma there,
+    half of it at black and white), 8 bits, clipped."""
+    clean = clean.astype(np.float32) / 255
+    draw = np.random.default_rng(seed).standard_normal(clean.shape[:3]).astype(np.float32)
+    for axis in (1, 2):
+        draw = (np.roll(draw, 1, axis) + 2 * draw + np.roll(draw, -1, axis)) / 4
+    draw /= draw.std()
+    luma = clean @ np.float32([0.2126, 0.7152, 0.0722])
+    level = sigma / 255 * (0.5 + 2 * luma * (1 - luma))
+    noisy = clean + (level * draw)[..., None]
+    return np.clip(np.rint(noisy * 255), 0, 255).astype(np.float32) / 255
+
+
 def _noisy(arrays: dict, source: str, noise: str) -> np.ndarray:
-    """The noisy clip, float32 in [0, 1]; noises other than H.264 drawn here from a fixed seed."""
-    if noise == "h264":
-        return arrays[f"{source}/h264"].astype(np.float32) / 255
+    """The noisy clip, float32 in [0, 1]; encoded noises as the corpus holds them, the others
+    drawn here from a fixed seed."""
+    if f"{source}/{noise}" in arrays:
+        return arrays[f"{source}/{noise}"].astype(np.float32) / 255
     kind, sigma = NOISES[noise]
+    if kind == "grain":
+        return _film_grain(arrays[f"{source}/clean"], sigma, seed=1)
     return add_realistic_noise(arrays[f"{source}/clean"], kind, sigma, seed=1)
 
 
@@ -194,13 +241,15 @@ def _our_best(clean: np.ndarray, noisy: np.ndarray, sigma: float, backend: str) 
 
 
 def _defaults(clean: np.ndarray, noisy: np.ndarray, backend: str) -> tuple[float, str]:
-    """PSNR of the command line's defaults, and what they chose."""
-    _, estimate = estimate_noise_over(lambda i: noisy[i], 0, len(noisy))
-    params = apply_estimate(NLMParams(), estimate)
-    denoiser = Denoiser(params, backend)
-    chosen = f"h {params.h:.1f}, {params.weighting}/{params.center_weight}"
-    chosen += ", decorrelated" if params.color_transform is not None else ""
-    chosen += f", sigma read {estimate.average_sigma:.1f}"
+    """PSNR of the product's defaults, and what they chose: the noise as ``denoise`` reads it
+    (``estimate_noise`` on the clip: pairs spread over it), the filter ``choose_filter`` makes
+    of it, with SURE on the sample ``denoise`` reads (the middle frames)."""
+    estimate = estimate_noise(noisy)
+    middle = (len(noisy) - sample_length(NLMParams())) // 2
+    sample = noisy[middle : middle + sample_length(NLMParams())]
+    choice = choose_filter(estimate, sample=sample, backend=backend)
+    denoiser = choice.denoiser(backend)
+    chosen = f"{choice.describe()}, sigma read {estimate.average_sigma:.1f}"
     return _score(clean, lambda i: denoiser.denoise_frame(noisy, i)), chosen
 
 
@@ -294,7 +343,7 @@ def _bm3d(clean: np.ndarray, noisy: np.ndarray, sigma: float) -> float | None:
 def study_case(corpus_file: str, source: str, noise: str, backend: str) -> dict:
     """One row: every figure of one clip and noise."""
     with np.load(corpus_file) as stored:
-        arrays = {key: stored[key] for key in (f"{source}/clean", f"{source}/h264")}
+        arrays = {key: stored[key] for key in stored.files if key.startswith(f"{source}/")}
     clean = arrays[f"{source}/clean"].astype(np.float32) / 255
     noisy = _noisy(arrays, source, noise)
     sigma = NOISES[noise][1]

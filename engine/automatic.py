@@ -1,0 +1,163 @@
+"""The filter a person gets who tunes nothing: the variant and strengths chosen from the clip's noise.
+
+Chosen on the defaults study (docs/bench/2026-11-26-defaults-study.md, a calibration corpus
+and a held-out validation corpus): a colour clip is filtered in Y'CbCr with one strength for
+luma and one for chroma (``luma_chroma``), a gray clip as it is; both with exponential weights
+and the centre weight "max" (``NLMParams``' defaults). At each variant's best h that one was
+within 0.5 dB of the best variant in 28 of 30 held-out cases; the paper's bisquare with centre
+one in 13.
+
+The strengths are those ``suggest_h`` gives for each plane group's noise. Where the noise is
+what Stein's unbiased risk estimate assumes (independent from pixel to pixel and of one level
+over the picture: not demosaiced, not compressed, not growing with brightness), the factor on
+them is chosen from the clip itself (``strength.choose_strength`` on a few frames' centre):
+the table was calibrated on other pictures, and smooth ones want another h (held-out retina at
+sigma 25: -1.64 dB at the table's h, -0.00 at SURE's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from nlmeans_studio.engine.denoiser import Denoiser
+from nlmeans_studio.engine.frames import to_float32
+from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
+from nlmeans_studio.engine.noise import NoiseEstimate, apply_estimate
+from nlmeans_studio.engine.params import NLMParams
+from nlmeans_studio.engine.strength import choose_strength
+
+LumaChroma = tuple[float, float, str]  # (h_luma, h_chroma, matrix): LumaChromaDenoiser's strengths
+AUTO = "auto"
+SURE_RANGE = (0.5, 2.0)  # factors on the suggested strengths SURE searches
+SURE_CROP = 192  # pixels: the side of the frames' centre SURE scores (its cost: 20 filter runs a frame)
+SURE_FRAMES = 2  # frames scored (each with its window's frames around it)
+
+
+@dataclasses.dataclass(frozen=True)
+class FilterChoice:
+    """The filter chosen for a clip.
+
+    Attributes
+    ----------
+    params : NLMParams
+        The window, weighting and centre weight; h and the color transform for the RGB (or gray)
+        filter.
+    luma_chroma : (h_luma, h_chroma, matrix) or None
+        Strengths in 8-bit levels for Y and for Cb/Cr, and the Y'CbCr matrix, where the clip is
+        filtered in Y'CbCr; None: in its own channels with ``params``.
+    factor : float
+        The factor SURE chose on the suggested strengths (1 where it was not asked or not used).
+    how : str
+        How the strengths were chosen, for a person: "from the noise" or "SURE on the clip".
+    """
+
+    params: NLMParams
+    luma_chroma: LumaChroma | None
+    factor: float = 1.0
+    how: str = "from the noise"
+
+    def describe(self) -> str:
+        """One line: the mode and its strengths, e.g. "luma/chroma (bt709): h_Y 3.1, h_UV 6.0"."""
+        variant = f"{self.params.weighting}/{self.params.center_weight}"
+        if self.luma_chroma is not None:
+            h_luma, h_chroma, matrix = self.luma_chroma
+            shown = f"luma/chroma ({matrix}) {variant}: h_Y = {h_luma:.1f}, h_UV = {h_chroma:.1f}"
+        else:
+            decorrelation = "on" if self.params.color_transform is not None else "off"
+            shown = f"{variant}: h = {self.params.h:.1f}, color decorrelation {decorrelation}"
+        factor = f" (x{self.factor:.2f})" if self.how != "from the noise" else ""
+        return f"{shown}; strength {self.how}{factor}"
+
+    def denoiser(self, backend: str = "auto") -> Denoiser | LumaChromaDenoiser:
+        """The filter on ``backend``."""
+        if self.luma_chroma is None:
+            return Denoiser(self.params, backend)
+        return LumaChromaDenoiser(self.params, *self.luma_chroma, backend=backend)
+
+
+def sure_applies(estimate: NoiseEstimate) -> bool:
+    """Whether SURE's assumption holds for this noise: independent from pixel to pixel (not
+    spatially correlated) and of one level over the picture (not signal-dependent), and some noise."""
+    return estimate.average_sigma >= 1.0 and not estimate.spatially_correlated and not estimate.signal_dependent
+
+
+def choose_filter(
+    estimate: NoiseEstimate,
+    window: NLMParams | None = None,
+    *,
+    matrix: str = "bt709",
+    luma_chroma: str | tuple[float, float] | None = AUTO,
+    strength: float = 1.0,
+    sample: Sequence[np.ndarray] | np.ndarray | None = None,
+    backend: str = "auto",
+) -> FilterChoice:
+    """The filter for a clip of noise ``estimate``: what ``denoise`` and the window use by default.
+
+    Parameters
+    ----------
+    estimate : NoiseEstimate
+        The clip's noise (``estimate_noise``).
+    window : NLMParams, optional
+        The window, weighting and centre weight (its h and color transform are replaced);
+        None: ``NLMParams()``'s defaults.
+    matrix : {"bt709", "bt601"}
+        The clip's Y'CbCr matrix (``matrix_for``).
+    luma_chroma : "auto", (h_luma, h_chroma) or None
+        "auto" (the default): a colour clip in Y'CbCr at the strengths its noise suggests;
+        given strengths: those, in 8-bit levels; None: the clip's own channels, with the color
+        decorrelation where ``decorrelation_decision`` says it helps.
+    strength : float
+        A multiple of the suggested strengths (a preset's); SURE's factor multiplies it.
+    sample : (T, H, W, C) frames, optional
+        Consecutive frames of the clip (uint8, uint16 at 16 bits, or float in [0, 1]) for SURE
+        to choose the factor on; None: the suggested strengths as they are.
+    backend : {"auto", "cpu", "gpu"}
+        Where SURE's filter runs.
+
+    Returns
+    -------
+    FilterChoice
+    """
+    window = NLMParams() if window is None else window
+    colour = len(estimate.covariance) == 3
+    if colour and isinstance(luma_chroma, tuple):
+        return FilterChoice(dataclasses.replace(window, color_transform=None), (*luma_chroma, matrix), 1.0, "given")
+    suggested = apply_estimate(window, estimate)
+    h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, matrix), window) if colour else (0.0, 0.0)
+    in_luma_chroma = colour and luma_chroma == AUTO
+
+    def at(factor: float) -> FilterChoice:
+        scale = strength * factor
+        if in_luma_chroma:
+            params = dataclasses.replace(window, color_transform=None)
+            return FilterChoice(params, (scale * h_luma, scale * h_chroma, matrix), factor)
+        return FilterChoice(dataclasses.replace(suggested, h=scale * suggested.h), None, factor)
+
+    if sample is None or len(sample) == 0 or not sure_applies(estimate):
+        return at(1.0)
+    frames = to_float32(_centre(np.asarray(sample), SURE_CROP))
+    scored = _scored_frames(len(frames), window)
+    factor, _ = choose_strength(lambda f: at(f).denoiser(backend), frames, scored, estimate.covariance, *SURE_RANGE)
+    return dataclasses.replace(at(factor), how="SURE on the clip")
+
+
+def sample_length(window: NLMParams) -> int:
+    """Frames ``choose_filter``'s sample should hold: SURE_FRAMES scored, with their window's."""
+    return SURE_FRAMES + window.frames_past + window.frames_future
+
+
+def _scored_frames(length: int, window: NLMParams) -> list[int]:
+    """The frames of a sample of ``length`` that have their whole window inside it (all of them
+    where the sample is shorter than a window)."""
+    first, last = window.frames_past, length - window.frames_future
+    return list(range(first, last)) if last > first else list(range(length))
+
+
+def _centre(frames: np.ndarray, side: int) -> np.ndarray:
+    """The central side x side pixels of each frame (all of a smaller frame)."""
+    height, width = frames.shape[1:3]
+    top, left = max(0, (height - side) // 2), max(0, (width - side) // 2)
+    return np.ascontiguousarray(frames[:, top : top + side, left : left + side])
