@@ -282,7 +282,7 @@ def run_pipeline(
     Each stage runs alone on the first ``frames`` frames (decoded ones held in memory), then
     ``denoise_file`` runs them end to end; the export should go at the slowest stage's speed.
     The four run in turn ``rounds`` times and each reports its median, so that the machine's
-    drift (the encoder alone varies by 15 % between runs on a shared host) weighs on all alike.
+    drift (on a shared host the encoder alone varies from run to run) weighs on all alike.
     The export is also timed in its steady state, from its 10th to its 90th percentile frame: a
     short clip pays its fixed costs (opening the decoders, the buffers, draining the encoder's
     lookahead: about a second) over few frames, a real export once over many.

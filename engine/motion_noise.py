@@ -305,7 +305,7 @@ def region_change(current: np.ndarray, reference: np.ndarray, box: tuple[int, in
     Notes
     -----
     The match is found as ``motion_residuals`` finds a block's, for the region's middle (at most
-    MATCHED pixels on a side: a 1800 x 1000 region took 3 s whole), and refined by
+    MATCHED pixels on a side: matching a large region whole was slow), and refined by
     ``_steady_match``: robust to something passing through a part of the region, and blind to
     the noise it then measures.
     """

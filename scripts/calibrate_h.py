@@ -21,10 +21,10 @@ Run from the repository root (about 12 minutes on two cores; the factors alone a
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import math
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -188,8 +188,13 @@ def ratio_table(clean: list[np.ndarray]) -> dict[str, list]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--factors-only", action="store_true", help="keep the ratio table, measure the gray and smooth factors again"
+    )
+    arguments = parser.parse_args()
     clean = crops()
-    if "--factors-only" in sys.argv[1:]:
+    if arguments.factors_only:
         calibration = json.loads(Path(CALIBRATION_FILE).read_text())
     else:
         calibration = {

@@ -4,6 +4,7 @@ noisy color gradient and whose right half is the same gradient clean, split by a
     QT_QPA_PLATFORM=offscreen python scripts/make_icon.py
 """
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ def gradient_tile() -> np.ndarray:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # no options: --help only
     QGuiApplication([])
     pixels = gradient_tile()
     tile = QImage(pixels.data, SIZE, SIZE, 4 * SIZE, QImage.Format.Format_RGBA8888)

@@ -120,7 +120,8 @@ def _difference_row(z_frames, reference, other, row, row_other, start, start_oth
 @numba.njit(cache=True, fastmath=FAST, inline="always")
 def exp_negative(values, exponents):
     """values = exp(-values) in place for values >= 0, in two loops that vectorize (libm's exp
-    does not, without SVML, and made exponential weights 2-3x slower than the bisquare): 2^-x as
+    does not, without SVML, which made exponential weights several times the bisquare's cost:
+    docs/bench/2026-11-22-floor-and-cpu.md): 2^-x as
     a polynomial of the fraction, the integer part added to the float's exponent bits; ``exponents``
     is int32 scratch as long as ``values``. Below 2^-126 the weight is 0, as float32's exp(-u) gives."""
     for i in range(values.shape[0]):

@@ -38,16 +38,16 @@ OFFSETS = 3  # volume_tiled: offsets (consecutive qy) a sweep over the patch pla
 # without spills at these.
 TILED_REGISTERS, WIDE_TILED_REGISTERS = 136, 112
 # (planes, rows, columns) a thread filters, best first: two columns a lane halve the warp
-# shuffles a voxel (on the H100 the study's volume took 116-117 ms either way: 4 x 4 x 2 with 8
-# warps, 4 x 4 x 1 with 16).
+# shuffles a voxel (4 x 4 x 2 with 8 warps measured as fast as 4 x 4 x 1 with 16 on the study's
+# volume: docs/bench/2026-11-26-figures-from-docstrings.md).
 THREAD_TILES = ((4, 4, 2), (8, 4, 1), (4, 2, 2), (4, 4, 1), (4, 2, 1), (2, 2, 1), (2, 1, 1), (1, 1, 1))
 # Tiles that run more warps a block where their sums and region fit (then WARPS): the 4 x 2 x 2
-# tile of the centre-max weightings, 12 warps: 2-5 % faster on the study's volume on the H100
-# (the 4 x 4 x 2 tile measured no faster with more warps of a smaller tile: its instructions rule).
+# tile of the centre-max weightings, 12 warps, measured faster on the study's volume (the 4 x 4 x 2
+# tile measured no faster with more warps of a smaller tile: its instructions rule).
 TILE_WARPS = {(4, 2, 2): 12}
 # The strip's one-column tile (the slab's last columns, where they fit its width): 16 warps where
-# they fit (4 a scheduler; as the whole layout on the study's volume on the H100 4 x 4 x 1 with 16
-# took 114.1 ms against 110.2 for 4 x 4 x 2 with 8, though it computes 11 % more instructions).
+# they fit (4 a scheduler; as the whole layout on the study's volume 4 x 4 x 1 with 16 measured
+# only a little slower than 4 x 4 x 2 with 8, though it computes 11 % more instructions).
 STRIP_WARPS = 16
 LOG2_E = 1.4426950408889634
 HOST_TO_DEVICE, DEVICE_TO_HOST = 1, 2  # cudaMemcpyKind
@@ -215,7 +215,7 @@ if (!isfinite(padded)) atomicAdd(&non_finite[0], 1);  // denoise_volume checks f
 """
 STAGING_BYTES = 32 << 20  # each of a device's two pinned staging buffers (whole planes, at least one)
 # Host threads that copy between the volume and the staging buffers, shared by the devices: one
-# thread copies about 8 GB/s, slower than a GPU filters the study's volume (0.5 GB in and out).
+# thread copies more slowly than a GPU filters the study's volume (0.5 GB in and out).
 COPY_THREADS = min(8, os.cpu_count() or 1)
 COPY_THREAD_NAME = "nlmeans-copy"
 FEED_THREAD_NAME = "nlmeans-slab-feed"  # a device pipeline's, for one call
@@ -226,8 +226,8 @@ OUTPUT_SLOTS = 3
 @functools.cache
 def _copiers() -> concurrent.futures.ThreadPoolExecutor:
     """The copy threads, made at the first GPU volume call and kept, idle, for the process: made
-    for each call they cost more than they saved (two H200, 512^3: 0.093-0.142 s a call against
-    0.072-0.077; a new thread waits for the GIL to start)."""
+    for each call they cost more than they saved (a new thread waits for the GIL to start;
+    docs/bench/2026-11-23-eleventh-session-two-gpus.md)."""
     return concurrent.futures.ThreadPoolExecutor(COPY_THREADS, thread_name_prefix=COPY_THREAD_NAME)
 
 

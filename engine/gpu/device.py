@@ -41,7 +41,7 @@ def _module(cupy: Any, device: int, folder: Path, source: str, name_expressions:
 
 
 def kernel_function(cupy: Any, name_expression: str, source: str = "nlm.cu") -> Any:
-    """A kernel from the sources in KERNELS (scripts/kernel_ab.py points it at other versions)."""
+    """A kernel from the sources in KERNELS (scripts/notebooks/kernel_ab.py points it at other versions)."""
     module = _module(cupy, cupy.cuda.Device().id, KERNELS, source, (name_expression,))
     return module.get_function(name_expression)
 

@@ -98,7 +98,7 @@ class _Progress:
     """A percentage with an ETA on stderr: redrawn at most twice a second on a terminal, a line
     every LOG_PROGRESS_SECONDS in a log (stderr a file or a pipe). The rate is taken from the
     first report on: before it come reading, the noise estimate and, on a first CPU run,
-    compiling the filter, which made the first ETA of a 10 s run 495 s."""
+    compiling the filter, which made the first ETA of a short run many times too long."""
 
     def __init__(self) -> None:
         self.terminal = sys.stderr.isatty()

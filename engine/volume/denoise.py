@@ -5,10 +5,10 @@ A slab of output planes [z0, z1) reads its padded planes, ``padded_volume(data, 
 volume's ends, in the layout both backends read (a plane's channels together, rows contiguous).
 With its own halo of A + B planes on either side, each slab filters independently and their
 union equals one pass (engine/gpu/slabs.py). On the CPU slabs are padded as they are filtered,
-never the whole volume at once: half the host memory, and faster (the 512^3 volume: 0.15-0.64 s
-in four slabs against 2.2-2.5 s at once on this machine's 2 cores). On the GPU only a slab's own
-planes and its z halo cross the bus, unpadded, and the GPU mirrors them into the same padded
-slab (engine/filters/volume_gpu.py's ``SlabPipeline``). Each device's slabs double in thickness
+never the whole volume at once: half the host memory, and faster
+(docs/bench/2026-11-26-figures-from-docstrings.md). On the GPU only a slab's own planes and its
+z halo cross the bus, unpadded, and the GPU mirrors them into the same padded slab
+(engine/filters/volume_gpu.py's ``SlabPipeline``). Each device's slabs double in thickness
 from THINNEST_SLAB planes to the middle of its share and halve again to its end, so that the
 next slab's upload and the previous one's download overlap the GPU's filtering of the current
 one and only the thin first upload and last download are waited for; the result does not change.
@@ -44,8 +44,8 @@ def all_finite(data: np.ndarray, parallel_bytes: int = PARALLEL_CHECK_BYTES) -> 
     minimum or the maximum, so two reductions decide it without np.isfinite's mask. They run
     over blocks of about a MiB of planes (the maximum reads the block the minimum left in the
     cache) and, past ``parallel_bytes``, over runs of planes on every core (NumPy's reductions
-    release the GIL). 512^3 float32 on this 2-core machine: 0.043 s whole, 0.032 in blocks,
-    0.022 on both cores."""
+    release the GIL). Both measured faster than one pass over the whole volume
+    (docs/bench/2026-11-26-figures-from-docstrings.md)."""
     if data.dtype.kind != "f" or data.size == 0:
         return True
     parts = min(data.shape[0], 2 * (os.cpu_count() or 1), -(-data.nbytes // parallel_bytes))
@@ -204,8 +204,8 @@ def denoise_volume(
     out : numpy.ndarray or None
         Where to write the result: a C-contiguous float32 array of ``volume``'s shape, apart from
         it (volumes of one shape filtered in turn reuse one, and the GPU's copies out do not
-        fault a new array's pages in: the 512^3 call on two H100s, 0.074 s against 0.082,
-        medians; no change on one). None: a new array.
+        fault a new array's pages in: a little faster on two GPUs, no change on one;
+        docs/bench/2026-11-25-thirteenth-session.md). None: a new array.
 
     Returns
     -------

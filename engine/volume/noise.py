@@ -52,9 +52,9 @@ BANDS, BAND_BLOCKS = 8, 40  # brightness bands, and the fewest blocks a band (fe
 SHOT_NOISE_RATIO = 1.5  # brightest band's sigma over the quietest's beyond which the noise grows with the signal
 # h / sigma of least squared error on a 48^3 crop of the MNI152 T1 template (0..255) with
 # Gaussian noise of sigma 5, 10 and 20, search 11^3 (scripts/calibrate_volume_h.py: geometric
-# means over the sigmas, docs/performance.md), per weighting and centre weight, for patches of
-# PATCH_VOXELS voxels (radius 0 to 3). A patch of one voxel wants twice the h of a 3^3 one: its
-# distance is one squared difference, far noisier than an average of 27.
+# means over the sigmas, docs/bench/2026-11-25-thirteenth-session.md), per weighting and centre
+# weight, for patches of PATCH_VOXELS voxels (radius 0 to 3). A patch of one voxel wants twice the
+# h of a 3^3 one: its distance is one squared difference, far noisier than an average of 27.
 PATCH_VOXELS = (1, 27, 125, 343)
 H_PER_SIGMA = {
     ("exponential", "one"): (2.25, 1.08, 1.11, 1.14),

@@ -6,7 +6,7 @@ prints the noisy PSNR, the automatic result (``estimate_noise`` + ``apply_estima
 best of a grid over h, for the default variant (bisquare, centre "one") and exponential weights
 with centre "max"; and what a two-pass guide (``Denoiser.denoise_frame(..., guide=)``) gains over the best single pass.
 
-    python scripts/realistic_noise_table.py [CLIP.mp4 FIRST_FRAME Y X ...]
+    python scripts/notebooks/realistic_noise_table.py [CLIP.mp4 FIRST_FRAME Y X ...]
 
 Without arguments: the test clip (tests/data/bikes_frames.npz), which the calibration of
 ``suggest_h`` (on the sample clip) never saw. About 2 minutes per clip on two cores.
@@ -40,7 +40,7 @@ RATIOS = np.geomspace(0.33, 3.0, 19)  # h relative to the automatic h: 13 % step
 
 def clips(arguments: list[str]) -> dict[str, np.ndarray]:
     if not arguments:
-        with np.load(Path(__file__).parents[1] / "tests" / "data" / "bikes_frames.npz") as archive:
+        with np.load(Path(__file__).parents[2] / "tests" / "data" / "bikes_frames.npz") as archive:
             return {"bikes (test data)": archive["frames"].astype(np.float32) / 255}
     result = {}
     for path, first, y, x in zip(*[iter(arguments)] * 4, strict=True):

@@ -8,7 +8,7 @@ frames carry there, the region's estimate (frames 0 and 1, as the window's "Use 
 the automatic estimate, and the PSNR gain of frame 1 with h from each (bisquare, centre "one",
 patch radius 2, search radius 5).
 
-    python scripts/region_accuracy.py
+    python scripts/notebooks/region_accuracy.py
 
 About a minute on two cores; needs ffmpeg on the PATH for the lavfi sources.
 """
@@ -27,7 +27,7 @@ from nlmeans_studio.engine import Denoiser, NLMParams, apply_estimate, estimate_
 from nlmeans_studio.engine.media.video import read_frames
 from nlmeans_studio.engine.noise import NoiseEstimate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SIGMAS = (11.0, 8.0, 13.0)  # 8-bit levels
 BOX = (45, 26)  # width, height: the issue's region
 ENCODINGS = {

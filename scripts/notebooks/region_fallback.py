@@ -5,9 +5,9 @@ noise from every flat block), the window asks for a region. This prints, per cli
 the automatic result, the result with h from each of six regions a user might draw (the whole
 frame, its centre half, four 64 x 64 corners), and the best of a grid of h in levels.
 
-    python scripts/region_fallback.py [CLIP.mp4 FIRST_FRAME Y X ...]
+    python scripts/notebooks/region_fallback.py [CLIP.mp4 FIRST_FRAME Y X ...]
 
-Same clips, crops, noise and seed as scripts/realistic_noise_table.py (whose ``clips`` it uses).
+Same clips, crops, noise and seed as scripts/notebooks/realistic_noise_table.py (whose ``clips`` it uses).
 """
 
 from __future__ import annotations

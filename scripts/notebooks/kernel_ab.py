@@ -8,7 +8,7 @@ between two CUDA events, so that the GPU's clock drift over a run hits all versi
 single runs on different loans of the machine differ by several percent, these medians by a
 fraction of one.
 
-    python3 scripts/kernel_ab.py prev=.bench/prev/engine/kernels new=engine/kernels \\
+    python3 scripts/notebooks/kernel_ab.py prev=.bench/prev/engine/kernels new=engine/kernels \\
         --input .bench/sample.npy --cases 3:1,5:1,3:1:exponential:max --iterations 30
 
 A case is A:d[:weighting[:centre weight[:h]]] (d = Dp = Df; bisquare, centre weight one and

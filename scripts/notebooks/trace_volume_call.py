@@ -7,7 +7,7 @@ the thread, the step and its start and end (ms from the call's start). Prints, p
 timeline of each thread, and a summary: the time each kind of step took summed per thread, and
 the call's length.
 
-    python scripts/trace_volume_call.py --size 512 --devices 0 1 --calls 3 [--into-out] [--copy-threads 16]
+    python scripts/notebooks/trace_volume_call.py --size 512 --devices 0 1 --calls 3 [--into-out] [--copy-threads 16]
 
 The feeder threads of all devices share one name (nlmeans-slab-feed_0): their line sums them.
 """
