@@ -9,10 +9,40 @@ from typing import Any
 import numpy as np
 
 from nlmeans_studio.engine.backend import cupy_module
-from nlmeans_studio.engine.filters.fused_layout import FUSED_THREADS, fused_grid, fused_layout, patch_scale
+from nlmeans_studio.engine.filters.fused_layout import FUSED_THREADS, FusedLayout, fused_grid, fused_layout, patch_scale
 from nlmeans_studio.engine.frames import integer_scale
 from nlmeans_studio.engine.gpu.device import CUDA_TYPES, DeviceFrame, DeviceFrames, device_attributes, kernel_function
 from nlmeans_studio.engine.params import NLMParams
+
+
+def fused_kernel_name(
+    params: NLMParams,
+    channels: int,
+    layout: FusedLayout,
+    *,
+    packed: bool,
+    guided: bool = False,
+    out_dtype: Any = np.float32,
+    min_blocks: int = 1,
+) -> str:
+    """nlm_fused's template instance (``kernels/nlm.cu``) for these parameters and ``layout``.
+
+    ``packed``: distances on 8-bit frames' packed words; ``guided``: distances on a guide
+    window's frames; ``out_dtype``: float32, uint8 or uint16 output; ``min_blocks``: blocks per
+    multiprocessor the registers must allow. The launch and the tests that run the kernel on
+    the CPU both take their name from here.
+    """
+    options = (
+        params.color_transform is not None,
+        packed,
+        params.weighting == "exponential",
+        params.center_weight == "max",
+    )
+    flags = ", ".join(str(option).lower() for option in options)
+    return (
+        f"nlm_fused<{params.patch_radius}, {params.search_radius}, {channels}, {layout.template_arguments}, "
+        f"{flags}, {CUDA_TYPES[np.dtype(out_dtype)]}, {min_blocks}{', true' if guided else ''}>"
+    )
 
 
 class _ThreadScratch(threading.local):
@@ -92,11 +122,8 @@ class FusedGpuFilter:
         per_block, per_multiprocessor, multiprocessors = device_attributes(cupy, cupy.cuda.Device().id)
         layout = fused_layout(radius, search, channels, transformed or guided, per_block, packed)
         min_blocks = 2 if 2 * layout.shared_bytes <= per_multiprocessor else 1
-        options = (transformed, packed, params.weighting == "exponential", params.center_weight == "max")
-        name = (
-            f"nlm_fused<{radius}, {search}, {channels}, {layout.template_arguments}, "
-            f"{', '.join(str(option).lower() for option in options)}, {CUDA_TYPES[out_dtype]}, {min_blocks}"
-            f"{', true' if guided else ''}>"
+        name = fused_kernel_name(
+            params, channels, layout, packed=packed, guided=guided, out_dtype=out_dtype, min_blocks=min_blocks
         )
         kernel = kernel_function(cupy, name)
         kernel.max_dynamic_shared_size_bytes = layout.shared_bytes

@@ -2,7 +2,7 @@
 
 CI has no GPU, so ``engine/kernels/nlm.cu`` is compiled here as C++ with ``cuda_on_cpu.h``
 (one thread per CUDA thread, a barrier per block) and run on small clips, with the tile layout
-``engine.gpu.fused_layout`` picks. This checks the kernel's indexing, layouts, rounds and
+``engine.filters.fused_layout`` picks. This checks the kernel's indexing, layouts, rounds and
 barriers on every commit; the GPU tests check the same kernel on the device.
 
 Tolerance: max abs difference <= 1e-4 on values in [0, 1], as the exactness grid; uint8
@@ -20,6 +20,7 @@ from clips import noisy_clip, random_color_transform
 from reference import reference_denoise
 
 from nlmeans_studio.engine import NLMParams
+from nlmeans_studio.engine.filters.fused_gpu import fused_kernel_name
 from nlmeans_studio.engine.filters.fused_layout import (
     FUSED_THREADS,
     FusedGrid,
@@ -30,7 +31,7 @@ from nlmeans_studio.engine.filters.fused_layout import (
     split_tiles,
 )
 from nlmeans_studio.engine.frames import integer_scale
-from nlmeans_studio.engine.gpu.device import KERNELS
+from nlmeans_studio.engine.gpu.device import CUDA_TYPES, KERNELS
 
 TOLERANCE = 1e-4
 COMPILER = shutil.which("g++")
@@ -69,15 +70,8 @@ def run_kernel_on_cpu(
         .replace("extern __shared__ float shared[];", "float* shared = emulated_shared_memory;")
     )
     (folder / "nlm.inc").write_text(source)
-    out_type = {np.float32: "float", np.uint8: "unsigned char"}[out_dtype]
-    options = ", ".join(
-        str(option).lower()
-        for option in (transformed, packed, params.weighting == "exponential", params.center_weight == "max")
-    )
-    kernel = (
-        f"nlm_fused<{params.patch_radius}, {params.search_radius}, {channels}, {layout.template_arguments}, "
-        f"{options}, {out_type}, 1{', true' if guided else ''}>"
-    )
+    out_type = CUDA_TYPES[np.dtype(out_dtype)]
+    kernel = fused_kernel_name(params, channels, layout, packed=packed, guided=guided, out_dtype=out_dtype)
     full_scale = 255.0 if out_dtype == np.uint8 else 1.0
     (folder / "main.cpp").write_text(f"""#include "{Path(__file__).with_name("cuda_on_cpu.h")}"
 #include "nlm.inc"
@@ -296,6 +290,22 @@ def test_the_last_wave_is_split_into_pieces_that_fill_it() -> None:
     assert split_tiles(1190, 1, 132) == (2, 4)
     assert split_tiles(4692, 3, 132) == (72, 1)
     assert split_tiles(1188, 1, 132) == (0, 1)
+
+
+def test_kernel_names_are_the_template_instances_the_kernel_was_built_for() -> None:
+    """fused_kernel_name, which the launch and run_kernel_on_cpu share, writes the arguments in
+    nlm_fused's order: the names (compile-cache keys, and the instance docs/performance.md
+    measures) stay as they were."""
+    layout = fused_layout(4, 3, 3, False, H100_SHARED_BYTES, packed=True)
+    assert (
+        fused_kernel_name(NLMParams(h=30), 3, layout, packed=True, out_dtype=np.uint8)
+        == "nlm_fused<4, 3, 3, 4, 32, 56, 70, 72, 72, false, true, false, false, unsigned char, 1>"
+    )
+    params = NLMParams(h=30, weighting="exponential", center_weight="max", color_transform=np.eye(3))
+    layout = fused_layout(4, 3, 3, True, H100_SHARED_BYTES)
+    assert fused_kernel_name(params, 3, layout, packed=False, guided=True, out_dtype=np.uint16, min_blocks=2) == (
+        f"nlm_fused<4, 3, 3, {layout.template_arguments}, true, false, true, true, unsigned short, 2, true>"
+    )
 
 
 def test_uint8_output_is_the_rounded_filter(tmp_path) -> None:
