@@ -319,7 +319,7 @@ class ExportWorker(Worker):
                 overwrite=True,
                 frames=settings.frames,
                 progress=lambda done, total, seconds: self.progressed.emit(number, done, total, seconds),
-                cancel=self.cancelled(number),
+                cancel=self.cancel_event(number),
                 luma_chroma=request.luma_chroma,
             )
         except ExportCancelledError:

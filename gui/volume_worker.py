@@ -114,7 +114,7 @@ class VolumeWorker(Worker):
         self.rendered.emit(number, plane, time.perf_counter() - started)
 
     def _export(self, number: int, request: VolumeExportRequest) -> None:
-        cancel = self.cancelled(number)
+        cancel = self.cancel_event(number)
 
         def progress(done: int, total: int) -> None:
             if cancel.is_set():

@@ -114,12 +114,12 @@ class Worker(QObject):
         self._wake.emit()
 
     def cancel(self, number: int) -> None:
-        """Ask request ``number`` to stop at its next progress (dropped unseen if not started); from any thread."""
+        """Ask request ``number`` to stop at its next progress (it still answers, saying so); from any thread."""
         with self._lock:
             if number in self._cancels:
                 self._cancels[number].set()
 
-    def cancelled(self, number: int) -> threading.Event:
+    def cancel_event(self, number: int) -> threading.Event:
         """The event ``cancel`` sets for request ``number``, for the engine to watch (from the worker's thread)."""
         with self._lock:
             return self._cancels.get(number) or threading.Event()
@@ -146,10 +146,8 @@ class Worker(QObject):
                 if kind is None:
                     break
                 number, request = self._pending.pop(kind)
-                stopped = self._cancels[number].is_set()
             try:
-                if not stopped:
-                    self._handle(number, request)
+                self._handle(number, request)
             finally:
                 with self._lock:
                     self._cancels.pop(number, None)
