@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QEvent, QMimeData, QPointF, QRectF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QMenu, QMessageBox
+from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QMenu, QMessageBox, QProgressDialog, QPushButton
 from window_driver import answer_when_asked, type_into
 
 from nlmeans_studio.engine import (
@@ -666,3 +666,27 @@ def test_file_close_while_a_preview_runs_stops_the_worker_cleanly(qtbot, volume_
     assert not window.isVisible() and window.worker_thread.thread.isFinished()
     qtbot.wait(100)  # the held preview's answer, queued to the window, is dropped
     assert window.status.text().startswith("Filtering") and len(asked) == 1
+
+
+def test_cancel_in_the_export_progress_stops_it_and_writes_nothing(qtbot, volume_window, tmp_path, monkeypatch) -> None:
+    """Cancel in the progress dialog while the worker filters the volume: the export stops at its
+    next slab, nothing is written, and Export is offered again."""
+    window = volume_window
+    resume, denoise = threading.Event(), volume_worker_module.denoise_volume
+
+    def held(*arguments, **options):  # the export waits until Cancel was clicked
+        resume.wait(30)
+        return denoise(*arguments, **options)
+
+    monkeypatch.setattr(volume_worker_module, "denoise_volume", held)
+    target = tmp_path / "out.nii.gz"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(target), ""))
+    window.export_action.trigger()
+    assert not window.export_action.isEnabled()
+    dialog = next(d for d in window.findChildren(QProgressDialog) if d.isVisible())
+    cancel = next(b for b in dialog.findChildren(QPushButton) if b.text() == "Cancel")
+    qtbot.mouseClick(cancel, Qt.MouseButton.LeftButton)
+    resume.set()
+    qtbot.waitUntil(lambda: window.status.text() == "Export cancelled: nothing was written.", timeout=60_000)
+    assert window.export_action.isEnabled() and not target.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no partial file
