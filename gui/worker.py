@@ -3,10 +3,10 @@
 This is the one thread model of every window. ``Worker`` holds it: the GUI thread only calls
 ``submit``, which records the request and returns at once; the worker's thread takes the latest
 request of each kind (older ones are dropped unseen) and answers with past-tense signals carrying
-the request's number, so that the window can drop stale answers too. The GUI thread never waits
-on the engine, and the worker never touches a widget. ``cancel`` asks a long request (an export)
-to stop at its next progress; ``WorkerThread`` starts a worker on its thread and ``stop`` joins
-it when the window closes. ``PreviewWorker`` (below) is the main window's; the volume window's
+the request's number, so that the window can drop stale answers too. The GUI thread waits on
+the engine only when its window closes (``WorkerThread.stop`` asks the running request to stop,
+then joins the thread), and the worker never touches a widget. ``cancel`` asks a long request
+(an export) to stop at its next progress. ``PreviewWorker`` (below) is the main window's; the volume window's
 is ``volume_worker.VolumeWorker``, the export queue's ``export.ExportWorker``.
 
 The main window's requests each name the clip they are asked of (the number of the request that
@@ -105,6 +105,8 @@ class Worker(QObject):
 
     def _queue(self, kind: str, number: int, request: object) -> None:
         with self._lock:
+            if kind in self._pending:  # replaced unseen: its number will never run
+                self._cancels.pop(self._pending[kind][0], None)
             self._pending[kind] = (number, request)
             self._cancels[number] = threading.Event()
         self._wake.emit()
