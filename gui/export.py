@@ -1,17 +1,20 @@
-"""Export: a dialog for the output's settings, and a queue of background jobs running ``denoise_file``."""
+"""Export: a dialog for the output's settings, and a queue of exports that a worker runs with ``denoise_file``.
+
+The worker is every window's thread model (``worker.Worker``): the queue submits one numbered export
+at a time and hears of it by signals carrying that number."""
 
 from __future__ import annotations
 
 import itertools
 import os
-import threading
 import traceback
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
-from PySide6.QtCore import QObject, QStandardPaths, QThread, Signal, Slot
+from PySide6.QtCore import QStandardPaths, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -45,6 +48,8 @@ from nlmeans_studio.engine import (
     denoise_file,
     output_format,
 )
+
+from .worker import Worker, WorkerThread
 
 # The extension an output's name is given when its container cannot hold the codec chosen
 SUFFIXES = {
@@ -290,36 +295,19 @@ class ExportDialog(QDialog):
         return f"frames {frames.start + 1} to {frames.stop} ({self._seconds()}), {written}"
 
 
-class ExportJob(QObject):
-    """Runs one export on its own QThread; ``cancel`` stops it, leaving no output."""
+class ExportWorker(Worker):
+    """Runs exports, one at a time, on the thread it was moved to; ``cancel(number)`` stops one,
+    leaving no output."""
 
-    progressed = Signal(int, int, float)  # frames done, frames in all, seconds elapsed
-    finished = Signal(str)  # a summary line
-    failed = Signal(str)  # what went wrong, in plain words ("cancelled" included)
+    KINDS: ClassVar[dict[type, str]] = {ExportRequest: "export"}
+    ORDER: ClassVar[tuple[str, ...]] = ("export",)
 
-    def __init__(self, request: ExportRequest) -> None:
-        super().__init__()
-        self.request = request
-        self._cancel = threading.Event()
-        self.thread = QThread()
-        self.thread.setObjectName("nlmeans-export")
-        self.moveToThread(self.thread)
-        self.thread.started.connect(self._run)
+    progressed = Signal(int, int, int, float)  # request number, frames done, frames in all, seconds elapsed
+    exported = Signal(int, str)  # request number, a summary line
+    failed = Signal(int, str)  # request number, what went wrong in plain words ("cancelled" included)
 
-    def start(self) -> None:
-        self.thread.start()
-
-    def cancel(self) -> None:
-        self._cancel.set()
-
-    def wait(self) -> None:
-        """Join the export's thread (after ``finished`` or ``failed``)."""
-        self.thread.quit()
-        self.thread.wait()
-
-    @Slot()
-    def _run(self) -> None:
-        request, settings = self.request, self.request.settings
+    def _handle(self, number: int, request: ExportRequest) -> None:
+        settings = request.settings
         try:
             summary = denoise_file(
                 request.source,
@@ -330,32 +318,31 @@ class ExportJob(QObject):
                 crf=settings.crf,
                 overwrite=True,
                 frames=settings.frames,
-                progress=lambda done, total, seconds: self.progressed.emit(done, total, seconds),
-                cancel=self._cancel,
+                progress=lambda done, total, seconds: self.progressed.emit(number, done, total, seconds),
+                cancel=self.cancel_event(number),
                 luma_chroma=request.luma_chroma,
             )
         except ExportCancelledError:
-            self.failed.emit("Export cancelled; no file was written.")
+            self.failed.emit(number, "Export cancelled; no file was written.")
         except (VideoError, OSError, ValueError, MemoryError, GpuOutOfMemoryError, BackendUnavailableError) as error:
-            self.failed.emit(f"Export failed: {error}")
-        except Exception as error:  # a bug must still end the job, or the queue would wait on it forever
+            self.failed.emit(number, f"Export failed: {error}")
+        except Exception as error:  # a bug must still end the export, or the queue would wait on it forever
             traceback.print_exc()
-            self.failed.emit(f"Export failed: {type(error).__name__}: {error}")
+            self.failed.emit(number, f"Export failed: {type(error).__name__}: {error}")
         else:
-            self.finished.emit(
+            self.exported.emit(
+                number,
                 f"Exported {summary.frames} frames to {settings.target.name} in {summary.seconds:.1f} s "
-                f"({summary.fps:.1f} fps, {summary.backend})"
+                f"({summary.fps:.1f} fps, {summary.backend})",
             )
-        finally:
-            self.thread.quit()
 
 
 class ExportRow(QWidget):
     """One export in the queue: its file and range, a progress bar with fps and ETA, and Cancel."""
 
-    def __init__(self, request: ExportRequest, range_text: str):
+    def __init__(self, request: ExportRequest, range_text: str, number: int):
         super().__init__()
-        self.job = ExportJob(request)
+        self.request, self.number = request, number  # the number the queue submits it as
         target = request.settings.target
         self.name = QLabel(f"{target.name} ({range_text})")
         self.name.setToolTip(str(target))
@@ -370,7 +357,6 @@ class ExportRow(QWidget):
         layout.addWidget(self.bar, 3)
         layout.addWidget(self.status, 2)
         layout.addWidget(self.cancel)
-        self.job.progressed.connect(self.show_progress)
 
     def show_progress(self, done: int, total: int, seconds: float) -> None:
         self.bar.setRange(0, total)
@@ -384,7 +370,7 @@ class ExportQueue(QWidget):
     """Exports run one after another in the background, each shown as a row until it ends.
 
     ``finished`` carries a finished export's summary, ``failed`` why one did not finish
-    (cancelling included).
+    (cancelling included). ``stop`` ends the queue's worker (the window is closing).
     """
 
     finished = Signal(str)
@@ -394,6 +380,11 @@ class ExportQueue(QWidget):
         super().__init__()
         self.rows: list[ExportRow] = []
         self.running: ExportRow | None = None
+        self._numbers = itertools.count(1)
+        self.worker_thread = WorkerThread(ExportWorker(), "nlmeans-export")
+        self.worker_thread.worker.progressed.connect(self._progressed)
+        self.worker_thread.worker.exported.connect(self._exported)
+        self.worker_thread.worker.failed.connect(self._failed)
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self.title = QLabel()
@@ -402,16 +393,12 @@ class ExportQueue(QWidget):
 
     def targets(self) -> frozenset[Path]:
         """The files the exports in the queue (running or waiting) write, resolved."""
-        return frozenset(row.job.request.settings.target.resolve() for row in self.rows)
+        return frozenset(row.request.settings.target.resolve() for row in self.rows)
 
     def add(self, request: ExportRequest, range_text: str) -> None:
         """Queue an export; it starts once the ones before it have ended."""
-        row = ExportRow(request, range_text)
+        row = ExportRow(request, range_text, next(self._numbers))
         row.cancel.clicked.connect(lambda: self.cancel(row))
-        row.job.finished.connect(self._ended)
-        row.job.failed.connect(self._ended)
-        row.job.finished.connect(self.finished)
-        row.job.failed.connect(self.failed)
         self.rows.append(row)
         self._layout.addWidget(row)
         self._start_next()
@@ -419,17 +406,16 @@ class ExportQueue(QWidget):
     def cancel(self, row: ExportRow) -> None:
         """Stop ``row``'s export if it runs (its partial file is removed), else take it off the queue."""
         if row is self.running:
-            row.job.cancel()
+            self.worker_thread.worker.cancel(row.number)
         elif row in self.rows:
             self._remove(row)
 
     def stop(self) -> None:
-        """Empty the queue, stop the running export and join its thread (the window is closing)."""
+        """Empty the queue, stop the running export and join the worker's thread (the window is closing)."""
         for row in [row for row in self.rows if row is not self.running]:
             self._remove(row)
+        self.worker_thread.stop()
         if self.running is not None:
-            self.running.job.cancel()
-            self.running.job.wait()
             self._remove(self.running)
             self.running = None
 
@@ -438,15 +424,30 @@ class ExportQueue(QWidget):
             self.running = self.rows[0]
             self.running.status.setText("starting…")
             self.running.bar.setRange(0, 0)  # busy until the first frame
-            self.running.job.start()
+            self.worker_thread.worker.submit(self.running.number, self.running.request)
         self._refresh()
 
-    def _ended(self) -> None:
+    def _progressed(self, number: int, done: int, total: int, seconds: float) -> None:
+        if self.running is not None and self.running.number == number:
+            self.running.show_progress(done, total, seconds)
+
+    def _exported(self, number: int, summary: str) -> None:
+        if self._ended(number):
+            self.finished.emit(summary)
+
+    def _failed(self, number: int, message: str) -> None:
+        if self._ended(number):
+            self.failed.emit(message)
+
+    def _ended(self, number: int) -> bool:
+        """Export ``number`` ended: its row goes and the next starts; whether it was the one running
+        (not one the closing window stopped)."""
+        if self.running is None or self.running.number != number:
+            return False
         row, self.running = self.running, None
-        if row is not None:
-            row.job.wait()
-            self._remove(row)
+        self._remove(row)
         self._start_next()
+        return True
 
     def _remove(self, row: ExportRow) -> None:
         self.rows.remove(row)

@@ -8,16 +8,14 @@ centre weight) drive a preview that filters only the slab around the plane
 (``denoise_volume_slice``: the same plane the whole volume's filter gives); File > Export
 filters the whole volume and writes it in the input's format, type and grid.
 
-The engine runs on one background thread; the window never waits on it. Previews are
-numbered, and only the latest request's answer is shown.
+The engine runs on the window's worker (``volume_worker``), the main window's thread model; the
+window never waits on it. Requests are numbered, and only the latest preview's answer is shown.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import itertools
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -48,16 +46,9 @@ from nlmeans_studio.engine import (
     SEARCH_RADIUS_MAX,
     VOLUME_SUFFIXES,
     WEIGHTINGS,
-    BackendUnavailableError,
-    ExportCancelledError,
-    GpuOutOfMemoryError,
     check_volume_output,
-    denoise_volume,
-    denoise_volume_slice,
     estimate_volume_noise,
-    filter_compiles,
     read_volume,
-    write_volume,
 )
 
 from .export import stop_exports_asked
@@ -67,13 +58,14 @@ from .view_actions import ViewActions
 from .views import ComparisonView
 from .volume_planes import ARRAY_AXES, plane_layout
 from .volume_strengths import SIGNIFICANT, VolumeStrengths
+from .volume_worker import PlanePreviewRequest, VolumeExportRequest, VolumeWorker
+from .worker import WorkerThread
 
 WINDOW_SIZE = (1100, 720)  # pixels, when it opens
 H_DECIMALS_MAX = 10  # the h box's decimals, at most
 SIDE_WIDTH = 380  # pixels: the controls' column, at most
 PREVIEW_DELAY_MS = 250  # a control's changes settle this long before the preview runs
 DISPLAY_PERCENTILES = (0.5, 99.5)  # of the input's intensities: black and white of the view
-ENGINE_ERRORS = (ValueError, OSError, MemoryError, BackendUnavailableError, GpuOutOfMemoryError)
 
 
 def display_plane(plane: np.ndarray, low: float, high: float) -> np.ndarray:
@@ -97,17 +89,6 @@ class _PlaneKeys(QObject):
             QApplication.sendEvent(self._slider, QKeyEvent(event.type(), event.key(), event.modifiers()))
             return True
         return False
-
-
-class _Results(QObject):
-    """Carries the background thread's answers to the window's thread (queued signals)."""
-
-    preview_done = Signal(int, object, float)  # request number, plane (float32), seconds
-    preview_compiling = Signal(int)  # request number: its preview waits for the CPU filter's compile
-    preview_failed = Signal(int, str)
-    export_progress = Signal(int, int)  # done, total
-    export_done = Signal(str)  # the written path
-    export_failed = Signal(str)
 
 
 class VolumeWindow(QMainWindow):
@@ -134,22 +115,23 @@ class VolumeWindow(QMainWindow):
         ]
         self.strengths = VolumeStrengths(data, estimate, file.channel_mode())
         self.setWindowTitle(f"NLMeans Studio — {self.path.name}")  # as the main window's
-        self._engine = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="nlmeans-volume")
-        self._results = _Results()
         self._requests = itertools.count(1)
-        self._latest = 0
-        self._cancel_export = False
+        self._latest = 0  # the number of the latest preview asked for: older answers are dropped
+        self._export_number = 0  # the number of the export running
         self._closed = False
         self._progress: QProgressDialog | None = None
         self._delay = QTimer(self, singleShot=True, interval=PREVIEW_DELAY_MS)
         self._delay.timeout.connect(self.request_preview)
+        self.worker_thread = WorkerThread(VolumeWorker(data), "nlmeans-volume")  # stopped by closeEvent
         self._build()
-        self._results.preview_done.connect(self._show_preview)
-        self._results.preview_compiling.connect(self._preview_compiling)
-        self._results.preview_failed.connect(self._preview_failed)
-        self._results.export_progress.connect(self._export_progress)
-        self._results.export_done.connect(self._export_done)
-        self._results.export_failed.connect(self._export_failed)
+        worker = self.worker_thread.worker
+        worker.rendered.connect(self._show_preview)
+        worker.compiling.connect(self._preview_compiling)
+        worker.preview_failed.connect(self._preview_failed)
+        worker.export_progressed.connect(self._export_progress)
+        worker.exported.connect(self._export_done)
+        worker.export_failed.connect(self._export_failed)
+        worker.export_cancelled.connect(self._export_cancelled)
         self.resize(*WINDOW_SIZE)
         self.slider.setFocus()  # the arrow keys and Page Up / Down walk the planes from the start
         self.request_preview()
@@ -266,12 +248,6 @@ class VolumeWindow(QMainWindow):
             return [0, 1, 2] if index == 0 else [index - 1]
         return [index]
 
-    @property
-    def _volume(self) -> np.ndarray:
-        """The volume as the engine takes it: (Z, Y, X) for one channel, as the file holds it (its
-        messages spoke of a fourth axis of 1, and of time series)."""
-        return self.data if self.data.shape[3] > 1 else self.data[..., 0]
-
     def _per_axis_toggled(self, per_axis: bool) -> None:
         for radii in (self.patch, self.search):
             radii.set_per_axis(per_axis)
@@ -341,6 +317,7 @@ class VolumeWindow(QMainWindow):
         """Another plane or channel: shown at once, its preview to come; the preview of the one
         shown before, still running or queued, is dropped (it showed beside the new plane)."""
         self._latest = next(self._requests)
+        self.worker_thread.worker.drop_pending("preview")  # not run: it would be dropped on arrival
         self._show_plane()
         self._delay.start()
 
@@ -374,33 +351,9 @@ class VolumeWindow(QMainWindow):
             return
         number = self._latest = next(self._requests)
         axis, index = self.plane_index
-        settings = self.settings()
+        request = PlanePreviewRequest(axis, index, tuple(self.shown_channels), self.settings(), self.layouts[axis])
         self.status.setText("Filtering the slab around this plane...")
-        self._engine.submit(self._preview, number, axis, index, self.shown_channels, settings)
-
-    def _preview(self, number: int, axis: int, index: int, channels: list[int], settings: dict) -> None:
-        if number != self._latest:
-            return  # a newer request is queued behind this one
-        started = time.perf_counter()
-        try:
-            if filter_compiles(settings["backend"], volume=True):
-                self._results.preview_compiling.emit(number)
-            if settings["channels"] == "separately":  # only the shown channels, each on its own
-                strengths = settings.pop("h")
-                planes = [
-                    denoise_volume_slice(self.data[..., c], index, axis=axis, h=strengths[c], **settings)
-                    for c in channels
-                ]
-                plane = np.stack(planes, axis=-1)
-            else:
-                plane = denoise_volume_slice(self._volume, index, axis=axis, **settings)
-                plane = (plane if plane.ndim == 3 else plane[..., np.newaxis])[..., channels]
-        except ENGINE_ERRORS as error:
-            self._results.preview_failed.emit(number, str(error))
-            return
-        plane = self.layouts[axis].shown(plane)
-        plane = plane[..., 0] if len(channels) == 1 else plane
-        self._results.preview_done.emit(number, plane, time.perf_counter() - started)
+        self.worker_thread.worker.submit(number, request)
 
     def _show_preview(self, number: int, plane: np.ndarray, seconds: float) -> None:
         if number != self._latest:
@@ -433,37 +386,20 @@ class VolumeWindow(QMainWindow):
         except ValueError as error:
             QMessageBox.warning(self, "Export refused", f"The volume was not written: {error}")
             return
-        self._cancel_export = False
         self._progress = QProgressDialog("Denoising the volume...", "Cancel", 0, 100, self)
         self._progress.setWindowModality(Qt.WindowModality.WindowModal)
         self._progress.canceled.connect(self._cancel)
         self._progress.show()
         self.export_action.setEnabled(False)
-        self._engine.submit(self._export, Path(target), self.settings())
+        self._export_number = next(self._requests)
+        request = VolumeExportRequest(Path(target), self.settings(), self.file)
+        self.worker_thread.worker.submit(self._export_number, request)
 
     def _cancel(self) -> None:
-        self._cancel_export = True
+        self.worker_thread.worker.cancel(self._export_number)
 
-    def _export(self, target: Path, settings: dict) -> None:
-        def progress(done: int, total: int) -> None:
-            if self._cancel_export:
-                raise ExportCancelledError("cancelled")  # out of denoise_volume, from its slab loop
-            self._results.export_progress.emit(done, total)
-
-        try:
-            result = denoise_volume(self._volume, progress=progress, **settings)
-            if self._cancel_export:  # cancelled after the last slab: nothing is written
-                raise ExportCancelledError("cancelled")
-            write_volume(target, result, self.file, overwrite=True)  # the dialog asked about replacing it
-        except ExportCancelledError:
-            self._results.export_failed.emit("")
-        except (*ENGINE_ERRORS, FileExistsError) as error:
-            self._results.export_failed.emit(str(error))
-        else:
-            self._results.export_done.emit(str(target))
-
-    def _export_progress(self, done: int, total: int) -> None:
-        if self._progress is not None and total:
+    def _export_progress(self, number: int, done: int, total: int) -> None:
+        if number == self._export_number and self._progress is not None and total:
             self._progress.setValue(int(100 * done / total))
 
     def _export_finished(self) -> None:
@@ -472,16 +408,17 @@ class VolumeWindow(QMainWindow):
             self._progress = None
         self.export_action.setEnabled(True)
 
-    def _export_done(self, target: str) -> None:
+    def _export_done(self, number: int, target: str) -> None:
         self._export_finished()
         self.status.setText(f"Exported {target}")
 
-    def _export_failed(self, message: str) -> None:
+    def _export_failed(self, number: int, message: str) -> None:
         self._export_finished()
-        if message:
-            QMessageBox.warning(self, "Export failed", f"The volume was not written: {message}")
-        else:
-            self.status.setText("Export cancelled: nothing was written.")
+        QMessageBox.warning(self, "Export failed", f"The volume was not written: {message}")
+
+    def _export_cancelled(self, number: int) -> None:
+        self._export_finished()
+        self.status.setText("Export cancelled: nothing was written.")
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
         if self._progress is not None and not stop_exports_asked(self, 1):
@@ -489,9 +426,8 @@ class VolumeWindow(QMainWindow):
             return
         self._closed = True  # a setting's change (an edit ended by the closing) starts no preview now
         self._delay.stop()
-        self._cancel_export = True
-        self._latest = -1
-        self._engine.shutdown(wait=True, cancel_futures=True)
+        self._latest = -1  # answers already on their way are dropped
+        self.worker_thread.stop()  # the running export, if any, stops at its next slab; joined here
         super().closeEvent(event)
 
 

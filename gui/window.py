@@ -59,7 +59,7 @@ from .spin_box_keys import SpinBoxKeys
 from .view_actions import ViewActions, window_action
 from .views import ComparisonView
 from .volume_window import VolumeWindow
-from .worker import EstimateRequest, OpenRequest, PlayRequest, PreviewRequest, WorkerThread
+from .worker import EstimateRequest, OpenRequest, PlayRequest, PreviewRequest, PreviewWorker, WorkerThread
 
 DEBOUNCE_MS = 40  # a slider's movements within this time make one request
 VIDEO_PATTERNS = (
@@ -100,7 +100,7 @@ class MainWindow(QMainWindow):
         self._clip = 0  # the number of the open request whose clip is shown: requests are asked of it
         self._shown = 0
         self._pending_preview = 0
-        self.worker_thread = WorkerThread()
+        self.worker_thread = WorkerThread(PreviewWorker(), "nlmeans-preview")
         worker = self.worker_thread.worker
         worker.opened.connect(self._opened)
         worker.rendered.connect(self._rendered)

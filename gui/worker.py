@@ -1,11 +1,16 @@
-"""The background worker: a QObject in its own QThread that drives the engine for the window.
+"""The background worker: a QObject in its own QThread that drives the engine for a window.
 
-The GUI thread only calls ``submit``, which records the request and returns at once; the
-worker's thread takes the latest request of each kind (older ones are dropped unseen) and
-answers with a signal carrying the request's number, so that the window can drop stale
-answers too. Each request names the clip it is asked of (the number of the request that opened
-it): one asked of a clip since replaced is dropped unseen too, never run on the next clip. The
-GUI thread never waits on the engine.
+This is the one thread model of every window. ``Worker`` holds it: the GUI thread only calls
+``submit``, which records the request and returns at once; the worker's thread takes the latest
+request of each kind (older ones are dropped unseen) and answers with past-tense signals carrying
+the request's number, so that the window can drop stale answers too. The GUI thread waits on
+the engine only when its window closes (``WorkerThread.stop`` asks the running request to stop,
+then joins the thread), and the worker never touches a widget. ``cancel`` asks a long request
+(an export) to stop at its next progress. ``PreviewWorker`` (below) is the main window's; the volume window's
+is ``volume_worker.VolumeWorker``, the export queue's ``export.ExportWorker``.
+
+The main window's requests each name the clip they are asked of (the number of the request that
+opened it): one asked of a clip since replaced is dropped unseen too, never run on the next clip.
 
 Playback: a ``PlayRequest`` makes an ``engine.playback.RenderAhead``, handed to the window by
 ``playback_started``; between requests the worker renders its next frame, one frame per turn
@@ -19,6 +24,7 @@ import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
@@ -37,8 +43,6 @@ from nlmeans_studio.engine import (
     estimate_noise_over,
     filter_compiles,
 )
-
-ORDER = ("open", "estimate", "preview", "play")  # a new clip first; an estimate before a preview
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,102 @@ class EstimateRequest:
     noise: SyntheticNoise | None
 
 
-class PreviewWorker(QObject):
+class Worker(QObject):
+    """Runs requests on the thread it was moved to, the latest of each kind, in ``ORDER``.
+
+    Subclasses name their request types' kinds in ``KINDS`` (type: kind), the order in which
+    waiting kinds run in ``ORDER``, and answer each request in ``_handle(number, request)`` with
+    their own signals; ``_idle`` runs once no request waits.
+    """
+
+    KINDS: ClassVar[dict[type, str]] = {}
+    ORDER: ClassVar[tuple[str, ...]] = ()
+    _wake = Signal()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._pending: dict[str, tuple[int, object]] = {}  # kind: (number, request)
+        self._cancels: dict[int, threading.Event] = {}  # number: set to stop that request, waiting or running
+        # Queued even from the worker's own thread: one turn of its event loop at a time.
+        self._wake.connect(self._process, Qt.ConnectionType.QueuedConnection)
+
+    def submit(self, number: int, request: object) -> None:
+        """Queue ``request`` as number ``number``, replacing any waiting one of its kind; returns at once."""
+        self._queue(self.KINDS[type(request)], number, request)
+
+    def _queue(self, kind: str, number: int, request: object) -> None:
+        with self._lock:
+            if kind in self._pending:  # replaced unseen: its number will never run
+                self._cancels.pop(self._pending[kind][0], None)
+            self._pending[kind] = (number, request)
+            self._cancels[number] = threading.Event()
+        self._wake.emit()
+
+    def wake(self) -> None:
+        """Look for work again; from any thread."""
+        self._wake.emit()
+
+    def cancel(self, number: int) -> None:
+        """Ask request ``number`` to stop at its next progress (it still answers, saying so); from any thread."""
+        with self._lock:
+            if number in self._cancels:
+                self._cancels[number].set()
+
+    def cancel_event(self, number: int) -> threading.Event:
+        """The event ``cancel`` sets for request ``number``, for the engine to watch (from the worker's thread)."""
+        with self._lock:
+            return self._cancels.get(number) or threading.Event()
+
+    def drop_pending(self, kind: str | None = None) -> None:
+        """Forget the requests not started yet (of ``kind``, or all); from any thread."""
+        with self._lock:
+            for waiting in [k for k in self._pending if kind in (None, k)]:
+                number, _ = self._pending.pop(waiting)
+                self._cancels.pop(number, None)
+
+    def cancel_all(self) -> None:
+        """Forget the waiting requests and ask the running one to stop (the window is closing)."""
+        with self._lock:
+            self._pending.clear()
+            for event in self._cancels.values():
+                event.set()
+
+    @Slot()
+    def _process(self) -> None:
+        while True:
+            with self._lock:
+                kind = next((k for k in self.ORDER if k in self._pending), None)
+                if kind is None:
+                    break
+                number, request = self._pending.pop(kind)
+            try:
+                self._handle(number, request)
+            finally:
+                with self._lock:
+                    self._cancels.pop(number, None)
+        self._idle()
+
+    def _handle(self, number: int, request: object) -> None:
+        raise NotImplementedError
+
+    def _idle(self) -> None:
+        """No request waits: whatever the worker does between requests."""
+
+    def shutdown(self) -> None:
+        """Release what the worker holds; called once its thread has stopped."""
+
+
+class PreviewWorker(Worker):
     """Opens clips, renders previews and estimates noise, on the thread it was moved to."""
+
+    KINDS: ClassVar[dict[type, str]] = {
+        OpenRequest: "open",
+        EstimateRequest: "estimate",
+        PreviewRequest: "preview",
+        PlayRequest: "play",
+    }
+    ORDER = ("open", "estimate", "preview", "play")  # a new clip first; an estimate before a preview
 
     opened = Signal(int, object, object)  # request number, VideoInfo, each frame's time in seconds
     rendered = Signal(int, object)  # request number, engine.preview.Preview
@@ -85,46 +183,29 @@ class PreviewWorker(QObject):
     failed = Signal(int, str, str)  # request number, kind ("open", "preview", "estimate", "backend"), message
     busy_changed = Signal(bool)  # the engine started or stopped working
     compiling = Signal()  # the next frame waits for the CPU filter to compile (once per machine)
-    _wake = Signal()
 
     def __init__(self) -> None:
         super().__init__()
-        self._lock = threading.Lock()
-        self._pending: dict[str, tuple[int, int, object]] = {}  # kind: (number, clip, request)
         self._clip = 0  # the number of the open request whose clip is open
         self._readers: list[VideoReader] = []
         self._previewer: Previewer | None = None
         self._playback: tuple[int, RenderAhead] | None = None  # request number, the run
         self._busy = False
-        # Queued even from the worker's own thread: a playback frame per turn of its event loop.
-        self._wake.connect(self._process, Qt.ConnectionType.QueuedConnection)
 
-    def submit(
+    def submit(  # the clip asked of comes with each request
         self, number: int, request: OpenRequest | PreviewRequest | EstimateRequest | PlayRequest, clip: int
     ) -> None:
         """Queue ``request``, asked of the clip that request ``clip`` opened (replacing any waiting
         one of its kind); returns at once."""
-        kind = {OpenRequest: "open", PreviewRequest: "preview", EstimateRequest: "estimate", PlayRequest: "play"}
-        with self._lock:
-            self._pending[kind[type(request)]] = (number, clip, request)
-        self._wake.emit()
+        self._queue(self.KINDS[type(request)], number, (clip, request))
 
-    def wake(self) -> None:
-        """Render ahead again (the window took a frame and made room); from any thread."""
-        self._wake.emit()
-
-    @Slot()
-    def _process(self) -> None:
-        while True:
-            with self._lock:
-                kind = next((k for k in ORDER if k in self._pending), None)
-                if kind is None:
-                    break
-                number, clip, request = self._pending.pop(kind)
-            if kind != "open" and clip != self._clip:
-                continue  # asked of a clip since replaced
+    def _handle(self, number: int, asked: tuple[int, object]) -> None:
+        clip, request = asked
+        if isinstance(request, OpenRequest) or clip == self._clip:  # else asked of a clip since replaced
             self._set_busy(True)
-            self._handle(number, request)
+            self._answer(number, request)
+
+    def _idle(self) -> None:
         if self._playback is not None and self._render_ahead():
             self._wake.emit()  # the next frame after any new request
         else:
@@ -155,7 +236,7 @@ class PreviewWorker(QObject):
             self._playback[1].close()
             self._playback = None
 
-    def _handle(self, number: int, request: object) -> None:
+    def _answer(self, number: int, request: object) -> None:
         try:
             if isinstance(request, OpenRequest):
                 self._stop_playback()
@@ -253,11 +334,6 @@ class PreviewWorker(QObject):
             reader.close()
         self._readers = []
 
-    def drop_pending(self) -> None:
-        """Forget the requests not started yet."""
-        with self._lock:
-            self._pending.clear()
-
     def shutdown(self) -> None:
         """End playback and close the clips; call once the worker's thread has stopped."""
         self.drop_pending()
@@ -267,18 +343,18 @@ class PreviewWorker(QObject):
 
 
 class WorkerThread:
-    """A PreviewWorker with its QThread, started at once and stopped by ``stop``."""
+    """``worker`` on a QThread named ``name``, started at once and stopped by ``stop``."""
 
-    def __init__(self) -> None:
+    def __init__(self, worker: Worker, name: str) -> None:
         self.thread = QThread()
-        self.thread.setObjectName("nlmeans-preview")
-        self.worker = PreviewWorker()
+        self.thread.setObjectName(name)
+        self.worker = worker
         self.worker.moveToThread(self.thread)
         self.thread.start()
 
     def stop(self) -> None:
-        """Drop waiting requests, let the current one finish, and join the thread."""
-        self.worker.drop_pending()
+        """Drop waiting requests, ask the running one to stop, let it end, and join the thread."""
+        self.worker.cancel_all()
         self.thread.quit()
         self.thread.wait()
         self.worker.shutdown()

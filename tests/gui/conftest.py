@@ -34,7 +34,8 @@ def window(qtbot, tmp_path):
     qtbot.waitUntil(window.isActiveWindow)  # shortcuts go to the active window
     yield window
     window.close()
-    # No leftover threads: the worker's and any export's are joined on close.
-    assert not window.worker_thread.thread.isRunning() and window.exports.running is None
+    # No leftover threads: the preview worker's and the export queue's are joined on close.
+    assert window.worker_thread.thread.isFinished() and window.exports.worker_thread.thread.isFinished()
+    assert window.exports.running is None
     leftover = [t for t in threading.enumerate() if t.name.startswith("nlmeans")]
     assert not [t for t in leftover if not t.name.startswith(COPY_THREAD_NAME)]  # the volume's stay, idle

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QEvent, QMimeData, QPointF, QRectF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QMenu, QMessageBox
+from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QMenu, QMessageBox, QProgressDialog, QPushButton
 from window_driver import answer_when_asked, type_into
 
 from nlmeans_studio.engine import (
@@ -23,8 +23,8 @@ from nlmeans_studio.engine import (
     write_volume,
 )
 from nlmeans_studio.engine.volume.io import VolumeFile
-from nlmeans_studio.gui import volume_window as volume_window_module
-from nlmeans_studio.gui.volume_window import VolumeWindow, display_plane
+from nlmeans_studio.gui import volume_worker as volume_worker_module
+from nlmeans_studio.gui.volume_window import PREVIEW_DELAY_MS, VolumeWindow, display_plane
 
 pytest.importorskip("nibabel", reason="NIfTI volumes are read with nibabel")
 
@@ -55,7 +55,7 @@ def volume_window(qtbot, volume_path):
     qtbot.waitUntil(window.isActiveWindow)
     yield window
     window.close()
-    assert not [t for t in threading.enumerate() if t.name.startswith("nlmeans-volume")]
+    assert window.worker_thread.thread.isFinished()  # joined on close: no "Destroyed while thread is still running"
 
 
 def _wait_for_preview(qtbot, window, expected: np.ndarray | None = None) -> None:
@@ -103,12 +103,12 @@ def test_a_preview_still_running_when_the_plane_changes_is_never_shown_beside_th
 ) -> None:
     """The preview of the plane shown before came back after a key had moved to the next plane,
     and showed beside it until the next plane's own preview came."""
-    from nlmeans_studio.gui import volume_window as module
-
     window = volume_window
     _wait_for_preview(qtbot, window)
-    release, slice_of = threading.Event(), module.denoise_volume_slice
-    monkeypatch.setattr(module, "denoise_volume_slice", lambda *a, **k: release.wait(30) and slice_of(*a, **k))
+    release, slice_of = threading.Event(), volume_worker_module.denoise_volume_slice
+    monkeypatch.setattr(
+        volume_worker_module, "denoise_volume_slice", lambda *a, **k: release.wait(30) and slice_of(*a, **k)
+    )
     shown: list[tuple[int, np.ndarray]] = []
     set_images = window.view.set_images
     monkeypatch.setattr(
@@ -116,7 +116,7 @@ def test_a_preview_still_running_when_the_plane_changes_is_never_shown_beside_th
     )
     window.h.setValue(window.h.value() * 2)  # a preview of plane 10 is asked for, and held
     qtbot.waitUntil(lambda: window.status.text().startswith("Filtering"), timeout=5_000)
-    qtbot.wait(module.PREVIEW_DELAY_MS + 200)
+    qtbot.wait(PREVIEW_DELAY_MS + 200)
     qtbot.keyClick(window.focusWidget(), Qt.Key.Key_Right)
     release.set()
     _wait_for_preview(qtbot, window, _expected_after(window, 0, 11))
@@ -566,15 +566,13 @@ def test_planes_of_files_without_anatomy_are_drawn_as_stored(qtbot, tmp_path) ->
 def test_closing_during_an_export_asks_and_keeps_it_or_stops_it(qtbot, volume_path, tmp_path, monkeypatch) -> None:
     """Closing the window while its export ran dropped the export without a word (found by a
     first-time user): the window now asks, keeps it by default, and stops it only if told."""
-    import nlmeans_studio.gui.volume_window as volume_window_module
-
-    resume, denoise = threading.Event(), volume_window_module.denoise_volume
+    resume, denoise = threading.Event(), volume_worker_module.denoise_volume
 
     def held(*arguments, **options):  # an export waits for the question's answer (or 2 s), then runs
         resume.wait(2)
         return denoise(*arguments, **options)
 
-    monkeypatch.setattr(volume_window_module, "denoise_volume", held)
+    monkeypatch.setattr(volume_worker_module, "denoise_volume", held)
     targets = iter([tmp_path / "kept.nii.gz", tmp_path / "stopped.nii.gz"])
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(next(targets)), ""))
     window = VolumeWindow(volume_path, backend="cpu")
@@ -594,17 +592,101 @@ def test_closing_during_an_export_asks_and_keeps_it_or_stops_it(qtbot, volume_pa
     window.export_action.trigger()
     asked = answer_when_asked(qtbot, "Stop and close")
     window.close()  # stops the export, which runs on (in 2 s) and ends at its first progress
-    assert asked and not window.isVisible()
+    assert asked and not window.isVisible() and window.worker_thread.thread.isFinished()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".nii.gz")) == ["kept.nii.gz", "scan.nii.gz"]
 
 
 def test_a_preview_that_waits_for_the_compile_says_so(qtbot, volume_window, monkeypatch) -> None:
     # The status said 'Filtering the slab around this plane...' for the minute of numba's compile.
     _wait_for_preview(qtbot, volume_window)
-    monkeypatch.setattr(volume_window_module, "filter_compiles", lambda backend, volume: True)  # a cold cache
+    monkeypatch.setattr(volume_worker_module, "filter_compiles", lambda backend, volume: True)  # a cold cache
     said = []
     status = volume_window.status
     monkeypatch.setattr(status, "setText", lambda text: said.append(text) or QLabel.setText(status, text))
     volume_window.request_preview()  # as a change of h or a plane asks
     _wait_for_preview(qtbot, volume_window)
     assert COMPILING in said
+
+
+def _held_slices(monkeypatch) -> tuple[threading.Event, list[tuple[int, threading.Thread]]]:
+    """The engine's slice filter held until the returned event is set; the list gathers the plane
+    each call was asked for and the thread it ran on."""
+    release, asked, slice_of = threading.Event(), [], volume_worker_module.denoise_volume_slice
+
+    def held(volume, index, **options):
+        asked.append((index, threading.current_thread()))
+        release.wait(30)
+        return slice_of(volume, index, **options)
+
+    monkeypatch.setattr(volume_worker_module, "denoise_volume_slice", held)
+    return release, asked
+
+
+def test_planes_walked_quickly_show_only_the_last_ones_preview(qtbot, volume_window, monkeypatch) -> None:
+    """Right pressed four times while the first plane's preview still runs: the planes asked for
+    in between wait in the worker, each replaced by the next, and are never filtered; the running
+    one's answer is dropped on arrival; only the last plane's preview shows. The window answers
+    the keys all along: the engine runs off the GUI thread."""
+    window = volume_window
+    _wait_for_preview(qtbot, window)
+    release, asked = _held_slices(monkeypatch)
+    shown = []
+    set_images = window.view.set_images
+    monkeypatch.setattr(window.view, "set_images", lambda b, a: shown.append(a) or set_images(b, a))
+    qtbot.keyClick(window.focusWidget(), Qt.Key.Key_Right)
+    qtbot.waitUntil(lambda: bool(asked), timeout=5_000)  # plane 11's preview runs, held
+    for _ in range(3):
+        qtbot.keyClick(window.focusWidget(), Qt.Key.Key_Right)
+        qtbot.wait(PREVIEW_DELAY_MS + 100)  # past the delay: each plane's preview is asked for
+    assert window.plane_index == (0, 14) and window.status.text().startswith("Filtering")
+    release.set()
+    _wait_for_preview(qtbot, window, _expected_after(window, 0, 14))
+    assert [index for index, _ in asked] == [11, 14]
+    assert all(thread is not threading.main_thread() for _, thread in asked)
+    filtered = [_expected_after(window, 0, index) for index in (11, 12, 13)]
+    assert not [after for after in shown for stale in filtered if np.array_equal(after, stale)]
+
+
+def test_file_close_while_a_preview_runs_stops_the_worker_cleanly(qtbot, volume_path, monkeypatch) -> None:
+    """File > Close while the engine filters a plane: the window waits for that call to end, joins
+    its worker's thread (no "QThread: Destroyed while thread is still running") and shows nothing
+    of the answer that comes after; no thread of the window is left."""
+    window = VolumeWindow(volume_path, backend="cpu")
+    qtbot.addWidget(window)
+    window.search.setValue(1)
+    window.show()
+    qtbot.waitExposed(window)
+    _wait_for_preview(qtbot, window)
+    release, asked = _held_slices(monkeypatch)
+    type_into(qtbot, window.h, "200")  # a preview of the plane with another h, held in the engine
+    qtbot.waitUntil(lambda: bool(asked), timeout=5_000)
+    threading.Timer(0.3, release.set).start()  # the engine's call ends while the window closes
+    menu = next(m for m in window.menuBar().findChildren(QMenu) if m.title() == "&File")
+    next(a for a in menu.actions() if a.text() == "&Close").trigger()
+    assert not window.isVisible() and window.worker_thread.thread.isFinished()
+    qtbot.wait(100)  # the held preview's answer, queued to the window, is dropped
+    assert window.status.text().startswith("Filtering") and len(asked) == 1
+
+
+def test_cancel_in_the_export_progress_stops_it_and_writes_nothing(qtbot, volume_window, tmp_path, monkeypatch) -> None:
+    """Cancel in the progress dialog while the worker filters the volume: the export stops at its
+    next slab, nothing is written, and Export is offered again."""
+    window = volume_window
+    resume, denoise = threading.Event(), volume_worker_module.denoise_volume
+
+    def held(*arguments, **options):  # the export waits until Cancel was clicked
+        resume.wait(30)
+        return denoise(*arguments, **options)
+
+    monkeypatch.setattr(volume_worker_module, "denoise_volume", held)
+    target = tmp_path / "out.nii.gz"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(target), ""))
+    window.export_action.trigger()
+    assert not window.export_action.isEnabled()
+    dialog = next(d for d in window.findChildren(QProgressDialog) if d.isVisible())
+    cancel = next(b for b in dialog.findChildren(QPushButton) if b.text() == "Cancel")
+    qtbot.mouseClick(cancel, Qt.MouseButton.LeftButton)
+    resume.set()
+    qtbot.waitUntil(lambda: window.status.text() == "Export cancelled: nothing was written.", timeout=60_000)
+    assert window.export_action.isEnabled() and not target.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no partial file

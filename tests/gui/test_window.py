@@ -258,7 +258,9 @@ def test_cancel_stops_the_export_and_removes_its_file_and_the_next_export_runs(q
     row = window.exports.running
     # The export's thread waits at its first frame until Cancel was clicked: the click always
     # lands while the export runs, however fast the machine.
-    row.job.progressed.connect(lambda *_: resume.wait(WAIT_MS / 1000), Qt.ConnectionType.DirectConnection)
+    window.exports.worker_thread.worker.progressed.connect(
+        lambda *_: resume.wait(WAIT_MS / 1000), Qt.ConnectionType.DirectConnection
+    )
     qtbot.waitUntil(lambda: "frames" in row.status.text(), timeout=WAIT_MS)
     qtbot.mouseClick(row.cancel, Qt.MouseButton.LeftButton)
     resume.set()
@@ -321,7 +323,7 @@ def test_exports_queue_and_run_one_after_another(qtbot, window, clip, tmp_path) 
     opened(qtbot, window, clip[0])
     resume = threading.Event()
     export_with_dialog(qtbot, window, tmp_path / "first.mkv", window.export_action.trigger)
-    window.exports.running.job.progressed.connect(
+    window.exports.worker_thread.worker.progressed.connect(
         lambda *_: resume.wait(WAIT_MS / 1000), Qt.ConnectionType.DirectConnection
     )
     press(qtbot, window, KEY.Key_Right)
