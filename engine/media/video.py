@@ -485,68 +485,12 @@ class VideoReader:
             raise TypeError(f"path must be a file name (str or Path), got {type(path).__name__} {str(path)[:40]!r}")
         self.path = Path(path)
         self._hardware = hardware_decoding
-        with _open_input(self.path) as container:  # refuses what is no video before any indexing
-            stream_info = _stream_facts(self.path, container)
-            y4m = container.format.name == "yuv4mpegpipe"
-        try:
-            self._index, first = index_stream(self.path, lambda: _open_input(self.path))
-        except _av().error.FFmpegError as error:
-            size = (stream_info["pixel_format"], *stream_info["size"])
-            if y4m and (unmarked := _y4m_unmarked_frame(self.path, *size)) is not None:
-                raise VideoError(
-                    f"{self.path}: frame {unmarked + 1} (counting from 1) does not start with FRAME where the y4m "
-                    f"header's size puts it ({ffmpeg_reason(error)}): the file is damaged or its header does not "
-                    "match its frames"
-                ) from error
-            raise VideoError(f"{self.path}: the video stream cannot be read: {ffmpeg_reason(error)}") from error
-        if first is None or self._index.frame_count == 0:
-            raise VideoError(f"{self.path}: holds no frame FFmpeg can decode")
-        self.info = self._described(stream_info, first, y4m)
+        self.info, self._index = probe_video(self.path)
         self._decoder = _Decoder(self.path, self._index, hardware_decoding)
         self._cursor: Iterator[tuple[int, Any]] | None = None
         self._cursor_next = 0  # the frame number the cursor decodes next
         self._closed = False
         self._cache: collections.OrderedDict[int, Any] = collections.OrderedDict()  # arrays or decoded frames
-
-    def _described(self, facts: dict[str, Any], first: Any, y4m: bool) -> VideoInfo:
-        rotation = round(first.rotation / 90) % 4 * 90
-        width, height = facts.pop("size")
-        if rotation % 180:
-            width, height = height, width
-            if facts["sample_aspect_ratio"] is not None:  # a turned pixel's width is its height
-                facts["sample_aspect_ratio"] = 1 / facts["sample_aspect_ratio"]
-        count, times = self._index.frame_count, self._index.timestamps
-        if self._index.has_timestamps and count > 1:
-            step = float(np.median(np.diff(times[-min(count, 50) :])))  # the last frame lasts as the ones before
-            duration = float((times[-1] - times[0] + step) * facts["time_base"])
-        else:
-            duration = count / float(facts["frame_rate"])
-        start_time = float(times[0] * facts["time_base"]) if self._index.has_timestamps else 0.0
-        declared, warnings = facts.pop("declared_frames"), []
-        if y4m and (cut := _y4m_cut(self.path, facts["pixel_format"], width, height, count)):
-            warnings.append(cut)
-        if self._index.packets and declared > self._index.packets:
-            warnings.append(f"the file declares {declared} frames but holds {count}: it is truncated or damaged")
-        if len(first.format.components) in (2, 4):  # gray or color, and alpha
-            warnings.append(
-                f"the video has an alpha channel ({facts['pixel_format']}): only its picture is denoised and "
-                "written, opaque; keep the transparency by merging the source's alpha back in afterwards"
-            )
-        if getattr(first, "interlaced_frame", False):
-            warnings.append(INTERLACED)
-        warning = "; ".join(warnings)
-        return VideoInfo(
-            path=self.path,
-            width=width,
-            height=height,
-            frame_count=count,
-            duration=duration,
-            rotation=rotation,
-            hdr10=hdr10_metadata(first),
-            warning=warning,
-            start_time=start_time,
-            **facts,
-        )
 
     @property
     def decoder(self) -> str:
@@ -767,6 +711,78 @@ def _codec_and_rate(stream: Any) -> tuple[str, int]:
     """An audio or subtitle stream's codec, as FFmpeg names it, and sample rate in Hz (0 for subtitles)."""
     context = stream.codec_context  # None where this FFmpeg has no decoder for it
     return (context.name if context is not None else "an unknown codec"), getattr(context, "sample_rate", 0)
+
+
+def probe_video(path: Path) -> tuple[VideoInfo, FrameIndex]:
+    """What the video file ``path`` holds, and the index of its frames: its headers read, then its
+    packets (``index_stream``), and the first frame decoded for what only frames carry (rotation,
+    HDR10 metadata, interlacing).
+
+    Raises
+    ------
+    VideoError
+        A file that is no video FFmpeg can read, or whose stream cannot be read through (the
+        message says where).
+    """
+    with _open_input(path) as container:  # refuses what is no video before any indexing
+        facts = _stream_facts(path, container)
+        y4m = container.format.name == "yuv4mpegpipe"
+    try:
+        index, first = index_stream(path, lambda: _open_input(path))
+    except _av().error.FFmpegError as error:
+        size = (facts["pixel_format"], *facts["size"])
+        if y4m and (unmarked := _y4m_unmarked_frame(path, *size)) is not None:
+            raise VideoError(
+                f"{path}: frame {unmarked + 1} (counting from 1) does not start with FRAME where the y4m "
+                f"header's size puts it ({ffmpeg_reason(error)}): the file is damaged or its header does not "
+                "match its frames"
+            ) from error
+        raise VideoError(f"{path}: the video stream cannot be read: {ffmpeg_reason(error)}") from error
+    if first is None or index.frame_count == 0:
+        raise VideoError(f"{path}: holds no frame FFmpeg can decode")
+    return _described(path, index, facts, first, y4m), index
+
+
+def _described(path: Path, index: FrameIndex, facts: dict[str, Any], first: Any, y4m: bool) -> VideoInfo:
+    """``path``'s ``VideoInfo`` from its stream's headers (``facts``), its frame index and its first frame."""
+    rotation = round(first.rotation / 90) % 4 * 90
+    width, height = facts.pop("size")
+    if rotation % 180:
+        width, height = height, width
+        if facts["sample_aspect_ratio"] is not None:  # a turned pixel's width is its height
+            facts["sample_aspect_ratio"] = 1 / facts["sample_aspect_ratio"]
+    count, times = index.frame_count, index.timestamps
+    if index.has_timestamps and count > 1:
+        step = float(np.median(np.diff(times[-min(count, 50) :])))  # the last frame lasts as the ones before
+        duration = float((times[-1] - times[0] + step) * facts["time_base"])
+    else:
+        duration = count / float(facts["frame_rate"])
+    start_time = float(times[0] * facts["time_base"]) if index.has_timestamps else 0.0
+    declared, warnings = facts.pop("declared_frames"), []
+    if y4m and (cut := _y4m_cut(path, facts["pixel_format"], width, height, count)):
+        warnings.append(cut)
+    if index.packets and declared > index.packets:
+        warnings.append(f"the file declares {declared} frames but holds {count}: it is truncated or damaged")
+    if len(first.format.components) in (2, 4):  # gray or color, and alpha
+        warnings.append(
+            f"the video has an alpha channel ({facts['pixel_format']}): only its picture is denoised and "
+            "written, opaque; keep the transparency by merging the source's alpha back in afterwards"
+        )
+    if getattr(first, "interlaced_frame", False):
+        warnings.append(INTERLACED)
+    warning = "; ".join(warnings)
+    return VideoInfo(
+        path=path,
+        width=width,
+        height=height,
+        frame_count=count,
+        duration=duration,
+        rotation=rotation,
+        hdr10=hdr10_metadata(first),
+        warning=warning,
+        start_time=start_time,
+        **facts,
+    )
 
 
 # Codec name -> (encoder, pixel format for 8-bit sources, for deeper sources). H.264 and H.265
