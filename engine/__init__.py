@@ -43,17 +43,11 @@ from nlmeans_studio.engine.luma_chroma import (
     split_estimate,
     suggest_luma_chroma_h,
 )
-from nlmeans_studio.engine.media.video import (
-    CODECS,
-    CodecNotHeldError,
-    VideoError,
-    VideoInfo,
-    VideoReader,
-    VideoWriter,
-    check_output_path,
-    output_format,
-    read_frames,
-)
+from nlmeans_studio.engine.media.ffmpeg import VideoError
+from nlmeans_studio.engine.media.formats import CODECS, CodecNotHeldError, output_format
+from nlmeans_studio.engine.media.probe import VideoInfo
+from nlmeans_studio.engine.media.reader import VideoReader, read_frames
+from nlmeans_studio.engine.media.writer import VideoWriter, check_output_path
 from nlmeans_studio.engine.metrics import psnr
 from nlmeans_studio.engine.noise import (
     NoiseEstimate,

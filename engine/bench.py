@@ -291,7 +291,8 @@ def run_pipeline(
     from pathlib import Path
 
     from nlmeans_studio.engine.export import denoise_file
-    from nlmeans_studio.engine.media.video import VideoReader, VideoWriter
+    from nlmeans_studio.engine.media.reader import VideoReader
+    from nlmeans_studio.engine.media.writer import VideoWriter
 
     denoiser = Denoiser(params, backend, bit_depth=FULL_SCALE_BITS)  # the reader's uint16 frames
     hardware_decoding = denoiser.backend == "gpu"  # as the export decodes

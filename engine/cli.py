@@ -41,20 +41,13 @@ from nlmeans_studio.engine.luma_chroma import (
     matrix_for,
     parse_luma_chroma,
 )
+from nlmeans_studio.engine.media.ffmpeg import VideoError, show_ffmpeg_messages
+from nlmeans_studio.engine.media.formats import CODECS, check_encoding, output_format
+from nlmeans_studio.engine.media.image_sequence import is_image_sequence
 from nlmeans_studio.engine.media.pipe import PIPE, PipeReader
-from nlmeans_studio.engine.media.video import (
-    CODECS,
-    STANDARD_OUTPUT,
-    VideoError,
-    VideoInfo,
-    VideoReader,
-    check_encoding,
-    check_output_path,
-    is_image_sequence,
-    output_format,
-    read_frames,
-    show_ffmpeg_messages,
-)
+from nlmeans_studio.engine.media.probe import VideoInfo
+from nlmeans_studio.engine.media.reader import VideoReader, read_frames
+from nlmeans_studio.engine.media.writer import STANDARD_OUTPUT, check_output_path
 from nlmeans_studio.engine.memory import (
     CPU_WAYS,
     ShortOfMemoryError,

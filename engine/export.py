@@ -23,8 +23,11 @@ import numpy as np
 from nlmeans_studio.engine.backend import gpu_unavailable_reason, resolve_backend
 from nlmeans_studio.engine.denoiser import Denoiser
 from nlmeans_studio.engine.frames import FULL_SCALE_BITS
+from nlmeans_studio.engine.media.ffmpeg import VideoError
 from nlmeans_studio.engine.media.pipe import LOOKAHEAD, PIPE, PipeReader
-from nlmeans_studio.engine.media.video import VideoError, VideoInfo, VideoReader, VideoWriter
+from nlmeans_studio.engine.media.probe import VideoInfo
+from nlmeans_studio.engine.media.reader import VideoReader
+from nlmeans_studio.engine.media.writer import VideoWriter
 from nlmeans_studio.engine.memory import require_cpu_room
 from nlmeans_studio.engine.noise import NoiseEstimate, estimate_noise_over
 from nlmeans_studio.engine.params import NLMParams

@@ -52,7 +52,7 @@ def load_clean_frames(source: str | Path | None, count: int, height: int, width:
         if len(decoded) < count:
             raise ValueError(f"{path} holds {len(decoded)} frames, fewer than the {count} asked for")
     else:
-        from nlmeans_studio.engine.media.video import read_frames
+        from nlmeans_studio.engine.media.reader import read_frames
 
         decoded = read_frames(path, count)
     frames = decoded.astype(np.float32) / 255

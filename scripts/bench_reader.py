@@ -21,7 +21,7 @@ from pathlib import Path
 import av
 import numpy as np
 
-from nlmeans_studio.engine.media.video import VideoReader
+from nlmeans_studio.engine.media.reader import VideoReader
 
 FOLDER = Path(tempfile.gettempdir()) / "nlmeans-bench"  # large: kept out of the repository (and .bench, which travels)
 PIECE_SECONDS, RATE, GOP = 10, 25, 250

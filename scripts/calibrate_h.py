@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
-from nlmeans_studio.engine.media.video import read_frames
+from nlmeans_studio.engine.media.reader import read_frames
 from nlmeans_studio.engine.noise import CALIBRATION_FILE, add_realistic_noise, estimate_noise
 from nlmeans_studio.engine.sample import SAMPLE_CLIP
 from nlmeans_studio.engine.strength import golden_minimum

@@ -94,7 +94,7 @@ def chroma_subsampled_clips(folder: Path, frames: int = 2) -> tuple[Path, np.nda
     """
     import av
 
-    from nlmeans_studio.engine.media.video import read_frames
+    from nlmeans_studio.engine.media.reader import read_frames
 
     with np.load(DATA / "bikes_frames.npz") as archive:
         clean = archive["frames"][:frames, :128, 64:224]

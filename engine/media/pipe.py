@@ -19,18 +19,10 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from nlmeans_studio.engine.media.video import (
-    INTERLACED,
-    Y4M_HEADER_LIMIT,
-    Y4M_MAGIC,
-    VideoError,
-    VideoInfo,
-    _av,
-    _stream_facts,
-    check_y4m_header,
-    decoded_array,
-    ffmpeg_reason,
-)
+from nlmeans_studio.engine.media.ffmpeg import VideoError, ffmpeg_reason, pyav
+from nlmeans_studio.engine.media.probe import INTERLACED, VideoInfo, stream_facts
+from nlmeans_studio.engine.media.reader import decoded_array
+from nlmeans_studio.engine.media.y4m import Y4M_HEADER_LIMIT, Y4M_MAGIC, check_y4m_header
 
 PIPE = "-"
 LOOKAHEAD = 8  # frames kept from the stream's start for random access
@@ -85,7 +77,7 @@ class PipeReader:
     """
 
     def __init__(self, stream: BinaryIO | None = None) -> None:
-        av = _av()
+        av = pyav()
         self.path = Path(PIPE)
         stream = stream or sys.stdin.buffer
         header = _header(stream)
@@ -97,7 +89,7 @@ class PipeReader:
             raise VideoError(
                 f"standard input: FFmpeg cannot read the y4m stream {shown!r}: {ffmpeg_reason(error)}"
             ) from error
-        facts = _stream_facts(self.path, self._container)
+        facts = stream_facts(self.path, self._container)
         width, height = facts.pop("size")
         facts.pop("declared_frames")
         self._frames = self._decoded()
@@ -115,7 +107,7 @@ class PipeReader:
     def _decoded(self) -> Iterator[Any]:
         """The stream's frames as FFmpeg decodes them; a damaged frame, or a stream cut in one,
         is a VideoError naming it (FFmpeg's demuxer ends quietly at a cut)."""
-        av = _av()
+        av = pyav()
         stream = self._container.streams.video[0]
         count, end = 0, self._header_length  # frames read, and the byte after the last one
         try:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
-from nlmeans_studio.engine.media.video import read_frames
+from nlmeans_studio.engine.media.reader import read_frames
 from nlmeans_studio.engine.noise import add_realistic_noise, apply_estimate, estimate_noise
 
 CASES = [

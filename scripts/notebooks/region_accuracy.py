@@ -24,7 +24,7 @@ import av
 import numpy as np
 
 from nlmeans_studio.engine import Denoiser, NLMParams, apply_estimate, estimate_noise, psnr
-from nlmeans_studio.engine.media.video import read_frames
+from nlmeans_studio.engine.media.reader import read_frames
 from nlmeans_studio.engine.noise import NoiseEstimate
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -216,7 +216,7 @@ def test_an_abandoned_export_stream_stops_its_threads() -> None:
 
 def test_nvdec_decodes_what_the_cpu_decodes() -> None:
     pytest.importorskip("av", reason="PyAV is not installed")
-    from nlmeans_studio.engine.media.video import VideoReader, read_frames
+    from nlmeans_studio.engine.media.reader import VideoReader, read_frames
     from nlmeans_studio.engine.sample import SAMPLE_CLIP
 
     with VideoReader(SAMPLE_CLIP, hardware_decoding=True) as reader:

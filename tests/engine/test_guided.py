@@ -90,7 +90,7 @@ def test_the_guide_is_refused_with_luma_chroma_and_unknown_names(tmp_path) -> No
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
 def test_cli_guide_prefilter_writes_the_two_passes(tmp_path, backend) -> None:
     av = pytest.importorskip("av", reason="the CLI reads and writes videos with PyAV")
-    from nlmeans_studio.engine.media.video import read_frames
+    from nlmeans_studio.engine.media.reader import read_frames
 
     noisy = (np.clip(noisy_clip("random", seed=6, frames=4, shape=(32, 40)), 0, 1) * 255).round().astype(np.uint8)
     with av.open(str(tmp_path / "noisy.mkv"), "w") as container:  # lossless RGB, as the filter sees it

@@ -94,7 +94,7 @@ def test_cli_denoises_in_luma_chroma(tmp_path, capsys) -> None:
     from test_video import make_clip
 
     from nlmeans_studio.engine.cli import main
-    from nlmeans_studio.engine.media.video import read_frames
+    from nlmeans_studio.engine.media.reader import read_frames
 
     clean = make_clip(tmp_path / "clean.mkv", frames=3, size=(64, 80))
     arguments = ["denoise", str(tmp_path / "clean.mkv"), "--codec", "ffv1", "--rgb", "--noise", "none"]

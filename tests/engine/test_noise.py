@@ -22,7 +22,7 @@ def _clips() -> dict[str, np.ndarray]:
         bikes = archive["frames"]
     clips = {"bikes": bikes.astype(np.float32) / 255}
     pytest.importorskip("av", reason="the sample clip decodes with PyAV")
-    from nlmeans_studio.engine.media.video import read_frames
+    from nlmeans_studio.engine.media.reader import read_frames
 
     clips["bigbuckbunny"] = read_frames(SAMPLE_CLIP, 3, start=40)[:, 200:456, 400:720].astype(np.float32) / 255
     return clips
@@ -124,7 +124,7 @@ def test_a_repeated_frame_leaves_the_region_estimate_to_the_other_pairs(tmp_path
     warning says so. With nothing but repeats, sigma is the frame's own, and the warning says to
     measure elsewhere."""
     pytest.importorskip("av", reason="the clip is written and read with PyAV")
-    from nlmeans_studio.engine.media.video import read_frames
+    from nlmeans_studio.engine.media.reader import read_frames
 
     path, covariance = chroma_subsampled_clips(tmp_path)
     first, second = read_frames(path)
@@ -142,7 +142,7 @@ def test_a_bike_crossing_part_of_the_region_leaves_its_estimate(tmp_path) -> Non
     chroma interpolation spreads the bike's edge over more tiles than repeated samples did: red,
     green and blue read 8, 7 and 14 % high (the two frames before the bike: 4 % low), hence 15 %."""
     pytest.importorskip("av", reason="the clip is written and read with PyAV")
-    from nlmeans_studio.engine.media.video import read_frames
+    from nlmeans_studio.engine.media.reader import read_frames
 
     path, covariance = chroma_subsampled_clips(tmp_path, frames=3)
     frames = read_frames(path)
@@ -223,7 +223,8 @@ def test_cli_estimate_noise_prints_json_and_refuses_small_regions(tmp_path, caps
     from test_video import make_clip
 
     from nlmeans_studio.engine.cli import main
-    from nlmeans_studio.engine.media.video import VideoReader, VideoWriter
+    from nlmeans_studio.engine.media.reader import VideoReader
+    from nlmeans_studio.engine.media.writer import VideoWriter
 
     clean = make_clip(tmp_path / "clean.mkv", frames=3, size=(96, 128)).astype(np.float32) / 255
     noisy = add_noise(clean, covariance_of(12, 0.5), seed=4)

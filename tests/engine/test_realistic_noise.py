@@ -151,7 +151,7 @@ def test_compressed_noise_is_read_from_the_motion_compensated_change(bikes) -> N
 @pytest.mark.parametrize(("first", "y", "x"), [(20, 100, 420), (60, 300, 700), (100, 450, 150), (40, 0, 0)])
 def test_clean_decoded_footage_is_not_taken_for_compressed_noise(first, y, x) -> None:
     pytest.importorskip("av", reason="the sample clip is read with PyAV")
-    from nlmeans_studio.engine.media.video import read_frames
+    from nlmeans_studio.engine.media.reader import read_frames
     from nlmeans_studio.engine.resources import SAMPLE_CLIP
 
     # The sample clip (H.264, moving and still scenes) as it is: its quiet blocks change by less

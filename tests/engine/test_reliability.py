@@ -31,7 +31,10 @@ from nlmeans_studio.engine import (  # noqa: E402
     read_volume,
     suggest_h,
 )
-from nlmeans_studio.engine.media.video import IMAGE_FORMATS, VideoError, VideoReader, VideoWriter  # noqa: E402
+from nlmeans_studio.engine.media.ffmpeg import VideoError  # noqa: E402
+from nlmeans_studio.engine.media.formats import IMAGE_FORMATS  # noqa: E402
+from nlmeans_studio.engine.media.reader import VideoReader  # noqa: E402
+from nlmeans_studio.engine.media.writer import VideoWriter  # noqa: E402
 
 FAST = ["--noise", "none", "--h", "20", "--patch-radius", "1", "--search-radius", "1"]
 

@@ -1,0 +1,194 @@
+"""The outputs the writer can make: codecs and their presets, the containers that hold each, the
+images of a sequence, and the pixel format each writes frames like a source's in; checked
+before any work (``check_encoding``, ``output_format``), as the command line does."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from nlmeans_studio.engine.media.ffmpeg import VideoError, pyav
+from nlmeans_studio.engine.media.image_sequence import is_image_sequence
+from nlmeans_studio.engine.media.probe import HIGH_BIT_DEPTH, VideoInfo
+
+# Codec name -> (encoder, pixel format for 8-bit sources, for deeper sources). H.264 and H.265
+# are written 4:2:0, as every player takes them (NVENC's H.264 has no 10-bit); FFV1 (lossless)
+# and ProRes (mastering) keep the source's own sampling and depth where the encoder has it.
+CODECS: dict[str, tuple[str, str, str]] = {
+    "h264": ("libx264", "yuv420p", "yuv420p10le"),
+    "h265": ("libx265", "yuv420p", "yuv420p10le"),
+    "ffv1": ("ffv1", "bgr0", "gbrp16le"),  # planar RGB: the filter's output exactly
+    "prores": ("prores_ks", "yuv422p10le", "yuv444p10le"),
+    "h264-nvenc": ("h264_nvenc", "yuv420p", "yuv420p"),
+    "h265-nvenc": ("hevc_nvenc", "yuv420p", "p010le"),
+}
+KEEPS_SOURCE_SAMPLING = ("ffv1", "prores")
+# Image sequence extension -> (encoder, pixel format for 8-bit sources, for deeper sources)
+IMAGE_FORMATS: dict[str, tuple[str, str, str]] = {
+    ".png": ("png", "rgb24", "rgb48be"),
+    ".tif": ("tiff", "rgb24", "rgb48le"),
+    ".tiff": ("tiff", "rgb24", "rgb48le"),
+    ".dpx": ("dpx", "rgb24", "rgb48le"),
+    ".exr": ("exr", "gbrpf32le", "gbrpf32le"),
+}
+GRAY_FORMATS = {"ffv1": ("gray", "gray16le")}
+NVENC_CODECS = ("h264-nvenc", "h265-nvenc")
+X26X_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
+NVENC_PRESETS = ("p1", "p2", "p3", "p4", "p5", "p6", "p7", "fast", "medium", "slow")
+
+X26X_AND_NVENC = ("h264", "h265", "h264-nvenc", "h265-nvenc")
+# The containers an output may be, by extension: FFmpeg's muxer, and the codecs whose files the
+# reader decodes again frame for frame (measured: H.264 in AVI or MXF, FFV1 or ProRes in MPEG-TS
+# are written without an error and come back undecodable or without a video stream).
+OUTPUT_CONTAINERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    ".mkv": ("matroska", tuple(CODECS)),
+    ".mp4": ("mp4", (*X26X_AND_NVENC, "ffv1")),
+    ".mov": ("mov", (*X26X_AND_NVENC, "prores")),
+    ".ts": ("mpegts", X26X_AND_NVENC),
+    ".mxf": ("mxf", ("ffv1", "prores")),
+    ".avi": ("avi", ("ffv1",)),
+}
+
+# Muxers that hold only uncompressed audio, in these codecs at this sample rate (Hz), and no subtitles
+PCM_ONLY = {"mxf": (("pcm_s16le", "pcm_s24le"), 48000)}
+
+# Encoders that take subsampled chroma at any size (an odd-sized 4:2:0 source stays 4:2:0 in
+# FFV1 and in a y4m pipe); the others need even sizes there.
+ANY_SIZE_ENCODERS = ("ffv1", "wrapped_avframe")
+
+
+def array_format(channels: int, bit_depth: int) -> str:
+    """PyAV's name of the arrays frames of ``channels`` (1 or 3) become and are made from: gray or
+    RGB, 8 bits, or 16 for sources deeper than HIGH_BIT_DEPTH."""
+    if channels == 1:
+        return "gray16le" if bit_depth > HIGH_BIT_DEPTH else "gray"
+    return "rgb48le" if bit_depth > HIGH_BIT_DEPTH else "rgb24"
+
+
+def check_encoding(codec: str, crf: int, preset: str, *, rgb: bool = False) -> None:
+    """Refuse an unknown codec or preset, crf out of 0..51, or ``rgb`` with a codec other than FFV1
+    (VideoError): checked by ``VideoWriter``, and by the command line before any slower work."""
+    if codec not in CODECS:
+        raise VideoError(f"codec must be one of {', '.join(CODECS)}, got {codec!r}")
+    if not 0 <= crf <= 51:
+        raise VideoError(f"crf must be an integer in 0..51, got {crf}")
+    if rgb and codec != "ffv1":
+        raise VideoError(f"RGB output is for the ffv1 codec, got {codec!r}")
+    presets = NVENC_PRESETS if codec in NVENC_CODECS else X26X_PRESETS
+    if codec in ("h264", "h265", *NVENC_CODECS) and preset not in presets:
+        raise VideoError(f"preset must be one of {', '.join(presets)} for {codec}, got {preset!r}")
+
+
+class CodecNotHeldError(VideoError):
+    """An output whose container does not hold the codec asked for (H.264 in an .avi file).
+
+    The message names the containers that hold it, or says to choose another ``--codec``, as the
+    command line takes it; ``worded`` says that last choice in another interface's words.
+
+    Parameters
+    ----------
+    path : Path
+        The output; its extension names the container.
+    codec : str
+        The codec asked for, one of CODECS.
+    """
+
+    def __init__(self, path: Path, codec: str) -> None:
+        self.path, self.codec = path, codec
+        super().__init__(self.worded("another --codec"))
+
+    def worded(self, another_codec: str) -> str:
+        """The message, with ``another_codec`` ("another codec") for the choice of another codec."""
+        suffix = self.path.suffix.lower()
+        *others, last = [name for name, (_, held) in OUTPUT_CONTAINERS.items() if self.codec in held]
+        holders = f"{', '.join(others)} or {last}" if others else last
+        return (
+            f"{self.path}: a {suffix} file holds {', '.join(OUTPUT_CONTAINERS[suffix][1])} here, not {self.codec}; "
+            f"choose {holders} for {self.codec}, or {another_codec}"
+        )
+
+
+def output_format(path: Path, codec: str, like: VideoInfo | None = None) -> str:
+    """The container format (FFmpeg's muxer) of the output's name, checked to hold ``codec`` and
+    the audio and subtitle streams of ``like`` the writer copies.
+
+    Parameters
+    ----------
+    path : Path
+        The output: a file (its extension names the container) or an image sequence's pattern.
+    codec : str
+        One of CODECS (``check_encoding`` checks it).
+    like : VideoInfo, optional
+        The source, whose ``other_formats`` the container must hold as they are.
+
+    Returns
+    -------
+    str
+        FFmpeg's muxer: "matroska", "mp4", "mov", "mpegts", "mxf", "avi", or "image2".
+
+    Raises
+    ------
+    VideoError
+        An extension of no container in OUTPUT_CONTAINERS; one image's name (``frame.png``)
+        without a frame number's place; the source's other streams (MXF holds 48 kHz PCM audio
+        only).
+    CodecNotHeldError
+        A container that does not hold ``codec`` (H.264 in AVI); a VideoError.
+    """
+    if is_image_sequence(path):
+        return "image2"
+    suffix = path.suffix.lower()
+    if suffix in IMAGE_FORMATS:
+        raise VideoError(
+            f"{path}: one image cannot hold a video; for an image sequence put the frame number's place in the "
+            f"name: {path.stem}%06d{path.suffix}"
+        )
+    if suffix not in OUTPUT_CONTAINERS:
+        named = repr(suffix) if suffix else "a name without an extension"
+        raise VideoError(
+            f"{path}: {named} is not a container this tool writes; name the output "
+            f"{', '.join(OUTPUT_CONTAINERS)}, or NAME%06d.png / .tif / .dpx / .exr for images"
+        )
+    muxer, codecs = OUTPUT_CONTAINERS[suffix]
+    if codec not in codecs:
+        raise CodecNotHeldError(path, codec)
+    pcm, rate = PCM_ONLY.get(muxer, ((), 0))
+    others = like.other_formats if like is not None and rate else ()
+    refused = [f"{name} at {hertz} Hz" if hertz else name for name, hertz in others if name not in pcm or hertz != rate]
+    if refused:
+        raise VideoError(
+            f"{path}: a {suffix} file holds {rate // 1000} kHz PCM audio only ({', '.join(pcm)}), no subtitles, "
+            f"and the source's other streams, copied unchanged, are {', '.join(refused)}; write .mkv, or "
+            f"convert the source's audio first (ffmpeg -i IN -c:v copy -c:a pcm_s24le -ar {rate} -sn IN.mkv)"
+        )
+    return muxer
+
+
+def output_pixel_format(codec: str, like: VideoInfo, *, gray: bool, rgb: bool) -> str:
+    """The pixel format ``codec`` writes frames like ``like``'s in (see CODECS)."""
+    deep = like.bit_depth > HIGH_BIT_DEPTH
+    _, eight_bit, deeper = CODECS[codec]
+    supported = [form.name for form in pyav().codec.Codec(CODECS[codec][0], "w").video_formats or ()]
+    # Float sources (EXR) come as 16-bit frames, and FFV1's float formats are experimental: not kept.
+    floating = re.search(r"f(16|32)(le|be)?$", like.pixel_format) is not None
+    if codec in KEEPS_SOURCE_SAMPLING and not rgb and not floating and like.pixel_format in supported:
+        return like.pixel_format  # gray10le stays gray10le, as 10-bit 4:2:2 stays 10-bit 4:2:2
+    if gray:
+        return GRAY_FORMATS[codec][deep]
+    if codec == "prores":  # by the source's chroma: full (RGB, 4:4:4) or not
+        source = pyav().VideoFormat(like.pixel_format, 2, 2)
+        full_chroma = source.is_rgb or source.components[1].width == source.components[0].width
+        return deeper if full_chroma else eight_bit
+    return deeper if deep else eight_bit
+
+
+def check_subsampled_size(path: Path, pixel_format: str, width: int, height: int) -> None:
+    """Refuse a size the output's chroma subsampling cannot hold (libx264 and ProRes refuse odd
+    widths of 4:2:0 and 4:2:2, with a message only a developer reads)."""
+    form = pyav().VideoFormat(pixel_format, 2, 2)
+    chroma = form.components[1] if len(form.components) > 2 else form.components[0]
+    if (width % 2 and chroma.width < 2) or (height % 2 and chroma.height < 2):
+        raise VideoError(
+            f"{path}: {pixel_format} keeps color at half resolution and needs an even width and height, "
+            f"but the clip is {width}x{height}; use --codec ffv1 (lossless, any size), or crop it by a pixel"
+        )

@@ -1,0 +1,283 @@
+"""What a video file holds: ``VideoInfo`` (size, depth, rates, color metadata, the streams copied
+beside the video, warnings) and the frame index, from its headers, its packets and its first
+frame. Opening a file refuses what holds no video in words (``open_input``); the reader
+(``reader``), the pipe (``pipe``) and the writer (``writer``, for the streams it copies) open
+files through it."""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nlmeans_studio.engine.media.ffmpeg import VideoError, ffmpeg_reason, pyav, said_in_our_words
+from nlmeans_studio.engine.media.frame_index import FrameIndex, index_stream
+from nlmeans_studio.engine.media.image_sequence import first_image_number, is_image_sequence
+from nlmeans_studio.engine.media.y4m import Y4M_HEADER_LIMIT, Y4M_MAGIC, check_y4m_header, y4m_cut, y4m_unmarked_frame
+
+HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
+TEXT_CODECS = ("ansi", "bintext", "xbin", "idf", "tty")  # FFmpeg shows text files as pictures of text
+# What VideoInfo.warning says of a source whose first frame is interlaced (a file's or a pipe's)
+INTERLACED = (
+    "the video is interlaced: each frame's two fields are filtered as one picture and written as "
+    "progressive (no field-aware mode yet); deinterlace it first (FFmpeg's bwdif) for the best result"
+)
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """What a video file holds, as the reader found it.
+
+    ``VideoReader`` makes it (``reader.info``); the constructor takes the attributes below.
+
+    Attributes
+    ----------
+    path : Path
+        The file (or image sequence pattern).
+    width, height : int
+        The frames' size in pixels, upright (after the file's rotation).
+    channels : int
+        1 (gray) or 3 (RGB), as the frames come out.
+    bit_depth : int
+        Bits per component of the source.
+    pixel_format : str
+        FFmpeg's name of the source's pixel format ("yuv420p", "yuv422p10le", ...).
+    codec : str
+        FFmpeg's name of the source's codec.
+    frame_rate : Fraction
+        Frames per second (the stream's average rate).
+    time_base : Fraction
+        Seconds per timestamp unit.
+    frame_count : int
+        The frames FFmpeg's sequential decode presents.
+    duration : float
+        Seconds, from frame 0 to the end of the last frame.
+    color : dict of str to int
+        FFmpeg's codes for "primaries", "trc", "colorspace" and "range".
+    rotation : int
+        Degrees (0, 90, 180, 270), from the display matrix; already applied to the frames.
+    hdr10 : dict of str to str
+        "master-display" and "max-cll", in x265's syntax; empty without HDR10 metadata.
+    warning : str
+        What a person should know before using the frames (a truncated file); "" if nothing.
+    other_formats : tuple of (str, int)
+        The audio and subtitle streams the writer copies: FFmpeg's name of each one's codec and
+        its sample rate in Hz (0 for subtitles): ``(("aac", 48000),)``.
+    other_streams : int
+        How many those are.
+    start_time : float
+        Seconds on the container's clock when frame 0 is shown.
+    sample_aspect_ratio : Fraction or None
+        A pixel's width over its height, as shown (32/27 for a 16:9 NTSC DVD), upright; None
+        where the file gives none (square pixels).
+    dtype : numpy.dtype
+        uint8 for 8-bit sources, uint16 (full 16-bit scale) for deeper ones.
+    """
+
+    path: Path
+    width: int
+    height: int
+    channels: int  # 1 (gray) or 3 (RGB), as the frames come out
+    bit_depth: int  # bits per component of the source
+    pixel_format: str
+    codec: str
+    frame_rate: Fraction  # frames per second
+    time_base: Fraction  # seconds per timestamp unit
+    frame_count: int
+    duration: float  # seconds
+    color: dict[str, int] = field(default_factory=dict)  # FFmpeg's primaries, trc, colorspace, range
+    rotation: int = 0  # degrees, from the display matrix
+    hdr10: dict[str, str] = field(default_factory=dict)  # "master-display", "max-cll", in x265's syntax
+    warning: str = ""  # what a person should know before using the frames: a truncated file
+    other_formats: tuple[tuple[str, int], ...] = ()  # audio and subtitle streams' (codec, Hz), copied
+    start_time: float = 0.0  # seconds on the container's clock when frame 0 is shown
+    sample_aspect_ratio: Fraction | None = None  # a pixel's width over its height; None: not given (square)
+
+    @property
+    def other_streams(self) -> int:
+        """How many audio and subtitle streams the writer copies."""
+        return len(self.other_formats)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """uint8 for 8-bit sources, uint16 (full 16-bit scale) for deeper ones."""
+        return np.dtype(np.uint16 if self.bit_depth > HIGH_BIT_DEPTH else np.uint8)
+
+
+def open_input(path: Path, hardware_decoding: bool = False) -> Any:
+    av = pyav()
+    if is_image_sequence(path):
+        options = {"start_number": str(first_image_number(path))}
+        try:
+            with said_in_our_words():
+                return _with_video(av.open(str(path), format="image2", options=options), path)
+        except av.error.FFmpegError as error:
+            raise VideoError(f"{path}: not an image sequence FFmpeg can read ({ffmpeg_reason(error)})") from error
+    if path.is_dir():
+        raise VideoError(f"{path}: is a folder, not a video file")
+    if path.exists() and not path.is_file():
+        raise VideoError(f"{path}: is not a regular file (a pipe or a device); for a y4m pipe give - as the input")
+    if not path.is_file():
+        raise VideoError(f"{path}: no such file")
+    if hardware_decoding and "cuda" in av.codec.hwaccel.hwdevices_available():
+        with contextlib.suppress(av.error.FFmpegError):  # no CUDA device or driver: decode on the CPU
+            container = av.open(str(path), hwaccel=av.codec.hwaccel.HWAccel("cuda", allow_software_fallback=True))
+            return _with_video(container, path)
+    try:
+        with said_in_our_words():
+            container = av.open(str(path))
+    except (av.error.FFmpegError, UnicodeDecodeError) as error:
+        with open(path, "rb") as file:
+            line = file.readline(Y4M_HEADER_LIMIT)
+        if line.startswith(Y4M_MAGIC):  # a y4m file whose header FFmpeg refuses: said in words
+            check_y4m_header(line, str(path))
+        raise VideoError(f"{path}: not a video file FFmpeg can read ({ffmpeg_reason(error)})") from error
+    return _with_video(container, path)
+
+
+def _with_video(container: Any, path: Path) -> Any:
+    """``container``, refused (and closed) when it has no video stream."""
+    if not container.streams.video:
+        container.close()
+        raise VideoError(f"{path}: holds no video stream")
+    return container
+
+
+def hdr10_metadata(frame: Any) -> dict[str, str]:
+    """A decoded frame's HDR10 static metadata, as x265's ``master-display`` (chromaticities in
+    units of 0.00002, luminance in 0.0001 cd/m2) and ``max-cll`` (MaxCLL,MaxFALL in cd/m2)."""
+    types = pyav().sidedata.sidedata.Type
+    metadata = {}
+    try:  # looked up by type: PyAV 19 iterates over the types, PyAV 18 over the side data
+        mastering = frame.side_data.get(types.MASTERING_DISPLAY_METADATA)
+        light_level = frame.side_data.get(types.CONTENT_LIGHT_LEVEL)
+    except ValueError:  # a side data type newer than this PyAV (as TIFF frames carry on some machines)
+        return metadata
+    if mastering is not None:
+        # AVMasteringDisplayMetadata: R, G, B primaries and the white point as (x, y)
+        # rationals, min and max luminance, then has_primaries and has_luminance.
+        values = struct.unpack("<22i", bytes(mastering)[:88])
+        ratio = [values[i] / values[i + 1] if values[i + 1] else 0.0 for i in range(0, 20, 2)]
+        if values[20] and values[21]:
+            (rx, ry, gx, gy, bx, by, wx, wy), (low, high) = ratio[:8], ratio[8:]
+            xy = "G({:.0f},{:.0f})B({:.0f},{:.0f})R({:.0f},{:.0f})WP({:.0f},{:.0f})".format(
+                *(value * 50000 for value in (gx, gy, bx, by, rx, ry, wx, wy))
+            )
+            metadata["master-display"] = f"{xy}L({high * 10000:.0f},{low * 10000:.0f})"
+    if light_level is not None:
+        metadata["max-cll"] = "{},{}".format(*struct.unpack("<2I", bytes(light_level)[:8]))
+    return metadata
+
+
+def stream_facts(path: Path, container: Any) -> dict[str, Any]:
+    """What the first video stream's headers say: pixel format, rates, colors, size."""
+    stream = container.streams.video[0]
+    context = stream.codec_context
+    if context is None:
+        raise VideoError(f"{path}: FFmpeg has no decoder for its video stream")
+    if context.name in TEXT_CODECS:
+        raise VideoError(f"{path}: is text ({context.name}), not a video")
+    if context.pix_fmt is None or stream.format is None:
+        raise VideoError(f"{path}: the video stream has no pixel format FFmpeg can decode")
+    pixel_format, components = context.pix_fmt, stream.format.components
+    return {
+        "size": (stream.width, stream.height),
+        "channels": 1 if len(components) == 1 or pixel_format.startswith("gray") else 3,
+        "bit_depth": max(component.bits for component in components),
+        "pixel_format": pixel_format,
+        "codec": context.name,
+        "frame_rate": Fraction(stream.average_rate or stream.guessed_rate or Fraction(25)),
+        "time_base": Fraction(stream.time_base or Fraction(1, 90000)),
+        "color": {
+            "primaries": int(context.color_primaries),
+            "trc": int(context.color_trc),
+            "colorspace": int(context.colorspace),
+            "range": int(context.color_range),
+        },
+        "other_formats": tuple(map(_codec_and_rate, (*container.streams.audio, *container.streams.subtitles))),
+        "sample_aspect_ratio": Fraction(stream.sample_aspect_ratio) if stream.sample_aspect_ratio else None,
+        "declared_frames": stream.frames,  # 0 where the container keeps no count
+    }
+
+
+def _codec_and_rate(stream: Any) -> tuple[str, int]:
+    """An audio or subtitle stream's codec, as FFmpeg names it, and sample rate in Hz (0 for subtitles)."""
+    context = stream.codec_context  # None where this FFmpeg has no decoder for it
+    return (context.name if context is not None else "an unknown codec"), getattr(context, "sample_rate", 0)
+
+
+def probe_video(path: Path) -> tuple[VideoInfo, FrameIndex]:
+    """What the video file ``path`` holds, and the index of its frames: its headers read, then its
+    packets (``index_stream``), and the first frame decoded for what only frames carry (rotation,
+    HDR10 metadata, interlacing).
+
+    Raises
+    ------
+    VideoError
+        A file that is no video FFmpeg can read, or whose stream cannot be read through (the
+        message says where).
+    """
+    with open_input(path) as container:  # refuses what is no video before any indexing
+        facts = stream_facts(path, container)
+        y4m = container.format.name == "yuv4mpegpipe"
+    try:
+        index, first = index_stream(path, lambda: open_input(path))
+    except pyav().error.FFmpegError as error:
+        size = (facts["pixel_format"], *facts["size"])
+        if y4m and (unmarked := y4m_unmarked_frame(path, *size)) is not None:
+            raise VideoError(
+                f"{path}: frame {unmarked + 1} (counting from 1) does not start with FRAME where the y4m "
+                f"header's size puts it ({ffmpeg_reason(error)}): the file is damaged or its header does not "
+                "match its frames"
+            ) from error
+        raise VideoError(f"{path}: the video stream cannot be read: {ffmpeg_reason(error)}") from error
+    if first is None or index.frame_count == 0:
+        raise VideoError(f"{path}: holds no frame FFmpeg can decode")
+    return _described(path, index, facts, first, y4m), index
+
+
+def _described(path: Path, index: FrameIndex, facts: dict[str, Any], first: Any, y4m: bool) -> VideoInfo:
+    """``path``'s ``VideoInfo`` from its stream's headers (``facts``), its frame index and its first frame."""
+    rotation = round(first.rotation / 90) % 4 * 90
+    width, height = facts.pop("size")
+    if rotation % 180:
+        width, height = height, width
+        if facts["sample_aspect_ratio"] is not None:  # a turned pixel's width is its height
+            facts["sample_aspect_ratio"] = 1 / facts["sample_aspect_ratio"]
+    count, times = index.frame_count, index.timestamps
+    if index.has_timestamps and count > 1:
+        step = float(np.median(np.diff(times[-min(count, 50) :])))  # the last frame lasts as the ones before
+        duration = float((times[-1] - times[0] + step) * facts["time_base"])
+    else:
+        duration = count / float(facts["frame_rate"])
+    start_time = float(times[0] * facts["time_base"]) if index.has_timestamps else 0.0
+    declared, warnings = facts.pop("declared_frames"), []
+    if y4m and (cut := y4m_cut(path, facts["pixel_format"], width, height, count)):
+        warnings.append(cut)
+    if index.packets and declared > index.packets:
+        warnings.append(f"the file declares {declared} frames but holds {count}: it is truncated or damaged")
+    if len(first.format.components) in (2, 4):  # gray or color, and alpha
+        warnings.append(
+            f"the video has an alpha channel ({facts['pixel_format']}): only its picture is denoised and "
+            "written, opaque; keep the transparency by merging the source's alpha back in afterwards"
+        )
+    if getattr(first, "interlaced_frame", False):
+        warnings.append(INTERLACED)
+    warning = "; ".join(warnings)
+    return VideoInfo(
+        path=path,
+        width=width,
+        height=height,
+        frame_count=count,
+        duration=duration,
+        rotation=rotation,
+        hdr10=hdr10_metadata(first),
+        warning=warning,
+        start_time=start_time,
+        **facts,
+    )

@@ -1,0 +1,352 @@
+"""Reading a video: ``VideoReader`` decodes any container and codec the bundled FFmpeg reads into
+RGB (or gray) uint8 / uint16 frames, sequentially or by index, every frame identified by its
+timestamp in the frame index (``probe_video`` makes both); ``read_frames`` reads a clip at once.
+Errors are ``VideoError`` with one line a person can act on."""
+
+from __future__ import annotations
+
+import collections
+import functools
+import os
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nlmeans_studio.engine.media.ffmpeg import CODEC_THREADS, VideoError, ffmpeg_reason, pyav
+from nlmeans_studio.engine.media.formats import array_format
+from nlmeans_studio.engine.media.frame_index import FrameIndex
+from nlmeans_studio.engine.media.image_sequence import is_image_sequence, sequence_files
+from nlmeans_studio.engine.media.probe import VideoInfo, open_input, probe_video
+
+CACHE_FRAMES = 24  # decoded frames kept for random access
+
+
+def decoded_array(frame: Any, info: VideoInfo) -> np.ndarray:
+    """A decoded frame as (H, W, C) of ``info.dtype``: Y'CbCr converted to RGB by ``media.yuv``
+    (exact at every depth, where swscale keeps 8 bits of a 10-bit source), others by swscale."""
+    from nlmeans_studio.engine.media.yuv import frame_planes, planes_to_rgb, yuv_layout
+
+    layout = yuv_layout(frame.format.name, info.color, frame.height) if info.channels == 3 else None
+    if layout is not None:
+        return planes_to_rgb(frame_planes(frame, layout), layout, info.dtype)
+    array = frame.to_ndarray(format=array_format(info.channels, info.bit_depth))
+    return array.reshape(array.shape[0], array.shape[1], -1)
+
+
+class _Decoder:
+    """Decodes one stream from any frame on: seeks to an entry point and identifies every
+    decoded frame by its timestamp in the index, so a frame is returned only as the number it is.
+
+    Where a seek lands after the frame it was meant for (transport streams seek by guessing a
+    byte position), an earlier entry point is tried, and at last the file is decoded from its
+    start. Frames the index cannot identify are never returned, nor, after a seek, those before
+    the first keyframe decoded (an open GOP's leading pictures need the GOP before it).
+    """
+
+    def __init__(self, path: Path, index: FrameIndex, hardware_decoding: bool = False) -> None:
+        self._path, self._index, self._hardware = path, index, hardware_decoding
+        self._keyframes = frozenset(int(entry) for entry in index.entries)
+        self._container: Any = None
+
+    def close(self) -> None:
+        if self._container is not None:
+            self._container.close()
+            self._container = None
+
+    def frames_from(self, number: int, lead: int = 0) -> Iterator[tuple[int, Any]]:
+        """(frame number, decoded frame) for frames ``number``, ``number + 1``, ... to the end,
+        after those of the ``lead`` frames before ``number`` that decoding passes on its way."""
+        av = pyav()
+        expected = number
+        try:
+            for found, frame in self._positioned(number):
+                if found < number:
+                    if found >= number - lead:
+                        yield found, frame
+                    continue
+                if found > expected:
+                    raise VideoError(
+                        f"{self._path}: frame {expected} could not be decoded (the decoder skipped it; "
+                        f"the file is damaged near frame {expected})"
+                    )
+                if found == expected:  # else a frame the decoder gave twice
+                    yield found, frame
+                    expected += 1
+        except av.error.FFmpegError as error:
+            failed = f"decoding stopped at frame {expected + 1} (counting from 1)"
+            if is_image_sequence(self._path):
+                failed += f", the image {sequence_files(self._path)[expected].name}"
+            raise VideoError(f"{self._path}: {failed}: {ffmpeg_reason(error)}") from error
+        if expected < self._index.frame_count:
+            raise VideoError(
+                f"{self._path}: the stream ends after {expected} of its {self._index.frame_count} frames "
+                "(the file is truncated or damaged)"
+            )
+
+    def _positioned(self, number: int) -> Iterator[tuple[int, Any]]:
+        """Identified frames from an entry point whose first one is at or before ``number``."""
+        if not self._index.has_timestamps:  # frames known only by their order: from the start
+            yield from enumerate(self._decode(None))
+            return
+        for entry, seek_timestamp in self._index.entries_before(number):
+            frames = self._identified(self._decode(seek_timestamp if entry else None), after_seek=entry > 0)
+            first = next(frames, None)
+            if first is not None and first[0] <= number:
+                yield first
+                yield from frames
+                return
+        raise VideoError(f"{self._path}: frame {number} could not be decoded from any point of the file")
+
+    def _identified(self, frames: Iterator[Any], *, after_seek: bool) -> Iterator[tuple[int, Any]]:
+        trusted = not after_seek
+        for frame in frames:
+            found = self._index.number_of(frame.pts)
+            trusted = trusted or found in self._keyframes
+            if found is not None and trusted:
+                yield found, frame
+
+    def _decode(self, seek_timestamp: int | None) -> Iterator[Any]:
+        """Decoded frames from the keyframe at ``seek_timestamp`` (None: the file's start)."""
+        av = pyav()
+        if seek_timestamp is not None:
+            stream = self._opened().streams.video[0]
+            try:
+                self._container.seek(seek_timestamp, stream=stream, backward=True)
+            except av.error.FFmpegError:
+                return  # this container cannot seek there: an earlier entry point is tried
+        else:  # a new demuxer: exactly FFmpeg's sequential decode, whatever the container's seeking
+            self.close()
+            stream = self._opened().streams.video[0]
+        yield from self._container.decode(stream)
+
+    def _opened(self) -> Any:
+        if self._container is None:
+            self._container = open_input(self._path, self._hardware)
+            self._container.streams.video[0].thread_type = CODEC_THREADS
+        return self._container
+
+
+class VideoReader:
+    """Frames of a video file as (H, W, 3) RGB or (H, W, 1) gray uint8 / uint16 arrays.
+
+    Frame n is the n-th frame FFmpeg's sequential decode of the file presents, and
+    ``info.frame_count`` is how many it presents: the frame index (``media.frame_index``) knows
+    them from the packets, and every decoded frame is identified by its timestamp before it is
+    returned, so ``frame(i)`` in any order returns exactly what ``frames()`` gives. Use as a
+    context manager. Frames come upright: a rotation the file asks for (its display matrix, as
+    phones write) is applied, and ``info`` gives the upright size.
+
+    ``hardware_decoding`` decodes on the GPU's video decoder (NVDEC, through FFmpeg's CUDA
+    hwaccel) where there is one and it takes the codec, else on the CPU: the same frames
+    (decoding is bit-exact by the codecs' standards), with the CPU left to the encoder.
+
+    Parameters
+    ----------
+    path : str or Path
+        A video file, or an image sequence's pattern (``scans/%06d.png``).
+    hardware_decoding : bool
+        Decode on NVDEC where it can (see above); CPU decoding by default.
+
+    Attributes
+    ----------
+    path : Path
+        The file.
+    info : VideoInfo
+        What the file holds: size, frame count, rates, color metadata.
+    decoder : str
+        Where frames are decoded: "NVDEC" or "CPU".
+    frame_times : numpy.ndarray
+        When each frame is shown, in seconds from frame 0 (float64).
+
+    Raises
+    ------
+    VideoError
+        A missing file, a file that is not a video, an unsupported pixel format, or a stream
+        that stops decoding (the message names the frame); PyAV missing. Reading from a closed
+        reader.
+    TypeError
+        ``path`` is not a file name (None, a number).
+    IndexError
+        ``frame(i)`` or ``frames(start)`` outside 0 .. ``info.frame_count`` - 1.
+    """
+
+    def __init__(self, path: str | Path, *, hardware_decoding: bool = False) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a file name (str or Path), got {type(path).__name__} {str(path)[:40]!r}")
+        self.path = Path(path)
+        self._hardware = hardware_decoding
+        self.info, self._index = probe_video(self.path)
+        self._decoder = _Decoder(self.path, self._index, hardware_decoding)
+        self._cursor: Iterator[tuple[int, Any]] | None = None
+        self._cursor_next = 0  # the frame number the cursor decodes next
+        self._closed = False
+        self._cache: collections.OrderedDict[int, Any] = collections.OrderedDict()  # arrays or decoded frames
+
+    @property
+    def decoder(self) -> str:
+        """Where frames are decoded: "NVDEC" (the GPU's video decoder) or "CPU"."""
+        if not self._hardware:
+            return "CPU"
+        with open_input(self.path, hardware_decoding=True) as container:
+            return "NVDEC" if container.streams.video[0].codec_context.is_hwaccel else "CPU"
+
+    def __enter__(self) -> VideoReader:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        self._cursor = None
+        self._decoder.close()
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise VideoError(f"{self.path}: the reader is closed; open the file again to read it")
+
+    def __len__(self) -> int:
+        return self.info.frame_count
+
+    @functools.cached_property
+    def frame_times(self) -> np.ndarray:
+        """When each frame is shown, in seconds from frame 0 (float64, variable frame rates
+        too; at the nominal rate for a stream without timestamps)."""
+        if self._index.has_timestamps:
+            return (self._index.timestamps - self._index.timestamps[0]) * float(self.info.time_base)
+        return np.arange(self.info.frame_count) / float(self.info.frame_rate)
+
+    def start_time(self, index: int) -> float:
+        """When frame ``index`` is shown, in seconds from frame 0."""
+        return float(self.frame_times[index])
+
+    def frame_at(self, seconds: float) -> int:
+        """The first frame shown at or after ``seconds`` from frame 0 (``frame_count`` if none)."""
+        return int(np.searchsorted(self.frame_times, seconds - 1e-9))
+
+    def frames(self, start: int = 0) -> Iterator[np.ndarray]:
+        """Decode frames start, start + 1, ... to the end, in order."""
+        yield from (frame for _, frame in self.timed_frames(start))
+
+    def timed_frames(self, start: int = 0) -> Iterator[tuple[int, np.ndarray]]:
+        """(timestamp, frame) of frames start, start + 1, ...: each frame's presentation time in
+        ``info.time_base`` units as the file has it (variable frame rates kept).
+
+        Decodes with a demuxer of its own, so random access meanwhile does not disturb it."""
+        self._check_open()
+        if not 0 <= start < self.info.frame_count:
+            raise IndexError(f"the first frame must be in 0..{self.info.frame_count - 1}, got {start}")
+        decoder = _Decoder(self.path, self._index, self._hardware)
+        try:
+            for number, frame in decoder.frames_from(start):
+                yield self._timestamp(number, frame), self._array(frame, number)
+        finally:
+            decoder.close()
+
+    def _timestamp(self, number: int, frame: Any) -> int:
+        if self._index.has_timestamps:
+            return int(self._index.timestamps[number])
+        if frame.pts is not None:
+            return frame.pts
+        return round(Fraction(number) / self.info.frame_rate / self.info.time_base)
+
+    def frame(self, index: int) -> np.ndarray:
+        """Frame ``index`` (0-based), by decoding forward from the entry point before it, or
+        from where the last call left off when no entry point lies between. The frames decoded
+        on the way are kept too (CACHE_FRAMES of them), so stepping backwards is instant."""
+        self._check_open()
+        if not 0 <= index < self.info.frame_count:
+            raise IndexError(f"frame index must be in 0..{self.info.frame_count - 1}, got {index}")
+        if index in self._cache:
+            return self._cached(index)
+        entry, _ = self._index.entries_before(index)[0]
+        if self._cursor is None or not entry <= self._cursor_next <= index:
+            self._cursor = self._decoder.frames_from(index, lead=0 if self._hardware else CACHE_FRAMES - 1)
+        try:
+            for number, decoded in self._cursor:
+                self._cursor_next = number + 1
+                if number == index:
+                    self._keep(index, decoded)
+                    return self._cached(index)
+                self._keep(number, decoded)  # passed on the way: kept (not from NVDEC, whose surfaces are few)
+        except VideoError:
+            self._cursor = None
+            raise
+        self._cursor = None
+        raise VideoError(f"{self.path}: frame {index} could not be decoded (the stream ends before it)")
+
+    def _keep(self, index: int, decoded: Any) -> None:
+        """Keep a decoded frame in the cache, dropping the least recently used past CACHE_FRAMES."""
+        self._cache[index] = decoded
+        self._cache.move_to_end(index)
+        if len(self._cache) > CACHE_FRAMES:
+            self._cache.popitem(last=False)
+
+    def _cached(self, index: int) -> np.ndarray:
+        """A cached frame as an array, converted the first time it is asked for."""
+        self._cache.move_to_end(index)
+        item = self._cache[index]
+        if not isinstance(item, np.ndarray):
+            item = self._cache[index] = self._array(item, index)
+        return item
+
+    def _array(self, frame: Any, number: int) -> np.ndarray:
+        """Decoded frame ``number`` as an upright (H, W, C) array of ``info.dtype``; one of another
+        size than the first (an image of another size in a sequence, a stream that changes its
+        resolution) is a VideoError naming it, not a clip of frames of two shapes."""
+        if frame.format.name != self.info.pixel_format:  # NVDEC's NV12 / P010: repacked losslessly,
+            frame = frame.reformat(format=self.info.pixel_format)  # so that RGB comes out as on the CPU
+        array = np.rot90(decoded_array(frame, self.info), self.info.rotation // 90)
+        if array.shape[:2] != (self.info.height, self.info.width):
+            image = f", the image {sequence_files(self.path)[number].name}," if is_image_sequence(self.path) else ""
+            raise VideoError(
+                f"{self.path}: frame {number + 1} (counting from 1){image} is {array.shape[1]}x{array.shape[0]} "
+                f"pixels, but the clip's first is {self.info.width}x{self.info.height}; a clip's frames must all "
+                "have one size: scale them to one first (FFmpeg's scale filter)"
+            )
+        return np.ascontiguousarray(array)
+
+
+def read_frames(path: str | Path, count: int | None = None, *, start: int = 0) -> np.ndarray:
+    """Decode frames ``start`` .. ``start + count - 1`` of a video file as (T, H, W, C).
+
+    Parameters
+    ----------
+    path : str or Path
+        The video file (or image sequence pattern), as ``VideoReader`` takes it.
+    count : int, optional
+        How many frames; None (the default): all from ``start`` to the end.
+    start : int
+        The first frame, 0-based.
+
+    Returns
+    -------
+    numpy.ndarray
+        (T, H, W, C) uint8, or uint16 for sources deeper than 8 bits (``VideoInfo.dtype``);
+        C is 3 (RGB) or 1 (gray).
+
+    Raises
+    ------
+    VideoError
+        The file cannot be read, or holds fewer frames than asked for.
+    ValueError
+        ``start`` below 0 or ``count`` below 1.
+    """
+    if start < 0 or (count is not None and count < 1):
+        raise ValueError(f"frames start at 0 and at least one is read, got start {start} and count {count}")
+    frames = []
+    with VideoReader(path) as reader:
+        if start >= reader.info.frame_count:
+            raise VideoError(f"{path}: has {reader.info.frame_count} frames, none from frame {start}")
+        for frame in reader.frames(start):
+            frames.append(frame)
+            if count is not None and len(frames) == count:
+                break
+    if not frames or (count is not None and len(frames) < count):
+        asked = f"frames {start} to {start + count - 1} ({count} from frame {start})" if count else f"frame {start}"
+        raise VideoError(f"{path}: {asked} asked for, but it has {start + len(frames)} frames")
+    return np.stack(frames)

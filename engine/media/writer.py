@@ -1,0 +1,432 @@
+"""Writing a video: ``VideoWriter`` encodes frames to a temporary file beside the target, copies
+the source's audio and subtitle streams untouched, and renames the file into place only when it
+is complete; to Y'CbCr exactly through ``media.yuv``. ``check_output_path`` refuses an output
+that could not or should not be written before any frame is filtered. Errors are ``VideoError``
+with one line a person can act on."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nlmeans_studio.engine.frames import FULL_SCALE_BITS, check_bit_depth, checked_frame
+from nlmeans_studio.engine.media.ffmpeg import CODEC_THREADS, VideoError, ffmpeg_reason, pyav, said_in_our_words
+from nlmeans_studio.engine.media.formats import (
+    ANY_SIZE_ENCODERS,
+    CODECS,
+    GRAY_FORMATS,
+    IMAGE_FORMATS,
+    NVENC_CODECS,
+    array_format,
+    check_encoding,
+    check_subsampled_size,
+    output_format,
+    output_pixel_format,
+)
+from nlmeans_studio.engine.media.image_sequence import is_image_sequence, numbered_images, sequence_files
+from nlmeans_studio.engine.media.probe import HIGH_BIT_DEPTH, VideoInfo, open_input
+from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput, dangling_link, folder_problem
+from nlmeans_studio.engine.media.y4m import Y4M_FORMATS
+
+STANDARD_OUTPUT = "-"
+
+
+class VideoWriter:
+    """Encode frames to ``path`` through a temporary file beside it, renamed when complete.
+
+    Parameters
+    ----------
+    path : str or Path
+        The output; refused when it is the source, or exists without ``overwrite``. A name
+        with a frame number's place (``restored/%06d.png``, .tif, .dpx or .exr) is an image
+        sequence: RGB, 8 or 16 bits as the source (EXR: float), numbered from 1 as FFmpeg does,
+        without the source's sound; ``codec`` is then ignored. ``-`` writes y4m
+        (yuv4mpegpipe) to standard output, for an FFmpeg pipeline: the source's YUV sampling
+        where y4m has it, no sound.
+    like : VideoInfo
+        The source: its frame rate, time base, size, color metadata and bit-depth class are
+        kept (10-bit in stays 10-bit out where the codec can), and its audio and subtitle
+        streams are copied untouched.
+    codec : {"h264", "h265", "ffv1", "prores", "h264-nvenc", "h265-nvenc"}
+        H.264 / H.265 are 4:2:0 (8 or 10 bits); FFV1 (lossless) and ProRes (10-bit) keep the
+        source's chroma sampling and depth (a 10-bit 4:2:2 source stays 10-bit 4:2:2); the NVENC
+        codecs encode on the GPU's video encoder, where it has one.
+    crf : int
+        Quality of H.264 / H.265 (constant quality of NVENC), 0 (lossless) .. 51; 18 is
+        visually transparent.
+    preset : str
+        Speed of H.264 / H.265 ("ultrafast" .. "veryslow"); of NVENC "p1" .. "p7", "fast",
+        "medium" or "slow".
+    overwrite : bool
+        Replace an existing ``path`` (or existing images of the sequence).
+    rgb : bool
+        FFV1 only: store planar RGB, the filter's output exactly, whatever the source's sampling
+        (about twice the size of 4:2:0).
+    span : (float, float), optional
+        The part of the source the frames are, in seconds from its frame 0 (start, end): the
+        copied audio and subtitles are cut to it and start with the video. The whole source by
+        default.
+    bit_depth : int
+        Bits per sample of the uint16 frames written, 9..16: 16 (the default) for 16-bit full
+        scale, as ``VideoReader`` gives deep sources; 10 for 10-bit samples held in uint16
+        (0..1023, as VapourSynth hands them).
+
+    Attributes
+    ----------
+    path : Path
+        The output.
+    info : VideoInfo
+        ``like``.
+
+    Raises
+    ------
+    VideoError
+        An unknown codec or preset, crf out of 0..51, ``rgb`` with a codec other than FFV1;
+        output refused, folder missing or read-only, an encoder missing, or the disk full.
+    ValueError
+        A ``bit_depth`` outside 9..16, or (by ``write``) uint16 samples beyond it.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        like: VideoInfo,
+        *,
+        codec: str = "h264",
+        crf: int = 18,
+        preset: str = "medium",
+        overwrite: bool = False,
+        span: tuple[float, float] = (0.0, math.inf),
+        rgb: bool = False,
+        bit_depth: int = FULL_SCALE_BITS,
+    ) -> None:
+        av = pyav()
+        self.path = Path(path)
+        check_bit_depth(bit_depth)
+        self._bit_depth = bit_depth
+        self.info = like
+        check_encoding(codec, crf, preset, rgb=rgb)
+        self._pipe = str(path) == STANDARD_OUTPUT
+        muxer = None if self._pipe else output_format(self.path, codec, like)
+        if not self._pipe:
+            check_output_path(self.path, like.path, overwrite)
+        self._sequence = is_image_sequence(self.path)
+        if self._sequence and self.path.suffix.lower() not in IMAGE_FORMATS:
+            raise VideoError(f"{self.path}: image sequences are written as {', '.join(IMAGE_FORMATS)}")
+        encoder = "wrapped_avframe" if self._pipe else CODECS[codec][0]
+        if self._sequence:
+            encoder = IMAGE_FORMATS[self.path.suffix.lower()][0]
+        if encoder not in av.codecs_available:
+            raise VideoError(f"this FFmpeg build has no {encoder} encoder; choose another codec")
+        gray = like.channels == 1 and codec in GRAY_FORMATS and not self._sequence and not self._pipe
+        self._frame_format = array_format(1 if gray else 3, like.bit_depth)
+        try:
+            self._output = None if self._pipe else StagedOutput(self.path, sequence=self._sequence, overwrite=overwrite)
+        except OSError as error:
+            raise VideoError(str(error) if isinstance(error, OutputBusyError) else f"{self.path}: {error}") from error
+        try:
+            if self._output is None:
+                self._container = av.open("pipe:1", mode="w", format="yuv4mpegpipe", options={"strict": "-1"})
+            else:
+                self._container = av.open(str(self._output.staged), mode="w", format=muxer)
+            self._stream = self._container.add_stream(encoder, rate=like.frame_rate)
+            self._stream.width, self._stream.height = like.width, like.height
+            self._stream.pix_fmt = self._pixel_format(codec, gray=gray, rgb=rgb)
+            self._time_base = 1 / like.frame_rate if self._pipe else like.time_base  # y4m has a rate, no times
+            self._stream.time_base = self._time_base
+            self._stream.codec_context.time_base = self._time_base  # the source's timestamps, exactly
+            self._stream.thread_type = CODEC_THREADS
+            if codec in ("h264", "h265"):
+                self._stream.options = {"crf": str(crf), "preset": preset, **_hdr10_options(codec, like.hdr10)}
+            elif codec in NVENC_CODECS:
+                self._stream.options = {"rc": "vbr", "cq": str(crf), "preset": preset}
+            context = self._stream.codec_context
+            color = _output_color(like.color, like.height)
+            context.color_primaries = color.get("primaries", 2)
+            context.color_trc = color.get("trc", 2)
+            context.colorspace = color.get("colorspace", 2)
+            context.color_range = color.get("range", 0)
+            if like.sample_aspect_ratio is not None:  # anamorphic pixels stay so (H.264's VUI, MOV's pasp)
+                context.sample_aspect_ratio = like.sample_aspect_ratio
+            if encoder not in ANY_SIZE_ENCODERS:
+                check_subsampled_size(self.path, self._stream.pix_fmt, like.width, like.height)
+            self._made_frame = _frame_maker(self._stream.pix_fmt, self._frame_format, color, like.height)
+            self._open_encoder(codec)
+            self._copied = self._add_copied_streams()
+        except VideoError:
+            self._discard()
+            raise
+        except (av.error.FFmpegError, ValueError) as error:  # PyAV says ValueError for a muxer's refusals
+            self._discard()
+            raise VideoError(f"{self.path}: cannot start writing: {ffmpeg_reason(error)}") from error
+        except OSError as error:
+            self._discard()
+            raise VideoError(f"{self.path}: cannot write here: {error.strerror or error}") from error
+        self._written, self._closed = 0, False
+        self._span = (like.start_time + span[0], like.start_time + span[1])  # on the source's clock
+
+    def _pixel_format(self, codec: str, *, gray: bool, rgb: bool) -> str:
+        if self._pipe:
+            if self.info.pixel_format in Y4M_FORMATS:
+                return self.info.pixel_format
+            return "yuv444p16le" if self.info.bit_depth > HIGH_BIT_DEPTH else "yuv444p"
+        if self._sequence:
+            _, eight_bit, deep = IMAGE_FORMATS[self.path.suffix.lower()]
+            return deep if self.info.bit_depth > HIGH_BIT_DEPTH else eight_bit
+        return output_pixel_format(codec, self.info, gray=gray, rgb=rgb)
+
+    def _open_encoder(self, codec: str) -> None:
+        """Open the encoder now, so that one this machine cannot run is refused before any work."""
+        try:
+            with said_in_our_words():
+                self._stream.codec_context.open()
+        except pyav().error.FFmpegError as error:
+            self._container.close()
+            if codec in NVENC_CODECS:
+                raise VideoError(
+                    f"{codec}: this machine has no NVIDIA video encoder it can use (no NVIDIA driver, or a GPU "
+                    "without NVENC, such as the H100 or A100); choose h264 or h265"
+                ) from error
+            stream = self._stream
+            raise VideoError(
+                f"{self.path}: the {codec} encoder refuses {stream.width}x{stream.height} {stream.pix_fmt} frames "
+                f"({ffmpeg_reason(error)}); its pictures have size limits (H.264: 16384 pixels a side at most): "
+                "choose --codec ffv1 (lossless, any size) or scale the clip down"
+            ) from error
+
+    def _add_copied_streams(self) -> tuple[Any, dict[int, Any]] | None:
+        """The source opened again, and its audio and subtitle streams' indices -> output streams."""
+        if not self.info.other_streams or self._sequence or self._pipe:
+            return None
+        source = open_input(self.info.path)
+        streams = [*source.streams.audio, *source.streams.subtitles]
+        return source, {stream.index: self._container.add_stream_from_template(stream) for stream in streams}
+
+    def __enter__(self) -> VideoWriter:
+        return self
+
+    def __exit__(self, kind: type | None, error: BaseException | None, trace: object) -> None:
+        if error is None:
+            self.close()
+        else:
+            self.abort()
+
+    def write(self, frame: np.ndarray, timestamp: int | None = None) -> None:
+        """Encode one (H, W, C) frame of the source's dtype (uint8, or uint16 of ``bit_depth``
+        for deep sources).
+
+        ``timestamp`` is its presentation time in the source's time base, counted from the
+        output's start (``VideoReader.timed_frames`` gives them): variable frame rates are kept.
+        Without it, frame n is shown at n / frame rate.
+
+        Raises
+        ------
+        VideoError
+            A frame of another size, or the writer was closed.
+        ValueError
+            uint16 samples beyond ``bit_depth``.
+        """
+        array = np.ascontiguousarray(frame)
+        if self._closed:
+            raise VideoError(f"{self.path}: the writer is closed; frames go to an open VideoWriter")
+        if array.shape[:2] != (self.info.height, self.info.width):
+            wanted, size = f"{self.info.width}x{self.info.height}", "x".join(map(str, array.shape[1::-1]))
+            raise VideoError(f"{self.path}: frames must be {wanted}, as the source, got {size}")
+        if array.dtype == np.uint16:
+            array = checked_frame(array, self._bit_depth)  # at 16-bit full scale
+        if array.ndim == 3 and self._frame_format.startswith("gray"):
+            array = array[:, :, 0]
+        elif array.ndim == 3 and array.shape[2] == 1:
+            array = np.repeat(array, 3, axis=2)
+        video_frame = self._made_frame(array)
+        if timestamp is None or self._pipe:
+            timestamp = round(self._written / self.info.frame_rate / self._time_base)
+        video_frame.pts, video_frame.time_base = timestamp, self._time_base
+        self._written += 1
+        self._mux(self._stream.encode(video_frame))
+
+    def _mux(self, packets: Any) -> None:
+        try:
+            self._container.mux(packets)
+        except OSError as error:
+            self.abort()
+            raise VideoError(f"{self.path}: writing failed: {error.strerror or error}") from error
+
+    def _shift_into_span(self, packet: Any) -> bool:
+        """Whether a copied packet starts within the span; if so, its timestamps are made
+        relative to the span's start, as the video's are. A packet that starts before the span
+        is left out whole: sound stays in sync, and may start up to one audio frame late."""
+        start, end = self._span
+        if not start <= packet.pts * packet.time_base < end:
+            return False
+        offset = round(start / packet.time_base)
+        packet.pts, packet.dts = packet.pts - offset, max(0, packet.dts - offset)
+        return True
+
+    def close(self) -> None:
+        """Flush the encoder, copy the other streams, close, and rename into place (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._mux(self._stream.encode(None))
+        if self._copied is not None:
+            source, outputs = self._copied
+            for packet in source.demux([source.streams[index] for index in outputs]):  # one pass for all
+                if packet.dts is not None and packet.pts is not None and self._shift_into_span(packet):
+                    packet.stream = outputs[packet.stream.index]
+                    self._mux(packet)
+        self._close_sources()
+        try:
+            self._container.close()
+            if self._output is not None:
+                self._output.publish(self._older_images())
+        except FileExistsError as error:
+            raise VideoError(str(error)) from error
+        except OSError as error:
+            self._discard()
+            raise VideoError(f"{self.path}: finishing the file failed: {error.strerror or error}") from error
+
+    def _older_images(self) -> list[Path]:
+        """The images of an older sequence of this name that this one leaves over (numbered past
+        its last, or before 1): with overwrite, replaced too, so that the folder holds this sequence alone."""
+        if not self._sequence:
+            return []
+        return [file for number, file in numbered_images(self.path) if not 1 <= number <= self._written]
+
+    def abort(self) -> None:
+        """Stop and leave nothing behind: the target is untouched, the temporary file removed."""
+        self._closed = True
+        self._close_sources()
+        with contextlib.suppress(Exception):
+            self._container.close()
+        self._discard()
+
+    def _close_sources(self) -> None:
+        if self._copied is not None:
+            self._copied[0].close()
+        self._copied = None
+
+    def _discard(self) -> None:
+        if self._output is not None:
+            self._output.discard()
+
+
+# FFmpeg's color matrices (AVColorSpace) -> swscale's (SWS_CS_*): BT.709, FCC, BT.601 (as
+# BT.470BG and as SMPTE 170M), SMPTE 240M, BT.2020 (constant and non-constant luminance).
+SWSCALE_MATRICES = {1: 1, 4: 4, 5: 5, 6: 5, 7: 7, 9: 9, 10: 9}
+BT601, LIMITED_RANGE = 5, 1
+
+
+def _hdr10_options(codec: str, hdr10: dict[str, str]) -> dict[str, str]:
+    """The encoder options that write a source's HDR10 metadata into the stream (SEI)."""
+    if not hdr10:
+        return {}
+    if codec == "h265":
+        return {"x265-params": ":".join(["hdr10=1", *(f"{name}={value}" for name, value in hdr10.items())])}
+    names = {"master-display": "mastering-display", "max-cll": "cll"}  # x264's names
+    return {"x264-params": ":".join(f"{names[name]}={value}" for name, value in hdr10.items())}
+
+
+# NVENC's semi-planar formats -> the planar ones with the same samples (swscale repacks them exactly)
+PLANAR_TWINS = {"nv12": "yuv420p", "p010le": "yuv420p10le"}
+
+
+def _frame_maker(
+    pixel_format: str, frame_format: str, color: dict[str, int], height: int
+) -> Callable[[np.ndarray], Any]:
+    """How the writer turns an array of ``frame_format`` (``height`` lines) into a frame of
+    ``pixel_format``: to Y'CbCr through ``media.yuv`` (exact at every depth, the reader's
+    inverse), to other formats through swscale."""
+    from nlmeans_studio.engine.media.yuv import planes_frame, rgb_to_planes, yuv_layout
+
+    av = pyav()
+    planar = PLANAR_TWINS.get(pixel_format, pixel_format)
+    layout = yuv_layout(planar, color, height) if frame_format.startswith("rgb") else None
+    if layout is None:
+        conversion = _yuv_conversion(pixel_format, color)
+
+        def through_swscale(array: np.ndarray) -> Any:
+            frame = av.VideoFrame.from_ndarray(array, format=frame_format)
+            return _tagged(frame if conversion is None else frame.reformat(**conversion), color)
+
+        return through_swscale
+
+    def through_yuv(array: np.ndarray) -> Any:
+        frame = planes_frame(rgb_to_planes(array, layout), layout)
+        return _tagged(frame if planar == pixel_format else frame.reformat(format=pixel_format), color)
+
+    return through_yuv
+
+
+def _output_color(color: dict[str, int], height: int) -> dict[str, int]:
+    """The source's color tags, and where it gives a range but no matrix, the matrix its frames
+    are converted with (``yuv_layout``'s guess from the ``height`` in lines): H.264 and H.265
+    write the range only beside a matrix, and would drop it."""
+    from nlmeans_studio.engine.media.yuv import BT709, HD_LINES
+
+    if color.get("range", 0) and color.get("colorspace", 2) == 2:
+        return {**color, "colorspace": BT709 if height >= HD_LINES else BT601}
+    return color
+
+
+def _tagged(frame: Any, color: dict[str, int]) -> Any:
+    """``frame`` with the source's four color tags: encoders that write them from each frame
+    (ProRes) would write the untagged ones as unknown."""
+    frame.color_primaries, frame.color_trc = color.get("primaries", 2), color.get("trc", 2)
+    frame.colorspace, frame.color_range = color.get("colorspace", 2), color.get("range", 0)
+    return frame
+
+
+def _yuv_conversion(pixel_format: str, color: dict[str, int]) -> dict[str, Any] | None:
+    """How RGB frames become ``pixel_format``: with the matrix and range the output is tagged
+    with, as the reader decoded them (PyAV's default, BT.601 limited, would shift BT.709 colors);
+    None for RGB and gray outputs, which need no matrix."""
+    if pixel_format.startswith(("gbr", "bgr", "rgb", "gray")):
+        return None
+    return {
+        "format": pixel_format,
+        "dst_colorspace": SWSCALE_MATRICES.get(color.get("colorspace", 2), BT601),
+        "dst_color_range": color.get("range") or LIMITED_RANGE,
+    }
+
+
+def check_output_path(path: Path, source: Path, overwrite: bool) -> None:
+    """Refuse an output that could not or should not be written, before any frame is filtered.
+
+    Parameters
+    ----------
+    path : Path
+        The output: a file or an image sequence's pattern.
+    source : Path
+        The input, which the output must not be.
+    overwrite : bool
+        Whether an existing output (or images of the sequence) may be replaced.
+
+    Raises
+    ------
+    VideoError
+        ``path`` is the input, is not a regular file, exists (without ``overwrite``), or its
+        folder is missing or read-only.
+    """
+    if path.resolve() == source.resolve():
+        raise VideoError(f"{path}: the output must not be the input")
+    if path.exists() and not path.is_file():
+        raise VideoError(f"{path}: is not a regular file; the output must be a file (or - for standard output)")
+    if (link := dangling_link(path)) and not overwrite:
+        raise VideoError(f"{path}: {link}; pass --overwrite to replace it")
+    if path.exists() and not overwrite:
+        raise VideoError(f"{path}: exists; pass --overwrite to replace it")
+    images = sequence_files(path) if is_image_sequence(path) else []
+    if images and not overwrite:
+        raise VideoError(f"{path}: images of this sequence exist; pass --overwrite to replace them")
+    for image in images:
+        if not image.is_file():
+            raise VideoError(f"{image}: is not a regular file; it cannot be replaced by an image of {path.name}")
+    problem = folder_problem(path)
+    if problem is not None:
+        raise VideoError(f"{path}: {problem}")
