@@ -12,6 +12,7 @@ Filtering
     ``NLMParams``, ``Denoiser``, ``LumaChromaDenoiser``, ``GuidedDenoiser``, the volume filter
     ``denoise_volume``.
 Noise and h
+    ``choose_filter`` (the filter ``denoise`` and the window choose for a clip's noise),
     ``estimate_noise``, ``estimate_clip_noise`` and ``estimate_noise_over`` (pairs of frames
     spread over a clip, as ``denoise --noise auto`` and the window measure it), ``suggest_h``,
     ``apply_estimate``, ``decorrelation_decision``, the luma/chroma mode's helpers,
@@ -25,6 +26,7 @@ The window's engine
 
 from importlib.metadata import PackageNotFoundError, version
 
+from nlmeans_studio.engine.automatic import FilterChoice, choose_filter
 from nlmeans_studio.engine.backend import (
     BACKENDS,
     BackendUnavailableError,
@@ -139,6 +141,7 @@ __all__ = [
     "CodecNotHeldError",
     "Denoiser",
     "ExportCancelledError",
+    "FilterChoice",
     "GpuOutOfMemoryError",
     "GuidedDenoiser",
     "LumaChroma",
@@ -164,6 +167,7 @@ __all__ = [
     "apply_estimate",
     "check_output_path",
     "check_volume_output",
+    "choose_filter",
     "command_line",
     "decorrelation_decision",
     "denoise_file",

@@ -31,6 +31,7 @@ from nlmeans_studio.engine.strength import choose_strength
 
 LumaChroma = tuple[float, float, str]  # (h_luma, h_chroma, matrix): LumaChromaDenoiser's strengths
 AUTO = "auto"
+FROM_NOISE, SURE, GIVEN = "from the noise", "SURE on the clip", "given"  # FilterChoice.how
 SURE_RANGE = (0.5, 2.0)  # factors on the suggested strengths SURE searches
 SURE_CROP = 192  # pixels: the side of the frames' centre SURE scores (its cost: 20 filter runs a frame)
 SURE_FRAMES = 2  # frames scored (each with its window's frames around it)
@@ -51,25 +52,28 @@ class FilterChoice:
     factor : float
         The factor SURE chose on the suggested strengths (1 where it was not asked or not used).
     how : str
-        How the strengths were chosen, for a person: "from the noise" or "SURE on the clip".
+        How the strengths were chosen, for a person: "from the noise", "SURE on the clip" or
+        "given".
     """
 
     params: NLMParams
     luma_chroma: LumaChroma | None
     factor: float = 1.0
-    how: str = "from the noise"
+    how: str = FROM_NOISE
 
-    def describe(self) -> str:
-        """One line: the mode and its strengths, e.g. "luma/chroma (bt709): h_Y 3.1, h_UV 6.0"."""
+    def describe(self, note: str = "") -> str:
+        """One line: the mode and its strengths, how SURE scaled them and ``note`` in brackets;
+        the colour decorrelation last in the RGB mode. E.g. "luma/chroma (bt709)
+        exponential/max, h_Y = 5.4, h_UV = 4.7 (SURE on the clip: x0.91)"."""
         variant = f"{self.params.weighting}/{self.params.center_weight}"
+        notes = [f"{SURE}: x{self.factor:.2f}"] if self.how == SURE else []
+        notes += [note] if note else []
+        brackets = f" ({'; '.join(notes)})" if notes else ""
         if self.luma_chroma is not None:
             h_luma, h_chroma, matrix = self.luma_chroma
-            shown = f"luma/chroma ({matrix}) {variant}: h_Y = {h_luma:.1f}, h_UV = {h_chroma:.1f}"
-        else:
-            decorrelation = "on" if self.params.color_transform is not None else "off"
-            shown = f"{variant}: h = {self.params.h:.1f}, color decorrelation {decorrelation}"
-        factor = f" (x{self.factor:.2f})" if self.how != "from the noise" else ""
-        return f"{shown}; strength {self.how}{factor}"
+            return f"luma/chroma ({matrix}) {variant}, h_Y = {h_luma:.1f}, h_UV = {h_chroma:.1f}{brackets}"
+        decorrelation = "on" if self.params.color_transform is not None else "off"
+        return f"{variant}, h = {self.params.h:.1f}{brackets}, color decorrelation {decorrelation}"
 
     def denoiser(self, backend: str = "auto") -> Denoiser | LumaChromaDenoiser:
         """The filter on ``backend``."""
@@ -110,7 +114,8 @@ def choose_filter(
         given strengths: those, in 8-bit levels; None: the clip's own channels, with the color
         decorrelation where ``decorrelation_decision`` says it helps.
     strength : float
-        A multiple of the suggested strengths (a preset's); SURE's factor multiplies it.
+        A multiple of the suggested strengths (a preset's lighter or stronger filter); with
+        SURE, a multiple of the strengths it finds best.
     sample : (T, H, W, C) frames, optional
         Consecutive frames of the clip (uint8, uint16 at 16 bits, or float in [0, 1]) for SURE
         to choose the factor on; None: the suggested strengths as they are.
@@ -124,24 +129,23 @@ def choose_filter(
     window = NLMParams() if window is None else window
     colour = len(estimate.covariance) == 3
     if colour and isinstance(luma_chroma, tuple):
-        return FilterChoice(dataclasses.replace(window, color_transform=None), (*luma_chroma, matrix), 1.0, "given")
+        return FilterChoice(dataclasses.replace(window, color_transform=None), (*luma_chroma, matrix), 1.0, GIVEN)
     suggested = apply_estimate(window, estimate)
     h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, matrix), window) if colour else (0.0, 0.0)
     in_luma_chroma = colour and luma_chroma == AUTO
 
-    def at(factor: float) -> FilterChoice:
-        scale = strength * factor
+    def at(scale: float) -> FilterChoice:
         if in_luma_chroma:
             params = dataclasses.replace(window, color_transform=None)
-            return FilterChoice(params, (scale * h_luma, scale * h_chroma, matrix), factor)
-        return FilterChoice(dataclasses.replace(suggested, h=scale * suggested.h), None, factor)
+            return FilterChoice(params, (scale * h_luma, scale * h_chroma, matrix))
+        return FilterChoice(dataclasses.replace(suggested, h=scale * suggested.h), None)
 
     if sample is None or len(sample) == 0 or not sure_applies(estimate):
-        return at(1.0)
+        return at(strength)
     frames = to_float32(_centre(np.asarray(sample), SURE_CROP))
     scored = _scored_frames(len(frames), window)
     factor, _ = choose_strength(lambda f: at(f).denoiser(backend), frames, scored, estimate.covariance, *SURE_RANGE)
-    return dataclasses.replace(at(factor), how="SURE on the clip")
+    return dataclasses.replace(at(strength * factor), factor=factor, how=SURE)  # a preset's multiple of the best
 
 
 def sample_length(window: NLMParams) -> int:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from nlmeans_studio.engine import VOLUME_SUFFIXES, __version__
-from nlmeans_studio.engine.automatic import AUTO, FilterChoice, choose_filter, sample_length, sure_applies
+from nlmeans_studio.engine.automatic import AUTO, GIVEN, FilterChoice, choose_filter, sample_length, sure_applies
 from nlmeans_studio.engine.backend import (
     BACKENDS,
     BackendUnavailableError,
@@ -418,7 +418,7 @@ def _estimate_noise(args: argparse.Namespace) -> int:
     print(f"color decorrelation: {report['decorrelation']}")
     print(f"suggested h: {h:.1f} levels (for one strength: denoise --h, --luma-chroma off)")
     refined = "; denoise refines it on the clip (SURE: the noise is white)" if report["sure_refines"] else ""
-    print(f"denoise's default filter: {default.describe().split(';')[0]}{refined}")
+    print(f"denoise's default filter: {default.describe()}{refined}")
     if result.warning:
         print(f"warning: {result.warning}")
     return 0
@@ -481,19 +481,23 @@ def _chosen_filter(args: argparse.Namespace, preset: Preset | None, info: VideoI
     matrix = matrix_for(info.color.get("colorspace", 2), info.height)
     mode = _luma_chroma_asked(args, preset)
     strength = 1.0 if preset is None else preset.strength
-    if args.noise == "none" or (args.h is not None and mode is None):
-        if mode == AUTO:
-            raise ValueError("--luma-chroma auto sets its strengths from the noise: give H_Y,H_UV with --noise none")
+    if args.noise == "none":
         if args.h is None and preset is not None and strength is not None:
             raise ValueError(f"--filter-preset {args.filter_preset} sets h from the noise: give --h with --noise none")
-        if args.noise == "none":
-            choice = FilterChoice(params, None if mode is None else (*mode, matrix), how="given")
-            _say(args, f"filter: {choice.describe()}")
-            return choice
+        if mode == AUTO:
+            raise ValueError("--luma-chroma auto sets its strengths from the noise: give H_Y,H_UV with --noise none")
+        choice = FilterChoice(params, None if mode is None else (*mode, matrix), how=GIVEN)
+        if mode is not None and not args.quiet:  # strengths given: what filters, as --noise auto says it
+            print(f"filter: {choice.describe('given')}", file=sys.stderr)
+        return choice
     roi = None if args.noise == "auto" else args.noise
     estimate = estimate_clip_noise(args.source, roi=roi, start=args.start, duration=args.duration)
-    if args.h is not None and mode is None:  # one strength given: the colour transform still follows the noise
-        choice = FilterChoice(apply_estimate(params, estimate, h=args.h), None, how="given")
+    note = ""
+    own_h = preset is not None and strength is None  # a preset's h in levels, as --h is one
+    if (args.h is not None or own_h) and mode is None:  # one strength: the colour transform still follows the noise
+        choice = FilterChoice(apply_estimate(params, estimate, h=params.h), None, how=GIVEN)
+        whose = "yours" if args.h is not None else f"{args.filter_preset}'s"
+        note = f"{whose}; the noise suggests {apply_estimate(params, estimate).h:.1f}"
     else:
         sample = None
         if isinstance(mode, str) or mode is None:  # strengths from the noise: SURE may refine them
@@ -507,11 +511,17 @@ def _chosen_filter(args: argparse.Namespace, preset: Preset | None, info: VideoI
             sample=sample,
             backend=args.backend if args.devices is None else "gpu",
         )
-    sigma = ", ".join(f"{s:.1f}" for s in estimate.sigma)
-    _say(args, f"noise: sigma {sigma} levels ({estimate.method}), confidence {estimate.confidence:.0%}")
-    _say(args, f"filter: {choice.describe()}")
-    if estimate.warning:
-        _say(args, f"warning: {estimate.warning}")
+        if strength not in (None, 1.0):
+            note = f"{args.filter_preset}'s strength: x{strength:g}"
+    if not args.quiet:
+        sigma = ", ".join(f"{s:.1f}" for s in estimate.sigma)
+        print(
+            f"noise: sigma {sigma} levels ({estimate.method}), confidence {estimate.confidence:.0%}; "
+            f"{choice.describe(note)}",
+            file=sys.stderr,
+        )
+        if estimate.warning:
+            print(f"warning: {estimate.warning}", file=sys.stderr)
     return choice
 
 
@@ -525,11 +535,6 @@ def _luma_chroma_asked(args: argparse.Namespace, preset: Preset | None) -> str |
         return preset.luma_chroma
     plain = args.h is not None or args.noise == "none" or args.devices is not None or args.guide is not None
     return None if plain else AUTO
-
-
-def _say(args: argparse.Namespace, line: str) -> None:
-    if not args.quiet:
-        print(line, file=sys.stderr)
 
 
 def _source_info(args: argparse.Namespace) -> VideoInfo:

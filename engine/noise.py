@@ -318,10 +318,11 @@ def estimate_noise(
     ----------
     frames : array_like
         One frame (H, W[, C]) or several consecutive ones (T, H, W[, C]), C = 1 or 3; uint8,
-        uint16 or float in [0, 1] (full scale). Two frames give a temporal estimate (the
-        motion-compensated change); a clip of more is measured as ``denoise`` and the window
-        measure a file (``estimate_noise_over``: NOISE_PLACES pairs spread over it, the median),
-        so that the API, the command line and the window read the same noise.
+        uint16 or float in [0, 1] (full scale). Two frames or more give a temporal estimate
+        (the motion-compensated change); a clip is measured as ``denoise`` and the window
+        measure a file (``estimate_noise_over``: NOISE_PLACES pairs spread over it, the median;
+        a few frames together), so that the API, the command line and the window read the
+        same noise.
     roi : (x, y, width, height), optional
         A region chosen by the user, in pixels, in the first frame. Without it the flattest
         blocks are found. Given two frames or more, the region's change from frame to frame
@@ -369,7 +370,8 @@ def estimate_noise_over(
     """The noise of frames ``first`` .. ``last`` - 1, as ``estimate_clip_noise`` measures it:
     NOISE_PLACES pairs of consecutive frames spread over them, each estimated alone
     (``estimate_noise``), and the estimate of median average sigma, so that one odd scene (a
-    fade, a title) does not decide.
+    fade, a title) does not decide; fewer than 2 NOISE_PLACES frames, whose pairs would
+    overlap, are measured together.
 
     Parameters
     ----------
@@ -393,6 +395,8 @@ def estimate_noise_over(
     ValueError
         Frames ``estimate_noise`` refuses, or a region that leaves them.
     """
+    if last - first < 2 * NOISE_PLACES:  # the pairs would overlap: the few frames measured together
+        return first, _estimate(np.stack([frame(i) for i in range(first, last)]), roi, bit_depth)
     places = sorted({round(p) for p in np.linspace(first, max(first, last - 2), NOISE_PLACES)})
     estimates = [
         _estimate(np.stack([frame(i) for i in range(place, min(place + 2, last))]), roi, bit_depth) for place in places

@@ -153,9 +153,11 @@ class Timeline(QSlider):
 
 
 class LinkedSlider(QWidget):
-    """A slider and a spin box showing one value; ``scale`` slider steps per unit."""
+    """A slider and a spin box showing one value; ``scale`` slider steps per unit.
+    ``valueChanged`` on any change, ``edited`` when a person moved or typed it."""
 
     valueChanged = Signal(float)  # noqa: N815 (Qt's naming)
+    edited = Signal()
 
     def __init__(self, low: float, high: float, *, scale: int = 1, decimals: int = 0) -> None:
         super().__init__()
@@ -171,7 +173,7 @@ class LinkedSlider(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.slider, 1)
         layout.addWidget(self.spin)
-        self.slider.valueChanged.connect(lambda position: self.setValue(position / self._scale))
+        self.slider.valueChanged.connect(self._dragged)
         self.spin.valueChanged.connect(self._typed)
 
     def value(self) -> float:
@@ -186,12 +188,18 @@ class LinkedSlider(QWidget):
         if changed:
             self.valueChanged.emit(self.spin.value())
 
+    def _dragged(self, position: int) -> None:
+        """The slider moved (dragged, clicked, keys; ``setValue`` moves it with its signals off)."""
+        self.setValue(position / self._scale)
+        self.edited.emit()
+
     def _typed(self, value: float) -> None:
         """The spin box changed (typed, arrows, keys): it already shows ``value``; move the slider."""
         self.slider.blockSignals(True)
         self.slider.setValue(round(value * self._scale))
         self.slider.blockSignals(False)
         self.valueChanged.emit(value)
+        self.edited.emit()
 
     def setToolTip(self, text: str) -> None:  # noqa: N802 (Qt's naming)
         for widget in (self, self.slider, self.spin):
@@ -275,6 +283,8 @@ class ParameterPanel(QGroupBox):
         for combo in (self.weighting, self.center_weight, self.backend, self.luma_chroma):
             combo.currentIndexChanged.connect(self.changed)
         self.luma_chroma.currentIndexChanged.connect(self._luma_chroma_mode_chosen)
+        for strength in (self.h_luma, self.h_chroma):
+            strength.edited.connect(self._luma_chroma_strength_typed)
         self.decorrelate.toggled.connect(self.changed)
         self.reset.clicked.connect(self.reset_requested)
         self.set_params(NLMParams())
@@ -361,15 +371,19 @@ class ParameterPanel(QGroupBox):
         self._show_luma_chroma_mode()
         self.luma_chroma_mode_changed.emit()
 
+    def _luma_chroma_strength_typed(self) -> None:
+        """A person set a strength while auto chose them: from now on they are given."""
+        if self.luma_chroma.currentData() == "auto":
+            self.luma_chroma.setCurrentIndex(self.luma_chroma.findData("given"))
+
     def _show_luma_chroma_mode(self) -> None:
         """The two strengths are shown while the mode is on (the noise panel's last lines fell
-        below the window's fold) and can be typed when given; h and decorrelation are unused
-        while the mode is on."""
+        below the window's fold); typing one while auto chose them makes them given. h and
+        decorrelation are unused while the mode is on."""
         mode = self.luma_chroma.currentData()
         for strength in (self.h_luma, self.h_chroma):
             self._form.setRowVisible(strength, mode != "off")
-        self.h_luma.setEnabled(mode == "given")
-        self.h_chroma.setEnabled(mode == "given")
+            strength.setEnabled(mode != "off")
         self.h.setEnabled(mode == "off")
         self.decorrelate.setEnabled(mode == "off" and self._color_transform is not None)
 

@@ -117,6 +117,7 @@ class NoiseFollower(QObject):
         """A preset's parameters; its strength sets h from the noise (estimated first if unknown)."""
         self._parameters.set_params(preset.params)
         self._parameters.set_luma_chroma_mode(preset.luma_chroma)
+        self._follow_in_luma_chroma()  # for the preset's window, also where the mode was auto already
         if preset.strength is not None:
             self.strength = preset.strength
             if self.noise_in_use is None and self.matrix is not None:

@@ -281,9 +281,11 @@ class MainWindow(QMainWindow):
         menus.addMenu("&Help").addAction(about)
 
     def _type_h(self) -> None:
-        """The h box takes the keys, its value selected: type a number and Enter."""
-        self.parameters.h.spin.setFocus(Qt.FocusReason.ShortcutFocusReason)
-        self.parameters.h.spin.selectAll()
+        """The strength's box takes the keys, its value selected: type a number and Enter. In the
+        luma/chroma mode (a colour clip's default) the luma strength's, else h's."""
+        strength = self.parameters.h_luma if self.current_luma_chroma() is not None else self.parameters.h
+        strength.spin.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        strength.spin.selectAll()
 
     # Opening clips and volumes
 

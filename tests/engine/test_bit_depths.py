@@ -118,7 +118,20 @@ def _near_identity_round_trip(source: Path, clip: list[list[np.ndarray]]) -> str
     piped = source.suffix == ".y4m"
     output = source.with_name("out.mkv")
     command = [*CLI, "denoise", "-" if piped else str(source), str(output), "--quiet"]
-    command += ["--h", "0.001", "--noise", "none", "--codec", "ffv1", "--patch-radius", "1", "--search-radius", "1"]
+    command += [
+        "--h",
+        "0.001",
+        "--weighting",
+        "bisquare",
+        "--noise",
+        "none",
+        "--codec",
+        "ffv1",
+        "--patch-radius",
+        "1",
+        "--search-radius",
+        "1",
+    ]
     with open(source, "rb") as standard_input:
         result = subprocess.run(command, stdin=standard_input if piped else None, capture_output=True, timeout=300)
     assert result.returncode == 0, result.stderr.decode()
@@ -135,7 +148,18 @@ def test_a_source_with_alpha_is_denoised_in_its_picture_and_says_so(tmp_path) ->
     clip = [[*planes, np.full_like(planes[0], 512)] for planes in yuv_planes("yuv444p10le")]
     write_yuv(tmp_path / "alpha.mkv", "yuva444p10le", clip)
     command = [*CLI, "denoise", str(tmp_path / "alpha.mkv"), str(tmp_path / "out.mkv"), "--codec", "ffv1"]
-    command += ["--h", "0.001", "--noise", "none", "--patch-radius", "1", "--search-radius", "1"]
+    command += [
+        "--h",
+        "0.001",
+        "--weighting",
+        "bisquare",
+        "--noise",
+        "none",
+        "--patch-radius",
+        "1",
+        "--search-radius",
+        "1",
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "the video has an alpha channel (yuva444p10le)" in result.stderr and "opaque" in result.stderr

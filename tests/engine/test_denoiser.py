@@ -79,8 +79,8 @@ def test_tiny_h_returns_the_input(backend_method) -> None:
     clip = noisy_clip("bigbuckbunny", seed=9, frames=3, shape=(20, 20))
     backend, method = backend_method
     for center in ("one", "max"):
-        denoiser = Denoiser(NLMParams(h=1e-3, center_weight=center), backend, method=method)
-        # Noisy patches are ~0.06 apart, 15 levels: every other weight is exactly 0.
+        denoiser = Denoiser(NLMParams(h=1e-3, weighting="bisquare", center_weight=center), backend, method=method)
+        # Noisy patches are ~0.06 apart, 15 levels: every other bisquare weight is exactly 0.
         np.testing.assert_array_equal(denoiser.denoise_frame(clip, 1), clip[1])
 
 

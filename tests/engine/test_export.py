@@ -162,11 +162,16 @@ def test_cli_denoise_sets_h_and_the_color_transform_from_the_noise(noisy_clip_fi
     arguments += ["--search-radius", "1", "--overwrite"]
     assert main(arguments) == 0
     report = capsys.readouterr().err.splitlines()[0]
-    # "noise: sigma R, G, B levels (method); h = H, color decorrelation on|off"
+    # "noise: sigma R, G, B levels (method), confidence C%; luma/chroma (bt601) exponential/max, h_Y = .., h_UV = .."
     sigmas = [float(s) for s in report.split("sigma ")[1].split(" levels")[0].split(", ")]
     np.testing.assert_allclose(sigmas, 20, rtol=0.15)  # 6 small blocks a frame: a coarse estimate
+    assert "luma/chroma (bt601) exponential/max, h_Y = " in report  # the default for colour
+    assert 5 < float(report.split("h_Y = ")[1].split(",")[0]) < 40  # exponential: about 0.5-1 sigma
+    assert main([*arguments, "--luma-chroma", "off"]) == 0
+    report = capsys.readouterr().err.splitlines()[0]
+    # "...; exponential/max, h = H, color decorrelation on|off"
     assert report.endswith(("color decorrelation on", "color decorrelation off"))
-    assert 20 < float(report.split("h = ")[1].split(",")[0]) < 80
+    assert 5 < float(report.split("h = ")[1].split(",")[0].split(" ")[0]) < 40
     assert main([*arguments, "--h", "33"]) == 0
     assert "h = 33.0 (yours; the noise suggests " in capsys.readouterr().err
     assert main([*arguments, "--noise", "0,0,16,16"]) == 0

@@ -133,7 +133,7 @@ CASES = [
     # (params, (frames, height, width, channels), centre): partial tiles on every side, several
     # rounds and groups, every option; the names say what each adds.
     pytest.param(
-        NLMParams(h=40, patch_radius=2, search_radius=3, frames_past=1, frames_future=1),
+        NLMParams(h=40, patch_radius=2, search_radius=3, frames_past=1, frames_future=1, weighting="bisquare"),
         (3, 40, 70, 3),
         1,
         id="two-tile-columns-three-frames",
@@ -321,7 +321,7 @@ GUIDED_CASES = [
     # from the guide, Y in a region of its own) with each weighting and centre weight, a
     # transform, relative weights at small h with split tiles, and 8-bit frames off the packed path.
     pytest.param(
-        NLMParams(h=40, patch_radius=2, search_radius=3, frames_past=1, frames_future=1),
+        NLMParams(h=40, patch_radius=2, search_radius=3, frames_past=1, frames_future=1, weighting="bisquare"),
         (3, 40, 70, 3),
         1,
         np.float32,

@@ -97,19 +97,21 @@ def test_cli_denoises_in_luma_chroma(tmp_path, capsys) -> None:
     from nlmeans_studio.engine.media.reader import read_frames
 
     clean = make_clip(tmp_path / "clean.mkv", frames=3, size=(64, 80))
-    arguments = ["denoise", str(tmp_path / "clean.mkv"), "--codec", "ffv1", "--rgb", "--noise", "none"]
-    assert main([*arguments, str(tmp_path / "auto.mkv"), "--luma-chroma", "auto", "--center-weight", "max"]) == 0
+    arguments = ["denoise", str(tmp_path / "clean.mkv"), "--codec", "ffv1", "--rgb"]
+    assert main([*arguments, str(tmp_path / "auto.mkv"), "--luma-chroma", "auto", "--center-weight", "one"]) == 0
     # The clip's estimate (pairs spread over it, as --noise auto and the window take it) seen in
     # Y'CbCr: before, three frames from the start, estimated on Y'CbCr frames, where compressed
     # footage read 1.4 and 1.4 (its noise in Y, averaged with the subsampled chroma's).
     from nlmeans_studio.engine.export import estimate_clip_noise
 
     expected = suggest_luma_chroma_h(
-        split_estimate(estimate_clip_noise(tmp_path / "clean.mkv"), "bt601"), NLMParams(h=1, center_weight="max")
+        split_estimate(estimate_clip_noise(tmp_path / "clean.mkv"), "bt601"), NLMParams(h=1, center_weight="one")
     )
-    assert f"luma/chroma (bt601): h_Y = {expected[0]:.1f}, h_UV = {expected[1]:.1f}" in capsys.readouterr().err
-    assert main([*arguments, str(tmp_path / "given.mkv"), "--luma-chroma", "4,9"]) == 0
-    assert "luma/chroma (bt601): h_Y = 4.0, h_UV = 9.0 (given)" in capsys.readouterr().err  # was not said
+    said = f"luma/chroma (bt601) exponential/one, h_Y = {expected[0]:.1f}, h_UV = {expected[1]:.1f}"
+    assert said in capsys.readouterr().err  # a clean clip: no SURE (nothing to judge the strength on)
+    given_arguments = [*arguments, "--noise", "none", str(tmp_path / "given.mkv"), "--luma-chroma", "4,9"]
+    assert main(given_arguments) == 0
+    assert "luma/chroma (bt601) exponential/max, h_Y = 4.0, h_UV = 9.0 (given)" in capsys.readouterr().err
     given = read_frames(tmp_path / "given.mkv", 3)
     params = NLMParams(h=1)
     expected = LumaChromaDenoiser(params, 4.0, 9.0, "bt601", "cpu").export_stream(iter(clean))
@@ -118,9 +120,10 @@ def test_cli_denoises_in_luma_chroma(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit):
         main([*arguments, str(tmp_path / "bad.mkv"), "--luma-chroma", "4"])
     assert "expected off, auto or H_Y,H_UV (two strengths in levels), got '4'" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main([*arguments, str(tmp_path / "bad.mkv"), "--luma-chroma", "off"])
-    assert "leave --luma-chroma out for off" in capsys.readouterr().err
+    assert main([*arguments, str(tmp_path / "off.mkv"), "--luma-chroma", "off"]) == 0
+    assert ", color decorrelation o" in capsys.readouterr().err  # in RGB, with one h
+    assert main([*arguments, "--noise", "none", str(tmp_path / "bad.mkv"), "--luma-chroma", "auto"]) == 1
+    assert "--luma-chroma auto sets its strengths from the noise: give H_Y,H_UV" in capsys.readouterr().err
 
 
 def test_modes_as_written() -> None:

@@ -50,7 +50,7 @@ def test_defaults_and_normalisation() -> None:
         1,
     )
     assert type(params.h) is float and type(params.search_radius) is int
-    assert (params.weighting, params.center_weight, params.color_transform) == ("bisquare", "one", None)
+    assert (params.weighting, params.center_weight, params.color_transform) == ("exponential", "max", None)
     assert params.min_frame_size == 10
 
 

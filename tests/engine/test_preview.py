@@ -101,8 +101,9 @@ def test_luma_chroma_previews_and_plays_the_luma_chroma_filter(clip) -> None:
 def test_synthetic_noise_as_an_estimate_gives_h_from_its_sigma() -> None:
     estimate = SyntheticNoise(25, 0.5).estimate()
     assert estimate.method == "synthetic" and estimate.average_sigma == pytest.approx(25)
-    h = suggest_h(estimate, PARAMS)
-    assert 1.5 * 25 < h < 2.5 * 25 and h > 1.8 * suggest_h(SyntheticNoise(12.5, 0.5).estimate(), PARAMS)
+    bisquare = dataclasses.replace(PARAMS, weighting="bisquare", center_weight="one")  # the paper's: h ~ 2 sigma
+    h = suggest_h(estimate, bisquare)
+    assert 1.5 * 25 < h < 2.5 * 25 and h > 1.8 * suggest_h(SyntheticNoise(12.5, 0.5).estimate(), bisquare)
 
 
 def test_the_difference_image_is_what_the_filter_removed_amplified() -> None:

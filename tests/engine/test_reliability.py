@@ -403,8 +403,10 @@ def test_the_windows_presets_work_on_the_command_line(clip, tmp_path) -> None:
     # A first-time user tried --preset vhs (the encoder's speed) for the window's VHS preset.
     run = _cli("denoise", str(clip), str(tmp_path / "vhs.mkv"), "--codec", "ffv1", "--filter-preset", "VHS")
     assert run.returncode == 0, run.stderr
-    h, suggested = map(float, re.search(r"h = ([\d.]+) \(VHS's; the noise suggests ([\d.]+)\)", run.stderr).groups())
-    assert h == pytest.approx(1.2 * suggested, abs=0.06)  # vhs.json: strength 1.2
+    # vhs.json: strength 1.2, luma/chroma auto (both strengths 1.2 x those the noise suggests)
+    assert re.search(
+        r"luma/chroma \(bt\d+\) exponential/max, h_Y = [\d.]+, h_UV = [\d.]+ \(.*VHS's strength: x1\.2\)", run.stderr
+    ), run.stderr
     own = tmp_path / "own.json"
     own.write_text('{"h": 9, "patch_radius": 2, "search_radius": 2}')
     run = _cli("denoise", str(clip), str(tmp_path / "own.mkv"), "--codec", "ffv1", "--filter-preset", str(own))

@@ -16,7 +16,9 @@ from nlmeans_studio.engine.media.writer import VideoWriter
 from nlmeans_studio.engine.sample import SAMPLE_CLIP
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
-PARAMS = NLMParams(h=45, patch_radius=2, search_radius=2)
+PARAMS = NLMParams(
+    h=45, patch_radius=2, search_radius=2, weighting="bisquare", center_weight="one"
+)  # the paper's filter
 
 
 def make_clip(
@@ -112,7 +114,7 @@ def test_ffv1_round_trip_of_the_identity_filter_is_bit_exact(tmp_path) -> None:
         VideoReader(tmp_path / "clip.mkv") as reader,
         VideoWriter(tmp_path / "out.mkv", reader.info, codec="ffv1") as writer,
     ):
-        denoiser = Denoiser(NLMParams(h=1e-3, patch_radius=1, search_radius=1), "cpu")
+        denoiser = Denoiser(NLMParams(h=1e-3, patch_radius=1, search_radius=1, weighting="bisquare"), "cpu")
         for frame in denoiser.stream(reader.frames()):
             writer.write(np.rint(frame * 255).astype(np.uint8))
     assert np.array_equal(read_frames(tmp_path / "out.mkv"), clip)

@@ -60,12 +60,15 @@ def test_a_saved_preset_loads_back(tmp_path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json", "relative.json"]
 
 
-def test_the_luma_chroma_mode_is_saved_when_on(tmp_path) -> None:
+def test_the_luma_chroma_mode_is_saved_and_a_preset_without_it_is_off(tmp_path) -> None:
     params = NLMParams(h=12.5)
     for text, mode in (("auto", "auto"), ("4.5,9", (4.5, 9.0)), ("off", None)):
         save_preset(tmp_path / "mine.json", params, luma_chroma=text)
         assert load_preset(tmp_path / "mine.json") == Preset(params, None, mode)
-    assert "luma_chroma" not in (tmp_path / "mine.json").read_text()  # off: the file as before the mode
+    assert '"luma_chroma": "off"' in (tmp_path / "mine.json").read_text()  # off is written: auto is the default
+    # Saved before luma/chroma became the default, off was left out: such a preset stays off.
+    (tmp_path / "old.json").write_text('{"h": 12.5}')
+    assert load_preset(tmp_path / "old.json").luma_chroma is None
     with pytest.raises(ValueError, match="expected off, auto or H_Y,H_UV"):
         save_preset(tmp_path / "bad.json", params, luma_chroma="on")
 

@@ -438,6 +438,7 @@ def test_every_spin_box_and_slider_re_renders(qtbot, window, clip) -> None:
     path, frames = clip
     opened(qtbot, window, path)
     add_synthetic_noise(qtbot, window)
+    choose_luma_chroma(qtbot, window, "Off")  # h is the strength of the filter in RGB
     panel = window.parameters
     for control, typed, field in [
         (panel.h, "37.5", "h"),
@@ -494,13 +495,19 @@ def test_single_key_shortcuts_work_while_a_spin_box_has_focus(qtbot, window, cli
 def test_h_is_typed_after_its_key(qtbot, window, clip) -> None:
     # A first-time user found h three Tabs away, the first two without a visible focus.
     opened(qtbot, window, clip[0])
-    shown = window._shown
-    press(qtbot, window, KEY.Key_H)
-    assert window.parameters.h.spin.hasFocus()
-    for key in (KEY.Key_1, KEY.Key_2, KEY.Key_Period, KEY.Key_5, KEY.Key_Return):
-        press(qtbot, window, key)
-    assert window.parameters.h.value() == 12.5
-    qtbot.waitUntil(lambda: window._shown > shown, timeout=WAIT_MS)  # and the picture re-renders
+    panel = window.parameters
+    for strength, mode in ((panel.h_luma, "Strengths given"), (panel.h, "Off")):
+        # A colour clip starts in luma/chroma (auto): H takes to the luma strength, and a typed
+        # strength is given from then on; with luma/chroma off, to h.
+        if mode == "Off":
+            choose_luma_chroma(qtbot, window, "Off")
+        shown = window._shown
+        press(qtbot, window, KEY.Key_H)
+        assert strength.spin.hasFocus()
+        for key in (KEY.Key_1, KEY.Key_2, KEY.Key_Period, KEY.Key_5, KEY.Key_Return):
+            press(qtbot, window, key)
+        assert strength.value() == 12.5 and panel.luma_chroma.currentText() == mode
+        qtbot.waitUntil(lambda s=shown: window._shown > s, timeout=WAIT_MS)  # and the picture re-renders
 
 
 def test_scrub_to_the_last_frame(qtbot, window, clip) -> None:
@@ -528,7 +535,7 @@ def test_a_parameter_change_renders_off_the_gui_thread(qtbot, window, clip, monk
     opened(qtbot, window, clip[0])
     add_synthetic_noise(qtbot, window)
     first = window.preview.after.copy()
-    type_into(qtbot, window.parameters.h.spin, "80")
+    type_into(qtbot, window.parameters.h_luma.spin, "80")  # a colour clip's default: luma/chroma
     qtbot.waitUntil(lambda: not np.array_equal(window.preview.after, first), timeout=WAIT_MS)
     assert threads and all(thread is window.worker_thread.thread for thread in threads)
 
@@ -556,6 +563,7 @@ def test_bisquare_weights_with_h_under_the_noise_say_why_nothing_changes(qtbot, 
     path, _ = clip
     opened(qtbot, window, path)
     add_synthetic_noise(qtbot, window, sigma=20)
+    choose_luma_chroma(qtbot, window, "Off")
     box = window.parameters.weighting
     box.setFocus()
     while box.currentText() != "bisquare":
@@ -589,6 +597,8 @@ def test_luma_chroma_mode_previews_exports_and_is_kept_by_clip_and_preset(
     opened(qtbot, window, path)
     add_synthetic_noise(qtbot, window, sigma=20)
     index, panel = window.frame_slider.value(), window.parameters
+    assert panel.luma_chroma.currentText() == "Auto (from the noise)"  # a colour clip's default
+    choose_luma_chroma(qtbot, window, "Off")
     assert not panel.h_luma.isEnabled() and panel.h.isEnabled()
     assert not panel.h_luma.isVisible() and not panel.h_chroma.isVisible()  # off: their rows hidden
     noise, params, plain = SyntheticNoise(20), window.current_params(), window.preview.after
@@ -596,7 +606,7 @@ def test_luma_chroma_mode_previews_exports_and_is_kept_by_clip_and_preset(
     choose_luma_chroma(qtbot, window, "Auto (from the noise)")
     suggested = suggest_luma_chroma_h(split_estimate(noise.estimate(), "bt601"), params)
     assert (panel.h_luma.value(), panel.h_chroma.value()) == pytest.approx(suggested, abs=0.05)
-    assert not panel.h.isEnabled() and not panel.h_luma.isEnabled() and not panel.decorrelate.isEnabled()
+    assert not panel.h.isEnabled() and panel.h_luma.isEnabled() and not panel.decorrelate.isEnabled()
     assert panel.h_luma.isVisible() and panel.h_chroma.isVisible()
     expected = Previewer(ArrayFrames(frames), "cpu").render(index, params, noise, window.current_luma_chroma())
     np.testing.assert_array_equal(window.preview.after, expected.after)
@@ -724,6 +734,7 @@ def test_a_reopened_clip_shows_the_h_its_noise_suggests_beside_the_h_typed(qtbot
     drag(window, frame_point(window, 50.2, 40.2), frame_point(window, 89.8, 59.8))
     qtbot.mouseClick(window.noise.use_region, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: window.estimate.method == "region", timeout=WAIT_MS)
+    choose_luma_chroma(qtbot, window, "Off")  # one h
     press(qtbot, window, KEY.Key_H)
     for key in (KEY.Key_3, KEY.Key_0, KEY.Key_Return):
         press(qtbot, window, key)
@@ -980,7 +991,9 @@ def test_play_shows_every_frame_in_order_then_the_still_with_its_psnr(qtbot, win
     assert [preview.index for preview in played] == list(range(3, 12))
     still = Previewer(ArrayFrames(frames), "cpu")
     for preview in played[::4]:
-        expected = still.render(preview.index, window.current_params(), window.noise.noise())
+        expected = still.render(
+            preview.index, window.current_params(), window.noise.noise(), window.current_luma_chroma()
+        )
         np.testing.assert_array_equal(preview.after, expected.after)
     assert window.preview.index == 11 and window.preview.psnr_after is not None  # paused: the still
     assert "dB" in window.readouts.psnr.text()
@@ -1032,15 +1045,17 @@ def test_a_change_while_playing_plays_on_with_it(qtbot, window, clip, monkeypatc
     press(qtbot, window, KEY.Key_Space)
     allowed.release()
     qtbot.waitUntil(lambda: window.frame_slider.value() == 1, timeout=WAIT_MS)
-    type_into(qtbot, window.parameters.h.spin, "60")
+    type_into(qtbot, window.parameters.h_luma.spin, "60")
     for _ in range(40):
         allowed.release()
     qtbot.waitUntil(lambda: not window.playing, timeout=WAIT_MS)
     settle(qtbot, window)
     played = [preview.index for preview in shown if preview.psnr_after is None]
     assert played == list(range(1, 12))  # every frame, once, in order, across the change
-    expected = Previewer(ArrayFrames(frames), "cpu").render(11, window.current_params(), window.noise.noise())
-    assert window.current_params().h == 60
+    expected = Previewer(ArrayFrames(frames), "cpu").render(
+        11, window.current_params(), window.noise.noise(), window.current_luma_chroma()
+    )
+    assert window.current_luma_chroma()[0] == 60
     last_played = next(preview for preview in shown if preview.index == 11 and preview.psnr_after is None)
     np.testing.assert_array_equal(last_played.after, expected.after)
 
@@ -1124,8 +1139,7 @@ def test_psnr_shown_equals_engine_psnr_in_synthetic_noise_mode(qtbot, window, cl
     noise, params = SyntheticNoise(20, 0.0, 4), window.current_params()
     reference = Previewer(ArrayFrames(frames), "cpu")
     noisy = np.stack([reference.noisy_frame(i, noise) for i in range(len(frames))])
-    denoised = reference.denoiser
-    denoised.params = params
+    denoised = reference.filter_for(params, window.current_luma_chroma())  # luma/chroma: a colour clip's default
     clean = to_float32(frames[5])
     expected_after = psnr(clean, denoised.denoise_frame(noisy, 5))
     assert preview.psnr_before == psnr(clean, noisy[5]) and preview.psnr_after == expected_after
