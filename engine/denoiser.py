@@ -178,26 +178,32 @@ class Denoiser:
         for result in self._stream(itertools.chain([first], arriving)):
             yield _shaped_as_given(result, first)
 
-    def _stream(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
-        """``stream``'s frames, each (H, W, C)."""
+    def stream_on_device(self, frames: Iterable[Any]) -> Iterator[Any]:
+        """``stream`` of (H, W, C) float32 frames in [0, 1] that are where the filter runs (CuPy
+        arrays on the GPU, NumPy arrays on the CPU); the outputs stay there, (H, W, C) float32.
+        For frames made on the device (the luma/chroma mode's planes): no trip over the bus."""
+        return self._stream(frames, on_device=self.backend == "gpu")
+
+    def _stream(self, frames: Iterable[Any], on_device: bool = False) -> Iterator[Any]:
+        """``stream``'s frames, each (H, W, C); ``on_device``: frames and outputs on the GPU."""
         held: dict[int, Any] = {}
         shape: tuple[int, ...] | None = None
         next_output = 0
         arrived = 0
         for frame in frames:
-            host = checked_frame(frame, self.bit_depth)
-            shape = shape or host.shape
-            check_same_shape(shape, host.shape)
-            check_frame_shape(host.shape, self.params)
-            held[arrived] = self._window_filter.upload(host)
+            given = frame if on_device else checked_frame(frame, self.bit_depth)
+            shape = shape or given.shape
+            check_same_shape(shape, given.shape)
+            check_frame_shape(given.shape, self.params)
+            held[arrived] = self._window_filter.upload(given)
             arrived += 1
             while next_output + self.params.frames_future < arrived:
-                yield self._filter_held(held, next_output, arrived)
+                yield self._filter_held(held, next_output, arrived, on_device)
                 next_output += 1
             for index in [i for i in held if i < next_output - self.params.frames_past]:
                 del held[index]
         while next_output < arrived:
-            yield self._filter_held(held, next_output, arrived)
+            yield self._filter_held(held, next_output, arrived, on_device)
             next_output += 1
 
     def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]:
@@ -221,8 +227,10 @@ class Denoiser:
         for frame in self._stream(frames):
             yield frame if dtype == np.float32 else at_bit_depth(from_float32(frame, dtype), self.bit_depth)
 
-    def _filter_held(self, held: dict[int, Any], index: int, arrived: int) -> np.ndarray:
+    def _filter_held(self, held: dict[int, Any], index: int, arrived: int, on_device: bool = False) -> Any:
         window = [i for i in window_indices(index, arrived, self.params) if i in held]
+        if on_device:
+            return self._window_filter([held[i] for i in window], window.index(index), self.params)
         return self._filter([held[i] for i in window], window.index(index))
 
     def _uploaded(self, frames: Sequence[np.ndarray]) -> list[Any]:

@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from nlmeans_studio.engine.backend import cupy_module
 from nlmeans_studio.engine.denoiser import Denoiser
-from nlmeans_studio.engine.frames import at_bit_depth, check_bit_depth, checked_frame, from_float32, to_float32
+from nlmeans_studio.engine.frames import at_bit_depth, check_bit_depth, checked_frame, integer_scale, to_float32
 from nlmeans_studio.engine.media.yuv import HD_LINES
 from nlmeans_studio.engine.noise import NoiseEstimate, estimate_noise, suggest_h
 from nlmeans_studio.engine.params import H_MIN, NLMParams
@@ -226,7 +227,7 @@ class LumaChromaDenoiser:
         """Frame ``index`` of the RGB ``clip``, denoised; float32 (H, W, 3)."""
         luma = self.luma.denoise_frame(_Planes(clip, self, 0), index)
         chroma = self.chroma.denoise_frame(_Planes(clip, self, 1), index)
-        return self._rgb(luma, chroma)
+        return self._rgb(luma, chroma, np, self.inverse)
 
     @property
     def backend(self) -> str:
@@ -237,29 +238,43 @@ class LumaChromaDenoiser:
         return self.luma.device_name
 
     def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]:
-        """Denoise a whole clip in order, as ``Denoiser.export_stream`` does; (H, W, 3) of ``dtype``."""
+        """Denoise a whole clip in order, as ``Denoiser.export_stream`` does; (H, W, 3) of ``dtype``.
+        Each frame crosses the bus once each way in its own dtype: the conversions to Y'CbCr and
+        back, and to ``dtype``, are made where the filter runs."""
         dtype = np.dtype(dtype)
-        luma_in, chroma_in = itertools.tee(self._planes(frame) for frame in frames)
-        lumas = self.luma.stream(luma for luma, _ in luma_in)
-        chromas = self.chroma.stream(chroma for _, chroma in chroma_in)
+        xp = cupy_module() if self.backend == "gpu" else np
+        matrix, inverse = xp.asarray(self.matrix), xp.asarray(self.inverse)
+        luma_in, chroma_in = itertools.tee(self._planes(frame, xp, matrix) for frame in frames)
+        lumas = self.luma.stream_on_device(luma for luma, _ in luma_in)
+        chromas = self.chroma.stream_on_device(chroma for _, chroma in chroma_in)
         for luma, chroma in zip(lumas, chromas, strict=True):
-            result = self._rgb(luma, chroma)
-            yield result if dtype == np.float32 else at_bit_depth(from_float32(result, dtype), self.bit_depth)
+            result = self._rgb(luma, chroma, xp, inverse)
+            if dtype != np.float32:
+                full_scale = np.iinfo(dtype).max  # as from_float32 rounds
+                result = xp.clip(xp.rint(result * full_scale), 0, full_scale).astype(dtype)
+            host = result if xp is np else xp.asnumpy(result)
+            yield host if dtype == np.float32 else at_bit_depth(host, self.bit_depth)
 
-    def _planes(self, frame: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _planes(self, frame: np.ndarray, xp: Any = np, matrix: Any = None) -> tuple[Any, Any]:
+        """Y (H, W, 1) and (Cb, Cr, 0) (H, W, 3) float32 of an RGB frame, made with array module
+        ``xp`` (the frame moved there in its own dtype)."""
         frame = checked_frame(frame, self.bit_depth)
         if frame.ndim != 3 or frame.shape[2] != 3:
             raise ValueError(
                 f"the luma/chroma mode needs RGB frames (H, W, 3), got {frame.shape}: a gray clip has no chroma"
             )
-        yuv = to_float32(frame) @ self.matrix.T
-        chroma = np.zeros_like(yuv)
+        rgb = xp.asarray(frame)
+        if frame.dtype != np.float32:
+            rgb = rgb.astype(xp.float32) * xp.float32(integer_scale(frame.dtype))
+        yuv = rgb @ (self.matrix if matrix is None else matrix).T
+        chroma = xp.zeros_like(yuv)
         chroma[..., :2] = yuv[..., 1:] + CHROMA_OFFSET
-        return np.ascontiguousarray(yuv[..., :1]), chroma
+        return xp.ascontiguousarray(yuv[..., :1]), chroma
 
-    def _rgb(self, luma: np.ndarray, chroma: np.ndarray) -> np.ndarray:
-        planes = np.concatenate([luma.reshape(*luma.shape[:2], 1), chroma[..., :2] - CHROMA_OFFSET], axis=-1)
-        return (planes @ self.inverse.T).astype(np.float32)
+    @staticmethod
+    def _rgb(luma: Any, chroma: Any, xp: Any, inverse: Any) -> Any:
+        planes = xp.concatenate([luma.reshape(*luma.shape[:2], 1), chroma[..., :2] - CHROMA_OFFSET], axis=-1)
+        return (planes @ inverse.T).astype(xp.float32)
 
 
 class _Planes(Sequence):

@@ -298,7 +298,9 @@ def test_kernel_names_are_the_template_instances_the_kernel_was_built_for() -> N
     measures) stay as they were."""
     layout = fused_layout(4, 3, 3, False, H100_SHARED_BYTES, packed=True)
     assert (
-        fused_kernel_name(NLMParams(h=30), 3, layout, packed=True, out_dtype=np.uint8)
+        fused_kernel_name(
+            NLMParams(h=30, weighting="bisquare", center_weight="one"), 3, layout, packed=True, out_dtype=np.uint8
+        )
         == "nlm_fused<4, 3, 3, 4, 32, 56, 70, 72, 72, false, true, false, false, unsigned char, 1>"
     )
     params = NLMParams(h=30, weighting="exponential", center_weight="max", color_transform=np.eye(3))
