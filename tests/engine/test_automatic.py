@@ -1,0 +1,167 @@
+"""The filter chosen when a person sets nothing (engine.automatic), through the public API and the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from clips import DATA
+
+from nlmeans_studio.engine import (
+    Denoiser,
+    LumaChromaDenoiser,
+    NLMParams,
+    add_noise,
+    add_realistic_noise,
+    apply_estimate,
+    choose_filter,
+    estimate_noise,
+    psnr,
+    split_estimate,
+    suggest_luma_chroma_h,
+)
+from nlmeans_studio.engine.automatic import FROM_NOISE, SURE, SURE_RANGE
+
+CLI = [sys.executable, "-m", "nlmeans_studio.engine"]
+SIGMA = 10 / 255
+
+
+@pytest.fixture(scope="module")
+def bikes() -> np.ndarray:
+    """Three clean 128 x 160 RGB frames of tests/data's bikes, float in [0, 1]."""
+    with np.load(DATA / "bikes_frames.npz") as archive:
+        return archive["frames"][:, 80:208, 80:240].astype(np.float32) / 255
+
+
+def test_a_colour_clip_is_filtered_in_luma_chroma_and_a_gray_one_as_it_is(bikes) -> None:
+    noisy = add_noise(bikes, SIGMA**2 * np.eye(3), seed=1)
+    estimate = estimate_noise(noisy)
+    choice = choose_filter(estimate, matrix="bt601")
+    window = NLMParams()
+    assert (window.weighting, window.center_weight) == ("exponential", "max")  # the study's choice
+    assert choice.luma_chroma == (*suggest_luma_chroma_h(split_estimate(estimate, "bt601"), window), "bt601")
+    assert choice.how == FROM_NOISE and isinstance(choice.denoiser("cpu"), LumaChromaDenoiser)
+    gray = noisy[..., :1]
+    gray_choice = choose_filter(estimate_noise(gray))
+    assert gray_choice.luma_chroma is None and isinstance(gray_choice.denoiser("cpu"), Denoiser)
+    assert gray_choice.params.h == pytest.approx(apply_estimate(window, estimate_noise(gray)).h)
+    off = choose_filter(estimate, luma_chroma=None)  # the clip's own channels, one h
+    assert off.luma_chroma is None and off.params.h == pytest.approx(apply_estimate(window, estimate).h)
+    given = choose_filter(estimate, luma_chroma=(4.0, 9.0))
+    assert given.luma_chroma == (4.0, 9.0, "bt709") and given.how == "given"
+
+
+def test_sure_chooses_the_strength_on_white_noise_near_the_best(bikes) -> None:
+    noisy = add_noise(np.concatenate([bikes, bikes[::-1]]), SIGMA**2 * np.eye(3), seed=2)  # four frames
+    estimate = estimate_noise(noisy)
+    choice = choose_filter(estimate, sample=noisy, backend="cpu")
+    assert choice.how == SURE and SURE_RANGE[0] <= choice.factor <= SURE_RANGE[1]
+    clean = np.concatenate([bikes, bikes[::-1]])
+
+    def score(factor: float) -> float:
+        scaled = choose_filter(estimate, strength=factor)
+        return np.mean([psnr(clean[i], scaled.denoiser("cpu").denoise_frame(noisy, i)) for i in (1, 2)])
+
+    grid = np.geomspace(*SURE_RANGE, 9)  # 1.19x apart
+    best = max(score(factor) for factor in grid)
+    # SURE scores the frames' 192 x 192 centre (all of these 128 x 160): within 0.2 dB of the grid's best.
+    assert score(choice.factor) >= best - 0.2
+    assert f"(SURE on the clip: x{choice.factor:.2f})" in choice.describe()
+
+
+def test_sure_is_not_used_where_the_noise_is_smooth_or_grows_with_brightness() -> None:
+    with np.load(DATA / "bikes_frames.npz") as archive:
+        frames = archive["frames"].astype(np.float32) / 255  # whole frames: bands of brightness to compare
+    for kind, sigma, said in (("demosaic", 15, "spatially_correlated"), ("signal", 20, "signal_dependent")):
+        noisy = add_realistic_noise(frames, kind, sigma, seed=2)
+        estimate = estimate_noise(noisy)
+        assert getattr(estimate, said), kind  # the estimate knows, and SURE's assumption fails
+        choice = choose_filter(estimate, sample=noisy, backend="cpu")
+        assert choice.how == FROM_NOISE and choice.factor == 1.0, kind
+
+
+def test_a_preset_strength_scales_what_sure_finds_best(bikes) -> None:
+    noisy = add_noise(np.concatenate([bikes, bikes[::-1]]), SIGMA**2 * np.eye(3), seed=2)
+    estimate = estimate_noise(noisy)
+    best = choose_filter(estimate, sample=noisy, backend="cpu")
+    light = choose_filter(estimate, sample=noisy, strength=0.7, backend="cpu")
+    assert light.factor == best.factor  # the preset does not move SURE's search
+    np.testing.assert_allclose(light.luma_chroma[:2], np.multiply(best.luma_chroma[:2], 0.7))
+
+
+def test_noise_all_channels_share_gives_finite_strengths(bikes) -> None:
+    """Film grain is one draw for R, G and B: Cb and Cr have no noise, and rounding made their
+    variance negative (a NaN strength refused by NLMParams)."""
+    draw = np.random.default_rng(4).normal(0, 12 / 255, bikes.shape[:3]).astype(np.float32)
+    grain = np.clip(bikes + draw[..., None], 0, 1)
+    choice = choose_filter(estimate_noise(grain))
+    h_luma, h_chroma, _ = choice.luma_chroma
+    assert np.isfinite([h_luma, h_chroma]).all() and h_chroma < h_luma / 4
+    choice.denoiser("cpu").denoise_frame(grain, 1)
+
+
+def test_the_api_reads_the_noise_the_command_line_reads(tmp_path) -> None:
+    """estimate_noise on a clip's frames and denoise --noise auto on its file read the same noise
+    (they read 0.9 and 3.6 dB apart before: all frames at once against pairs spread over it)."""
+    av = pytest.importorskip("av", reason="the clip is written with PyAV")
+    from nlmeans_studio.engine import estimate_clip_noise
+
+    rng = np.random.default_rng(5)
+    rows, columns = np.mgrid[0:64, 0:96]
+    clean = np.stack([np.stack([rows * 2 + t, columns + 3 * t, rows + columns], -1) % 200 + 20 for t in range(9)])
+    frames = np.clip(clean + rng.normal(0, 8, clean.shape), 0, 255).astype(np.uint8)
+    with av.open(str(tmp_path / "noisy.mkv"), "w") as container:
+        stream = container.add_stream("ffv1", rate=25)
+        stream.height, stream.width, stream.pix_fmt = 64, 96, "bgr0"
+        for index, frame in enumerate(frames):
+            video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
+            video_frame.pts, video_frame.time_base = index, Fraction(1, 25)
+            container.mux(stream.encode(video_frame))
+        container.mux(stream.encode(None))
+    from_file = estimate_clip_noise(tmp_path / "noisy.mkv")
+    from_array = estimate_noise(frames)
+    np.testing.assert_array_equal(from_array.covariance, from_file.covariance)
+    assert from_array.method == from_file.method
+
+
+def test_denoise_filters_a_gray_clip_as_it_is_and_a_colour_one_in_luma_chroma(tmp_path) -> None:
+    av = pytest.importorskip("av", reason="the clips are written with PyAV")
+    rng = np.random.default_rng(6)
+    rows, columns = np.mgrid[0:48, 0:64]
+    picture = (rows * 3 + columns * 2) % 200 + 20
+    for name, pixel_format, channels in (("gray.mkv", "gray", 1), ("colour.mkv", "bgr0", 3)):
+        with av.open(str(tmp_path / name), "w") as container:
+            stream = container.add_stream("ffv1", rate=25)
+            stream.height, stream.width, stream.pix_fmt = 48, 64, pixel_format
+            for index in range(6):
+                frame = np.clip(picture[..., None] + rng.normal(0, 10, (48, 64, channels)), 0, 255).astype(np.uint8)
+                video_frame = av.VideoFrame.from_ndarray(
+                    frame[..., 0] if channels == 1 else frame, format="gray" if channels == 1 else "rgb24"
+                )
+                video_frame.pts, video_frame.time_base = index, Fraction(1, 25)
+                container.mux(stream.encode(video_frame))
+            container.mux(stream.encode(None))
+        run = subprocess.run(
+            [
+                *CLI,
+                "denoise",
+                str(tmp_path / name),
+                str(tmp_path / f"out-{name}"),
+                "--codec",
+                "ffv1",
+                "--backend",
+                "cpu",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert run.returncode == 0, run.stderr
+        noise_line = next(line for line in run.stderr.splitlines() if line.startswith("noise:"))
+        if channels == 1:
+            assert "; exponential/max, h = " in noise_line and "luma/chroma" not in noise_line
+        else:
+            assert "; luma/chroma (bt601) exponential/max, h_Y = " in noise_line
