@@ -28,9 +28,9 @@ from nlmeans_studio.engine import peers
 from nlmeans_studio.engine.backend import cupy_module, resolve_backend
 from nlmeans_studio.engine.denoiser import Denoiser
 from nlmeans_studio.engine.filters import WindowFilter, window_filter
-from nlmeans_studio.engine.frames import FULL_SCALE_BITS, from_float32, window_indices
+from nlmeans_studio.engine.frames import FULL_SCALE_BITS, from_float32
 from nlmeans_studio.engine.metrics import psnr
-from nlmeans_studio.engine.params import NLMParams
+from nlmeans_studio.engine.params import NLMParams, window_indices
 from nlmeans_studio.engine.sample import load_clean_frames, noisy_frames
 
 PAPER_SEARCH_RADII = (2, 3, 5, 10)

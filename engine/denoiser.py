@@ -11,16 +11,8 @@ import numpy as np
 
 from nlmeans_studio.engine.backend import cpu_name, cupy_module, gpu_name, resolve_backend
 from nlmeans_studio.engine.filters import METHODS, WindowFilter, window_filter
-from nlmeans_studio.engine.frames import (
-    at_bit_depth,
-    check_bit_depth,
-    check_frame_shape,
-    check_same_shape,
-    checked_frame,
-    from_float32,
-    window_indices,
-)
-from nlmeans_studio.engine.params import NLMParams
+from nlmeans_studio.engine.frames import at_bit_depth, check_bit_depth, check_same_shape, checked_frame, from_float32
+from nlmeans_studio.engine.params import NLMParams, check_frame_shape, window_indices
 
 __all__ = ["METHODS", "Denoiser"]
 

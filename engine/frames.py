@@ -13,8 +13,6 @@ import math
 
 import numpy as np
 
-from nlmeans_studio.engine.params import NLMParams
-
 CHANNEL_COUNTS = (1, 3)
 FULL_SCALE_BITS = 16  # uint16 frames at 16-bit full scale, as the video readers give deep sources
 BIT_DEPTHS = range(9, FULL_SCALE_BITS + 1)  # the depths uint16 frames may declare
@@ -136,35 +134,7 @@ def from_float32(frame: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.clip(np.rint(frame * full_scale), 0, full_scale).astype(dtype)
 
 
-def check_frame_shape(shape: tuple[int, ...], params: NLMParams) -> None:
-    """Refuse frames the filter cannot process with ``params``, saying why.
-
-    Raises
-    ------
-    ValueError
-        A side shorter than A + B + 1, or a color transform of the wrong size.
-    """
-    height, width, channels = shape
-    smallest = params.min_frame_size
-    if height < smallest or width < smallest:
-        raise ValueError(
-            f"frames of {width}x{height} pixels are too small for search_radius "
-            f"{params.search_radius} and patch_radius {params.patch_radius}: both sides must be "
-            f"at least search_radius + patch_radius + 1 = {smallest} pixels"
-        )
-    transform = params.color_transform
-    if transform is not None and transform.shape[0] != channels:
-        raise ValueError(
-            f"color_transform is {transform.shape[0]}x{transform.shape[0]} but the frames have {channels} channel(s)"
-        )
-
-
 def check_same_shape(first: tuple[int, ...], shape: tuple[int, ...]) -> None:
     """Refuse a frame whose shape is not the clip's first frame's."""
     if shape != first:
         raise ValueError(f"all frames of a clip must have one shape, got {first} and then {shape}")
-
-
-def window_indices(index: int, length: int, params: NLMParams) -> range:
-    """Frame indices searched for output ``index`` of a clip of ``length`` frames (truncated)."""
-    return range(max(0, index - params.frames_past), min(length, index + params.frames_future + 1))

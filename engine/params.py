@@ -4,33 +4,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 
-Weighting = Literal["bisquare", "exponential"]
-CenterWeight = Literal["one", "max"]
+from nlmeans_studio.engine.shared_params import (
+    CENTER_WEIGHTS,
+    PATCH_RADIUS_MAX,
+    SEARCH_RADIUS_MAX,
+    WEIGHTINGS,
+    CenterWeight,
+    Weighting,
+    check_choice,
+    check_int,
+)
 
-PATCH_RADIUS_MAX = 8
-SEARCH_RADIUS_MAX = 16
 FRAMES_MAX = 8
 DEFAULT_H = 6.5  # 8-bit levels: the default filter's best for white noise of sigma 10 (no estimate to set h)
 H_MIN, H_MAX = 1e-3, 1e4  # 8-bit levels: u = D / (h/255)^2 stays finite in float32 for frames in [0, 1]
-WEIGHTINGS = ("bisquare", "exponential")
-CENTER_WEIGHTS = ("one", "max")
-
-
-def check_int(name: str, value: object, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= high:
-        raise ValueError(f"{name} must be an integer in 0..{high}, got {value!r}")
-    return int(value)
-
-
-def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        allowed = " or ".join(repr(c) for c in choices)
-        raise ValueError(f"{name} must be {allowed}, got {value!r}")
-    return str(value)
 
 
 def _check_color_transform(value: object) -> np.ndarray | None:
@@ -169,3 +159,31 @@ class NLMParams:
     def min_frame_size(self) -> int:
         """Smallest frame height and width the filter accepts: A + B + 1 pixels."""
         return self.search_radius + self.patch_radius + 1
+
+
+def check_frame_shape(shape: tuple[int, ...], params: NLMParams) -> None:
+    """Refuse frames the filter cannot process with ``params``, saying why.
+
+    Raises
+    ------
+    ValueError
+        A side shorter than A + B + 1, or a color transform of the wrong size.
+    """
+    height, width, channels = shape
+    smallest = params.min_frame_size
+    if height < smallest or width < smallest:
+        raise ValueError(
+            f"frames of {width}x{height} pixels are too small for search_radius "
+            f"{params.search_radius} and patch_radius {params.patch_radius}: both sides must be "
+            f"at least search_radius + patch_radius + 1 = {smallest} pixels"
+        )
+    transform = params.color_transform
+    if transform is not None and transform.shape[0] != channels:
+        raise ValueError(
+            f"color_transform is {transform.shape[0]}x{transform.shape[0]} but the frames have {channels} channel(s)"
+        )
+
+
+def window_indices(index: int, length: int, params: NLMParams) -> range:
+    """Frame indices searched for output ``index`` of a clip of ``length`` frames (truncated)."""
+    return range(max(0, index - params.frames_past), min(length, index + params.frames_future + 1))

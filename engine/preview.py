@@ -24,18 +24,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from nlmeans_studio.engine.denoiser import Denoiser
-from nlmeans_studio.engine.frames import (
-    FULL_SCALE_BITS,
-    check_frame_shape,
-    checked_frame,
-    from_float32,
-    to_float32,
-    window_indices,
-)
+from nlmeans_studio.engine.frames import FULL_SCALE_BITS, checked_frame, from_float32, to_float32
 from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser
 from nlmeans_studio.engine.metrics import psnr
 from nlmeans_studio.engine.noise import NoiseEstimate, add_noise
-from nlmeans_studio.engine.params import NLMParams
+from nlmeans_studio.engine.params import NLMParams, check_frame_shape, window_indices
 
 NOISE_CACHE_FRAMES = 24  # noisy frames kept, so that a slider change does not redraw the noise
 DIFFERENCE_GAIN = 4  # the difference view shows |before - after| times this, so that removed noise shows

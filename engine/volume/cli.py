@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from nlmeans_studio.engine.backend import BACKENDS
-from nlmeans_studio.engine.params import CENTER_WEIGHTS, WEIGHTINGS
+from nlmeans_studio.engine.shared_params import CENTER_WEIGHTS, WEIGHTINGS
 from nlmeans_studio.engine.volume.params import CHANNEL_MODES
 
 LOG_PROGRESS_SECONDS = 10.0  # progress in a log (stderr not a terminal): a line this often, and the first at once

@@ -26,7 +26,7 @@ import numpy as np
 
 from nlmeans_studio.engine.backend import check_devices, resolve_backend, resolve_devices
 from nlmeans_studio.engine.memory import require_cpu_room, says_what_to_lower
-from nlmeans_studio.engine.params import check_int
+from nlmeans_studio.engine.shared_params import check_int
 from nlmeans_studio.engine.volume.params import CHANNELS_MAX, Radii, VolumeParams, channel_strengths
 
 Progress = Callable[[int, int], None]  # (work done, work in all)

@@ -28,9 +28,10 @@ import numpy as np
 from nlmeans_studio.engine import NLMParams
 from nlmeans_studio.engine.backend import cupy_module
 from nlmeans_studio.engine.filters.fused_gpu import FusedGpuFilter
-from nlmeans_studio.engine.frames import from_float32, window_indices
+from nlmeans_studio.engine.frames import from_float32
 from nlmeans_studio.engine.gpu import device
 from nlmeans_studio.engine.metrics import psnr
+from nlmeans_studio.engine.params import window_indices
 from nlmeans_studio.engine.sample import load_clean_frames, noisy_frames
 
 OUTPUTS = (2, 3, 4, 5)  # frames filtered per sample, of a clip of 8

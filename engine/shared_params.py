@@ -1,0 +1,29 @@
+"""What the video and the volume filter share: the radii's limits, the weightings, the centre
+weights, and the checks that validate integers and choices at the public boundary."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+Weighting = Literal["bisquare", "exponential"]
+CenterWeight = Literal["one", "max"]
+
+PATCH_RADIUS_MAX = 8
+SEARCH_RADIUS_MAX = 16
+WEIGHTINGS = ("bisquare", "exponential")
+CENTER_WEIGHTS = ("one", "max")
+
+
+def check_int(name: str, value: object, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= high:
+        raise ValueError(f"{name} must be an integer in 0..{high}, got {value!r}")
+    return int(value)
+
+
+def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        allowed = " or ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return str(value)
