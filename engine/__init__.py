@@ -26,7 +26,6 @@ The window's engine
 
 from importlib.metadata import PackageNotFoundError, version
 
-from nlmeans_studio.engine.automatic import FilterChoice, choose_filter
 from nlmeans_studio.engine.backend import (
     BACKENDS,
     BackendUnavailableError,
@@ -34,24 +33,26 @@ from nlmeans_studio.engine.backend import (
     gpu_unavailable_reason,
     resolve_backend,
 )
-from nlmeans_studio.engine.denoiser import METHODS, Denoiser
-from nlmeans_studio.engine.export import ExportCancelledError, denoise_file, estimate_clip_noise
-from nlmeans_studio.engine.filters.compiled import COMPILING, filter_compiles
-from nlmeans_studio.engine.guided import GuidedDenoiser
-from nlmeans_studio.engine.luma_chroma import (
-    LumaChromaDenoiser,
-    matrix_for,
-    parse_luma_chroma,
-    split_estimate,
-    suggest_luma_chroma_h,
-)
+from nlmeans_studio.engine.cpu.compiled import COMPILING, filter_compiles
 from nlmeans_studio.engine.media.ffmpeg import VideoError
 from nlmeans_studio.engine.media.formats import CODECS, CodecNotHeldError, output_format
 from nlmeans_studio.engine.media.probe import VideoInfo
 from nlmeans_studio.engine.media.reader import VideoReader, read_frames
 from nlmeans_studio.engine.media.writer import VideoWriter, check_output_path
 from nlmeans_studio.engine.metrics import psnr
-from nlmeans_studio.engine.noise import (
+from nlmeans_studio.engine.resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
+from nlmeans_studio.engine.video.default_filter import FilterChoice, choose_filter
+from nlmeans_studio.engine.video.denoiser import METHODS, Denoiser
+from nlmeans_studio.engine.video.export import ExportCancelledError, denoise_file, estimate_clip_noise
+from nlmeans_studio.engine.video.guided import GuidedDenoiser
+from nlmeans_studio.engine.video.luma_chroma import (
+    LumaChromaDenoiser,
+    matrix_for,
+    parse_luma_chroma,
+    split_estimate,
+    suggest_luma_chroma_h,
+)
+from nlmeans_studio.engine.video.noise import (
     NoiseEstimate,
     add_noise,
     add_realistic_noise,
@@ -61,7 +62,7 @@ from nlmeans_studio.engine.noise import (
     estimate_noise_over,
     suggest_h,
 )
-from nlmeans_studio.engine.params import (
+from nlmeans_studio.engine.video.params import (
     CENTER_WEIGHTS,
     DEFAULT_H,
     FRAMES_MAX,
@@ -70,10 +71,16 @@ from nlmeans_studio.engine.params import (
     WEIGHTINGS,
     NLMParams,
 )
-from nlmeans_studio.engine.playback import RenderAhead
-from nlmeans_studio.engine.presets import Preset, PresetError, find_preset, load_preset, save_preset, shipped_presets
-from nlmeans_studio.engine.preview import LumaChroma, Preview, Previewer, SyntheticNoise, difference_image
-from nlmeans_studio.engine.resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
+from nlmeans_studio.engine.video.playback import RenderAhead
+from nlmeans_studio.engine.video.presets import (
+    Preset,
+    PresetError,
+    find_preset,
+    load_preset,
+    save_preset,
+    shipped_presets,
+)
+from nlmeans_studio.engine.video.preview import LumaChroma, Preview, Previewer, SyntheticNoise, difference_image
 from nlmeans_studio.engine.volume.denoise import denoise_volume, denoise_volume_slice
 from nlmeans_studio.engine.volume.io import (
     SUFFIXES,

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import NoReturn
 
 from nlmeans_studio.engine import VOLUME_SUFFIXES, __version__
-from nlmeans_studio.engine.automatic import AUTO, GIVEN, FilterChoice, choose_filter, sample_length, sure_applies
 from nlmeans_studio.engine.backend import (
     BACKENDS,
     BackendUnavailableError,
@@ -25,7 +24,7 @@ from nlmeans_studio.engine.backend import (
     resolve_backend,
     resolve_devices,
 )
-from nlmeans_studio.engine.bench import (
+from nlmeans_studio.engine.bench.measure import (
     PAPER_SEARCH_RADII,
     PAPER_TEMPORAL,
     paper_cases,
@@ -33,14 +32,8 @@ from nlmeans_studio.engine.bench import (
     run_preview,
     run_table,
 )
-from nlmeans_studio.engine.denoiser import METHODS
-from nlmeans_studio.engine.export import ExportCancelledError, clip_sample, denoise_file, estimate_clip_noise
-from nlmeans_studio.engine.filters.compiled import COMPILING, filter_compiles
+from nlmeans_studio.engine.cpu.compiled import COMPILING, filter_compiles
 from nlmeans_studio.engine.frames import FULL_SCALE_BITS
-from nlmeans_studio.engine.luma_chroma import (
-    matrix_for,
-    parse_luma_chroma,
-)
 from nlmeans_studio.engine.media.ffmpeg import VideoError, show_ffmpeg_messages
 from nlmeans_studio.engine.media.formats import CODECS, check_encoding, output_format
 from nlmeans_studio.engine.media.image_sequence import is_image_sequence
@@ -55,10 +48,24 @@ from nlmeans_studio.engine.memory import (
     require_cpu_room,
     share_malloc_arenas,
 )
-from nlmeans_studio.engine.noise import apply_estimate, decorrelation_decision, estimate_noise
-from nlmeans_studio.engine.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, NLMParams
-from nlmeans_studio.engine.presets import FIELDS as PRESET_FIELDS
-from nlmeans_studio.engine.presets import Preset, find_preset, load_preset, shipped_presets
+from nlmeans_studio.engine.video.default_filter import (
+    AUTO,
+    GIVEN,
+    FilterChoice,
+    choose_filter,
+    sample_length,
+    sure_applies,
+)
+from nlmeans_studio.engine.video.denoiser import METHODS
+from nlmeans_studio.engine.video.export import ExportCancelledError, clip_sample, denoise_file, estimate_clip_noise
+from nlmeans_studio.engine.video.luma_chroma import (
+    matrix_for,
+    parse_luma_chroma,
+)
+from nlmeans_studio.engine.video.noise import apply_estimate, decorrelation_decision, estimate_noise
+from nlmeans_studio.engine.video.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, NLMParams
+from nlmeans_studio.engine.video.presets import FIELDS as PRESET_FIELDS
+from nlmeans_studio.engine.video.presets import Preset, find_preset, load_preset, shipped_presets
 from nlmeans_studio.engine.volume import cli as volume_cli
 from nlmeans_studio.engine.volume.cli import LOG_PROGRESS_SECONDS
 

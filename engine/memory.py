@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from nlmeans_studio.engine.filters.compiled import filter_compiles
+from nlmeans_studio.engine.cpu.compiled import filter_compiles
 
 NUMBA_BYTES = 180 << 20  # numba and its LLVM, loaded
 COMPILE_BYTES = 96 << 20  # LLVM while it compiles the filter

@@ -23,12 +23,12 @@ import numpy as np
 
 from nlmeans_studio.engine import Denoiser, NLMParams
 from nlmeans_studio.engine.backend import cupy_module
-from nlmeans_studio.engine.filters.fused_gpu import FusedGpuFilter
 from nlmeans_studio.engine.frames import from_float32, to_float32
-from nlmeans_studio.engine.guided import GuidedDenoiser
 from nlmeans_studio.engine.metrics import psnr
-from nlmeans_studio.engine.params import window_indices
-from nlmeans_studio.engine.sample import noisy_frames
+from nlmeans_studio.engine.video.filters.fused_gpu import FusedGpuFilter
+from nlmeans_studio.engine.video.guided import GuidedDenoiser
+from nlmeans_studio.engine.video.params import window_indices
+from nlmeans_studio.engine.video.sample import noisy_frames
 
 FRAMES, OUTPUTS = 5, (1, 2, 3)
 

@@ -24,9 +24,9 @@ from collections.abc import Iterator
 import numpy as np
 
 from nlmeans_studio.engine import NLMParams, suggest_h
-from nlmeans_studio.engine.playback import DEFAULT_AHEAD, RenderAhead
-from nlmeans_studio.engine.preview import Previewer, SyntheticNoise
-from nlmeans_studio.engine.sample import load_clean_frames
+from nlmeans_studio.engine.video.playback import DEFAULT_AHEAD, RenderAhead
+from nlmeans_studio.engine.video.preview import Previewer, SyntheticNoise
+from nlmeans_studio.engine.video.sample import load_clean_frames
 
 WARM_UP_FRAMES = 6  # compile the kernels, allocate the buffers
 

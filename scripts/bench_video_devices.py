@@ -1,5 +1,5 @@
 """Frames per second of the fused GPU filter on a 4K clip held in memory, on one GPU and dealt
-over several in chunks (engine/gpu/video_devices.py), with a window that makes the filter the bottleneck.
+over several in chunks (engine/video/several_gpus.py), with a window that makes the filter the bottleneck.
 
     python scripts/bench_video_devices.py --frames 48 --devices 0 1
 """
@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from nlmeans_studio.engine import NLMParams
-from nlmeans_studio.engine.gpu.video_devices import DevicesDenoiser
+from nlmeans_studio.engine.video.several_gpus import DevicesDenoiser
 
 
 def main() -> None:

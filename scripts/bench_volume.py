@@ -32,10 +32,10 @@ import time
 import numpy as np
 
 from nlmeans_studio.engine import denoise_volume
-from nlmeans_studio.engine.filters.volume_gpu import tiled_layout, volume_launcher
 from nlmeans_studio.engine.gpu.device import device_attributes
 from nlmeans_studio.engine.volume import denoise
 from nlmeans_studio.engine.volume.denoise import padded_volume
+from nlmeans_studio.engine.volume.filter_gpu import tiled_layout, volume_launcher
 from nlmeans_studio.engine.volume.params import VolumeParams
 
 
@@ -67,7 +67,7 @@ def concurrent_kernel_seconds(cupy, volume: np.ndarray, params: VolumeParams, de
     """Best wall time of the kernels filtering ``volume`` split along z into one slab per device
     (each padded slab already on its GPU), launched on every device at once and waited for; and
     the stitched (Z, Y, X, 1) output on the host. The GPU-side scaling, without the copies."""
-    from nlmeans_studio.engine.gpu.slabs import split_range
+    from nlmeans_studio.engine.volume.slabs import split_range
 
     runs = []
     for device, (start, stop) in zip(devices, split_range(volume.shape[0], len(devices)), strict=True):

@@ -14,7 +14,7 @@ import numpy as np
 
 from nlmeans_studio.engine import denoise_volume, denoise_volume_slice
 from nlmeans_studio.engine.backend import cupy_module
-from nlmeans_studio.engine.filters.volume_gpu import gpu_slab_filters
+from nlmeans_studio.engine.volume.filter_gpu import gpu_slab_filters
 from nlmeans_studio.engine.volume.params import VolumeParams
 
 

@@ -15,7 +15,7 @@ used, so the tests check the table on footage it has not seen.
 
 Run from the repository root (about 12 minutes on two cores; the factors alone about 5):
 
-    python scripts/calibrate_h.py                   # rewrites engine/h_calibration.json
+    python scripts/calibrate_h.py                   # rewrites engine/video/h_calibration.json
     python scripts/calibrate_h.py --factors-only    # keeps its table, measures the factors again
 """
 
@@ -33,9 +33,9 @@ import numpy as np
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
 from nlmeans_studio.engine.media.reader import read_frames
-from nlmeans_studio.engine.noise import CALIBRATION_FILE, add_realistic_noise, estimate_noise
-from nlmeans_studio.engine.sample import SAMPLE_CLIP
-from nlmeans_studio.engine.strength import golden_minimum
+from nlmeans_studio.engine.video.noise import CALIBRATION_FILE, add_realistic_noise, estimate_noise
+from nlmeans_studio.engine.video.sample import SAMPLE_CLIP
+from nlmeans_studio.engine.video.sure import golden_minimum
 
 SIGMAS = [2.5, 5, 10, 25, 40]  # 8-bit levels
 SEARCH_RADII = [1, 2, 3, 5, 8]

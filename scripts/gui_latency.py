@@ -19,7 +19,7 @@ from PySide6.QtCore import QSettings, QTimer
 from PySide6.QtWidgets import QApplication
 
 from nlmeans_studio.engine import NLMParams
-from nlmeans_studio.engine.sample import SAMPLE_CLIP
+from nlmeans_studio.engine.video.sample import SAMPLE_CLIP
 from nlmeans_studio.gui.window import MainWindow
 
 TICK_MS = 10

@@ -16,7 +16,7 @@ from fractions import Fraction
 import av
 import numpy as np
 
-from nlmeans_studio.engine.sample import load_clean_frames, noisy_frames
+from nlmeans_studio.engine.video.sample import load_clean_frames, noisy_frames
 
 
 def main() -> None:

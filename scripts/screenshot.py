@@ -25,7 +25,7 @@ from pathlib import Path
 from PySide6.QtCore import QPoint, QPointF, QSettings
 from PySide6.QtWidgets import QApplication, QWidget
 
-from nlmeans_studio.engine.sample import SAMPLE_CLIP
+from nlmeans_studio.engine.video.sample import SAMPLE_CLIP
 from nlmeans_studio.gui.export import ExportDialog
 from nlmeans_studio.gui.window import MainWindow
 

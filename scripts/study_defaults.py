@@ -49,8 +49,8 @@ from nlmeans_studio.engine import (
     split_estimate,
     suggest_luma_chroma_h,
 )
-from nlmeans_studio.engine.automatic import choose_filter, sample_length
-from nlmeans_studio.engine.strength import choose_strength, golden_minimum
+from nlmeans_studio.engine.video.default_filter import choose_filter, sample_length
+from nlmeans_studio.engine.video.sure import choose_strength, golden_minimum
 
 FRAMES, HEIGHT, WIDTH = 7, 240, 320
 MIDDLE = (2, 3, 4)  # the frames scored: each has the default window's past and future frame

@@ -1,6 +1,6 @@
 // The paper's pass cascade (DESIGN.md §2) on the GPU: one kernel per pass, launched once per
 // search offset, every intermediate plane in device memory. This is the readable baseline the
-// fused kernel (nlm.cu) is measured against; it follows engine/filters/cascade.py step by step.
+// fused kernel (nlm.cu) is measured against; it follows engine/video/filters/cascade.py step by step.
 //
 // Frames are planar float32 [C][H][W]. For search radius A and patch radius B, the weights of
 // an offset are computed over the frame extended by A on each side, (H + 2A) x (W + 2A), so that

@@ -1,6 +1,6 @@
 // NLMeans Studio's fused GPU kernel (DESIGN.md §1, §2). Compiled at run time through
 // cupy.RawModule; the patch radius B, search radius A, channels C, the tile's layout (chosen
-// by engine/filters/fused_layout.py, which also sizes the shared memory) and the options are compile-time
+// by engine/video/filters/fused_layout.py, which also sizes the shared memory) and the options are compile-time
 // constants given as template arguments, so every loop over a patch or a tile unrolls.
 //
 // Frames live on the device as planar float32 [C][H][W], each uploaded once and kept while an
@@ -82,7 +82,7 @@ __global__ void frame_to_planar(const In* __restrict__ source, float* __restrict
 // frames the words arrive by cp.async, the next frame's while the current one is filtered, and
 // Y is unpacked from the candidate words in shared memory.
 //
-// The grid is one block per tile, except for the last `split` tiles (engine/filters/fused_layout.py chooses
+// The grid is one block per tile, except for the last `split` tiles (engine/video/filters/fused_layout.py chooses
 // them so that the grid's last wave of blocks, which would otherwise run a few whole tiles
 // while most multiprocessors wait, runs short pieces): each of those is split into pieces, one
 // block per frame of the window and part of its rounds, which write their partial sums to
@@ -289,7 +289,7 @@ __device__ void unpack_region(const unsigned* packed, float* region) {
     }
 }
 
-// The tile's shared-memory layout; strides come from engine/filters/fused_layout.py (chosen so that the lanes
+// The tile's shared-memory layout; strides come from engine/video/filters/fused_layout.py (chosen so that the lanes
 // of a pass-2 warp hit distinct banks). Pass 2 reads the candidates Y from the Z region where
 // Z is Y itself, else (OTHER_Z: a color transform or a guide; or PACKED) from a region of their own.
 // The kernel's helpers take it as their template argument L: it also names the kernel's B, A, C,
@@ -830,7 +830,7 @@ __device__ __forceinline__ void store_tile(const Out* tile_output, Out* output, 
 // candidates Y and a pixel's own values come from `frames`: Y takes its own region, as with a
 // transform. Never with PACKED. The last template argument and the last parameter, so that
 // the unguided kernels' names and code stay as they were (`guides` is null for them).
-// engine/filters/fused_gpu.py's fused_kernel_name writes the template instance.
+// engine/video/filters/fused_gpu.py's fused_kernel_name writes the template instance.
 template <int B, int A, int C, int K, int TH, int TW, int ZC_STRIDE, int YC_STRIDE, int VS_STRIDE, bool TRANSFORMED,
           bool PACKED, bool EXPONENTIAL, bool CENTER_MAX, typename Out, int MIN_BLOCKS, bool GUIDED = false>
 __global__ void __launch_bounds__(FUSED_THREADS, MIN_BLOCKS)

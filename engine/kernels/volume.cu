@@ -1,4 +1,4 @@
-// The volume filter of DESIGN.md §6 (engine/filters/volume_gpu.py), two kernels: `volume_tiled`
+// The volume filter of DESIGN.md §6 (engine/volume/filter_gpu.py), two kernels: `volume_tiled`
 // (below: separable box sums over a tile in shared memory, the faster by far)
 // wherever its tile fits, and for the rest (large search windows, many channels with large
 // patches) `volume_direct`, in which each thread filters RUN consecutive voxels of one (y, x) column.
@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(256) volume_direct(const float* __restrict__ p
 
 // ---------------------------------------------------------------------------------------------
 // The tiled kernel: the same filter with separable box sums, for the cases whose tile fits
-// (engine/filters/volume_gpu.py `tiled_layout`; the others keep `volume_direct` above).
+// (engine/volume/filter_gpu.py `tiled_layout`; the others keep `volume_direct` above).
 //
 // A block of WARPS warps filters TZ planes x WARPS * RY rows x (32 CX - 2 Bx) columns. It first
 // copies every padded voxel the tile's windows reach into shared memory, [C][z][y][x], times

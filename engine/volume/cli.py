@@ -124,7 +124,7 @@ class _Progress:
 def run(args: argparse.Namespace) -> int:
     """Run ``denoise-volume``; errors propagate to the CLI's handler."""
     from nlmeans_studio.engine.backend import resolve_backend, resolve_devices
-    from nlmeans_studio.engine.filters.compiled import COMPILING, filter_compiles
+    from nlmeans_studio.engine.cpu.compiled import COMPILING, filter_compiles
     from nlmeans_studio.engine.volume.denoise import checked_volume, denoise_volume, require_cpu_room_for
     from nlmeans_studio.engine.volume.io import (
         check_volume_input,

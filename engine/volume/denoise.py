@@ -4,11 +4,11 @@ A slab of output planes [z0, z1) reads its padded planes, ``padded_volume(data, 
 (z1 - z0 + 2 pz, C, Y + 2 py, X + 2 px) float32 with p = A + B per axis, mirrored at the
 volume's ends, in the layout both backends read (a plane's channels together, rows contiguous).
 With its own halo of A + B planes on either side, each slab filters independently and their
-union equals one pass (engine/gpu/slabs.py). On the CPU slabs are padded as they are filtered,
+union equals one pass (engine/volume/slabs.py). On the CPU slabs are padded as they are filtered,
 never the whole volume at once: half the host memory, and faster
 (docs/bench/2026-11-26-figures-from-docstrings.md). On the GPU only a slab's own planes and its
 z halo cross the bus, unpadded, and the GPU mirrors them into the same padded slab
-(engine/filters/volume_gpu.py's ``SlabPipeline``). Each device's slabs double in thickness
+(engine/volume/filter_gpu.py's ``SlabPipeline``). Each device's slabs double in thickness
 from THINNEST_SLAB planes to the middle of its share and halve again to its end, so that the
 next slab's upload and the previous one's download overlap the GPU's filtering of the current
 one and only the thin first upload and last download are waited for; the result does not change.
@@ -262,8 +262,8 @@ def denoise_volume(
         require_cpu_room_for(data)
         planar = _filter_on_cpu(data, params, slabs or 1, progress, target)
     else:
-        from nlmeans_studio.engine.filters.volume_gpu import gpu_slab_filters
-        from nlmeans_studio.engine.gpu import slabs as slab_module
+        from nlmeans_studio.engine.volume import slabs as slab_module
+        from nlmeans_studio.engine.volume.filter_gpu import gpu_slab_filters
 
         filters, least_slabs = gpu_slab_filters(data.shape, params, resolve_devices(devices))
         least = max(slabs or 1, least_slabs, len(filters))
@@ -288,8 +288,8 @@ def _filter_on_cpu(
 ) -> np.ndarray:
     """``denoise_volume`` of (Z, Y, X, C) ``data`` on the CPU, in ``slabs`` slabs padded as they
     are filtered (the next read on a thread of its own), into ``target`` or a new array."""
-    from nlmeans_studio.engine.filters.volume_cpu import filter_padded_cpu
-    from nlmeans_studio.engine.gpu import slabs as slab_module
+    from nlmeans_studio.engine.volume import slabs as slab_module
+    from nlmeans_studio.engine.volume.filter_cpu import filter_padded_cpu
 
     count = len(slab_module.split_range(data.shape[0], slabs))
     finished = [0]
@@ -413,11 +413,11 @@ def denoise_volume_slice(
     check_int("index", index, data.shape[axis] - 1)
     data = np.moveaxis(data, axis, 0)
     if _chosen_backend(backend, None) == "cpu":
-        from nlmeans_studio.engine.filters.volume_cpu import filter_padded_cpu
+        from nlmeans_studio.engine.volume.filter_cpu import filter_padded_cpu
 
         plane = filter_padded_cpu(padded_volume(data, moved.pad, (index, index + 1)), moved)[0]
     else:
-        from nlmeans_studio.engine.filters.volume_gpu import gpu_slab_filters
+        from nlmeans_studio.engine.volume.filter_gpu import gpu_slab_filters
 
         (make,), _ = gpu_slab_filters(data.shape, moved, None)
         planes = np.empty((1, *data.shape[1:]), dtype=np.float32)

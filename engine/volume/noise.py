@@ -1,7 +1,7 @@
 """The noise of a volume, from its flattest 3D blocks, and the h it suggests.
 
 The residual is the separable second difference [1, -2, 1] along z, y and x, scaled to unit
-gain (1/sqrt(216)), as engine/noise.py's 2D residual is for frames: on white Gaussian noise of
+gain (1/sqrt(216)), as engine/video/noise.py's 2D residual is for frames: on white Gaussian noise of
 standard deviation sigma it has standard deviation sigma, and it removes every signal that is
 quadratic along each axis. The estimate is a low quantile of the residual's variance over
 8^3 blocks (thinner along an axis of fewer than 10 voxels), corrected for that quantile's bias
@@ -64,7 +64,7 @@ H_PER_SIGMA = {
 }
 # A volume whose noise reads below this fraction of its intensity range (0.5th to 99.5th
 # percentile) is taken as clean, and h is suggested at that noise: half an 8-bit level of
-# the range, as engine/noise.py's CLEAN_SIGMA is for video. A synthetic volume reads 0, which
+# the range, as engine/video/noise.py's CLEAN_SIGMA is for video. A synthetic volume reads 0, which
 # no h can be suggested from; the MNI152 template reads 0.43 of a range of 255.
 CLEAN_FRACTION = 0.5 / 255
 

@@ -1,7 +1,7 @@
 """Interleaved A/B timing of versions of the fused kernel on the GPU machine.
 
 Each version is a folder of kernel sources (nlm.cu, common.cuh, ...; e.g. made with
-``git archive REV engine/kernels | tar -x -C .bench/prev``) that fits this engine/filters/fused_layout.py: the
+``git archive REV engine/kernels | tar -x -C .bench/prev``) that fits this engine/video/filters/fused_layout.py: the
 same template arguments and shared-memory layout (``fused_layout``), else the launch reads
 past its shared memory. Every iteration times every version on every case in turn, 4 outputs
 between two CUDA events, so that the GPU's clock drift over a run hits all versions alike;
@@ -27,12 +27,12 @@ import numpy as np
 
 from nlmeans_studio.engine import NLMParams
 from nlmeans_studio.engine.backend import cupy_module
-from nlmeans_studio.engine.filters.fused_gpu import FusedGpuFilter
 from nlmeans_studio.engine.frames import from_float32
 from nlmeans_studio.engine.gpu import device
 from nlmeans_studio.engine.metrics import psnr
-from nlmeans_studio.engine.params import window_indices
-from nlmeans_studio.engine.sample import load_clean_frames, noisy_frames
+from nlmeans_studio.engine.video.filters.fused_gpu import FusedGpuFilter
+from nlmeans_studio.engine.video.params import window_indices
+from nlmeans_studio.engine.video.sample import load_clean_frames, noisy_frames
 
 OUTPUTS = (2, 3, 4, 5)  # frames filtered per sample, of a clip of 8
 

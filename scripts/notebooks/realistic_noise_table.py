@@ -22,7 +22,7 @@ import numpy as np
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
 from nlmeans_studio.engine.media.reader import read_frames
-from nlmeans_studio.engine.noise import add_realistic_noise, apply_estimate, estimate_noise
+from nlmeans_studio.engine.video.noise import add_realistic_noise, apply_estimate, estimate_noise
 
 CASES = [
     ("clipped", 10),

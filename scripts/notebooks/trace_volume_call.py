@@ -1,6 +1,6 @@
 """A timeline of whole ``denoise_volume`` calls on the GPU: where each host thread spends them.
 
-Wraps the slab pipeline's steps (engine/filters/volume_gpu.py): each slab's upload (``_upload``:
+Wraps the slab pipeline's steps (engine/volume/filter_gpu.py): each slab's upload (``_upload``:
 host copies into pinned staging, queued DMA), its queueing (``_filter``) and its delivery
 (``_deliver``: waits for the GPU, host copies out), and every ``copy_planes`` call, recording
 the thread, the step and its start and end (ms from the call's start). Prints, per call, the
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from nlmeans_studio.engine import denoise_volume
-from nlmeans_studio.engine.filters import volume_gpu
+from nlmeans_studio.engine.volume import filter_gpu as volume_gpu
 
 Event = tuple[str, str, float, float]  # thread, step, start, end (s, perf_counter)
 

@@ -23,7 +23,7 @@ from nlmeans_studio.engine import (
     split_estimate,
     suggest_luma_chroma_h,
 )
-from nlmeans_studio.engine.automatic import FROM_NOISE, SURE, SURE_RANGE
+from nlmeans_studio.engine.video.default_filter import FROM_NOISE, SURE, SURE_RANGE
 
 CLI = [sys.executable, "-m", "nlmeans_studio.engine"]
 SIGMA = 10 / 255

@@ -11,7 +11,7 @@ from test_video import make_clip
 
 from nlmeans_studio.engine import COMPILING, Denoiser, NLMParams, __version__, denoise_volume
 from nlmeans_studio.engine.cli import main
-from nlmeans_studio.engine.sample import SAMPLE_CLIP, load_clean_frames, resize_bilinear
+from nlmeans_studio.engine.video.sample import SAMPLE_CLIP, load_clean_frames, resize_bilinear
 
 TINY_BENCH = ["bench", "--backend", "cpu", "--size", "48x40", "--frames", "1", "--search-radii", "1"]
 

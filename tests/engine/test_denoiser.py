@@ -220,7 +220,7 @@ def test_warm_up_compiles_for_the_frame_size(backend_method) -> None:
 
 def test_the_cpu_kernel_compiles_once_for_every_parameter() -> None:
     """Radii, h, weighting, centre weight and the window are run-time values of one numba kernel."""
-    from nlmeans_studio.engine.filters import fused_cpu
+    from nlmeans_studio.engine.video.filters import fused_cpu
 
     clip = noisy_clip("random", seed=6, frames=3, shape=(16, 16))
     for params in [

@@ -16,11 +16,11 @@ from test_video import make_clip
 
 from nlmeans_studio.engine import NLMParams, psnr
 from nlmeans_studio.engine.cli import main
-from nlmeans_studio.engine.export import ExportCancelledError, denoise_file
 from nlmeans_studio.engine.media.ffmpeg import VideoError
 from nlmeans_studio.engine.media.reader import VideoReader, read_frames
 from nlmeans_studio.engine.media.writer import VideoWriter
-from nlmeans_studio.engine.sample import noisy_frames
+from nlmeans_studio.engine.video.export import ExportCancelledError, denoise_file
+from nlmeans_studio.engine.video.sample import noisy_frames
 
 PARAMS = NLMParams(h=45, patch_radius=2, search_radius=2)
 

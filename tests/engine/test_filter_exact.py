@@ -16,7 +16,7 @@ from clips import noisy_clip, random_color_transform
 from reference import reference_denoise
 
 from nlmeans_studio.engine import Denoiser, NLMParams
-from nlmeans_studio.engine.params import CENTER_WEIGHTS, H_MAX, H_MIN, WEIGHTINGS
+from nlmeans_studio.engine.video.params import CENTER_WEIGHTS, H_MAX, H_MIN, WEIGHTINGS
 
 TOLERANCE = 1e-4
 GRID = list(

@@ -2,7 +2,7 @@
 
 CI has no GPU, so ``engine/kernels/nlm.cu`` is compiled here as C++ with ``cuda_on_cpu.h``
 (one thread per CUDA thread, a barrier per block) and run on small clips, with the tile layout
-``engine.filters.fused_layout`` picks. This checks the kernel's indexing, layouts, rounds and
+``engine.video.filters.fused_layout`` picks. This checks the kernel's indexing, layouts, rounds and
 barriers on every commit; the GPU tests check the same kernel on the device.
 
 Tolerance: max abs difference <= 1e-4 on values in [0, 1], as the exactness grid; uint8
@@ -20,8 +20,10 @@ from clips import noisy_clip, random_color_transform
 from reference import reference_denoise
 
 from nlmeans_studio.engine import NLMParams
-from nlmeans_studio.engine.filters.fused_gpu import fused_kernel_name
-from nlmeans_studio.engine.filters.fused_layout import (
+from nlmeans_studio.engine.frames import integer_scale
+from nlmeans_studio.engine.gpu.device import CUDA_TYPES, KERNELS
+from nlmeans_studio.engine.video.filters.fused_gpu import fused_kernel_name
+from nlmeans_studio.engine.video.filters.fused_layout import (
     FUSED_THREADS,
     FusedGrid,
     FusedLayout,
@@ -30,8 +32,6 @@ from nlmeans_studio.engine.filters.fused_layout import (
     patch_scale,
     split_tiles,
 )
-from nlmeans_studio.engine.frames import integer_scale
-from nlmeans_studio.engine.gpu.device import CUDA_TYPES, KERNELS
 
 TOLERANCE = 1e-4
 COMPILER = shutil.which("g++")

@@ -60,7 +60,7 @@ def test_cpu_and_gpu_agree_on_real_frames_with_every_option() -> None:
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
 def test_pipeline_streams_integer_frames_like_the_denoiser(dtype) -> None:
-    from nlmeans_studio.engine.gpu.pipeline import GpuPipeline
+    from nlmeans_studio.engine.video.gpu_pipeline import GpuPipeline
 
     full_scale = np.iinfo(dtype).max
     clip = (noisy_clip("bikes", seed=4, frames=6, shape=(36, 44)).clip(0, 1) * full_scale).round().astype(dtype)
@@ -95,8 +95,8 @@ def test_device_name_and_method() -> None:
 @pytest.mark.parametrize(("shared_limit", "tile_height"), [(None, 32), (100_000, 16), (60_000, 8)])
 def test_smaller_tiles_where_shared_memory_is_short(monkeypatch, shared_limit, tile_height) -> None:
     """Where a device has less shared memory per block, shorter tiles take over and stay exact."""
-    import nlmeans_studio.engine.filters.fused_gpu as fused_gpu
-    from nlmeans_studio.engine.filters.fused_layout import fused_layout
+    import nlmeans_studio.engine.video.filters.fused_gpu as fused_gpu
+    from nlmeans_studio.engine.video.filters.fused_layout import fused_layout
 
     cupy = cupy_module()
     limit, per_multiprocessor, multiprocessors = fused_gpu.device_attributes(cupy, cupy.cuda.Device().id)
@@ -122,7 +122,7 @@ def test_largest_radii_match_the_reference() -> None:
 @pytest.mark.parametrize("channels", [1, 3])
 def test_8_bit_frames_take_the_packed_path_and_match_the_reference(channels) -> None:
     """8-bit frames without a transform: distances on the packed bytes, in integers."""
-    from nlmeans_studio.engine.filters.fused_gpu import FusedGpuFilter
+    from nlmeans_studio.engine.video.filters.fused_gpu import FusedGpuFilter
 
     clip = noisy_clip("random", seed=9, frames=3, shape=(45, 70), channels=channels)
     clip8 = (clip.clip(0, 1) * 255).round().astype(np.uint8)
@@ -141,8 +141,8 @@ def test_8_bit_frames_take_the_packed_path_and_match_the_reference(channels) -> 
 @pytest.mark.parametrize("dtype", [np.float32, np.uint8])
 def test_split_tiles_add_up_to_the_reference(monkeypatch, dtype) -> None:
     """As if the device ran 4 blocks at once: the last tiles of the grid are split by frame."""
-    import nlmeans_studio.engine.filters.fused_gpu as fused_gpu
-    from nlmeans_studio.engine.filters.fused_layout import fused_grid, fused_layout
+    import nlmeans_studio.engine.video.filters.fused_gpu as fused_gpu
+    from nlmeans_studio.engine.video.filters.fused_layout import fused_grid, fused_layout
 
     cupy = cupy_module()
     per_block, per_multiprocessor, _ = fused_gpu.device_attributes(cupy, cupy.cuda.Device().id)
@@ -162,7 +162,7 @@ def test_split_tiles_add_up_to_the_reference(monkeypatch, dtype) -> None:
 def test_a_pipeline_runs_again_on_its_buffers_after_a_whole_and_an_abandoned_run() -> None:
     """Later runs reuse the buffers and events of the first (nothing is made per frame or per
     run), also after a run left off with work in flight, and give the same frames."""
-    from nlmeans_studio.engine.gpu.pipeline import GpuPipeline
+    from nlmeans_studio.engine.video.gpu_pipeline import GpuPipeline
 
     clip = (noisy_clip("bikes", seed=7, frames=6, shape=(36, 44)).clip(0, 1) * 255).round().astype(np.uint8)
     params = NLMParams(h=40, patch_radius=2, search_radius=2, frames_past=1, frames_future=2)
@@ -183,7 +183,7 @@ def test_a_pipeline_runs_again_on_its_buffers_after_a_whole_and_an_abandoned_run
 
 
 def test_pipeline_refuses_bad_frames() -> None:
-    from nlmeans_studio.engine.gpu.pipeline import GpuPipeline
+    from nlmeans_studio.engine.video.gpu_pipeline import GpuPipeline
 
     pipeline = GpuPipeline(cupy_module(), NLMParams(h=20, patch_radius=1, search_radius=1), np.uint8)
     frames = [np.zeros((12, 12, 3), np.uint8), np.zeros((12, 13, 3), np.uint8)]
@@ -217,7 +217,7 @@ def test_an_abandoned_export_stream_stops_its_threads() -> None:
 def test_nvdec_decodes_what_the_cpu_decodes() -> None:
     pytest.importorskip("av", reason="PyAV is not installed")
     from nlmeans_studio.engine.media.reader import VideoReader, read_frames
-    from nlmeans_studio.engine.sample import SAMPLE_CLIP
+    from nlmeans_studio.engine.video.sample import SAMPLE_CLIP
 
     with VideoReader(SAMPLE_CLIP, hardware_decoding=True) as reader:
         assert reader.decoder == "NVDEC"

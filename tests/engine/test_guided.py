@@ -8,9 +8,9 @@ import pytest
 from clips import CLI, noisy_clip
 
 from nlmeans_studio.engine import Denoiser, NLMParams
-from nlmeans_studio.engine.filters import window_filter
 from nlmeans_studio.engine.frames import from_float32
-from nlmeans_studio.engine.guided import GuidedDenoiser
+from nlmeans_studio.engine.video.filters import window_filter
+from nlmeans_studio.engine.video.guided import GuidedDenoiser
 
 
 def two_passes(clip: np.ndarray, params: NLMParams, prefilter_h: float | None = None) -> list[np.ndarray]:
@@ -78,7 +78,7 @@ def test_export_stream_refuses_frames_of_another_shape() -> None:
 
 
 def test_the_guide_is_refused_with_luma_chroma_and_unknown_names(tmp_path) -> None:
-    from nlmeans_studio.engine.export import denoise_file
+    from nlmeans_studio.engine.video.export import denoise_file
 
     params = NLMParams(h=20, patch_radius=1, search_radius=1)
     with pytest.raises(ValueError, match="guide must be 'prefilter' or None, got 'twice'"):

@@ -8,7 +8,7 @@ from clips import DATA, noisy_clip
 from reference import reference_denoise
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
-from nlmeans_studio.engine.luma_chroma import (
+from nlmeans_studio.engine.video.luma_chroma import (
     CHROMA_OFFSET,
     LumaChromaDenoiser,
     estimate_luma_chroma_noise,
@@ -18,7 +18,7 @@ from nlmeans_studio.engine.luma_chroma import (
     suggest_luma_chroma_h,
     yuv_matrix,
 )
-from nlmeans_studio.engine.noise import apply_estimate, estimate_noise
+from nlmeans_studio.engine.video.noise import apply_estimate, estimate_noise
 
 
 @pytest.mark.parametrize("matrix", ["bt601", "bt709"])
@@ -102,7 +102,7 @@ def test_cli_denoises_in_luma_chroma(tmp_path, capsys) -> None:
     # The clip's estimate (pairs spread over it, as --noise auto and the window take it) seen in
     # Y'CbCr: before, three frames from the start, estimated on Y'CbCr frames, where compressed
     # footage read 1.4 and 1.4 (its noise in Y, averaged with the subsampled chroma's).
-    from nlmeans_studio.engine.export import estimate_clip_noise
+    from nlmeans_studio.engine.video.export import estimate_clip_noise
 
     expected = suggest_luma_chroma_h(
         split_estimate(estimate_clip_noise(tmp_path / "clean.mkv"), "bt601"), NLMParams(h=1, center_weight="one")

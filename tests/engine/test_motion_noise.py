@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from clips import DATA
 
-from nlmeans_studio.engine.motion_noise import ARTIFACT_SIGMA, BLOCK, MAX_BLOCKS, kept_noise, motion_residuals
+from nlmeans_studio.engine.video.motion_noise import ARTIFACT_SIGMA, BLOCK, MAX_BLOCKS, kept_noise, motion_residuals
 
 
 @pytest.fixture(scope="module")

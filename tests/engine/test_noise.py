@@ -10,8 +10,8 @@ import pytest
 from clips import CLI, DATA, FLAT_BOX, chroma_subsampled_clips
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
-from nlmeans_studio.engine.noise import NoiseEstimate, add_noise, apply_estimate, estimate_noise, suggest_h
-from nlmeans_studio.engine.sample import SAMPLE_CLIP
+from nlmeans_studio.engine.video.noise import NoiseEstimate, add_noise, apply_estimate, estimate_noise, suggest_h
+from nlmeans_studio.engine.video.sample import SAMPLE_CLIP
 
 SIGMAS = [5, 10, 25, 40]  # 8-bit levels
 CORRELATIONS = [0.0, 0.5, 0.8]
@@ -241,7 +241,7 @@ def test_cli_estimate_noise_prints_json_and_refuses_small_regions(tmp_path, caps
     assert len(report["color_transform"]) == 3
     assert report["effective_channels"] == pytest.approx(3 / (1 + 2 * 0.5**2), abs=0.25)  # correlation 0.5
     # The estimate and the h that denoise --noise auto uses (a user saw three sigmas for one file).
-    from nlmeans_studio.engine.export import estimate_clip_noise
+    from nlmeans_studio.engine.video.export import estimate_clip_noise
 
     expected = estimate_clip_noise(tmp_path / "noisy.mkv")
     np.testing.assert_allclose(report["sigma"], expected.sigma.round(3))

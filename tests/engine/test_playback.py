@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from nlmeans_studio.engine import NLMParams
-from nlmeans_studio.engine.playback import RenderAhead
-from nlmeans_studio.engine.preview import ArrayFrames, Previewer, SyntheticNoise
+from nlmeans_studio.engine.video.playback import RenderAhead
+from nlmeans_studio.engine.video.preview import ArrayFrames, Previewer, SyntheticNoise
 
 PARAMS = NLMParams(h=40, patch_radius=1, search_radius=1)
 

@@ -9,8 +9,8 @@ from clips import noisy_clip
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr, suggest_h
 from nlmeans_studio.engine.frames import from_float32, to_float32
 from nlmeans_studio.engine.gpu.device import DeviceFrame, ResidentFrames
-from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser
-from nlmeans_studio.engine.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
+from nlmeans_studio.engine.video.luma_chroma import LumaChromaDenoiser
+from nlmeans_studio.engine.video.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
 
 PARAMS = NLMParams(h=40, patch_radius=2, search_radius=2)
 

@@ -11,7 +11,7 @@ import pytest
 from clips import DATA
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
-from nlmeans_studio.engine.noise import (
+from nlmeans_studio.engine.video.noise import (
     LOW_CONFIDENCE,
     add_noise,
     add_realistic_noise,

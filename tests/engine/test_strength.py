@@ -10,7 +10,7 @@ import pytest
 from clips import DATA
 
 from nlmeans_studio.engine import Denoiser, LumaChromaDenoiser, NLMParams, add_noise, psnr
-from nlmeans_studio.engine.strength import choose_strength, golden_minimum, sure_mse
+from nlmeans_studio.engine.video.sure import choose_strength, golden_minimum, sure_mse
 
 SIGMA = 10 / 255
 COVARIANCES = {  # full scale squared

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
-from nlmeans_studio.engine.export import denoise_file
 from nlmeans_studio.engine.media.ffmpeg import VideoError
 from nlmeans_studio.engine.media.reader import VideoReader, read_frames
 from nlmeans_studio.engine.media.writer import VideoWriter
-from nlmeans_studio.engine.sample import SAMPLE_CLIP
+from nlmeans_studio.engine.video.export import denoise_file
+from nlmeans_studio.engine.video.sample import SAMPLE_CLIP
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
 PARAMS = NLMParams(

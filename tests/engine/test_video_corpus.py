@@ -22,10 +22,10 @@ av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine ha
 from clips import CLI  # noqa: E402
 from media_corpus import CORPUS, ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
-from nlmeans_studio.engine.export import denoise_file  # noqa: E402
 from nlmeans_studio.engine.media.ffmpeg import VideoError  # noqa: E402
 from nlmeans_studio.engine.media.reader import VideoReader  # noqa: E402
-from nlmeans_studio.engine.params import NLMParams  # noqa: E402
+from nlmeans_studio.engine.video.export import denoise_file  # noqa: E402
+from nlmeans_studio.engine.video.params import NLMParams  # noqa: E402
 
 SPECS = {spec.name: spec for spec in CORPUS}
 

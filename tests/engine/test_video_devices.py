@@ -1,4 +1,4 @@
-"""A clip dealt over several GPUs in chunks (engine/gpu/video_devices.py) equals one GPU's export
+"""A clip dealt over several GPUs in chunks (engine/video/several_gpus.py) equals one GPU's export
 stream; the chunking itself is checked on the CPU, with CPU filters in the devices' place."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from clips import CLI
 
 from nlmeans_studio.engine import Denoiser, NLMParams
 from nlmeans_studio.engine.backend import gpu_unavailable_reason
-from nlmeans_studio.engine.gpu.video_devices import chunk_frames, filter_in_chunks
+from nlmeans_studio.engine.video.several_gpus import chunk_frames, filter_in_chunks
 
 WINDOWS = [(0, 0), (1, 1), (2, 0), (0, 2), (3, 1)]
 
@@ -100,7 +100,7 @@ def test_the_cli_refuses_devices_with_another_mode_or_without_a_gpu(tmp_path) ->
 def test_every_gpu_equals_one(past, future, chunk) -> None:
     if gpu_unavailable_reason() is not None:
         pytest.skip(gpu_unavailable_reason())
-    from nlmeans_studio.engine.gpu.video_devices import DevicesDenoiser
+    from nlmeans_studio.engine.video.several_gpus import DevicesDenoiser
 
     frames = list(np.random.default_rng(5).integers(0, 256, (13, 40, 48, 3), dtype=np.uint8))
     params = NLMParams(h=30.0, patch_radius=2, search_radius=3, frames_past=past, frames_future=future)

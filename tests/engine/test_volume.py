@@ -17,10 +17,10 @@ from test_volume_kernel_on_cpu import write_emulated_source
 from volume_reference import reference_denoise_volume
 
 from nlmeans_studio.engine import denoise_volume
-from nlmeans_studio.engine.filters.volume_gpu import copy_planes, kernel_name, source_planes, voxel_run
-from nlmeans_studio.engine.gpu.slabs import filter_in_slabs, split_range, tapered_ranges
 from nlmeans_studio.engine.volume.denoise import denoise_volume_slice, padded_volume
+from nlmeans_studio.engine.volume.filter_gpu import copy_planes, kernel_name, source_planes, voxel_run
 from nlmeans_studio.engine.volume.params import VolumeParams
+from nlmeans_studio.engine.volume.slabs import filter_in_slabs, split_range, tapered_ranges
 
 KERNELS = Path(__file__).parents[2] / "engine" / "kernels"
 TEMPLATE = Path(__file__).parents[1] / "data" / "mni152_t1_crop.npz"
@@ -109,7 +109,7 @@ def test_progress_reports_every_offset_pair_of_every_slab() -> None:
 
 def test_the_next_slab_is_padded_while_the_filter_works_and_the_volume_is_unchanged() -> None:
     """filter_in_slabs reads a filter's next slab on another thread during its current one."""
-    from nlmeans_studio.engine.filters.volume_cpu import filter_padded_cpu
+    from nlmeans_studio.engine.volume.filter_cpu import filter_padded_cpu
 
     volume = _random((10, 6, 7, 1), seed=8)
     params = VolumeParams.checked(0.3, 1, 1, "exponential", "one")
@@ -395,8 +395,8 @@ def test_each_gpu_kernel_matches_the_reference(kind, shape, patch, search, weigh
     _gpu_or_skip()
     import cupy
 
-    from nlmeans_studio.engine.filters.volume_gpu import tiled_layout, volume_launcher
     from nlmeans_studio.engine.gpu.device import device_attributes
+    from nlmeans_studio.engine.volume.filter_gpu import tiled_layout, volume_launcher
 
     volume = _random(shape, seed=len(shape) + 7)
     params = VolumeParams.checked(h, patch, search, weighting, center)
@@ -450,7 +450,7 @@ def test_the_gpu_pads_a_slab_exactly_as_padded_volume() -> None:
     _gpu_or_skip()
     import cupy
 
-    from nlmeans_studio.engine.filters.volume_gpu import pad_slab_gpu
+    from nlmeans_studio.engine.volume.filter_gpu import pad_slab_gpu
 
     for volume, pad, planes in _padding_cases(seed=12):
         low, high, indices = source_planes(*planes, volume.shape[0], pad[0])
@@ -468,7 +468,7 @@ def test_gpu_volume_equals_the_host_padded_kernel_bit_for_bit(
     _gpu_or_skip()
     import cupy
 
-    from nlmeans_studio.engine.filters import volume_gpu
+    from nlmeans_studio.engine.volume import filter_gpu as volume_gpu
 
     volume = _random(shape, seed=len(shape) + 9)
     params = VolumeParams.checked(h, patch, search, weighting, center)
@@ -523,7 +523,7 @@ def _numba_out_of_memory() -> SystemError:
 def test_memory_running_out_mid_run_says_what_to_lower(monkeypatch, failure) -> None:
     # Past the estimate of engine/memory.py, or where no limit lets it estimate: NumPy's bare
     # 'Unable to allocate', or numba's SystemError from its threads (a traceback on the command line).
-    from nlmeans_studio.engine.filters import volume_cpu
+    from nlmeans_studio.engine.volume import filter_cpu as volume_cpu
 
     def fail(*arguments: object) -> None:
         raise failure

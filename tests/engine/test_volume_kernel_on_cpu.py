@@ -17,15 +17,15 @@ import numpy as np
 import pytest
 from volume_reference import reference_denoise_volume
 
-from nlmeans_studio.engine.filters.volume_gpu import (
+from nlmeans_studio.engine.gpu.device import KERNELS
+from nlmeans_studio.engine.volume.denoise import padded_volume
+from nlmeans_studio.engine.volume.filter_gpu import (
     THREAD_TILES,
     TiledLayout,
     tiled_kernel_name,
     tiled_layout,
     tiled_root,
 )
-from nlmeans_studio.engine.gpu.device import KERNELS
-from nlmeans_studio.engine.volume.denoise import padded_volume
 from nlmeans_studio.engine.volume.params import VolumeParams
 
 COMPILER = shutil.which("g++")

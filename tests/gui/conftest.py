@@ -12,7 +12,7 @@ pytest.importorskip("av", reason="the window opens videos with PyAV")
 from PySide6.QtCore import QSettings
 from window_driver import clip_frames, write_clip
 
-from nlmeans_studio.engine.filters.volume_gpu import COPY_THREAD_NAME
+from nlmeans_studio.engine.volume.filter_gpu import COPY_THREAD_NAME
 from nlmeans_studio.gui.window import MainWindow
 
 

@@ -5,7 +5,7 @@ import pytest
 pytest.importorskip("PySide6", reason="the presets module belongs to the window")
 
 from nlmeans_studio.engine import DEFAULT_H, NLMParams
-from nlmeans_studio.engine.presets import Preset, PresetError, load_preset, save_preset, shipped_presets
+from nlmeans_studio.engine.video.presets import Preset, PresetError, load_preset, save_preset, shipped_presets
 from nlmeans_studio.gui.controls import parameter_help
 
 

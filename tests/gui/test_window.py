@@ -34,10 +34,10 @@ from window_driver import (
 
 from nlmeans_studio.engine import NLMParams, NoiseEstimate, apply_estimate, estimate_clip_noise, psnr
 from nlmeans_studio.engine.frames import to_float32
-from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
 from nlmeans_studio.engine.media.reader import read_frames
-from nlmeans_studio.engine.presets import PRESET_FOLDER, load_preset
-from nlmeans_studio.engine.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
+from nlmeans_studio.engine.video.luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
+from nlmeans_studio.engine.video.presets import PRESET_FOLDER, load_preset
+from nlmeans_studio.engine.video.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
 from nlmeans_studio.gui import export as export_module
 from nlmeans_studio.gui import worker as worker_module
 from nlmeans_studio.gui.export import ExportDialog

@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 
 from nlmeans_studio.engine.backend import gpu_unavailable_reason, resolve_backend
-from nlmeans_studio.engine.denoiser import Denoiser
 from nlmeans_studio.engine.frames import FULL_SCALE_BITS
 from nlmeans_studio.engine.media.ffmpeg import VideoError
 from nlmeans_studio.engine.media.pipe import LOOKAHEAD, PIPE, PipeReader
@@ -29,8 +28,9 @@ from nlmeans_studio.engine.media.probe import VideoInfo
 from nlmeans_studio.engine.media.reader import VideoReader
 from nlmeans_studio.engine.media.writer import VideoWriter
 from nlmeans_studio.engine.memory import require_cpu_room
-from nlmeans_studio.engine.noise import NoiseEstimate, estimate_noise_over
-from nlmeans_studio.engine.params import NLMParams
+from nlmeans_studio.engine.video.denoiser import Denoiser
+from nlmeans_studio.engine.video.noise import NoiseEstimate, estimate_noise_over
+from nlmeans_studio.engine.video.params import NLMParams
 
 QUEUE_FRAMES = 8  # frames waiting between two stages
 CPU_EXPORT_FRAMES = 9  # float32 frames' worth a CPU export holds besides its window's (cpu_export_bytes)
@@ -358,7 +358,7 @@ def denoise_file(
     if devices is not None and (guide is not None or luma_chroma is not None):
         raise ValueError("several GPUs run the plain filter only: not with the luma/chroma mode or the guide yet")
     if devices is not None:
-        from nlmeans_studio.engine.gpu.video_devices import DevicesDenoiser
+        from nlmeans_studio.engine.video.several_gpus import DevicesDenoiser
 
         if resolve_backend(backend) != "gpu":
             raise ValueError(
@@ -366,13 +366,13 @@ def denoise_file(
             )
         denoiser = DevicesDenoiser(params, devices)
     elif guide is not None:
-        from nlmeans_studio.engine.guided import GuidedDenoiser
+        from nlmeans_studio.engine.video.guided import GuidedDenoiser
 
         denoiser = GuidedDenoiser(params, backend, bit_depth=FULL_SCALE_BITS)
     elif luma_chroma is None:
         denoiser = Denoiser(params, backend, bit_depth=FULL_SCALE_BITS)  # the readers' uint16 frames
     else:
-        from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser
+        from nlmeans_studio.engine.video.luma_chroma import LumaChromaDenoiser
 
         denoiser = LumaChromaDenoiser(params, *luma_chroma, backend=backend, bit_depth=FULL_SCALE_BITS)
     started = time.perf_counter()

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from nlmeans_studio.engine.frames import to_float32
-from nlmeans_studio.engine.params import NLMParams
+from nlmeans_studio.engine.video.params import NLMParams
 
 Array = Any  # numpy.ndarray or cupy.ndarray
 

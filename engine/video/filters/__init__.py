@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from nlmeans_studio.engine.params import NLMParams
+from nlmeans_studio.engine.video.params import NLMParams
 
 METHODS = ("fused", "cascade")  # the first is the default
 
@@ -59,25 +59,25 @@ def _fused_cpu() -> WindowFilter:
     from nlmeans_studio.engine.memory import require_cpu_room
 
     require_cpu_room(0, volume=False)  # numba and its threads fit, under an address-space limit
-    from nlmeans_studio.engine.filters.fused_cpu import FusedCpuFilter
+    from nlmeans_studio.engine.video.filters.fused_cpu import FusedCpuFilter
 
     return FusedCpuFilter()
 
 
 def _cascade_cpu() -> WindowFilter:
-    from nlmeans_studio.engine.filters.cascade import CascadeCpuFilter
+    from nlmeans_studio.engine.video.filters.cascade import CascadeCpuFilter
 
     return CascadeCpuFilter()
 
 
 def _fused_gpu() -> WindowFilter:
-    from nlmeans_studio.engine.filters.fused_gpu import FusedGpuFilter
+    from nlmeans_studio.engine.video.filters.fused_gpu import FusedGpuFilter
 
     return FusedGpuFilter()
 
 
 def _cascade_gpu() -> WindowFilter:
-    from nlmeans_studio.engine.filters.cascade_gpu import CascadeGpuFilter
+    from nlmeans_studio.engine.video.filters.cascade_gpu import CascadeGpuFilter
 
     return CascadeGpuFilter()
 

@@ -41,8 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from nlmeans_studio.engine.frames import checked_frame, to_float32
-from nlmeans_studio.engine.motion_noise import compensated_change, kept_noise, region_change
-from nlmeans_studio.engine.params import NLMParams
+from nlmeans_studio.engine.video.motion_noise import compensated_change, kept_noise, region_change
+from nlmeans_studio.engine.video.params import NLMParams
 
 BLOCK = 16  # pixels on a side of the blocks automatic mode chooses among
 NOISE_PLACES = 3  # places in a clip (pairs of frames) the noise is estimated at

@@ -57,9 +57,9 @@ def filter_compiles(backend: str = "auto", *, volume: bool = False) -> bool:
     if resolve_backend(backend) != "cpu":
         return False
     if volume:
-        from nlmeans_studio.engine.filters import volume_cpu
+        from nlmeans_studio.engine.volume import filter_cpu as volume_cpu
 
         return not volume_cpu.compiled()
-    from nlmeans_studio.engine.filters import fused_cpu
+    from nlmeans_studio.engine.video.filters import fused_cpu
 
     return not fused_cpu.compiled()

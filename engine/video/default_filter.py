@@ -22,12 +22,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from nlmeans_studio.engine.denoiser import Denoiser
 from nlmeans_studio.engine.frames import to_float32
-from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
-from nlmeans_studio.engine.noise import NoiseEstimate, apply_estimate
-from nlmeans_studio.engine.params import NLMParams
-from nlmeans_studio.engine.strength import choose_strength
+from nlmeans_studio.engine.video.denoiser import Denoiser
+from nlmeans_studio.engine.video.luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
+from nlmeans_studio.engine.video.noise import NoiseEstimate, apply_estimate
+from nlmeans_studio.engine.video.params import NLMParams
+from nlmeans_studio.engine.video.sure import choose_strength
 
 LumaChroma = tuple[float, float, str]  # (h_luma, h_chroma, matrix): LumaChromaDenoiser's strengths
 AUTO = "auto"

@@ -18,9 +18,9 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from nlmeans_studio.engine.filters.compiled import in_numba_cache
-from nlmeans_studio.engine.filters.fused_cpu import FAST, NO_EXPONENT, accumulate_row, center_weight, weights_row
-from nlmeans_studio.engine.filters.launches import parallel_turn
+from nlmeans_studio.engine.cpu.compiled import in_numba_cache
+from nlmeans_studio.engine.cpu.launches import parallel_turn
+from nlmeans_studio.engine.video.filters.fused_cpu import FAST, NO_EXPONENT, accumulate_row, center_weight, weights_row
 from nlmeans_studio.engine.volume.params import VolumeParams
 
 

@@ -6,7 +6,7 @@ equals one pass, since every output voxel sees exactly the voxels it would in on
 runners (one per GPU) take the slabs in turn, concurrently (``run_in_slabs``). On the CPU a
 runner reads each next slab (engine/volume/denoise.py's ``padded_volume``, on a thread) while
 it filters the current one (``filter_in_slabs``); on the GPU it uploads the slab's own planes
-and mirrors them there (engine/filters/volume_gpu.py's ``SlabPipeline``).
+and mirrors them there (engine/volume/filter_gpu.py's ``SlabPipeline``).
 (A video over several GPUs is dealt in chunks of frames instead: ``video_devices``.)
 """
 

@@ -23,12 +23,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from nlmeans_studio.engine.denoiser import Denoiser
 from nlmeans_studio.engine.frames import FULL_SCALE_BITS, checked_frame, from_float32, to_float32
-from nlmeans_studio.engine.luma_chroma import LumaChromaDenoiser
 from nlmeans_studio.engine.metrics import psnr
-from nlmeans_studio.engine.noise import NoiseEstimate, add_noise
-from nlmeans_studio.engine.params import NLMParams, check_frame_shape, window_indices
+from nlmeans_studio.engine.video.denoiser import Denoiser
+from nlmeans_studio.engine.video.luma_chroma import LumaChromaDenoiser
+from nlmeans_studio.engine.video.noise import NoiseEstimate, add_noise
+from nlmeans_studio.engine.video.params import NLMParams, check_frame_shape, window_indices
 
 NOISE_CACHE_FRAMES = 24  # noisy frames kept, so that a slider change does not redraw the noise
 DIFFERENCE_GAIN = 4  # the difference view shows |before - after| times this, so that removed noise shows
@@ -389,8 +389,8 @@ class _DevicePreview:
 
     def __init__(self) -> None:
         from nlmeans_studio.engine.backend import cupy_module
-        from nlmeans_studio.engine.filters.fused_gpu import FusedGpuFilter
         from nlmeans_studio.engine.gpu.device import ResidentFrames
+        from nlmeans_studio.engine.video.filters.fused_gpu import FusedGpuFilter
 
         self.cupy = cupy_module()
         self.filter = FusedGpuFilter(self.cupy)

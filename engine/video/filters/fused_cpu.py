@@ -31,10 +31,10 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from nlmeans_studio.engine.filters.compiled import in_numba_cache
-from nlmeans_studio.engine.filters.launches import parallel_turn
+from nlmeans_studio.engine.cpu.compiled import in_numba_cache
+from nlmeans_studio.engine.cpu.launches import parallel_turn
 from nlmeans_studio.engine.frames import to_float32
-from nlmeans_studio.engine.params import NLMParams
+from nlmeans_studio.engine.video.params import NLMParams
 
 TILE_ROWS, TILE_COLUMNS = 32, 256  # one parallel task; its rows of frames and sums stay in L2
 

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from nlmeans_studio.engine.backend import cupy_module
-from nlmeans_studio.engine.filters import cascade
 from nlmeans_studio.engine.gpu.device import BLOCK, DeviceFrame, DeviceFrames, kernel_function
-from nlmeans_studio.engine.params import NLMParams
+from nlmeans_studio.engine.video.filters import cascade
+from nlmeans_studio.engine.video.params import NLMParams
 
 
 class CascadeGpuFilter:

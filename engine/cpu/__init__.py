@@ -1,0 +1,3 @@
+"""CPU plumbing shared by the numba filters of both products: whether a filter's first call
+compiles (``compiled``), and parallel launches that take turns where numba's threading layer
+needs it (``launches``)."""
