@@ -20,7 +20,7 @@ import numpy as np
 
 from nlmeans_studio.engine.cpu.compiled import in_numba_cache
 from nlmeans_studio.engine.cpu.launches import parallel_turn
-from nlmeans_studio.engine.video.filters.fused_cpu import FAST, NO_EXPONENT, accumulate_row, center_weight, weights_row
+from nlmeans_studio.engine.cpu.weighted_rows import FAST, NO_EXPONENT, accumulate_row, center_weight, weights_row
 from nlmeans_studio.engine.volume.params import VolumeParams
 
 
