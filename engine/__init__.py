@@ -33,7 +33,7 @@ from nlmeans_studio.engine.backend import (
     gpu_unavailable_reason,
     resolve_backend,
 )
-from nlmeans_studio.engine.cpu.compiled import COMPILING, filter_compiles
+from nlmeans_studio.engine.cpu.compiled import COMPILING
 from nlmeans_studio.engine.media.ffmpeg import VideoError
 from nlmeans_studio.engine.media.formats import CODECS, CodecNotHeldError, output_format
 from nlmeans_studio.engine.media.probe import VideoInfo
@@ -44,6 +44,7 @@ from nlmeans_studio.engine.resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
 from nlmeans_studio.engine.video.default_filter import FilterChoice, choose_filter
 from nlmeans_studio.engine.video.denoiser import METHODS, Denoiser
 from nlmeans_studio.engine.video.export import ExportCancelledError, denoise_file, estimate_clip_noise
+from nlmeans_studio.engine.video.filters import filter_compiles as video_filter_compiles
 from nlmeans_studio.engine.video.guided import GuidedDenoiser
 from nlmeans_studio.engine.video.luma_chroma import (
     LumaChromaDenoiser,
@@ -82,6 +83,7 @@ from nlmeans_studio.engine.video.presets import (
 )
 from nlmeans_studio.engine.video.preview import LumaChroma, Preview, Previewer, SyntheticNoise, difference_image
 from nlmeans_studio.engine.volume.denoise import denoise_volume, denoise_volume_slice
+from nlmeans_studio.engine.volume.denoise import filter_compiles as volume_filter_compiles
 from nlmeans_studio.engine.volume.io import (
     SUFFIXES,
     OneImageError,
@@ -100,6 +102,28 @@ try:
     __version__ = version("nlmeans-studio")
 except PackageNotFoundError:  # run from a source tree that was not installed
     __version__ = "0+unknown"
+
+
+def filter_compiles(backend: str = "auto", *, volume: bool = False) -> bool:
+    """Whether the first frame (or, with ``volume``, the first volume) filtered on ``backend``
+    waits for the CPU filter to compile: numba's cache holds no build of its current code for
+    this machine.
+
+    Parameters
+    ----------
+    backend : {"auto", "cpu", "gpu"}
+        As ``Denoiser`` and ``denoise_volume`` resolve it.
+    volume : bool
+        The 3D filter of ``denoise_volume`` rather than the video filter of ``Denoiser``.
+
+    Returns
+    -------
+    bool
+        True where the CPU's numba filter will compile first (up to a minute, once per machine and
+        version); False where it is cached, and on the GPU, whose kernels CuPy compiles in a
+        few seconds and keeps.
+    """
+    return volume_filter_compiles(backend) if volume else video_filter_compiles(backend)
 
 
 def command_line(argv: list[str] | None = None) -> int:

@@ -32,7 +32,7 @@ from nlmeans_studio.engine.bench.measure import (
     run_preview,
     run_table,
 )
-from nlmeans_studio.engine.cpu.compiled import COMPILING, filter_compiles
+from nlmeans_studio.engine.cpu.compiled import COMPILING
 from nlmeans_studio.engine.frames import FULL_SCALE_BITS
 from nlmeans_studio.engine.media.ffmpeg import VideoError, show_ffmpeg_messages
 from nlmeans_studio.engine.media.formats import CODECS, check_encoding, output_format
@@ -58,6 +58,7 @@ from nlmeans_studio.engine.video.default_filter import (
 )
 from nlmeans_studio.engine.video.denoiser import METHODS
 from nlmeans_studio.engine.video.export import ExportCancelledError, clip_sample, denoise_file, estimate_clip_noise
+from nlmeans_studio.engine.video.filters import cpu_filter_compiles, filter_compiles
 from nlmeans_studio.engine.video.luma_chroma import (
     matrix_for,
     parse_luma_chroma,
@@ -602,7 +603,7 @@ def _denoise(args: argparse.Namespace, stop: _Stop) -> int:
         # A GPU asked for and unavailable, or a CPU run that cannot fit an address-space limit
         # (numba and its threads): said before the noise estimate, whose FFmpeg threads take room.
         if resolve_backend(args.backend) == "cpu":
-            require_cpu_room(0, volume=False)
+            require_cpu_room(0, compiles=cpu_filter_compiles)
         args.source = PipeReader() if args.input == PIPE else args.input  # a pipe is read once, by both
         choice = _chosen_filter(args, preset, _source_info(args))
         if not args.quiet and filter_compiles(args.backend):

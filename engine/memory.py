@@ -24,8 +24,6 @@ import sys
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
-from nlmeans_studio.engine.cpu.compiled import filter_compiles
-
 NUMBA_BYTES = 180 << 20  # numba and its LLVM, loaded
 COMPILE_BYTES = 96 << 20  # LLVM while it compiles the filter
 M_ARENA_MAX = -8  # glibc's mallopt parameter: the most malloc arenas
@@ -138,10 +136,10 @@ def limited_flags() -> list[str]:
     return [flag for flag, limit in limits.items() if resource.getrlimit(limit)[0] != resource.RLIM_INFINITY]
 
 
-def require_cpu_room(data_bytes: int, *, volume: bool, smaller: str | None = None) -> None:
+def require_cpu_room(data_bytes: int, *, compiles: Callable[[], bool], smaller: str | None = None) -> None:
     """ShortOfMemoryError, before the CPU filter loads or starts its threads, where the run would not fit
     the process's address-space limit: ``data_bytes`` of arrays, numba with LLVM (and a compile,
-    where ``filter_compiles``), numba's pool of threads. ``smaller`` names another way to need
+    where ``compiles()``, which loads numba, says so), numba's pool of threads. ``smaller`` names another way to need
     less ("crop the volume"). Where there is a limit, new threads share malloc's arenas from now
     on, and numba is loaded (to tell whether it compiles).
 
@@ -155,7 +153,7 @@ def require_cpu_room(data_bytes: int, *, volume: bool, smaller: str | None = Non
     share_malloc_arenas()  # before numba's threads start
     if "numba" not in sys.modules:
         _require(data_bytes + NUMBA_BYTES, pool_threads(), smaller)
-    compiling = filter_compiles("cpu", volume=volume)  # loads numba
+    compiling = compiles()  # loads numba
     _require(data_bytes + (COMPILE_BYTES if compiling else 0), pool_threads(), smaller)
 
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-from nlmeans_studio.engine.backend import resolve_backend
-
-# What a run says before a first frame that compiles (``filter_compiles``): the wait is once.
+# What a run says before a first frame that compiles (``engine.filter_compiles``): the wait is once.
 COMPILING = "Compiling the CPU filter for this machine, once: up to a minute (later runs start at once)."
 
 
@@ -33,33 +31,3 @@ def in_numba_cache(*functions: Any) -> bool:
         if not any(key[1:] == current for key in cached):
             return False
     return True
-
-
-def filter_compiles(backend: str = "auto", *, volume: bool = False) -> bool:
-    """Whether the first frame (or, with ``volume``, the first volume) filtered on ``backend``
-    waits for the CPU filter to compile: numba's cache holds no build of its current code for
-    this machine.
-
-    Parameters
-    ----------
-    backend : {"auto", "cpu", "gpu"}
-        As ``Denoiser`` and ``denoise_volume`` resolve it.
-    volume : bool
-        The 3D filter of ``denoise_volume`` rather than the video filter of ``Denoiser``.
-
-    Returns
-    -------
-    bool
-        True where the CPU's numba filter will compile first (up to a minute, once per machine and
-        version); False where it is cached, and on the GPU, whose kernels CuPy compiles in a
-        few seconds and keeps.
-    """
-    if resolve_backend(backend) != "cpu":
-        return False
-    if volume:
-        from nlmeans_studio.engine.volume import filter_cpu as volume_cpu
-
-        return not volume_cpu.compiled()
-    from nlmeans_studio.engine.video.filters import fused_cpu
-
-    return not fused_cpu.compiled()

@@ -29,6 +29,7 @@ from nlmeans_studio.engine.media.reader import VideoReader
 from nlmeans_studio.engine.media.writer import VideoWriter
 from nlmeans_studio.engine.memory import require_cpu_room
 from nlmeans_studio.engine.video.denoiser import Denoiser
+from nlmeans_studio.engine.video.filters import cpu_filter_compiles
 from nlmeans_studio.engine.video.noise import NoiseEstimate, estimate_noise_over
 from nlmeans_studio.engine.video.params import NLMParams
 
@@ -380,7 +381,7 @@ def denoise_file(
         info, decoder = reader.info, reader.decoder
         if denoiser.backend == "cpu":
             smaller = "use a smaller temporal window (frames_past, frames_future)"
-            require_cpu_room(cpu_export_bytes(info, params), volume=False, smaller=smaller)
+            require_cpu_room(cpu_export_bytes(info, params), compiles=cpu_filter_compiles, smaller=smaller)
         first, last = _frame_range(reader, start, duration, frames)
         total = 0 if last is None else last - first  # 0: unknown until the pipe ends
         done = 0

@@ -124,8 +124,13 @@ class _Progress:
 def run(args: argparse.Namespace) -> int:
     """Run ``denoise-volume``; errors propagate to the CLI's handler."""
     from nlmeans_studio.engine.backend import resolve_backend, resolve_devices
-    from nlmeans_studio.engine.cpu.compiled import COMPILING, filter_compiles
-    from nlmeans_studio.engine.volume.denoise import checked_volume, denoise_volume, require_cpu_room_for
+    from nlmeans_studio.engine.cpu.compiled import COMPILING
+    from nlmeans_studio.engine.volume.denoise import (
+        checked_volume,
+        denoise_volume,
+        filter_compiles,
+        require_cpu_room_for,
+    )
     from nlmeans_studio.engine.volume.io import (
         check_volume_input,
         check_volume_output,
@@ -187,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
             )
     if resolve_backend(args.backend) == "cpu":
         require_cpu_room_for(source.data)  # before a word about a compile that could not happen
-    if not args.quiet and filter_compiles(args.backend, volume=True):
+    if not args.quiet and filter_compiles(args.backend):
         print(COMPILING, file=sys.stderr)
     start = time.perf_counter()
     filtered = denoise_volume(

@@ -16,9 +16,6 @@ one and only the thin first upload and last download are waited for; the result 
 
 from __future__ import annotations
 
-import concurrent.futures
-import itertools
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,11 +24,11 @@ import numpy as np
 from nlmeans_studio.engine.backend import check_devices, resolve_backend, resolve_devices
 from nlmeans_studio.engine.memory import require_cpu_room, says_what_to_lower
 from nlmeans_studio.engine.shared_params import check_int
-from nlmeans_studio.engine.volume.params import CHANNELS_MAX, Radii, VolumeParams, channel_strengths
+from nlmeans_studio.engine.volume.checks import channels_note, check_channels, require_finite
+from nlmeans_studio.engine.volume.params import Radii, VolumeParams, channel_strengths
+from nlmeans_studio.engine.volume.slabs import mirrored_indices
 
 Progress = Callable[[int, int], None]  # (work done, work in all)
-PARALLEL_CHECK_BYTES = 32 << 20  # all_finite: at least this much a thread
-FINITE_BLOCK_BYTES = 1 << 20  # all_finite: planes checked at once, in the cache
 THINNEST_SLAB = 16  # planes: a GPU's first and last slab, whose upload and download it waits for
 # float32 copies of a volume a CPU run adds at its peak, in one slab: the padded slab, the
 # accumulators (C + 2), the result, the output (124 MB for a 15 MB volume measured), the file's.
@@ -39,58 +36,6 @@ CPU_VOLUME_COPIES = 10
 
 
 @says_what_to_lower("crop the volume")
-def all_finite(data: np.ndarray, parallel_bytes: int = PARALLEL_CHECK_BYTES) -> bool:
-    """Whether no voxel is NaN or infinite: NaN makes the minimum NaN and an infinity is the
-    minimum or the maximum, so two reductions decide it without np.isfinite's mask. They run
-    over blocks of about a MiB of planes (the maximum reads the block the minimum left in the
-    cache) and, past ``parallel_bytes``, over runs of planes on every core (NumPy's reductions
-    release the GIL). Both measured faster than one pass over the whole volume
-    (docs/bench/2026-11-26-figures-from-docstrings.md)."""
-    if data.dtype.kind != "f" or data.size == 0:
-        return True
-    parts = min(data.shape[0], 2 * (os.cpu_count() or 1), -(-data.nbytes // parallel_bytes))
-    if parts > 1:
-        with concurrent.futures.ThreadPoolExecutor(parts) as pool:
-            return all(pool.map(all_finite, np.array_split(data, parts), itertools.repeat(data.nbytes)))
-    step = max(1, FINITE_BLOCK_BYTES // max(1, data[0].nbytes))
-    blocks = (data[start : start + step] for start in range(0, len(data), step))
-    return all(np.isfinite(block.min()) and np.isfinite(block.max()) for block in blocks)
-
-
-def require_finite(data: np.ndarray) -> None:
-    """ValueError, with the count, where ``data`` holds NaN or infinite voxels."""
-    if not all_finite(data):
-        raise non_finite_error(data)
-
-
-def non_finite_error(data: np.ndarray) -> ValueError:
-    """The error for a volume holding NaN or infinite voxels, with their count."""
-    count = int(np.count_nonzero(~np.isfinite(data)))
-    return ValueError(f"volume must be finite, got {count} NaN or infinite voxels (replace or mask them first)")
-
-
-def check_channels(shape: tuple[int, ...]) -> None:
-    """Refuse a 4D volume with more than CHANNELS_MAX channels, saying that its last axis was
-    read as channels: a time series given as (Z, Y, X, T) is the likely mistake."""
-    if len(shape) == 4 and shape[3] > CHANNELS_MAX:
-        raise ValueError(
-            f"volume of shape {shape} has {shape[3]} channels: the last axis of a 4D array is read as channels, "
-            f"and at most {CHANNELS_MAX} are filtered together; a time series must be filtered one time point at "
-            "a time, each a (Z, Y, X) volume; channels on another axis, as in (Z, C, Y, X), go last with "
-            "numpy.moveaxis(volume, 1, -1)"
-        )
-
-
-def channels_note(shape: tuple[int, ...]) -> str:
-    """For a message about a volume's size: which axes were measured, where the array is 4D."""
-    if len(shape) != 4:
-        return ""
-    return (
-        f" (the first three axes; the last, of {shape[3]}, is read as channels: a time series must be filtered one "
-        "time point at a time)"
-    )
-
-
 def checked_volume(volume: object, params: VolumeParams, finite: bool = True) -> np.ndarray:
     """``volume`` as a float32 (Z, Y, X, C) array, finite unless ``finite`` is False (the caller
     checks that later), or ValueError saying what is wrong."""
@@ -120,10 +65,24 @@ def checked_volume(volume: object, params: VolumeParams, finite: bool = True) ->
     return data
 
 
+def cpu_filter_compiles() -> bool:
+    """Whether the volume's CPU filter's first call compiles it (it loads numba): numba's cache
+    holds no build of its current code for this machine."""
+    from nlmeans_studio.engine.volume import filter_cpu
+
+    return not filter_cpu.compiled()
+
+
+def filter_compiles(backend: str = "auto") -> bool:
+    """Whether the first volume filtered on ``backend`` waits for the CPU filter to compile
+    (``engine.filter_compiles``)."""
+    return resolve_backend(backend) == "cpu" and cpu_filter_compiles()
+
+
 def require_cpu_room_for(data: np.ndarray) -> None:
     """MemoryError, saying what to lower, where filtering ``data`` on the CPU would not fit this
     process's address-space limit (``memory.require_cpu_room``)."""
-    require_cpu_room(CPU_VOLUME_COPIES * 4 * data.size, volume=True, smaller="crop the volume")
+    require_cpu_room(CPU_VOLUME_COPIES * 4 * data.size, compiles=cpu_filter_compiles, smaller="crop the volume")
 
 
 def padded_volume(data: np.ndarray, pad: tuple[int, int, int], planes: tuple[int, int] | None = None) -> np.ndarray:
@@ -136,13 +95,6 @@ def padded_volume(data: np.ndarray, pad: tuple[int, int, int], planes: tuple[int
     wanted = mirrored_indices(start - pad[0], stop + pad[0], data.shape[0])
     widths = [(0, 0), (pad[1], pad[1]), (pad[2], pad[2]), (0, 0)]
     return np.ascontiguousarray(np.pad(data[wanted], widths, mode="reflect").transpose(0, 3, 1, 2))
-
-
-def mirrored_indices(start: int, stop: int, size: int) -> np.ndarray:
-    """Indices start .. stop - 1 of an axis of ``size``, mirrored into it without repeating the
-    edge (np.pad mode="reflect", for start >= -(size - 1) and stop <= 2 size - 1)."""
-    wanted = np.abs(np.arange(start, stop))  # reflect below 0 ...
-    return np.where(wanted >= size, 2 * (size - 1) - wanted, wanted)  # ... and past the end
 
 
 def denoise_volume(

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nlmeans_studio.engine.memory import says_what_to_lower
-from nlmeans_studio.engine.volume.denoise import all_finite, channels_note, check_channels
+from nlmeans_studio.engine.volume.checks import all_finite, channels_note, check_channels
 from nlmeans_studio.engine.volume.params import Radii, VolumeParams
 
 BLOCK = 8

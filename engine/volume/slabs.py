@@ -7,7 +7,7 @@ runners (one per GPU) take the slabs in turn, concurrently (``run_in_slabs``). O
 runner reads each next slab (engine/volume/denoise.py's ``padded_volume``, on a thread) while
 it filters the current one (``filter_in_slabs``); on the GPU it uploads the slab's own planes
 and mirrors them there (engine/volume/filter_gpu.py's ``SlabPipeline``).
-(A video over several GPUs is dealt in chunks of frames instead: ``video_devices``.)
+(A video over several GPUs is dealt in chunks of frames instead: engine/video/several_gpus.py.)
 """
 
 from __future__ import annotations
@@ -133,3 +133,10 @@ def filter_in_slabs(
 
     ranges = split_range(shape[0], max(slabs, len(filters)))
     return run_in_slabs(shape, ranges, [runner(slab_filter) for slab_filter in filters], progress, output)
+
+
+def mirrored_indices(start: int, stop: int, size: int) -> np.ndarray:
+    """Indices start .. stop - 1 of an axis of ``size``, mirrored into it without repeating the
+    edge (np.pad mode="reflect", for start >= -(size - 1) and stop <= 2 size - 1)."""
+    wanted = np.abs(np.arange(start, stop))  # reflect below 0 ...
+    return np.where(wanted >= size, 2 * (size - 1) - wanted, wanted)  # ... and past the end

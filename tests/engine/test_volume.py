@@ -493,10 +493,10 @@ def test_gpu_volume_equals_the_host_padded_kernel_bit_for_bit(
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 @pytest.mark.parametrize("where", [(0, 0, 0), (3, 4, 5), (-1, -1, -1)])
 def test_all_finite_finds_every_nan_and_infinity_wherever_it_is(bad, where, monkeypatch) -> None:
-    from nlmeans_studio.engine.volume import denoise
-    from nlmeans_studio.engine.volume.denoise import all_finite
+    from nlmeans_studio.engine.volume import checks
+    from nlmeans_studio.engine.volume.checks import all_finite
 
-    monkeypatch.setattr(denoise, "FINITE_BLOCK_BYTES", 2 * 7 * 8 * 4)  # two planes a block, as a large volume's
+    monkeypatch.setattr(checks, "FINITE_BLOCK_BYTES", 2 * 7 * 8 * 4)  # two planes a block, as a large volume's
 
     volume = np.random.default_rng(1).normal(size=(6, 7, 8, 2)).astype(np.float32) * 1e30  # large, finite
     assert all_finite(volume) and all_finite(volume.astype(np.float64)) and all_finite(np.zeros((3, 3, 3), int))

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from nlmeans_studio.engine.backend import resolve_backend
 from nlmeans_studio.engine.video.params import NLMParams
 
 METHODS = ("fused", "cascade")  # the first is the default
@@ -55,10 +56,24 @@ class WindowFilter(Protocol):
         a first pass's output as a second pass's guide (``engine.guided``)."""
 
 
+def cpu_filter_compiles() -> bool:
+    """Whether the fused CPU filter's first call compiles it (it loads numba): numba's cache holds
+    no build of its current code for this machine."""
+    from nlmeans_studio.engine.video.filters import fused_cpu
+
+    return not fused_cpu.compiled()
+
+
+def filter_compiles(backend: str = "auto") -> bool:
+    """Whether the first frame filtered on ``backend`` waits for the CPU filter to compile
+    (``engine.filter_compiles``)."""
+    return resolve_backend(backend) == "cpu" and cpu_filter_compiles()
+
+
 def _fused_cpu() -> WindowFilter:
     from nlmeans_studio.engine.memory import require_cpu_room
 
-    require_cpu_room(0, volume=False)  # numba and its threads fit, under an address-space limit
+    require_cpu_room(0, compiles=cpu_filter_compiles)  # numba and its threads fit, under an address-space limit
     from nlmeans_studio.engine.video.filters.fused_cpu import FusedCpuFilter
 
     return FusedCpuFilter()

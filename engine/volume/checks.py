@@ -1,0 +1,67 @@
+"""The checks of a volume that the driver (``denoise``), its filters and the noise estimate share:
+finite voxels (and the error where they are not), and the channels of a 4D array."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import os
+
+import numpy as np
+
+from nlmeans_studio.engine.volume.params import CHANNELS_MAX
+
+PARALLEL_CHECK_BYTES = 32 << 20  # all_finite: at least this much a thread
+FINITE_BLOCK_BYTES = 1 << 20  # all_finite: planes checked at once, in the cache
+
+
+def all_finite(data: np.ndarray, parallel_bytes: int = PARALLEL_CHECK_BYTES) -> bool:
+    """Whether no voxel is NaN or infinite: NaN makes the minimum NaN and an infinity is the
+    minimum or the maximum, so two reductions decide it without np.isfinite's mask. They run
+    over blocks of about a MiB of planes (the maximum reads the block the minimum left in the
+    cache) and, past ``parallel_bytes``, over runs of planes on every core (NumPy's reductions
+    release the GIL). Both measured faster than one pass over the whole volume
+    (docs/bench/2026-11-26-figures-from-docstrings.md)."""
+    if data.dtype.kind != "f" or data.size == 0:
+        return True
+    parts = min(data.shape[0], 2 * (os.cpu_count() or 1), -(-data.nbytes // parallel_bytes))
+    if parts > 1:
+        with concurrent.futures.ThreadPoolExecutor(parts) as pool:
+            return all(pool.map(all_finite, np.array_split(data, parts), itertools.repeat(data.nbytes)))
+    step = max(1, FINITE_BLOCK_BYTES // max(1, data[0].nbytes))
+    blocks = (data[start : start + step] for start in range(0, len(data), step))
+    return all(np.isfinite(block.min()) and np.isfinite(block.max()) for block in blocks)
+
+
+def require_finite(data: np.ndarray) -> None:
+    """ValueError, with the count, where ``data`` holds NaN or infinite voxels."""
+    if not all_finite(data):
+        raise non_finite_error(data)
+
+
+def non_finite_error(data: np.ndarray) -> ValueError:
+    """The error for a volume holding NaN or infinite voxels, with their count."""
+    count = int(np.count_nonzero(~np.isfinite(data)))
+    return ValueError(f"volume must be finite, got {count} NaN or infinite voxels (replace or mask them first)")
+
+
+def check_channels(shape: tuple[int, ...]) -> None:
+    """Refuse a 4D volume with more than CHANNELS_MAX channels, saying that its last axis was
+    read as channels: a time series given as (Z, Y, X, T) is the likely mistake."""
+    if len(shape) == 4 and shape[3] > CHANNELS_MAX:
+        raise ValueError(
+            f"volume of shape {shape} has {shape[3]} channels: the last axis of a 4D array is read as channels, "
+            f"and at most {CHANNELS_MAX} are filtered together; a time series must be filtered one time point at "
+            "a time, each a (Z, Y, X) volume; channels on another axis, as in (Z, C, Y, X), go last with "
+            "numpy.moveaxis(volume, 1, -1)"
+        )
+
+
+def channels_note(shape: tuple[int, ...]) -> str:
+    """For a message about a volume's size: which axes were measured, where the array is 4D."""
+    if len(shape) != 4:
+        return ""
+    return (
+        f" (the first three axes; the last, of {shape[3]}, is read as channels: a time series must be filtered one "
+        "time point at a time)"
+    )
