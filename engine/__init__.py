@@ -24,8 +24,6 @@ The window's engine
     ``Previewer`` (before/after previews, playback), ``RenderAhead``, ``difference_image``.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
 from nlmeans_studio.engine.backend import (
     BACKENDS,
     BackendUnavailableError,
@@ -41,6 +39,7 @@ from nlmeans_studio.engine.media.reader import VideoReader, read_frames
 from nlmeans_studio.engine.media.writer import VideoWriter, check_output_path
 from nlmeans_studio.engine.metrics import psnr
 from nlmeans_studio.engine.resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
+from nlmeans_studio.engine.version import __version__
 from nlmeans_studio.engine.video.default_filter import FilterChoice, choose_filter
 from nlmeans_studio.engine.video.denoiser import METHODS, Denoiser
 from nlmeans_studio.engine.video.export import ExportCancelledError, denoise_file, estimate_clip_noise
@@ -85,7 +84,7 @@ from nlmeans_studio.engine.video.preview import LumaChroma, Preview, Previewer, 
 from nlmeans_studio.engine.volume.denoise import denoise_volume, denoise_volume_slice
 from nlmeans_studio.engine.volume.denoise import filter_compiles as volume_filter_compiles
 from nlmeans_studio.engine.volume.io import (
-    SUFFIXES,
+    VOLUME_SUFFIXES,
     OneImageError,
     VolumeFile,
     check_volume_output,
@@ -95,13 +94,6 @@ from nlmeans_studio.engine.volume.io import (
 )
 from nlmeans_studio.engine.volume.noise import VolumeNoiseEstimate, estimate_volume_noise, suggest_volume_h
 from nlmeans_studio.engine.volume.params import CHANNEL_MODES
-
-VOLUME_SUFFIXES = tuple(SUFFIXES)  # the file names read_volume and write_volume take: ".nii.gz", ...
-
-try:
-    __version__ = version("nlmeans-studio")
-except PackageNotFoundError:  # run from a source tree that was not installed
-    __version__ = "0+unknown"
 
 
 def filter_compiles(backend: str = "auto", *, volume: bool = False) -> bool:

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from nlmeans_studio.engine import VOLUME_SUFFIXES, __version__
 from nlmeans_studio.engine.backend import (
     BACKENDS,
     BackendUnavailableError,
@@ -48,6 +47,7 @@ from nlmeans_studio.engine.memory import (
     require_cpu_room,
     share_malloc_arenas,
 )
+from nlmeans_studio.engine.version import __version__
 from nlmeans_studio.engine.video.default_filter import (
     AUTO,
     GIVEN,
@@ -69,6 +69,7 @@ from nlmeans_studio.engine.video.presets import FIELDS as PRESET_FIELDS
 from nlmeans_studio.engine.video.presets import Preset, find_preset, load_preset, shipped_presets
 from nlmeans_studio.engine.volume import cli as volume_cli
 from nlmeans_studio.engine.volume.cli import LOG_PROGRESS_SECONDS
+from nlmeans_studio.engine.volume.io import VOLUME_SUFFIXES
 
 WINDOW_OPTIONS = tuple(name for name in PRESET_FIELDS if name != "h")  # the filter's options a preset also sets
 # The engine words its errors by its parameters' Python names; each of these is an option

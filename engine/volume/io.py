@@ -29,6 +29,7 @@ from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOut
 
 FORMAT_NAMES = {"nifti": "NIfTI", "tiff": "TIFF", "npy": "NumPy .npy"}
 SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff", ".npy": "npy"}
+VOLUME_SUFFIXES = tuple(SUFFIXES)  # the file names read_volume and write_volume take: ".nii.gz", ...
 OME_SUFFIXES = (".ome.tif", ".ome.tiff")  # TIFF names that ask for an OME-TIFF
 # The float types a format stores (.npy: every one); a float source of another is written as float32.
 FLOAT_TYPES = {"nifti": (np.float32, np.float64), "tiff": (np.float16, np.float32, np.float64)}
