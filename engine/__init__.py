@@ -40,6 +40,7 @@ from nlmeans_studio.engine.media.writer import VideoWriter, check_output_path
 from nlmeans_studio.engine.metrics import psnr
 from nlmeans_studio.engine.resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
 from nlmeans_studio.engine.version import __version__
+from nlmeans_studio.engine.video.choose_h import apply_estimate, decorrelation_decision, suggest_h
 from nlmeans_studio.engine.video.default_filter import FilterChoice, choose_filter
 from nlmeans_studio.engine.video.denoiser import METHODS, Denoiser
 from nlmeans_studio.engine.video.export import ExportCancelledError, denoise_file, estimate_clip_noise
@@ -52,16 +53,8 @@ from nlmeans_studio.engine.video.luma_chroma import (
     split_estimate,
     suggest_luma_chroma_h,
 )
-from nlmeans_studio.engine.video.noise import (
-    NoiseEstimate,
-    add_noise,
-    add_realistic_noise,
-    apply_estimate,
-    decorrelation_decision,
-    estimate_noise,
-    estimate_noise_over,
-    suggest_h,
-)
+from nlmeans_studio.engine.video.noise import estimate_noise, estimate_noise_over
+from nlmeans_studio.engine.video.noise_estimate import NoiseEstimate
 from nlmeans_studio.engine.video.params import (
     CENTER_WEIGHTS,
     DEFAULT_H,
@@ -81,6 +74,7 @@ from nlmeans_studio.engine.video.presets import (
     shipped_presets,
 )
 from nlmeans_studio.engine.video.preview import LumaChroma, Preview, Previewer, SyntheticNoise, difference_image
+from nlmeans_studio.engine.video.synthetic_noise import add_noise, add_realistic_noise
 from nlmeans_studio.engine.volume.denoise import denoise_volume, denoise_volume_slice
 from nlmeans_studio.engine.volume.denoise import filter_compiles as volume_filter_compiles
 from nlmeans_studio.engine.volume.io import (

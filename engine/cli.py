@@ -48,6 +48,7 @@ from nlmeans_studio.engine.memory import (
     share_malloc_arenas,
 )
 from nlmeans_studio.engine.version import __version__
+from nlmeans_studio.engine.video.choose_h import apply_estimate, decorrelation_decision
 from nlmeans_studio.engine.video.default_filter import (
     AUTO,
     GIVEN,
@@ -63,7 +64,7 @@ from nlmeans_studio.engine.video.luma_chroma import (
     matrix_for,
     parse_luma_chroma,
 )
-from nlmeans_studio.engine.video.noise import apply_estimate, decorrelation_decision, estimate_noise
+from nlmeans_studio.engine.video.noise import estimate_noise
 from nlmeans_studio.engine.video.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, NLMParams
 from nlmeans_studio.engine.video.presets import FIELDS as PRESET_FIELDS
 from nlmeans_studio.engine.video.presets import Preset, find_preset, load_preset, shipped_presets

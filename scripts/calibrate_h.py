@@ -33,9 +33,11 @@ import numpy as np
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
 from nlmeans_studio.engine.media.reader import read_frames
-from nlmeans_studio.engine.video.noise import CALIBRATION_FILE, add_realistic_noise, estimate_noise
+from nlmeans_studio.engine.video.choose_h import CALIBRATION_FILE
+from nlmeans_studio.engine.video.noise import estimate_noise
 from nlmeans_studio.engine.video.sample import SAMPLE_CLIP
 from nlmeans_studio.engine.video.sure import golden_minimum
+from nlmeans_studio.engine.video.synthetic_noise import add_realistic_noise
 
 SIGMAS = [2.5, 5, 10, 25, 40]  # 8-bit levels
 SEARCH_RADII = [1, 2, 3, 5, 8]

@@ -30,7 +30,8 @@ from nlmeans_studio.engine.media.writer import VideoWriter
 from nlmeans_studio.engine.memory import require_cpu_room
 from nlmeans_studio.engine.video.denoiser import Denoiser
 from nlmeans_studio.engine.video.filters import cpu_filter_compiles
-from nlmeans_studio.engine.video.noise import NoiseEstimate, estimate_noise_over
+from nlmeans_studio.engine.video.noise import estimate_noise_over
+from nlmeans_studio.engine.video.noise_estimate import NoiseEstimate
 from nlmeans_studio.engine.video.params import NLMParams
 
 QUEUE_FRAMES = 8  # frames waiting between two stages

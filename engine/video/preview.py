@@ -27,8 +27,9 @@ from nlmeans_studio.engine.frames import FULL_SCALE_BITS, checked_frame, from_fl
 from nlmeans_studio.engine.metrics import psnr
 from nlmeans_studio.engine.video.denoiser import Denoiser
 from nlmeans_studio.engine.video.luma_chroma import LumaChromaDenoiser
-from nlmeans_studio.engine.video.noise import NoiseEstimate, add_noise
+from nlmeans_studio.engine.video.noise_estimate import NoiseEstimate
 from nlmeans_studio.engine.video.params import NLMParams, check_frame_shape, window_indices
+from nlmeans_studio.engine.video.synthetic_noise import add_noise
 
 NOISE_CACHE_FRAMES = 24  # noisy frames kept, so that a slider change does not redraw the noise
 DIFFERENCE_GAIN = 4  # the difference view shows |before - after| times this, so that removed noise shows

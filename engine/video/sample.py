@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from nlmeans_studio.engine.resources import SAMPLE_CLIP
-from nlmeans_studio.engine.video.noise import add_noise
+from nlmeans_studio.engine.video.synthetic_noise import add_noise
 
 
 def resize_bilinear(frames: np.ndarray, height: int, width: int) -> np.ndarray:

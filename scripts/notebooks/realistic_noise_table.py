@@ -22,7 +22,9 @@ import numpy as np
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
 from nlmeans_studio.engine.media.reader import read_frames
-from nlmeans_studio.engine.video.noise import add_realistic_noise, apply_estimate, estimate_noise
+from nlmeans_studio.engine.video.choose_h import apply_estimate
+from nlmeans_studio.engine.video.noise import estimate_noise
+from nlmeans_studio.engine.video.synthetic_noise import add_realistic_noise
 
 CASES = [
     ("clipped", 10),

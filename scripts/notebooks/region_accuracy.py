@@ -25,7 +25,7 @@ import numpy as np
 
 from nlmeans_studio.engine import Denoiser, NLMParams, apply_estimate, estimate_noise, psnr
 from nlmeans_studio.engine.media.reader import read_frames
-from nlmeans_studio.engine.video.noise import NoiseEstimate
+from nlmeans_studio.engine.video.noise_estimate import NoiseEstimate
 
 ROOT = Path(__file__).resolve().parents[2]
 SIGMAS = (11.0, 8.0, 13.0)  # 8-bit levels

@@ -8,6 +8,7 @@ from clips import DATA, noisy_clip
 from reference import reference_denoise
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
+from nlmeans_studio.engine.video.choose_h import apply_estimate
 from nlmeans_studio.engine.video.luma_chroma import (
     CHROMA_OFFSET,
     LumaChromaDenoiser,
@@ -18,7 +19,7 @@ from nlmeans_studio.engine.video.luma_chroma import (
     suggest_luma_chroma_h,
     yuv_matrix,
 )
-from nlmeans_studio.engine.video.noise import apply_estimate, estimate_noise
+from nlmeans_studio.engine.video.noise import estimate_noise
 
 
 @pytest.mark.parametrize("matrix", ["bt601", "bt709"])

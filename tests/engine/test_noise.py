@@ -10,8 +10,11 @@ import pytest
 from clips import CLI, DATA, FLAT_BOX, chroma_subsampled_clips
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
-from nlmeans_studio.engine.video.noise import NoiseEstimate, add_noise, apply_estimate, estimate_noise, suggest_h
+from nlmeans_studio.engine.video.choose_h import apply_estimate, suggest_h
+from nlmeans_studio.engine.video.noise import estimate_noise
+from nlmeans_studio.engine.video.noise_estimate import NoiseEstimate
 from nlmeans_studio.engine.video.sample import SAMPLE_CLIP
+from nlmeans_studio.engine.video.synthetic_noise import add_noise
 
 SIGMAS = [5, 10, 25, 40]  # 8-bit levels
 CORRELATIONS = [0.0, 0.5, 0.8]

@@ -11,13 +11,10 @@ import pytest
 from clips import DATA
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
-from nlmeans_studio.engine.video.noise import (
-    LOW_CONFIDENCE,
-    add_noise,
-    add_realistic_noise,
-    apply_estimate,
-    estimate_noise,
-)
+from nlmeans_studio.engine.video.choose_h import apply_estimate
+from nlmeans_studio.engine.video.noise import estimate_noise
+from nlmeans_studio.engine.video.noise_estimate import LOW_CONFIDENCE
+from nlmeans_studio.engine.video.synthetic_noise import add_noise, add_realistic_noise
 
 
 @pytest.fixture(scope="module")

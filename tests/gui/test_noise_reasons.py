@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("PySide6", reason="the panels are Qt widgets")
 
 from nlmeans_studio.engine import DEFAULT_H, NLMParams
-from nlmeans_studio.engine.video.noise import NoiseEstimate
+from nlmeans_studio.engine.video.noise_estimate import NoiseEstimate
 from nlmeans_studio.engine.video.presets import Preset, load_preset, save_preset
 from nlmeans_studio.gui.controls import ParameterPanel
 from nlmeans_studio.gui.panels import NoisePanel

@@ -1,0 +1,311 @@
+"""A noise estimate (``NoiseEstimate``: the covariance, the color decorrelation transform, the
+confidence and its notes) and what every estimator reads: high-pass residuals, covariances,
+the texture of blocks.
+
+The noise model is Y = X + N with N ~ Normal(0, Sigma) per pixel, white in space and correlated
+across channels (DESIGN.md §1). The estimator works on high-pass residuals: the 3 x 3 kernel
+[1 -2 1; -2 4 -2; 1 -2 1] / 6 removes planes and smooth ramps, and on white noise its output
+has exactly the noise's covariance (the squared coefficients sum to 36/36 = 1), applied to all
+channels alike so that the cross-channel covariances survive. Automatic mode keeps the blocks
+whose structure is weakest, iterating as the weak-texture method of Liu, Tanaka and Okutomi
+(2013) does: the threshold on a block's gradient covariance follows from the current noise
+estimate, blocks over it are dropped, and the estimate is made again from the rest. Given
+consecutive frames, the flat blocks that also stay still from one frame to the next (their
+temporal differences (f[t+1] - f[t]) / sqrt(2) agree with the spatial estimate) give the final
+estimate from those differences: every pixel of the block counts, with no high-pass weighting.
+Where no flat block stays still (a pan, also a sub-pixel one), where the flat blocks' estimate
+looks spatially correlated (texture passes for that) or signal dependent, every block's change to
+its match in the next frame, with what a sub-pixel shift and a blur explain fitted out
+(``engine.motion_noise.compensated_change``), gives it: the blocks' median (motion the fit leaves
+only adds to some), per intensity band where the noise grows with brightness, and the change's
+own spatial correlation. Where the flat blocks show little noise with a low confidence, the noise
+an encoder kept in the texture is read from the quiet quarter of the motion-compensated change
+instead (``engine.motion_noise.kept_noise``). A region the user chose is read from its own
+motion-compensated change where there are two frames: it holds all of the noise, also the part
+that chroma subsampling or compression smoothed out of the high-pass residuals.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from nlmeans_studio.engine.frames import checked_frame, to_float32
+
+BLOCK = 16  # pixels on a side of the blocks automatic mode chooses among
+NOISE_PLACES = 3  # places in a clip (pairs of frames) the noise is estimated at
+MIN_REGION = 16  # pixels on a side of the smallest region an estimate is made from
+REGION_TILE = 8  # pixels on a side of the tiles a region's frame-to-frame change is read in
+# A tile of a region repeats the previous frame (a repeated frame, a block the encoder held) where
+# at least this share of its samples are equal: 8-bit noise of 1 level leaves 28 % equal, 2 levels 14 %.
+REPEATED_SHARE = 0.5
+ITERATIONS = 5
+CLEAN_SIGMA = 0.5  # 8-bit levels: below this the footage is taken as noise-free
+# A block is weakly textured while the largest eigenvalue of its summed gradient covariance
+# stays under this many times what noise alone gives (a generous chi-square quantile).
+TEXTURE_FACTOR = 1.6
+# A weakly textured block is still while its temporal-difference variance stays under this many
+# times the spatial estimate's (noise alone spreads a block's by about 5 %: 16 x 16 x 3 samples;
+# looser bounds let slight motion and compression flicker in, biasing sigma up by 2 to 6 %).
+STATIC_FACTOR = 1.1
+MIN_STATIC_BLOCKS = 8
+# A still block's temporal variance is at least this fraction of the spatial estimate: blocks an
+# encoder held still (skipped macroblocks repeat the previous frame) have almost none and are
+# never trusted.
+HELD_FACTOR = 0.6
+# Samples within half a level of 0 or full scale are clipped or crushed: clipping truncates the
+# noise, so blocks with more than this fraction of them are left out (a block whose mean is 2.6
+# sigma from the range's end has 0.5 % of its samples clipped and its variance within 2 % of the
+# noise's).
+CLIP_MARGIN = 0.5 / 255
+CLIPPED_FRACTION = 0.005
+# A user's region is measured as it is; past this fraction of clipped samples its noise reads
+# more than 2 % low (a region whose mean is 2 sigma from the range's end), which the warning says.
+REGION_CLIPPED_FRACTION = 0.02
+# Intensity bands (mean over channels) sigma is estimated in; the noise is reported signal
+# dependent when the bands' variances differ by more than SIGNAL_DEPENDENT_RATIO.
+BAND_EDGES = (0.0, 0.25, 0.5, 0.75, 1.0)
+MIN_BAND_BLOCKS = 4
+# A band of the motion-compensated change is read from the QUIET_SHARE of its blocks that changed
+# least, where it has MIN_BAND_CHANGES blocks: a band's few blocks may all be one moving object's,
+# whose misfit would pull their median (and call white noise signal dependent).
+QUIET_SHARE = 0.1
+MIN_BAND_CHANGES = 20
+SIGNAL_DEPENDENT_RATIO = 1.5
+# Spatially correlated noise (demosaicing, deinterlacing, compression) has less energy in the
+# high-pass residuals than in the pixels: flat blocks' variance around a plane over the residual
+# variance past this ratio says so, and the pixels' variance is then the estimate (patch
+# distances see the pixels' noise, not the residuals').
+CORRELATED_RATIO = 1.4
+LOW_CONFIDENCE = 0.5
+# The confidence of an estimate from the frame-to-frame change (``engine.motion_noise``): under
+# LOW_CONFIDENCE, so that the warning still offers a region to check it on.
+MOTION_CONFIDENCE = 0.4
+# Effective channels under SHARED_NOISE_CHANNELS: noise shared by the channels (compressed
+# footage reads about 1.1 of 3), which the CLI and the window explain. At least WHITE_SHARE of the
+# channels: white noise (independent, one sigma), with nothing to decorrelate. White noise of sigma
+# 3 to 40 levels read 2.981 to 3.000 of 3 on the bikes, the sample clip and a flat frame (its
+# luminance gain 0.955 to 1.004, either side of 1 by chance); equal sigmas correlated 0.1 read 2.94.
+SHARED_NOISE_CHANNELS = 2.0
+WHITE_SHARE = 0.98
+
+
+@dataclass(frozen=True)
+class NoiseEstimate:
+    """The noise of a clip, as ``estimate_noise`` measured it.
+
+    ``estimate_noise`` makes it; the constructor takes the attributes below, in order.
+
+    Attributes
+    ----------
+    covariance : (C, C) ndarray
+        Sigma, in units of full scale squared ([0, 1] frames).
+    regions : list of (x, y, width, height)
+        The boxes the estimate comes from, in pixels, for a GUI to draw.
+    samples : int
+        Residual pixels used.
+    warning : str or None
+        Why the estimate may be poor (a region too textured, footage that looks clean).
+    method : {"spatial", "temporal", "motion", "region", "synthetic"}
+        Where the residuals came from: high-pass residuals of flat blocks, the change from frame
+        to frame of flat blocks that stay still or else of all blocks, motion compensated (a
+        pan, texture, noise that grows with brightness or is spatially correlated), the change
+        of the quietest motion-compensated blocks where the flat blocks show little noise
+        (compressed footage: ``engine.motion_noise``), or the user's region; "synthetic" for noise of a known
+        covariance (``engine.preview.SyntheticNoise.estimate``), measured from nothing.
+    confidence : float
+        0 to 1: how far the estimate can be trusted (enough flat blocks, blocks that agree with
+        each other, little clipping); under 0.5 the warning asks for a region.
+    bands : tuple of (low, high, sigma, blocks)
+        Sigma (8-bit levels, channels' average) per intensity band [low, high) of full scale,
+        for the bands with enough flat blocks: camera noise grows with brightness.
+    spatial_correlation : float
+        1 - (high-pass residual variance) / (pixel variance) of the noise (the frame-to-frame
+        change, or one frame's flat blocks): 0 for white noise, towards 1 for noise that
+        demosaicing, deinterlacing or compression smoothed.
+    """
+
+    covariance: np.ndarray
+    regions: list[tuple[int, int, int, int]]
+    samples: int
+    warning: str | None = None
+    method: str = "spatial"
+    confidence: float = 1.0
+    bands: tuple[tuple[float, float, float, int], ...] = ()
+    spatial_correlation: float = 0.0
+
+    @property
+    def sigma(self) -> np.ndarray:
+        """Standard deviation per channel, in 8-bit levels."""
+        return np.sqrt(np.diag(self.covariance)) * 255
+
+    @property
+    def signal_dependent(self) -> bool:
+        """Whether the bands' variances differ by more than SIGNAL_DEPENDENT_RATIO."""
+        sigmas = [band[2] for band in self.bands]
+        return len(sigmas) > 1 and max(sigmas) ** 2 > SIGNAL_DEPENDENT_RATIO * max(min(sigmas), CLEAN_SIGMA) ** 2
+
+    @property
+    def spatially_correlated(self) -> bool:
+        """Whether the noise is smoother than white noise (``spatial_correlation`` past 1 - 1/1.4)."""
+        return self.spatial_correlation > 1 - 1 / CORRELATED_RATIO
+
+    @property
+    def average_sigma(self) -> float:
+        """sqrt(trace(Sigma) / C) in 8-bit levels: the noise level h is measured against, which
+        the color transform keeps."""
+        return float(np.sqrt(np.trace(self.covariance) / len(self.covariance)) * 255)
+
+    @property
+    def effective_channels(self) -> float:
+        """trace(Sigma)^2 / trace(Sigma^2): how many independent channels' worth of noise a patch
+        distance sums. C for white noise of equal sigmas, 1 for noise shared by all channels
+        (compressed footage keeps its noise in luma: about 1.1 of 3)."""
+        return _effective_channels(np.asarray(self.covariance, dtype=np.float64))
+
+    @property
+    def shared_by_channels(self) -> bool:
+        """Whether the channels share the noise: ``effective_channels`` under SHARED_NOISE_CHANNELS
+        (``suggest_h`` raises h for it where no color transform whitens it)."""
+        return len(self.covariance) > 1 and self.effective_channels < SHARED_NOISE_CHANNELS
+
+    @property
+    def white(self) -> bool:
+        """Whether the channels' noise is independent and of one sigma (Sigma about s^2 I, so G
+        about I): ``effective_channels`` at least WHITE_SHARE of the channels."""
+        return self.effective_channels >= WHITE_SHARE * len(self.covariance)
+
+    @property
+    def correlation(self) -> np.ndarray:
+        """The correlation matrix of the channels' noise (identity where a channel has none)."""
+        scale = np.sqrt(np.diag(self.covariance))
+        safe = np.where(scale > 0, scale, 1)
+        correlation = self.covariance / np.outer(safe, safe)
+        np.fill_diagonal(correlation, 1.0)
+        return correlation
+
+    def color_transform(self) -> np.ndarray:
+        """G = s Sigma^(-1/2) with s = sqrt(trace(Sigma) / C) (DESIGN.md §1).
+
+        Noise in Z = G Y is white with the same average variance as in Y, so h keeps its meaning.
+
+        Raises
+        ------
+        ValueError
+            Sigma is singular (a channel without noise): there is nothing to decorrelate.
+        """
+        values, vectors = np.linalg.eigh(self.covariance)
+        if values.min() <= values.max() * 1e-6:
+            raise ValueError("the noise covariance is singular (a channel without noise); no color transform")
+        inverse_root = vectors @ np.diag(values**-0.5) @ vectors.T
+        return np.sqrt(np.trace(self.covariance) / len(values)) * inverse_root
+
+    def luminance_gain(self) -> float:
+        """|G u| for the gray axis u = (1, 1, 1) / sqrt(3): how G scales luminance differences.
+
+        Detail in pictures is mostly luminance. Measured on the real clips (sigma 8..30 levels),
+        decorrelating gained 0.4 to 1.2 dB of PSNR, each at its best h, wherever this gain was
+        1.0 or more (unequal channel sigmas, negative correlations) and lost 0.4 to 0.9 dB
+        wherever it was under 1 (equal sigmas, positive correlations: the noise lies along
+        the gray axis, so G shrinks the picture's own differences with it).
+        """
+        return _luminance_gain(self.color_transform())
+
+
+def _effective_channels(covariance: np.ndarray) -> float:
+    squares = float(np.trace(covariance @ covariance))
+    return float(np.trace(covariance)) ** 2 / squares if squares > 0 else float(len(covariance))
+
+
+def _luminance_gain(transform: np.ndarray) -> float:
+    gray = np.ones(len(transform)) / np.sqrt(len(transform))
+    return float(np.linalg.norm(transform @ gray))
+
+
+def _residuals(frame: np.ndarray) -> np.ndarray:
+    """High-pass residuals (H-2, W-2, C) whose covariance on white noise is the noise's."""
+    f = frame
+    return (
+        f[:-2, :-2] - 2 * f[:-2, 1:-1] + f[:-2, 2:]
+        - 2 * f[1:-1, :-2] + 4 * f[1:-1, 1:-1] - 2 * f[1:-1, 2:]
+        + f[2:, :-2] - 2 * f[2:, 1:-1] + f[2:, 2:]
+    ) / 6  # fmt: skip
+
+
+def _block_covariances(values: np.ndarray, size: int, *, border: int = 0, centred: bool = False) -> np.ndarray:
+    """(rows * cols, C, C) covariances of ``values`` over size x size blocks, ``border`` pixels
+    of each block's edge left out, about each block's own mean where ``centred``, else about 0."""
+    rows, cols = values.shape[0] // size, values.shape[1] // size
+    blocks = values[: rows * size, : cols * size].reshape(rows, size, cols, size, -1).astype(np.float64)
+    blocks = blocks[:, border : size - border, :, border : size - border]
+    samples = (size - 2 * border) ** 2
+    if centred:
+        blocks = blocks - blocks.mean(axis=(1, 3), keepdims=True)
+        samples -= 1
+    covariances = np.einsum("rycxi,rycxj->rcij", blocks, blocks) / samples
+    return covariances.reshape(rows * cols, *covariances.shape[-2:])
+
+
+def _covariance(residuals: np.ndarray) -> np.ndarray:
+    flat = residuals.reshape(-1, residuals.shape[-1]).astype(np.float64)
+    return flat.T @ flat / len(flat)
+
+
+def _texture(frame: np.ndarray, size: int) -> np.ndarray:
+    """Largest eigenvalue of each block's summed 2 x 2 gradient covariance, channels summed."""
+    gy, gx = np.gradient(frame.astype(np.float64), axis=(0, 1))
+    rows, cols = frame.shape[0] // size, frame.shape[1] // size
+
+    def block_sum(values: np.ndarray) -> np.ndarray:
+        cropped = values[: rows * size, : cols * size].sum(axis=-1)
+        return cropped.reshape(rows, size, cols, size).sum(axis=(1, 3))
+
+    xx, yy, xy = block_sum(gx * gx), block_sum(gy * gy), block_sum(gx * gy)
+    return (xx + yy) / 2 + np.sqrt(((xx - yy) / 2) ** 2 + xy**2)
+
+
+def _as_array(frames: np.ndarray) -> np.ndarray:
+    try:
+        array = np.asarray(frames)
+    except ValueError:  # a list of frames of different shapes
+        raise ValueError("frames must be one frame or several of one shape (T, H, W[, C])") from None
+    if not array.size:
+        raise ValueError(f"frames must hold at least one frame of at least 1x1 pixels, got shape {array.shape}")
+    return array
+
+
+def _is_clip(array: np.ndarray) -> bool:
+    """Whether ``array`` holds several frames (T, H, W[, C]) rather than one (H, W[, C])."""
+    return array.ndim == 4 or (array.ndim == 3 and array.shape[-1] not in (1, 3))
+
+
+def _float_frames(frames: np.ndarray, bit_depth: int | None) -> list[np.ndarray]:
+    array = _as_array(frames)
+    if _is_clip(array):
+        return [to_float32(checked_frame(frame, bit_depth)) for frame in array]
+    return [to_float32(checked_frame(array, bit_depth))]
+
+
+def _checked_region(roi: object) -> tuple[int, int, int, int]:
+    """``roi`` as (x, y, width, height) whole pixels, or ValueError saying what it should be."""
+    values = list(roi) if isinstance(roi, (tuple, list, np.ndarray)) else []
+    if len(values) != 4 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+        raise ValueError(f"roi must be (x, y, width, height) in whole pixels, like (10, 20, 64, 64), got {roi!r}")
+    x, y, w, h = (int(v) for v in values)
+    return x, y, w, h
+
+
+def _finished(estimate: NoiseEstimate) -> NoiseEstimate:
+    if estimate.sigma.max() < CLEAN_SIGMA:
+        warning = f"the footage looks clean (noise below {CLEAN_SIGMA} levels); denoising may only soften it"
+        if estimate.confidence < LOW_CONFIDENCE:
+            # Compressed footage: the encoder flattened the flat areas, its artifacts sit in the
+            # texture, where no flat block sees them.
+            warning += (
+                f"; low confidence ({estimate.confidence:.2f}): if the footage was compressed, its noise may "
+                "hide in the texture; choose a region of your own"
+            )
+        return dataclasses.replace(estimate, warning=warning)
+    return estimate

@@ -1,0 +1,347 @@
+"""Automatic mode's estimate from blocks: the flattest blocks of a frame, iterated as the
+weak-texture method of Liu, Tanaka and Okutomi (2013), and those that also stay still from one
+frame to the next, read from the temporal differences (``engine.video.noise``'s docstring has
+the whole method)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import statistics
+
+import numpy as np
+
+from nlmeans_studio.engine.video.motion_noise import compensated_change, kept_noise
+from nlmeans_studio.engine.video.noise_estimate import (
+    BAND_EDGES,
+    BLOCK,
+    CLEAN_SIGMA,
+    CLIP_MARGIN,
+    CLIPPED_FRACTION,
+    CORRELATED_RATIO,
+    HELD_FACTOR,
+    ITERATIONS,
+    LOW_CONFIDENCE,
+    MIN_BAND_BLOCKS,
+    MIN_BAND_CHANGES,
+    MIN_STATIC_BLOCKS,
+    MOTION_CONFIDENCE,
+    QUIET_SHARE,
+    REPEATED_SHARE,
+    STATIC_FACTOR,
+    TEXTURE_FACTOR,
+    NoiseEstimate,
+    _block_covariances,
+    _effective_channels,
+    _residuals,
+    _texture,
+)
+
+_SIGNAL_DEPENDENT_NOTE = "the noise grows with brightness: sigma is the picture's average, per band in the bands"
+
+
+def _correlated_note(spatial_correlation: float) -> str:
+    return (
+        f"the noise is spatially correlated ({spatial_correlation:.0%} of its variance below the "
+        "high-pass band: demosaicing, deinterlacing or compression); sigma is the pixels'"
+    )
+
+
+def _expected_texture(covariance: np.ndarray, pixels: int) -> float:
+    """What _texture gives on pure noise of this covariance: np.gradient's central differences
+    have variance sigma^2 / 2 per axis, summed over the block and the channels."""
+    return float(np.trace(covariance)) / 2 * pixels
+
+
+def _block_means(frame: np.ndarray, size: int) -> np.ndarray:
+    """Mean over each size x size block and the channels, in full scale, flattened."""
+    rows, cols = frame.shape[0] // size, frame.shape[1] // size
+    cropped = frame[: rows * size, : cols * size].astype(np.float64).mean(axis=-1)
+    return cropped.reshape(rows, size, cols, size).mean(axis=(1, 3)).ravel()
+
+
+def _clipped_fractions(frame: np.ndarray, size: int) -> np.ndarray:
+    """Fraction of each block's samples within CLIP_MARGIN of 0 or full scale, flattened."""
+    rows, cols = frame.shape[0] // size, frame.shape[1] // size
+    clipped = _clipped(frame[: rows * size, : cols * size]).mean(axis=-1)
+    return clipped.reshape(rows, size, cols, size).mean(axis=(1, 3)).ravel()
+
+
+def _clipped(values: np.ndarray) -> np.ndarray:
+    """Whether each sample lies within CLIP_MARGIN of 0 or full scale (clipped or crushed)."""
+    return (np.abs(values) <= CLIP_MARGIN) | (np.abs(values - 1) <= CLIP_MARGIN)
+
+
+def _plane_covariances(frame: np.ndarray, size: int) -> np.ndarray:
+    """(blocks, C, C) covariances of the pixels around each block's least-squares plane."""
+    rows, cols = frame.shape[0] // size, frame.shape[1] // size
+    blocks = frame[: rows * size, : cols * size].astype(np.float64).reshape(rows, size, cols, size, -1)
+    blocks = blocks.transpose(0, 2, 1, 3, 4).reshape(rows * cols, size * size, -1)
+    y, x = np.mgrid[:size, :size]
+    design = np.stack([np.ones(size * size), x.ravel(), y.ravel()], axis=1)
+    residual = blocks - design @ (np.linalg.pinv(design) @ blocks)
+    return np.einsum("bpi,bpj->bij", residual, residual) / (size * size - 3)
+
+
+def _weak_texture(texture: np.ndarray, spatial: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """The candidate blocks of weak structure (Liu, Tanaka and Okutomi's iteration)."""
+    chosen = candidates & (texture <= np.quantile(texture[candidates], 0.1))
+    for _ in range(ITERATIONS):
+        covariance = np.median(spatial[chosen], axis=0)
+        threshold = TEXTURE_FACTOR * _expected_texture(covariance, BLOCK * BLOCK)
+        updated = candidates & (texture <= max(threshold, texture[candidates].min()))
+        if np.array_equal(updated, chosen):
+            break
+        chosen = updated
+    return chosen
+
+
+def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
+    size = BLOCK
+    textures = [_texture(image, size) for image in images]
+    # Per block, the residual covariance; the residuals are padded back to the frame's size and
+    # each block's edge left out (there they mix the neighbouring blocks).
+    spatial = np.concatenate(
+        [
+            _block_covariances(np.pad(_residuals(i), ((1, 1), (1, 1), (0, 0)), mode="edge"), size, border=1)
+            for i in images
+        ]
+    )
+    texture = np.concatenate([t.ravel() for t in textures])
+    means = np.concatenate([_block_means(i, size) for i in images])
+    unclipped = np.concatenate([_clipped_fractions(i, size) for i in images]) <= CLIPPED_FRACTION
+    notes, confidence = [], 1.0
+    if unclipped.sum() < MIN_BAND_BLOCKS:
+        notes.append("most of the picture is clipped at black or white: the estimate is low")
+        unclipped[:], confidence = True, 0.3
+    elif unclipped.mean() < 0.5:
+        confidence *= 0.8
+    chosen = _weak_texture(texture, spatial, unclipped)
+    residual_samples = (size - 2) ** 2
+    covariance = _median_covariance(spatial[chosen], residual_samples)
+    bands, band_covariances = _bands(texture, spatial, means, unclipped, residual_samples)
+    band_of = np.clip(np.searchsorted(BAND_EDGES, means, side="right") - 1, 0, len(BAND_EDGES) - 2)
+    estimate_bands = tuple(bands)
+    samples, method = int(chosen.sum()) * residual_samples, "spatial"
+    plane = np.concatenate([_plane_covariances(i, size) for i in images])
+    raw = _median_covariance(plane[chosen], size * size - 3)
+    spatial_correlation = max(0.0, 1 - float(np.trace(covariance) / max(np.trace(raw), 1e-30)))
+    if np.sqrt(np.trace(covariance) / len(covariance)) * 255 < CLEAN_SIGMA:
+        spatial_correlation = 0.0  # clean footage: what is left around the plane is the picture
+    signal_dependent = NoiseEstimate(covariance, [], 0, bands=estimate_bands).signal_dependent
+    measured, measured_samples = spatial, residual_samples  # the blocks' covariances the estimate rests on
+    correlated = spatial_correlation > 1 - 1 / CORRELATED_RATIO
+    if correlated:
+        # Patch distances see the pixels' noise: the plane-fit variance of the flat blocks. The
+        # blocks are chosen again against the pixels' noise: the residuals' understates the
+        # gradients smooth noise gives, and that threshold kept only the quietest blocks (often
+        # one, which would make the estimate look untrustworthy).
+        chosen = chosen | (unclipped & (texture <= TEXTURE_FACTOR * _expected_texture(raw, size * size)))
+        measured, measured_samples = plane, size * size - 3
+        covariance = _median_covariance(plane[chosen], measured_samples)
+        samples = int(chosen.sum()) * measured_samples
+        notes.append(_correlated_note(spatial_correlation))
+        confidence *= 0.8
+    elif signal_dependent:
+        covariance = _band_average(band_covariances, band_of)
+        notes.append(_SIGNAL_DEPENDENT_NOTE)
+    cols = textures[0].shape[1]
+    per_frame = textures[0].size
+    blocks = (int(i) % per_frame for i in np.flatnonzero(chosen))
+    regions = sorted({(block % cols * size, block // cols * size, size, size) for block in blocks})
+    confidence *= min(1.0, chosen.sum() / 16) * _agreement(measured[chosen], measured_samples)
+    flat_sigma = math.sqrt(np.trace(covariance) / len(covariance))
+    kept = kept_noise(images, flat_sigma) if confidence < LOW_CONFIDENCE and len(images) > 1 else None
+    temporal, held = _temporal(images) if len(images) > 1 else (None, 0)
+    if held:
+        notes.append(f"{held} blocks held still by the encoder (no change from frame to frame) were not used")
+    static = _static_covariances(images, chosen, covariance) if len(images) > 1 else []
+    if kept is None and len(static) >= MIN_STATIC_BLOCKS and not signal_dependent and not correlated:
+        # Flat blocks that stay in place change by the noise alone, also in footage whose clean
+        # picture flickers elsewhere (a compressed source) or whose noise an encoder smoothed
+        # unevenly; where there are such blocks, their change is the estimate.
+        covariance = _median_covariance(static, size * size - 1)
+        samples, method = len(static) * (size * size - 1), "temporal"
+    elif kept is None and temporal is not None and flat_sigma * 255 >= CLEAN_SIGMA:
+        # The change measures what the flat blocks' notes guessed at (texture passes for
+        # spatially correlated noise there); footage whose flat blocks look clean is left to the
+        # compressed-noise check.
+        warning = "; ".join(filter(None, [temporal.warning, notes[-1] if held else None])) or None
+        return dataclasses.replace(temporal, warning=warning)
+    if kept is not None:
+        # The flat blocks' notes and bands describe the noise the encoder left there, not this.
+        covariance, regions, samples = kept
+        method, confidence, estimate_bands = "motion", MOTION_CONFIDENCE, ()
+        notes = [
+            "the flat areas show little noise, but the texture changes from frame to frame as noise does "
+            "(compressed footage): sigma is that change after motion compensation, plus the compression artifacts"
+        ]
+    elif chosen.sum() < 4:
+        notes.insert(0, "few flat regions: the estimate rests on little data")
+    if confidence < LOW_CONFIDENCE:
+        region = "a region (of the texture) to check it on" if method == "motion" else "a flat region of your own"
+        notes.append(f"low confidence ({confidence:.2f}): choose {region}")
+    warning = "; ".join(notes) or None
+    return NoiseEstimate(
+        covariance,
+        regions,
+        samples,
+        warning,
+        method,
+        confidence=round(float(confidence), 3),
+        bands=estimate_bands,
+        spatial_correlation=round(spatial_correlation, 3),
+    )
+
+
+def _bands(
+    texture: np.ndarray, spatial: np.ndarray, means: np.ndarray, candidates: np.ndarray, samples: int
+) -> tuple[list[tuple[float, float, float, int]], list[np.ndarray | None]]:
+    """Sigma per intensity band from the band's own weakly textured blocks, and each band's
+    covariance (None where the band has too few flat blocks)."""
+    bands, covariances = [], []
+    for low, high in itertools.pairwise(BAND_EDGES):
+        inside = candidates & (means >= low) & ((means < high) | (high == BAND_EDGES[-1]))
+        covariance = None
+        if inside.sum() >= MIN_BAND_BLOCKS:
+            chosen = _weak_texture(texture, spatial, inside)
+            if chosen.sum() >= MIN_BAND_BLOCKS:
+                covariance = _median_covariance(spatial[chosen], samples)
+                sigma = float(np.sqrt(np.trace(covariance) / len(covariance)) * 255)
+                bands.append((low, high, round(sigma, 3), int(chosen.sum())))
+        covariances.append(covariance)
+    return bands, covariances
+
+
+def _band_average(band_covariances: list[np.ndarray | None], band_of: np.ndarray) -> np.ndarray:
+    """The picture's average covariance for noise that grows with brightness: each band's weighted
+    by the share of the picture's blocks in it (bands without enough blocks of their own take the
+    nearest band's)."""
+    known = np.array([i for i, c in enumerate(band_covariances) if c is not None])
+    weights = np.bincount(band_of, minlength=len(band_covariances)) / len(band_of)
+    return sum(weight * band_covariances[known[np.argmin(np.abs(known - i))]] for i, weight in enumerate(weights))
+
+
+def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
+    """The noise from the change of every block between consecutive frames, motion compensated
+    (``engine.motion_noise.compensated_change``): the blocks' median covariance (motion the fit
+    leaves only adds to some blocks' change; compressed noise, smoothed unevenly, is read at its
+    middle), per band (``_quiet_covariance``) where the noise grows with brightness, and the
+    change's spatial correlation (which, unlike the flat blocks', no texture adds to). None where
+    fewer than MIN_STATIC_BLOCKS blocks changed; and the number of blocks that repeat the previous
+    frame (held still by an encoder, or a repeated frame), which are left out, as blocks with
+    clipped samples are (clipping truncates the noise)."""
+    changes, degrees, means, used, held = [], [], [], [], 0
+    for current, reference in itertools.pairwise(images):
+        change, block_degrees, corners = compensated_change(current, reference)
+        blocks = np.array([current[y : y + BLOCK, x : x + BLOCK] for y, x in corners]).reshape(change.shape)
+        repeated = np.mean(change == 0, axis=(1, 2, 3)) >= REPEATED_SHARE
+        clipped = _clipped(blocks).mean(axis=(1, 2, 3)) > CLIPPED_FRACTION
+        held += int(repeated.sum())
+        keep = ~repeated & ~clipped
+        changes.append(change[keep])
+        degrees.append(block_degrees[keep])
+        means.append(blocks[keep].mean(axis=(1, 2, 3)))
+        used.extend((int(x), int(y), BLOCK, BLOCK) for y, x in corners[keep])
+    change, degrees, means = (np.concatenate(values) for values in (changes, degrees, means))
+    if len(change) < MIN_STATIC_BLOCKS:
+        return None, held
+    covariances = np.einsum("nyxi,nyxj->nij", change, change) / degrees[:, None, None]
+    samples = float(np.median(degrees))
+    band_of = np.clip(np.searchsorted(BAND_EDGES, means, side="right") - 1, 0, len(BAND_EDGES) - 2)
+    counts = np.bincount(band_of, minlength=len(BAND_EDGES) - 1)
+    band_covariances = [
+        _quiet_covariance(covariances[band_of == band], samples) if count >= MIN_BAND_CHANGES else None
+        for band, count in enumerate(counts)
+    ]
+    bands = tuple(
+        (low, high, round(float(np.sqrt(np.trace(c) / len(c)) * 255), 3), int(count))
+        for low, high, c, count in zip(BAND_EDGES, BAND_EDGES[1:], band_covariances, counts, strict=False)
+        if c is not None
+    )
+    estimate = NoiseEstimate(_median_covariance(covariances, samples), [], 0, bands=bands)
+    notes = []
+    if estimate.signal_dependent:
+        notes.append(_SIGNAL_DEPENDENT_NOTE)
+        estimate = dataclasses.replace(estimate, covariance=_band_average(band_covariances, band_of))
+    # The quieter half of the blocks (motion the fit leaves, and a compressed source's flicker,
+    # only add to a block's change): how far they agree, and their change's high-pass residuals
+    # over its pixels' variance, the noise's spatial correlation.
+    variances = np.trace(covariances, axis1=1, axis2=2)
+    quiet = variances <= np.median(variances)
+    confidence = _agreement(covariances[quiet], round(samples))
+    high_pass = _residuals(np.moveaxis(change[quiet], 0, 2).reshape(BLOCK, BLOCK, -1))
+    ratio = np.mean(high_pass**2) / np.mean(change[quiet] ** 2)
+    spatial_correlation = max(0.0, 1 - float(ratio))
+    if spatial_correlation > 1 - 1 / CORRELATED_RATIO:
+        notes.append(_correlated_note(spatial_correlation))
+    if confidence < LOW_CONFIDENCE:
+        notes.append(f"low confidence ({confidence:.2f}): choose a flat region of your own")
+    return dataclasses.replace(
+        estimate,
+        regions=sorted(set(used)),
+        samples=int(degrees.sum()),
+        warning="; ".join(notes) or None,
+        method="temporal",
+        confidence=round(confidence, 3),
+        spatial_correlation=round(spatial_correlation, 3),
+    ), held
+
+
+def _quiet_covariance(covariances: np.ndarray, samples: float) -> np.ndarray:
+    """The noise of the QUIET_SHARE of blocks that changed least.
+
+    Motion that the fit does not explain (occlusion, several motions in a block) and the clean
+    picture's own flicker (a compressed source) only add to a block's change, so the quiet blocks
+    read the noise: the quiet share's variance over what that quantile of noise alone gives
+    (chi-square with the blocks' samples times the noise's effective channels degrees of freedom,
+    Wilson-Hilferty), in the shape (the channels' sigmas and correlations) of the quieter half's
+    median covariance (a shape from the quiet share alone would have weaker correlations: the
+    blocks whose channels' noise happened to agree less).
+    """
+    variances = np.trace(covariances, axis1=1, axis2=2)
+    quantile = np.quantile(variances, QUIET_SHARE)
+    shape = np.median(covariances[variances <= np.median(variances)], axis=0)
+    shape = (shape + shape.T) / 2
+    spread = math.sqrt(2 / (9 * samples * _effective_channels(shape)))
+    noise_quantile = (1 - spread**2 + statistics.NormalDist().inv_cdf(QUIET_SHARE) * spread) ** 3
+    return shape * (quantile / noise_quantile / max(np.trace(shape), 1e-30))
+
+
+def _agreement(covariances: np.ndarray, samples: int) -> float:
+    """1 while the chosen blocks' variances spread as noise alone spreads them (chi-square with
+    ``samples`` degrees of freedom), less as texture or changing noise widens the spread."""
+    if len(covariances) < 2:
+        return 0.5
+    variances = np.trace(covariances, axis1=1, axis2=2)
+    median = np.median(variances)
+    spread = 1.4826 * np.median(np.abs(variances - median)) / max(median, 1e-30)
+    expected = math.sqrt(2 / (samples * len(covariances[0])))
+    return float(min(1.0, 2.5 * expected / max(spread, 1e-30)))
+
+
+def _static_covariances(images: list[np.ndarray], chosen: np.ndarray, spatial: np.ndarray) -> np.ndarray:
+    """Covariances of (f[t+1] - f[t]) / sqrt(2) over the blocks flat in both frames that stay
+    still: whose temporal variance agrees with the spatial estimate ``spatial`` (STATIC_FACTOR),
+    but for blocks an encoder held still (under HELD_FACTOR times it)."""
+    per_frame = len(chosen) // len(images)
+    static = []
+    for t in range(len(images) - 1):
+        both = chosen[t * per_frame : (t + 1) * per_frame] & chosen[(t + 1) * per_frame : (t + 2) * per_frame]
+        difference = (images[t + 1] - images[t]) / np.float32(math.sqrt(2))
+        covariances = _block_covariances(difference, BLOCK, centred=True)[both]
+        variance = np.trace(covariances, axis1=1, axis2=2)
+        still = (variance <= STATIC_FACTOR * np.trace(spatial)) & (variance >= HELD_FACTOR * np.trace(spatial))
+        static.append(covariances[still])
+    return np.concatenate(static)
+
+
+def _median_covariance(covariances: np.ndarray, samples: int) -> np.ndarray:
+    """Elementwise median of per-block covariances, unbiased for Gaussian noise.
+
+    A block's variance estimate from n samples follows sigma^2 chi2(n)/n; its median is
+    sigma^2 (1 - 2/(9n))^3 (Wilson-Hilferty), so the median is divided by that.
+    """
+    median = np.median(covariances, axis=0)
+    return (median + median.T) / 2 / (1 - 2 / (9 * samples)) ** 3
