@@ -49,6 +49,7 @@ from nlmeans_studio.engine.memory import (
 )
 from nlmeans_studio.engine.version import __version__
 from nlmeans_studio.engine.video.choose_h import apply_estimate, decorrelation_decision
+from nlmeans_studio.engine.video.clip_denoiser import refusal, runs_plain
 from nlmeans_studio.engine.video.default_filter import (
     AUTO,
     GIVEN,
@@ -543,7 +544,7 @@ def _luma_chroma_asked(args: argparse.Namespace, preset: Preset | None) -> str |
         return args.luma_chroma
     if preset is not None:
         return preset.luma_chroma
-    plain = args.h is not None or args.noise == "none" or args.devices is not None or args.guide is not None
+    plain = args.h is not None or args.noise == "none" or runs_plain(guide=args.guide, devices=args.devices)
     return None if plain else AUTO
 
 
@@ -597,10 +598,12 @@ def _denoise(args: argparse.Namespace, stop: _Stop) -> int:
     try:
         preset = None if args.filter_preset is None else load_preset(find_preset(args.filter_preset))
         if args.devices is not None:  # before any reading: a combination refused, or no GPU
-            if args.backend == "cpu":
-                raise ValueError("--devices spreads the clip over GPUs: not with --backend cpu")
-            if args.guide is not None or (args.luma_chroma is not _UNSET and args.luma_chroma is not None):
-                raise ValueError("--devices runs the plain filter only: not with --luma-chroma or --guide yet")
+            asked = args.luma_chroma is not _UNSET and args.luma_chroma is not None
+            refused = refusal(
+                luma_chroma=asked, guide=args.guide, devices=True, backend=args.backend, command_line=True
+            )
+            if refused is not None:
+                raise ValueError(refused)
             args.devices = resolve_devices(args.devices)
         # A GPU asked for and unavailable, or a CPU run that cannot fit an address-space limit
         # (numba and its threads): said before the noise estimate, whose FFmpeg threads take room.

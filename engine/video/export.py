@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import gpu_unavailable_reason, resolve_backend
 from nlmeans_studio.engine.frames import FULL_SCALE_BITS
 from nlmeans_studio.engine.media.ffmpeg import VideoError
 from nlmeans_studio.engine.media.pipe import LOOKAHEAD, PIPE, PipeReader
@@ -28,7 +27,7 @@ from nlmeans_studio.engine.media.probe import VideoInfo
 from nlmeans_studio.engine.media.reader import VideoReader
 from nlmeans_studio.engine.media.writer import VideoWriter
 from nlmeans_studio.engine.memory import require_cpu_room
-from nlmeans_studio.engine.video.denoiser import Denoiser
+from nlmeans_studio.engine.video.clip_denoiser import denoiser_for
 from nlmeans_studio.engine.video.filters import cpu_filter_compiles
 from nlmeans_studio.engine.video.noise import estimate_noise_over
 from nlmeans_studio.engine.video.noise_estimate import NoiseEstimate
@@ -353,30 +352,7 @@ def denoise_file(
         said before the first frame; the message says what to lower.
     """
     cancel = cancel or threading.Event()
-    if guide not in (None, "prefilter"):
-        raise ValueError(f"guide must be 'prefilter' or None, got {guide!r}")
-    if guide is not None and luma_chroma is not None:
-        raise ValueError("the two-pass guide and the luma/chroma mode do not combine yet: choose one")
-    if devices is not None and (guide is not None or luma_chroma is not None):
-        raise ValueError("several GPUs run the plain filter only: not with the luma/chroma mode or the guide yet")
-    if devices is not None:
-        from nlmeans_studio.engine.video.several_gpus import DevicesDenoiser
-
-        if resolve_backend(backend) != "gpu":
-            raise ValueError(
-                f"several GPUs need the GPU backend: {gpu_unavailable_reason() or 'the CPU was asked for'}"
-            )
-        denoiser = DevicesDenoiser(params, devices)
-    elif guide is not None:
-        from nlmeans_studio.engine.video.guided import GuidedDenoiser
-
-        denoiser = GuidedDenoiser(params, backend, bit_depth=FULL_SCALE_BITS)
-    elif luma_chroma is None:
-        denoiser = Denoiser(params, backend, bit_depth=FULL_SCALE_BITS)  # the readers' uint16 frames
-    else:
-        from nlmeans_studio.engine.video.luma_chroma import LumaChromaDenoiser
-
-        denoiser = LumaChromaDenoiser(params, *luma_chroma, backend=backend, bit_depth=FULL_SCALE_BITS)
+    denoiser = denoiser_for(params, backend=backend, luma_chroma=luma_chroma, guide=guide, devices=devices)
     started = time.perf_counter()
     with _opened(source, hardware_decoding=denoiser.backend == "gpu") as reader:
         info, decoder = reader.info, reader.decoder

@@ -25,8 +25,8 @@ import numpy as np
 
 from nlmeans_studio.engine.frames import FULL_SCALE_BITS, checked_frame, from_float32, to_float32
 from nlmeans_studio.engine.metrics import psnr
+from nlmeans_studio.engine.video.clip_denoiser import FrameDenoiser, LumaChroma, denoiser_for
 from nlmeans_studio.engine.video.denoiser import Denoiser
-from nlmeans_studio.engine.video.luma_chroma import LumaChromaDenoiser
 from nlmeans_studio.engine.video.noise_estimate import NoiseEstimate
 from nlmeans_studio.engine.video.params import NLMParams, check_frame_shape, window_indices
 from nlmeans_studio.engine.video.synthetic_noise import add_noise
@@ -37,7 +37,6 @@ PLAYING_NOTE = "playing: PSNR shows when paused"
 # Synthetic noise for playback is drawn on this many threads, a few frames ahead (NumPy's
 # generators release the GIL): one 720p frame takes 50-100 ms on one core, ten times the GPU's filter.
 NOISE_THREADS = min(8, os.cpu_count() or 1)
-LumaChroma = tuple[float, float, str]  # (h_luma, h_chroma, matrix): engine.luma_chroma's mode
 
 
 class FrameSource(Protocol):
@@ -241,14 +240,10 @@ class Previewer:
             return np.asarray(self.source.frame(index))
         return self.noisy_frame(index, noise)
 
-    def filter_for(self, params: NLMParams, luma_chroma: LumaChroma | None = None) -> Denoiser | LumaChromaDenoiser:
+    def filter_for(self, params: NLMParams, luma_chroma: LumaChroma | None = None) -> FrameDenoiser:
         """The preview's Denoiser with ``params``, or with ``luma_chroma`` a LumaChromaDenoiser
-        (h_luma, h_chroma, matrix) with ``params``' window, on the same backend."""
-        denoiser = self.denoiser
-        if luma_chroma is None:
-            denoiser.params = params
-            return denoiser
-        return LumaChromaDenoiser(params, *luma_chroma, backend=denoiser.backend, bit_depth=FULL_SCALE_BITS)
+        (h_luma, h_chroma, matrix) with ``params``' window, on the same backend (``denoiser_for``)."""
+        return denoiser_for(params, luma_chroma=luma_chroma, plain=self.denoiser)
 
     def play(
         self,
