@@ -8,6 +8,13 @@ own and may change.
 The engine never imports Qt. CuPy, numba and PyAV are imported when first needed, so this
 package imports with NumPy alone.
 
+Its folders are floors (an import-linter contract holds them): the command line (``cli``) over
+the benchmark (``bench``), over the two products, ``video`` and ``volume``, which mirror each
+other and import neither the other, over the device plumbing (``cpu``, ``gpu``) and the media
+files (``media``), over the base modules (``backend``, ``frames``, ``memory``, ...). Inside the
+package, modules import each other relatively (``from ..media.reader import VideoReader``), so
+that an import says how far up or across the floors it reaches.
+
 Filtering
     ``NLMParams``, ``Denoiser``, ``LumaChromaDenoiser``, ``GuidedDenoiser``, the volume filter
     ``denoise_volume``.
@@ -24,38 +31,38 @@ The window's engine
     ``Previewer`` (before/after previews, playback), ``RenderAhead``, ``difference_image``.
 """
 
-from nlmeans_studio.engine.backend import (
+from .backend import (
     BACKENDS,
     BackendUnavailableError,
     GpuOutOfMemoryError,
     gpu_unavailable_reason,
     resolve_backend,
 )
-from nlmeans_studio.engine.cpu.compiled import COMPILING
-from nlmeans_studio.engine.media.ffmpeg import VideoError
-from nlmeans_studio.engine.media.formats import CODECS, CodecNotHeldError, output_format
-from nlmeans_studio.engine.media.probe import VideoInfo
-from nlmeans_studio.engine.media.reader import VideoReader, read_frames
-from nlmeans_studio.engine.media.writer import VideoWriter, check_output_path
-from nlmeans_studio.engine.metrics import psnr
-from nlmeans_studio.engine.resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
-from nlmeans_studio.engine.version import __version__
-from nlmeans_studio.engine.video.choose_h import apply_estimate, decorrelation_decision, suggest_h
-from nlmeans_studio.engine.video.default_filter import FilterChoice, choose_filter
-from nlmeans_studio.engine.video.denoiser import METHODS, Denoiser
-from nlmeans_studio.engine.video.export import ExportCancelledError, denoise_file, estimate_clip_noise
-from nlmeans_studio.engine.video.filters import filter_compiles as video_filter_compiles
-from nlmeans_studio.engine.video.guided import GuidedDenoiser
-from nlmeans_studio.engine.video.luma_chroma import (
+from .cpu.compiled import COMPILING
+from .media.ffmpeg import VideoError
+from .media.formats import CODECS, CodecNotHeldError, output_format
+from .media.probe import VideoInfo
+from .media.reader import VideoReader, read_frames
+from .media.writer import VideoWriter, check_output_path
+from .metrics import psnr
+from .resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
+from .version import __version__
+from .video.choose_h import apply_estimate, decorrelation_decision, suggest_h
+from .video.default_filter import FilterChoice, choose_filter
+from .video.denoiser import METHODS, Denoiser
+from .video.export import ExportCancelledError, denoise_file, estimate_clip_noise
+from .video.filters import filter_compiles as video_filter_compiles
+from .video.guided import GuidedDenoiser
+from .video.luma_chroma import (
     LumaChromaDenoiser,
     matrix_for,
     parse_luma_chroma,
     split_estimate,
     suggest_luma_chroma_h,
 )
-from nlmeans_studio.engine.video.noise import estimate_noise, estimate_noise_over
-from nlmeans_studio.engine.video.noise_estimate import NoiseEstimate
-from nlmeans_studio.engine.video.params import (
+from .video.noise import estimate_noise, estimate_noise_over
+from .video.noise_estimate import NoiseEstimate
+from .video.params import (
     CENTER_WEIGHTS,
     DEFAULT_H,
     FRAMES_MAX,
@@ -64,8 +71,8 @@ from nlmeans_studio.engine.video.params import (
     WEIGHTINGS,
     NLMParams,
 )
-from nlmeans_studio.engine.video.playback import RenderAhead
-from nlmeans_studio.engine.video.presets import (
+from .video.playback import RenderAhead
+from .video.presets import (
     Preset,
     PresetError,
     find_preset,
@@ -73,11 +80,11 @@ from nlmeans_studio.engine.video.presets import (
     save_preset,
     shipped_presets,
 )
-from nlmeans_studio.engine.video.preview import LumaChroma, Preview, Previewer, SyntheticNoise, difference_image
-from nlmeans_studio.engine.video.synthetic_noise import add_noise, add_realistic_noise
-from nlmeans_studio.engine.volume.denoise import denoise_volume, denoise_volume_slice
-from nlmeans_studio.engine.volume.denoise import filter_compiles as volume_filter_compiles
-from nlmeans_studio.engine.volume.io import (
+from .video.preview import LumaChroma, Preview, Previewer, SyntheticNoise, difference_image
+from .video.synthetic_noise import add_noise, add_realistic_noise
+from .volume.denoise import denoise_volume, denoise_volume_slice
+from .volume.denoise import filter_compiles as volume_filter_compiles
+from .volume.io import (
     VOLUME_SUFFIXES,
     OneImageError,
     VolumeFile,
@@ -86,8 +93,8 @@ from nlmeans_studio.engine.volume.io import (
     volume_format,
     write_volume,
 )
-from nlmeans_studio.engine.volume.noise import VolumeNoiseEstimate, estimate_volume_noise, suggest_volume_h
-from nlmeans_studio.engine.volume.params import CHANNEL_MODES
+from .volume.noise import VolumeNoiseEstimate, estimate_volume_noise, suggest_volume_h
+from .volume.params import CHANNEL_MODES
 
 
 def filter_compiles(backend: str = "auto", *, volume: bool = False) -> bool:
@@ -133,7 +140,7 @@ def command_line(argv: list[str] | None = None) -> int:
     SystemExit
         Arguments the parser refuses (status 2), or ``--help``.
     """
-    from nlmeans_studio.engine.cli import main
+    from .cli import main
 
     return main(argv)
 

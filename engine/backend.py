@@ -12,7 +12,7 @@ import platform
 from collections.abc import Sequence
 from typing import Any
 
-from nlmeans_studio.engine.shared_params import check_int
+from .shared_params import check_int
 
 BACKENDS = ("auto", "cpu", "gpu")
 ENVIRONMENT_VARIABLE = "NLMEANS_BACKEND"

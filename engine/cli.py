@@ -16,14 +16,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from nlmeans_studio.engine.backend import (
+from .backend import (
     BACKENDS,
     BackendUnavailableError,
     GpuOutOfMemoryError,
     resolve_backend,
     resolve_devices,
 )
-from nlmeans_studio.engine.bench.measure import (
+from .bench.measure import (
     PAPER_SEARCH_RADII,
     PAPER_TEMPORAL,
     paper_cases,
@@ -31,26 +31,26 @@ from nlmeans_studio.engine.bench.measure import (
     run_preview,
     run_table,
 )
-from nlmeans_studio.engine.cpu.compiled import COMPILING
-from nlmeans_studio.engine.frames import FULL_SCALE_BITS
-from nlmeans_studio.engine.media.ffmpeg import VideoError, show_ffmpeg_messages
-from nlmeans_studio.engine.media.formats import CODECS, check_encoding, output_format
-from nlmeans_studio.engine.media.image_sequence import is_image_sequence
-from nlmeans_studio.engine.media.pipe import PIPE, PipeReader
-from nlmeans_studio.engine.media.probe import VideoInfo
-from nlmeans_studio.engine.media.reader import VideoReader, read_frames
-from nlmeans_studio.engine.media.writer import STANDARD_OUTPUT, check_output_path
-from nlmeans_studio.engine.memory import (
+from .cpu.compiled import COMPILING
+from .frames import FULL_SCALE_BITS
+from .media.ffmpeg import VideoError, show_ffmpeg_messages
+from .media.formats import CODECS, check_encoding, output_format
+from .media.image_sequence import is_image_sequence
+from .media.pipe import PIPE, PipeReader
+from .media.probe import VideoInfo
+from .media.reader import VideoReader, read_frames
+from .media.writer import STANDARD_OUTPUT, check_output_path
+from .memory import (
     CPU_WAYS,
     ShortOfMemoryError,
     out_of_memory,
     require_cpu_room,
     share_malloc_arenas,
 )
-from nlmeans_studio.engine.version import __version__
-from nlmeans_studio.engine.video.choose_h import apply_estimate, decorrelation_decision
-from nlmeans_studio.engine.video.clip_denoiser import refusal, runs_plain
-from nlmeans_studio.engine.video.default_filter import (
+from .version import __version__
+from .video.choose_h import apply_estimate, decorrelation_decision
+from .video.clip_denoiser import refusal, runs_plain
+from .video.default_filter import (
     AUTO,
     GIVEN,
     FilterChoice,
@@ -58,20 +58,20 @@ from nlmeans_studio.engine.video.default_filter import (
     sample_length,
     sure_applies,
 )
-from nlmeans_studio.engine.video.denoiser import METHODS
-from nlmeans_studio.engine.video.export import ExportCancelledError, clip_sample, denoise_file, estimate_clip_noise
-from nlmeans_studio.engine.video.filters import cpu_filter_compiles, filter_compiles
-from nlmeans_studio.engine.video.luma_chroma import (
+from .video.denoiser import METHODS
+from .video.export import ExportCancelledError, clip_sample, denoise_file, estimate_clip_noise
+from .video.filters import cpu_filter_compiles, filter_compiles
+from .video.luma_chroma import (
     matrix_for,
     parse_luma_chroma,
 )
-from nlmeans_studio.engine.video.noise import estimate_noise
-from nlmeans_studio.engine.video.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, NLMParams
-from nlmeans_studio.engine.video.presets import FIELDS as PRESET_FIELDS
-from nlmeans_studio.engine.video.presets import Preset, find_preset, load_preset, shipped_presets
-from nlmeans_studio.engine.volume import cli as volume_cli
-from nlmeans_studio.engine.volume.cli import LOG_PROGRESS_SECONDS
-from nlmeans_studio.engine.volume.io import VOLUME_SUFFIXES
+from .video.noise import estimate_noise
+from .video.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS, NLMParams
+from .video.presets import FIELDS as PRESET_FIELDS
+from .video.presets import Preset, find_preset, load_preset, shipped_presets
+from .volume import cli as volume_cli
+from .volume.cli import LOG_PROGRESS_SECONDS
+from .volume.io import VOLUME_SUFFIXES
 
 WINDOW_OPTIONS = tuple(name for name in PRESET_FIELDS if name != "h")  # the filter's options a preset also sets
 # The engine words its errors by its parameters' Python names; each of these is an option

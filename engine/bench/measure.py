@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import cupy_module, resolve_backend
-from nlmeans_studio.engine.bench import peers
-from nlmeans_studio.engine.frames import FULL_SCALE_BITS, from_float32
-from nlmeans_studio.engine.metrics import psnr
-from nlmeans_studio.engine.video.denoiser import Denoiser
-from nlmeans_studio.engine.video.filters import WindowFilter, window_filter
-from nlmeans_studio.engine.video.params import NLMParams, window_indices
-from nlmeans_studio.engine.video.sample import load_clean_frames, noisy_frames
+from ..backend import cupy_module, resolve_backend
+from ..frames import FULL_SCALE_BITS, from_float32
+from ..metrics import psnr
+from ..video.denoiser import Denoiser
+from ..video.filters import WindowFilter, window_filter
+from ..video.params import NLMParams, window_indices
+from ..video.sample import load_clean_frames, noisy_frames
+from . import peers
 
 PAPER_SEARCH_RADII = (2, 3, 5, 10)
 PAPER_TEMPORAL = ((0, 0), (1, 0), (2, 0), (3, 0), (1, 1))
@@ -136,7 +136,7 @@ def time_gpu_pipeline(params: NLMParams, noisy_8bit: np.ndarray, clean: np.ndarr
     Each timed run streams E2E_FRAMES frames (the clip's frames over and over) so that the
     pipeline's fill and drain do not count; the PSNR comes from one run over the clip itself.
     """
-    from nlmeans_studio.engine.video.gpu_pipeline import GpuPipeline
+    from ..video.gpu_pipeline import GpuPipeline
 
     with contextlib.closing(GpuPipeline(cupy_module(), params, np.uint8)) as pipeline:
         outputs = list(pipeline.run(noisy_8bit))  # also compiles and allocates
@@ -290,9 +290,9 @@ def run_pipeline(
     import tempfile
     from pathlib import Path
 
-    from nlmeans_studio.engine.media.reader import VideoReader
-    from nlmeans_studio.engine.media.writer import VideoWriter
-    from nlmeans_studio.engine.video.export import denoise_file
+    from ..media.reader import VideoReader
+    from ..media.writer import VideoWriter
+    from ..video.export import denoise_file
 
     denoiser = Denoiser(params, backend, bit_depth=FULL_SCALE_BITS)  # the reader's uint16 frames
     hardware_decoding = denoiser.backend == "gpu"  # as the export decodes
@@ -379,7 +379,7 @@ def run_preview(
     uint8 back on the host; on the GPU a neighbour still resident there is not sent again); a
     slider change renders the middle frame again with a new h, and on the GPU sends no frame.
     """
-    from nlmeans_studio.engine.video.preview import ArrayFrames, Previewer
+    from ..video.preview import ArrayFrames, Previewer
 
     clip = from_float32(load_clean_frames(source, frames, height, width), np.uint8)
     previewer = Previewer(ArrayFrames(clip), backend)

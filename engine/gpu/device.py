@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import GpuOutOfMemoryError
-from nlmeans_studio.engine.frames import integer_scale
+from ..backend import GpuOutOfMemoryError
+from ..frames import integer_scale
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 BLOCK = 256  # threads per block of the element-wise kernels

@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from nlmeans_studio.engine.media.ffmpeg import VideoError, pyav
-from nlmeans_studio.engine.media.image_sequence import is_image_sequence
-from nlmeans_studio.engine.media.probe import HIGH_BIT_DEPTH, VideoInfo
+from .ffmpeg import VideoError, pyav
+from .image_sequence import is_image_sequence
+from .probe import HIGH_BIT_DEPTH, VideoInfo
 
 # Codec name -> (encoder, pixel format for 8-bit sources, for deeper sources). H.264 and H.265
 # are written 4:2:0, as every player takes them (NVENC's H.264 has no 10-bit); FFV1 (lossless)

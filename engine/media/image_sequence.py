@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from nlmeans_studio.engine.media.ffmpeg import VideoError
+from .ffmpeg import VideoError
 
 # The frame number's place in an image sequence's name (%d, %06d), or "%%", FFmpeg's escaped "%"
 SEQUENCE_NUMBER = re.compile(r"%(?:(%)|0?(\d*)d)")

@@ -19,10 +19,10 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from nlmeans_studio.engine.media.ffmpeg import VideoError, ffmpeg_reason, pyav
-from nlmeans_studio.engine.media.probe import INTERLACED, VideoInfo, stream_facts
-from nlmeans_studio.engine.media.reader import decoded_array
-from nlmeans_studio.engine.media.y4m import Y4M_HEADER_LIMIT, Y4M_MAGIC, check_y4m_header
+from .ffmpeg import VideoError, ffmpeg_reason, pyav
+from .probe import INTERLACED, VideoInfo, stream_facts
+from .reader import decoded_array
+from .y4m import Y4M_HEADER_LIMIT, Y4M_MAGIC, check_y4m_header
 
 PIPE = "-"
 LOOKAHEAD = 8  # frames kept from the stream's start for random access

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.media.ffmpeg import VideoError, ffmpeg_reason, pyav, said_in_our_words
-from nlmeans_studio.engine.media.frame_index import FrameIndex, index_stream
-from nlmeans_studio.engine.media.image_sequence import first_image_number, is_image_sequence
-from nlmeans_studio.engine.media.y4m import Y4M_HEADER_LIMIT, Y4M_MAGIC, check_y4m_header, y4m_cut, y4m_unmarked_frame
+from .ffmpeg import VideoError, ffmpeg_reason, pyav, said_in_our_words
+from .frame_index import FrameIndex, index_stream
+from .image_sequence import first_image_number, is_image_sequence
+from .y4m import Y4M_HEADER_LIMIT, Y4M_MAGIC, check_y4m_header, y4m_cut, y4m_unmarked_frame
 
 HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
 TEXT_CODECS = ("ansi", "bintext", "xbin", "idf", "tty")  # FFmpeg shows text files as pictures of text

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.media.ffmpeg import CODEC_THREADS, VideoError, ffmpeg_reason, pyav
-from nlmeans_studio.engine.media.formats import array_format
-from nlmeans_studio.engine.media.frame_index import FrameIndex
-from nlmeans_studio.engine.media.image_sequence import is_image_sequence, sequence_files
-from nlmeans_studio.engine.media.probe import VideoInfo, open_input, probe_video
+from .ffmpeg import CODEC_THREADS, VideoError, ffmpeg_reason, pyav
+from .formats import array_format
+from .frame_index import FrameIndex
+from .image_sequence import is_image_sequence, sequence_files
+from .probe import VideoInfo, open_input, probe_video
 
 CACHE_FRAMES = 24  # decoded frames kept for random access
 
@@ -27,7 +27,7 @@ CACHE_FRAMES = 24  # decoded frames kept for random access
 def decoded_array(frame: Any, info: VideoInfo) -> np.ndarray:
     """A decoded frame as (H, W, C) of ``info.dtype``: Y'CbCr converted to RGB by ``media.yuv``
     (exact at every depth, where swscale keeps 8 bits of a 10-bit source), others by swscale."""
-    from nlmeans_studio.engine.media.yuv import frame_planes, planes_to_rgb, yuv_layout
+    from .yuv import frame_planes, planes_to_rgb, yuv_layout
 
     layout = yuv_layout(frame.format.name, info.color, frame.height) if info.channels == 3 else None
     if layout is not None:

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.frames import FULL_SCALE_BITS, check_bit_depth, checked_frame
-from nlmeans_studio.engine.media.ffmpeg import CODEC_THREADS, VideoError, ffmpeg_reason, pyav, said_in_our_words
-from nlmeans_studio.engine.media.formats import (
+from ..frames import FULL_SCALE_BITS, check_bit_depth, checked_frame
+from .ffmpeg import CODEC_THREADS, VideoError, ffmpeg_reason, pyav, said_in_our_words
+from .formats import (
     ANY_SIZE_ENCODERS,
     CODECS,
     GRAY_FORMATS,
@@ -28,10 +28,10 @@ from nlmeans_studio.engine.media.formats import (
     output_format,
     output_pixel_format,
 )
-from nlmeans_studio.engine.media.image_sequence import is_image_sequence, numbered_images, sequence_files
-from nlmeans_studio.engine.media.probe import HIGH_BIT_DEPTH, VideoInfo, open_input
-from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput, dangling_link, folder_problem
-from nlmeans_studio.engine.media.y4m import Y4M_FORMATS
+from .image_sequence import is_image_sequence, numbered_images, sequence_files
+from .probe import HIGH_BIT_DEPTH, VideoInfo, open_input
+from .staged_output import OutputBusyError, StagedOutput, dangling_link, folder_problem
+from .y4m import Y4M_FORMATS
 
 STANDARD_OUTPUT = "-"
 
@@ -342,7 +342,7 @@ def _frame_maker(
     """How the writer turns an array of ``frame_format`` (``height`` lines) into a frame of
     ``pixel_format``: to Y'CbCr through ``media.yuv`` (exact at every depth, the reader's
     inverse), to other formats through swscale."""
-    from nlmeans_studio.engine.media.yuv import planes_frame, rgb_to_planes, yuv_layout
+    from .yuv import planes_frame, rgb_to_planes, yuv_layout
 
     av = pyav()
     planar = PLANAR_TWINS.get(pixel_format, pixel_format)
@@ -367,7 +367,7 @@ def _output_color(color: dict[str, int], height: int) -> dict[str, int]:
     """The source's color tags, and where it gives a range but no matrix, the matrix its frames
     are converted with (``yuv_layout``'s guess from the ``height`` in lines): H.264 and H.265
     write the range only beside a matrix, and would drop it."""
-    from nlmeans_studio.engine.media.yuv import BT709, HD_LINES
+    from .yuv import BT709, HD_LINES
 
     if color.get("range", 0) and color.get("colorspace", 2) == 2:
         return {**color, "colorspace": BT709 if height >= HD_LINES else BT601}

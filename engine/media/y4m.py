@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nlmeans_studio.engine.media.ffmpeg import VideoError, pyav
+from .ffmpeg import VideoError, pyav
 
 Y4M_HEADER_LIMIT = 1024  # bytes: a y4m header line is a few dozen
 Y4M_FRAME = b"FRAME\n"  # what starts each frame of a y4m stream (FFmpeg's writer adds no parameters)

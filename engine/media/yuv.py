@@ -114,7 +114,7 @@ def _layout(pixel_format: str, colorspace: int, full: bool, high_definition: boo
 def planes_to_rgb(planes: list[np.ndarray], layout: YuvLayout, dtype: np.dtype) -> np.ndarray:
     """Y, Cb, Cr sample planes -> (H, W, 3) RGB of ``dtype`` (uint8 or uint16 at its full
     scale), rounded and clipped."""
-    from nlmeans_studio.engine.media import yuv_kernels
+    from . import yuv_kernels
 
     rgb = np.empty((*planes[0].shape, 3), dtype)
     yuv_kernels.to_rgb(*planes, *layout.chroma_shift, layout.coefficients(), float(np.iinfo(dtype).max), rgb)
@@ -124,7 +124,7 @@ def planes_to_rgb(planes: list[np.ndarray], layout: YuvLayout, dtype: np.dtype) 
 def rgb_to_planes(rgb: np.ndarray, layout: YuvLayout) -> list[np.ndarray]:
     """(H, W, 3) uint8 / uint16 RGB at its full scale -> Y, Cb, Cr sample planes of the layout's
     dtype, rounded and clamped to 0 .. 2^bits - 1."""
-    from nlmeans_studio.engine.media import yuv_kernels
+    from . import yuv_kernels
 
     height, width = rgb.shape[:2]
     across, down = layout.chroma_shift

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from nlmeans_studio.engine.video.noise_estimate import CLEAN_SIGMA, NoiseEstimate, _effective_channels, _luminance_gain
-from nlmeans_studio.engine.video.params import NLMParams
+from .noise_estimate import CLEAN_SIGMA, NoiseEstimate, _effective_channels, _luminance_gain
+from .params import NLMParams
 
 CALIBRATION_FILE = Path(__file__).with_name("h_calibration.json")
 CALIBRATION_CHANNELS = 3  # the calibration's white noise: R, G and B independent

@@ -15,10 +15,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import gpu_unavailable_reason, resolve_backend
-from nlmeans_studio.engine.frames import FULL_SCALE_BITS
-from nlmeans_studio.engine.video.denoiser import Denoiser
-from nlmeans_studio.engine.video.params import NLMParams
+from ..backend import gpu_unavailable_reason, resolve_backend
+from ..frames import FULL_SCALE_BITS
+from .denoiser import Denoiser
+from .params import NLMParams
 
 GUIDES = (None, "prefilter")  # the two-pass guide: none, or the filter's own first pass
 LumaChroma = tuple[float, float, str]  # (h_luma, h_chroma, matrix): engine.video.luma_chroma's mode
@@ -134,15 +134,15 @@ def denoiser_for(
     if refused is not None:
         raise ValueError(refused)
     if devices is not None:
-        from nlmeans_studio.engine.video.several_gpus import DevicesDenoiser
+        from .several_gpus import DevicesDenoiser
 
         return DevicesDenoiser(params, devices)
     if guide is not None:
-        from nlmeans_studio.engine.video.guided import GuidedDenoiser
+        from .guided import GuidedDenoiser
 
         return GuidedDenoiser(params, backend, bit_depth=FULL_SCALE_BITS)
     if luma_chroma is not None:
-        from nlmeans_studio.engine.video.luma_chroma import LumaChromaDenoiser
+        from .luma_chroma import LumaChromaDenoiser
 
         backend = backend if plain is None else plain.backend
         return LumaChromaDenoiser(params, *luma_chroma, backend=backend, bit_depth=FULL_SCALE_BITS)

@@ -22,13 +22,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from nlmeans_studio.engine.frames import to_float32
-from nlmeans_studio.engine.video.choose_h import apply_estimate
-from nlmeans_studio.engine.video.denoiser import Denoiser
-from nlmeans_studio.engine.video.luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
-from nlmeans_studio.engine.video.noise_estimate import NoiseEstimate
-from nlmeans_studio.engine.video.params import NLMParams
-from nlmeans_studio.engine.video.sure import choose_strength
+from ..frames import to_float32
+from .choose_h import apply_estimate
+from .denoiser import Denoiser
+from .luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
+from .noise_estimate import NoiseEstimate
+from .params import NLMParams
+from .sure import choose_strength
 
 LumaChroma = tuple[float, float, str]  # (h_luma, h_chroma, matrix): LumaChromaDenoiser's strengths
 AUTO = "auto"

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import cpu_name, cupy_module, gpu_name, resolve_backend
-from nlmeans_studio.engine.frames import at_bit_depth, check_bit_depth, check_same_shape, checked_frame, from_float32
-from nlmeans_studio.engine.video.filters import METHODS, WindowFilter, window_filter
-from nlmeans_studio.engine.video.params import NLMParams, check_frame_shape, window_indices
+from ..backend import cpu_name, cupy_module, gpu_name, resolve_backend
+from ..frames import at_bit_depth, check_bit_depth, check_same_shape, checked_frame, from_float32
+from .filters import METHODS, WindowFilter, window_filter
+from .params import NLMParams, check_frame_shape, window_indices
 
 __all__ = ["METHODS", "Denoiser"]
 
@@ -210,7 +210,7 @@ class Denoiser:
         """
         dtype = np.dtype(dtype)
         if self.backend == "gpu" and self.method == "fused":
-            from nlmeans_studio.engine.video.gpu_pipeline import GpuPipeline
+            from .gpu_pipeline import GpuPipeline
 
             with contextlib.closing(GpuPipeline(cupy_module(), self.params, dtype)) as pipeline:
                 for frame in pipeline.run(checked_frame(frame, self.bit_depth) for frame in frames):

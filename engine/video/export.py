@@ -20,18 +20,18 @@ from pathlib import Path
 
 import numpy as np
 
-from nlmeans_studio.engine.frames import FULL_SCALE_BITS
-from nlmeans_studio.engine.media.ffmpeg import VideoError
-from nlmeans_studio.engine.media.pipe import LOOKAHEAD, PIPE, PipeReader
-from nlmeans_studio.engine.media.probe import VideoInfo
-from nlmeans_studio.engine.media.reader import VideoReader
-from nlmeans_studio.engine.media.writer import VideoWriter
-from nlmeans_studio.engine.memory import require_cpu_room
-from nlmeans_studio.engine.video.clip_denoiser import denoiser_for
-from nlmeans_studio.engine.video.filters import cpu_filter_compiles
-from nlmeans_studio.engine.video.noise import estimate_noise_over
-from nlmeans_studio.engine.video.noise_estimate import NoiseEstimate
-from nlmeans_studio.engine.video.params import NLMParams
+from ..frames import FULL_SCALE_BITS
+from ..media.ffmpeg import VideoError
+from ..media.pipe import LOOKAHEAD, PIPE, PipeReader
+from ..media.probe import VideoInfo
+from ..media.reader import VideoReader
+from ..media.writer import VideoWriter
+from ..memory import require_cpu_room
+from .clip_denoiser import denoiser_for
+from .filters import cpu_filter_compiles
+from .noise import estimate_noise_over
+from .noise_estimate import NoiseEstimate
+from .params import NLMParams
 
 QUEUE_FRAMES = 8  # frames waiting between two stages
 CPU_EXPORT_FRAMES = 9  # float32 frames' worth a CPU export holds besides its window's (cpu_export_bytes)

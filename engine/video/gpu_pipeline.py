@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.frames import FULL_SCALE_BITS, checked_frame
-from nlmeans_studio.engine.gpu.device import empty_device_frame
-from nlmeans_studio.engine.video.filters.fused_gpu import FusedGpuFilter
-from nlmeans_studio.engine.video.params import NLMParams, check_frame_shape
+from ..frames import FULL_SCALE_BITS, checked_frame
+from ..gpu.device import empty_device_frame
+from .filters.fused_gpu import FusedGpuFilter
+from .params import NLMParams, check_frame_shape
 
 STAGED_FRAMES = 4  # pinned input buffers of a pipeline: frames read and staged ahead of the GPU
 OUTPUT_BUFFERS = 3  # device and pinned output buffers of a pipeline: outputs in flight

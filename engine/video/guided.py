@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.frames import at_bit_depth, check_same_shape, checked_frame, from_float32
-from nlmeans_studio.engine.video.denoiser import Denoiser
-from nlmeans_studio.engine.video.filters import METHODS, window_filter
-from nlmeans_studio.engine.video.params import NLMParams, check_frame_shape, window_indices
+from ..frames import at_bit_depth, check_same_shape, checked_frame, from_float32
+from .denoiser import Denoiser
+from .filters import METHODS, window_filter
+from .params import NLMParams, check_frame_shape, window_indices
 
 
 class GuidedDenoiser:

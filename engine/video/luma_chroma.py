@@ -26,14 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import cupy_module
-from nlmeans_studio.engine.frames import at_bit_depth, check_bit_depth, checked_frame, integer_scale, to_float32
-from nlmeans_studio.engine.media.yuv import HD_LINES
-from nlmeans_studio.engine.video.choose_h import suggest_h
-from nlmeans_studio.engine.video.denoiser import Denoiser
-from nlmeans_studio.engine.video.noise import estimate_noise
-from nlmeans_studio.engine.video.noise_estimate import NoiseEstimate
-from nlmeans_studio.engine.video.params import H_MIN, NLMParams
+from ..backend import cupy_module
+from ..frames import at_bit_depth, check_bit_depth, checked_frame, integer_scale, to_float32
+from ..media.yuv import HD_LINES
+from .choose_h import suggest_h
+from .denoiser import Denoiser
+from .noise import estimate_noise
+from .noise_estimate import NoiseEstimate
+from .params import H_MIN, NLMParams
 
 MATRICES = {"bt601": (0.299, 0.114), "bt709": (0.2126, 0.0722)}  # (Kr, Kb)
 CHROMA_OFFSET = np.float32(0.5)  # Cb and Cr are centred on 0.5 while filtered, inside [0, 1]

@@ -34,8 +34,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from nlmeans_studio.engine.video.motion_noise import region_change
-from nlmeans_studio.engine.video.noise_estimate import (
+from .motion_noise import region_change
+from .noise_estimate import (
     BLOCK,
     CORRELATED_RATIO,
     LOW_CONFIDENCE,
@@ -56,7 +56,7 @@ from nlmeans_studio.engine.video.noise_estimate import (
     _residuals,
     _texture,
 )
-from nlmeans_studio.engine.video.noise_in_blocks import (
+from .noise_in_blocks import (
     _agreement,
     _automatic,
     _block_means,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nlmeans_studio.engine.frames import checked_frame, to_float32
+from ..frames import checked_frame, to_float32
 
 BLOCK = 16  # pixels on a side of the blocks automatic mode chooses among
 NOISE_PLACES = 3  # places in a clip (pairs of frames) the noise is estimated at

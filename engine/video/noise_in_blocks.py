@@ -12,8 +12,8 @@ import statistics
 
 import numpy as np
 
-from nlmeans_studio.engine.video.motion_noise import compensated_change, kept_noise
-from nlmeans_studio.engine.video.noise_estimate import (
+from .motion_noise import compensated_change, kept_noise
+from .noise_estimate import (
     BAND_EDGES,
     BLOCK,
     CLEAN_SIGMA,

@@ -15,8 +15,8 @@ import threading
 import time
 from collections.abc import Iterator
 
-from nlmeans_studio.engine.video.params import NLMParams
-from nlmeans_studio.engine.video.preview import LumaChroma, Preview, Previewer, SyntheticNoise
+from .params import NLMParams
+from .preview import LumaChroma, Preview, Previewer, SyntheticNoise
 
 DEFAULT_AHEAD = 32  # frames rendered past the one shown (720p: about 180 MB of before and after)
 

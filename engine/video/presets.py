@@ -18,9 +18,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from nlmeans_studio.engine.resources import PRESET_FOLDER
-from nlmeans_studio.engine.video.luma_chroma import parse_luma_chroma
-from nlmeans_studio.engine.video.params import NLMParams
+from ..resources import PRESET_FOLDER
+from .luma_chroma import parse_luma_chroma
+from .params import NLMParams
 
 FIELDS = ("h", "patch_radius", "search_radius", "frames_past", "frames_future", "weighting", "center_weight")
 STRENGTH_RANGE = (0.1, 5.0)  # multiples of the suggested h

@@ -23,13 +23,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from nlmeans_studio.engine.frames import FULL_SCALE_BITS, checked_frame, from_float32, to_float32
-from nlmeans_studio.engine.metrics import psnr
-from nlmeans_studio.engine.video.clip_denoiser import FrameDenoiser, LumaChroma, denoiser_for
-from nlmeans_studio.engine.video.denoiser import Denoiser
-from nlmeans_studio.engine.video.noise_estimate import NoiseEstimate
-from nlmeans_studio.engine.video.params import NLMParams, check_frame_shape, window_indices
-from nlmeans_studio.engine.video.synthetic_noise import add_noise
+from ..frames import FULL_SCALE_BITS, checked_frame, from_float32, to_float32
+from ..metrics import psnr
+from .clip_denoiser import FrameDenoiser, LumaChroma, denoiser_for
+from .denoiser import Denoiser
+from .noise_estimate import NoiseEstimate
+from .params import NLMParams, check_frame_shape, window_indices
+from .synthetic_noise import add_noise
 
 NOISE_CACHE_FRAMES = 24  # noisy frames kept, so that a slider change does not redraw the noise
 DIFFERENCE_GAIN = 4  # the difference view shows |before - after| times this, so that removed noise shows
@@ -384,9 +384,9 @@ class _DevicePreview:
     """
 
     def __init__(self) -> None:
-        from nlmeans_studio.engine.backend import cupy_module
-        from nlmeans_studio.engine.gpu.device import ResidentFrames
-        from nlmeans_studio.engine.video.filters.fused_gpu import FusedGpuFilter
+        from ..backend import cupy_module
+        from ..gpu.device import ResidentFrames
+        from .filters.fused_gpu import FusedGpuFilter
 
         self.cupy = cupy_module()
         self.filter = FusedGpuFilter(self.cupy)
@@ -395,7 +395,7 @@ class _DevicePreview:
 
     def denoise(self, frames: Sequence[Any], center: int, params: NLMParams) -> np.ndarray:
         """Denoise ``frames[center]`` (DeviceFrames) into the kept outputs; uint8 (H, W, C) on the host."""
-        from nlmeans_studio.engine.gpu.device import round_to_integers
+        from ..gpu.device import round_to_integers
 
         channels, height, width = frames[center].shape
         shape = (height, width, channels)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from nlmeans_studio.engine.resources import SAMPLE_CLIP
-from nlmeans_studio.engine.video.synthetic_noise import add_noise
+from ..resources import SAMPLE_CLIP
+from .synthetic_noise import add_noise
 
 
 def resize_bilinear(frames: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -52,7 +52,7 @@ def load_clean_frames(source: str | Path | None, count: int, height: int, width:
         if len(decoded) < count:
             raise ValueError(f"{path} holds {len(decoded)} frames, fewer than the {count} asked for")
     else:
-        from nlmeans_studio.engine.media.reader import read_frames
+        from ..media.reader import read_frames
 
         decoded = read_frames(path, count)
     frames = decoded.astype(np.float32) / 255

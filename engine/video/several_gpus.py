@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import cupy_module, gpu_name, resolve_devices
-from nlmeans_studio.engine.video.params import NLMParams
+from ..backend import cupy_module, gpu_name, resolve_devices
+from .params import NLMParams
 
 CHUNK_BYTES = 1 << 30  # input frames of one chunk: K is as many frames as fit (at least MIN_CHUNK)
 MIN_CHUNK = 8
@@ -107,7 +107,7 @@ class DevicesDenoiser:
     def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]:
         """The denoised frames of ``frames`` in order, as (H, W, C) arrays of ``dtype``: equal to one
         GPU's ``Denoiser.export_stream``."""
-        from nlmeans_studio.engine.video.gpu_pipeline import GpuPipeline
+        from .gpu_pipeline import GpuPipeline
 
         source = iter(frames)
         first = next(source, None)

@@ -26,7 +26,7 @@ from typing import Protocol
 
 import numpy as np
 
-from nlmeans_studio.engine.frames import checked_frame, to_float32
+from ..frames import checked_frame, to_float32
 
 PROBE_STEP = 0.05  # eps, in units of the probe's own sigma: small against the patch distances' noise
 SEARCH_STEPS = 8  # golden-section steps over log h: the optimum to about 5 %

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nlmeans_studio.engine.video.noise_estimate import _float_frames
+from .noise_estimate import _float_frames
 
 
 def add_noise(frames: np.ndarray, covariance: np.ndarray, seed: int, *, bit_depth: int | None = None) -> np.ndarray:

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from nlmeans_studio.engine.volume.params import CHANNELS_MAX
+from .params import CHANNELS_MAX
 
 PARALLEL_CHECK_BYTES = 32 << 20  # all_finite: at least this much a thread
 FINITE_BLOCK_BYTES = 1 << 20  # all_finite: planes checked at once, in the cache

@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import BACKENDS
-from nlmeans_studio.engine.shared_params import CENTER_WEIGHTS, WEIGHTINGS
-from nlmeans_studio.engine.volume.params import CHANNEL_MODES
+from ..backend import BACKENDS
+from ..shared_params import CENTER_WEIGHTS, WEIGHTINGS
+from .params import CHANNEL_MODES
 
 LOG_PROGRESS_SECONDS = 10.0  # progress in a log (stderr not a terminal): a line this often, and the first at once
 
@@ -123,22 +123,22 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``denoise-volume``; errors propagate to the CLI's handler."""
-    from nlmeans_studio.engine.backend import resolve_backend, resolve_devices
-    from nlmeans_studio.engine.cpu.compiled import COMPILING
-    from nlmeans_studio.engine.volume.denoise import (
+    from ..backend import resolve_backend, resolve_devices
+    from ..cpu.compiled import COMPILING
+    from .denoise import (
         checked_volume,
         denoise_volume,
         filter_compiles,
         require_cpu_room_for,
     )
-    from nlmeans_studio.engine.volume.io import (
+    from .io import (
         check_volume_input,
         check_volume_output,
         lost_in,
         read_volume,
         write_volume,
     )
-    from nlmeans_studio.engine.volume.params import VolumeParams, channel_strengths
+    from .params import VolumeParams, channel_strengths
 
     # What can be refused without the volume is refused before reading it and estimating its
     # noise; the input first, as the command line names it first.
@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
 def _suggested_h(args: argparse.Namespace, data: np.ndarray, label: str) -> float:
     """h for ``data`` (a volume, or one channel of it: ``label`` says which) from its noise,
     said on stderr with the estimate's warnings unless --quiet."""
-    from nlmeans_studio.engine.volume.noise import estimate_volume_noise, suggest_volume_h
+    from .noise import estimate_volume_noise, suggest_volume_h
 
     try:
         estimate = estimate_volume_noise(data)
@@ -244,7 +244,7 @@ def estimate(path: str, *, as_json: bool) -> int:
     """Print a volume's noise as ``denoise-volume`` estimates it (each channel's own where it
     filters them separately), and the h it suggests for each weighting; errors propagate to the
     CLI's handler."""
-    from nlmeans_studio.engine.volume.io import read_volume
+    from .io import read_volume
 
     source = read_volume(path)
     mode = source.channel_mode()
@@ -275,7 +275,7 @@ def estimate(path: str, *, as_json: bool) -> int:
 
 def _noise_report(path: str, data: np.ndarray) -> dict:
     """A volume's (or one channel's) noise estimate and suggested h per weighting, as JSON values."""
-    from nlmeans_studio.engine.volume.noise import estimate_volume_noise, suggest_volume_h
+    from .noise import estimate_volume_noise, suggest_volume_h
 
     try:
         result = estimate_volume_noise(data)

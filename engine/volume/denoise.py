@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import check_devices, resolve_backend, resolve_devices
-from nlmeans_studio.engine.memory import require_cpu_room, says_what_to_lower
-from nlmeans_studio.engine.shared_params import check_int
-from nlmeans_studio.engine.volume.checks import channels_note, check_channels, require_finite
-from nlmeans_studio.engine.volume.params import Radii, VolumeParams, channel_strengths
-from nlmeans_studio.engine.volume.slabs import mirrored_indices
+from ..backend import check_devices, resolve_backend, resolve_devices
+from ..memory import require_cpu_room, says_what_to_lower
+from ..shared_params import check_int
+from .checks import channels_note, check_channels, require_finite
+from .params import Radii, VolumeParams, channel_strengths
+from .slabs import mirrored_indices
 
 Progress = Callable[[int, int], None]  # (work done, work in all)
 THINNEST_SLAB = 16  # planes: a GPU's first and last slab, whose upload and download it waits for
@@ -68,7 +68,7 @@ def checked_volume(volume: object, params: VolumeParams, finite: bool = True) ->
 def cpu_filter_compiles() -> bool:
     """Whether the volume's CPU filter's first call compiles it (it loads numba): numba's cache
     holds no build of its current code for this machine."""
-    from nlmeans_studio.engine.volume import filter_cpu
+    from . import filter_cpu
 
     return not filter_cpu.compiled()
 
@@ -214,8 +214,8 @@ def denoise_volume(
         require_cpu_room_for(data)
         planar = _filter_on_cpu(data, params, slabs or 1, progress, target)
     else:
-        from nlmeans_studio.engine.volume import slabs as slab_module
-        from nlmeans_studio.engine.volume.filter_gpu import gpu_slab_filters
+        from . import slabs as slab_module
+        from .filter_gpu import gpu_slab_filters
 
         filters, least_slabs = gpu_slab_filters(data.shape, params, resolve_devices(devices))
         least = max(slabs or 1, least_slabs, len(filters))
@@ -240,8 +240,8 @@ def _filter_on_cpu(
 ) -> np.ndarray:
     """``denoise_volume`` of (Z, Y, X, C) ``data`` on the CPU, in ``slabs`` slabs padded as they
     are filtered (the next read on a thread of its own), into ``target`` or a new array."""
-    from nlmeans_studio.engine.volume import slabs as slab_module
-    from nlmeans_studio.engine.volume.filter_cpu import filter_padded_cpu
+    from . import slabs as slab_module
+    from .filter_cpu import filter_padded_cpu
 
     count = len(slab_module.split_range(data.shape[0], slabs))
     finished = [0]
@@ -365,11 +365,11 @@ def denoise_volume_slice(
     check_int("index", index, data.shape[axis] - 1)
     data = np.moveaxis(data, axis, 0)
     if _chosen_backend(backend, None) == "cpu":
-        from nlmeans_studio.engine.volume.filter_cpu import filter_padded_cpu
+        from .filter_cpu import filter_padded_cpu
 
         plane = filter_padded_cpu(padded_volume(data, moved.pad, (index, index + 1)), moved)[0]
     else:
-        from nlmeans_studio.engine.volume.filter_gpu import gpu_slab_filters
+        from .filter_gpu import gpu_slab_filters
 
         (make,), _ = gpu_slab_filters(data.shape, moved, None)
         planes = np.empty((1, *data.shape[1:]), dtype=np.float32)

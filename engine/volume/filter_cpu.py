@@ -18,10 +18,10 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from nlmeans_studio.engine.cpu.compiled import in_numba_cache
-from nlmeans_studio.engine.cpu.launches import parallel_turn
-from nlmeans_studio.engine.cpu.weighted_rows import FAST, NO_EXPONENT, accumulate_row, center_weight, weights_row
-from nlmeans_studio.engine.volume.params import VolumeParams
+from ..cpu.compiled import in_numba_cache
+from ..cpu.launches import parallel_turn
+from ..cpu.weighted_rows import FAST, NO_EXPONENT, accumulate_row, center_weight, weights_row
+from .params import VolumeParams
 
 
 @numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)

@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import GpuOutOfMemoryError, cupy_module
-from nlmeans_studio.engine.gpu.device import device_attributes, kernel_function
-from nlmeans_studio.engine.volume.checks import non_finite_error
-from nlmeans_studio.engine.volume.params import VolumeParams
-from nlmeans_studio.engine.volume.slabs import Finished, mirrored_indices, split_range
+from ..backend import GpuOutOfMemoryError, cupy_module
+from ..gpu.device import device_attributes, kernel_function
+from .checks import non_finite_error
+from .params import VolumeParams
+from .slabs import Finished, mirrored_indices, split_range
 
 BLOCK = (32, 8)  # volume_direct: threads along x and y of a plane
 MEMORY_SHARE = 0.6  # of a device's free memory one slab's input and output may take

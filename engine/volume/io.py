@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput, dangling_link, folder_problem
+from ..media.staged_output import OutputBusyError, StagedOutput, dangling_link, folder_problem
 
 FORMAT_NAMES = {"nifti": "NIfTI", "tiff": "TIFF", "npy": "NumPy .npy"}
 SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff", ".npy": "npy"}

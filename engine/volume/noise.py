@@ -35,9 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nlmeans_studio.engine.memory import says_what_to_lower
-from nlmeans_studio.engine.volume.checks import all_finite, channels_note, check_channels
-from nlmeans_studio.engine.volume.params import Radii, VolumeParams
+from ..memory import says_what_to_lower
+from .checks import all_finite, channels_note, check_channels
+from .params import Radii, VolumeParams
 
 BLOCK = 8
 QUANTILE = 0.1

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nlmeans_studio.engine.shared_params import (
+from ..shared_params import (
     CENTER_WEIGHTS,
     PATCH_RADIUS_MAX,
     SEARCH_RADIUS_MAX,

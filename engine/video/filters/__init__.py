@@ -25,8 +25,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import resolve_backend
-from nlmeans_studio.engine.video.params import NLMParams
+from ...backend import resolve_backend
+from ..params import NLMParams
 
 METHODS = ("fused", "cascade")  # the first is the default
 
@@ -59,7 +59,7 @@ class WindowFilter(Protocol):
 def cpu_filter_compiles() -> bool:
     """Whether the fused CPU filter's first call compiles it (it loads numba): numba's cache holds
     no build of its current code for this machine."""
-    from nlmeans_studio.engine.video.filters import fused_cpu
+    from . import fused_cpu
 
     return not fused_cpu.compiled()
 
@@ -71,28 +71,28 @@ def filter_compiles(backend: str = "auto") -> bool:
 
 
 def _fused_cpu() -> WindowFilter:
-    from nlmeans_studio.engine.memory import require_cpu_room
+    from ...memory import require_cpu_room
 
     require_cpu_room(0, compiles=cpu_filter_compiles)  # numba and its threads fit, under an address-space limit
-    from nlmeans_studio.engine.video.filters.fused_cpu import FusedCpuFilter
+    from .fused_cpu import FusedCpuFilter
 
     return FusedCpuFilter()
 
 
 def _cascade_cpu() -> WindowFilter:
-    from nlmeans_studio.engine.video.filters.cascade import CascadeCpuFilter
+    from .cascade import CascadeCpuFilter
 
     return CascadeCpuFilter()
 
 
 def _fused_gpu() -> WindowFilter:
-    from nlmeans_studio.engine.video.filters.fused_gpu import FusedGpuFilter
+    from .fused_gpu import FusedGpuFilter
 
     return FusedGpuFilter()
 
 
 def _cascade_gpu() -> WindowFilter:
-    from nlmeans_studio.engine.video.filters.cascade_gpu import CascadeGpuFilter
+    from .cascade_gpu import CascadeGpuFilter
 
     return CascadeGpuFilter()
 

@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.frames import to_float32
-from nlmeans_studio.engine.video.params import NLMParams
+from ...frames import to_float32
+from ..params import NLMParams
 
 Array = Any  # numpy.ndarray or cupy.ndarray
 

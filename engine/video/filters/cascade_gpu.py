@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import cupy_module
-from nlmeans_studio.engine.gpu.device import BLOCK, DeviceFrame, DeviceFrames, kernel_function
-from nlmeans_studio.engine.video.filters import cascade
-from nlmeans_studio.engine.video.params import NLMParams
+from ...backend import cupy_module
+from ...gpu.device import BLOCK, DeviceFrame, DeviceFrames, kernel_function
+from ..params import NLMParams
+from . import cascade
 
 
 class CascadeGpuFilter:

@@ -32,11 +32,11 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from nlmeans_studio.engine.cpu.compiled import in_numba_cache
-from nlmeans_studio.engine.cpu.launches import parallel_turn
-from nlmeans_studio.engine.cpu.weighted_rows import FAST, NO_EXPONENT, accumulate_row, center_weight, weights_row
-from nlmeans_studio.engine.frames import to_float32
-from nlmeans_studio.engine.video.params import NLMParams
+from ...cpu.compiled import in_numba_cache
+from ...cpu.launches import parallel_turn
+from ...cpu.weighted_rows import FAST, NO_EXPONENT, accumulate_row, center_weight, weights_row
+from ...frames import to_float32
+from ..params import NLMParams
 
 TILE_ROWS, TILE_COLUMNS = 32, 256  # one parallel task; its rows of frames and sums stay in L2
 

@@ -8,17 +8,17 @@ from typing import Any
 
 import numpy as np
 
-from nlmeans_studio.engine.backend import cupy_module
-from nlmeans_studio.engine.frames import integer_scale
-from nlmeans_studio.engine.gpu.device import CUDA_TYPES, DeviceFrame, DeviceFrames, device_attributes, kernel_function
-from nlmeans_studio.engine.video.filters.fused_layout import (
+from ...backend import cupy_module
+from ...frames import integer_scale
+from ...gpu.device import CUDA_TYPES, DeviceFrame, DeviceFrames, device_attributes, kernel_function
+from ..params import NLMParams
+from .fused_layout import (
     FUSED_THREADS,
     FusedLayout,
     fused_grid,
     fused_layout,
     patch_scale,
 )
-from nlmeans_studio.engine.video.params import NLMParams
 
 
 def fused_kernel_name(

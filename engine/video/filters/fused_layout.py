@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nlmeans_studio.engine.frames import integer_scale
-from nlmeans_studio.engine.video.params import NLMParams
+from ...frames import integer_scale
+from ..params import NLMParams
 
 FUSED_THREADS, PASS1_COLUMNS = 256, 64  # as in nlm.cu
 SUBGROUPS = FUSED_THREADS // PASS1_COLUMNS  # offset groups of pass 1 at once
