@@ -12,7 +12,7 @@ is ``volume_worker.VolumeWorker``, the export queue's ``export.ExportWorker``.
 The main window's requests each name the clip they are asked of (the number of the request that
 opened it): one asked of a clip since replaced is dropped unseen too, never run on the next clip.
 
-Playback: a ``PlayRequest`` makes an ``engine.playback.RenderAhead``, handed to the window by
+Playback: a ``PlayRequest`` makes an ``engine.video.playback.RenderAhead``, handed to the window by
 ``playback_started``; between requests the worker renders its next frame, one frame per turn
 of its event loop so that new requests come first. The window takes frames from it and calls
 ``wake`` when that made room.
@@ -177,9 +177,9 @@ class PreviewWorker(Worker):
     ORDER = ("open", "estimate", "preview", "play")  # a new clip first; an estimate before a preview
 
     opened = Signal(int, object, object)  # request number, VideoInfo, each frame's time in seconds
-    rendered = Signal(int, object)  # request number, engine.preview.Preview
+    rendered = Signal(int, object)  # request number, engine.video.preview.Preview
     estimated = Signal(int, int, object)  # request number, first frame of the pair measured, NoiseEstimate
-    playback_started = Signal(int, object)  # request number, engine.playback.RenderAhead
+    playback_started = Signal(int, object)  # request number, engine.video.playback.RenderAhead
     failed = Signal(int, str, str)  # request number, kind ("open", "preview", "estimate", "backend"), message
     busy_changed = Signal(bool)  # the engine started or stopped working
     compiling = Signal()  # the next frame waits for the CPU filter to compile (once per machine)

@@ -1,4 +1,4 @@
-"""Playback throughput: the window's render-ahead (engine.playback.RenderAhead) without Qt.
+"""Playback throughput: the window's render-ahead (engine.video.playback.RenderAhead) without Qt.
 
     python3 scripts/bench_playback.py [--input .bench/sample720.npy] [--frames 240] [--backend auto]
         [--synthetic-noise 25,0] [--ahead 32]

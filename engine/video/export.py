@@ -306,13 +306,13 @@ def denoise_file(
     overwrite : bool
         Replace an existing ``target``.
     luma_chroma : (h_luma, h_chroma, matrix), optional
-        Filter in Y'CbCr with a strength for Y and one for Cb/Cr (``engine.luma_chroma``);
+        Filter in Y'CbCr with a strength for Y and one for Cb/Cr (``engine.video.luma_chroma``);
         ``params`` then gives the window, weighting and centre weight.
     guide : {"prefilter"}, optional
-        Two passes (``engine.guided``): a first pass with ``params`` makes the guide, the second
+        Two passes (``engine.video.guided``): a first pass with ``params`` makes the guide, the second
         takes its patch distances from it. Either backend; not with ``luma_chroma`` or ``devices``.
     devices : "all" or sequence of int, optional
-        GPUs to share the clip (``gpu.video_devices``: chunks of frames, concurrently); the
+        GPUs to share the clip (``video.several_gpus``: chunks of frames, concurrently); the
         result equals one GPU's. The plain filter only: not with ``luma_chroma`` or ``guide``.
     codec, crf, preset, rgb
         The output's encoding, as ``VideoWriter`` takes it.

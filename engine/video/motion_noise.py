@@ -1,7 +1,7 @@
 """The noise an encoder kept, from the frame-to-frame change left after motion compensation.
 
 An encoder such as x264 smooths the noise out of the flat areas and keeps part of it in the
-texture, where no flat block sees it: the spatial estimate of ``engine.noise`` then reads almost
+texture, where no flat block sees it: the spatial estimate of ``engine.video.noise`` then reads almost
 nothing with a low confidence. The noise that was kept is new in every frame, so a block matched
 (by a motion search) in the next frame differs from its match by sqrt(2) times that noise, in
 every channel. Changes that the motion search does not explain (occlusions, blur, light) add

@@ -14,11 +14,11 @@ estimate from those differences: every pixel of the block counts, with no high-p
 Where no flat block stays still (a pan, also a sub-pixel one), where the flat blocks' estimate
 looks spatially correlated (texture passes for that) or signal dependent, every block's change to
 its match in the next frame, with what a sub-pixel shift and a blur explain fitted out
-(``engine.motion_noise.compensated_change``), gives it: the blocks' median (motion the fit leaves
+(``engine.video.motion_noise.compensated_change``), gives it: the blocks' median (motion the fit leaves
 only adds to some), per intensity band where the noise grows with brightness, and the change's
 own spatial correlation. Where the flat blocks show little noise with a low confidence, the noise
 an encoder kept in the texture is read from the quiet quarter of the motion-compensated change
-instead (``engine.motion_noise.kept_noise``). A region the user chose is read from its own
+instead (``engine.video.motion_noise.kept_noise``). A region the user chose is read from its own
 motion-compensated change where there are two frames: it holds all of the noise, also the part
 that chroma subsampling or compression smoothed out of the high-pass residuals.
 

@@ -16,11 +16,11 @@ estimate from those differences: every pixel of the block counts, with no high-p
 Where no flat block stays still (a pan, also a sub-pixel one), where the flat blocks' estimate
 looks spatially correlated (texture passes for that) or signal dependent, every block's change to
 its match in the next frame, with what a sub-pixel shift and a blur explain fitted out
-(``engine.motion_noise.compensated_change``), gives it: the blocks' median (motion the fit leaves
+(``engine.video.motion_noise.compensated_change``), gives it: the blocks' median (motion the fit leaves
 only adds to some), per intensity band where the noise grows with brightness, and the change's
 own spatial correlation. Where the flat blocks show little noise with a low confidence, the noise
 an encoder kept in the texture is read from the quiet quarter of the motion-compensated change
-instead (``engine.motion_noise.kept_noise``). A region the user chose is read from its own
+instead (``engine.video.motion_noise.kept_noise``). A region the user chose is read from its own
 motion-compensated change where there are two frames: it holds all of the noise, also the part
 that chroma subsampling or compression smoothed out of the high-pass residuals.
 """
@@ -80,7 +80,7 @@ SIGNAL_DEPENDENT_RATIO = 1.5
 # distances see the pixels' noise, not the residuals').
 CORRELATED_RATIO = 1.4
 LOW_CONFIDENCE = 0.5
-# The confidence of an estimate from the frame-to-frame change (``engine.motion_noise``): under
+# The confidence of an estimate from the frame-to-frame change (``engine.video.motion_noise``): under
 # LOW_CONFIDENCE, so that the warning still offers a region to check it on.
 MOTION_CONFIDENCE = 0.4
 # Effective channels under SHARED_NOISE_CHANNELS: noise shared by the channels (compressed
@@ -113,8 +113,8 @@ class NoiseEstimate:
         to frame of flat blocks that stay still or else of all blocks, motion compensated (a
         pan, texture, noise that grows with brightness or is spatially correlated), the change
         of the quietest motion-compensated blocks where the flat blocks show little noise
-        (compressed footage: ``engine.motion_noise``), or the user's region; "synthetic" for noise of a known
-        covariance (``engine.preview.SyntheticNoise.estimate``), measured from nothing.
+        (compressed footage: ``engine.video.motion_noise``), or the user's region; "synthetic" for noise of a known
+        covariance (``engine.video.preview.SyntheticNoise.estimate``), measured from nothing.
     confidence : float
         0 to 1: how far the estimate can be trusted (enough flat blocks, blocks that agree with
         each other, little clipping); under 0.5 the warning asks for a region.

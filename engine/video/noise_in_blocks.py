@@ -225,7 +225,7 @@ def _band_average(band_covariances: list[np.ndarray | None], band_of: np.ndarray
 
 def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
     """The noise from the change of every block between consecutive frames, motion compensated
-    (``engine.motion_noise.compensated_change``): the blocks' median covariance (motion the fit
+    (``engine.video.motion_noise.compensated_change``): the blocks' median covariance (motion the fit
     leaves only adds to some blocks' change; compressed noise, smoothed unevenly, is read at its
     middle), per band (``_quiet_covariance``) where the noise grows with brightness, and the
     change's spatial correlation (which, unlike the flat blocks', no texture adds to). None where

@@ -128,7 +128,7 @@ def _finish(accumulators, padded, pad, center_max, relative, out):
 
 
 def compiled() -> bool:
-    """Whether the filter is compiled, in this process or numba's cache (``compiled.filter_compiles``)."""
+    """Whether the filter is compiled, in this process or numba's cache (``engine.filter_compiles``)."""
     return in_numba_cache(_row_sums, _weight_planes, _accumulate_planes, _finish)
 
 

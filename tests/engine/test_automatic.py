@@ -1,4 +1,4 @@
-"""The filter chosen when a person sets nothing (engine.automatic), through the public API and the CLI."""
+"""The filter chosen when a person sets nothing (engine.video.default_filter), through the public API and the CLI."""
 
 from __future__ import annotations
 

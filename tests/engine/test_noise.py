@@ -367,7 +367,7 @@ def test_decorrelation_is_used_where_it_helps(clips, sigmas, correlation, decorr
         gain = _denoised_psnr(clean, noisy, with_transform) - _denoised_psnr(clean, noisy, without)
         # At the suggested h: the transform gains at least 0.5 dB where it is used (the issue's
         # bound) and would not help where it is not (-0.9 to -0.1 dB measured with the table of
-        # 8-bit noise; at each one's best h -0.1 to +0.25 dB, engine.noise.decorrelation_decision).
+        # 8-bit noise; at each one's best h -0.1 to +0.25 dB, engine.video.choose_h.decorrelation_decision).
         assert gain >= 0.5 if decorrelate else gain <= 0.0, f"{name}: {gain:+.2f} dB"
 
 

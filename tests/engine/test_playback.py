@@ -1,4 +1,4 @@
-"""Render-ahead playback (engine.playback): every frame in order, bounded, thread-safe."""
+"""Render-ahead playback (engine.video.playback): every frame in order, bounded, thread-safe."""
 
 import subprocess
 import sys
@@ -92,8 +92,8 @@ def test_playback_runs_without_qt() -> None:
         "for name in ('PySide6', 'pyqtgraph', 'gui'): sys.modules[name] = None\n"
         "import numpy as np\n"
         "from engine import NLMParams\n"
-        "from engine.playback import RenderAhead\n"
-        "from engine.preview import ArrayFrames, Previewer\n"
+        "from engine.video.playback import RenderAhead\n"
+        "from engine.video.preview import ArrayFrames, Previewer\n"
         "clip = ArrayFrames(np.zeros((3, 8, 8, 3), np.uint8))\n"
         "playback = RenderAhead(Previewer(clip, 'cpu'), NLMParams(h=20, patch_radius=1, search_radius=1), None, 0, 3)\n"
         "while playback.render_next(): pass\n"

@@ -1,4 +1,4 @@
-"""The preview path the window's worker runs (engine.preview), without Qt."""
+"""The preview path the window's worker runs (engine.video.preview), without Qt."""
 
 import dataclasses
 

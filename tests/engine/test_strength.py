@@ -1,4 +1,4 @@
-"""SURE (engine.strength) against the true error on real frames with noise of a known covariance."""
+"""SURE (engine.video.sure) against the true error on real frames with noise of a known covariance."""
 
 from __future__ import annotations
 

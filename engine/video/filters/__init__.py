@@ -12,10 +12,9 @@ gpu        fused       ``fused_gpu``: one CUDA kernel for the whole window (``nl
 gpu        cascade     ``cascade_gpu``: one CUDA kernel per pass and offset (``cascade.cu``)
 =========  ==========  ==============================================================
 
-``fused_layout`` plans the fused GPU kernel's tiles in pure Python; ``volume_cpu`` and
-``volume_gpu`` are the 3D filter of DESIGN.md §6 (driven by ``engine.volume``); ``compiled``
-tells whether a CPU filter's first call will wait for numba to compile it, and ``launches``
-has the CPU filters' parallel launches take turns where numba's threading layer needs it.
+``fused_layout`` plans the fused GPU kernel's tiles in pure Python. The volume's 3D filters are
+``engine.volume.filter_cpu`` and ``filter_gpu``; what the CPU filters of both share (numba's
+cache, parallel launches, the row arithmetic) is in ``engine.cpu``.
 """
 
 from __future__ import annotations
@@ -53,7 +52,7 @@ class WindowFilter(Protocol):
 
     def as_frame(self, output: Any) -> Any:
         """An output -> one of the filter's frames, on its device, equal to ``upload(download(output))``:
-        a first pass's output as a second pass's guide (``engine.guided``)."""
+        a first pass's output as a second pass's guide (``engine.video.guided``)."""
 
 
 def cpu_filter_compiles() -> bool:

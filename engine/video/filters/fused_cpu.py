@@ -199,7 +199,7 @@ def _denoise(z_frames, y_frames, center, search, radius, scale, exponential, cen
 
 
 def compiled() -> bool:
-    """Whether the filter is compiled, in this process or numba's cache (``compiled.filter_compiles``)."""
+    """Whether the filter is compiled, in this process or numba's cache (``engine.filter_compiles``)."""
     return in_numba_cache(_pad_planar, _denoise)
 
 
