@@ -1,0 +1,296 @@
+"""The command line's arguments: the parser of ``nlmeans-studio bench | denoise | denoise-volume |
+estimate-noise`` and the types of its options."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from typing import NoReturn
+
+from ..backend import (
+    BACKENDS,
+)
+from ..bench.measure import (
+    PAPER_SEARCH_RADII,
+    PAPER_TEMPORAL,
+)
+from ..media.formats import CODECS
+from ..version import __version__
+from ..video.luma_chroma import (
+    parse_luma_chroma,
+)
+from ..video.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS
+from ..video.presets import shipped_presets
+from ..volume import cli as volume_cli
+
+ESTIMATE_FRAMES = 3  # estimate-noise --frame: consecutive frames, so that still blocks give a temporal estimate
+
+
+def _size(text: str) -> tuple[int, int]:
+    """WIDTHxHEIGHT in pixels -> (height, width)."""
+    try:
+        width, height = (int(part) for part in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must be WIDTHxHEIGHT, like 720x480, got {text!r}") from None
+    if width < 1 or height < 1:
+        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    return height, width
+
+
+def _seconds(text: str) -> float:
+    """A time in seconds: finite and not negative."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"a time is a finite number of seconds >= 0, like 12.5, got {text!r}")
+    return value
+
+
+def _span(text: str) -> float:
+    """A duration in seconds: finite and positive."""
+    value = _seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"a duration is a number of seconds > 0, got {text!r}")
+    return value
+
+
+def _whole_number(least: int, what: str) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``least``; errors call it ``what``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{what} is a whole number >= {least}, got {text!r}")
+        return value
+
+    return parse
+
+
+_count = _whole_number(1, "a count")
+_index = _whole_number(0, "a frame number")
+
+
+def _integers(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _temporal(text: str) -> list[tuple[int, int]]:
+    """Comma-separated PAST:FUTURE pairs."""
+    try:
+        pairs = [tuple(int(v) for v in part.split(":")) for part in text.split(",")]
+    except ValueError:
+        pairs = []
+    if not pairs or any(len(pair) != 2 for pair in pairs):
+        raise argparse.ArgumentTypeError(f"expected PAST:FUTURE pairs like 0:0,1:1, got {text!r}")
+    return pairs  # type: ignore[return-value]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, a wrong option said in one line with a pointer to --help (not after the whole usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="nlmeans-studio",
+        description="Non-Local Means video denoising on an NVIDIA GPU or the CPU.",
+        epilog="Without a command (or with 'gui [FILE]') nlmeans-studio opens the window; "
+        "'nlmeans-studio self-test' checks an installation.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    bench = commands.add_parser(
+        "bench",
+        help="time the engine on noisy frames of the sample clip (the paper's Table 1 layout)",
+        description="Engine-only benchmark: median ms per frame, fps and PSNR per search window.",
+    )
+    bench.add_argument("--backend", choices=BACKENDS, default="auto")
+    bench.add_argument("--methods", type=lambda t: t.split(","), default=None, help="e.g. fused,cascade")
+    bench.add_argument("--size", type=_size, default=(480, 720), help="WIDTHxHEIGHT (default 720x480)")
+    bench.add_argument("--frames", type=_count, default=4, help="output frames timed per case (default 4)")
+    bench.add_argument("--repeats", type=_count, default=1, help="passes over those frames (default 1)")
+    bench.add_argument("--search-radii", type=_integers, default=list(PAPER_SEARCH_RADII), help="default 2,3,5,10")
+    bench.add_argument(
+        "--temporal",
+        type=_temporal,
+        default=list(PAPER_TEMPORAL),
+        help="PAST:FUTURE pairs (default 0:0,1:0,2:0,3:0,1:1)",
+    )
+    bench.add_argument("--patch-radius", type=int, default=4)
+    bench.add_argument("--sigma", type=float, default=25.0, help="noise sigma in 8-bit levels (default 25)")
+    bench.add_argument("--h", type=float, default=None, help="filter strength in 8-bit levels (default 2 sigma)")
+    bench.add_argument("--weighting", choices=WEIGHTINGS, default="bisquare", help="default bisquare")
+    bench.add_argument("--center-weight", choices=CENTER_WEIGHTS, default="one", help="default one")
+    bench.add_argument(
+        "--input", default=None, help="a video, or a .npy of uint8 (T,H,W,3) frames (default: the sample)"
+    )
+    bench.add_argument("--peers", action="store_true", help="also time the installed peer implementations")
+    bench.add_argument(
+        "--frame-dtype",
+        choices=("uint8", "float32"),
+        default="uint8",
+        help="GPU engine-only timing: frames resident as uploaded from 8-bit (the default, as the peers and the "
+        "end-to-end column get them) or float32 host frames",
+    )
+    bench.add_argument(
+        "--pipeline",
+        metavar="VIDEO",
+        default=None,
+        help="instead: decode, denoise, encode and end-to-end fps on VIDEO at the default parameters",
+    )
+    bench.add_argument(
+        "--preview",
+        action="store_true",
+        help="instead: the GUI's preview path (random access, denoise, uint8 back) at --size, default parameters",
+    )
+
+    denoise = commands.add_parser(
+        "denoise",
+        help="denoise a video file into a new one",
+        description="Denoise INPUT into OUTPUT (written to a temporary file, renamed when complete).",
+    )
+    denoise.add_argument("input", help="a video file, an image sequence (scans/%%06d.png) or - for y4m on stdin")
+    denoise.add_argument("output", help="a video file, an image sequence (.png .tif .dpx .exr) or - for y4m on stdout")
+    denoise.add_argument(
+        "--h",
+        type=float,
+        default=None,
+        help=f"strength in 8-bit levels (default: suggested by the noise estimate; {DEFAULT_H:g} with --noise none)",
+    )
+    denoise.add_argument(
+        "--noise",
+        type=_noise_mode,
+        default="auto",
+        help="auto (default): estimate the noise on frames spread over the clip and set h and the color "
+        "decorrelation from it; none: no estimate; X,Y,W,H: estimate it in that flat region, in pixels",
+    )
+    denoise.add_argument(
+        "--filter-preset",
+        default=None,
+        help=f"the window's presets: {', '.join(shipped_presets())}, or a preset's .json file; its window, "
+        "weighting and luma/chroma mode, and h as its strength times the h the noise suggests; the options "
+        "below win over it (--preset is the encoder's speed)",
+    )
+    denoise.add_argument("--patch-radius", type=int, default=None, help="B, pixels (default 4)")
+    denoise.add_argument("--search-radius", type=int, default=None, help="A, pixels (default 3)")
+    denoise.add_argument("--frames-past", type=int, default=None, help="Dp (default 1)")
+    denoise.add_argument("--frames-future", type=int, default=None, help="Df (default 1)")
+    denoise.add_argument("--weighting", choices=WEIGHTINGS, default=None, help="default exponential")
+    denoise.add_argument(
+        "--center-weight",
+        choices=CENTER_WEIGHTS,
+        default=None,
+        help="the pixel's own weight: max (default), the largest of the others' (KNLMeansCL's wref), or one",
+    )
+    denoise.add_argument(
+        "--luma-chroma",
+        type=_luma_chroma_mode,
+        default=UNSET,
+        help="filter a colour clip in Y'CbCr (the source's matrix) with a strength for Y and one for Cb/Cr: auto "
+        "(the default: from the noise of each, refined on the clip where the noise is white), off (in its own "
+        "channels, with one h and the color decorrelation), or H_Y,H_UV in 8-bit levels; off by default with "
+        "--h, --devices or --guide",
+    )
+    denoise.add_argument(
+        "--guide",
+        choices=("prefilter",),
+        default=None,
+        help="prefilter: two passes, the first (same parameters) makes a guide the second takes its patch "
+        "distances from (KNLMeansCL's rclip); twice the time, not with --devices. An experiment: it lost 0.3 to "
+        "1.3 dB against one pass on real clips (docs/realistic-noise.md)",
+    )
+    denoise.add_argument("--backend", choices=BACKENDS, default="auto")
+    denoise.add_argument(
+        "--devices",
+        type=volume_cli.gpu_ids,
+        default=None,
+        help="all, or GPU ids such as 0,1: the clip in chunks over those GPUs, concurrently (the fused filter; "
+        "not with --luma-chroma or --guide); default: one GPU",
+    )
+    denoise.add_argument(
+        "--codec",
+        choices=tuple(CODECS),
+        default="h264",
+        help="h264 (default) and h265 are 4:2:0; ffv1 (lossless) and prores keep the source's chroma sampling "
+        "and depth; h264-nvenc and h265-nvenc encode on the GPU's video encoder, where it has one",
+    )
+    denoise.add_argument(
+        "--rgb", action="store_true", help="with --codec ffv1: store planar RGB, the filter's output exactly"
+    )
+    denoise.add_argument("--crf", type=int, default=18, help="H.264 / H.265 quality, 0..51 (default 18)")
+    denoise.add_argument("--preset", default="medium", help="H.264 / H.265 speed preset (default medium)")
+    denoise.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace OUTPUT if it exists; for an image sequence, every image of its name: those an older, longer "
+        "sequence left past the new last number are removed with it",
+    )
+    denoise.add_argument("--start", type=_seconds, default=0.0, help="first second to denoise (default 0)")
+    denoise.add_argument("--duration", type=_span, default=None, help="seconds to denoise (default: to the end)")
+    denoise.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    denoise.add_argument("--verbose", action="store_true", help="show FFmpeg's warnings and notes on stderr")
+    denoise.add_argument("--debug", action="store_true", help="show tracebacks")
+
+    volume_cli.add_parser(commands)
+
+    estimate = commands.add_parser(
+        "estimate-noise",
+        help="estimate the noise of a video (sigma per channel, correlations, the color transform, the h) or of "
+        "a volume",
+        description="The noise denoise --noise auto finds (frames spread over the clip), or that of the frames "
+        "or the region you give; and the h it suggests for denoise's defaults. A volume (.nii, .nii.gz, .tif, "
+        ".tiff, .npy): the noise denoise-volume finds, and the h it suggests.",
+    )
+    estimate.add_argument("input")
+    estimate.add_argument(
+        "--frame", type=_index, default=None, help="first frame to look at (default: pairs spread over the clip)"
+    )
+    estimate.add_argument(
+        "--frames", type=_count, default=None, help=f"consecutive frames to look at (default {ESTIMATE_FRAMES})"
+    )
+    estimate.add_argument("--roi", type=_box, default=None, help="X,Y,W,H: a flat region, in pixels")
+    estimate.add_argument("--json", action="store_true", help="print JSON instead of text")
+    return parser
+
+
+def _box(text: str) -> tuple[int, int, int, int]:
+    """X,Y,W,H in pixels."""
+    try:
+        x, y, w, h = (int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a region is X,Y,W,H in pixels, like 10,20,64,64, got {text!r}") from None
+    return x, y, w, h
+
+
+UNSET = object()  # --luma-chroma left out: the default mode applies (not a string: argparse would parse it)
+
+
+def _luma_chroma_mode(text: str) -> str | tuple[float, float] | None:
+    """auto, off or H_Y,H_UV."""
+    try:
+        return parse_luma_chroma(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _noise_mode(text: str) -> str | tuple[int, int, int, int]:
+    """auto, none or X,Y,W,H."""
+    if text in ("auto", "none"):
+        return text
+    try:
+        return _box(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected auto, none or a region X,Y,W,H in pixels (like 10,20,64,64), got {text!r}"
+        ) from None

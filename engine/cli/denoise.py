@@ -1,0 +1,259 @@
+"""``nlmeans-studio denoise``: the filter chosen for a clip's noise, its progress on stderr, and
+the stop signals that leave no partial file."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from ..backend import (
+    resolve_backend,
+    resolve_devices,
+)
+from ..cpu.compiled import COMPILING
+from ..media.ffmpeg import show_ffmpeg_messages
+from ..media.formats import check_encoding, output_format
+from ..media.image_sequence import is_image_sequence
+from ..media.pipe import PIPE, PipeReader
+from ..media.probe import VideoInfo
+from ..media.reader import VideoReader
+from ..media.writer import STANDARD_OUTPUT, check_output_path
+from ..memory import (
+    require_cpu_room,
+)
+from ..video.choose_h import apply_estimate
+from ..video.clip_denoiser import refusal, runs_plain
+from ..video.default_filter import (
+    AUTO,
+    GIVEN,
+    FilterChoice,
+    choose_filter,
+    sample_length,
+)
+from ..video.export import ExportCancelledError, clip_sample, denoise_file, estimate_clip_noise
+from ..video.filters import cpu_filter_compiles, filter_compiles
+from ..video.luma_chroma import (
+    matrix_for,
+)
+from ..video.params import NLMParams
+from ..video.presets import FIELDS as PRESET_FIELDS
+from ..video.presets import Preset, find_preset, load_preset
+from ..volume.cli import LOG_PROGRESS_SECONDS
+from .arguments import UNSET
+
+WINDOW_OPTIONS = tuple(name for name in PRESET_FIELDS if name != "h")  # the filter's options a preset also sets
+
+
+class _ProgressBar:
+    """Frames, fps and ETA on stderr: one line redrawn at most four times a second on a terminal,
+    a line every LOG_PROGRESS_SECONDS where stderr goes to a file or a pipe (a log). The rate is
+    measured from the first frame on: before it come the start-up's seconds (on a first run, the
+    CPU filter's compile: up to a minute), which would make the ETA of a short clip minutes."""
+
+    def __init__(self) -> None:
+        self._terminal = sys.stderr.isatty()
+        self._drawn: float | None = None  # seconds when a line was last drawn
+        self._line_open = False  # a partial line is on screen
+        self._first: tuple[int, float] | None = None  # frames done and seconds when the first was
+        self._width = 0  # characters of the longest line drawn
+
+    def __call__(self, done: int, total: int, seconds: float) -> None:
+        if self._first is None and done > 0:
+            self._first = (done, seconds)
+        interval = 0.25 if self._terminal else LOG_PROGRESS_SECONDS
+        if (done < total or not total) and self._drawn is not None and seconds - self._drawn < interval:
+            return
+        self._drawn = seconds
+        first_done, first_seconds = self._first or (done, seconds)
+        fps = (done - first_done) / (seconds - first_seconds) if seconds > first_seconds else 0.0
+        rate = f"{fps:.1f} fps" if fps > 0 else "starting"
+        if total:
+            eta = f"  ETA {(total - done) / fps:.0f} s" if fps > 0 else ""
+            line = f"\r{done}/{total} frames ({100 * done / total:.0f} %)  {rate}{eta}  "
+        else:  # a pipe, of unknown length
+            line = f"\r{done} frames  {rate}  "
+        if not self._terminal:
+            print(line[1:].rstrip(), file=sys.stderr, flush=True)
+            return
+        self._line_open = done < total or not total
+        line, self._width = line.ljust(self._width), max(self._width, len(line))  # no tail of a longer line
+        print(line, end="" if self._line_open else "\n", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        """End a partial line, so that an error after it starts a line of its own."""
+        if self._line_open:
+            print(file=sys.stderr, flush=True)
+            self._line_open = False
+
+
+def _chosen_filter(args: argparse.Namespace, preset: Preset | None, info: VideoInfo) -> FilterChoice:
+    """The filter asked for: the options, over ``preset``'s, over the defaults; its strengths
+    from the noise (``automatic.choose_filter``: luma/chroma for a colour clip, SURE where the
+    noise is white) unless --h or --noise none. ``info``: the source's, whose streams the
+    output must hold."""
+    base = NLMParams() if preset is None else preset.params
+    chosen = {name: getattr(args, name) for name in WINDOW_OPTIONS if getattr(args, name) is not None}
+    params = dataclasses.replace(base, **chosen, h=base.h if args.h is None else args.h)
+    if args.output != STANDARD_OUTPUT:  # before the slower estimate
+        check_encoding(args.codec, args.crf, args.preset, rgb=args.rgb)
+        check_output_path(Path(args.output), Path(args.input), args.overwrite)
+        output_format(Path(args.output), args.codec, info)
+    matrix = matrix_for(info.color.get("colorspace", 2), info.height)
+    mode = _luma_chroma_asked(args, preset)
+    strength = 1.0 if preset is None else preset.strength
+    if args.noise == "none":
+        if args.h is None and preset is not None and strength is not None:
+            raise ValueError(f"--filter-preset {args.filter_preset} sets h from the noise: give --h with --noise none")
+        if mode == AUTO:
+            raise ValueError("--luma-chroma auto sets its strengths from the noise: give H_Y,H_UV with --noise none")
+        choice = FilterChoice(params, None if mode is None else (*mode, matrix), how=GIVEN)
+        if mode is not None and not args.quiet:  # strengths given: what filters, as --noise auto says it
+            print(f"filter: {choice.describe('given')}", file=sys.stderr)
+        return choice
+    roi = None if args.noise == "auto" else args.noise
+    estimate = estimate_clip_noise(args.source, roi=roi, start=args.start, duration=args.duration)
+    note = ""
+    own_h = preset is not None and strength is None  # a preset's h in levels, as --h is one
+    if (args.h is not None or own_h) and mode is None:  # one strength: the colour transform still follows the noise
+        choice = FilterChoice(apply_estimate(params, estimate, h=params.h), None, how=GIVEN)
+        whose = "yours" if args.h is not None else f"{args.filter_preset}'s"
+        note = f"{whose}; the noise suggests {apply_estimate(params, estimate).h:.1f}"
+    else:
+        sample = None
+        if isinstance(mode, str) or mode is None:  # strengths from the noise: SURE may refine them
+            sample = clip_sample(args.source, sample_length(params), args.start, args.duration)
+        choice = choose_filter(
+            estimate,
+            params,
+            matrix=matrix,
+            luma_chroma=mode,
+            strength=1.0 if strength is None else strength,
+            sample=sample,
+            backend=args.backend if args.devices is None else "gpu",
+        )
+        if strength not in (None, 1.0):
+            note = f"{args.filter_preset}'s strength: x{strength:g}"
+    if not args.quiet:
+        sigma = ", ".join(f"{s:.1f}" for s in estimate.sigma)
+        print(
+            f"noise: sigma {sigma} levels ({estimate.method}), confidence {estimate.confidence:.0%}; "
+            f"{choice.describe(note)}",
+            file=sys.stderr,
+        )
+        if estimate.warning:
+            print(f"warning: {estimate.warning}", file=sys.stderr)
+    return choice
+
+
+def _luma_chroma_asked(args: argparse.Namespace, preset: Preset | None) -> str | tuple[float, float] | None:
+    """The luma/chroma mode: --luma-chroma, else the preset's, else auto (a colour clip in
+    Y'CbCr), except where one strength is given (--h), no noise is estimated (--noise none) or
+    the filter runs as the plain one (--devices, --guide)."""
+    if args.luma_chroma is not UNSET:
+        return args.luma_chroma
+    if preset is not None:
+        return preset.luma_chroma
+    plain = args.h is not None or args.noise == "none" or runs_plain(guide=args.guide, devices=args.devices)
+    return None if plain else AUTO
+
+
+def _source_info(args: argparse.Namespace) -> VideoInfo:
+    """What INPUT holds, with what a person should know before its frames are used (a truncated
+    file, an interlaced pipe, sound that an image sequence OUTPUT cannot carry) said on stderr."""
+    if isinstance(args.source, PipeReader):
+        info = args.source.info
+    else:
+        with VideoReader(args.source) as reader:
+            info = reader.info
+    if info.warning and not args.quiet:
+        print(f"warning: {args.input}: {info.warning}", file=sys.stderr)
+    if info.other_streams and is_image_sequence(Path(args.output)) and not args.quiet:
+        print(f"warning: {args.output}: an image sequence carries no audio or subtitles", file=sys.stderr)
+    return info
+
+
+class Stop:
+    """What Ctrl-C, SIGTERM and SIGHUP do to a command: once a video's frames are being written,
+    the export is asked to stop at its next frame (it removes its file and joins its threads);
+    otherwise the command stops at once. Either way it says 'cancelled', exits 130 and leaves
+    nothing behind. A signal the run was started ignoring stays ignored: ``nohup nlmeans-studio
+    denoise ... &`` outlives its terminal. Off the main thread (``command_line`` called from a
+    worker) Python lets no handler be set: the caller's stay."""
+
+    SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+    def __init__(self) -> None:
+        self.cancel = threading.Event()
+        self.exporting = False
+        stops = [getattr(signal, name) for name in self.SIGNALS if hasattr(signal, name)]
+        stops = [stop for stop in stops if signal.getsignal(stop) is not signal.SIG_IGN]
+        if threading.current_thread() is not threading.main_thread():
+            stops = []
+        self._previous = {stop: signal.signal(stop, self._stop) for stop in stops}
+
+    def _stop(self, signum: int, frame: object) -> None:
+        if not self.exporting:
+            raise KeyboardInterrupt
+        self.cancel.set()
+
+    def restore(self) -> None:
+        for stop, handler in self._previous.items():
+            signal.signal(stop, handler)
+
+
+def run_denoise(args: argparse.Namespace, stop: Stop) -> int:
+    show_ffmpeg_messages(verbose=args.verbose)
+    progress = None if args.quiet else _ProgressBar()
+    try:
+        preset = None if args.filter_preset is None else load_preset(find_preset(args.filter_preset))
+        if args.devices is not None:  # before any reading: a combination refused, or no GPU
+            asked = args.luma_chroma is not UNSET and args.luma_chroma is not None
+            refused = refusal(
+                luma_chroma=asked, guide=args.guide, devices=True, backend=args.backend, command_line=True
+            )
+            if refused is not None:
+                raise ValueError(refused)
+            args.devices = resolve_devices(args.devices)
+        # A GPU asked for and unavailable, or a CPU run that cannot fit an address-space limit
+        # (numba and its threads): said before the noise estimate, whose FFmpeg threads take room.
+        if resolve_backend(args.backend) == "cpu":
+            require_cpu_room(0, compiles=cpu_filter_compiles)
+        args.source = PipeReader() if args.input == PIPE else args.input  # a pipe is read once, by both
+        choice = _chosen_filter(args, preset, _source_info(args))
+        if not args.quiet and filter_compiles(args.backend):
+            print(COMPILING, file=sys.stderr)
+        stop.exporting = True
+        summary = denoise_file(
+            args.source,
+            args.output,
+            choice.params,
+            backend=args.backend,
+            codec=args.codec,
+            crf=args.crf,
+            preset=args.preset,
+            overwrite=args.overwrite,
+            rgb=args.rgb,
+            start=args.start,
+            duration=args.duration,
+            progress=progress,
+            cancel=stop.cancel,
+            luma_chroma=choice.luma_chroma,
+            guide=args.guide,
+            devices=args.devices,
+        )
+    except KeyboardInterrupt:
+        raise ExportCancelledError(f"cancelled; {args.output} was not written") from None
+    finally:
+        if progress is not None:
+            progress.close()
+    if not args.quiet:
+        print(
+            f"denoised {summary.frames} frames in {summary.seconds:.1f} s ({summary.fps:.1f} fps) on the "
+            f"{summary.backend} ({summary.device_name}), decoded on the {summary.decoder} -> {args.output}",
+            file=sys.stderr,
+        )
+    return 0
