@@ -84,17 +84,10 @@ from .video.preview import LumaChroma, Preview, Previewer, SyntheticNoise, diffe
 from .video.synthetic_noise import add_noise, add_realistic_noise
 from .volume.denoise import denoise_volume, denoise_volume_slice
 from .volume.denoise import filter_compiles as volume_filter_compiles
-from .volume.io import (
-    VOLUME_SUFFIXES,
-    OneImageError,
-    VolumeFile,
-    check_volume_output,
-    read_volume,
-    volume_format,
-    write_volume,
-)
+from .volume.io import VOLUME_SUFFIXES, OneImageError, VolumeFile, check_volume_output, read_volume, volume_format
 from .volume.noise import VolumeNoiseEstimate, estimate_volume_noise, suggest_volume_h
 from .volume.params import CHANNEL_MODES
+from .volume.writer import write_volume
 
 
 def filter_compiles(backend: str = "auto", *, volume: bool = False) -> bool:

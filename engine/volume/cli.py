@@ -2,7 +2,7 @@
 and ``estimate-noise`` on a volume.
 
 h comes from the volume's noise estimate when not given (engine/volume/noise.py); the output
-is written under a hidden name and renamed when complete (engine/volume/io.py), keeping the
+is written under a hidden name and renamed when complete (engine/volume/writer.py), keeping the
 source's grid and data type class.
 """
 
@@ -131,14 +131,9 @@ def run(args: argparse.Namespace) -> int:
         filter_compiles,
         require_cpu_room_for,
     )
-    from .io import (
-        check_volume_input,
-        check_volume_output,
-        lost_in,
-        read_volume,
-        write_volume,
-    )
+    from .io import check_volume_input, check_volume_output, read_volume
     from .params import VolumeParams, channel_strengths
+    from .writer import lost_in, write_volume
 
     # What can be refused without the volume is refused before reading it and estimating its
     # noise; the input first, as the command line names it first.

@@ -1,5 +1,5 @@
-"""Volume files (engine/volume/io.py), the noise estimate of volumes (engine/volume/noise.py) and
-the ``denoise-volume`` command."""
+"""Volume files (engine/volume/io.py, engine/volume/writer.py), the noise estimate of volumes
+(engine/volume/noise.py) and the ``denoise-volume`` command."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from clips import CLI, default_signals, stopped_under_way
 
 from nlmeans_studio.engine import denoise_volume
 from nlmeans_studio.engine.cli import main
-from nlmeans_studio.engine.volume.io import lost_in, read_volume, write_volume
+from nlmeans_studio.engine.volume.io import read_volume
 from nlmeans_studio.engine.volume.noise import estimate_volume_noise, suggest_volume_h
+from nlmeans_studio.engine.volume.writer import lost_in, write_volume
 
 NIFTI = Path(__file__).parents[1] / "data" / "mni152_t1_crop.nii.gz"
 nibabel = pytest.importorskip("nibabel")
