@@ -26,7 +26,7 @@ The window's engine
 
 from importlib.metadata import PackageNotFoundError, version
 
-from nlmeans_studio.engine.automatic import FilterChoice, choose_filter
+from nlmeans_studio.engine.automatic import FilterChoice, choose_filter, sure_sample_length
 from nlmeans_studio.engine.backend import (
     BACKENDS,
     BackendUnavailableError,
@@ -168,6 +168,7 @@ __all__ = [
     "check_output_path",
     "check_volume_output",
     "choose_filter",
+    "sure_sample_length",
     "command_line",
     "decorrelation_decision",
     "denoise_file",

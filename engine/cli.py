@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from nlmeans_studio.engine import VOLUME_SUFFIXES, __version__
-from nlmeans_studio.engine.automatic import AUTO, GIVEN, FilterChoice, choose_filter, sample_length, sure_applies
+from nlmeans_studio.engine.automatic import AUTO, GIVEN, FilterChoice, choose_filter, sure_sample_length, sure_applies
 from nlmeans_studio.engine.backend import (
     BACKENDS,
     BackendUnavailableError,
@@ -501,7 +501,7 @@ def _chosen_filter(args: argparse.Namespace, preset: Preset | None, info: VideoI
     else:
         sample = None
         if isinstance(mode, str) or mode is None:  # strengths from the noise: SURE may refine them
-            sample = clip_sample(args.source, sample_length(params), args.start, args.duration)
+            sample = clip_sample(args.source, sure_sample_length(params), args.start, args.duration)
         choice = choose_filter(
             estimate,
             params,
