@@ -168,7 +168,6 @@ __all__ = [
     "check_output_path",
     "check_volume_output",
     "choose_filter",
-    "sure_sample_length",
     "command_line",
     "decorrelation_decision",
     "denoise_file",
@@ -196,6 +195,7 @@ __all__ = [
     "suggest_h",
     "suggest_luma_chroma_h",
     "suggest_volume_h",
+    "sure_sample_length",
     "volume_format",
     "write_volume",
 ]

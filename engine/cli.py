@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from nlmeans_studio.engine import VOLUME_SUFFIXES, __version__
-from nlmeans_studio.engine.automatic import AUTO, GIVEN, FilterChoice, choose_filter, sure_sample_length, sure_applies
+from nlmeans_studio.engine.automatic import AUTO, GIVEN, FilterChoice, choose_filter, sure_applies, sure_sample_length
 from nlmeans_studio.engine.backend import (
     BACKENDS,
     BackendUnavailableError,
