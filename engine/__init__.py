@@ -48,7 +48,7 @@ from .metrics import psnr
 from .resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
 from .version import __version__
 from .video.choose_h import apply_estimate, decorrelation_decision, suggest_h
-from .video.default_filter import FilterChoice, choose_filter
+from .video.default_filter import FilterChoice, choose_filter, sure_sample_length
 from .video.denoiser import METHODS, Denoiser
 from .video.export import ExportCancelledError, denoise_file, estimate_clip_noise
 from .video.filters import filter_compiles as video_filter_compiles
@@ -212,6 +212,7 @@ __all__ = [
     "suggest_h",
     "suggest_luma_chroma_h",
     "suggest_volume_h",
+    "sure_sample_length",
     "volume_format",
     "write_volume",
 ]

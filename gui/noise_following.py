@@ -2,7 +2,8 @@
 
 The noise in use is the synthetic noise while it is on, else the clip's latest estimate. h is
 ``strength`` times the h the engine suggests for that noise and the window (1 by default; a
-preset's strength sets another multiple), and so are the luma/chroma strengths unless they are
+preset's strength sets another multiple), times the factor SURE found best on the clip for its
+estimate (as ``denoise`` chooses it), and so are the luma/chroma strengths unless they are
 given. Color decorrelation is offered when the noise gives a color transform, and ticked where
 the engine says it helps. A clip's saved h stands until its first estimate arrives.
 """
@@ -44,7 +45,8 @@ class NoiseFollower(QObject):
         self._noise = noise
         self.estimate: NoiseEstimate | None = None  # the clip's latest estimate
         self.noise_in_use: NoiseEstimate | None = None  # what h follows: the synthetic noise or the estimate
-        self.strength = 1.0  # h as a multiple of the h suggested for the noise
+        self.strength = 1.0  # h as a multiple of the h suggested for the noise (a preset's)
+        self.sure_factor = 1.0  # SURE's multiple of the strengths suggested for the clip's estimate
         self.matrix: str | None = None  # the clip's Y'CbCr matrix; None until a clip is open
         self._keep_h = False  # the clip's saved h stands when its noise estimate arrives
         parameters.luma_chroma_mode_changed.connect(self._follow_in_luma_chroma)
@@ -77,9 +79,11 @@ class NoiseFollower(QObject):
             self.noise_in_use = None
             self.estimate_needed.emit()
 
-    def estimated(self, estimate: NoiseEstimate) -> None:
-        """The worker measured the clip's noise: h follows it (a saved h no longer stands)."""
+    def estimated(self, estimate: NoiseEstimate, factor: float = 1.0) -> None:
+        """The worker measured the clip's noise, and SURE's ``factor`` on the strengths it suggests
+        (1 where SURE's assumption fails): h follows both (a saved h no longer stands)."""
         self.estimate = estimate
+        self.sure_factor = factor
         self.apply_noise(estimate)
         self._keep_h = False
 
@@ -99,7 +103,7 @@ class NoiseFollower(QObject):
             transform = None
         self._parameters.offer_decorrelation(transform, ticked=suggested.color_transform is not None)
         if not self._keep_h:
-            self._parameters.set_h(self.strength * suggested.h)
+            self._parameters.set_h(self._multiple() * suggested.h)
         if estimate is self.estimate:
             self._noise.show_estimate(estimate, self._parameters.params().color_transform, suggested.h)
         self._follow_in_luma_chroma()
@@ -129,7 +133,7 @@ class NoiseFollower(QObject):
         for a preset that follows the next clip's noise."""
         if self.noise_in_use is None:
             return None
-        return params.h / apply_estimate(params, self.noise_in_use).h
+        return params.h / (self._factor() * apply_estimate(params, self.noise_in_use).h)
 
     def _follow_in_luma_chroma(self) -> None:
         """Unless given, the two strengths are the suggested ones for the noise in use, times
@@ -141,4 +145,12 @@ class NoiseFollower(QObject):
         if len(estimate.covariance) != 3:  # a gray clip has no chroma: it is filtered as it is
             return
         h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, self.matrix), self._parameters.params())
-        self._parameters.set_luma_chroma_h(self.strength * h_luma, self.strength * h_chroma)
+        self._parameters.set_luma_chroma_h(self._multiple() * h_luma, self._multiple() * h_chroma)
+
+    def _factor(self) -> float:
+        """SURE's factor where the noise in use is the clip's estimate (not the synthetic noise)."""
+        return self.sure_factor if self.noise_in_use is self.estimate else 1.0
+
+    def _multiple(self) -> float:
+        """The strengths' multiple of those suggested: a preset's strength times SURE's factor."""
+        return self.strength * self._factor()

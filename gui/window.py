@@ -473,7 +473,18 @@ class MainWindow(QMainWindow):
         ``roi`` on the current frame (and the next)."""
         if self.info is None:
             return self.show_error("Open a clip first.")
-        self._submit(EstimateRequest(self.frame_slider.value(), roi, self.noise.noise()))
+        matrix = self.noise_follower.matrix or "bt709"
+        luma_chroma = self.parameters.luma_chroma_mode() is not None and self.info.channels == 3
+        request = EstimateRequest(
+            self.frame_slider.value(),
+            roi,
+            self.noise.noise(),
+            self.current_params(),
+            luma_chroma,
+            matrix,
+            self.parameters.backend_name(),
+        )
+        self._submit(request)
 
     def _compiling(self) -> None:
         self.statusBar().showMessage(COMPILING)  # until a frame comes
@@ -492,7 +503,7 @@ class MainWindow(QMainWindow):
         self.view.set_images(preview.before, preview.after)
         self.readouts.show_psnr(preview)
 
-    def _estimated(self, number: int, first: int, estimate: NoiseEstimate) -> None:
+    def _estimated(self, number: int, first: int, estimate: NoiseEstimate, factor: float) -> None:
         """The estimate arrived: its flat blocks are drawn (they were found on frame ``first``, as
         the status bar says where that is another frame), h follows it."""
         if estimate.method != "region":
@@ -504,7 +515,7 @@ class MainWindow(QMainWindow):
                     10000,
                 )
         self.readouts.show_sigma(estimate)
-        self.noise_follower.estimated(estimate)
+        self.noise_follower.estimated(estimate, factor)
 
     def _synthetic_changed(self) -> None:
         """The synthetic noise changed: its sigma is the readout's, h follows the noise."""

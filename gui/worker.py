@@ -40,8 +40,10 @@ from nlmeans_studio.engine import (
     VideoError,
     VideoInfo,
     VideoReader,
+    choose_filter,
     estimate_noise_over,
     filter_compiles,
+    sure_sample_length,
 )
 
 
@@ -74,9 +76,17 @@ class PlayRequest:
 
 @dataclass(frozen=True)
 class EstimateRequest:
+    """Measure the noise (in ``roi`` on frame ``index``, else over the clip) and the factor SURE
+    finds best on the suggested strengths of the filter ``window`` (in Y'CbCr of ``matrix`` if
+    ``luma_chroma``), as ``denoise`` chooses them."""
+
     index: int
     roi: tuple[int, int, int, int] | None
     noise: SyntheticNoise | None
+    window: NLMParams
+    luma_chroma: bool
+    matrix: str
+    backend: str
 
 
 class Worker(QObject):
@@ -178,7 +188,7 @@ class PreviewWorker(Worker):
 
     opened = Signal(int, object, object)  # request number, VideoInfo, each frame's time in seconds
     rendered = Signal(int, object)  # request number, engine.video.preview.Preview
-    estimated = Signal(int, int, object)  # request number, first frame of the pair measured, NoiseEstimate
+    estimated = Signal(int, int, object, float)  # request number, first frame measured, NoiseEstimate, SURE's factor
     playback_started = Signal(int, object)  # request number, engine.video.playback.RenderAhead
     failed = Signal(int, str, str)  # request number, kind ("open", "preview", "estimate", "backend"), message
     busy_changed = Signal(bool)  # the engine started or stopped working
@@ -311,18 +321,32 @@ class PreviewWorker(Worker):
             previewer.denoiser  # noqa: B018 (creates the backend now, so that its errors surface here)
         return previewer
 
-    def _estimate(self, request: EstimateRequest) -> tuple[int, NoiseEstimate]:
-        """The noise and the first frame of the pair it was measured on: in the region, on the
-        current frame and the next (the one before, on the last frame: a region's estimate reads
-        the change between two); without one, as ``denoise --noise auto`` measures it (pairs
-        spread over the clip, the median), so that the window's h is the command line's."""
+    def _estimate(self, request: EstimateRequest) -> tuple[int, NoiseEstimate, float]:
+        """The noise, the first frame of the pair it was measured on and SURE's factor on the
+        strengths it suggests: in the region, on the current frame and the next (the one before,
+        on the last frame: a region's estimate reads the change between two); without one, as
+        ``denoise --noise auto`` measures it (pairs spread over the clip, the median). SURE
+        scores the clip's middle frames, as ``denoise`` does: the window's strengths are the
+        command line's."""
         previewer = self._require_clip()
         count = len(previewer.source)
         first, last = 0, count
         if request.roi is not None:
             first = max(0, min(request.index, count - 2))
             last = min(first + 2, count)
-        return estimate_noise_over(lambda i: previewer.noisy_frame(i, request.noise), first, last, request.roi)
+
+        def frame(index: int) -> np.ndarray:
+            return previewer.noisy_frame(index, request.noise)
+
+        first, estimate = estimate_noise_over(frame, first, last, request.roi)
+        length = sure_sample_length(request.window)
+        middle = max(0, (count - length) // 2)
+        sample = np.stack([frame(i) for i in range(middle, min(middle + length, count))])
+        mode = "auto" if request.luma_chroma else None
+        choice = choose_filter(
+            estimate, request.window, matrix=request.matrix, luma_chroma=mode, sample=sample, backend=request.backend
+        )
+        return first, estimate, choice.factor
 
     def _require_clip(self) -> Previewer:
         if self._previewer is None:

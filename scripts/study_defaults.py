@@ -49,7 +49,7 @@ from nlmeans_studio.engine import (
     split_estimate,
     suggest_luma_chroma_h,
 )
-from nlmeans_studio.engine.video.default_filter import choose_filter, sample_length
+from nlmeans_studio.engine.video.default_filter import choose_filter, sure_sample_length
 from nlmeans_studio.engine.video.sure import choose_strength, golden_minimum
 
 FRAMES, HEIGHT, WIDTH = 7, 240, 320
@@ -245,8 +245,8 @@ def _defaults(clean: np.ndarray, noisy: np.ndarray, backend: str) -> tuple[float
     (``estimate_noise`` on the clip: pairs spread over it), the filter ``choose_filter`` makes
     of it, with SURE on the sample ``denoise`` reads (the middle frames)."""
     estimate = estimate_noise(noisy)
-    middle = (len(noisy) - sample_length(NLMParams())) // 2
-    sample = noisy[middle : middle + sample_length(NLMParams())]
+    middle = (len(noisy) - sure_sample_length(NLMParams())) // 2
+    sample = noisy[middle : middle + sure_sample_length(NLMParams())]
     choice = choose_filter(estimate, sample=sample, backend=backend)
     denoiser = choice.denoiser(backend)
     chosen = f"{choice.describe()}, sigma read {estimate.average_sigma:.1f}"

@@ -32,7 +32,7 @@ from ..video.default_filter import (
     GIVEN,
     FilterChoice,
     choose_filter,
-    sample_length,
+    sure_sample_length,
 )
 from ..video.export import ExportCancelledError, clip_sample, denoise_file, estimate_clip_noise
 from ..video.filters import cpu_filter_compiles, filter_compiles
@@ -125,7 +125,7 @@ def _chosen_filter(args: argparse.Namespace, preset: Preset | None, info: VideoI
     else:
         sample = None
         if isinstance(mode, str) or mode is None:  # strengths from the noise: SURE may refine them
-            sample = clip_sample(args.source, sample_length(params), args.start, args.duration)
+            sample = clip_sample(args.source, sure_sample_length(params), args.start, args.duration)
         choice = choose_filter(
             estimate,
             params,

@@ -149,7 +149,7 @@ def choose_filter(
     return dataclasses.replace(at(strength * factor), factor=factor, how=SURE)  # a preset's multiple of the best
 
 
-def sample_length(window: NLMParams) -> int:
+def sure_sample_length(window: NLMParams) -> int:
     """Frames ``choose_filter``'s sample should hold: SURE_FRAMES scored, with their window's."""
     return SURE_FRAMES + window.frames_past + window.frames_future
 

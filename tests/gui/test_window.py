@@ -32,7 +32,15 @@ from window_driver import (
     write_clip,
 )
 
-from nlmeans_studio.engine import NLMParams, NoiseEstimate, apply_estimate, estimate_clip_noise, psnr
+from nlmeans_studio.engine import (
+    NLMParams,
+    NoiseEstimate,
+    apply_estimate,
+    choose_filter,
+    estimate_clip_noise,
+    psnr,
+    sure_sample_length,
+)
 from nlmeans_studio.engine.frames import to_float32
 from nlmeans_studio.engine.media.reader import read_frames
 from nlmeans_studio.engine.video.luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
@@ -411,7 +419,8 @@ def test_estimate_then_export(qtbot, window, clip, tmp_path) -> None:
 def test_the_window_measures_the_noise_over_the_clip_as_the_command_line_does(qtbot, window, tmp_path) -> None:
     # The first two frames are far noisier than the rest (a user's phone clip read 10.7 levels
     # there, 7.7 over the clip): the window, on opening and on "Estimate noise", takes the
-    # median of pairs spread over the clip, as denoise --noise auto does, so both suggest one h.
+    # median of pairs spread over the clip, as denoise --noise auto does, and SURE's factor on
+    # the clip's middle frames, so both choose the same strengths.
     rng = np.random.default_rng(3)
     sigmas = np.array([24, 24] + [6] * 10, dtype=float)[:, None, None, None]
     noisy = clip_frames() + sigmas * rng.standard_normal((12, 64, 96, 3))
@@ -421,8 +430,13 @@ def test_the_window_measures_the_noise_over_the_clip_as_the_command_line_does(qt
     opened(qtbot, window, tmp_path / "noisy.mkv")
     qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
     assert window.estimate.average_sigma == pytest.approx(expected.average_sigma, rel=1e-6)
-    suggested = apply_estimate(dataclasses.replace(window.current_params(), h=1), expected).h
-    assert window.parameters.h.value() == pytest.approx(suggested, abs=0.05)
+    params = window.current_params()
+    middle = (12 - sure_sample_length(params)) // 2
+    sample = read_frames(tmp_path / "noisy.mkv")[middle : middle + sure_sample_length(params)]
+    choice = choose_filter(expected, params, matrix="bt601", sample=sample, backend="cpu")  # as denoise does
+    assert choice.how == "SURE on the clip" and window.current_luma_chroma() == pytest.approx(
+        (*choice.luma_chroma[:2], "bt601"), abs=0.05
+    )
     press(qtbot, window, KEY.Key_End)  # the last frame: the button measures the clip all the same
     window.noise.clear_estimate()
     qtbot.mouseClick(window.noise.estimate, Qt.MouseButton.LeftButton)
