@@ -208,7 +208,7 @@ def test_bench_pipeline_reports_every_stage(noisy_clip_file, capsys) -> None:
 
 
 def _denoise_command(source: Path, target: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "engine", "denoise", str(source), str(target), "--backend", "cpu",
+    return [sys.executable, "-m", "nlmeans_studio.engine", "denoise", str(source), str(target), "--backend", "cpu",
             "--codec", "ffv1", "--noise", "none", *extra]  # fmt: skip
 
 
