@@ -158,12 +158,14 @@ class _BackgroundWriter:
             raise self._error
 
 
-Source = str | Path | PipeReader  # a file, an image sequence, or standard input ("-" or a PipeReader)
+# A file, an image sequence, or standard input ("-" or a PipeReader), or a reader already open
+Source = str | Path | PipeReader | VideoReader
 
 
 def _opened(source: Source, hardware_decoding: bool = False) -> contextlib.AbstractContextManager:
-    """A reader of ``source``: a VideoReader, or for standard input a PipeReader (read once)."""
-    if isinstance(source, PipeReader):
+    """A reader of ``source``: a VideoReader, or for standard input a PipeReader (read once); a
+    reader given is used as it is, and left open."""
+    if isinstance(source, (PipeReader, VideoReader)):
         return contextlib.nullcontext(source)
     if str(source) == PIPE:
         return PipeReader()
@@ -206,9 +208,9 @@ def estimate_clip_noise(
 
     Parameters
     ----------
-    source : str, Path or PipeReader
-        A video file, an image sequence's pattern, or standard input; a pipe's noise is
-        estimated on its first frames.
+    source : str, Path, PipeReader or VideoReader
+        A video file, an image sequence's pattern, or standard input, or an open reader of one;
+        a pipe's noise is estimated on its first frames.
     roi : (x, y, width, height), optional
         A flat region, in pixels, measured on each pair; None: flat blocks found automatically.
     start, duration : float
@@ -293,15 +295,16 @@ def denoise_file(
 
     Parameters
     ----------
-    source : str, Path or PipeReader
-        A video file, an image sequence's pattern, or standard input ("-" or a PipeReader).
+    source : str, Path, PipeReader or VideoReader
+        A video file, an image sequence's pattern, or standard input ("-" or a PipeReader), or
+        an open reader of one (left open; a VideoReader decodes as it was opened, on NVDEC or not).
     target : str or Path
         The output, as ``VideoWriter`` takes it (a file, an image sequence, or "-" for y4m on
         standard output).
     params : NLMParams
         The filter.
     backend : {"auto", "cpu", "gpu"}
-        As ``Denoiser`` takes it; on the GPU, frames are decoded on NVDEC where it can.
+        As ``Denoiser`` takes it; on the GPU, frames of a file named are decoded on NVDEC where it can.
     overwrite : bool
         Replace an existing ``target``.
     luma_chroma : (h_luma, h_chroma, matrix), optional
@@ -392,9 +395,10 @@ def denoise_file(
                 yield frame
 
         span = (reader.start_time(first), reader.start_time(last) if last and last < info.frame_count else math.inf)
+        like = reader if isinstance(reader, VideoReader) else info  # a file's sound is copied through its reader
         with (
             VideoWriter(
-                target, info, codec=codec, crf=crf, preset=preset, overwrite=overwrite, span=span, rgb=rgb
+                target, like, codec=codec, crf=crf, preset=preset, overwrite=overwrite, span=span, rgb=rgb
             ) as writer,
             _Prefetch(itertools.islice(reader.timed_frames(first), total or None)) as decoded,
             contextlib.closing(denoiser.export_stream(frames_noting_times(), info.dtype)) as outputs,

@@ -205,6 +205,13 @@ class VideoReader:
         self._decoder.close()
         self._closed = True
 
+    def demuxer(self) -> Any:
+        """The file opened again, at its start: a PyAV container the caller closes. The writer
+        copies the audio and subtitle streams from it (``VideoWriter`` given this reader): a
+        pass from the file's start has a demuxer of its own, as ``timed_frames`` has."""
+        self._check_open()
+        return open_input(self.path)
+
     def _check_open(self) -> None:
         if self._closed:
             raise VideoError(f"{self.path}: the reader is closed; open the file again to read it")

@@ -30,6 +30,7 @@ from nlmeans_studio.engine.media.formats import (
 )
 from nlmeans_studio.engine.media.image_sequence import is_image_sequence, numbered_images, sequence_files
 from nlmeans_studio.engine.media.probe import HIGH_BIT_DEPTH, VideoInfo, open_input
+from nlmeans_studio.engine.media.reader import VideoReader
 from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput, dangling_link, folder_problem
 from nlmeans_studio.engine.media.y4m import Y4M_FORMATS
 
@@ -48,10 +49,11 @@ class VideoWriter:
         without the source's sound; ``codec`` is then ignored. ``-`` writes y4m
         (yuv4mpegpipe) to standard output, for an FFmpeg pipeline: the source's YUV sampling
         where y4m has it, no sound.
-    like : VideoInfo
-        The source: its frame rate, time base, size, color metadata and bit-depth class are
-        kept (10-bit in stays 10-bit out where the codec can), and its audio and subtitle
-        streams are copied untouched.
+    like : VideoInfo or VideoReader
+        The source, or its open reader: its frame rate, time base, size, color metadata and
+        bit-depth class are kept (10-bit in stays 10-bit out where the codec can), and its audio
+        and subtitle streams are copied untouched: from the reader's demuxer
+        (``VideoReader.demuxer``) when it is given, else from the file ``like.path`` opened again.
     codec : {"h264", "h265", "ffv1", "prores", "h264-nvenc", "h265-nvenc"}
         H.264 / H.265 are 4:2:0 (8 or 10 bits); FFV1 (lossless) and ProRes (10-bit) keep the
         source's chroma sampling and depth (a 10-bit 4:2:2 source stays 10-bit 4:2:2); the NVENC
@@ -81,7 +83,7 @@ class VideoWriter:
     path : Path
         The output.
     info : VideoInfo
-        ``like``.
+        The source's (``like``, or ``like.info`` of a reader).
 
     Raises
     ------
@@ -95,7 +97,7 @@ class VideoWriter:
     def __init__(
         self,
         path: str | Path,
-        like: VideoInfo,
+        like: VideoInfo | VideoReader,
         *,
         codec: str = "h264",
         crf: int = 18,
@@ -109,7 +111,8 @@ class VideoWriter:
         self.path = Path(path)
         check_bit_depth(bit_depth)
         self._bit_depth = bit_depth
-        self.info = like
+        self._reader = like if isinstance(like, VideoReader) else None
+        like = self.info = like.info if isinstance(like, VideoReader) else like
         check_encoding(codec, crf, preset, rgb=rgb)
         self._pipe = str(path) == STANDARD_OUTPUT
         muxer = None if self._pipe else output_format(self.path, codec, like)
@@ -200,10 +203,10 @@ class VideoWriter:
             ) from error
 
     def _add_copied_streams(self) -> tuple[Any, dict[int, Any]] | None:
-        """The source opened again, and its audio and subtitle streams' indices -> output streams."""
+        """A demuxer of the source at its start, and its audio and subtitle streams' indices -> output streams."""
         if not self.info.other_streams or self._sequence or self._pipe:
             return None
-        source = open_input(self.info.path)
+        source = open_input(self.info.path) if self._reader is None else self._reader.demuxer()
         streams = [*source.streams.audio, *source.streams.subtitles]
         return source, {stream.index: self._container.add_stream_from_template(stream) for stream in streams}
 
