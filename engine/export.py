@@ -7,8 +7,8 @@ length. The output is written through ``VideoWriter``: complete, or not at all.
 
 from __future__ import annotations
 
-import collections
 import contextlib
+import dataclasses
 import itertools
 import math
 import queue
@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from nlmeans_studio.engine.frames import FULL_SCALE_BITS
 from nlmeans_studio.engine.media.ffmpeg import VideoError
 from nlmeans_studio.engine.media.pipe import LOOKAHEAD, PIPE, PipeReader
 from nlmeans_studio.engine.media.probe import VideoInfo
-from nlmeans_studio.engine.media.reader import VideoReader
+from nlmeans_studio.engine.media.reader import TimedFrame, VideoReader
 from nlmeans_studio.engine.media.writer import VideoWriter
 from nlmeans_studio.engine.memory import require_cpu_room
 from nlmeans_studio.engine.noise import NoiseEstimate, estimate_noise_over
@@ -141,14 +142,14 @@ class _BackgroundWriter:
         while (item := self._frames.get()) is not _END:
             if self._error is None:
                 try:
-                    self._writer.write(*item)
+                    self._writer.write(item)
                 except BaseException as error:  # raised on the caller's thread
                     self._error = error
 
-    def write(self, frame: np.ndarray, timestamp: int) -> None:
+    def write(self, frame: TimedFrame) -> None:
         if self._error is not None:
             raise self._error
-        self._frames.put((frame, timestamp))
+        self._frames.put(frame)
 
     def finish(self) -> None:
         """Wait until every frame is encoded; raise what the encoder raised."""
@@ -258,6 +259,15 @@ def clip_sample(source: Source, count: int, start: float = 0.0, duration: float 
             last = first + count
         middle = max(first, (first + last - count) // 2)
         return np.array([reader.frame(i) for i in range(middle, min(middle + count, last))])
+
+
+def _denoised(denoiser: Any, frames: Iterable[TimedFrame], dtype: np.dtype) -> Iterator[TimedFrame]:
+    """``frames`` through ``denoiser.export_stream``, each output in its input's TimedFrame (its
+    number and timestamp kept, its array replaced): the stream gives one output per input, in order."""
+    timed, inputs = itertools.tee(frames)  # the denoisers pull their inputs on this thread
+    with contextlib.closing(denoiser.export_stream((frame.array for frame in inputs), dtype)) as outputs:
+        for frame, array in zip(timed, outputs, strict=True):
+            yield dataclasses.replace(frame, array=array)
 
 
 def cpu_export_bytes(info: VideoInfo, params: NLMParams) -> int:
@@ -387,13 +397,6 @@ def denoise_file(
         first, last = _frame_range(reader, start, duration, frames)
         total = 0 if last is None else last - first  # 0: unknown until the pipe ends
         done = 0
-        timestamps: collections.deque[int] = collections.deque()  # of frames read, not yet written
-
-        def frames_noting_times() -> Iterator[np.ndarray]:
-            for timestamp, frame in decoded:
-                timestamps.append(timestamp)
-                yield frame
-
         span = (reader.start_time(first), reader.start_time(last) if last and last < info.frame_count else math.inf)
         like = reader if isinstance(reader, VideoReader) else info  # a file's sound is copied through its reader
         with (
@@ -401,20 +404,16 @@ def denoise_file(
                 target, like, codec=codec, crf=crf, preset=preset, overwrite=overwrite, span=span, rgb=rgb
             ) as writer,
             _Prefetch(itertools.islice(reader.timed_frames(first), total or None)) as decoded,
-            contextlib.closing(denoiser.export_stream(frames_noting_times(), info.dtype)) as outputs,
+            contextlib.closing(_denoised(denoiser, decoded, info.dtype)) as outputs,
         ):
             encoder = _BackgroundWriter(writer)
-            origin = 0  # the first frame's timestamp: the output starts at 0
             try:
                 for frame in outputs:
                     if cancel.is_set():
                         raise ExportCancelledError(
                             f"cancelled after {done} of {total} frames; {target} was not written"
                         )
-                    timestamp = timestamps.popleft()  # outputs come in input order, one each
-                    if done == 0:
-                        origin = timestamp
-                    encoder.write(frame, timestamp - origin)
+                    encoder.write(frame)
                     done += 1
                     if progress is not None:
                         progress(done, total, time.perf_counter() - started)

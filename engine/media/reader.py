@@ -9,6 +9,7 @@ import collections
 import functools
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,27 @@ from nlmeans_studio.engine.media.image_sequence import is_image_sequence, sequen
 from nlmeans_studio.engine.media.probe import VideoInfo, open_input, probe_video
 
 CACHE_FRAMES = 24  # decoded frames kept for random access
+
+
+@dataclass(frozen=True, eq=False)
+class TimedFrame:
+    """A frame with its place in the clip, as ``VideoReader.timed_frames`` gives it: the
+    export replaces only its ``array`` (``dataclasses.replace``), and ``VideoWriter.write``
+    shows it at its ``timestamp``.
+
+    Attributes
+    ----------
+    number : int
+        The frame's number in the clip, from 0.
+    timestamp : int
+        When it is shown, in the source's ``info.time_base`` units as the file has it.
+    array : numpy.ndarray
+        Its pixels, (H, W, C).
+    """
+
+    number: int
+    timestamp: int
+    array: np.ndarray
 
 
 def decoded_array(frame: Any, info: VideoInfo) -> np.ndarray:
@@ -237,11 +259,11 @@ class VideoReader:
 
     def frames(self, start: int = 0) -> Iterator[np.ndarray]:
         """Decode frames start, start + 1, ... to the end, in order."""
-        yield from (frame for _, frame in self.timed_frames(start))
+        yield from (timed.array for timed in self.timed_frames(start))
 
-    def timed_frames(self, start: int = 0) -> Iterator[tuple[int, np.ndarray]]:
-        """(timestamp, frame) of frames start, start + 1, ...: each frame's presentation time in
-        ``info.time_base`` units as the file has it (variable frame rates kept).
+    def timed_frames(self, start: int = 0) -> Iterator[TimedFrame]:
+        """Frames start, start + 1, ... with their numbers and timestamps: each frame's
+        presentation time in ``info.time_base`` units as the file has it (variable frame rates kept).
 
         Decodes with a demuxer of its own, so random access meanwhile does not disturb it."""
         self._check_open()
@@ -250,7 +272,7 @@ class VideoReader:
         decoder = _Decoder(self.path, self._index, self._hardware)
         try:
             for number, frame in decoder.frames_from(start):
-                yield self._timestamp(number, frame), self._array(frame, number)
+                yield TimedFrame(number, self._timestamp(number, frame), self._array(frame, number))
         finally:
             decoder.close()
 

@@ -30,7 +30,7 @@ from nlmeans_studio.engine.media.formats import (
 )
 from nlmeans_studio.engine.media.image_sequence import is_image_sequence, numbered_images, sequence_files
 from nlmeans_studio.engine.media.probe import HIGH_BIT_DEPTH, VideoInfo, open_input
-from nlmeans_studio.engine.media.reader import VideoReader
+from nlmeans_studio.engine.media.reader import TimedFrame, VideoReader
 from nlmeans_studio.engine.media.staged_output import OutputBusyError, StagedOutput, dangling_link, folder_problem
 from nlmeans_studio.engine.media.y4m import Y4M_FORMATS
 
@@ -171,6 +171,7 @@ class VideoWriter:
             self._discard()
             raise VideoError(f"{self.path}: cannot write here: {error.strerror or error}") from error
         self._written, self._closed = 0, False
+        self._origin: int | None = None  # the first TimedFrame's timestamp: the output starts at 0
         self._span = (like.start_time + span[0], like.start_time + span[1])  # on the source's clock
 
     def _pixel_format(self, codec: str, *, gray: bool, rgb: bool) -> str:
@@ -219,13 +220,13 @@ class VideoWriter:
         else:
             self.abort()
 
-    def write(self, frame: np.ndarray, timestamp: int | None = None) -> None:
+    def write(self, frame: np.ndarray | TimedFrame) -> None:
         """Encode one (H, W, C) frame of the source's dtype (uint8, or uint16 of ``bit_depth``
         for deep sources).
 
-        ``timestamp`` is its presentation time in the source's time base, counted from the
-        output's start (``VideoReader.timed_frames`` gives them): variable frame rates are kept.
-        Without it, frame n is shown at n / frame rate.
+        A ``TimedFrame`` (``VideoReader.timed_frames`` gives them) is shown at its timestamp,
+        counted from the first one written: variable frame rates are kept. A bare array: frame
+        n is shown at n / frame rate.
 
         Raises
         ------
@@ -234,7 +235,8 @@ class VideoWriter:
         ValueError
             uint16 samples beyond ``bit_depth``.
         """
-        array = np.ascontiguousarray(frame)
+        timed = frame if isinstance(frame, TimedFrame) else None
+        array = np.ascontiguousarray(frame if timed is None else timed.array)
         if self._closed:
             raise VideoError(f"{self.path}: the writer is closed; frames go to an open VideoWriter")
         if array.shape[:2] != (self.info.height, self.info.width):
@@ -247,8 +249,11 @@ class VideoWriter:
         elif array.ndim == 3 and array.shape[2] == 1:
             array = np.repeat(array, 3, axis=2)
         video_frame = self._made_frame(array)
-        if timestamp is None or self._pipe:
+        if timed is None or self._pipe:
             timestamp = round(self._written / self.info.frame_rate / self._time_base)
+        else:
+            self._origin = timed.timestamp if self._origin is None else self._origin
+            timestamp = timed.timestamp - self._origin
         video_frame.pts, video_frame.time_base = timestamp, self._time_base
         self._written += 1
         self._mux(self._stream.encode(video_frame))
