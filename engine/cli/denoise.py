@@ -164,11 +164,7 @@ def _luma_chroma_asked(args: argparse.Namespace, preset: Preset | None) -> str |
 def _source_info(args: argparse.Namespace) -> VideoInfo:
     """What INPUT holds, with what a person should know before its frames are used (a truncated
     file, an interlaced pipe, sound that an image sequence OUTPUT cannot carry) said on stderr."""
-    if isinstance(args.source, PipeReader):
-        info = args.source.info
-    else:
-        with VideoReader(args.source) as reader:
-            info = reader.info
+    info = args.source.info
     if info.warning and not args.quiet:
         print(f"warning: {args.input}: {info.warning}", file=sys.stderr)
     if info.other_streams and is_image_sequence(Path(args.output)) and not args.quiet:
@@ -220,9 +216,12 @@ def run_denoise(args: argparse.Namespace, stop: Stop) -> int:
             args.devices = resolve_devices(args.devices)
         # A GPU asked for and unavailable, or a CPU run that cannot fit an address-space limit
         # (numba and its threads): said before the noise estimate, whose FFmpeg threads take room.
-        if resolve_backend(args.backend) == "cpu":
+        on_gpu = resolve_backend(args.backend) == "gpu"
+        if not on_gpu:
             require_cpu_room(0, compiles=cpu_filter_compiles)
-        args.source = PipeReader() if args.input == PIPE else args.input  # a pipe is read once, by both
+        # One reader, opened once, for the file's facts, the noise, SURE's sample and the export
+        # (a pipe is read once, by all); the export's frames decoded on NVDEC on the GPU.
+        args.source = PipeReader() if args.input == PIPE else VideoReader(args.input, hardware_decoding=on_gpu)
         choice = _chosen_filter(args, preset, _source_info(args))
         if not args.quiet and filter_compiles(args.backend):
             print(COMPILING, file=sys.stderr)
@@ -250,6 +249,8 @@ def run_denoise(args: argparse.Namespace, stop: Stop) -> int:
     finally:
         if progress is not None:
             progress.close()
+        if isinstance(getattr(args, "source", None), VideoReader):
+            args.source.close()
     if not args.quiet:
         print(
             f"denoised {summary.frames} frames in {summary.seconds:.1f} s ({summary.fps:.1f} fps) on the "

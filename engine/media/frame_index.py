@@ -22,8 +22,10 @@ and never guesses. Indexes of long files are kept in the user's cache, so a seco
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,13 +74,17 @@ class FrameIndex:
         ]
 
 
-def index_stream(path: Path, open_container: Any) -> tuple[FrameIndex, Any]:
+def index_stream(path: Path, container: Any, open_container: Any) -> tuple[FrameIndex, Any]:
     """The index of ``path``'s first video stream, from the cache or built, and its first
     presented frame (decoded: its rotation and pixel format describe the stream).
 
-    ``open_container()`` opens the file afresh (a new demuxer at the file's start).
+    ``container`` is the file opened, its headers read and none of its packets: one demux of it
+    decodes the first frame and, where the cache has no index, goes on to index every packet.
+    ``open_container()`` opens the file afresh, for a stream whose timestamps do not identify
+    its frames (counted by decoding it from the start).
     """
-    first = _first_frame(open_container)
+    packets = container.demux(container.streams.video[0])
+    first, read = _first_frame(packets)
     cache_file = _cache_file(path)
     if cache_file is not None and cache_file.is_file():
         try:
@@ -87,33 +93,38 @@ def index_stream(path: Path, open_container: Any) -> tuple[FrameIndex, Any]:
                 return FrameIndex(int(stored["frame_count"]), **fields, packets=int(stored["packets"])), first
         except (OSError, ValueError, KeyError):  # damaged or foreign: built again below
             pass
-    index = _build(open_container, first)
+    index = _build(itertools.chain(read, packets), first, open_container)
     if cache_file is not None and index.frame_count >= CACHED_FROM_FRAMES:
         _store(index, cache_file)
     return index, first
 
 
-def _first_frame(open_container: Any) -> Any:
-    """The first frame sequential decoding presents, or None when it presents none."""
-    with open_container() as container:
-        return next(container.decode(container.streams.video[0]), None)
+def _first_frame(packets: Iterator[Any]) -> tuple[Any, list[Any]]:
+    """The first frame sequential decoding presents (None when it presents none), and the
+    packets read until it came out: ``container.decode`` decodes each packet so, the flush
+    packets at the end too."""
+    read = []
+    for packet in packets:
+        read.append(packet)
+        if frames := packet.decode():
+            return frames[0], read
+    return None, read
 
 
-def _build(open_container: Any, first: Any) -> FrameIndex:
+def _build(packets: Iterable[Any], first: Any, open_container: Any) -> FrameIndex:
     if first is None:
         return FrameIndex(0, *(np.zeros(0, np.int64),) * 3)
-    timestamps, keyframes, keyframe_seeks, packets = [], [], [], 0
-    with open_container() as container:
-        for packet in container.demux(container.streams.video[0]):
-            packets += packet.size > 0
-            if packet.size == 0 or packet.is_discard:
-                continue
-            if packet.pts is None or first.pts is None:
-                return _count_by_decoding(open_container)
-            timestamps.append(packet.pts)
-            if packet.is_keyframe:
-                keyframes.append(packet.pts)
-                keyframe_seeks.append(packet.pts if packet.dts is None else packet.dts)
+    timestamps, keyframes, keyframe_seeks, packet_count = [], [], [], 0
+    for packet in packets:
+        packet_count += packet.size > 0
+        if packet.size == 0 or packet.is_discard:
+            continue
+        if packet.pts is None or first.pts is None:
+            return _count_by_decoding(open_container)
+        timestamps.append(packet.pts)
+        if packet.is_keyframe:
+            keyframes.append(packet.pts)
+            keyframe_seeks.append(packet.pts if packet.dts is None else packet.dts)
     presented = np.sort(np.array(timestamps, np.int64))
     presented = presented[presented >= first.pts]
     if len(presented) == 0 or presented[0] != first.pts or np.any(np.diff(presented) == 0):
@@ -123,7 +134,7 @@ def _build(open_container: Any, first: Any) -> FrameIndex:
     inside = entries < len(presented)
     entries, first_of_each = np.unique(np.concatenate([[0], entries[inside]]), return_index=True)
     seeks = np.concatenate([[first.pts], seeks[inside]])[first_of_each]
-    return FrameIndex(len(presented), presented, entries.astype(np.int64), seeks, packets)
+    return FrameIndex(len(presented), presented, entries.astype(np.int64), seeks, packet_count)
 
 
 def _count_by_decoding(open_container: Any) -> FrameIndex:

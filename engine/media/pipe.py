@@ -21,7 +21,7 @@ import numpy as np
 
 from .ffmpeg import VideoError, ffmpeg_reason, pyav
 from .probe import INTERLACED, VideoInfo, stream_facts
-from .reader import decoded_array
+from .reader import TimedFrame, decoded_array
 from .y4m import Y4M_HEADER_LIMIT, Y4M_MAGIC, check_y4m_header
 
 PIPE = "-"
@@ -167,13 +167,13 @@ class PipeReader:
             raise IndexError(f"the stream holds {len(self._lookahead)} frames, got {index}")
         return self._lookahead[index]
 
-    def timed_frames(self, start: int = 0) -> Iterator[tuple[int, np.ndarray]]:
-        """(timestamp at the stream's frame rate, frame) of frames start, start + 1, ... to the
-        stream's end; once."""
+    def timed_frames(self, start: int = 0) -> Iterator[TimedFrame]:
+        """Frames start, start + 1, ... to the stream's end, with their numbers and timestamps
+        at the stream's frame rate; once."""
         if self._consumed:
             raise VideoError("standard input: the stream was already read")
         self._consumed = True
         frames = itertools.chain(self._lookahead, (decoded_array(decoded, self.info) for decoded in self._frames))
         for index, frame in enumerate(frames):
             if index >= start:
-                yield round(Fraction(index) / self.info.frame_rate / self.info.time_base), frame
+                yield TimedFrame(index, round(Fraction(index) / self.info.frame_rate / self.info.time_base), frame)

@@ -225,17 +225,17 @@ def probe_video(path: Path) -> tuple[VideoInfo, FrameIndex]:
     with open_input(path) as container:  # refuses what is no video before any indexing
         facts = stream_facts(path, container)
         y4m = container.format.name == "yuv4mpegpipe"
-    try:
-        index, first = index_stream(path, lambda: open_input(path))
-    except pyav().error.FFmpegError as error:
-        size = (facts["pixel_format"], *facts["size"])
-        if y4m and (unmarked := y4m_unmarked_frame(path, *size)) is not None:
-            raise VideoError(
-                f"{path}: frame {unmarked + 1} (counting from 1) does not start with FRAME where the y4m "
-                f"header's size puts it ({ffmpeg_reason(error)}): the file is damaged or its header does not "
-                "match its frames"
-            ) from error
-        raise VideoError(f"{path}: the video stream cannot be read: {ffmpeg_reason(error)}") from error
+        try:  # the headers read no packet: the same demuxer decodes the first frame and indexes them
+            index, first = index_stream(path, container, lambda: open_input(path))
+        except pyav().error.FFmpegError as error:
+            size = (facts["pixel_format"], *facts["size"])
+            if y4m and (unmarked := y4m_unmarked_frame(path, *size)) is not None:
+                raise VideoError(
+                    f"{path}: frame {unmarked + 1} (counting from 1) does not start with FRAME where the y4m "
+                    f"header's size puts it ({ffmpeg_reason(error)}): the file is damaged or its header does not "
+                    "match its frames"
+                ) from error
+            raise VideoError(f"{path}: the video stream cannot be read: {ffmpeg_reason(error)}") from error
     if first is None or index.frame_count == 0:
         raise VideoError(f"{path}: holds no frame FFmpeg can decode")
     return _described(path, index, facts, first, y4m), index

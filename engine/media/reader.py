@@ -9,6 +9,7 @@ import collections
 import functools
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,27 @@ from .image_sequence import is_image_sequence, sequence_files
 from .probe import VideoInfo, open_input, probe_video
 
 CACHE_FRAMES = 24  # decoded frames kept for random access
+
+
+@dataclass(frozen=True, eq=False)
+class TimedFrame:
+    """A frame with its place in the clip, as ``VideoReader.timed_frames`` gives it: the
+    export replaces only its ``array`` (``dataclasses.replace``), and ``VideoWriter.write``
+    shows it at its ``timestamp``.
+
+    Attributes
+    ----------
+    number : int
+        The frame's number in the clip, from 0.
+    timestamp : int
+        When it is shown, in the source's ``info.time_base`` units as the file has it.
+    array : numpy.ndarray
+        Its pixels, (H, W, C).
+    """
+
+    number: int
+    timestamp: int
+    array: np.ndarray
 
 
 def decoded_array(frame: Any, info: VideoInfo) -> np.ndarray:
@@ -205,6 +227,13 @@ class VideoReader:
         self._decoder.close()
         self._closed = True
 
+    def demuxer(self) -> Any:
+        """The file opened again, at its start: a PyAV container the caller closes. The writer
+        copies the audio and subtitle streams from it (``VideoWriter`` given this reader): a
+        pass from the file's start has a demuxer of its own, as ``timed_frames`` has."""
+        self._check_open()
+        return open_input(self.path)
+
     def _check_open(self) -> None:
         if self._closed:
             raise VideoError(f"{self.path}: the reader is closed; open the file again to read it")
@@ -230,11 +259,11 @@ class VideoReader:
 
     def frames(self, start: int = 0) -> Iterator[np.ndarray]:
         """Decode frames start, start + 1, ... to the end, in order."""
-        yield from (frame for _, frame in self.timed_frames(start))
+        yield from (timed.array for timed in self.timed_frames(start))
 
-    def timed_frames(self, start: int = 0) -> Iterator[tuple[int, np.ndarray]]:
-        """(timestamp, frame) of frames start, start + 1, ...: each frame's presentation time in
-        ``info.time_base`` units as the file has it (variable frame rates kept).
+    def timed_frames(self, start: int = 0) -> Iterator[TimedFrame]:
+        """Frames start, start + 1, ... with their numbers and timestamps: each frame's
+        presentation time in ``info.time_base`` units as the file has it (variable frame rates kept).
 
         Decodes with a demuxer of its own, so random access meanwhile does not disturb it."""
         self._check_open()
@@ -243,7 +272,7 @@ class VideoReader:
         decoder = _Decoder(self.path, self._index, self._hardware)
         try:
             for number, frame in decoder.frames_from(start):
-                yield self._timestamp(number, frame), self._array(frame, number)
+                yield TimedFrame(number, self._timestamp(number, frame), self._array(frame, number))
         finally:
             decoder.close()
 

@@ -30,6 +30,7 @@ from .formats import (
 )
 from .image_sequence import is_image_sequence, numbered_images, sequence_files
 from .probe import HIGH_BIT_DEPTH, VideoInfo, open_input
+from .reader import TimedFrame, VideoReader
 from .staged_output import OutputBusyError, StagedOutput, dangling_link, folder_problem
 from .y4m import Y4M_FORMATS
 
@@ -48,10 +49,11 @@ class VideoWriter:
         without the source's sound; ``codec`` is then ignored. ``-`` writes y4m
         (yuv4mpegpipe) to standard output, for an FFmpeg pipeline: the source's YUV sampling
         where y4m has it, no sound.
-    like : VideoInfo
-        The source: its frame rate, time base, size, color metadata and bit-depth class are
-        kept (10-bit in stays 10-bit out where the codec can), and its audio and subtitle
-        streams are copied untouched.
+    like : VideoInfo or VideoReader
+        The source, or its open reader: its frame rate, time base, size, color metadata and
+        bit-depth class are kept (10-bit in stays 10-bit out where the codec can), and its audio
+        and subtitle streams are copied untouched: from the reader's demuxer
+        (``VideoReader.demuxer``) when it is given, else from the file ``like.path`` opened again.
     codec : {"h264", "h265", "ffv1", "prores", "h264-nvenc", "h265-nvenc"}
         H.264 / H.265 are 4:2:0 (8 or 10 bits); FFV1 (lossless) and ProRes (10-bit) keep the
         source's chroma sampling and depth (a 10-bit 4:2:2 source stays 10-bit 4:2:2); the NVENC
@@ -81,7 +83,7 @@ class VideoWriter:
     path : Path
         The output.
     info : VideoInfo
-        ``like``.
+        The source's (``like``, or ``like.info`` of a reader).
 
     Raises
     ------
@@ -95,7 +97,7 @@ class VideoWriter:
     def __init__(
         self,
         path: str | Path,
-        like: VideoInfo,
+        like: VideoInfo | VideoReader,
         *,
         codec: str = "h264",
         crf: int = 18,
@@ -109,7 +111,8 @@ class VideoWriter:
         self.path = Path(path)
         check_bit_depth(bit_depth)
         self._bit_depth = bit_depth
-        self.info = like
+        self._reader = like if isinstance(like, VideoReader) else None
+        like = self.info = like.info if isinstance(like, VideoReader) else like
         check_encoding(codec, crf, preset, rgb=rgb)
         self._pipe = str(path) == STANDARD_OUTPUT
         muxer = None if self._pipe else output_format(self.path, codec, like)
@@ -168,6 +171,7 @@ class VideoWriter:
             self._discard()
             raise VideoError(f"{self.path}: cannot write here: {error.strerror or error}") from error
         self._written, self._closed = 0, False
+        self._origin: int | None = None  # the first TimedFrame's timestamp: the output starts at 0
         self._span = (like.start_time + span[0], like.start_time + span[1])  # on the source's clock
 
     def _pixel_format(self, codec: str, *, gray: bool, rgb: bool) -> str:
@@ -200,10 +204,10 @@ class VideoWriter:
             ) from error
 
     def _add_copied_streams(self) -> tuple[Any, dict[int, Any]] | None:
-        """The source opened again, and its audio and subtitle streams' indices -> output streams."""
+        """A demuxer of the source at its start, and its audio and subtitle streams' indices -> output streams."""
         if not self.info.other_streams or self._sequence or self._pipe:
             return None
-        source = open_input(self.info.path)
+        source = open_input(self.info.path) if self._reader is None else self._reader.demuxer()
         streams = [*source.streams.audio, *source.streams.subtitles]
         return source, {stream.index: self._container.add_stream_from_template(stream) for stream in streams}
 
@@ -216,13 +220,13 @@ class VideoWriter:
         else:
             self.abort()
 
-    def write(self, frame: np.ndarray, timestamp: int | None = None) -> None:
+    def write(self, frame: np.ndarray | TimedFrame) -> None:
         """Encode one (H, W, C) frame of the source's dtype (uint8, or uint16 of ``bit_depth``
         for deep sources).
 
-        ``timestamp`` is its presentation time in the source's time base, counted from the
-        output's start (``VideoReader.timed_frames`` gives them): variable frame rates are kept.
-        Without it, frame n is shown at n / frame rate.
+        A ``TimedFrame`` (``VideoReader.timed_frames`` gives them) is shown at its timestamp,
+        counted from the first one written: variable frame rates are kept. A bare array: frame
+        n is shown at n / frame rate.
 
         Raises
         ------
@@ -231,7 +235,8 @@ class VideoWriter:
         ValueError
             uint16 samples beyond ``bit_depth``.
         """
-        array = np.ascontiguousarray(frame)
+        timed = frame if isinstance(frame, TimedFrame) else None
+        array = np.ascontiguousarray(frame if timed is None else timed.array)
         if self._closed:
             raise VideoError(f"{self.path}: the writer is closed; frames go to an open VideoWriter")
         if array.shape[:2] != (self.info.height, self.info.width):
@@ -244,8 +249,11 @@ class VideoWriter:
         elif array.ndim == 3 and array.shape[2] == 1:
             array = np.repeat(array, 3, axis=2)
         video_frame = self._made_frame(array)
-        if timestamp is None or self._pipe:
+        if timed is None or self._pipe:
             timestamp = round(self._written / self.info.frame_rate / self._time_base)
+        else:
+            self._origin = timed.timestamp if self._origin is None else self._origin
+            timestamp = timed.timestamp - self._origin
         video_frame.pts, video_frame.time_base = timestamp, self._time_base
         self._written += 1
         self._mux(self._stream.encode(video_frame))

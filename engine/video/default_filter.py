@@ -150,7 +150,19 @@ def choose_filter(
 
 
 def sure_sample_length(window: NLMParams) -> int:
-    """Frames ``choose_filter``'s sample should hold: SURE_FRAMES scored, with their window's."""
+    """Frames ``choose_filter``'s sample should hold: SURE_FRAMES scored, with their window's.
+
+    Parameters
+    ----------
+    window : NLMParams
+        The filter's window (its past and future frames count).
+
+    Returns
+    -------
+    int
+        Consecutive frames to give as ``sample``: the middle ones of the clip, as ``denoise``
+        and the window take them.
+    """
     return SURE_FRAMES + window.frames_past + window.frames_future
 
 

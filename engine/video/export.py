@@ -7,8 +7,8 @@ length. The output is written through ``VideoWriter``: complete, or not at all.
 
 from __future__ import annotations
 
-import collections
 import contextlib
+import dataclasses
 import itertools
 import math
 import queue
@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from ..frames import FULL_SCALE_BITS
 from ..media.ffmpeg import VideoError
 from ..media.pipe import LOOKAHEAD, PIPE, PipeReader
 from ..media.probe import VideoInfo
-from ..media.reader import VideoReader
+from ..media.reader import TimedFrame, VideoReader
 from ..media.writer import VideoWriter
 from ..memory import require_cpu_room
 from .clip_denoiser import denoiser_for
@@ -142,14 +143,14 @@ class _BackgroundWriter:
         while (item := self._frames.get()) is not _END:
             if self._error is None:
                 try:
-                    self._writer.write(*item)
+                    self._writer.write(item)
                 except BaseException as error:  # raised on the caller's thread
                     self._error = error
 
-    def write(self, frame: np.ndarray, timestamp: int) -> None:
+    def write(self, frame: TimedFrame) -> None:
         if self._error is not None:
             raise self._error
-        self._frames.put((frame, timestamp))
+        self._frames.put(frame)
 
     def finish(self) -> None:
         """Wait until every frame is encoded; raise what the encoder raised."""
@@ -159,12 +160,14 @@ class _BackgroundWriter:
             raise self._error
 
 
-Source = str | Path | PipeReader  # a file, an image sequence, or standard input ("-" or a PipeReader)
+# A file, an image sequence, or standard input ("-" or a PipeReader), or a reader already open
+Source = str | Path | PipeReader | VideoReader
 
 
 def _opened(source: Source, hardware_decoding: bool = False) -> contextlib.AbstractContextManager:
-    """A reader of ``source``: a VideoReader, or for standard input a PipeReader (read once)."""
-    if isinstance(source, PipeReader):
+    """A reader of ``source``: a VideoReader, or for standard input a PipeReader (read once); a
+    reader given is used as it is, and left open."""
+    if isinstance(source, (PipeReader, VideoReader)):
         return contextlib.nullcontext(source)
     if str(source) == PIPE:
         return PipeReader()
@@ -207,9 +210,9 @@ def estimate_clip_noise(
 
     Parameters
     ----------
-    source : str, Path or PipeReader
-        A video file, an image sequence's pattern, or standard input; a pipe's noise is
-        estimated on its first frames.
+    source : str, Path, PipeReader or VideoReader
+        A video file, an image sequence's pattern, or standard input, or an open reader of one;
+        a pipe's noise is estimated on its first frames.
     roi : (x, y, width, height), optional
         A flat region, in pixels, measured on each pair; None: flat blocks found automatically.
     start, duration : float
@@ -259,6 +262,15 @@ def clip_sample(source: Source, count: int, start: float = 0.0, duration: float 
         return np.array([reader.frame(i) for i in range(middle, min(middle + count, last))])
 
 
+def _denoised(denoiser: Any, frames: Iterable[TimedFrame], dtype: np.dtype) -> Iterator[TimedFrame]:
+    """``frames`` through ``denoiser.export_stream``, each output in its input's TimedFrame (its
+    number and timestamp kept, its array replaced): the stream gives one output per input, in order."""
+    timed, inputs = itertools.tee(frames)  # the denoisers pull their inputs on this thread
+    with contextlib.closing(denoiser.export_stream((frame.array for frame in inputs), dtype)) as outputs:
+        for frame, array in zip(timed, outputs, strict=True):
+            yield dataclasses.replace(frame, array=array)
+
+
 def cpu_export_bytes(info: VideoInfo, params: NLMParams) -> int:
     """Bytes a CPU export of ``info``'s frames holds at its peak: frames read ahead and written
     behind, and for each frame of the temporal window its float32 copy and two padded planar
@@ -294,15 +306,16 @@ def denoise_file(
 
     Parameters
     ----------
-    source : str, Path or PipeReader
-        A video file, an image sequence's pattern, or standard input ("-" or a PipeReader).
+    source : str, Path, PipeReader or VideoReader
+        A video file, an image sequence's pattern, or standard input ("-" or a PipeReader), or
+        an open reader of one (left open; a VideoReader decodes as it was opened, on NVDEC or not).
     target : str or Path
         The output, as ``VideoWriter`` takes it (a file, an image sequence, or "-" for y4m on
         standard output).
     params : NLMParams
         The filter.
     backend : {"auto", "cpu", "gpu"}
-        As ``Denoiser`` takes it; on the GPU, frames are decoded on NVDEC where it can.
+        As ``Denoiser`` takes it; on the GPU, frames of a file named are decoded on NVDEC where it can.
     overwrite : bool
         Replace an existing ``target``.
     luma_chroma : (h_luma, h_chroma, matrix), optional
@@ -362,33 +375,23 @@ def denoise_file(
         first, last = _frame_range(reader, start, duration, frames)
         total = 0 if last is None else last - first  # 0: unknown until the pipe ends
         done = 0
-        timestamps: collections.deque[int] = collections.deque()  # of frames read, not yet written
-
-        def frames_noting_times() -> Iterator[np.ndarray]:
-            for timestamp, frame in decoded:
-                timestamps.append(timestamp)
-                yield frame
-
         span = (reader.start_time(first), reader.start_time(last) if last and last < info.frame_count else math.inf)
+        like = reader if isinstance(reader, VideoReader) else info  # a file's sound is copied through its reader
         with (
             VideoWriter(
-                target, info, codec=codec, crf=crf, preset=preset, overwrite=overwrite, span=span, rgb=rgb
+                target, like, codec=codec, crf=crf, preset=preset, overwrite=overwrite, span=span, rgb=rgb
             ) as writer,
             _Prefetch(itertools.islice(reader.timed_frames(first), total or None)) as decoded,
-            contextlib.closing(denoiser.export_stream(frames_noting_times(), info.dtype)) as outputs,
+            contextlib.closing(_denoised(denoiser, decoded, info.dtype)) as outputs,
         ):
             encoder = _BackgroundWriter(writer)
-            origin = 0  # the first frame's timestamp: the output starts at 0
             try:
                 for frame in outputs:
                     if cancel.is_set():
                         raise ExportCancelledError(
                             f"cancelled after {done} of {total} frames; {target} was not written"
                         )
-                    timestamp = timestamps.popleft()  # outputs come in input order, one each
-                    if done == 0:
-                        origin = timestamp
-                    encoder.write(frame, timestamp - origin)
+                    encoder.write(frame)
                     done += 1
                     if progress is not None:
                         progress(done, total, time.perf_counter() - started)

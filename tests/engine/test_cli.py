@@ -151,3 +151,34 @@ def test_an_image_sequence_output_is_said_to_leave_the_sound_out(capsys, tmp_pat
     output = str(tmp_path / "f%06d.png")
     assert main(["denoise", str(tmp_path / "in.mkv"), output, "--noise", "none", "--backend", "cpu"]) == 0
     assert f"warning: {output}: an image sequence carries no audio or subtitles" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        # The reader's probe (headers, first frame and index: one demuxer); its random access, for
+        # the noise's pairs and SURE's sample (an FFV1 clip: every frame an entry point, so one
+        # demuxer seeks to each); the export's sequential decode and the writer's copy of the
+        # sound, each a pass from the file's start with a demuxer of its own.
+        pytest.param([], 4, id="default"),
+        pytest.param(["--noise", "none"], 3, id="noise-none"),  # no random access
+    ],
+)
+def test_denoise_opens_its_source_once_and_hands_it_on(tmp_path, monkeypatch, options, expected) -> None:
+    """A default denoise opened the source 16 times: a reader each for the file's facts, the noise,
+    SURE's sample and the export, each probing it three times, and the writer once more for the sound."""
+    import av
+
+    make_clip(tmp_path / "in.mkv", frames=6, size=(16, 24), audio=True)
+    source, opened = str(tmp_path / "in.mkv"), []
+    real_open = av.open
+
+    def counting_open(file, *arguments, **options):
+        if str(file) == source:
+            opened.append(file)
+        return real_open(file, *arguments, **options)
+
+    monkeypatch.setattr(av, "open", counting_open)
+    arguments = ["denoise", source, str(tmp_path / "out.mkv"), "--backend", "cpu", "--quiet", *options]
+    assert main(arguments) == 0
+    assert len(opened) == expected

@@ -253,18 +253,19 @@ def test_variable_frame_rate_timestamps_are_kept(tmp_path) -> None:
     make_clip(tmp_path / "vfr.mkv", frames=len(times), times=times)
     with VideoReader(tmp_path / "vfr.mkv") as reader:
         timed = list(reader.timed_frames())
-        assert [time for time, _ in timed] == times  # Matroska's time base is 1 ms
+        assert [frame.timestamp for frame in timed] == times  # Matroska's time base is 1 ms
+        assert [frame.number for frame in timed] == list(range(len(times)))
         for index in [7, 2, 9, 0, 5]:
-            assert np.array_equal(reader.frame(index), timed[index][1])
+            assert np.array_equal(reader.frame(index), timed[index].array)
     for name, codec in [("out.mkv", "ffv1"), ("out.mp4", "h264")]:
         denoise_file(tmp_path / "vfr.mkv", tmp_path / name, PARAMS, backend="cpu", codec=codec)
         with VideoReader(tmp_path / name) as copy:
-            seconds = [float(time * copy.info.time_base) for time, _ in copy.timed_frames()]
+            seconds = [float(frame.timestamp * copy.info.time_base) for frame in copy.timed_frames()]
         np.testing.assert_allclose(seconds, np.array(times) / 1000, rtol=0, atol=1e-3)  # to a millisecond
     with VideoReader(tmp_path / "vfr.mkv") as reader:
         reader.frame(4)  # random access reads every packet's timestamp first
-        first_part = [time for time, _ in reader.timed_frames(4)]
-    assert first_part == times[4:]
+        first_part = [(frame.number, frame.timestamp) for frame in reader.timed_frames(4)]
+    assert first_part == list(enumerate(times))[4:]
 
 
 def _rotated_mov(path: Path, image: np.ndarray) -> None:
