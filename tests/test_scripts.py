@@ -9,10 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# Studies, not product tools: they belong in scripts/notebooks/ and move there once the work on
-# them in progress has landed (issue 34).
-STUDIES = {"study_defaults.py", "study_noise_estimate.py"}
-PRODUCT_SCRIPTS = sorted(path.name for path in (ROOT / "scripts").glob("*.py") if path.name not in STUDIES)
+PRODUCT_SCRIPTS = sorted(path.name for path in (ROOT / "scripts").glob("*.py"))
 
 
 def test_the_product_scripts_are_found() -> None:

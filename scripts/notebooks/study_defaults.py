@@ -17,8 +17,8 @@ Per case, the RGB PSNR (dB) of the middle three frames, all outputs rounded to 8
   the plugin import (``pip install vapoursynth vapoursynth-nlm-ispc``, Python 3.12);
 - BM3D per frame at the true sigma, where ``bm3d`` imports: the reference above NLMeans.
 
-    python scripts/study_defaults.py make .study/corpus.npz       # needs PyAV, scikit-image, ../shared/data
-    python scripts/study_defaults.py run .study/corpus.npz --corpus validation --json out.json
+    python scripts/notebooks/study_defaults.py make .study/corpus.npz       # needs PyAV, scikit-image, ../shared/data
+    python scripts/notebooks/study_defaults.py run .study/corpus.npz --corpus validation --json out.json
 """
 
 from __future__ import annotations

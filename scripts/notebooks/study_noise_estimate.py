@@ -8,7 +8,7 @@ spatial correlation, their ratio, and the h ``apply_estimate`` gives bisquare/on
 exponential/max (demosaiced and compressed noise are judged by that h). Then the median and
 worst ratio over the white, YUV and signal-dependent cases, the target's.
 
-    python scripts/study_noise_estimate.py .study/corpus.npz --corpus calibration
+    python scripts/notebooks/study_noise_estimate.py .study/corpus.npz --corpus calibration
 """
 
 from __future__ import annotations
