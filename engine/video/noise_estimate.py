@@ -2,27 +2,7 @@
 confidence and its notes) and what every estimator reads: high-pass residuals, covariances,
 the texture of blocks.
 
-The noise model is Y = X + N with N ~ Normal(0, Sigma) per pixel, white in space and correlated
-across channels (DESIGN.md §1). The estimator works on high-pass residuals: the 3 x 3 kernel
-[1 -2 1; -2 4 -2; 1 -2 1] / 6 removes planes and smooth ramps, and on white noise its output
-has exactly the noise's covariance (the squared coefficients sum to 36/36 = 1), applied to all
-channels alike so that the cross-channel covariances survive. Automatic mode keeps the blocks
-whose structure is weakest, iterating as the weak-texture method of Liu, Tanaka and Okutomi
-(2013) does: the threshold on a block's gradient covariance follows from the current noise
-estimate, blocks over it are dropped, and the estimate is made again from the rest. Given
-consecutive frames, the flat blocks that also stay still from one frame to the next (their
-temporal differences (f[t+1] - f[t]) / sqrt(2) agree with the spatial estimate) give the final
-estimate from those differences: every pixel of the block counts, with no high-pass weighting.
-Where no flat block stays still (a pan, also a sub-pixel one), where the flat blocks' estimate
-looks spatially correlated (texture passes for that) or signal dependent, every block's change to
-its match in the next frame, with what a sub-pixel shift and a blur explain fitted out
-(``engine.video.motion_noise.compensated_change``), gives it: the blocks' median (motion the fit leaves
-only adds to some), per intensity band where the noise grows with brightness, and the change's
-own spatial correlation. Where the flat blocks show little noise with a low confidence, the noise
-an encoder kept in the texture is read from the quiet quarter of the motion-compensated change
-instead (``engine.video.motion_noise.kept_noise``). A region the user chose is read from its own
-motion-compensated change where there are two frames: it holds all of the noise, also the part
-that chroma subsampling or compression smoothed out of the high-pass residuals.
+The noise model and how the estimators use these are in ``noise``'s docstring.
 """
 
 from __future__ import annotations
