@@ -31,6 +31,11 @@ The window's engine
     ``Previewer`` (before/after previews, playback), ``RenderAhead``, ``difference_image``.
 """
 
+if __name__ != "nlmeans_studio.engine":
+    # Python started in the repository's root finds engine/ as a top-level package: a second copy
+    # whose numba cache entries (shared with the real one) the installed package cannot unpickle.
+    raise ImportError(f"import nlmeans_studio.engine, not {__name__}: the engine is installed under nlmeans_studio")
+
 from .backend import (
     BACKENDS,
     BackendUnavailableError,

@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -195,19 +196,30 @@ def test_a_cupy_that_fails_to_import_says_why(monkeypatch) -> None:
     assert reason == "CuPy is installed but does not import: ModuleNotFoundError: No module named 'graphlib'"
 
 
-def test_engine_imports_without_qt_or_pyav() -> None:
+def test_engine_imports_without_qt_or_pyav(tmp_path) -> None:
     """The engine must run where Qt and PyAV are missing (the GPU machine has neither)."""
+    # Run away from the repository: from its root, `import engine` would load a second copy under a
+    # top-level name, whose numba cache entries the installed package then cannot unpickle.
     code = (
         "import sys\n"
-        "for name in ('PySide6', 'pyqtgraph', 'av', 'gui'): sys.modules[name] = None\n"
-        "import numpy as np, engine\n"
+        "for name in ('PySide6', 'pyqtgraph', 'av', 'nlmeans_studio.gui'): sys.modules[name] = None\n"
+        "import numpy as np\n"
+        "from nlmeans_studio import engine\n"
         "d = engine.Denoiser(engine.NLMParams(h=20, patch_radius=1, search_radius=1), 'cpu')\n"
         "print(d.denoise_frame(np.zeros((1, 8, 8, 3), np.float32), 0).shape)\n"
         "assert not any(m.split('.')[0] in ('PySide6', 'pyqtgraph', 'av') for m in sys.modules if sys.modules[m])\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "(8, 8, 3)"
+
+
+def test_the_engine_is_not_imported_under_a_second_name() -> None:
+    """From the repository's root `import engine` finds the folder: refused, with the right name."""
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-c", "import engine"], capture_output=True, text=True, cwd=root)
+    assert result.returncode == 1
+    assert "ImportError: import nlmeans_studio.engine, not engine" in result.stderr
 
 
 def test_warm_up_compiles_for_the_frame_size(backend_method) -> None:

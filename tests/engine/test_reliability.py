@@ -475,6 +475,16 @@ def long_clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_clip(tmp_path_factory.mktemp("long"), spec)
 
 
+def _read_until(child: subprocess.Popen, marker: str) -> str:
+    """The child's stderr up to and including ``marker``; fails, with what it said, if it ends first."""
+    error = ""
+    while marker not in error:
+        character = child.stderr.read(1)
+        assert character, f"the run ended before {marker!r}:\n{error}"
+        error += character
+    return error
+
+
 @pytest.mark.parametrize("stop", [signal.SIGHUP, signal.SIGINT, signal.SIGTERM])
 @pytest.mark.parametrize("stage", ["importing", "estimating", "writing"])
 def test_a_signal_at_any_stage_leaves_nothing_and_no_traceback(long_clip, tmp_path, stop, stage) -> None:
@@ -491,10 +501,7 @@ def test_a_signal_at_any_stage_leaves_nothing_and_no_traceback(long_clip, tmp_pa
     with subprocess.Popen(
         command, stderr=subprocess.PIPE, text=True, env=environment, preexec_fn=default_signals
     ) as child:
-        error = ""
-        while ("frames (" if stage == "writing" else "nlmeans_studio.engine") not in error:
-            error += child.stderr.read(1)
-            assert error or child.poll() is None
+        error = _read_until(child, "frames (" if stage == "writing" else "nlmeans_studio.engine")
         time.sleep({"importing": 0.0, "estimating": 0.8, "writing": 0.0}[stage])
         child.send_signal(stop)
         error += child.stderr.read()
@@ -513,10 +520,7 @@ def test_a_run_started_under_nohup_outlives_its_terminal(long_clip, tmp_path) ->
     program = Path(sys.executable).parent / "nlmeans-studio"
     command = [str(program), "denoise", str(long_clip), str(tmp_path / "out.mkv"), *FAST, "--codec", "ffv1"]
     with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, preexec_fn=_ignore_hangups) as child:
-        error = ""
-        while "frames (" not in error:
-            error += child.stderr.read(1)
-            assert error or child.poll() is None
+        error = _read_until(child, "frames (")
         child.send_signal(signal.SIGHUP)
         error += child.stderr.read()
         status = child.wait(timeout=120)
