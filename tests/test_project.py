@@ -4,6 +4,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,3 +68,12 @@ def test_the_readmes_links_to_files_of_the_repository_resolve() -> None:
     local = [link for link in links if "://" not in link]
     assert "docs/DESIGN.md" in local  # the filter's definition ships with the code
     assert [link for link in local if not (ROOT / link).exists()] == []
+
+
+def test_every_code_folder_is_a_package_of_the_wheel() -> None:
+    """A folder left out of pyproject's list was missing from `pip install .` (the editable install
+    the tests use finds it anyway): the command line and the video filters did not import."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {"nlmeans_studio." + ".".join(path.parent.relative_to(ROOT).parts)
+               for top in ("engine", "gui") for path in (ROOT / top).rglob("*.py")}  # fmt: skip
+    assert folders <= set(setuptools["packages"])
