@@ -46,7 +46,7 @@ class NoiseFollower(QObject):
         self.estimate: NoiseEstimate | None = None  # the clip's latest estimate
         self.noise_in_use: NoiseEstimate | None = None  # what h follows: the synthetic noise or the estimate
         self.strength = 1.0  # h as a multiple of the h suggested for the noise (a preset's)
-        self.sure_factor = 1.0  # SURE's multiple of the strengths suggested for the clip's estimate
+        self.sure_factor = 1.0  # choose_filter's multiple of the suggested strengths: SURE's, or an encoder's noise's
         self.matrix: str | None = None  # the clip's Y'CbCr matrix; None until a clip is open
         self._keep_h = False  # the clip's saved h stands when its noise estimate arrives
         parameters.luma_chroma_mode_changed.connect(self._follow_in_luma_chroma)
@@ -148,9 +148,9 @@ class NoiseFollower(QObject):
         self._parameters.set_luma_chroma_h(self._multiple() * h_luma, self._multiple() * h_chroma)
 
     def _factor(self) -> float:
-        """SURE's factor where the noise in use is the clip's estimate (not the synthetic noise)."""
+        """choose_filter's factor where the noise in use is the clip's estimate (not the synthetic noise)."""
         return self.sure_factor if self.noise_in_use is self.estimate else 1.0
 
     def _multiple(self) -> float:
-        """The strengths' multiple of those suggested: a preset's strength times SURE's factor."""
+        """The strengths' multiple of those suggested: a preset's strength times choose_filter's factor."""
         return self.strength * self._factor()

@@ -20,6 +20,7 @@ from .noise_estimate import (
     CLIP_MARGIN,
     CLIPPED_FRACTION,
     CORRELATED_RATIO,
+    DARK_CLIPPED_FRACTIONS,
     HELD_FACTOR,
     ITERATIONS,
     LOW_CONFIDENCE,
@@ -232,19 +233,27 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
     fewer than MIN_STATIC_BLOCKS blocks changed; and the number of blocks that repeat the previous
     frame (held still by an encoder, or a repeated frame), which are left out, as blocks with
     clipped samples are (clipping truncates the noise)."""
-    changes, degrees, means, used, held = [], [], [], [], 0
+    changes, degrees, means, clipped, places, held = [], [], [], [], [], 0
     for current, reference in itertools.pairwise(images):
         change, block_degrees, corners = compensated_change(current, reference)
         blocks = np.array([current[y : y + BLOCK, x : x + BLOCK] for y, x in corners]).reshape(change.shape)
         repeated = np.mean(change == 0, axis=(1, 2, 3)) >= REPEATED_SHARE
-        clipped = _clipped(blocks).mean(axis=(1, 2, 3)) > CLIPPED_FRACTION
         held += int(repeated.sum())
-        keep = ~repeated & ~clipped
-        changes.append(change[keep])
-        degrees.append(block_degrees[keep])
-        means.append(blocks[keep].mean(axis=(1, 2, 3)))
-        used.extend((int(x), int(y), BLOCK, BLOCK) for y, x in corners[keep])
-    change, degrees, means = (np.concatenate(values) for values in (changes, degrees, means))
+        changes.append(change[~repeated])
+        degrees.append(block_degrees[~repeated])
+        means.append(blocks[~repeated].mean(axis=(1, 2, 3)))
+        clipped.append(_clipped(blocks[~repeated]).mean(axis=(1, 2, 3)))
+        places.append(corners[~repeated])
+    change, degrees, means, clipped, places = map(np.concatenate, (changes, degrees, means, clipped, places))
+    notes = []
+    keep = clipped <= CLIPPED_FRACTION
+    for fraction in DARK_CLIPPED_FRACTIONS:
+        if keep.sum() >= MIN_STATIC_BLOCKS or (clipped <= fraction).sum() < MIN_STATIC_BLOCKS:
+            continue
+        keep = clipped <= fraction
+        notes.append("the picture is dark or bright: the noise is read where some of it is clipped, a little low")
+    change, degrees, means = change[keep], degrees[keep], means[keep]
+    used = [(int(x), int(y), BLOCK, BLOCK) for y, x in places[keep]]
     if len(change) < MIN_STATIC_BLOCKS:
         return None, held
     covariances = np.einsum("nyxi,nyxj->nij", change, change) / degrees[:, None, None]
@@ -261,7 +270,6 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
         if c is not None
     )
     estimate = NoiseEstimate(_median_covariance(covariances, samples), [], 0, bands=bands)
-    notes = []
     if estimate.signal_dependent:
         notes.append(_SIGNAL_DEPENDENT_NOTE)
         estimate = dataclasses.replace(estimate, covariance=_band_average(band_covariances, band_of))
