@@ -340,8 +340,9 @@ def _bm3d(clean: np.ndarray, noisy: np.ndarray, sigma: float) -> float | None:
     return _score(clean, lambda i: bm3d.bm3d_rgb(noisy[i], sigma / 255).astype(np.float32))
 
 
-def study_case(corpus_file: str, source: str, noise: str, backend: str) -> dict:
-    """One row: every figure of one clip and noise."""
+def study_case(corpus_file: str, source: str, noise: str, backend: str, previous: dict | None = None) -> dict:
+    """One row: every figure of one clip and noise; with ``previous`` (the row of an earlier run
+    on the same corpus file), only the defaults' figures, the rest taken from it."""
     with np.load(corpus_file) as stored:
         arrays = {key: stored[key] for key in stored.files if key.startswith(f"{source}/")}
     clean = arrays[f"{source}/clean"].astype(np.float32) / 255
@@ -349,6 +350,8 @@ def study_case(corpus_file: str, source: str, noise: str, backend: str) -> dict:
     sigma = NOISES[noise][1]
     started = time.perf_counter()
     defaults, chosen = _defaults(clean, noisy, backend)
+    if previous is not None:
+        return {**previous, "defaults": defaults, "chosen": chosen, "seconds": time.perf_counter() - started}
     best = _our_best(clean, noisy, sigma, backend)
     candidates = _candidate_defaults(clean, noisy, backend)
     row = {
@@ -379,19 +382,26 @@ def _print_row(row: dict) -> None:
     )
 
 
-def run(corpus_file: Path, corpus: str, backend: str, jobs: int, json_out: Path | None) -> None:
+def run(corpus_file: Path, corpus: str, backend: str, jobs: int, json_out: Path | None, reuse: Path | None) -> None:
     cases = [(source, noise) for source, _ in CORPORA[corpus] for noise in NOISES]
+    earlier = {(row["source"], row["noise"]): row for row in json.loads(reuse.read_text())} if reuse else {}
     print(f"# {corpus} corpus: {len(cases)} cases, RGB PSNR dB of frames {MIDDLE}, backend {backend}")
     print("source             noise      | noisy | defaults (gap to our best) | our best variant, h | nlm_ispc | bm3d")
     rows = []
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(study_case, str(corpus_file), source, noise, backend) for source, noise in cases]
+        futures = [
+            pool.submit(study_case, str(corpus_file), source, noise, backend, earlier.get((source, noise)))
+            for source, noise in cases
+        ]
         for future in futures:
             rows.append(future.result())
             _print_row(rows[-1])
     gaps = [row["defaults"] - max(v["psnr"] for v in row["variants"].values()) for row in rows]
     within = sum(gap >= -0.5 for gap in gaps)
     print(f"# defaults within 0.5 dB of our best: {within} of {len(gaps)}; worst {min(gaps):+.2f} dB")
+    peers = [row["defaults"] - row["nlm_ispc"]["psnr"] for row in rows if row["nlm_ispc"]]
+    if peers:
+        print(f"# defaults at or above nlm_ispc's best: {sum(gap >= 0 for gap in peers)} of {len(peers)}")
     for name in [*VARIANTS, "luma-chroma exponential/max"]:
         wins = sum(max(row["variants"], key=lambda key: row["variants"][key]["psnr"]) == name for row in rows)
         print(f"# best variant {name}: {wins} of {len(rows)}")
@@ -417,11 +427,14 @@ def main(argv: list[str]) -> None:
     study.add_argument("--backend", default="auto")
     study.add_argument("--jobs", type=int, default=1, help="cases in parallel processes")
     study.add_argument("--json", type=Path, default=None)
+    study.add_argument(
+        "--reuse", type=Path, default=None, help="an earlier run's JSON: recompute only the defaults' figures"
+    )
     args = parser.parse_args(argv)
     if args.verb == "make":
         make_corpus(args.out, args.shared)
     else:
-        run(args.corpus_file, args.corpus, args.backend, args.jobs, args.json)
+        run(args.corpus_file, args.corpus, args.backend, args.jobs, args.json, args.reuse)
 
 
 if __name__ == "__main__":
