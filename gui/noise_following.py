@@ -2,10 +2,11 @@
 
 The noise in use is the synthetic noise while it is on, else the clip's latest estimate. h is
 ``strength`` times the h the engine suggests for that noise and the window (1 by default; a
-preset's strength sets another multiple), times the factor SURE found best on the clip for its
-estimate (as ``denoise`` chooses it), and so are the luma/chroma strengths unless they are
-given. Color decorrelation is offered when the noise gives a color transform, and ticked where
-the engine says it helps. A clip's saved h stands until its first estimate arrives.
+preset's strength sets another multiple), times the factor ``choose_filter`` gives for the
+clip's estimate (SURE's best on the clip, or an encoder's noise's; as ``denoise`` chooses it),
+and so are the luma/chroma strengths unless they are given. Color decorrelation is offered when
+the noise gives a color transform, and ticked where the engine says it helps. A clip's saved h
+stands until its first estimate arrives.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class NoiseFollower(QObject):
         self.estimate: NoiseEstimate | None = None  # the clip's latest estimate
         self.noise_in_use: NoiseEstimate | None = None  # what h follows: the synthetic noise or the estimate
         self.strength = 1.0  # h as a multiple of the h suggested for the noise (a preset's)
-        self.sure_factor = 1.0  # choose_filter's multiple of the suggested strengths: SURE's, or an encoder's noise's
+        self.chosen_factor = 1.0  # choose_filter's multiple of the suggested strengths: SURE's, or an encoder's noise's
         self.matrix: str | None = None  # the clip's Y'CbCr matrix; None until a clip is open
         self._keep_h = False  # the clip's saved h stands when its noise estimate arrives
         parameters.luma_chroma_mode_changed.connect(self._follow_in_luma_chroma)
@@ -80,10 +81,10 @@ class NoiseFollower(QObject):
             self.estimate_needed.emit()
 
     def estimated(self, estimate: NoiseEstimate, factor: float = 1.0) -> None:
-        """The worker measured the clip's noise, and SURE's ``factor`` on the strengths it suggests
-        (1 where SURE's assumption fails): h follows both (a saved h no longer stands)."""
+        """The worker measured the clip's noise, and ``choose_filter``'s ``factor`` on the strengths it
+        suggests (SURE's, an encoder's noise's, else 1): h follows both (a saved h no longer stands)."""
         self.estimate = estimate
-        self.sure_factor = factor
+        self.chosen_factor = factor
         self.apply_noise(estimate)
         self._keep_h = False
 
@@ -149,7 +150,7 @@ class NoiseFollower(QObject):
 
     def _factor(self) -> float:
         """choose_filter's factor where the noise in use is the clip's estimate (not the synthetic noise)."""
-        return self.sure_factor if self.noise_in_use is self.estimate else 1.0
+        return self.chosen_factor if self.noise_in_use is self.estimate else 1.0
 
     def _multiple(self) -> float:
         """The strengths' multiple of those suggested: a preset's strength times choose_filter's factor."""

@@ -76,8 +76,8 @@ class PlayRequest:
 
 @dataclass(frozen=True)
 class EstimateRequest:
-    """Measure the noise (in ``roi`` on frame ``index``, else over the clip) and the factor SURE
-    finds best on the suggested strengths of the filter ``window`` (in Y'CbCr of ``matrix`` if
+    """Measure the noise (in ``roi`` on frame ``index``, else over the clip) and the factor
+    ``choose_filter`` puts on the suggested strengths of the filter ``window`` (in Y'CbCr of ``matrix`` if
     ``luma_chroma``), as ``denoise`` chooses them."""
 
     index: int
