@@ -1,5 +1,8 @@
-"""What the video and the volume filter share: the radii's limits, the weightings, the centre
-weights, and the checks that validate integers and choices at the public boundary."""
+"""What the video and the volume filter share.
+
+The radii's limits, the weightings, the centre weights, and the checks that validate integers and
+choices at the public boundary.
+"""
 
 from __future__ import annotations
 

@@ -157,8 +157,9 @@ class Denoiser:
         return _shaped_as_given(self._filter(frames, center, guides), given[center])
 
     def stream(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
-        """Denoise frames as they arrive; yields (H, W, C) float32 in order, (H, W) for a gray
-        clip given as (H, W) frames.
+        """Denoise frames as they arrive.
+
+        Yields (H, W, C) float32 in order, (H, W) for a gray clip given as (H, W) frames.
 
         Frame t is yielded once frame t + Df has arrived (or the input has ended), and equals
         ``denoise_frame(clip, t)`` on the whole clip. Only the frames the window needs are held.
@@ -171,9 +172,11 @@ class Denoiser:
             yield _shaped_as_given(result, first)
 
     def stream_on_device(self, frames: Iterable[Any]) -> Iterator[Any]:
-        """``stream`` of (H, W, C) float32 frames in [0, 1] that are where the filter runs (CuPy
-        arrays on the GPU, NumPy arrays on the CPU); the outputs stay there, (H, W, C) float32.
-        For frames made on the device (the luma/chroma mode's planes): no trip over the bus."""
+        """``stream`` of (H, W, C) float32 frames in [0, 1] that are where the filter runs.
+
+        CuPy arrays on the GPU, NumPy arrays on the CPU; the outputs stay there, (H, W, C) float32.
+        For frames made on the device (the luma/chroma mode's planes): no trip over the bus.
+        """
         return self._stream(frames, on_device=self.backend == "gpu")
 
     def _stream(self, frames: Iterable[Any], on_device: bool = False) -> Iterator[Any]:
@@ -241,5 +244,5 @@ _NONE = object()
 
 
 def _shaped_as_given(result: np.ndarray, frame: np.ndarray) -> np.ndarray:
-    """An (H, W, C) output in its input frame's shape: (H, W) for a gray frame given as (H, W)."""
+    """Return an (H, W, C) output in its input frame's shape: (H, W) for a gray frame given as (H, W)."""
     return result[:, :, 0] if np.ndim(frame) == 2 else result

@@ -29,8 +29,11 @@ CHANNEL_MODES = ("together", "separately")
 
 
 def channel_strengths(h: object, channels: int, mode: str) -> list[object]:
-    """Each channel's h for ``mode``: one h for all, or (separately) one a channel; ValueError
-    for a list of the wrong length or a list with channels filtered together."""
+    """Each channel's h for ``mode``.
+
+    One h for all, or (separately) one a channel; ValueError for a list of the wrong length or a
+    list with channels filtered together.
+    """
     check_choice("channels", mode, CHANNEL_MODES)
     if not isinstance(h, (list, tuple, np.ndarray)):
         return [h] * channels
@@ -83,7 +86,7 @@ class VolumeParams:
         return tuple(a + b for a, b in zip(self.search_radius, self.patch_radius, strict=True))
 
     def patch_sum_scale(self, channels: int) -> float:
-        """u per unit of a patch's summed squared difference: 1 / (C |patch| h^2)."""
+        """Return u per unit of a patch's summed squared difference: 1 / (C |patch| h^2)."""
         voxels = math.prod(2 * b + 1 for b in self.patch_radius)
         return 1.0 / (channels * voxels * self.h**2)
 

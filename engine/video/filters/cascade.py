@@ -80,13 +80,16 @@ def box_sum(values: Array, radius: int, axis: int) -> Array:
 
 
 def relative_weights(params: NLMParams) -> bool:
-    """Whether exponential weights need a per-pixel shift: with the largest weight as the
-    centre's, the window's smallest u is not known before the window is searched."""
+    """Whether exponential weights need a per-pixel shift.
+
+    With the largest weight as the centre's, the window's smallest u is not known before the window
+    is searched.
+    """
     return params.weighting == "exponential" and params.center_weight == "max"
 
 
 def exponent(distance: Array, params: NLMParams) -> Array:
-    """u = D / (h/255)^2 of DESIGN.md §1."""
+    """Return u = D / (h/255)^2 of DESIGN.md §1."""
     return distance * array_module(distance).float32((255.0 / params.h) ** 2)
 
 
