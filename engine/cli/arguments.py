@@ -105,6 +105,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Return the parser of ``nlmeans-studio``'s commands and their options."""
     parser = _Parser(
         prog="nlmeans-studio",
         description="Non-Local Means video denoising on an NVIDIA GPU or the CPU.",

@@ -211,11 +211,13 @@ class Stop:
         self.cancel.set()
 
     def restore(self) -> None:
+        """Put back the signal handlers that were there before this ``Stop``."""
         for stop, handler in self._previous.items():
             signal.signal(stop, handler)
 
 
 def run_denoise(args: argparse.Namespace, stop: Stop) -> int:
+    """Run ``nlmeans-studio denoise`` on parsed ``args``; return the exit status."""
     show_ffmpeg_messages(verbose=args.verbose)
     progress = None if args.quiet else _ProgressBar()
     try:

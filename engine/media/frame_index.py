@@ -55,6 +55,7 @@ class FrameIndex:
 
     @property
     def has_timestamps(self) -> bool:
+        """Whether the index holds a timestamp for each of its frames (and has frames)."""
         return len(self.timestamps) == self.frame_count > 0
 
     def number_of(self, pts: int | None) -> int | None:

@@ -145,10 +145,12 @@ class PipeReader:
         self.close()
 
     def close(self) -> None:
+        """Close the stream's container."""
         self._container.close()
 
     @property
     def decoder(self) -> str:
+        """Where frames are decoded: "CPU", always, for a pipe."""
         return "CPU"
 
     def start_time(self, index: int) -> float:

@@ -112,6 +112,7 @@ class VideoInfo:
 
 
 def open_input(path: Path, hardware_decoding: bool = False) -> Any:
+    """Open ``path`` (a video file or an image sequence) as a PyAV container with a video stream, or VideoError."""
     av = pyav()
     if is_image_sequence(path):
         options = {"start_number": str(first_image_number(path))}

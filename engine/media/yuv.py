@@ -62,6 +62,7 @@ class YuvLayout:
 
     @property
     def sample_dtype(self) -> np.dtype:
+        """The samples' dtype: uint8 for up to 8 bits, else uint16."""
         return np.dtype(np.uint8 if self.bits <= 8 else np.uint16)
 
     @property

@@ -36,12 +36,18 @@ class ClipDenoiser(Protocol):
     """
 
     @property
-    def backend(self) -> str: ...
+    def backend(self) -> str:
+        """The backend the denoiser runs on, "cpu" or "gpu"."""
+        ...
 
     @property
-    def device_name(self) -> str: ...
+    def device_name(self) -> str:
+        """The device's name, for readouts."""
+        ...
 
-    def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]: ...
+    def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]:
+        """Denoise ``frames`` in order; yield (H, W, C) outputs of ``dtype``."""
+        ...
 
 
 class FrameDenoiser(ClipDenoiser, Protocol):
@@ -50,7 +56,9 @@ class FrameDenoiser(ClipDenoiser, Protocol):
     All but ``DevicesDenoiser``, which streams only.
     """
 
-    def denoise_frame(self, clip: np.ndarray | Sequence[np.ndarray], index: int) -> np.ndarray: ...
+    def denoise_frame(self, clip: np.ndarray | Sequence[np.ndarray], index: int) -> np.ndarray:
+        """Return frame ``index`` of ``clip``, denoised."""
+        ...
 
 
 def runs_plain(*, guide: str | None, devices: object | None) -> bool:

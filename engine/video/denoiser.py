@@ -76,6 +76,7 @@ class Denoiser:
 
     @property
     def params(self) -> NLMParams:
+        """The filter's parameters."""
         return self._params
 
     @params.setter
@@ -86,10 +87,12 @@ class Denoiser:
 
     @property
     def backend(self) -> str:
+        """The backend the filter runs on, "cpu" or "gpu"."""
         return self._window_filter.backend
 
     @property
     def method(self) -> str:
+        """The window filter's method, one of METHODS."""
         return self._window_filter.method
 
     def warm_up(self, height: int, width: int, channels: int = 3) -> None:

@@ -77,6 +77,7 @@ class ExportSummary:
 
     @property
     def fps(self) -> float:
+        """Frames a second, 0 where no time has passed."""
         return self.frames / self.seconds if self.seconds > 0 else 0.0
 
 

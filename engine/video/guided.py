@@ -70,10 +70,12 @@ class GuidedDenoiser:
 
     @property
     def backend(self) -> str:
+        """The backend the filter runs on, "cpu" or "gpu"."""
         return self.filter.backend
 
     @property
     def device_name(self) -> str:
+        """The device's name, for readouts."""
         return self.filter.device_name
 
     def denoise_frame(self, clip: np.ndarray | Sequence[np.ndarray], index: int) -> np.ndarray:

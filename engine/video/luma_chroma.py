@@ -73,10 +73,12 @@ class LumaChromaEstimate:
 
     @property
     def sigma_luma(self) -> float:
+        """The luma's average sigma."""
         return self.luma.average_sigma
 
     @property
     def sigma_chroma(self) -> float:
+        """The chroma's average sigma."""
         return self.chroma.average_sigma
 
 
@@ -233,10 +235,12 @@ class LumaChromaDenoiser:
 
     @property
     def backend(self) -> str:
+        """The backend the filters run on, "cpu" or "gpu"."""
         return self.luma.backend
 
     @property
     def device_name(self) -> str:
+        """The device's name, for readouts."""
         return self.luma.device_name
 
     def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]:

@@ -44,9 +44,13 @@ class FrameSource(Protocol):
 
     def __len__(self) -> int: ...
 
-    def frame(self, index: int) -> np.ndarray: ...
+    def frame(self, index: int) -> np.ndarray:
+        """Return frame ``index``."""
+        ...
 
-    def frames(self, start: int = 0) -> Iterator[np.ndarray]: ...
+    def frames(self, start: int = 0) -> Iterator[np.ndarray]:
+        """Return an iterator over the frames from ``start`` on."""
+        ...
 
 
 class ArrayFrames:
@@ -59,9 +63,11 @@ class ArrayFrames:
         return len(self._frames)
 
     def frame(self, index: int) -> np.ndarray:
+        """Return frame ``index``."""
         return self._frames[index]
 
     def frames(self, start: int = 0) -> Iterator[np.ndarray]:
+        """Return an iterator over the frames from ``start`` on."""
         return iter(self._frames[start:])
 
 
@@ -223,6 +229,7 @@ class Previewer:
 
     @property
     def denoiser(self) -> Denoiser:
+        """The denoiser the preview renders with, made at first use on the preview's backend."""
         if self._denoiser is None:
             self._denoiser = Denoiser(NLMParams(h=1), self._backend, bit_depth=FULL_SCALE_BITS)  # the readers'
         return self._denoiser

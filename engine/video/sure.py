@@ -35,7 +35,9 @@ SEARCH_STEPS = 8  # golden-section steps over log h: the optimum to about 5 %
 class FrameDenoiser(Protocol):
     """What SURE needs of a filter: frame ``index`` of ``clip`` denoised, (H, W, C) float32."""
 
-    def denoise_frame(self, clip: Sequence[np.ndarray], index: int) -> np.ndarray: ...
+    def denoise_frame(self, clip: Sequence[np.ndarray], index: int) -> np.ndarray:
+        """Return frame ``index`` of ``clip``, denoised, (H, W, C) float32."""
+        ...
 
 
 def sure_mse(

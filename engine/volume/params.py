@@ -67,6 +67,7 @@ class VolumeParams:
     def checked(
         cls, h: object, patch_radius: object, search_radius: object, weighting: object, center_weight: object
     ) -> VolumeParams:
+        """Return the parameters, each checked, or ValueError naming the first that is wrong."""
         message = f"h must be a finite number > 0 in the volume's intensity units, got {h!r}"
         if isinstance(h, bool) or not isinstance(h, (int, float, np.integer, np.floating)):
             raise ValueError(message)
@@ -92,8 +93,10 @@ class VolumeParams:
 
     @property
     def exponential(self) -> bool:
+        """Whether the weighting is exponential."""
         return self.weighting == "exponential"
 
     @property
     def center_max(self) -> bool:
+        """Whether the centre's weight is the largest weight ("max")."""
         return self.center_weight == "max"

@@ -198,17 +198,21 @@ class CascadeCpuFilter:
 
     @staticmethod
     def upload(frame: np.ndarray) -> np.ndarray:
+        """Return a host frame as planar (C, H, W) float32, integers scaled to [0, 1]."""
         return np.ascontiguousarray(to_float32(frame).transpose(2, 0, 1))
 
     @staticmethod
     def download(output: np.ndarray) -> np.ndarray:
+        """Return a planar (C, H, W) output as (H, W, C)."""
         return np.ascontiguousarray(output.transpose(1, 2, 0))
 
     @staticmethod
     def as_frame(output: np.ndarray) -> np.ndarray:
+        """Return the output as it is: planar (C, H, W) float32, as frames are."""
         return output  # planar (C, H, W) float32, as frames
 
     def __call__(
         self, window: Sequence[np.ndarray], center: int, params: NLMParams, guide: Sequence[np.ndarray] | None = None
     ) -> np.ndarray:
+        """Denoise ``window[center]`` with ``params``, the distances from ``guide`` where given."""
         return denoise_window(window, center, params, guide)

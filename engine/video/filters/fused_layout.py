@@ -37,6 +37,7 @@ class FusedLayout:
 
     @property
     def template_arguments(self) -> str:
+        """The layout as the fused kernel's template arguments: group, tile height and width, strides."""
         return f"{self.group}, {self.tile_height}, {self.tile_width}, {self.z_stride}, {self.y_stride}, {self.v_stride}"
 
     def partial_floats(self, channels: int) -> int:
@@ -154,6 +155,7 @@ class FusedGrid:
 
     @property
     def blocks(self) -> int:
+        """Blocks in the grid: one per whole tile and ``pieces`` per split one."""
         return self.whole_tiles + self.split * self.pieces
 
 
