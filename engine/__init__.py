@@ -96,9 +96,10 @@ from .volume.writer import write_volume
 
 
 def filter_compiles(backend: str = "auto", *, volume: bool = False) -> bool:
-    """Whether the first frame (or, with ``volume``, the first volume) filtered on ``backend``
-    waits for the CPU filter to compile: numba's cache holds no build of its current code for
-    this machine.
+    """Whether the first frame filtered on ``backend`` waits for the CPU filter to compile.
+
+    With ``volume``, whether the first volume does. It waits where numba's cache holds no build of
+    its current code for this machine.
 
     Parameters
     ----------

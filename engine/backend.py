@@ -63,7 +63,7 @@ def gpu_unavailable_reason() -> str | None:
 
 
 def _original_error(message: str) -> str:
-    """The cause in CuPy's import failure message (a page of advice around one line)."""
+    """Return the cause in CuPy's import failure message (a page of advice around one line)."""
     lines = [line.strip() for line in message.splitlines()]
     if "Original error:" in lines:
         return lines[lines.index("Original error:") + 1]
@@ -71,7 +71,7 @@ def _original_error(message: str) -> str:
 
 
 def cupy_module() -> Any:
-    """The CuPy module, or BackendUnavailableError saying why the GPU cannot be used."""
+    """Return the CuPy module, or BackendUnavailableError saying why the GPU cannot be used."""
     reason = gpu_unavailable_reason()
     if reason is not None:
         raise BackendUnavailableError(f"the GPU backend is unavailable: {reason}")
@@ -81,7 +81,7 @@ def cupy_module() -> Any:
 
 
 def resolve_backend(backend: str = "auto") -> str:
-    """The concrete backend, "cpu" or "gpu", for a requested one.
+    """Return the concrete backend, "cpu" or "gpu", for a requested one.
 
     "auto" defers to the NLMEANS_BACKEND environment variable, then picks the GPU when CuPy
     imports and a CUDA device is present, else the CPU.
@@ -134,7 +134,7 @@ def check_devices(devices: object) -> list[int] | str | None:
 
 
 def resolve_devices(devices: object) -> list[int] | None:
-    """The GPU ids asked for (``check_devices``), "all" expanded, each one this machine has.
+    """Return the GPU ids asked for (``check_devices``), "all" expanded, each one this machine has.
 
     Raises
     ------
@@ -157,7 +157,7 @@ def resolve_devices(devices: object) -> list[int] | None:
 
 @functools.cache
 def cpu_name() -> str:
-    """The processor's model name and core count, for readouts."""
+    """Return the processor's model name and core count, for readouts."""
     model = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
@@ -171,7 +171,7 @@ def cpu_name() -> str:
 
 
 def gpu_name() -> str:
-    """The current CUDA device's name."""
+    """Return the current CUDA device's name."""
     cupy = cupy_module()
     device = cupy.cuda.Device()
     name = cupy.cuda.runtime.getDeviceProperties(device.id)["name"]

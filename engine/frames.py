@@ -88,7 +88,7 @@ def check_bit_depth(bit_depth: int | None) -> None:
 
 
 def _at_full_scale(frame: np.ndarray, bit_depth: int | None) -> np.ndarray:
-    """A uint16 frame of ``bit_depth`` bits per sample at 16-bit full scale (rounded)."""
+    """Return a uint16 frame of ``bit_depth`` bits per sample at 16-bit full scale (rounded)."""
     if bit_depth == FULL_SCALE_BITS:
         return frame
     high = int(frame.max())
@@ -108,8 +108,11 @@ def _at_full_scale(frame: np.ndarray, bit_depth: int | None) -> np.ndarray:
 
 
 def at_bit_depth(frame: np.ndarray, bit_depth: int | None) -> np.ndarray:
-    """A uint16 frame at 16-bit full scale as ``bit_depth``-bit samples (rounded): the inverse
-    of ``checked_frame``'s scaling; other frames, and ``bit_depth`` None or 16, as they are."""
+    """Return a uint16 frame at 16-bit full scale as ``bit_depth``-bit samples (rounded).
+
+    The inverse of ``checked_frame``'s scaling; other frames, and ``bit_depth`` None or 16, as they
+    are.
+    """
     if frame.dtype != np.uint16 or bit_depth in (None, FULL_SCALE_BITS):
         return frame
     top = 2**bit_depth - 1
@@ -117,19 +120,19 @@ def at_bit_depth(frame: np.ndarray, bit_depth: int | None) -> np.ndarray:
 
 
 def integer_scale(dtype: np.dtype) -> float:
-    """The factor that maps a frame dtype to [0, 1]: 1/255, 1/65535, or 1 for floats."""
+    """Return the factor that maps a frame dtype to [0, 1]: 1/255, 1/65535, or 1 for floats."""
     return {np.dtype(np.uint8): 1 / 255, np.dtype(np.uint16): 1 / 65535}.get(np.dtype(dtype), 1.0)
 
 
 def to_float32(frame: np.ndarray) -> np.ndarray:
-    """A checked frame as float32, integers scaled to [0, 1]; float32 frames as they are."""
+    """Return a checked frame as float32, integers scaled to [0, 1]; float32 frames as they are."""
     if frame.dtype == np.float32:
         return frame
     return frame.astype(np.float32) * np.float32(integer_scale(frame.dtype))
 
 
 def from_float32(frame: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """A float frame in [0, 1] as uint8 / uint16 (rounded, clamped): the inverse of to_float32."""
+    """Return a float frame in [0, 1] as uint8 / uint16 (rounded, clamped): the inverse of to_float32."""
     full_scale = np.iinfo(dtype).max
     return np.clip(np.rint(frame * full_scale), 0, full_scale).astype(dtype)
 

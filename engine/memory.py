@@ -1,5 +1,7 @@
-"""Room in memory for a CPU run: one that cannot fit stops before it starts, saying how much it
-needs and what to lower; memory that runs out mid-run says what to lower too.
+"""Room in memory for a CPU run.
+
+One that cannot fit stops before it starts, saying how much it needs and what to lower; memory that
+runs out mid-run says what to lower too.
 
 Under an address-space limit (``ulimit -v``, RLIMIT_AS) a run that outgrows it failed wherever
 its next mapping happened: loading numba's LLVM ("Could not find/load shared object file"),
@@ -53,8 +55,10 @@ def address_space() -> tuple[int, int] | None:
 
 
 def thread_bytes() -> int:
-    """Address space a new thread maps once the arenas are shared (``share_malloc_arenas``): its
-    stack, which glibc sizes by RLIMIT_STACK."""
+    """Address space a new thread maps once the arenas are shared (``share_malloc_arenas``).
+
+    Its stack, which glibc sizes by RLIMIT_STACK.
+    """
     import resource
 
     stack = resource.getrlimit(resource.RLIMIT_STACK)[0]
@@ -62,9 +66,11 @@ def thread_bytes() -> int:
 
 
 def share_malloc_arenas() -> None:
-    """Under an address-space limit, have new threads share glibc's malloc arenas instead of
-    reserving 64 MB of address space each: that space is what the run's arrays need. The
-    filters' threads hardly call malloc, so they do not wait on each other for it."""
+    """Under an address-space limit, have new threads share glibc's malloc arenas.
+
+    Instead of reserving 64 MB of address space each: that space is what the run's arrays need. The
+    filters' threads hardly call malloc, so they do not wait on each other for it.
+    """
     if address_space() is None:
         return
     import ctypes
@@ -74,8 +80,11 @@ def share_malloc_arenas() -> None:
 
 
 def pool_threads() -> int:
-    """Threads numba's pool has yet to start: NUMBA_NUM_THREADS, else one a CPU this process may
-    run on (numba's default); 0 once the pool runs."""
+    """Threads numba's pool has yet to start.
+
+    NUMBA_NUM_THREADS, else one a CPU this process may run on (numba's default); 0 once the pool
+    runs.
+    """
     if "numba" in sys.modules:
         import numba
 
@@ -89,9 +98,11 @@ def pool_threads() -> int:
 
 
 def says_what_to_lower(ways: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Decorate a function so that memory running out in it (a MemoryError, numba's SystemError
-    for one in its threads, or a thread that cannot start: no room for its stack) raises
-    ``out_of_memory(error, ways)`` instead."""
+    """Decorate a function so that memory running out in it raises ``out_of_memory(error, ways)`` instead.
+
+    Running out: a MemoryError, numba's SystemError for one in its threads, or a thread that cannot
+    start (no room for its stack).
+    """
 
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(function)
@@ -117,8 +128,10 @@ def says_what_to_lower(ways: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
 
 def out_of_memory(error: BaseException, ways: str) -> ShortOfMemoryError:
-    """The error for one that came mid-run (past ``require_cpu_room``'s estimate, or with no
-    limit at all), saying what to lower: ``ways`` ("crop the volume")."""
+    """Return the error for one that came mid-run, saying what to lower: ``ways`` ("crop the volume").
+
+    Mid-run: past ``require_cpu_room``'s estimate, or with no limit at all.
+    """
     flags = " or ".join(f"ulimit -{flag}" for flag in limited_flags())
     last = f"raise the limit ({flags})" if flags else "close other programs"
     what = f" ({error})" if str(error) else ""  # an import that finds no room says nothing
@@ -126,8 +139,10 @@ def out_of_memory(error: BaseException, ways: str) -> ShortOfMemoryError:
 
 
 def limited_flags() -> list[str]:
-    """The ``ulimit`` flags of the memory limits set on this process: "v" (address space), "d"
-    (data: the heap and every private writable mapping, thread stacks too)."""
+    """Return the ``ulimit`` flags of the memory limits set on this process.
+
+    "v" (address space), "d" (data: the heap and every private writable mapping, thread stacks too).
+    """
     if not sys.platform.startswith("linux"):
         return []
     import resource
@@ -137,11 +152,13 @@ def limited_flags() -> list[str]:
 
 
 def require_cpu_room(data_bytes: int, *, compiles: Callable[[], bool], smaller: str | None = None) -> None:
-    """ShortOfMemoryError, before the CPU filter loads or starts its threads, where the run would not fit
-    the process's address-space limit: ``data_bytes`` of arrays, numba with LLVM (and a compile,
-    where ``compiles()``, which loads numba, says so), numba's pool of threads. ``smaller`` names another way to need
-    less ("crop the volume"). Where there is a limit, new threads share malloc's arenas from now
-    on, and numba is loaded (to tell whether it compiles).
+    """ShortOfMemoryError where the run would not fit the process's address-space limit.
+
+    Raised before the CPU filter loads or starts its threads. The run needs ``data_bytes`` of
+    arrays, numba with LLVM (and a compile, where ``compiles()``, which loads numba, says so),
+    numba's pool of threads. ``smaller`` names another way to need less ("crop the volume"). Where
+    there is a limit, new threads share malloc's arenas from now on, and numba is loaded (to tell
+    whether it compiles).
 
     Raises
     ------

@@ -1,6 +1,8 @@
-"""The files the app ships, found in one place: the ``resources`` folder beside the engine's
-package, in a source tree (``resources/``), installed (``nlmeans_studio/resources/``) and in
-the PyInstaller bundle alike."""
+"""The files the app ships, found in one place.
+
+The ``resources`` folder beside the engine's package, in a source tree (``resources/``), installed
+(``nlmeans_studio/resources/``) and in the PyInstaller bundle alike.
+"""
 
 from pathlib import Path
 

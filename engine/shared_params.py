@@ -1,5 +1,8 @@
-"""What the video and the volume filter share: the radii's limits, the weightings, the centre
-weights, and the checks that validate integers and choices at the public boundary."""
+"""What the video and the volume filter share.
+
+The radii's limits, the weightings, the centre weights, and the checks that validate integers and
+choices at the public boundary.
+"""
 
 from __future__ import annotations
 
@@ -17,12 +20,14 @@ CENTER_WEIGHTS = ("one", "max")
 
 
 def check_int(name: str, value: object, high: int) -> int:
+    """Return ``value`` as an int, or ValueError unless it is an integer in 0..``high``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= high:
         raise ValueError(f"{name} must be an integer in 0..{high}, got {value!r}")
     return int(value)
 
 
 def check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    """Return ``value`` as a str, or ValueError unless it is one of ``choices``."""
     if value not in choices:
         allowed = " or ".join(repr(c) for c in choices)
         raise ValueError(f"{name} must be {allowed}, got {value!r}")

@@ -1,6 +1,7 @@
-"""The main window: it lays out the picture, the panels and the actions, and wires them to the
-background worker and to each other. Each panel owns its widgets and state; the window calls
-their small public methods and connects to their signals."""
+"""The main window: it makes the picture and the panels (``window_layout`` places them and makes
+the actions of the toolbar and the menus), and wires them to the background worker and to each
+other. Each panel owns its widgets and state; the window calls their small public methods and
+connects to their signals."""
 
 from __future__ import annotations
 
@@ -13,20 +14,14 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QFileDialog,
-    QHBoxLayout,
     QLabel,
     QMainWindow,
     QProgressBar,
-    QScrollArea,
-    QSplitter,
     QStyle,
-    QToolBar,
-    QVBoxLayout,
-    QWidget,
 )
 
 from nlmeans_studio.engine import (
@@ -45,20 +40,17 @@ from nlmeans_studio.engine import (
     save_preset,
 )
 
-from .about import show_about
 from .banner import ErrorBanner
 from .controls import ParameterPanel, Timeline
 from .export import ExportDialog, ExportQueue, ExportRequest, stop_exports_asked
 from .noise_following import NoiseFollower
 from .panels import NoisePanel, Readouts
 from .player import Player
-from .preset_menu import PresetMenu
-from .recent_files import RecentFilesMenu
 from .saved_settings import ClipSettings, load_clip_settings, params_from_json, params_to_json, save_clip_settings
 from .spin_box_keys import SpinBoxKeys
-from .view_actions import ViewActions, window_action
 from .views import ComparisonView
 from .volume_window import VolumeWindow
+from .window_layout import build_actions, lay_out
 from .worker import EstimateRequest, OpenRequest, PlayRequest, PreviewRequest, PreviewWorker, WorkerThread
 
 DEBOUNCE_MS = 40  # a slider's movements within this time make one request
@@ -128,8 +120,8 @@ class MainWindow(QMainWindow):
         self.busy.setMaximumWidth(120)
         self.busy.setToolTip("The engine is working")
         self.busy.hide()
-        self._build_layout()
-        self._build_actions()
+        lay_out(self)
+        build_actions(self)
         keys = SpinBoxKeys(self.view)
         for spin_box in self.findChildren(QAbstractSpinBox):
             spin_box.installEventFilter(keys)
@@ -164,121 +156,6 @@ class MainWindow(QMainWindow):
     def estimate(self) -> NoiseEstimate | None:
         """The clip's latest noise estimate (None until one arrives)."""
         return self.noise_follower.estimate
-
-    # Layout and actions
-
-    def _build_layout(self) -> None:
-        controls = QWidget()
-        controls_layout = QVBoxLayout(controls)
-        for widget in (self.parameters, self.noise):
-            controls_layout.addWidget(widget)
-        controls_layout.addStretch(1)
-        self.side_scroll = QScrollArea()
-        self.side_scroll.setWidget(controls)
-        self.side_scroll.setWidgetResizable(True)
-        self.side_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        # The readouts stay below the scrolling controls, in sight at any window height.
-        side = QWidget()
-        side.setMinimumWidth(440)
-        side_layout = QVBoxLayout(side)
-        side_layout.setContentsMargins(0, 0, 0, 0)
-        side_layout.addWidget(self.side_scroll, 1)
-        side_layout.addWidget(self.readouts)
-        frame_row = QHBoxLayout()
-        frame_row.addWidget(self.frame_slider, 1)
-        frame_row.addWidget(self.frame_label)
-        centre = QWidget()
-        centre_layout = QVBoxLayout(centre)
-        centre_layout.addWidget(self.banner)
-        centre_layout.addWidget(self.view, 1)
-        centre_layout.addLayout(frame_row)
-        centre_layout.addWidget(self.exports)
-        self.splitter = QSplitter()
-        self.splitter.addWidget(centre)
-        self.splitter.addWidget(side)
-        self.splitter.setStretchFactor(0, 1)
-        self.splitter.setSizes([1000, 440])
-        self.setCentralWidget(self.splitter)
-        # The last export's summary stays until the next one: a temporary status message would
-        # be wiped by the first status tip of the toolbar button under the mouse.
-        self.last_export = QLabel()
-        self.statusBar().addPermanentWidget(self.last_export)
-        self.statusBar().addPermanentWidget(self.busy)
-        self.resize(1400, 820)
-
-    def _action(
-        self, text: str, shortcut: str | None, slot: Callable[[], object], icon: QStyle.StandardPixmap | None = None
-    ) -> QAction:
-        """An action of the window (``window_action``)."""
-        return window_action(self, text, shortcut, slot, icon)
-
-    def _build_actions(self) -> None:
-        pixmap = QStyle.StandardPixmap
-        self.open_action = self._action("Open…", "Ctrl+O", self._choose_file, pixmap.SP_DialogOpenButton)
-        self.export_action = self._action("Export…", "Ctrl+E", self.export_dialog, pixmap.SP_DialogSaveButton)
-        self.play_action = self._action("Play", "Space", self.toggle_play, pixmap.SP_MediaPlay)
-        self.back_action = self._action("Previous frame", "Left", lambda: self.step(-1), pixmap.SP_MediaSeekBackward)
-        self.forward_action = self._action("Next frame", "Right", lambda: self.step(1), pixmap.SP_MediaSeekForward)
-        self.first_action = self._action("First frame", "Home", lambda: self.go_to(0), pixmap.SP_MediaSkipBackward)
-        self.last_action = self._action("Last frame", "End", lambda: self.go_to(None), pixmap.SP_MediaSkipForward)
-        self.in_action = self._action("Mark in", "I", lambda: self.set_mark("in"))
-        self.out_action = self._action("Mark out", "O", lambda: self.set_mark("out"))
-        self.clear_marks_action = self._action("Clear marks", "Alt+X", self.clear_marks)
-        self.view_actions = ViewActions(self, self.view)
-        self.regions_action = self._action("Show noise regions", "R", self._show_regions_changed)
-        self.regions_action.setCheckable(True)
-        self.regions_action.setChecked(True)
-        self.type_h_action = self._action("Type h (the strength)", "H", self._type_h)
-        about = self._action("About NLMeans Studio", None, lambda: show_about(self, self.preview))
-        toolbar = QToolBar("Main")
-        toolbar.setObjectName("main-toolbar")
-        for action in (
-            self.open_action,
-            self.export_action,
-            None,
-            self.first_action,
-            self.back_action,
-            self.play_action,
-            self.forward_action,
-            self.last_action,
-            None,
-            self.in_action,
-            self.out_action,
-            None,
-            self.view_actions.split,
-            self.view_actions.flip,
-            self.view_actions.difference,
-            self.view_actions.fit,
-            self.view_actions.actual,
-        ):
-            toolbar.addAction(action) if action else toolbar.addSeparator()
-        self.addToolBar(toolbar)
-        self.toolbar = toolbar
-        menus = self.menuBar()
-        file_menu = menus.addMenu("&File")
-        file_menu.addAction(self.open_action)
-        self.recent_menu = RecentFilesMenu(self.settings, self)
-        self.recent_menu.chosen.connect(self.open_file)
-        file_menu.addMenu(self.recent_menu)
-        file_menu.addAction(self.export_action)
-        file_menu.addSeparator()
-        file_menu.addAction(self._action("Quit", "Ctrl+Q", self.close))
-        self.file_menu = file_menu
-        view_menu = menus.addMenu("&View")
-        self.view_actions.add_to(view_menu, self.regions_action)
-        view_menu.addSeparator()
-        view_menu.addAction(self.type_h_action)
-        play_menu = menus.addMenu("P&layback")
-        for action in (self.play_action, self.back_action, self.forward_action, self.first_action, self.last_action):
-            play_menu.addAction(action)
-        play_menu.addSeparator()
-        for action in (self.in_action, self.out_action, self.clear_marks_action):
-            play_menu.addAction(action)
-        presets = PresetMenu(self.settings, self)
-        presets.load_requested.connect(self.load_preset)
-        presets.save_requested.connect(self.save_preset)
-        menus.addMenu(presets)
-        menus.addMenu("&Help").addAction(about)
 
     def _type_h(self) -> None:
         """The strength's box takes the keys, its value selected: type a number and Enter. In the

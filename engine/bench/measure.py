@@ -77,7 +77,7 @@ class Timing:
 
 
 def paper_cases(search_radii: Sequence[int], temporal: Sequence[tuple[int, int]]) -> list[BenchCase]:
-    """The paper's Table 1 grid: every search radius with every (Dp, Df)."""
+    """Return the paper's Table 1 grid: every search radius with every (Dp, Df)."""
     return [BenchCase(a, past, future) for a in search_radii for past, future in temporal]
 
 
@@ -152,7 +152,7 @@ def time_gpu_pipeline(params: NLMParams, noisy_8bit: np.ndarray, clean: np.ndarr
 
 
 def _peer_timing(name: str, params: NLMParams, noisy: np.ndarray, clean: np.ndarray) -> Timing | None:
-    """The peer's best time over the stream counts tried; None where it cannot run this case."""
+    """Return the peer's best time over the stream counts tried; None where it cannot run this case."""
     if params.frames_past != params.frames_future:
         return None  # the peers search Dp = Df = d only
     arguments = dict(
@@ -372,7 +372,7 @@ def run_preview(
     frames: int,
     print_line: Callable[[str], None] = print,
 ) -> dict[str, float]:
-    """The GUI's preview path without Qt: previews per second and a slider change's latency.
+    """Time the GUI's preview path without Qt: previews per second and a slider change's latency.
 
     ``frames`` uint8 frames of ``source`` are held in memory as decoded ones would be. Scrubbing
     renders every frame once in a shuffled order (random access, each with its neighbours,

@@ -43,7 +43,7 @@ def available_peers(backend: str) -> list[str]:
 
 
 def _clip(core: Any, frames: np.ndarray) -> Any:
-    """A VapourSynth clip of (T, H, W, 3) frames: float32 as YUV444PS planes R, G, B, uint8 as RGB24."""
+    """Return a VapourSynth clip of (T, H, W, 3) frames: float32 as YUV444PS planes R, G, B, uint8 as RGB24."""
     import vapoursynth
 
     count, height, width, _ = frames.shape

@@ -1,5 +1,8 @@
-"""The command line's arguments: the parser of ``nlmeans-studio bench | denoise | denoise-volume |
-estimate-noise`` and the types of its options."""
+"""The command line's arguments.
+
+The parser of ``nlmeans-studio bench | denoise | denoise-volume | estimate-noise`` and the types of
+its options.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ def _size(text: str) -> tuple[int, int]:
 
 
 def _seconds(text: str) -> float:
-    """A time in seconds: finite and not negative."""
+    """Return a time in seconds: finite and not negative."""
     try:
         value = float(text)
     except ValueError:
@@ -50,7 +53,7 @@ def _seconds(text: str) -> float:
 
 
 def _span(text: str) -> float:
-    """A duration in seconds: finite and positive."""
+    """Return a duration in seconds: finite and positive."""
     value = _seconds(text)
     if value == 0:
         raise argparse.ArgumentTypeError(f"a duration is a number of seconds > 0, got {text!r}")
@@ -58,7 +61,7 @@ def _span(text: str) -> float:
 
 
 def _whole_number(least: int, what: str) -> Callable[[str], int]:
-    """An argparse type: a whole number of at least ``least``; errors call it ``what``."""
+    """Return an argparse type: a whole number of at least ``least``; errors call it ``what``."""
 
     def parse(text: str) -> int:
         try:
@@ -102,6 +105,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Return the parser of ``nlmeans-studio``'s commands and their options."""
     parser = _Parser(
         prog="nlmeans-studio",
         description="Non-Local Means video denoising on an NVIDIA GPU or the CPU.",

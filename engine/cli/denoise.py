@@ -1,5 +1,7 @@
-"""``nlmeans-studio denoise``: the filter chosen for a clip's noise, its progress on stderr, and
-the stop signals that leave no partial file."""
+"""``nlmeans-studio denoise``: the filter chosen for a clip's noise, its progress and the stop signals.
+
+The progress goes to stderr; the stop signals leave no partial file.
+"""
 
 from __future__ import annotations
 
@@ -49,10 +51,13 @@ WINDOW_OPTIONS = tuple(name for name in PRESET_FIELDS if name != "h")  # the fil
 
 
 class _ProgressBar:
-    """Frames, fps and ETA on stderr: one line redrawn at most four times a second on a terminal,
-    a line every LOG_PROGRESS_SECONDS where stderr goes to a file or a pipe (a log). The rate is
-    measured from the first frame on: before it come the start-up's seconds (on a first run, the
-    CPU filter's compile: up to a minute), which would make the ETA of a short clip minutes."""
+    """Frames, fps and ETA on stderr.
+
+    One line redrawn at most four times a second on a terminal, a line every LOG_PROGRESS_SECONDS
+    where stderr goes to a file or a pipe (a log). The rate is measured from the first frame on:
+    before it come the start-up's seconds (on a first run, the CPU filter's compile: up to a
+    minute), which would make the ETA of a short clip minutes.
+    """
 
     def __init__(self) -> None:
         self._terminal = sys.stderr.isatty()
@@ -91,10 +96,12 @@ class _ProgressBar:
 
 
 def _chosen_filter(args: argparse.Namespace, preset: Preset | None, info: VideoInfo) -> FilterChoice:
-    """The filter asked for: the options, over ``preset``'s, over the defaults; its strengths
-    from the noise (``automatic.choose_filter``: luma/chroma for a colour clip, SURE where the
-    noise is white) unless --h or --noise none. ``info``: the source's, whose streams the
-    output must hold."""
+    """Return the filter asked for.
+
+    The options, over ``preset``'s, over the defaults; its strengths from the noise
+    (``automatic.choose_filter``: luma/chroma for a colour clip, SURE where the noise is white)
+    unless --h or --noise none. ``info``: the source's, whose streams the output must hold.
+    """
     base = NLMParams() if preset is None else preset.params
     chosen = {name: getattr(args, name) for name in WINDOW_OPTIONS if getattr(args, name) is not None}
     params = dataclasses.replace(base, **chosen, h=base.h if args.h is None else args.h)
@@ -150,9 +157,12 @@ def _chosen_filter(args: argparse.Namespace, preset: Preset | None, info: VideoI
 
 
 def _luma_chroma_asked(args: argparse.Namespace, preset: Preset | None) -> str | tuple[float, float] | None:
-    """The luma/chroma mode: --luma-chroma, else the preset's, else auto (a colour clip in
-    Y'CbCr), except where one strength is given (--h), no noise is estimated (--noise none) or
-    the filter runs as the plain one (--devices, --guide)."""
+    """Return the luma/chroma mode.
+
+    --luma-chroma, else the preset's, else auto (a colour clip in Y'CbCr), except where one strength
+    is given (--h), no noise is estimated (--noise none) or the filter runs as the plain one
+    (--devices, --guide).
+    """
     if args.luma_chroma is not UNSET:
         return args.luma_chroma
     if preset is not None:
@@ -162,8 +172,10 @@ def _luma_chroma_asked(args: argparse.Namespace, preset: Preset | None) -> str |
 
 
 def _source_info(args: argparse.Namespace) -> VideoInfo:
-    """What INPUT holds, with what a person should know before its frames are used (a truncated
-    file, an interlaced pipe, sound that an image sequence OUTPUT cannot carry) said on stderr."""
+    """Return what INPUT holds, with what a person should know before its frames are used said on stderr.
+
+    Such as a truncated file, an interlaced pipe, sound that an image sequence OUTPUT cannot carry.
+    """
     info = args.source.info
     if info.warning and not args.quiet:
         print(f"warning: {args.input}: {info.warning}", file=sys.stderr)
@@ -173,12 +185,14 @@ def _source_info(args: argparse.Namespace) -> VideoInfo:
 
 
 class Stop:
-    """What Ctrl-C, SIGTERM and SIGHUP do to a command: once a video's frames are being written,
-    the export is asked to stop at its next frame (it removes its file and joins its threads);
-    otherwise the command stops at once. Either way it says 'cancelled', exits 130 and leaves
-    nothing behind. A signal the run was started ignoring stays ignored: ``nohup nlmeans-studio
-    denoise ... &`` outlives its terminal. Off the main thread (``command_line`` called from a
-    worker) Python lets no handler be set: the caller's stay."""
+    """What Ctrl-C, SIGTERM and SIGHUP do to a command.
+
+    Once a video's frames are being written, the export is asked to stop at its next frame (it
+    removes its file and joins its threads); otherwise the command stops at once. Either way it says
+    'cancelled', exits 130 and leaves nothing behind. A signal the run was started ignoring stays
+    ignored: ``nohup nlmeans-studio denoise ... &`` outlives its terminal. Off the main thread
+    (``command_line`` called from a worker) Python lets no handler be set: the caller's stay.
+    """
 
     SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
@@ -197,11 +211,13 @@ class Stop:
         self.cancel.set()
 
     def restore(self) -> None:
+        """Put back the signal handlers that were there before this ``Stop``."""
         for stop, handler in self._previous.items():
             signal.signal(stop, handler)
 
 
 def run_denoise(args: argparse.Namespace, stop: Stop) -> int:
+    """Run ``nlmeans-studio denoise`` on parsed ``args``; return the exit status."""
     show_ffmpeg_messages(verbose=args.verbose)
     progress = None if args.quiet else _ProgressBar()
     try:

@@ -25,9 +25,12 @@ from .arguments import ESTIMATE_FRAMES
 
 
 def run_estimate_noise(args: argparse.Namespace) -> int:
-    """Print the noise: the estimate denoise makes (pairs of frames spread over the clip, the
-    median one) unless --frame / --frames choose the frames; and the h denoise would use. A
-    volume's noise as denoise-volume estimates it."""
+    """Print the noise.
+
+    The estimate denoise makes (pairs of frames spread over the clip, the median one) unless --frame
+    / --frames choose the frames; and the h denoise would use. A volume's noise as denoise-volume
+    estimates it.
+    """
     if args.input.lower().endswith(tuple(VOLUME_SUFFIXES)):
         given = [
             option

@@ -42,8 +42,10 @@ OPTION_PARAMETERS = (*PRESET_FIELDS, "crf", "preset")
 
 
 def _denoise_volume(args: argparse.Namespace) -> int:
-    """``denoise-volume``; stopped (``Stop``), it names the output it did not write (its hidden
-    file is removed as the stop unwinds)."""
+    """``denoise-volume``; stopped (``Stop``), it names the output it did not write.
+
+    Its hidden file is removed as the stop unwinds.
+    """
     try:
         return volume_cli.run(args)
     except KeyboardInterrupt:
@@ -117,9 +119,11 @@ LONGEST_WORD = 120  # characters of a path or other word a message shows; longer
 
 
 def _in_words(error: BaseException) -> str:
-    """``error``'s message for a person: the system's own errors ("[Errno 36] File name too long:
-    '...'") as the file and the reason, and no word (a path) longer than LONGEST_WORD characters:
-    a 5000-character name was echoed whole."""
+    """``error``'s message for a person.
+
+    The system's own errors ("[Errno 36] File name too long: '...'") as the file and the reason, and
+    no word (a path) longer than LONGEST_WORD characters: a 5000-character name was echoed whole.
+    """
     message = str(error)
     if isinstance(error, OSError) and error.errno and error.filename is not None:
         name, reason = os.fsdecode(error.filename), error.strerror
@@ -135,8 +139,11 @@ def _in_words(error: BaseException) -> str:
 
 
 def _as_option(message: str) -> str:
-    """The engine names its parameters as Python does ("search_radius must be .."): on the
-    command line, the option ("--search-radius must be ..")."""
+    """Word an engine message for the command line.
+
+    The engine names its parameters as Python does ("search_radius must be .."): on the command
+    line, the option ("--search-radius must be ..").
+    """
     name = re.match(r"(\w+) must ", message)
     if name is None or name.group(1) not in OPTION_PARAMETERS:
         return message

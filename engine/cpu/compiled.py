@@ -17,8 +17,11 @@ COMPILING = "Compiling the CPU filter for this machine, once: up to a minute (la
 
 
 def in_numba_cache(*functions: Any) -> bool:
-    """Whether each numba ``cache=True`` function is compiled in this process already, or its
-    current code is in numba's cache for this machine (its first call then compiles nothing)."""
+    """Whether each numba ``cache=True`` function is compiled in this process already, or its code is cached.
+
+    Cached: its current code is in numba's cache for this machine. Its first call then compiles
+    nothing.
+    """
     for function in functions:
         try:
             if function.overloads:

@@ -1,5 +1,4 @@
-"""The CPU filters' parallel numba launches, taking turns where numba's threading layer is not
-thread-safe.
+"""The CPU filters' parallel numba launches, taking turns where numba's threading layer is not thread-safe.
 
 numba runs ``parallel=True`` code on OpenMP or TBB where either loads, and otherwise on its own
 "workqueue" layer (macOS wheels without libomp, slim Linux images without libgomp), which aborts
@@ -19,8 +18,11 @@ _TURNS = threading.Lock()
 
 
 def parallel_turn() -> contextlib.AbstractContextManager[object]:
-    """A context to launch parallel numba code in: this process's one turn where the threading
-    layer is workqueue (or not chosen yet: the first launch chooses it), else no wait."""
+    """Return a context to launch parallel numba code in.
+
+    This process's one turn where the threading layer is workqueue (or not chosen yet: the first
+    launch chooses it), else no wait.
+    """
     try:
         layer = numba.threading_layer()
     except ValueError:  # no launch yet

@@ -1,6 +1,8 @@
-"""The CPU filters' row arithmetic, shared by the video's fused filter (``engine/video/filters/fused_cpu.py``)
-and the volume's (``engine/volume/filter_cpu.py``): one row of patch distances turned into weights, and
-one row of weighted candidates added to the numerators and the denominator.
+"""The CPU filters' row arithmetic, shared by the video's fused filter and the volume's.
+
+The filters are ``engine/video/filters/fused_cpu.py`` and ``engine/volume/filter_cpu.py``: one row
+of patch distances turned into weights, and one row of weighted candidates added to the numerators
+and the denominator.
 
 Exponential weights with the largest weight as the centre's are relative (DESIGN.md §1): the
 row of weights holds u, and each pixel weighs by exp(-(u - r)) against a reference r that
@@ -27,11 +29,13 @@ RESCALE_MARGIN = np.float32(32.0)
 
 @numba.njit(cache=True, fastmath=FAST, inline="always")
 def exp_negative(values, exponents):
-    """values = exp(-values) in place for values >= 0, in two loops that vectorize (libm's exp
-    does not, without SVML, which made exponential weights several times the bisquare's cost:
-    docs/bench/2026-11-22-floor-and-cpu.md): 2^-x as
-    a polynomial of the fraction, the integer part added to the float's exponent bits; ``exponents``
-    is int32 scratch as long as ``values``. Below 2^-126 the weight is 0, as float32's exp(-u) gives."""
+    """Compute values = exp(-values) in place for values >= 0, in two loops that vectorize.
+
+    Libm's exp does not vectorize without SVML, which made exponential weights several times the
+    bisquare's cost (docs/bench/2026-11-22-floor-and-cpu.md). 2^-x is computed as a polynomial of
+    the fraction, the integer part added to the float's exponent bits; ``exponents`` is int32
+    scratch as long as ``values``. Below 2^-126 the weight is 0, as float32's exp(-u) gives.
+    """
     for i in range(values.shape[0]):
         x = max(-values[i] * LOG2_E, np.float32(-126.0))
         whole = np.floor(x)
@@ -49,9 +53,10 @@ def exp_negative(values, exponents):
 
 @numba.njit(cache=True, fastmath=FAST)
 def weights_row(column_sums, radius, scale, exponential, relative, exponents, out):
-    """Box-sum ``column_sums`` horizontally over 2 radius + 1 and turn the sums into weights
-    (into u = sum * scale where the weights are ``relative``); ``exponents`` is int32 scratch
-    as long as ``out``.
+    """Box-sum ``column_sums`` horizontally over 2 radius + 1 and turn the sums into weights.
+
+    Into u = sum * scale where the weights are ``relative``; ``exponents`` is int32 scratch as long
+    as ``out``.
 
     2B shifted passes over the row: each vectorizes, unlike a running sum (a chain of
     dependent adds) or power-of-two partial sums doubled in place (measured slower).
@@ -76,7 +81,7 @@ def weights_row(column_sums, radius, scale, exponential, relative, exponents, ou
 
 @numba.njit(cache=True, fastmath=FAST)
 def _lower_reference(u, accumulators, accumulator_row, rescale, exponents):
-    """r = min(r, u) for one row of relative weights, its sums rescaled by exp(-(r_old - r))."""
+    """Lower r = min(r, u) for one row of relative weights, its sums rescaled by exp(-(r_old - r))."""
     width = u.shape[0]
     channels = accumulators.shape[0] - 3
     reference = accumulators[channels + 1, accumulator_row, :width]
@@ -93,8 +98,11 @@ def _lower_reference(u, accumulators, accumulator_row, rescale, exponents):
 
 @numba.njit(inline="always")
 def center_weight(largest, least, center_max, relative):
-    """The pixel's own weight: 1, the largest weight (``center_max``), or for relative weights
-    exp(-(u_min - r)) from the reference r and u_min (``largest``, ``least``)."""
+    """Return the pixel's own weight.
+
+    1, the largest weight (``center_max``), or for relative weights exp(-(u_min - r)) from the
+    reference r and u_min (``largest``, ``least``).
+    """
     if relative:
         return np.float32(np.exp(largest - least))
     if center_max and largest > 0:
@@ -104,7 +112,7 @@ def center_weight(largest, least, center_max, relative):
 
 @numba.njit(cache=True, fastmath=FAST, inline="always")
 def _add_weighted(weights, y_frames, frame, row, start, accumulators, accumulator_row):
-    """The numerators += w Y_frame(row, start + i), the denominator += w, over one row."""
+    """Accumulate the numerators += w Y_frame(row, start + i), the denominator += w, over one row."""
     width = weights.shape[0]
     channels = accumulators.shape[0] - 3
     for channel in range(channels):

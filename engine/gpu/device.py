@@ -41,15 +41,18 @@ def _module(cupy: Any, device: int, folder: Path, source: str, name_expressions:
 
 
 def kernel_function(cupy: Any, name_expression: str, source: str = "nlm.cu") -> Any:
-    """A kernel from the sources in KERNELS (scripts/notebooks/kernel_ab.py points it at other versions)."""
+    """Return a kernel from the sources in KERNELS (scripts/notebooks/kernel_ab.py points it at other versions)."""
     module = _module(cupy, cupy.cuda.Device().id, KERNELS, source, (name_expression,))
     return module.get_function(name_expression)
 
 
 @dataclass(frozen=True)
 class DeviceFrame:
-    """A frame on the GPU: ``planar`` float32 (C, H, W) in [0, 1], and for 8-bit frames
-    ``packed``, (H, W) uint32 words holding each pixel's C bytes (channel c in byte c)."""
+    """A frame on the GPU.
+
+    ``planar`` float32 (C, H, W) in [0, 1], and for 8-bit frames ``packed``, (H, W) uint32 words
+    holding each pixel's C bytes (channel c in byte c).
+    """
 
     planar: Any
     packed: Any = None
@@ -61,7 +64,7 @@ class DeviceFrame:
 
 
 def empty_device_frame(cupy: Any, shape: tuple[int, int, int], dtype: Any) -> DeviceFrame:
-    """An empty DeviceFrame for (H, W, C) host frames of ``dtype``: with packed words for 8-bit ones."""
+    """Return an empty DeviceFrame for (H, W, C) host frames of ``dtype``: with packed words for 8-bit ones."""
     height, width, channels = shape
     packed = cupy.empty((height, width), dtype=cupy.uint32) if np.dtype(dtype) == np.uint8 else None
     return DeviceFrame(cupy.empty((channels, height, width), dtype=cupy.float32), packed)
@@ -98,7 +101,7 @@ class DeviceFrames:
             ) from error
 
     def upload(self, frame: np.ndarray) -> DeviceFrame:
-        """A checked (H, W, C) uint8 / uint16 / float32 host frame -> a DeviceFrame.
+        """Upload a checked (H, W, C) uint8 / uint16 / float32 host frame -> a DeviceFrame.
 
         The frame crosses the bus in its own dtype and is converted on the GPU.
         """
@@ -108,19 +111,21 @@ class DeviceFrames:
             return device_frame
 
     def from_output(self, output: Any) -> DeviceFrame:
-        """A filter's interleaved (H, W, C) float32 output -> a new DeviceFrame, on the GPU: as
-        ``upload`` of the downloaded output, without the trips over the bus."""
+        """Convert a filter's interleaved (H, W, C) float32 output -> a new DeviceFrame, on the GPU.
+
+        As ``upload`` of the downloaded output, without the trips over the bus.
+        """
         device_frame = self.empty(output.shape, np.float32)
         self.convert(output, device_frame)
         return device_frame
 
     def empty(self, shape: tuple[int, int, int], dtype: Any) -> DeviceFrame:
-        """An empty DeviceFrame for (H, W, C) host frames of ``dtype`` (``empty_device_frame``)."""
+        """Return an empty DeviceFrame for (H, W, C) host frames of ``dtype`` (``empty_device_frame``)."""
         with self.out_of_memory_as_error(shape):
             return empty_device_frame(self.cupy, shape, dtype)
 
     def upload_into(self, frame: np.ndarray, out: DeviceFrame) -> None:
-        """A checked (H, W, C) host frame -> ``out``, a DeviceFrame of ``empty(frame.shape, frame.dtype)``.
+        """Upload a checked (H, W, C) host frame -> ``out``, a DeviceFrame of ``empty(frame.shape, frame.dtype)``.
 
         As ``upload``, the frame crosses the bus in its own dtype, into a device buffer kept from
         call to call while the frames' shape and dtype stay, and is converted on the GPU (on the
@@ -134,8 +139,10 @@ class DeviceFrames:
         self.convert(staging, out)
 
     def convert(self, frame: Any, out: DeviceFrame) -> None:
-        """An interleaved (H, W, C) device frame -> ``out``: planar float32, integers scaled to [0, 1],
-        and the packed words if ``out`` has them."""
+        """Convert an interleaved (H, W, C) device frame -> ``out``.
+
+        Planar float32, integers scaled to [0, 1], and the packed words if ``out`` has them.
+        """
         height, width, channels = frame.shape
         kernel = kernel_function(self.cupy, f"frame_to_planar<{CUDA_TYPES[np.dtype(frame.dtype)]}>")
         pixels = height * width
@@ -147,7 +154,7 @@ class DeviceFrames:
         )
 
     def transform(self, matrix: np.ndarray) -> Any:
-        """The color transform as float32 on the GPU, kept while it stays the same."""
+        """Return the color transform as float32 on the GPU, kept while it stays the same."""
         key = matrix.tobytes()
         if key not in self._transform_arrays:
             self._transform_arrays = {key: self.cupy.asarray(matrix, dtype=self.cupy.float32)}
@@ -155,8 +162,9 @@ class DeviceFrames:
 
 
 def round_to_integers(cupy: Any, frame: Any, out: Any, scratch: Any) -> None:
-    """A float32 device frame in [0, 1] -> ``out`` (uint8 / uint16 of its shape), rounded as
-    ``frames.from_float32`` rounds: rint(frame x full scale), halves to even, clamped.
+    """Round a float32 device frame in [0, 1] -> ``out`` (uint8 / uint16 of its shape).
+
+    Rounded as ``frames.from_float32`` rounds: rint(frame x full scale), halves to even, clamped.
 
     ``scratch`` is float32 of the frame's shape. The fused kernel's own integer output adds 0.5
     and truncates (halves up), which can differ by one level where float32 sits on a half step.
@@ -169,8 +177,10 @@ def round_to_integers(cupy: Any, frame: Any, out: Any, scratch: Any) -> None:
 
 
 class ResidentFrames:
-    """Host frames kept on the GPU as DeviceFrames, by key: for random access that keeps coming
-    back to the same frames, as the preview does while a slider moves on one frame.
+    """Host frames kept on the GPU as DeviceFrames, by key.
+
+    For random access that keeps coming back to the same frames, as the preview does while a slider
+    moves on one frame.
 
     A frame is uploaded the first time its key is asked for (``DeviceFrames.upload_into``: in
     its own dtype, 8-bit frames as uint8, converted and packed on the GPU) into a slot of a ring
@@ -201,7 +211,7 @@ class ResidentFrames:
         return key in self._resident
 
     def window(self, keys: Sequence[Hashable], read: Callable[[Hashable], np.ndarray]) -> list[DeviceFrame]:
-        """The DeviceFrames of ``keys``, in their order, uploading those not resident.
+        """Return the DeviceFrames of ``keys``, in their order, uploading those not resident.
 
         ``read(key)`` gives a key's checked (H, W, C) host frame (``frames.checked_frame``); it
         is called only for the keys not resident.
@@ -223,7 +233,7 @@ class ResidentFrames:
         return [self._resident[key] for key in keys]
 
     def _slot_for(self, host: np.ndarray) -> DeviceFrame:
-        """A free slot that fits ``host`` (its shape, and packed words for 8-bit frames), else a new one."""
+        """Return a free slot that fits ``host`` (its shape, and packed words for 8-bit frames), else a new one."""
         height, width, channels = host.shape
         packed = host.dtype == np.uint8
         for position, slot in enumerate(self._free):

@@ -1,6 +1,8 @@
-"""FFmpeg through PyAV, imported lazily (the engine runs without it): ``VideoError``, the one error
-the media modules raise, with one line a person can act on; FFmpeg's own messages shown or held
-back; its reasons in words; and how many threads its codecs use."""
+"""FFmpeg through PyAV, imported lazily (the engine runs without it).
+
+``VideoError``, the one error the media modules raise, with one line a person can act on; FFmpeg's
+own messages shown or held back; its reasons in words; and how many threads its codecs use.
+"""
 
 from __future__ import annotations
 
@@ -34,8 +36,10 @@ def pyav() -> Any:
 
 
 def show_ffmpeg_messages(*, verbose: bool) -> None:
-    """Let FFmpeg print its messages on stderr: errors only, or with ``verbose`` its warnings
-    and notes too (damaged packets, guessed timestamps, a deprecated pixel format).
+    """Let FFmpeg print its messages on stderr.
+
+    Errors only, or with ``verbose`` its warnings and notes too (damaged packets, guessed
+    timestamps, a deprecated pixel format).
 
     FFmpeg's own printer, not PyAV's bridge to Python's logging: that bridge takes the GIL from
     the codecs' threads and can deadlock them (PyAV issues 751, 2276).
@@ -51,10 +55,12 @@ _SHOWN_LEVEL: list[int | None] = [None]  # the level show_ffmpeg_messages set, i
 
 @contextlib.contextmanager
 def said_in_our_words() -> Iterator[None]:
-    """Hold back FFmpeg's error lines while opening a file or an encoder, whose failure the media
-    modules word themselves ("not a video file FFmpeg can read", "no NVIDIA video encoder"): the user
-    sees one clear line, not FFmpeg's "[mov,mp4 @ 0x55b2..] moov atom not found" before it.
-    ``--verbose`` keeps them."""
+    """Hold back FFmpeg's error lines while opening a file or an encoder.
+
+    The media modules word that failure themselves ("not a video file FFmpeg can read", "no NVIDIA
+    video encoder"): the user sees one clear line, not FFmpeg's "[mov,mp4 @ 0x55b2..] moov atom not
+    found" before it. ``--verbose`` keeps them.
+    """
     av = pyav()
     if _SHOWN_LEVEL[0] != av.logging.ERROR:
         yield
@@ -67,6 +73,8 @@ def said_in_our_words() -> Iterator[None]:
 
 
 def ffmpeg_reason(error: BaseException) -> str:
-    """FFmpeg's reason for ``error`` in words, without PyAV's error number and file name
-    ("Invalid data found when processing input", not "[Errno 1094995529] Invalid data ...: 'x.mp4'")."""
+    """FFmpeg's reason for ``error`` in words, without PyAV's error number and file name.
+
+    "Invalid data found when processing input", not "[Errno 1094995529] Invalid data ...: 'x.mp4'".
+    """
     return getattr(error, "strerror", None) or str(error)

@@ -1,6 +1,9 @@
-"""The outputs the writer can make: codecs and their presets, the containers that hold each, the
-images of a sequence, and the pixel format each writes frames like a source's in; checked
-before any work (``check_encoding``, ``output_format``), as the command line does."""
+"""The outputs the writer can make.
+
+Codecs and their presets, the containers that hold each, the images of a sequence, and the pixel
+format each writes frames like a source's in; checked before any work (``check_encoding``,
+``output_format``), as the command line does.
+"""
 
 from __future__ import annotations
 
@@ -58,16 +61,20 @@ ANY_SIZE_ENCODERS = ("ffv1", "wrapped_avframe")
 
 
 def array_format(channels: int, bit_depth: int) -> str:
-    """PyAV's name of the arrays frames of ``channels`` (1 or 3) become and are made from: gray or
-    RGB, 8 bits, or 16 for sources deeper than HIGH_BIT_DEPTH."""
+    """PyAV's name of the arrays frames of ``channels`` (1 or 3) become and are made from.
+
+    Gray or RGB, 8 bits, or 16 for sources deeper than HIGH_BIT_DEPTH.
+    """
     if channels == 1:
         return "gray16le" if bit_depth > HIGH_BIT_DEPTH else "gray"
     return "rgb48le" if bit_depth > HIGH_BIT_DEPTH else "rgb24"
 
 
 def check_encoding(codec: str, crf: int, preset: str, *, rgb: bool = False) -> None:
-    """Refuse an unknown codec or preset, crf out of 0..51, or ``rgb`` with a codec other than FFV1
-    (VideoError): checked by ``VideoWriter``, and by the command line before any slower work."""
+    """Refuse an unknown codec or preset, crf out of 0..51, or ``rgb`` with a codec other than FFV1 (VideoError).
+
+    Checked by ``VideoWriter``, and by the command line before any slower work.
+    """
     if codec not in CODECS:
         raise VideoError(f"codec must be one of {', '.join(CODECS)}, got {codec!r}")
     if not 0 <= crf <= 51:
@@ -98,7 +105,7 @@ class CodecNotHeldError(VideoError):
         super().__init__(self.worded("another --codec"))
 
     def worded(self, another_codec: str) -> str:
-        """The message, with ``another_codec`` ("another codec") for the choice of another codec."""
+        """Return the message, with ``another_codec`` ("another codec") for the choice of another codec."""
         suffix = self.path.suffix.lower()
         *others, last = [name for name, (_, held) in OUTPUT_CONTAINERS.items() if self.codec in held]
         holders = f"{', '.join(others)} or {last}" if others else last
@@ -109,8 +116,9 @@ class CodecNotHeldError(VideoError):
 
 
 def output_format(path: Path, codec: str, like: VideoInfo | None = None) -> str:
-    """The container format (FFmpeg's muxer) of the output's name, checked to hold ``codec`` and
-    the audio and subtitle streams of ``like`` the writer copies.
+    """Return the container format (FFmpeg's muxer) of the output's name, checked to hold what it must.
+
+    It must hold ``codec`` and the audio and subtitle streams of ``like`` the writer copies.
 
     Parameters
     ----------
@@ -165,7 +173,7 @@ def output_format(path: Path, codec: str, like: VideoInfo | None = None) -> str:
 
 
 def output_pixel_format(codec: str, like: VideoInfo, *, gray: bool, rgb: bool) -> str:
-    """The pixel format ``codec`` writes frames like ``like``'s in (see CODECS)."""
+    """Return the pixel format ``codec`` writes frames like ``like``'s in (see CODECS)."""
     deep = like.bit_depth > HIGH_BIT_DEPTH
     _, eight_bit, deeper = CODECS[codec]
     supported = [form.name for form in pyav().codec.Codec(CODECS[codec][0], "w").video_formats or ()]
@@ -183,8 +191,10 @@ def output_pixel_format(codec: str, like: VideoInfo, *, gray: bool, rgb: bool) -
 
 
 def check_subsampled_size(path: Path, pixel_format: str, width: int, height: int) -> None:
-    """Refuse a size the output's chroma subsampling cannot hold (libx264 and ProRes refuse odd
-    widths of 4:2:0 and 4:2:2, with a message only a developer reads)."""
+    """Refuse a size the output's chroma subsampling cannot hold.
+
+    Libx264 and ProRes refuse odd widths of 4:2:0 and 4:2:2, with a message only a developer reads.
+    """
     form = pyav().VideoFormat(pixel_format, 2, 2)
     chroma = form.components[1] if len(form.components) > 2 else form.components[0]
     if (width % 2 and chroma.width < 2) or (height % 2 and chroma.height < 2):

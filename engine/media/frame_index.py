@@ -55,18 +55,21 @@ class FrameIndex:
 
     @property
     def has_timestamps(self) -> bool:
+        """Whether the index holds a timestamp for each of its frames (and has frames)."""
         return len(self.timestamps) == self.frame_count > 0
 
     def number_of(self, pts: int | None) -> int | None:
-        """The frame presented at ``pts``, or None when no frame of the index is."""
+        """Return the frame presented at ``pts``, or None when no frame of the index is."""
         if pts is None or not self.has_timestamps:
             return None
         number = int(np.searchsorted(self.timestamps, pts))
         return number if number < self.frame_count and self.timestamps[number] == pts else None
 
     def entries_before(self, number: int) -> list[tuple[int, int]]:
-        """(frame number, seek timestamp) of the entry points for frame ``number``, the latest
-        first, ending with frame 0 (the stream's start)."""
+        """(frame number, seek timestamp) of the entry points for frame ``number``, the latest first.
+
+        The last is frame 0 (the stream's start).
+        """
         usable = self.entries <= number
         return [
             (int(entry), int(seek))
@@ -75,8 +78,9 @@ class FrameIndex:
 
 
 def index_stream(path: Path, container: Any, open_container: Any) -> tuple[FrameIndex, Any]:
-    """The index of ``path``'s first video stream, from the cache or built, and its first
-    presented frame (decoded: its rotation and pixel format describe the stream).
+    """Return the index of ``path``'s first video stream, from the cache or built, and its first presented frame.
+
+    The frame is decoded: its rotation and pixel format describe the stream.
 
     ``container`` is the file opened, its headers read and none of its packets: one demux of it
     decodes the first frame and, where the cache has no index, goes on to index every packet.
@@ -100,9 +104,11 @@ def index_stream(path: Path, container: Any, open_container: Any) -> tuple[Frame
 
 
 def _first_frame(packets: Iterator[Any]) -> tuple[Any, list[Any]]:
-    """The first frame sequential decoding presents (None when it presents none), and the
-    packets read until it came out: ``container.decode`` decodes each packet so, the flush
-    packets at the end too."""
+    """Return the first frame sequential decoding presents, and the packets read until it came out.
+
+    The frame is None when it presents none. ``container.decode`` decodes each packet so, the flush
+    packets at the end too.
+    """
     read = []
     for packet in packets:
         read.append(packet)
@@ -138,7 +144,7 @@ def _build(packets: Iterable[Any], first: Any, open_container: Any) -> FrameInde
 
 
 def _count_by_decoding(open_container: Any) -> FrameIndex:
-    """The index of a stream without usable timestamps: only its frame count, by decoding it."""
+    """Return the index of a stream without usable timestamps: only its frame count, by decoding it."""
     with open_container() as container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
@@ -156,7 +162,7 @@ def cache_folder() -> Path:
 
 
 def _cache_file(path: Path) -> Path | None:
-    """The cache file of ``path``'s index: named for its path, size and modification time."""
+    """Return the cache file of ``path``'s index: named for its path, size and modification time."""
     try:
         status = path.stat()
     except OSError:

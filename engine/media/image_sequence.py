@@ -1,6 +1,8 @@
-"""Image sequences: numbered images named by a printf-style pattern (``scans/%06d.png``), which
-FFmpeg reads and writes as one video. Which names are patterns, which images of one exist, and
-the checks FFmpeg's image2 reader leaves out (a gap in the numbers, an empty image)."""
+"""Image sequences: numbered images named by a printf-style pattern (``scans/%06d.png``).
+
+FFmpeg reads and writes them as one video. Which names are patterns, which images of one exist, and
+the checks FFmpeg's image2 reader leaves out (a gap in the numbers, an empty image).
+"""
 
 from __future__ import annotations
 
@@ -21,19 +23,20 @@ def is_image_sequence(path: Path) -> bool:
 
 
 def _numbered_name(name: str, number: Callable[[int], str]) -> str:
-    """``name`` with each frame number's place as ``number(width)`` gives it (width: the digits
-    %06d asks for, 0 for %d), and each "%%" as "%"."""
+    """``name`` with each frame number's place as ``number(width)`` gives it, and each "%%" as "%".
+
+    Width: the digits %06d asks for, 0 for %d.
+    """
     return SEQUENCE_NUMBER.sub(lambda place: "%" if place[1] else number(int(place[2] or 0)), name)
 
 
 def sequence_files(path: Path) -> list[Path]:
-    """The files of an image sequence that exist, in frame number order."""
+    """Return the files of an image sequence that exist, in frame number order."""
     return [file for _, file in numbered_images(path)]
 
 
 def numbered_images(path: Path) -> list[tuple[int, Path]]:
     """(frame number, file) of the images of a sequence that exist, in number order."""
-
     # %06d: six digits or more; %d: any
     pattern = re.compile(_numbered_name(re.escape(path.name), lambda width: rf"(\d{{{max(width, 1)},}})"))
     folder = path.parent if str(path.parent) else Path(".")
@@ -44,9 +47,12 @@ def numbered_images(path: Path) -> list[tuple[int, Path]]:
 
 
 def first_image_number(path: Path) -> int:
-    """The number of an image sequence's first image, all the images from it to the last checked
-    to be there and to hold data: FFmpeg's image2 reader stops quietly at a gap or an empty image
-    (a clip short of frames), and looks for the first only among the numbers 0 to 4."""
+    """Return the number of an image sequence's first image, the images from it on checked.
+
+    All the images from it to the last are checked to be there and to hold data: FFmpeg's image2
+    reader stops quietly at a gap or an empty image (a clip short of frames), and looks for the
+    first only among the numbers 0 to 4.
+    """
     images = numbered_images(path)
     if not images:
         raise VideoError(f"{path}: no images of this sequence exist")

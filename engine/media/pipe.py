@@ -1,5 +1,7 @@
-"""Video from a pipe: y4m (yuv4mpegpipe) frames on standard input, so the tool sits in an FFmpeg
-pipeline (``ffmpeg -i tape.vob -f yuv4mpegpipe - | nlmeans-studio denoise - out.mkv``).
+"""Video from a pipe.
+
+y4m (yuv4mpegpipe) frames on standard input, so the tool sits in an FFmpeg pipeline (``ffmpeg -i
+tape.vob -f yuv4mpegpipe - | nlmeans-studio denoise - out.mkv``).
 
 A pipe is read once, in order, and its length is known only at its end: ``PipeReader`` gives
 the first LOOKAHEAD frames by number (for the noise estimate, which looks at the start of the
@@ -30,8 +32,11 @@ FEED = "ffmpeg -i INPUT -f yuv4mpegpipe - | nlmeans-studio denoise - OUTPUT"
 
 
 class _Counted:
-    """``stream`` as FFmpeg reads it through PyAV: ``header`` (read already) first, then the
-    rest; ``count`` is the bytes it gave, so that a stream cut in a frame is found."""
+    """``stream`` as FFmpeg reads it through PyAV.
+
+    ``header`` (read already) first, then the rest; ``count`` is the bytes it gave, so that a stream
+    cut in a frame is found.
+    """
 
     def __init__(self, stream: BinaryIO, header: bytes) -> None:
         self._stream, self._pending, self.count = stream, header, len(header)
@@ -46,8 +51,10 @@ class _Counted:
 
 
 def _header(stream: BinaryIO) -> bytes:
-    """The stream's first line (up to Y4M_HEADER_LIMIT bytes), checked to be a y4m header that FFmpeg
-    reads: a wrong one was said as "Device or resource busy" or "not a y4m stream"."""
+    """Return the stream's first line (up to Y4M_HEADER_LIMIT bytes), checked to be a y4m header that FFmpeg reads.
+
+    A wrong one was said as "Device or resource busy" or "not a y4m stream".
+    """
     line = b""
     while not line.endswith(b"\n") and len(line) < Y4M_HEADER_LIMIT:
         byte = stream.read(1)
@@ -66,8 +73,9 @@ def _header(stream: BinaryIO) -> bytes:
 
 
 class PipeReader:
-    """y4m frames from ``stream`` (standard input by default): the first LOOKAHEAD by number, then
-    all in order once. ``info.frame_count`` is 0: a pipe's length is unknown until it ends.
+    """y4m frames from ``stream`` (standard input by default): the first LOOKAHEAD by number, then all in order once.
+
+    ``info.frame_count`` is 0: a pipe's length is unknown until it ends.
 
     Raises
     ------
@@ -105,8 +113,11 @@ class PipeReader:
         self._consumed = False
 
     def _decoded(self) -> Iterator[Any]:
-        """The stream's frames as FFmpeg decodes them; a damaged frame, or a stream cut in one,
-        is a VideoError naming it (FFmpeg's demuxer ends quietly at a cut)."""
+        """Yield the stream's frames as FFmpeg decodes them.
+
+        A damaged frame, or a stream cut in one, is a VideoError naming it (FFmpeg's demuxer ends
+        quietly at a cut).
+        """
         av = pyav()
         stream = self._container.streams.video[0]
         count, end = 0, self._header_length  # frames read, and the byte after the last one
@@ -134,10 +145,12 @@ class PipeReader:
         self.close()
 
     def close(self) -> None:
+        """Close the stream's container."""
         self._container.close()
 
     @property
     def decoder(self) -> str:
+        """Where frames are decoded: "CPU", always, for a pipe."""
         return "CPU"
 
     def start_time(self, index: int) -> float:
@@ -145,7 +158,7 @@ class PipeReader:
         return index / float(self.info.frame_rate)
 
     def frame_at(self, seconds: float) -> int:
-        """The first frame shown at or after ``seconds`` from frame 0."""
+        """Return the first frame shown at or after ``seconds`` from frame 0."""
         return math.ceil(seconds * float(self.info.frame_rate) - 1e-9)
 
     def frames_ahead(self, count: int) -> int:
@@ -168,8 +181,10 @@ class PipeReader:
         return self._lookahead[index]
 
     def timed_frames(self, start: int = 0) -> Iterator[TimedFrame]:
-        """Frames start, start + 1, ... to the stream's end, with their numbers and timestamps
-        at the stream's frame rate; once."""
+        """Frames start, start + 1, ... to the stream's end, with their numbers and timestamps; once.
+
+        The timestamps are at the stream's frame rate.
+        """
         if self._consumed:
             raise VideoError("standard input: the stream was already read")
         self._consumed = True

@@ -1,8 +1,10 @@
-"""What a video file holds: ``VideoInfo`` (size, depth, rates, color metadata, the streams copied
-beside the video, warnings) and the frame index, from its headers, its packets and its first
-frame. Opening a file refuses what holds no video in words (``open_input``); the reader
-(``reader``), the pipe (``pipe``) and the writer (``writer``, for the streams it copies) open
-files through it."""
+"""What a video file holds.
+
+``VideoInfo`` (size, depth, rates, color metadata, the streams copied beside the video, warnings)
+and the frame index, from its headers, its packets and its first frame. Opening a file refuses what
+holds no video in words (``open_input``); the reader (``reader``), the pipe (``pipe``) and the
+writer (``writer``, for the streams it copies) open files through it.
+"""
 
 from __future__ import annotations
 
@@ -110,6 +112,7 @@ class VideoInfo:
 
 
 def open_input(path: Path, hardware_decoding: bool = False) -> Any:
+    """Open ``path`` (a video file or an image sequence) as a PyAV container with a video stream, or VideoError."""
     av = pyav()
     if is_image_sequence(path):
         options = {"start_number": str(first_image_number(path))}
@@ -149,8 +152,11 @@ def _with_video(container: Any, path: Path) -> Any:
 
 
 def hdr10_metadata(frame: Any) -> dict[str, str]:
-    """A decoded frame's HDR10 static metadata, as x265's ``master-display`` (chromaticities in
-    units of 0.00002, luminance in 0.0001 cd/m2) and ``max-cll`` (MaxCLL,MaxFALL in cd/m2)."""
+    """Return a decoded frame's HDR10 static metadata, as x265's ``master-display`` and ``max-cll``.
+
+    Chromaticities in units of 0.00002, luminance in 0.0001 cd/m2; ``max-cll`` is MaxCLL,MaxFALL in
+    cd/m2.
+    """
     types = pyav().sidedata.sidedata.Type
     metadata = {}
     try:  # looked up by type: PyAV 19 iterates over the types, PyAV 18 over the side data
@@ -175,7 +181,7 @@ def hdr10_metadata(frame: Any) -> dict[str, str]:
 
 
 def stream_facts(path: Path, container: Any) -> dict[str, Any]:
-    """What the first video stream's headers say: pixel format, rates, colors, size."""
+    """Return what the first video stream's headers say: pixel format, rates, colors, size."""
     stream = container.streams.video[0]
     context = stream.codec_context
     if context is None:
@@ -206,15 +212,16 @@ def stream_facts(path: Path, container: Any) -> dict[str, Any]:
 
 
 def _codec_and_rate(stream: Any) -> tuple[str, int]:
-    """An audio or subtitle stream's codec, as FFmpeg names it, and sample rate in Hz (0 for subtitles)."""
+    """Return an audio or subtitle stream's codec, as FFmpeg names it, and sample rate in Hz (0 for subtitles)."""
     context = stream.codec_context  # None where this FFmpeg has no decoder for it
     return (context.name if context is not None else "an unknown codec"), getattr(context, "sample_rate", 0)
 
 
 def probe_video(path: Path) -> tuple[VideoInfo, FrameIndex]:
-    """What the video file ``path`` holds, and the index of its frames: its headers read, then its
-    packets (``index_stream``), and the first frame decoded for what only frames carry (rotation,
-    HDR10 metadata, interlacing).
+    """Return what the video file ``path`` holds, and the index of its frames.
+
+    Its headers read, then its packets (``index_stream``), and the first frame decoded for what only
+    frames carry (rotation, HDR10 metadata, interlacing).
 
     Raises
     ------

@@ -1,7 +1,10 @@
-"""Reading a video: ``VideoReader`` decodes any container and codec the bundled FFmpeg reads into
-RGB (or gray) uint8 / uint16 frames, sequentially or by index, every frame identified by its
-timestamp in the frame index (``probe_video`` makes both); ``read_frames`` reads a clip at once.
-Errors are ``VideoError`` with one line a person can act on."""
+"""Reading a video.
+
+``VideoReader`` decodes any container and codec the bundled FFmpeg reads into RGB (or gray) uint8 /
+uint16 frames, sequentially or by index, every frame identified by its timestamp in the frame index
+(``probe_video`` makes both); ``read_frames`` reads a clip at once. Errors are ``VideoError`` with
+one line a person can act on.
+"""
 
 from __future__ import annotations
 
@@ -27,8 +30,9 @@ CACHE_FRAMES = 24  # decoded frames kept for random access
 
 @dataclass(frozen=True, eq=False)
 class TimedFrame:
-    """A frame with its place in the clip, as ``VideoReader.timed_frames`` gives it: the
-    export replaces only its ``array`` (``dataclasses.replace``), and ``VideoWriter.write``
+    """A frame with its place in the clip, as ``VideoReader.timed_frames`` gives it.
+
+    The export replaces only its ``array`` (``dataclasses.replace``), and ``VideoWriter.write``
     shows it at its ``timestamp``.
 
     Attributes
@@ -47,8 +51,11 @@ class TimedFrame:
 
 
 def decoded_array(frame: Any, info: VideoInfo) -> np.ndarray:
-    """A decoded frame as (H, W, C) of ``info.dtype``: Y'CbCr converted to RGB by ``media.yuv``
-    (exact at every depth, where swscale keeps 8 bits of a 10-bit source), others by swscale."""
+    """Return a decoded frame as (H, W, C) of ``info.dtype``.
+
+    Y'CbCr converted to RGB by ``media.yuv`` (exact at every depth, where swscale keeps 8 bits of a
+    10-bit source), others by swscale.
+    """
     from .yuv import frame_planes, planes_to_rgb, yuv_layout
 
     layout = yuv_layout(frame.format.name, info.color, frame.height) if info.channels == 3 else None
@@ -59,8 +66,10 @@ def decoded_array(frame: Any, info: VideoInfo) -> np.ndarray:
 
 
 class _Decoder:
-    """Decodes one stream from any frame on: seeks to an entry point and identifies every
-    decoded frame by its timestamp in the index, so a frame is returned only as the number it is.
+    """Decodes one stream from any frame on.
+
+    Seeks to an entry point and identifies every decoded frame by its timestamp in the index, so a
+    frame is returned only as the number it is.
 
     Where a seek lands after the frame it was meant for (transport streams seek by guessing a
     byte position), an earlier entry point is tried, and at last the file is decoded from its
@@ -79,8 +88,10 @@ class _Decoder:
             self._container = None
 
     def frames_from(self, number: int, lead: int = 0) -> Iterator[tuple[int, Any]]:
-        """(frame number, decoded frame) for frames ``number``, ``number + 1``, ... to the end,
-        after those of the ``lead`` frames before ``number`` that decoding passes on its way."""
+        """(frame number, decoded frame) for frames ``number``, ``number + 1``, ... to the end.
+
+        After those of the ``lead`` frames before ``number`` that decoding passes on its way.
+        """
         av = pyav()
         expected = number
         try:
@@ -109,7 +120,7 @@ class _Decoder:
             )
 
     def _positioned(self, number: int) -> Iterator[tuple[int, Any]]:
-        """Identified frames from an entry point whose first one is at or before ``number``."""
+        """Yield identified frames from an entry point whose first one is at or before ``number``."""
         if not self._index.has_timestamps:  # frames known only by their order: from the start
             yield from enumerate(self._decode(None))
             return
@@ -131,7 +142,7 @@ class _Decoder:
                 yield found, frame
 
     def _decode(self, seek_timestamp: int | None) -> Iterator[Any]:
-        """Decoded frames from the keyframe at ``seek_timestamp`` (None: the file's start)."""
+        """Yield decoded frames from the keyframe at ``seek_timestamp`` (None: the file's start)."""
         av = pyav()
         if seek_timestamp is not None:
             stream = self._opened().streams.video[0]
@@ -228,9 +239,11 @@ class VideoReader:
         self._closed = True
 
     def demuxer(self) -> Any:
-        """The file opened again, at its start: a PyAV container the caller closes. The writer
-        copies the audio and subtitle streams from it (``VideoWriter`` given this reader): a
-        pass from the file's start has a demuxer of its own, as ``timed_frames`` has."""
+        """Return the file opened again, at its start: a PyAV container the caller closes.
+
+        The writer copies the audio and subtitle streams from it (``VideoWriter`` given this
+        reader): a pass from the file's start has a demuxer of its own, as ``timed_frames`` has.
+        """
         self._check_open()
         return open_input(self.path)
 
@@ -243,8 +256,10 @@ class VideoReader:
 
     @functools.cached_property
     def frame_times(self) -> np.ndarray:
-        """When each frame is shown, in seconds from frame 0 (float64, variable frame rates
-        too; at the nominal rate for a stream without timestamps)."""
+        """When each frame is shown, in seconds from frame 0.
+
+        Float64, variable frame rates too; at the nominal rate for a stream without timestamps.
+        """
         if self._index.has_timestamps:
             return (self._index.timestamps - self._index.timestamps[0]) * float(self.info.time_base)
         return np.arange(self.info.frame_count) / float(self.info.frame_rate)
@@ -254,7 +269,7 @@ class VideoReader:
         return float(self.frame_times[index])
 
     def frame_at(self, seconds: float) -> int:
-        """The first frame shown at or after ``seconds`` from frame 0 (``frame_count`` if none)."""
+        """Return the first frame shown at or after ``seconds`` from frame 0 (``frame_count`` if none)."""
         return int(np.searchsorted(self.frame_times, seconds - 1e-9))
 
     def frames(self, start: int = 0) -> Iterator[np.ndarray]:
@@ -262,10 +277,13 @@ class VideoReader:
         yield from (timed.array for timed in self.timed_frames(start))
 
     def timed_frames(self, start: int = 0) -> Iterator[TimedFrame]:
-        """Frames start, start + 1, ... with their numbers and timestamps: each frame's
-        presentation time in ``info.time_base`` units as the file has it (variable frame rates kept).
+        """Frames start, start + 1, ... with their numbers and timestamps.
 
-        Decodes with a demuxer of its own, so random access meanwhile does not disturb it."""
+        Each frame's presentation time in ``info.time_base`` units as the file has it (variable
+        frame rates kept).
+
+        Decodes with a demuxer of its own, so random access meanwhile does not disturb it.
+        """
         self._check_open()
         if not 0 <= start < self.info.frame_count:
             raise IndexError(f"the first frame must be in 0..{self.info.frame_count - 1}, got {start}")
@@ -284,9 +302,12 @@ class VideoReader:
         return round(Fraction(number) / self.info.frame_rate / self.info.time_base)
 
     def frame(self, index: int) -> np.ndarray:
-        """Frame ``index`` (0-based), by decoding forward from the entry point before it, or
-        from where the last call left off when no entry point lies between. The frames decoded
-        on the way are kept too (CACHE_FRAMES of them), so stepping backwards is instant."""
+        """Frame ``index`` (0-based), by decoding forward.
+
+        Decoding starts from the entry point before it, or from where the last call left off when no
+        entry point lies between. The frames decoded on the way are kept too (CACHE_FRAMES of them),
+        so stepping backwards is instant.
+        """
         self._check_open()
         if not 0 <= index < self.info.frame_count:
             raise IndexError(f"frame index must be in 0..{self.info.frame_count - 1}, got {index}")
@@ -316,7 +337,7 @@ class VideoReader:
             self._cache.popitem(last=False)
 
     def _cached(self, index: int) -> np.ndarray:
-        """A cached frame as an array, converted the first time it is asked for."""
+        """Return a cached frame as an array, converted the first time it is asked for."""
         self._cache.move_to_end(index)
         item = self._cache[index]
         if not isinstance(item, np.ndarray):
@@ -324,9 +345,11 @@ class VideoReader:
         return item
 
     def _array(self, frame: Any, number: int) -> np.ndarray:
-        """Decoded frame ``number`` as an upright (H, W, C) array of ``info.dtype``; one of another
-        size than the first (an image of another size in a sequence, a stream that changes its
-        resolution) is a VideoError naming it, not a clip of frames of two shapes."""
+        """Return decoded frame ``number`` as an upright (H, W, C) array of ``info.dtype``.
+
+        One of another size than the first (an image of another size in a sequence, a stream that
+        changes its resolution) is a VideoError naming it, not a clip of frames of two shapes.
+        """
         if frame.format.name != self.info.pixel_format:  # NVDEC's NV12 / P010: repacked losslessly,
             frame = frame.reformat(format=self.info.pixel_format)  # so that RGB comes out as on the CPU
         array = np.rot90(decoded_array(frame, self.info), self.info.rotation // 90)

@@ -30,11 +30,13 @@ class OutputBusyError(OSError):
 
 
 def folder_problem(path: Path) -> str | None:
-    """Why no file can be written beside ``path`` (its folder missing or read-only), or None:
-    asked before any work, so that a long run does not end on it.
+    """Why no file can be written beside ``path`` (its folder missing or read-only), or None.
+
+    Asked before any work, so that a long run does not end on it.
 
     A file is created there and dropped: ``os.access`` says yes to root everywhere, /sys
-    included, where a run then failed at its end."""
+    included, where a run then failed at its end.
+    """
     folder = path.parent if str(path.parent) else Path(".")
     if folder.exists() and not folder.is_dir():
         return f"{folder} is a file, not a folder"
@@ -49,8 +51,11 @@ def folder_problem(path: Path) -> str | None:
 
 
 def dangling_link(path: Path) -> str | None:
-    """What ``path`` is where it is a symbolic link to nothing, else None: such a name passes a
-    look with ``exists`` and then fails the rename into place, after all the work."""
+    """Return what ``path`` is where it is a symbolic link to nothing, else None.
+
+    Such a name passes a look with ``exists`` and then fails the rename into place, after all the
+    work.
+    """
     if path.is_symlink() and not path.exists():
         return f"is a link to {os.readlink(path)}, which does not exist"
     return None
@@ -86,7 +91,7 @@ class StagedOutput:
         self._lock = self._claim()
 
     def _claim(self) -> int:
-        """An open descriptor of the hidden file or folder, locked for this run."""
+        """Return an open descriptor of the hidden file or folder, locked for this run."""
         if fcntl is None:
             try:
                 return os.open(self._hidden / ".lock" if self._sequence else self._hidden, os.O_CREAT | os.O_EXCL)
@@ -185,8 +190,10 @@ class StagedOutput:
 
 
 def _link(written: Path, target: Path) -> bool:
-    """Give ``written`` the name ``target`` too, unless that name exists (False): atomically by a
-    hard link, else (a file system without them) by a rename after a look."""
+    """Give ``written`` the name ``target`` too, unless that name exists (False).
+
+    Atomically by a hard link, else (a file system without them) by a rename after a look.
+    """
     try:
         os.link(written, target)
     except FileExistsError:

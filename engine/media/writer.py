@@ -1,8 +1,11 @@
-"""Writing a video: ``VideoWriter`` encodes frames to a temporary file beside the target, copies
-the source's audio and subtitle streams untouched, and renames the file into place only when it
-is complete; to Y'CbCr exactly through ``media.yuv``. ``check_output_path`` refuses an output
-that could not or should not be written before any frame is filtered. Errors are ``VideoError``
-with one line a person can act on."""
+"""Writing a video.
+
+``VideoWriter`` encodes frames to a temporary file beside the target, copies the source's audio and
+subtitle streams untouched, and renames the file into place only when it is complete; to Y'CbCr
+exactly through ``media.yuv``. ``check_output_path`` refuses an output that could not or should not
+be written before any frame is filtered. Errors are ``VideoError`` with one line a person can act
+on.
+"""
 
 from __future__ import annotations
 
@@ -204,7 +207,10 @@ class VideoWriter:
             ) from error
 
     def _add_copied_streams(self) -> tuple[Any, dict[int, Any]] | None:
-        """A demuxer of the source at its start, and its audio and subtitle streams' indices -> output streams."""
+        """Return a demuxer of the source at its start, and its audio and subtitle streams.
+
+        The streams as a map from their indices in the source to the output's streams.
+        """
         if not self.info.other_streams or self._sequence or self._pipe:
             return None
         source = open_input(self.info.path) if self._reader is None else self._reader.demuxer()
@@ -221,8 +227,7 @@ class VideoWriter:
             self.abort()
 
     def write(self, frame: np.ndarray | TimedFrame) -> None:
-        """Encode one (H, W, C) frame of the source's dtype (uint8, or uint16 of ``bit_depth``
-        for deep sources).
+        """Encode one (H, W, C) frame of the source's dtype (uint8, or uint16 of ``bit_depth`` for deep sources).
 
         A ``TimedFrame`` (``VideoReader.timed_frames`` gives them) is shown at its timestamp,
         counted from the first one written: variable frame rates are kept. A bare array: frame
@@ -266,9 +271,12 @@ class VideoWriter:
             raise VideoError(f"{self.path}: writing failed: {error.strerror or error}") from error
 
     def _shift_into_span(self, packet: Any) -> bool:
-        """Whether a copied packet starts within the span; if so, its timestamps are made
-        relative to the span's start, as the video's are. A packet that starts before the span
-        is left out whole: sound stays in sync, and may start up to one audio frame late."""
+        """Whether a copied packet starts within the span.
+
+        If so, its timestamps are made relative to the span's start, as the video's are. A packet
+        that starts before the span is left out whole: sound stays in sync, and may start up to one
+        audio frame late.
+        """
         start, end = self._span
         if not start <= packet.pts * packet.time_base < end:
             return False
@@ -300,8 +308,11 @@ class VideoWriter:
             raise VideoError(f"{self.path}: finishing the file failed: {error.strerror or error}") from error
 
     def _older_images(self) -> list[Path]:
-        """The images of an older sequence of this name that this one leaves over (numbered past
-        its last, or before 1): with overwrite, replaced too, so that the folder holds this sequence alone."""
+        """Return the images of an older sequence of this name that this one leaves over.
+
+        Those numbered past its last, or before 1: with overwrite, replaced too, so that the folder
+        holds this sequence alone.
+        """
         if not self._sequence:
             return []
         return [file for number, file in numbered_images(self.path) if not 1 <= number <= self._written]
@@ -331,7 +342,7 @@ BT601, LIMITED_RANGE = 5, 1
 
 
 def _hdr10_options(codec: str, hdr10: dict[str, str]) -> dict[str, str]:
-    """The encoder options that write a source's HDR10 metadata into the stream (SEI)."""
+    """Return the encoder options that write a source's HDR10 metadata into the stream (SEI)."""
     if not hdr10:
         return {}
     if codec == "h265":
@@ -347,9 +358,11 @@ PLANAR_TWINS = {"nv12": "yuv420p", "p010le": "yuv420p10le"}
 def _frame_maker(
     pixel_format: str, frame_format: str, color: dict[str, int], height: int
 ) -> Callable[[np.ndarray], Any]:
-    """How the writer turns an array of ``frame_format`` (``height`` lines) into a frame of
-    ``pixel_format``: to Y'CbCr through ``media.yuv`` (exact at every depth, the reader's
-    inverse), to other formats through swscale."""
+    """How the writer turns an array of ``frame_format`` (``height`` lines) into a frame of ``pixel_format``.
+
+    To Y'CbCr through ``media.yuv`` (exact at every depth, the reader's inverse), to other formats
+    through swscale.
+    """
     from .yuv import planes_frame, rgb_to_planes, yuv_layout
 
     av = pyav()
@@ -372,9 +385,11 @@ def _frame_maker(
 
 
 def _output_color(color: dict[str, int], height: int) -> dict[str, int]:
-    """The source's color tags, and where it gives a range but no matrix, the matrix its frames
-    are converted with (``yuv_layout``'s guess from the ``height`` in lines): H.264 and H.265
-    write the range only beside a matrix, and would drop it."""
+    """Return the source's color tags, and where it gives a range but no matrix, the matrix its frames get.
+
+    That matrix is the one its frames are converted with (``yuv_layout``'s guess from the ``height``
+    in lines): H.264 and H.265 write the range only beside a matrix, and would drop it.
+    """
     from .yuv import BT709, HD_LINES
 
     if color.get("range", 0) and color.get("colorspace", 2) == 2:
@@ -383,17 +398,21 @@ def _output_color(color: dict[str, int], height: int) -> dict[str, int]:
 
 
 def _tagged(frame: Any, color: dict[str, int]) -> Any:
-    """``frame`` with the source's four color tags: encoders that write them from each frame
-    (ProRes) would write the untagged ones as unknown."""
+    """``frame`` with the source's four color tags.
+
+    Encoders that write them from each frame (ProRes) would write the untagged ones as unknown.
+    """
     frame.color_primaries, frame.color_trc = color.get("primaries", 2), color.get("trc", 2)
     frame.colorspace, frame.color_range = color.get("colorspace", 2), color.get("range", 0)
     return frame
 
 
 def _yuv_conversion(pixel_format: str, color: dict[str, int]) -> dict[str, Any] | None:
-    """How RGB frames become ``pixel_format``: with the matrix and range the output is tagged
-    with, as the reader decoded them (PyAV's default, BT.601 limited, would shift BT.709 colors);
-    None for RGB and gray outputs, which need no matrix."""
+    """How RGB frames become ``pixel_format``.
+
+    With the matrix and range the output is tagged with, as the reader decoded them (PyAV's default,
+    BT.601 limited, would shift BT.709 colors); None for RGB and gray outputs, which need no matrix.
+    """
     if pixel_format.startswith(("gbr", "bgr", "rgb", "gray")):
         return None
     return {

@@ -1,7 +1,9 @@
-"""y4m (yuv4mpegpipe), the uncompressed stream of FFmpeg's pipes: a header line, then frames of
-FRAME and planes. Headers FFmpeg would refuse in words no one can act on are refused here in
-ours; where its frames lie finds a file cut in a frame or a frame without its marker. Probing a
-file (``probe``) and reading a pipe (``pipe``) use it, and the writer its pixel formats."""
+"""y4m (yuv4mpegpipe), the uncompressed stream of FFmpeg's pipes: a header line, then frames of FRAME and planes.
+
+Headers FFmpeg would refuse in words no one can act on are refused here in ours; where its frames
+lie finds a file cut in a frame or a frame without its marker. Probing a file (``probe``) and
+reading a pipe (``pipe``) use it, and the writer its pixel formats.
+"""
 
 from __future__ import annotations
 
@@ -28,8 +30,10 @@ Y4M_FORMATS = (
 
 
 def check_y4m_header(line: bytes, name: str) -> None:
-    """Refuse a y4m header line (``name``'s: a file, or standard input) FFmpeg would refuse in
-    words no one can act on ("Device or resource busy" for W0 H0, "Invalid argument" for Im).
+    """Refuse a y4m header line FFmpeg would refuse in words no one can act on.
+
+    The line is ``name``'s: a file, or standard input. FFmpeg says "Device or resource busy" for W0
+    H0, "Invalid argument" for Im.
 
     Raises
     ------
@@ -70,8 +74,11 @@ def _y4m_layout(path: Path, pixel_format: str, width: int, height: int) -> tuple
 
 
 def y4m_cut(path: Path, pixel_format: str, width: int, height: int, count: int) -> str:
-    """What a y4m file holds past its ``count`` whole frames: FFmpeg's demuxer ends quietly at a
-    frame cut short, so a cut file gave one frame fewer and no word of it; "" where nothing."""
+    """Return what a y4m file holds past its ``count`` whole frames.
+
+    FFmpeg's demuxer ends quietly at a frame cut short, so a cut file gave one frame fewer and no
+    word of it; "" where nothing.
+    """
     header, frame = _y4m_layout(path, pixel_format, width, height)
     extra = path.stat().st_size - header - count * frame
     if extra <= 0:
@@ -81,8 +88,10 @@ def y4m_cut(path: Path, pixel_format: str, width: int, height: int, count: int) 
 
 
 def y4m_unmarked_frame(path: Path, pixel_format: str, width: int, height: int) -> int | None:
-    """The number (from 0) of a y4m file's first frame that does not start with FRAME where the
-    header's size puts it, or None: FFmpeg says only "Invalid data found"."""
+    """Return the number (from 0) of a y4m file's first frame not starting with FRAME where it should, or None.
+
+    Where it should: where the header's size puts it. FFmpeg says only "Invalid data found".
+    """
     header, frame = _y4m_layout(path, pixel_format, width, height)
     with open(path, "rb") as file:
         for number in range((path.stat().st_size - header) // frame + 1):

@@ -62,6 +62,7 @@ class YuvLayout:
 
     @property
     def sample_dtype(self) -> np.dtype:
+        """The samples' dtype: uint8 for up to 8 bits, else uint16."""
         return np.dtype(np.uint8 if self.bits <= 8 else np.uint16)
 
     @property
@@ -70,8 +71,10 @@ class YuvLayout:
         return self.sample_dtype.newbyteorder(">" if self.pixel_format.endswith("be") else "<")
 
     def coefficients(self) -> np.ndarray:
-        """(luma offset, luma scale, chroma offset, chroma scale) in samples, then Kr, Kb and the
-        largest sample, as float64 for the kernels."""
+        """(luma offset, luma scale, chroma offset, chroma scale) in samples, then Kr, Kb and the largest sample.
+
+        As float64 for the kernels.
+        """
         top = 2.0**self.bits - 1
         if self.full_range:
             scales = (0.0, top, 2.0 ** (self.bits - 1), top)
@@ -82,10 +85,11 @@ class YuvLayout:
 
 
 def yuv_layout(pixel_format: str, color: dict[str, int], height: int) -> YuvLayout | None:
-    """The layout of ``pixel_format`` with the matrix and range ``color`` tags (FFmpeg's codes),
-    the matrix of an untagged source guessed from its ``height`` in lines as players guess it
-    (BT.709 from HD_LINES up, else BT.601); None where this module does not convert the format
-    (RGB, gray, packed, 4:1:1: swscale does).
+    """Return the layout of ``pixel_format`` with the matrix and range ``color`` tags (FFmpeg's codes).
+
+    The matrix of an untagged source is guessed from its ``height`` in lines as players guess it
+    (BT.709 from HD_LINES up, else BT.601); None where this module does not convert the format (RGB,
+    gray, packed, 4:1:1: swscale does).
     """
     full = color.get("range") == FULL_RANGE or pixel_format.startswith("yuvj")
     return _layout(pixel_format, color.get("colorspace", 2), full, height >= HD_LINES)
@@ -112,8 +116,10 @@ def _layout(pixel_format: str, colorspace: int, full: bool, high_definition: boo
 
 
 def planes_to_rgb(planes: list[np.ndarray], layout: YuvLayout, dtype: np.dtype) -> np.ndarray:
-    """Y, Cb, Cr sample planes -> (H, W, 3) RGB of ``dtype`` (uint8 or uint16 at its full
-    scale), rounded and clipped."""
+    """Y, Cb, Cr sample planes -> (H, W, 3) RGB of ``dtype``, rounded and clipped.
+
+    ``dtype``: uint8 or uint16 at its full scale.
+    """
     from . import yuv_kernels
 
     rgb = np.empty((*planes[0].shape, 3), dtype)
@@ -122,8 +128,10 @@ def planes_to_rgb(planes: list[np.ndarray], layout: YuvLayout, dtype: np.dtype) 
 
 
 def rgb_to_planes(rgb: np.ndarray, layout: YuvLayout) -> list[np.ndarray]:
-    """(H, W, 3) uint8 / uint16 RGB at its full scale -> Y, Cb, Cr sample planes of the layout's
-    dtype, rounded and clamped to 0 .. 2^bits - 1."""
+    """(H, W, 3) uint8 / uint16 RGB at its full scale -> Y, Cb, Cr sample planes of the layout's dtype.
+
+    Rounded and clamped to 0 .. 2^bits - 1.
+    """
     from . import yuv_kernels
 
     height, width = rgb.shape[:2]
@@ -138,8 +146,10 @@ def rgb_to_planes(rgb: np.ndarray, layout: YuvLayout) -> list[np.ndarray]:
 
 
 def frame_planes(frame: Any, layout: YuvLayout) -> list[np.ndarray]:
-    """A decoded PyAV frame's Y, Cb, Cr sample planes as arrays of ``layout.sample_dtype`` (views
-    where the frame stores them in this machine's byte order)."""
+    """Return a decoded PyAV frame's Y, Cb, Cr sample planes as arrays of ``layout.sample_dtype``.
+
+    Views where the frame stores them in this machine's byte order.
+    """
     planes = []
     for plane in frame.planes[:3]:
         row = plane.line_size // layout.sample_dtype.itemsize
@@ -149,7 +159,7 @@ def frame_planes(frame: Any, layout: YuvLayout) -> list[np.ndarray]:
 
 
 def planes_frame(planes: list[np.ndarray], layout: YuvLayout) -> Any:
-    """A PyAV frame of the layout's pixel format holding ``planes`` (and opaque alpha where it has some)."""
+    """Return a PyAV frame of the layout's pixel format holding ``planes`` (and opaque alpha where it has some)."""
     import av
 
     height, width = planes[0].shape

@@ -25,8 +25,10 @@ NOT_SUBSAMPLED = np.ones(1, np.float32)
 
 @numba.njit(cache=True, inline="always")
 def _across(plane: np.ndarray, row: int, x: int, subsampled: int) -> float:
-    """Chroma at luma column ``x`` of chroma row ``row``: co-sited on even columns, the mean
-    of two samples on odd ones."""
+    """Chroma at luma column ``x`` of chroma row ``row``.
+
+    Co-sited on even columns, the mean of two samples on odd ones.
+    """
     if not subsampled:
         return plane[row, x]
     column = x >> 1
@@ -86,9 +88,12 @@ def _full_resolution(rgb, scale, coefficients, luma, differences):
 
 @numba.njit(cache=True, parallel=True, nogil=True)
 def _decimated(difference, vertical, horizontal, before_y, before_x, coefficients, out):
-    """``out`` (chroma samples): ``difference`` filtered with the separable taps at the chroma
-    sites, the first tap ``before_y`` / ``before_x`` full-resolution samples before the site:
-    down the columns into one row, then along it."""
+    """``out`` (chroma samples).
+
+    ``difference`` filtered with the separable taps at the chroma sites, the first tap ``before_y``
+    / ``before_x`` full-resolution samples before the site: down the columns into one row, then
+    along it.
+    """
     _, _, chroma_offset, chroma_scale, _, _, top = coefficients
     height, width = difference.shape
     rows, columns = out.shape

@@ -1,7 +1,10 @@
-"""Choosing h from a noise estimate: ``suggest_h`` reads the PSNR-best h / sigma from a table
-measured on the sample clip (h_calibration.json beside this module; ``scripts/calibrate_h.py``
-regenerates it); ``decorrelation_decision`` says whether to filter in decorrelated channels,
-``apply_estimate`` sets both on a filter's parameters."""
+"""Choosing h from a noise estimate.
+
+``suggest_h`` reads the PSNR-best h / sigma from a table measured on the sample clip
+(h_calibration.json beside this module; ``scripts/calibrate_h.py`` regenerates it);
+``decorrelation_decision`` says whether to filter in decorrelated channels, ``apply_estimate`` sets
+both on a filter's parameters.
+"""
 
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ def _interpolate(table: np.ndarray, axes: list[list[float]], point: list[float])
 
 
 def suggest_h(estimate: NoiseEstimate, params: NLMParams) -> float:
-    """The h (8-bit levels) that gives the highest PSNR for this noise, window and color transform.
+    """Return the h (8-bit levels) that gives the highest PSNR for this noise, window and color transform.
 
     Parameters
     ----------
@@ -114,8 +117,11 @@ def suggest_h(estimate: NoiseEstimate, params: NLMParams) -> float:
 
 
 def _shared_noise(estimate: NoiseEstimate, params: NLMParams) -> float:
-    """0 for noise as independent in the filtered channels as the calibration's white noise
-    (3 effective channels), 1 for noise shared by them all (1), log-linear between."""
+    """0 for noise as independent in the filtered channels as the calibration's white noise, 1 for shared.
+
+    0: as independent as the calibration's white noise (3 effective channels); 1: noise shared by
+    them all (1); log-linear between.
+    """
     covariance = np.asarray(estimate.covariance, dtype=np.float64)
     if params.color_transform is not None:
         transform = np.asarray(params.color_transform, dtype=np.float64)

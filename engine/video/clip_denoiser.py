@@ -1,5 +1,6 @@
-"""The clip denoisers' protocol (``ClipDenoiser``) and the one place that says which of them a
-run gets (``denoiser_for``) and which combinations exist (``refusal``).
+"""The clip denoisers' protocol (``ClipDenoiser``) and the one place that says which of them a run gets.
+
+That place says which a run gets (``denoiser_for``) and which combinations exist (``refusal``).
 
 The combinations: the plain filter (``Denoiser``); the plain filter in Y'CbCr with a luma and a
 chroma strength (``LumaChromaDenoiser``); two passes, the first making the second's guide
@@ -25,8 +26,9 @@ LumaChroma = tuple[float, float, str]  # (h_luma, h_chroma, matrix): engine.vide
 
 
 class ClipDenoiser(Protocol):
-    """What export and the preview need of a clip's denoiser (``Denoiser``, ``LumaChromaDenoiser``,
-    ``GuidedDenoiser``, ``DevicesDenoiser``).
+    """What export and the preview need of a clip's denoiser.
+
+    Of ``Denoiser``, ``LumaChromaDenoiser``, ``GuidedDenoiser``, ``DevicesDenoiser``.
 
     ``backend`` is the one it resolved ("cpu" or "gpu"), ``device_name`` the device's name as a
     run reports it; ``export_stream`` yields one output frame of ``dtype`` per input frame, in
@@ -34,24 +36,37 @@ class ClipDenoiser(Protocol):
     """
 
     @property
-    def backend(self) -> str: ...
+    def backend(self) -> str:
+        """The backend the denoiser runs on, "cpu" or "gpu"."""
+        ...
 
     @property
-    def device_name(self) -> str: ...
+    def device_name(self) -> str:
+        """The device's name, for readouts."""
+        ...
 
-    def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]: ...
+    def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]:
+        """Denoise ``frames`` in order; yield (H, W, C) outputs of ``dtype``."""
+        ...
 
 
 class FrameDenoiser(ClipDenoiser, Protocol):
-    """A ``ClipDenoiser`` that also denoises one frame of a clip on request, as the preview asks
-    (all but ``DevicesDenoiser``, which streams only)."""
+    """A ``ClipDenoiser`` that also denoises one frame of a clip on request, as the preview asks.
 
-    def denoise_frame(self, clip: np.ndarray | Sequence[np.ndarray], index: int) -> np.ndarray: ...
+    All but ``DevicesDenoiser``, which streams only.
+    """
+
+    def denoise_frame(self, clip: np.ndarray | Sequence[np.ndarray], index: int) -> np.ndarray:
+        """Return frame ``index`` of ``clip``, denoised."""
+        ...
 
 
 def runs_plain(*, guide: str | None, devices: object | None) -> bool:
-    """Whether the filter runs as the plain one whatever the clip's noise: with the guide or over
-    several GPUs, which take no luma/chroma mode (so none is chosen for them)."""
+    """Whether the filter runs as the plain one whatever the clip's noise.
+
+    With the guide or over several GPUs, which take no luma/chroma mode (so none is chosen for
+    them).
+    """
     return guide is not None or devices is not None
 
 
@@ -106,8 +121,9 @@ def denoiser_for(
     devices: Sequence[int] | str | None = None,
     plain: Denoiser | None = None,
 ) -> ClipDenoiser:
-    """The clip denoiser for ``params`` and the mode asked for, taking the readers' frames
-    (uint16 at 16-bit full scale, ``FULL_SCALE_BITS``).
+    """Return the clip denoiser for ``params`` and the mode asked for, taking the readers' frames.
+
+    The readers' frames are uint16 at 16-bit full scale (``FULL_SCALE_BITS``).
 
     Parameters
     ----------

@@ -66,9 +66,11 @@ class FilterChoice:
     how: str = FROM_NOISE
 
     def describe(self, note: str = "") -> str:
-        """One line: the mode and its strengths, the factor on them and ``note`` in brackets;
-        the colour decorrelation last in the RGB mode. E.g. "luma/chroma (bt709)
-        exponential/max, h_Y = 5.4, h_UV = 4.7 (SURE on the clip: x0.91)"."""
+        """One line: the mode and its strengths, the factor on them and ``note`` in brackets.
+
+        The colour decorrelation last in the RGB mode. E.g. "luma/chroma (bt709) exponential/max,
+        h_Y = 5.4, h_UV = 4.7 (SURE on the clip: x0.91)".
+        """
         variant = f"{self.params.weighting}/{self.params.center_weight}"
         notes = [f"{self.how}: x{self.factor:.2f}"] if self.how in (SURE, ENCODER) else []
         notes += [note] if note else []
@@ -80,16 +82,19 @@ class FilterChoice:
         return f"{variant}, h = {self.params.h:.1f}{brackets}, color decorrelation {decorrelation}"
 
     def denoiser(self, backend: str = "auto") -> Denoiser | LumaChromaDenoiser:
-        """The filter on ``backend``."""
+        """Return the filter on ``backend``."""
         if self.luma_chroma is None:
             return Denoiser(self.params, backend)
         return LumaChromaDenoiser(self.params, *self.luma_chroma, backend=backend)
 
 
 def sure_applies(estimate: NoiseEstimate) -> bool:
-    """Whether SURE's assumption holds for this noise: independent from pixel to pixel (not
-    spatially correlated), from channel to channel (not an encoder's, in luma alone) and of one
-    level over the picture (not signal-dependent), and some noise."""
+    """Whether SURE's assumption holds for this noise.
+
+    Independent from pixel to pixel (not spatially correlated), from channel to channel (not an
+    encoder's, in luma alone) and of one level over the picture (not signal-dependent), and some
+    noise.
+    """
     return (
         estimate.average_sigma >= 1.0
         and not estimate.spatially_correlated
@@ -99,14 +104,15 @@ def sure_applies(estimate: NoiseEstimate) -> bool:
 
 
 def encoder_noise(estimate: NoiseEstimate) -> bool:
-    """Whether the noise is what an encoder leaves: in luma alone (the channels share it) and not
-    read as smooth film grain, for which ``suggest_h`` has already raised h.
+    """Whether the noise is what an encoder leaves.
 
-    Its patches differ by quantized blocks as well as by noise, and the best luma/chroma strengths
-    are about 1.5 times those suggested (``ENCODER_FACTOR``, measured on the defaults study's
-    calibration corpus: H.264, HEVC and MPEG-2 best at 1.25-2 times, 22 of 24 cases within 0.5 dB
-    at 1.5, 13 at 1). The motion-compensated estimate reads no smoothness, so film grain measured
-    that way gets the factor too (held-out: -1.57 dB at 1, -0.09 at 1.5).
+    In luma alone (the channels share it) and not read as smooth film grain, for which
+    ``suggest_h`` has already raised h. Its patches differ by quantized blocks as well as by noise,
+    and the best luma/chroma strengths are about 1.5 times those suggested (``ENCODER_FACTOR``,
+    measured on the defaults study's calibration corpus: H.264, HEVC and MPEG-2 best at 1.25-2
+    times, 22 of 24 cases within 0.5 dB at 1.5, 13 at 1). The motion-compensated estimate reads no
+    smoothness, so film grain measured that way gets the factor too (held-out: -1.57 dB at 1,
+    -0.09 at 1.5).
     """
     smooth = estimate.method != "motion" and estimate.spatial_correlation >= SMOOTH_GRAIN
     return estimate.shared_by_channels and not smooth
@@ -122,7 +128,7 @@ def choose_filter(
     sample: Sequence[np.ndarray] | np.ndarray | None = None,
     backend: str = "auto",
 ) -> FilterChoice:
-    """The filter for a clip of noise ``estimate``: what ``denoise`` and the window use by default.
+    """Return the filter for a clip of noise ``estimate``: what ``denoise`` and the window use by default.
 
     Parameters
     ----------
@@ -194,14 +200,16 @@ def sure_sample_length(window: NLMParams) -> int:
 
 
 def _scored_frames(length: int, window: NLMParams) -> list[int]:
-    """The frames of a sample of ``length`` that have their whole window inside it (all of them
-    where the sample is shorter than a window)."""
+    """Return the frames of a sample of ``length`` that have their whole window inside it.
+
+    All of them where the sample is shorter than a window.
+    """
     first, last = window.frames_past, length - window.frames_future
     return list(range(first, last)) if last > first else list(range(length))
 
 
 def _centre(frames: np.ndarray, side: int) -> np.ndarray:
-    """The central side x side pixels of each frame (all of a smaller frame)."""
+    """Return the central side x side pixels of each frame (all of a smaller frame)."""
     height, width = frames.shape[1:3]
     top, left = max(0, (height - side) // 2), max(0, (width - side) // 2)
     return np.ascontiguousarray(frames[:, top : top + side, left : left + side])

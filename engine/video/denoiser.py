@@ -76,6 +76,7 @@ class Denoiser:
 
     @property
     def params(self) -> NLMParams:
+        """The filter's parameters."""
         return self._params
 
     @params.setter
@@ -86,10 +87,12 @@ class Denoiser:
 
     @property
     def backend(self) -> str:
+        """The backend the filter runs on, "cpu" or "gpu"."""
         return self._window_filter.backend
 
     @property
     def method(self) -> str:
+        """The window filter's method, one of METHODS."""
         return self._window_filter.method
 
     def warm_up(self, height: int, width: int, channels: int = 3) -> None:
@@ -157,8 +160,9 @@ class Denoiser:
         return _shaped_as_given(self._filter(frames, center, guides), given[center])
 
     def stream(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
-        """Denoise frames as they arrive; yields (H, W, C) float32 in order, (H, W) for a gray
-        clip given as (H, W) frames.
+        """Denoise frames as they arrive.
+
+        Yields (H, W, C) float32 in order, (H, W) for a gray clip given as (H, W) frames.
 
         Frame t is yielded once frame t + Df has arrived (or the input has ended), and equals
         ``denoise_frame(clip, t)`` on the whole clip. Only the frames the window needs are held.
@@ -171,9 +175,11 @@ class Denoiser:
             yield _shaped_as_given(result, first)
 
     def stream_on_device(self, frames: Iterable[Any]) -> Iterator[Any]:
-        """``stream`` of (H, W, C) float32 frames in [0, 1] that are where the filter runs (CuPy
-        arrays on the GPU, NumPy arrays on the CPU); the outputs stay there, (H, W, C) float32.
-        For frames made on the device (the luma/chroma mode's planes): no trip over the bus."""
+        """``stream`` of (H, W, C) float32 frames in [0, 1] that are where the filter runs.
+
+        CuPy arrays on the GPU, NumPy arrays on the CPU; the outputs stay there, (H, W, C) float32.
+        For frames made on the device (the luma/chroma mode's planes): no trip over the bus.
+        """
         return self._stream(frames, on_device=self.backend == "gpu")
 
     def _stream(self, frames: Iterable[Any], on_device: bool = False) -> Iterator[Any]:
@@ -241,5 +247,5 @@ _NONE = object()
 
 
 def _shaped_as_given(result: np.ndarray, frame: np.ndarray) -> np.ndarray:
-    """An (H, W, C) output in its input frame's shape: (H, W) for a gray frame given as (H, W)."""
+    """Return an (H, W, C) output in its input frame's shape: (H, W) for a gray frame given as (H, W)."""
     return result[:, :, 0] if np.ndim(frame) == 2 else result

@@ -77,6 +77,7 @@ class ExportSummary:
 
     @property
     def fps(self) -> float:
+        """Frames a second, 0 where no time has passed."""
         return self.frames / self.seconds if self.seconds > 0 else 0.0
 
 
@@ -165,8 +166,11 @@ Source = str | Path | PipeReader | VideoReader
 
 
 def _opened(source: Source, hardware_decoding: bool = False) -> contextlib.AbstractContextManager:
-    """A reader of ``source``: a VideoReader, or for standard input a PipeReader (read once); a
-    reader given is used as it is, and left open."""
+    """Return a reader of ``source``.
+
+    A VideoReader, or for standard input a PipeReader (read once); a reader given is used as it is,
+    and left open.
+    """
     if isinstance(source, (PipeReader, VideoReader)):
         return contextlib.nullcontext(source)
     if str(source) == PIPE:
@@ -177,9 +181,11 @@ def _opened(source: Source, hardware_decoding: bool = False) -> contextlib.Abstr
 def _frame_range(
     reader: VideoReader | PipeReader, start: float, duration: float | None, frames: range | None = None
 ) -> tuple[int, int | None]:
-    """[first, last) frame numbers: ``frames`` as given, else those shown from ``start`` seconds
-    for ``duration`` seconds (to the end if None: last is None where the end is not known, in a
-    pipe), by the frames' own timestamps (variable frame rates too)."""
+    """[first, last) frame numbers: ``frames`` as given, else those shown from ``start`` for ``duration``.
+
+    ``start`` and ``duration`` in seconds (to the end if None: last is None where the end is not
+    known, in a pipe), by the frames' own timestamps (variable frame rates too).
+    """
     info = reader.info
     if frames is not None:
         if start != 0 or duration is not None:
@@ -205,8 +211,9 @@ def estimate_clip_noise(
     start: float = 0.0,
     duration: float | None = None,
 ) -> NoiseEstimate:
-    """The noise of a clip, as ``denoise --noise auto`` measures it: NOISE_PLACES pairs of
-    consecutive frames spread over it (``estimate_noise_over``).
+    """Return the noise of a clip, as ``denoise --noise auto`` measures it.
+
+    NOISE_PLACES pairs of consecutive frames spread over it (``estimate_noise_over``).
 
     Parameters
     ----------
@@ -243,9 +250,10 @@ def estimate_clip_noise(
 
 
 def clip_sample(source: Source, count: int, start: float = 0.0, duration: float | None = None) -> np.ndarray:
-    """``count`` consecutive frames from the middle of a clip's range (a pipe's: its first),
-    for SURE to choose the strength on (``automatic.choose_filter``); fewer where the range is
-    shorter. (T, H, W, C) as the reader gives them.
+    """``count`` consecutive frames from the middle of a clip's range, for SURE to choose the strength on.
+
+    A pipe's: its first frames. SURE runs in ``automatic.choose_filter``; fewer frames where the
+    range is shorter. (T, H, W, C) as the reader gives them.
 
     Raises
     ------
@@ -263,8 +271,11 @@ def clip_sample(source: Source, count: int, start: float = 0.0, duration: float 
 
 
 def _denoised(denoiser: Any, frames: Iterable[TimedFrame], dtype: np.dtype) -> Iterator[TimedFrame]:
-    """``frames`` through ``denoiser.export_stream``, each output in its input's TimedFrame (its
-    number and timestamp kept, its array replaced): the stream gives one output per input, in order."""
+    """``frames`` through ``denoiser.export_stream``, each output in its input's TimedFrame.
+
+    Its number and timestamp kept, its array replaced: the stream gives one output per input, in
+    order.
+    """
     timed, inputs = itertools.tee(frames)  # the denoisers pull their inputs on this thread
     with contextlib.closing(denoiser.export_stream((frame.array for frame in inputs), dtype)) as outputs:
         for frame, array in zip(timed, outputs, strict=True):
@@ -272,9 +283,12 @@ def _denoised(denoiser: Any, frames: Iterable[TimedFrame], dtype: np.dtype) -> I
 
 
 def cpu_export_bytes(info: VideoInfo, params: NLMParams) -> int:
-    """Bytes a CPU export of ``info``'s frames holds at its peak: frames read ahead and written
-    behind, and for each frame of the temporal window its float32 copy and two padded planar
-    ones (a 1080p export: 301 MB with a window of one frame, 589 MB with five, measured)."""
+    """Bytes a CPU export of ``info``'s frames holds at its peak.
+
+    Frames read ahead and written behind, and for each frame of the temporal window its float32 copy
+    and two padded planar ones (a 1080p export: 301 MB with a window of one frame, 589 MB with five,
+    measured).
+    """
     window = params.frames_past + params.frames_future + 1
     return (CPU_EXPORT_FRAMES + 3 * window) * 4 * info.width * info.height * info.channels
 

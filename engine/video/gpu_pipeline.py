@@ -50,7 +50,7 @@ class GpuPipeline:
         self._collector.shutdown(wait=True)
 
     def _buffers_for(self, frame: np.ndarray, ring_size: int) -> _PipelineBuffers:
-        """The buffers of the last run when they fit this frame and window (pinned memory is slow to make)."""
+        """Return the buffers of the last run when they fit this frame and window (pinned memory is slow to make)."""
         buffers = self._buffers
         if buffers is None or buffers.key != (frame.shape, frame.dtype, self.out_dtype, ring_size):
             buffers = self._buffers = _PipelineBuffers(self.cupy, frame.shape, frame.dtype, self.out_dtype, ring_size)
@@ -84,8 +84,11 @@ class _PipelineRun:
         self.collecting: collections.deque[concurrent.futures.Future] = collections.deque()
 
     def outputs(self) -> Iterator[np.ndarray]:
-        """The run: each frame uploaded as soon as it is staged, each output filtered as soon as
-        its window has arrived, outputs yielded once OUTPUT_BUFFERS - 1 are in flight."""
+        """Yield the run's outputs.
+
+        Each frame uploaded as soon as it is staged, each output filtered as soon as its window has
+        arrived, outputs yielded once OUTPUT_BUFFERS - 1 are in flight.
+        """
         frames_future = self.params.frames_future
         self.read_ahead()
         while self.staging:
@@ -148,8 +151,9 @@ class _PipelineRun:
         self.arrived += 1
 
     def filter_next(self) -> np.ndarray | None:
-        """Filter the next output and start its download; return the oldest output once
-        OUTPUT_BUFFERS - 1 are in flight, else None.
+        """Filter the next output and start its download.
+
+        Return the oldest output once OUTPUT_BUFFERS - 1 are in flight, else None.
 
         An output's pinned buffer is rewritten by the download of output index + OUTPUT_BUFFERS,
         which is issued only after that output was returned, its copy complete.
@@ -208,7 +212,7 @@ class _PipelineBuffers:
 
 
 def _pinned(cupy: Any, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    """A page-locked host array, so that copies to and from the GPU run asynchronously."""
+    """Return a page-locked host array, so that copies to and from the GPU run asynchronously."""
     dtype = np.dtype(dtype)
     count = int(np.prod(shape))
     memory = cupy.cuda.alloc_pinned_memory(count * dtype.itemsize)

@@ -1,5 +1,7 @@
-"""The two-pass guide (KNLMeansCL's rclip, issue 19): a first pass of the filter makes the guide
-clip, the second pass takes its patch distances from it and averages the source.
+"""The two-pass guide (KNLMeansCL's rclip, issue 19).
+
+A first pass of the filter makes the guide clip, the second pass takes its patch distances from it
+and averages the source.
 
 At high noise the weights of one pass follow the noise in the patches; the first pass's output
 is a cleaner picture to compare patches on (docs/design-luma-chroma.md, "Reference-guided
@@ -68,26 +70,31 @@ class GuidedDenoiser:
 
     @property
     def backend(self) -> str:
+        """The backend the filter runs on, "cpu" or "gpu"."""
         return self.filter.backend
 
     @property
     def device_name(self) -> str:
+        """The device's name, for readouts."""
         return self.filter.device_name
 
     def denoise_frame(self, clip: np.ndarray | Sequence[np.ndarray], index: int) -> np.ndarray:
-        """Frame ``index`` of ``clip``, denoised by the second pass; float32 (H, W, C), or (H, W)
-        where that frame was given as (H, W)."""
+        """Frame ``index`` of ``clip``, denoised by the second pass.
+
+        float32 (H, W, C), or (H, W) where that frame was given as (H, W).
+        """
         window = window_indices(index, len(clip), self.filter.params)
         frames = [clip[i] for i in window]
         guide = [self.prefilter.denoise_frame(clip, i) for i in window]
         return self.filter.denoise_frame(frames, index - window.start, guide=guide)
 
     def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]:
-        """Denoise a whole clip in order, as ``Denoiser.export_stream`` does; frames equal
-        ``denoise_frame``'s. Frame t comes once the guide's frame t + Df is made (source frame
-        t + 2 Df read). Only the frames the two windows need are held, on the filter's device:
-        each source frame crosses to it once and the guide never leaves it. ``params`` are taken
-        when the run starts."""
+        """Denoise a whole clip in order, as ``Denoiser.export_stream`` does; frames equal ``denoise_frame``'s.
+
+        Frame t comes once the guide's frame t + Df is made (source frame t + 2 Df read). Only the
+        frames the two windows need are held, on the filter's device: each source frame crosses to
+        it once and the guide never leaves it. ``params`` are taken when the run starts.
+        """
         dtype = np.dtype(dtype)
         first, second = self.prefilter.params, self.filter.params
         chosen = self._window_filter  # both passes' frames are its own

@@ -40,7 +40,7 @@ CHROMA_OFFSET = np.float32(0.5)  # Cb and Cr are centred on 0.5 while filtered, 
 
 
 def yuv_matrix(matrix: str) -> np.ndarray:
-    """The 3 x 3 RGB -> Y'CbCr matrix (full range, Cb and Cr in [-0.5, 0.5]) of ``matrix``.
+    """Return the 3 x 3 RGB -> Y'CbCr matrix (full range, Cb and Cr in [-0.5, 0.5]) of ``matrix``.
 
     Raises
     ------
@@ -73,10 +73,12 @@ class LumaChromaEstimate:
 
     @property
     def sigma_luma(self) -> float:
+        """The luma's average sigma."""
         return self.luma.average_sigma
 
     @property
     def sigma_chroma(self) -> float:
+        """The chroma's average sigma."""
         return self.chroma.average_sigma
 
 
@@ -93,7 +95,7 @@ def estimate_luma_chroma_noise(
 
 
 def split_estimate(estimate: NoiseEstimate, matrix: str = "bt709") -> LumaChromaEstimate:
-    """An RGB clip's noise estimate seen in Y'CbCr, split into Y and (Cb, Cr).
+    """Return an RGB clip's noise estimate seen in Y'CbCr, split into Y and (Cb, Cr).
 
     The covariance is M C M^T with M ``matrix``'s RGB -> Y'CbCr matrix (full range). For a
     window that has an estimate (or synthetic noise) already: nothing is measured again.
@@ -127,7 +129,7 @@ def split_estimate(estimate: NoiseEstimate, matrix: str = "bt709") -> LumaChroma
 
 
 def parse_luma_chroma(text: str) -> str | tuple[float, float] | None:
-    """A luma/chroma mode as written by a person (CLI, presets).
+    """Return a luma/chroma mode as written by a person (CLI, presets).
 
     Parameters
     ----------
@@ -233,16 +235,20 @@ class LumaChromaDenoiser:
 
     @property
     def backend(self) -> str:
+        """The backend the filters run on, "cpu" or "gpu"."""
         return self.luma.backend
 
     @property
     def device_name(self) -> str:
+        """The device's name, for readouts."""
         return self.luma.device_name
 
     def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]:
         """Denoise a whole clip in order, as ``Denoiser.export_stream`` does; (H, W, 3) of ``dtype``.
+
         Each frame crosses the bus once each way in its own dtype: the conversions to Y'CbCr and
-        back, and to ``dtype``, are made where the filter runs."""
+        back, and to ``dtype``, are made where the filter runs.
+        """
         dtype = np.dtype(dtype)
         xp = cupy_module() if self.backend == "gpu" else np
         matrix, inverse = xp.asarray(self.matrix), xp.asarray(self.inverse)
@@ -258,8 +264,10 @@ class LumaChromaDenoiser:
             yield host if dtype == np.float32 else at_bit_depth(host, self.bit_depth)
 
     def _planes(self, frame: np.ndarray, xp: Any = np, matrix: Any = None) -> tuple[Any, Any]:
-        """Y (H, W, 1) and (Cb, Cr, 0) (H, W, 3) float32 of an RGB frame, made with array module
-        ``xp`` (the frame moved there in its own dtype)."""
+        """Y (H, W, 1) and (Cb, Cr, 0) (H, W, 3) float32 of an RGB frame, made with array module ``xp``.
+
+        The frame is moved there in its own dtype.
+        """
         frame = checked_frame(frame, self.bit_depth)
         if frame.ndim != 3 or frame.shape[2] != 3:
             raise ValueError(
@@ -280,8 +288,10 @@ class LumaChromaDenoiser:
 
 
 class _Planes(Sequence):
-    """One plane group of a clip's frames, converted when a frame is asked for: the filter
-    reads only its window's frames, not the whole clip (a preview of a long video)."""
+    """One plane group of a clip's frames, converted when a frame is asked for.
+
+    The filter reads only its window's frames, not the whole clip (a preview of a long video).
+    """
 
     def __init__(self, clip: np.ndarray | Sequence[np.ndarray], denoiser: LumaChromaDenoiser, group: int) -> None:
         self._clip, self._denoiser, self._group = clip, denoiser, group
@@ -294,7 +304,7 @@ class _Planes(Sequence):
 
 
 def matrix_for(colorspace: int, height: int) -> str:
-    """The Y'CbCr matrix of a source, from its colorspace code or else its size.
+    """Return the Y'CbCr matrix of a source, from its colorspace code or else its size.
 
     Parameters
     ----------

@@ -45,24 +45,29 @@ def _downsampled(frame: np.ndarray, factor: int) -> np.ndarray:
 
 
 def _windows(frame: np.ndarray, tops: np.ndarray, lefts: np.ndarray, height: int, width: int) -> np.ndarray:
-    """(N, height, width, C) windows of ``frame`` with their corners at (tops, lefts); pixels past
-    its edges repeat the edge's (as edge padding would, without a padded copy of the frame)."""
+    """(N, height, width, C) windows of ``frame`` with their corners at (tops, lefts).
+
+    Pixels past its edges repeat the edge's (as edge padding would, without a padded copy of the
+    frame).
+    """
     rows = np.clip(tops[:, None] + np.arange(height), 0, frame.shape[0] - 1)
     cols = np.clip(lefts[:, None] + np.arange(width), 0, frame.shape[1] - 1)
     return frame[rows[:, :, None], cols[:, None, :]]
 
 
 def _mean_square(squares: np.ndarray) -> np.ndarray:
-    """The mean of each window's (N, h, w, C) squared differences."""
+    """Return the mean of each window's (N, h, w, C) squared differences."""
     return squares.mean(axis=(1, 2, 3))
 
 
 def _best_match(
     template: np.ndarray, region: np.ndarray, radius: int, cost: Callable[[np.ndarray], np.ndarray] = _mean_square
 ) -> tuple[np.ndarray, np.ndarray]:
-    """For each template (N, h, w, C) and its region (N, h + 2 r, w + 2 r, C): the smallest
-    ``cost`` of the squared differences over the region's shifts and the shift (dy, dx) that
-    gives it."""
+    """For each template (N, h, w, C) and its region (N, h + 2 r, w + 2 r, C).
+
+    The smallest ``cost`` of the squared differences over the region's shifts and the shift (dy, dx)
+    that gives it.
+    """
     height, width = template.shape[1:3]
     best = np.full(len(template), np.inf)
     shift = np.zeros((len(template), 2), dtype=int)
@@ -84,7 +89,8 @@ def _motion(
     width: int,
     refine: Callable[[np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]] = _best_match,
 ) -> np.ndarray:
-    """Where the height x width windows of ``current`` at (tops, lefts) lie in ``reference``:
+    """Where the height x width windows of ``current`` at (tops, lefts) lie in ``reference``.
+
     (N, 2) integer shifts (dy, dx).
 
     The motion of each window is found on frames averaged over COARSE_FACTOR pixels, from a
@@ -125,8 +131,10 @@ def _motion(
 
 
 def _corners(shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """The (tops, lefts) of the BLOCK x BLOCK blocks of a frame of ``shape``: at most MAX_BLOCKS,
-    spread over the frame."""
+    """Return the (tops, lefts) of the BLOCK x BLOCK blocks of a frame of ``shape``.
+
+    At most MAX_BLOCKS, spread over the frame.
+    """
     rows, cols = shape[0] // BLOCK, shape[1] // BLOCK
     tops, lefts = (grid.ravel() * BLOCK for grid in np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij"))
     if len(tops) > MAX_BLOCKS:
@@ -231,9 +239,12 @@ def compensated_change(current: np.ndarray, reference: np.ndarray) -> tuple[np.n
 
 
 def _motion_terms(mean: np.ndarray) -> np.ndarray:
-    """(N, BLOCK^2, 1 + 5 C) columns a change is fitted on, from the mean (N, BLOCK + 2, BLOCK + 2, C)
-    of a block and its match: a constant, and each channel's first derivatives (shift), second
-    derivatives (blur) and mixed one, by central differences."""
+    """(N, BLOCK^2, 1 + 5 C) columns a change is fitted on.
+
+    From the mean (N, BLOCK + 2, BLOCK + 2, C) of a block and its match: a constant, and each
+    channel's first derivatives (shift), second derivatives (blur) and mixed one, by central
+    differences.
+    """
     centre = mean[:, 1:-1, 1:-1]
     terms = [
         np.ones((*centre.shape[:-1], 1)),
@@ -249,7 +260,7 @@ def _motion_terms(mean: np.ndarray) -> np.ndarray:
 def kept_noise(
     frames: list[np.ndarray], flat_sigma: float = 0.0
 ) -> tuple[np.ndarray, list[tuple[int, int, int, int]], int] | None:
-    """The covariance patch distances see in compressed noisy footage, or None where it looks clean.
+    """Return the covariance patch distances see in compressed noisy footage, or None where it looks clean.
 
     Parameters
     ----------
@@ -287,7 +298,7 @@ def kept_noise(
 
 
 def region_change(current: np.ndarray, reference: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
-    """The region ``box`` of ``current`` less its match in ``reference``, over sqrt(2).
+    """Return the region ``box`` of ``current`` less its match in ``reference``, over sqrt(2).
 
     Parameters
     ----------
@@ -322,10 +333,12 @@ def region_change(current: np.ndarray, reference: np.ndarray, box: tuple[int, in
 
 
 def _steady_match(template: np.ndarray, region: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:
-    """``_best_match`` on windows blurred over 3 x 3 pixels, by the median over TILE x TILE tiles
-    of their mean squared difference. Chosen on the noise it then measures, the best of the 50
-    shifts tried read white noise 4 % low in a 45 x 26 region of a flat frame (blurred, 1 %); by
-    the whole window's mean, a bike crossing a fifth of it pulled the match off the rest."""
+    """``_best_match`` on windows blurred over 3 x 3 pixels, by the median over TILE x TILE tiles.
+
+    The median is of their mean squared difference. Chosen on the noise it then measures, the best
+    of the 50 shifts tried read white noise 4 % low in a 45 x 26 region of a flat frame (blurred,
+    1 %); by the whole window's mean, a bike crossing a fifth of it pulled the match off the rest.
+    """
     return _best_match(_blurred(template), _blurred(region), radius, _tile_median)
 
 
@@ -336,7 +349,7 @@ def _blurred(windows: np.ndarray) -> np.ndarray:
 
 
 def _tile_median(squares: np.ndarray) -> np.ndarray:
-    """The median over TILE x TILE tiles of each window's (N, h, w, C) mean squared differences."""
+    """Return the median over TILE x TILE tiles of each window's (N, h, w, C) mean squared differences."""
     count, height, width, channels = squares.shape
     rows, cols = max(height // TILE, 1), max(width // TILE, 1)
     size_y, size_x = min(TILE, height), min(TILE, width)
@@ -345,6 +358,9 @@ def _tile_median(squares: np.ndarray) -> np.ndarray:
 
 
 def _blurred_match(template: np.ndarray, region: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:
-    """``_best_match`` on windows blurred over 3 x 3 pixels: chosen on the noise it then
-    measures, the best of the shifts tried would read it low where the picture is flat."""
+    """``_best_match`` on windows blurred over 3 x 3 pixels.
+
+    Chosen on the noise it then measures, the best of the shifts tried would read it low where the
+    picture is flat.
+    """
     return _best_match(_blurred(template), _blurred(region), radius)

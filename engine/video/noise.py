@@ -126,13 +126,13 @@ def estimate_noise_over(
     *,
     bit_depth: int | None = None,
 ) -> tuple[int, NoiseEstimate]:
-    """The noise of frames ``first`` .. ``last`` - 1, as ``estimate_clip_noise`` measures it:
+    """Return the noise of frames ``first`` .. ``last`` - 1, as ``estimate_clip_noise`` measures it.
+
     NOISE_PLACES pairs of consecutive frames spread over them, each estimated alone
-    (``estimate_noise``), and the estimate of median average sigma, so that one odd scene (a
-    fade, a title) does not decide; pairs that look clean where another pair shows noise are
-    left out (an encoder's copied frames: MPEG-2 at qscale 5 read 0.05 levels for 5.8 on two
-    pairs of three). Fewer than 2 NOISE_PLACES frames, whose pairs would overlap, are measured
-    together.
+    (``estimate_noise``), and the estimate of median average sigma, so that one odd scene (a fade, a
+    title) does not decide; pairs that look clean where another pair shows noise are left out (an
+    encoder's copied frames: MPEG-2 at qscale 5 read 0.05 levels for 5.8 on two pairs of three).
+    Fewer than 2 NOISE_PLACES frames, whose pairs would overlap, are measured together.
 
     Parameters
     ----------
@@ -189,9 +189,12 @@ def _estimate(frames: np.ndarray, roi: tuple[int, int, int, int] | None, bit_dep
 
 
 def _region(images: list[np.ndarray], box: tuple[int, int, int, int]) -> NoiseEstimate:
-    """The noise in the user's region (``_region_noise``); where more than REGION_CLIPPED_FRACTION
-    of its samples are clipped, its warning starts by saying that clipping cut the noise off (black
-    bars, a blown-out sky), which explains a low reading, or a clean one."""
+    """Return the noise in the user's region (``_region_noise``).
+
+    Where more than REGION_CLIPPED_FRACTION of its samples are clipped, its warning starts by saying
+    that clipping cut the noise off (black bars, a blown-out sky), which explains a low reading, or
+    a clean one.
+    """
     x, y, w, h = box
     estimate = _region_noise(images, box)
     clipped = float(np.mean([_clipped(image[y : y + h, x : x + w]).mean() for image in images]))
@@ -206,10 +209,13 @@ def _region(images: list[np.ndarray], box: tuple[int, int, int, int]) -> NoiseEs
 
 
 def _region_noise(images: list[np.ndarray], box: tuple[int, int, int, int]) -> NoiseEstimate:
-    """The noise in the user's region: from its motion-compensated change between consecutive
-    frames where there are two or more that differ there (all of the noise, as the automatic
-    temporal estimate reads it, and the picture's structure cancels; the high-pass residuals miss
-    noise that chroma subsampling or compression smoothed), else from one frame's residuals."""
+    """Return the noise in the user's region.
+
+    From its motion-compensated change between consecutive frames where there are two or more that
+    differ there (all of the noise, as the automatic temporal estimate reads it, and the picture's
+    structure cancels; the high-pass residuals miss noise that chroma subsampling or compression
+    smoothed), else from one frame's residuals.
+    """
     x, y, w, h = box
     crops = [image[y : y + h, x : x + w] for image in images]
     residuals = np.concatenate([_residuals(c).reshape(-1, c.shape[-1]) for c in crops])
@@ -243,12 +249,14 @@ def _region_noise(images: list[np.ndarray], box: tuple[int, int, int, int]) -> N
 def _region_change_estimate(
     tiles: np.ndarray, spatial: np.ndarray, box: tuple[int, int, int, int], left_out: int
 ) -> NoiseEstimate:
-    """The region's noise from its change's tiles (covariances over REGION_TILE pixels; ``left_out``
-    more repeated the previous frame): their median. It reads all of the noise, also what chroma
-    subsampling or compression smoothed out of the high-pass residuals ``spatial`` (their ratio
-    gives the spatial correlation), where the tiles agree; tiles that spread more than noise does
-    changed by more or less than noise (motion, something passing; an encoder that kept the noise
-    in some blocks only), which the warning says."""
+    """Return the region's noise from its change's tiles: their median.
+
+    The tiles' covariances are over REGION_TILE pixels; ``left_out`` more repeated the previous
+    frame. It reads all of the noise, also what chroma subsampling or compression smoothed out of
+    the high-pass residuals ``spatial`` (their ratio gives the spatial correlation), where the tiles
+    agree; tiles that spread more than noise does changed by more or less than noise (motion,
+    something passing; an encoder that kept the noise in some blocks only), which the warning says.
+    """
     temporal = _median_covariance(tiles, REGION_TILE**2 - 1)
     agreement = _agreement(tiles, REGION_TILE**2 - 1)
     ratio = float(np.trace(temporal) / max(np.trace(spatial), 1e-30))

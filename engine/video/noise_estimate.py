@@ -1,6 +1,7 @@
-"""A noise estimate (``NoiseEstimate``: the covariance, the color decorrelation transform, the
-confidence and its notes) and what every estimator reads: high-pass residuals, covariances,
-the texture of blocks.
+"""A noise estimate (``NoiseEstimate``) and what every estimator reads.
+
+The estimate: the covariance, the color decorrelation transform, the confidence and its notes. What
+every estimator reads: high-pass residuals, covariances, the texture of blocks.
 
 The noise model and how the estimators use these are in ``noise``'s docstring.
 """
@@ -140,27 +141,36 @@ class NoiseEstimate:
 
     @property
     def average_sigma(self) -> float:
-        """sqrt(trace(Sigma) / C) in 8-bit levels: the noise level h is measured against, which
-        the color transform keeps."""
+        """sqrt(trace(Sigma) / C) in 8-bit levels.
+
+        The noise level h is measured against, which the color transform keeps.
+        """
         return float(np.sqrt(np.trace(self.covariance) / len(self.covariance)) * 255)
 
     @property
     def effective_channels(self) -> float:
-        """trace(Sigma)^2 / trace(Sigma^2): how many independent channels' worth of noise a patch
-        distance sums. C for white noise of equal sigmas, 1 for noise shared by all channels
-        (compressed footage keeps its noise in luma: about 1.1 of 3)."""
+        """trace(Sigma)^2 / trace(Sigma^2): how many independent channels' worth of noise a patch distance sums.
+
+        C for white noise of equal sigmas, 1 for noise shared by all channels (compressed footage
+        keeps its noise in luma: about 1.1 of 3).
+        """
         return _effective_channels(np.asarray(self.covariance, dtype=np.float64))
 
     @property
     def shared_by_channels(self) -> bool:
-        """Whether the channels share the noise: ``effective_channels`` under SHARED_NOISE_CHANNELS
-        (``suggest_h`` raises h for it where no color transform whitens it)."""
+        """Whether the channels share the noise.
+
+        ``effective_channels`` under SHARED_NOISE_CHANNELS (``suggest_h`` raises h for it where no
+        color transform whitens it).
+        """
         return len(self.covariance) > 1 and self.effective_channels < SHARED_NOISE_CHANNELS
 
     @property
     def white(self) -> bool:
-        """Whether the channels' noise is independent and of one sigma (Sigma about s^2 I, so G
-        about I): ``effective_channels`` at least WHITE_SHARE of the channels."""
+        """Whether the channels' noise is independent and of one sigma (Sigma about s^2 I, so G about I).
+
+        ``effective_channels`` at least WHITE_SHARE of the channels.
+        """
         return self.effective_channels >= WHITE_SHARE * len(self.covariance)
 
     @property
@@ -221,8 +231,11 @@ def _residuals(frame: np.ndarray) -> np.ndarray:
 
 
 def _block_covariances(values: np.ndarray, size: int, *, border: int = 0, centred: bool = False) -> np.ndarray:
-    """(rows * cols, C, C) covariances of ``values`` over size x size blocks, ``border`` pixels
-    of each block's edge left out, about each block's own mean where ``centred``, else about 0."""
+    """(rows * cols, C, C) covariances of ``values`` over size x size blocks.
+
+    ``border`` pixels of each block's edge left out, about each block's own mean where ``centred``,
+    else about 0.
+    """
     rows, cols = values.shape[0] // size, values.shape[1] // size
     blocks = values[: rows * size, : cols * size].reshape(rows, size, cols, size, -1).astype(np.float64)
     blocks = blocks[:, border : size - border, :, border : size - border]

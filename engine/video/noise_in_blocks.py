@@ -1,7 +1,9 @@
-"""Automatic mode's estimate from blocks: the flattest blocks of a frame, iterated as the
-weak-texture method of Liu, Tanaka and Okutomi (2013), and those that also stay still from one
-frame to the next, read from the temporal differences (``engine.video.noise``'s docstring has
-the whole method)."""
+"""Automatic mode's estimate from blocks.
+
+The flattest blocks of a frame, iterated as the weak-texture method of Liu, Tanaka and Okutomi
+(2013), and those that also stay still from one frame to the next, read from the temporal
+differences (``engine.video.noise``'s docstring has the whole method).
+"""
 
 from __future__ import annotations
 
@@ -50,8 +52,11 @@ def _correlated_note(spatial_correlation: float) -> str:
 
 
 def _expected_texture(covariance: np.ndarray, pixels: int) -> float:
-    """What _texture gives on pure noise of this covariance: np.gradient's central differences
-    have variance sigma^2 / 2 per axis, summed over the block and the channels."""
+    """Return what _texture gives on pure noise of this covariance.
+
+    np.gradient's central differences have variance sigma^2 / 2 per axis, summed over the block and
+    the channels.
+    """
     return float(np.trace(covariance)) / 2 * pixels
 
 
@@ -86,7 +91,7 @@ def _plane_covariances(frame: np.ndarray, size: int) -> np.ndarray:
 
 
 def _weak_texture(texture: np.ndarray, spatial: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """The candidate blocks of weak structure (Liu, Tanaka and Okutomi's iteration)."""
+    """Return the candidate blocks of weak structure (Liu, Tanaka and Okutomi's iteration)."""
     chosen = candidates & (texture <= np.quantile(texture[candidates], 0.1))
     for _ in range(ITERATIONS):
         covariance = np.median(spatial[chosen], axis=0)
@@ -199,8 +204,10 @@ def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
 def _bands(
     texture: np.ndarray, spatial: np.ndarray, means: np.ndarray, candidates: np.ndarray, samples: int
 ) -> tuple[list[tuple[float, float, float, int]], list[np.ndarray | None]]:
-    """Sigma per intensity band from the band's own weakly textured blocks, and each band's
-    covariance (None where the band has too few flat blocks)."""
+    """Sigma per intensity band from the band's own weakly textured blocks, and each band's covariance.
+
+    The covariance is None where the band has too few flat blocks.
+    """
     bands, covariances = [], []
     for low, high in itertools.pairwise(BAND_EDGES):
         inside = candidates & (means >= low) & ((means < high) | (high == BAND_EDGES[-1]))
@@ -216,23 +223,27 @@ def _bands(
 
 
 def _band_average(band_covariances: list[np.ndarray | None], band_of: np.ndarray) -> np.ndarray:
-    """The picture's average covariance for noise that grows with brightness: each band's weighted
-    by the share of the picture's blocks in it (bands without enough blocks of their own take the
-    nearest band's)."""
+    """Return the picture's average covariance for noise that grows with brightness.
+
+    Each band's weighted by the share of the picture's blocks in it (bands without enough blocks of
+    their own take the nearest band's).
+    """
     known = np.array([i for i, c in enumerate(band_covariances) if c is not None])
     weights = np.bincount(band_of, minlength=len(band_covariances)) / len(band_of)
     return sum(weight * band_covariances[known[np.argmin(np.abs(known - i))]] for i, weight in enumerate(weights))
 
 
 def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
-    """The noise from the change of every block between consecutive frames, motion compensated
-    (``engine.video.motion_noise.compensated_change``): the blocks' median covariance (motion the fit
-    leaves only adds to some blocks' change; compressed noise, smoothed unevenly, is read at its
-    middle), per band (``_quiet_covariance``) where the noise grows with brightness, and the
-    change's spatial correlation (which, unlike the flat blocks', no texture adds to). None where
-    fewer than MIN_STATIC_BLOCKS blocks changed; and the number of blocks that repeat the previous
-    frame (held still by an encoder, or a repeated frame), which are left out, as blocks with
-    clipped samples are (clipping truncates the noise)."""
+    """Return the noise from the change of every block between consecutive frames, motion compensated.
+
+    Compensated by ``engine.video.motion_noise.compensated_change``: the blocks' median covariance
+    (motion the fit leaves only adds to some blocks' change; compressed noise, smoothed unevenly, is
+    read at its middle), per band (``_quiet_covariance``) where the noise grows with brightness, and
+    the change's spatial correlation (which, unlike the flat blocks', no texture adds to). None
+    where fewer than MIN_STATIC_BLOCKS blocks changed; and the number of blocks that repeat the
+    previous frame (held still by an encoder, or a repeated frame), which are left out, as blocks
+    with clipped samples are (clipping truncates the noise).
+    """
     changes, degrees, means, clipped, places, held = [], [], [], [], [], 0
     for current, reference in itertools.pairwise(images):
         change, block_degrees, corners = compensated_change(current, reference)
@@ -298,7 +309,7 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
 
 
 def _quiet_covariance(covariances: np.ndarray, samples: float) -> np.ndarray:
-    """The noise of the QUIET_SHARE of blocks that changed least.
+    """Return the noise of the QUIET_SHARE of blocks that changed least.
 
     Motion that the fit does not explain (occlusion, several motions in a block) and the clean
     picture's own flicker (a compressed source) only add to a block's change, so the quiet blocks
@@ -318,8 +329,11 @@ def _quiet_covariance(covariances: np.ndarray, samples: float) -> np.ndarray:
 
 
 def _agreement(covariances: np.ndarray, samples: int) -> float:
-    """1 while the chosen blocks' variances spread as noise alone spreads them (chi-square with
-    ``samples`` degrees of freedom), less as texture or changing noise widens the spread."""
+    """1 while the chosen blocks' variances spread as noise alone spreads them, less as they spread wider.
+
+    Noise alone: chi-square with ``samples`` degrees of freedom; texture or changing noise widens
+    the spread.
+    """
     if len(covariances) < 2:
         return 0.5
     variances = np.trace(covariances, axis1=1, axis2=2)
@@ -330,9 +344,11 @@ def _agreement(covariances: np.ndarray, samples: int) -> float:
 
 
 def _static_covariances(images: list[np.ndarray], chosen: np.ndarray, spatial: np.ndarray) -> np.ndarray:
-    """Covariances of (f[t+1] - f[t]) / sqrt(2) over the blocks flat in both frames that stay
-    still: whose temporal variance agrees with the spatial estimate ``spatial`` (STATIC_FACTOR),
-    but for blocks an encoder held still (under HELD_FACTOR times it)."""
+    """Covariances of (f[t+1] - f[t]) / sqrt(2) over the blocks flat in both frames that stay still.
+
+    Whose temporal variance agrees with the spatial estimate ``spatial`` (STATIC_FACTOR), but for
+    blocks an encoder held still (under HELD_FACTOR times it).
+    """
     per_frame = len(chosen) // len(images)
     static = []
     for t in range(len(images) - 1):

@@ -148,7 +148,7 @@ class NLMParams:
         )
 
     def patch_sum_scale(self, channels: int) -> float:
-        """u per unit of a patch's summed squared difference: 1 / (C (2B+1)^2 (h/255)^2).
+        """Return u per unit of a patch's summed squared difference: 1 / (C (2B+1)^2 (h/255)^2).
 
         The fused filters sum squared differences over the patch and scale once, rather than
         taking the mean D and dividing by (h/255)^2.

@@ -125,14 +125,15 @@ class RenderAhead:
             return preview
 
     def cancel(self) -> None:
-        """Stop rendering and drop the frames not taken (from any thread); ``close`` then releases
-        the stream."""
+        """Stop rendering and drop the frames not taken (from any thread); ``close`` then releases the stream."""
         self._cancelled.set()
         with self._lock:
             self._buffer.clear()
 
     def close(self) -> None:
-        """Release the stream (frames rendered stay to be taken); call from the thread that calls
-        ``render_next``, once ``done``."""
+        """Release the stream (frames rendered stay to be taken).
+
+        Call from the thread that calls ``render_next``, once ``done``.
+        """
         if self._frames is not None:
             self._frames.close()

@@ -1,5 +1,6 @@
-"""Parameter presets: JSON files of the filter's fields, validated on load; the window's
-Presets menu and ``denoise --filter-preset`` read them.
+"""Parameter presets: JSON files of the filter's fields, validated on load.
+
+The window's Presets menu and ``denoise --filter-preset`` read them.
 
 A preset's strength is relative to the noise: ``"strength": 1.0`` is the h that ``suggest_h``
 finds best for the clip's noise (estimated, or the synthetic noise) and the preset's window;
@@ -33,8 +34,9 @@ FIELD_TYPES = {"strength": NUMBER, "h": NUMBER, "patch_radius": INTEGER, "search
 
 @dataclass(frozen=True)
 class Preset:
-    """A preset's parameters, and its ``strength`` (a multiple of the suggested h) if it has one;
-    then ``params.h`` is a placeholder until the noise is known.
+    """A preset's parameters, and its ``strength`` (a multiple of the suggested h) if it has one.
+
+    Then ``params.h`` is a placeholder until the noise is known.
 
     Attributes
     ----------
@@ -62,7 +64,7 @@ class PresetError(ValueError):
 
 
 def shipped_presets() -> dict[str, Path]:
-    """The presets shipped in resources/presets.
+    """Return the presets shipped in resources/presets.
 
     Returns
     -------
@@ -73,7 +75,7 @@ def shipped_presets() -> dict[str, Path]:
 
 
 def find_preset(name: str) -> Path:
-    """A shipped preset's file by its name, else ``name`` as a preset file's path.
+    """Return a shipped preset's file by its name, else ``name`` as a preset file's path.
 
     Parameters
     ----------
@@ -165,8 +167,7 @@ def _shortened(value: object, length: int = 60) -> str:
 
 
 def save_preset(path: Path, params: NLMParams, strength: float | None = None, luma_chroma: str = "off") -> None:
-    """Write the parameters as a preset, atomically (not the color transform, which belongs to
-    a clip's noise).
+    """Write the parameters as a preset, atomically (not the color transform, which belongs to a clip's noise).
 
     Parameters
     ----------

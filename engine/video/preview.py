@@ -44,9 +44,13 @@ class FrameSource(Protocol):
 
     def __len__(self) -> int: ...
 
-    def frame(self, index: int) -> np.ndarray: ...
+    def frame(self, index: int) -> np.ndarray:
+        """Return frame ``index``."""
+        ...
 
-    def frames(self, start: int = 0) -> Iterator[np.ndarray]: ...
+    def frames(self, start: int = 0) -> Iterator[np.ndarray]:
+        """Return an iterator over the frames from ``start`` on."""
+        ...
 
 
 class ArrayFrames:
@@ -59,9 +63,11 @@ class ArrayFrames:
         return len(self._frames)
 
     def frame(self, index: int) -> np.ndarray:
+        """Return frame ``index``."""
         return self._frames[index]
 
     def frames(self, start: int = 0) -> Iterator[np.ndarray]:
+        """Return an iterator over the frames from ``start`` on."""
         return iter(self._frames[start:])
 
 
@@ -100,8 +106,11 @@ class SyntheticNoise:
         return shape * (self.sigma / 255) ** 2
 
     def estimate(self, channels: int = 3) -> NoiseEstimate:
-        """This noise as ``estimate_noise`` would report it, exactly: for ``suggest_h`` and
-        ``apply_estimate``, so that h follows the synthetic sigma as it follows an estimate."""
+        """Return this noise as ``estimate_noise`` would report it, exactly.
+
+        For ``suggest_h`` and ``apply_estimate``, so that h follows the synthetic sigma as it
+        follows an estimate.
+        """
         return NoiseEstimate(self.covariance(channels), regions=[], samples=0, method="synthetic")
 
 
@@ -142,7 +151,7 @@ def _uint8(frame: np.ndarray) -> np.ndarray:
 
 
 def difference_image(before: np.ndarray, after: np.ndarray, gain: float = DIFFERENCE_GAIN) -> np.ndarray:
-    """What the filter removed, for a difference view: |before - after| x ``gain``, uint8.
+    """Return what the filter removed, for a difference view: |before - after| x ``gain``, uint8.
 
     Parameters
     ----------
@@ -211,12 +220,16 @@ class Previewer:
 
     @property
     def frames_uploaded(self) -> int:
-        """Frames ``render`` has sent to the GPU so far: each once while it stays resident, none
-        when only the parameters change (0 on the CPU, which filters the host frames)."""
+        """Frames ``render`` has sent to the GPU so far.
+
+        Each once while it stays resident, none when only the parameters change (0 on the CPU, which
+        filters the host frames).
+        """
         return 0 if self._on_device is None else self._on_device.resident.uploads
 
     @property
     def denoiser(self) -> Denoiser:
+        """The denoiser the preview renders with, made at first use on the preview's backend."""
         if self._denoiser is None:
             self._denoiser = Denoiser(NLMParams(h=1), self._backend, bit_depth=FULL_SCALE_BITS)  # the readers'
         return self._denoiser
@@ -234,15 +247,21 @@ class Previewer:
         return self._noisy[key]
 
     def filter_input(self, index: int, noise: SyntheticNoise | None) -> np.ndarray:
-        """What the filter gets: the decoded frame as it is (integers cross to a GPU 4x smaller
-        than float32 and are scaled there), or the float32 frame with the synthetic noise."""
+        """Return what the filter gets.
+
+        The decoded frame as it is (integers cross to a GPU 4x smaller than float32 and are scaled
+        there), or the float32 frame with the synthetic noise.
+        """
         if noise is None or noise.sigma == 0:
             return np.asarray(self.source.frame(index))
         return self.noisy_frame(index, noise)
 
     def filter_for(self, params: NLMParams, luma_chroma: LumaChroma | None = None) -> FrameDenoiser:
-        """The preview's Denoiser with ``params``, or with ``luma_chroma`` a LumaChromaDenoiser
-        (h_luma, h_chroma, matrix) with ``params``' window, on the same backend (``denoiser_for``)."""
+        """Return the preview's Denoiser with ``params``, or with ``luma_chroma`` a LumaChromaDenoiser.
+
+        The LumaChromaDenoiser (h_luma, h_chroma, matrix) has ``params``' window; both on the same
+        backend (``denoiser_for``).
+        """
         return denoiser_for(params, luma_chroma=luma_chroma, plain=self.denoiser)
 
     def play(
@@ -253,8 +272,9 @@ class Previewer:
         noise: SyntheticNoise | None = None,
         luma_chroma: LumaChroma | None = None,
     ) -> Iterator[Preview]:
-        """Frames ``start`` to ``stop - 1`` denoised in order, for playback, the way export runs:
-        the clip is decoded once, in order, each frame is uploaded once (``Denoiser.export_stream``)
+        """Frames ``start`` to ``stop - 1`` denoised in order, for playback, the way export runs.
+
+        The clip is decoded once, in order, each frame is uploaded once (``Denoiser.export_stream``)
         and, on the GPU, converted to uint8 there.
 
         ``after`` equals ``render``'s on the CPU, and is within one level of it on the GPU (float32
@@ -298,8 +318,10 @@ class Previewer:
     def _frames_in_order(
         self, first: int, end: int, noise: SyntheticNoise | None
     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(what the filter gets, ``before`` as uint8) for frames ``first`` to ``end - 1``, decoded
-        in order; synthetic noise is added on NOISE_THREADS threads, a few frames ahead."""
+        """Yield (what the filter gets, ``before`` as uint8) for frames ``first`` to ``end - 1``, decoded in order.
+
+        Synthetic noise is added on NOISE_THREADS threads, a few frames ahead.
+        """
         decoded = zip(range(first, end), self.source.frames(first), strict=False)
         if noise is None or noise.sigma == 0:
             yield from ((frame, _uint8(frame)) for _, frame in decoded)
@@ -320,8 +342,10 @@ class Previewer:
         noise: SyntheticNoise | None = None,
         luma_chroma: LumaChroma | None = None,
     ) -> Preview:
-        """Denoise frame ``index`` with ``params`` (in Y'CbCr with ``luma_chroma``, as in
-        ``filter_for``); PSNR against the clean frame where there is one."""
+        """Denoise frame ``index`` with ``params`` (in Y'CbCr with ``luma_chroma``, as in ``filter_for``).
+
+        PSNR against the clean frame where there is one.
+        """
         denoiser = self.filter_for(params, luma_chroma)
         clip = _NoisyClip(self, noise)
         before = clip[index]
@@ -355,8 +379,11 @@ class Previewer:
         )
 
     def _render_on_device(self, index: int, params: NLMParams, noise: SyntheticNoise | None) -> np.ndarray:
-        """``render``'s GPU filter: frame ``index`` from the resident frames, uint8 on the host
-        (the float32 output stays on the GPU for PSNR: ``_DevicePreview.float_output``)."""
+        """Render with ``render``'s GPU filter.
+
+        Frame ``index`` from the resident frames, uint8 on the host (the float32 output stays on the
+        GPU for PSNR: ``_DevicePreview.float_output``).
+        """
         length = len(self.source)
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < length:
             raise IndexError(f"index must be an integer in 0..{length - 1}, got {index!r}")
@@ -413,7 +440,7 @@ class _DevicePreview:
         return rounded.get()
 
     def float_output(self) -> np.ndarray:
-        """The last ``denoise``'s float32 output, on the host."""
+        """Return the last ``denoise``'s float32 output, on the host."""
         return self._outputs[0].get()
 
 

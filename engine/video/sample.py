@@ -34,8 +34,10 @@ def resize_bilinear(frames: np.ndarray, height: int, width: int) -> np.ndarray:
 
 
 def noisy_frames(clean: np.ndarray, sigma: float, seed: int) -> np.ndarray:
-    """``clean`` float frames in [0, 1] plus white Gaussian noise of ``sigma`` 8-bit levels (float32),
-    independent between channels: ``noise.add_noise`` with a diagonal covariance."""
+    """``clean`` float frames in [0, 1] plus white Gaussian noise of ``sigma`` 8-bit levels (float32).
+
+    Independent between channels: ``noise.add_noise`` with a diagonal covariance.
+    """
     channels = np.shape(clean)[-1]
     return add_noise(clean, np.eye(channels) * (sigma / 255) ** 2, seed)
 
@@ -62,8 +64,11 @@ def load_clean_frames(source: str | Path | None, count: int, height: int, width:
 
 
 def _npy_frames(path: Path) -> np.ndarray:
-    """The uint8 (T, H, W, 3) frames of a .npy file, mapped, not read: refused with what it holds
-    instead (numpy's broadcasting errors, or "Unable to allocate 3.55 PiB" for a damaged header)."""
+    """Return the uint8 (T, H, W, 3) frames of a .npy file, mapped, not read.
+
+    Refused with what it holds instead (numpy's broadcasting errors, or "Unable to allocate
+    3.55 PiB" for a damaged header).
+    """
     wanted = "bench --input takes a .npy of uint8 RGB frames (T, H, W, 3)"
     try:
         frames = np.load(path, mmap_mode="r", allow_pickle=False)

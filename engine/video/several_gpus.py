@@ -30,16 +30,21 @@ ChunkFilter = Callable[[list[np.ndarray]], list[np.ndarray]]  # a window's frame
 
 
 def chunk_frames(frame_bytes: int, params: NLMParams) -> int:
-    """K for frames of ``frame_bytes``: CHUNK_BYTES of frames, and at least 4 (Dp + Df) so that the
-    overlap costs at most a fifth of the work."""
+    """K for frames of ``frame_bytes``.
+
+    CHUNK_BYTES of frames, and at least 4 (Dp + Df) so that the overlap costs at most a fifth of the
+    work.
+    """
     return max(MIN_CHUNK, 4 * (params.frames_past + params.frames_future), CHUNK_BYTES // max(frame_bytes, 1))
 
 
 def filter_in_chunks(
     frames: Iterable[np.ndarray], params: NLMParams, filters: Sequence[ChunkFilter], chunk: int
 ) -> Iterator[np.ndarray]:
-    """Yield the outputs of ``frames`` in order, chunks of ``chunk`` outputs dealt to ``filters``
-    in turn (each runs on its own thread, its chunks one after another)."""
+    """Yield the outputs of ``frames`` in order, chunks of ``chunk`` outputs dealt to ``filters`` in turn.
+
+    Each filter runs on its own thread, its chunks one after another.
+    """
     past, future = params.frames_past, params.frames_future
     held: collections.deque[np.ndarray] = collections.deque()  # frames [first_held, first_held + len)
     first_held = 0
@@ -105,8 +110,10 @@ class DevicesDenoiser:
         self.device_name = f"{len(self.devices)} x {gpu_name()}" if len(self.devices) > 1 else gpu_name()
 
     def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]:
-        """The denoised frames of ``frames`` in order, as (H, W, C) arrays of ``dtype``: equal to one
-        GPU's ``Denoiser.export_stream``."""
+        """Yield the denoised frames of ``frames`` in order, as (H, W, C) arrays of ``dtype``.
+
+        Equal to one GPU's ``Denoiser.export_stream``.
+        """
         from .gpu_pipeline import GpuPipeline
 
         source = iter(frames)

@@ -35,7 +35,9 @@ SEARCH_STEPS = 8  # golden-section steps over log h: the optimum to about 5 %
 class FrameDenoiser(Protocol):
     """What SURE needs of a filter: frame ``index`` of ``clip`` denoised, (H, W, C) float32."""
 
-    def denoise_frame(self, clip: Sequence[np.ndarray], index: int) -> np.ndarray: ...
+    def denoise_frame(self, clip: Sequence[np.ndarray], index: int) -> np.ndarray:
+        """Return frame ``index`` of ``clip``, denoised, (H, W, C) float32."""
+        ...
 
 
 def sure_mse(
@@ -85,7 +87,7 @@ def choose_strength(
     low: float,
     high: float,
 ) -> tuple[float, float]:
-    """The strength in [low, high] of least SURE over the frames ``indices``, and that risk.
+    """Return the strength in [low, high] of least SURE over the frames ``indices``, and that risk.
 
     ``denoiser_at(s)`` makes the filter at strength s (an h in 8-bit levels, or a factor on the
     suggested strengths); the search is golden-section over log s, SEARCH_STEPS steps.
@@ -100,8 +102,10 @@ def choose_strength(
 
 
 def golden_minimum(function: Callable[[float], float], low: float, high: float, steps: int) -> tuple[float, float]:
-    """The (x, function(x)) of least value found in [low, high] by ``steps`` golden-section steps
-    (each shrinks the bracket by 0.618), for a function with one minimum there."""
+    """Return the (x, function(x)) of least value found in [low, high] by ``steps`` golden-section steps.
+
+    Each step shrinks the bracket by 0.618; for a function with one minimum there.
+    """
     ratio = (math.sqrt(5) - 1) / 2
     a, b = low, high
     c, d = b - ratio * (b - a), a + ratio * (b - a)

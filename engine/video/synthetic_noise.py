@@ -1,6 +1,8 @@
-"""Synthetic noise on clean frames: white Gaussian noise of a covariance (``add_noise``) and the
-kinds real footage shows (``add_realistic_noise``: clipped, YUV, signal dependent, demosaiced,
-H.264 round trip)."""
+"""Synthetic noise on clean frames.
+
+White Gaussian noise of a covariance (``add_noise``) and the kinds real footage shows
+(``add_realistic_noise``: clipped, YUV, signal dependent, demosaiced, H.264 round trip).
+"""
 
 from __future__ import annotations
 
@@ -120,8 +122,10 @@ def add_realistic_noise(
 
 
 def _demosaiced(mosaic: np.ndarray) -> np.ndarray:
-    """(..., H, W) samples of an RGGB Bayer mosaic, interpolated bilinearly to (..., H, W, 3)
-    (wrapping at the edges): each channel keeps its own sites and averages its 2 or 4 nearest."""
+    """(..., H, W) samples of an RGGB Bayer mosaic, interpolated bilinearly to (..., H, W, 3) (wrapping at the edges).
+
+    Each channel keeps its own sites and averages its 2 or 4 nearest.
+    """
     rows, columns = np.indices(mosaic.shape[-2:])
     sites = [(rows % 2 == 0) & (columns % 2 == 0), (rows + columns) % 2 == 1, (rows % 2 == 1) & (columns % 2 == 1)]
 

@@ -1,5 +1,7 @@
-"""The checks of a volume that the driver (``denoise``), its filters and the noise estimate share:
-finite voxels (and the error where they are not), and the channels of a 4D array."""
+"""The checks of a volume that the driver (``denoise``), its filters and the noise estimate share.
+
+Finite voxels (and the error where they are not), and the channels of a 4D array.
+"""
 
 from __future__ import annotations
 
@@ -16,12 +18,14 @@ FINITE_BLOCK_BYTES = 1 << 20  # all_finite: planes checked at once, in the cache
 
 
 def all_finite(data: np.ndarray, parallel_bytes: int = PARALLEL_CHECK_BYTES) -> bool:
-    """Whether no voxel is NaN or infinite: NaN makes the minimum NaN and an infinity is the
-    minimum or the maximum, so two reductions decide it without np.isfinite's mask. They run
-    over blocks of about a MiB of planes (the maximum reads the block the minimum left in the
-    cache) and, past ``parallel_bytes``, over runs of planes on every core (NumPy's reductions
-    release the GIL). Both measured faster than one pass over the whole volume
-    (docs/bench/2026-11-26-figures-from-docstrings.md)."""
+    """Whether no voxel is NaN or infinite.
+
+    NaN makes the minimum NaN and an infinity is the minimum or the maximum, so two reductions
+    decide it without np.isfinite's mask. They run over blocks of about a MiB of planes (the maximum
+    reads the block the minimum left in the cache) and, past ``parallel_bytes``, over runs of planes
+    on every core (NumPy's reductions release the GIL). Both measured faster than one pass over the
+    whole volume (docs/bench/2026-11-26-figures-from-docstrings.md).
+    """
     if data.dtype.kind != "f" or data.size == 0:
         return True
     parts = min(data.shape[0], 2 * (os.cpu_count() or 1), -(-data.nbytes // parallel_bytes))
@@ -40,14 +44,16 @@ def require_finite(data: np.ndarray) -> None:
 
 
 def non_finite_error(data: np.ndarray) -> ValueError:
-    """The error for a volume holding NaN or infinite voxels, with their count."""
+    """Return the error for a volume holding NaN or infinite voxels, with their count."""
     count = int(np.count_nonzero(~np.isfinite(data)))
     return ValueError(f"volume must be finite, got {count} NaN or infinite voxels (replace or mask them first)")
 
 
 def check_channels(shape: tuple[int, ...]) -> None:
-    """Refuse a 4D volume with more than CHANNELS_MAX channels, saying that its last axis was
-    read as channels: a time series given as (Z, Y, X, T) is the likely mistake."""
+    """Refuse a 4D volume with more than CHANNELS_MAX channels, saying that its last axis was read as channels.
+
+    A time series given as (Z, Y, X, T) is the likely mistake.
+    """
     if len(shape) == 4 and shape[3] > CHANNELS_MAX:
         raise ValueError(
             f"volume of shape {shape} has {shape[3]} channels: the last axis of a 4D array is read as channels, "

@@ -1,5 +1,6 @@
-"""The ``denoise-volume`` command: a NIfTI, TIFF stack or .npy volume in, the denoised one out;
-and ``estimate-noise`` on a volume.
+"""The ``denoise-volume`` command.
+
+A NIfTI, TIFF stack or .npy volume in, the denoised one out; and ``estimate-noise`` on a volume.
 
 h comes from the volume's noise estimate when not given (engine/volume/noise.py); the output
 is written under a hidden name and renamed when complete (engine/volume/writer.py), keeping the
@@ -23,7 +24,7 @@ LOG_PROGRESS_SECONDS = 10.0  # progress in a log (stderr not a terminal): a line
 
 
 def _radii(text: str) -> int | tuple[int, int, int]:
-    """ "2" or "1,2,2" (z, y, x)."""
+    """Parse "2" or "1,2,2" (z, y, x)."""
     try:
         values = [int(part) for part in text.split(",")]
     except ValueError:
@@ -36,7 +37,7 @@ def _radii(text: str) -> int | tuple[int, int, int]:
 
 
 def _strengths(text: str) -> float | list[float]:
-    """ "12" or, one a channel filtered separately, "12,30"."""
+    """Parse "12" or, one a channel filtered separately, "12,30"."""
     try:
         values = [float(part) for part in text.split(",")]
     except ValueError:
@@ -45,7 +46,7 @@ def _strengths(text: str) -> float | list[float]:
 
 
 def gpu_ids(text: str) -> list[int] | str:
-    """ "all" or "0,1"."""
+    """Parse "all" or "0,1"."""
     if text == "all":
         return text
     try:
@@ -95,10 +96,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 class _Progress:
-    """A percentage with an ETA on stderr: redrawn at most twice a second on a terminal, a line
-    every LOG_PROGRESS_SECONDS in a log (stderr a file or a pipe). The rate is taken from the
-    first report on: before it come reading, the noise estimate and, on a first CPU run,
-    compiling the filter, which made the first ETA of a short run many times too long."""
+    """A percentage with an ETA on stderr.
+
+    Redrawn at most twice a second on a terminal, a line every LOG_PROGRESS_SECONDS in a log (stderr
+    a file or a pipe). The rate is taken from the first report on: before it come reading, the noise
+    estimate and, on a first CPU run, compiling the filter, which made the first ETA of a short run
+    many times too long.
+    """
 
     def __init__(self) -> None:
         self.terminal = sys.stderr.isatty()
@@ -212,8 +216,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _suggested_h(args: argparse.Namespace, data: np.ndarray, label: str) -> float:
-    """h for ``data`` (a volume, or one channel of it: ``label`` says which) from its noise,
-    said on stderr with the estimate's warnings unless --quiet."""
+    """Suggest h for ``data`` from its noise, said on stderr with the estimate's warnings unless --quiet.
+
+    ``data``: a volume, or one channel of it (``label`` says which).
+    """
     from .noise import estimate_volume_noise, suggest_volume_h
 
     try:
@@ -236,9 +242,11 @@ def _suggested_h(args: argparse.Namespace, data: np.ndarray, label: str) -> floa
 
 
 def estimate(path: str, *, as_json: bool) -> int:
-    """Print a volume's noise as ``denoise-volume`` estimates it (each channel's own where it
-    filters them separately), and the h it suggests for each weighting; errors propagate to the
-    CLI's handler."""
+    """Print a volume's noise as ``denoise-volume`` estimates it, and the h it suggests for each weighting.
+
+    Each channel's own noise where it filters them separately; errors propagate to the CLI's
+    handler.
+    """
     from .io import read_volume
 
     source = read_volume(path)
@@ -269,7 +277,7 @@ def estimate(path: str, *, as_json: bool) -> int:
 
 
 def _noise_report(path: str, data: np.ndarray) -> dict:
-    """A volume's (or one channel's) noise estimate and suggested h per weighting, as JSON values."""
+    """Return a volume's (or one channel's) noise estimate and suggested h per weighting, as JSON values."""
     from .noise import estimate_volume_noise, suggest_volume_h
 
     try:

@@ -37,8 +37,10 @@ CPU_VOLUME_COPIES = 10
 
 @says_what_to_lower("crop the volume")
 def checked_volume(volume: object, params: VolumeParams, finite: bool = True) -> np.ndarray:
-    """``volume`` as a float32 (Z, Y, X, C) array, finite unless ``finite`` is False (the caller
-    checks that later), or ValueError saying what is wrong."""
+    """``volume`` as a float32 (Z, Y, X, C) array, or ValueError saying what is wrong.
+
+    Finite unless ``finite`` is False (the caller checks that later).
+    """
     array = np.asarray(volume)
     if array.ndim not in (3, 4):
         raise ValueError(
@@ -66,22 +68,28 @@ def checked_volume(volume: object, params: VolumeParams, finite: bool = True) ->
 
 
 def cpu_filter_compiles() -> bool:
-    """Whether the volume's CPU filter's first call compiles it (it loads numba): numba's cache
-    holds no build of its current code for this machine."""
+    """Whether the volume's CPU filter's first call compiles it (it loads numba).
+
+    numba's cache holds no build of its current code for this machine.
+    """
     from . import filter_cpu
 
     return not filter_cpu.compiled()
 
 
 def filter_compiles(backend: str = "auto") -> bool:
-    """Whether the first volume filtered on ``backend`` waits for the CPU filter to compile
-    (``engine.filter_compiles``)."""
+    """Whether the first volume filtered on ``backend`` waits for the CPU filter to compile.
+
+    See ``engine.filter_compiles``.
+    """
     return resolve_backend(backend) == "cpu" and cpu_filter_compiles()
 
 
 def require_cpu_room_for(data: np.ndarray) -> None:
-    """MemoryError, saying what to lower, where filtering ``data`` on the CPU would not fit this
-    process's address-space limit (``memory.require_cpu_room``)."""
+    """MemoryError, saying what to lower, where filtering ``data`` on the CPU would not fit.
+
+    Would not fit this process's address-space limit (``memory.require_cpu_room``).
+    """
     require_cpu_room(CPU_VOLUME_COPIES * 4 * data.size, compiles=cpu_filter_compiles, smaller="crop the volume")
 
 
@@ -238,8 +246,10 @@ def denoise_volume(
 def _filter_on_cpu(
     data: np.ndarray, params: VolumeParams, slabs: int, progress: Progress | None, target: np.ndarray | None
 ) -> np.ndarray:
-    """``denoise_volume`` of (Z, Y, X, C) ``data`` on the CPU, in ``slabs`` slabs padded as they
-    are filtered (the next read on a thread of its own), into ``target`` or a new array."""
+    """``denoise_volume`` of (Z, Y, X, C) ``data`` on the CPU, into ``target`` or a new array.
+
+    In ``slabs`` slabs padded as they are filtered (the next read on a thread of its own).
+    """
     from . import slabs as slab_module
     from .filter_cpu import filter_padded_cpu
 
@@ -264,8 +274,10 @@ def _filter_on_cpu(
 def _each_channel(
     volume: np.ndarray, strengths: list, progress: Progress | None, result: np.ndarray, **settings: Any
 ) -> np.ndarray:
-    """``denoise_volume`` of each channel of a (Z, Y, X, C) volume on its own, with its own h,
-    into ``result``; ``progress`` counts the channels' work in turn."""
+    """``denoise_volume`` of each channel of a (Z, Y, X, C) volume on its own, with its own h, into ``result``.
+
+    ``progress`` counts the channels' work in turn.
+    """
     count = len(strengths)
     for channel, strength in enumerate(strengths):
 
@@ -279,9 +291,11 @@ def _each_channel(
 
 
 def check_out(out: object, volume: np.ndarray) -> None:
-    """ValueError unless ``out`` can take ``denoise_volume``'s result for ``volume``: a
-    C-contiguous, writeable float32 array of its shape that shares no memory with it (the input
-    is read while the output is written, slab by slab)."""
+    """ValueError unless ``out`` can take ``denoise_volume``'s result for ``volume``.
+
+    A C-contiguous, writeable float32 array of its shape that shares no memory with it (the input is
+    read while the output is written, slab by slab).
+    """
     if not isinstance(out, np.ndarray) or out.dtype != np.float32 or out.shape != volume.shape:
         described = f"{out.dtype} {out.shape}" if isinstance(out, np.ndarray) else type(out).__name__
         raise ValueError(f"out must be a float32 array of the volume's shape {volume.shape}, got {described}")
@@ -292,13 +306,15 @@ def check_out(out: object, volume: np.ndarray) -> None:
 
 
 def _set_up_on_its_thread(make: Callable[..., Any], *arguments: object) -> Callable[..., None]:
-    """A slab runner that makes its device's pipeline (buffers, streams) on the runner's own
-    thread when it starts, so that several devices set up at once."""
+    """Return a slab runner that makes its device's pipeline (buffers, streams) on the runner's own thread.
+
+    It makes it when it starts, so that several devices set up at once.
+    """
     return lambda ranges, output, finished: make(*arguments).run(ranges, output, finished)
 
 
 def _chosen_backend(backend: str, devices: object) -> str:
-    """The backend ``denoise_volume`` runs on: the GPU wherever ``devices`` are given (checked first)."""
+    """Return the backend ``denoise_volume`` runs on: the GPU wherever ``devices`` are given (checked first)."""
     if check_devices(devices) is not None and backend == "cpu":
         raise ValueError("devices selects GPUs: use backend='gpu' or 'auto' with it, or leave it None")
     resolve_devices(devices)

@@ -1,5 +1,6 @@
-"""The volume filter on the CPU, compiled with numba: per offset pair, separable box sums and
-weight symmetry over the whole slab.
+"""The volume filter on the CPU, compiled with numba.
+
+Per offset pair, separable box sums and weight symmetry over the whole slab.
 
 For each offset q of half the window (q > 0 in (z, y, x) order), the squared difference
 ||V(s) - V(s + q)||^2 is box-summed over the patch for every s the two offsets +q and -q need
@@ -26,8 +27,10 @@ from .params import VolumeParams
 
 @numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
 def _row_sums(padded, offset, low, patch, pad, out):
-    """out[k, j, i] = sum over dy and channels of (V(s + d) - V(s + q + d))^2, summed over the
-    patch's rows, for s = low + (k - Bz, j, i - Bx) (slab coordinates)."""
+    """out[k, j, i] = sum over dy and channels of (V(s + d) - V(s + q + d))^2, over the patch's rows.
+
+    Summed over the patch's rows, for s = low + (k - Bz, j, i - Bx) (slab coordinates).
+    """
     planes, rows, columns = out.shape
     channels = padded.shape[1]
     qz, qy, qx = offset
@@ -114,7 +117,7 @@ def _accumulate_planes(weights, padded, offset, low, pad, center_max, relative, 
 
 @numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
 def _finish(accumulators, padded, pad, center_max, relative, out):
-    """out = (numerator + w_centre V(p)) / (denominator + w_centre), (Z, Y, X, C)."""
+    """Compute out = (numerator + w_centre V(p)) / (denominator + w_centre), (Z, Y, X, C)."""
     planes, rows, columns, channels = out.shape
     for z in numba.prange(planes):
         for y in range(rows):
@@ -133,7 +136,7 @@ def compiled() -> bool:
 
 
 def half_window(search: tuple[int, int, int]) -> list[tuple[int, int, int]]:
-    """The offsets q > 0 (lexicographic in z, y, x) of the window: each serves +q and -q."""
+    """Return the offsets q > 0 (lexicographic in z, y, x) of the window: each serves +q and -q."""
     ranges = (range(-a, a + 1) for a in search)
     return [q for q in itertools.product(*ranges) if q > (0, 0, 0)]
 

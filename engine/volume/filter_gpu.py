@@ -69,11 +69,13 @@ def kernel_name(params: VolumeParams, channels: int) -> str:
 
 @dataclass(frozen=True)
 class TiledLayout:
-    """volume_tiled's tile: each thread filters ``planes`` x ``rows`` x ``columns`` voxels; a
-    block of ``warps`` warps ``warps`` x ``rows`` rows and 32 ``columns`` - 2 Bx columns of
+    """volume_tiled's tile: each thread filters ``planes`` x ``rows`` x ``columns`` voxels.
+
+    A block of ``warps`` warps ``warps`` x ``rows`` rows and 32 ``columns`` - 2 Bx columns of
     ``planes`` planes, with ``shared_bytes`` of shared memory for the padded voxels they read;
-    ``offsets`` offsets at a time. ``strip``: the one-column tile that filters a slab's last
-    columns where they fit its width (None: whole tiles of this one cover every column)."""
+    ``offsets`` offsets at a time. ``strip``: the one-column tile that filters a slab's last columns
+    where they fit its width (None: whole tiles of this one cover every column).
+    """
 
     planes: int
     rows: int
@@ -84,16 +86,18 @@ class TiledLayout:
     strip: TiledLayout | None = None
 
     def width(self, patch_radius_x: int) -> int:
-        """The output columns of a block."""
+        """Return the output columns of a block."""
         return 32 * self.columns - 2 * patch_radius_x
 
     def launches(
         self, shape: tuple[int, ...], patch_radius_x: int, first_plane: int = 0
     ) -> list[tuple[TiledLayout, int, tuple[int, int, int]]]:
-        """(tile, first column, blocks along x, y, z) of each launch over a (planes, rows,
-        columns, ...) slab whose plane 0 is the volume's ``first_plane`` (the z tiles start at
-        the volume's multiples of ``planes``): this tile's blocks, then the strip's where the
-        columns left after at least one whole tile fit its width (else this tile covers them)."""
+        """(tile, first column, blocks along x, y, z) of each launch over a (planes, rows, columns, ...) slab.
+
+        The slab's plane 0 is the volume's ``first_plane`` (the z tiles start at the volume's
+        multiples of ``planes``): this tile's blocks, then the strip's where the columns left after
+        at least one whole tile fit its width (else this tile covers them).
+        """
         planes, rows, columns = shape[:3]
         width = self.width(patch_radius_x)
         whole, rest = divmod(columns, width)
@@ -115,11 +119,13 @@ def tiled_layout(
     tiles: Sequence[tuple[int, int, int]] = THREAD_TILES,
     offsets: int = OFFSETS,
 ) -> TiledLayout | None:
-    """The first of ``tiles`` (planes, rows, columns) whose patch values and sums fit the
-    register budget and whose block's region fits ``shared_limit`` bytes, with ``warps`` warps
-    a block (None: TILE_WARPS's, else WARPS), or None (then volume_direct filters); its sweeps
-    take ``offsets`` offsets at a time. A tile of several columns a lane gets the one-column
-    tile of its planes and rows, where that fits, as its ``strip``."""
+    """Return the first of ``tiles`` (planes, rows, columns) that fits the register budget and shared memory.
+
+    Its patch values and sums must fit the register budget and its block's region ``shared_limit``
+    bytes, with ``warps`` warps a block (None: TILE_WARPS's, else WARPS), or None (then
+    volume_direct filters); its sweeps take ``offsets`` offsets at a time. A tile of several columns
+    a lane gets the one-column tile of its planes and rows, where that fits, as its ``strip``.
+    """
     bz, by, _ = params.patch_radius
     pz, py, _ = params.pad
     ax = params.search_radius[2]
@@ -153,8 +159,11 @@ def tiled_kernel_name(params: VolumeParams, channels: int, layout: TiledLayout) 
 
 
 def tiled_root(params: VolumeParams, channels: int) -> np.float32:
-    """volume_tiled's factor on the voxels: its square is u per unit of a patch's summed squared
-    difference (in log2 units for exponential weights, which it weighs as 2^-u)."""
+    """volume_tiled's factor on the voxels.
+
+    Its square is u per unit of a patch's summed squared difference (in log2 units for exponential
+    weights, which it weighs as 2^-u).
+    """
     scale = params.patch_sum_scale(channels) * (LOG2_E if params.exponential else 1.0)
     return np.float32(math.sqrt(scale))
 
@@ -166,11 +175,14 @@ def volume_launcher(
     kind: str = "auto",
     layout: TiledLayout | None = None,
 ) -> tuple[str, Callable[..., None]]:
-    """The kernel for a (planes, rows, columns, C) slab on the current device: its template
-    instance (the tiled kernel's, joined by " + " to its strip's where the slab has one) and a
-    function (padded slab on the GPU, output (planes, rows, columns, C), the volume's plane that
-    is the slab's plane 0 (default 0)) -> None that launches it. ``kind``: "auto" (tiled where
-    it fits), "tiled" or "direct"; ``layout`` the tiled kernel's, where not ``tiled_layout``'s."""
+    """Return the kernel for a (planes, rows, columns, C) slab on the current device.
+
+    Its template instance (the tiled kernel's, joined by " + " to its strip's where the slab has
+    one) and a function (padded slab on the GPU, output (planes, rows, columns, C), the volume's
+    plane that is the slab's plane 0 (default 0)) -> None that launches it. ``kind``: "auto" (tiled
+    where it fits), "tiled" or "direct"; ``layout`` the tiled kernel's, where not
+    ``tiled_layout``'s.
+    """
     planes, rows, columns, channels = shape
     sizes = tuple(np.int32(n) for n in (planes, rows, columns))
     if kind == "direct":
@@ -225,15 +237,19 @@ OUTPUT_SLOTS = 3
 
 @functools.cache
 def _copiers() -> concurrent.futures.ThreadPoolExecutor:
-    """The copy threads, made at the first GPU volume call and kept, idle, for the process: made
-    for each call they cost more than they saved (a new thread waits for the GIL to start;
-    docs/bench/2026-11-23-eleventh-session-two-gpus.md)."""
+    """Return the copy threads, made at the first GPU volume call and kept, idle, for the process.
+
+    Made for each call they cost more than they saved (a new thread waits for the GIL to start;
+    docs/bench/2026-11-23-eleventh-session-two-gpus.md).
+    """
     return concurrent.futures.ThreadPoolExecutor(COPY_THREADS, thread_name_prefix=COPY_THREAD_NAME)
 
 
 def copy_planes(target: np.ndarray, source: np.ndarray) -> None:
-    """``np.copyto(target, source)`` for arrays of planes (axis 0), in runs of planes on the
-    COPY_THREADS threads (NumPy's copies release the GIL)."""
+    """``np.copyto(target, source)`` for arrays of planes (axis 0), in runs of planes on COPY_THREADS threads.
+
+    NumPy's copies release the GIL.
+    """
     runs = split_range(len(target), min(COPY_THREADS, len(target)))
     if len(runs) == 1:
         np.copyto(target, source)
@@ -244,8 +260,11 @@ def copy_planes(target: np.ndarray, source: np.ndarray) -> None:
 
 @functools.cache
 def _slab_padding(cupy: Any) -> Any:
-    """The element-wise kernel that gathers a padded (Zp, C, Yp, Xp) slab from its (planes, Y, X, C)
-    source planes by three index maps (compiled once per device by CuPy)."""
+    """Return the element-wise kernel that gathers a padded (Zp, C, Yp, Xp) slab from its source planes.
+
+    The source planes are (planes, Y, X, C), gathered by three index maps (compiled once per device
+    by CuPy).
+    """
     return cupy.ElementwiseKernel(
         "raw float32 source, raw int32 planes, raw int32 rows, raw int32 columns, int32 height, int32 width, "
         "int32 channels, int32 padded_height, int32 padded_width",
@@ -256,8 +275,11 @@ def _slab_padding(cupy: Any) -> Any:
 
 
 def source_planes(start: int, stop: int, depth: int, pad_z: int) -> tuple[int, int, np.ndarray]:
-    """The volume's planes [low, high) the output planes [start, stop) read, and for each padded
-    plane its index among them (mirrored at the volume's ends as ``padded_volume`` mirrors)."""
+    """Return the volume's planes [low, high) the output planes [start, stop) read, and the padded ones' places.
+
+    For each padded plane, its index among them (mirrored at the volume's ends as ``padded_volume``
+    mirrors).
+    """
     low, high = max(0, start - pad_z), min(depth, stop + pad_z)
     return low, high, (mirrored_indices(start - pad_z, stop + pad_z, depth) - low).astype(np.int32)
 
@@ -265,11 +287,13 @@ def source_planes(start: int, stop: int, depth: int, pad_z: int) -> tuple[int, i
 def pad_slab_gpu(
     cupy: Any, source: Any, planes: Any, pad: tuple[int, int, int], out: Any = None, non_finite: Any = None
 ) -> Any:
-    """The padded slab (len(planes), C, Y + 2 py, X + 2 px) that ``padded_volume`` makes, built on
-    the GPU from ``source`` (its (n, Y, X, C) float32 planes, contiguous) and ``planes`` (int32,
-    each padded plane's index in ``source``, as ``source_planes`` gives), into ``out`` where given.
-    ``non_finite`` (one int32 on the device), where given, grows by the NaN and infinite values
-    read (a voxel may be read more than once: the halos, the mirrors)."""
+    """Return the padded slab (len(planes), C, Y + 2 py, X + 2 px) that ``padded_volume`` makes, built on the GPU.
+
+    Built from ``source`` (its (n, Y, X, C) float32 planes, contiguous) and ``planes`` (int32, each
+    padded plane's index in ``source``, as ``source_planes`` gives), into ``out`` where given.
+    ``non_finite`` (one int32 on the device), where given, grows by the NaN and infinite values read
+    (a voxel may be read more than once: the halos, the mirrors).
+    """
     _, rows, columns, channels = source.shape
     padded_rows, padded_columns = rows + 2 * pad[1], columns + 2 * pad[2]
     if out is None:
@@ -328,8 +352,10 @@ class SlabPipeline:
             }
 
     def run(self, ranges: Sequence[tuple[int, int]], output: np.ndarray, finished: Finished, origin: int = 0) -> None:
-        """Filter the output planes of ``ranges`` into ``output`` (whose plane 0 is the volume's
-        plane ``origin``), calling ``finished(start, stop)`` after each slab."""
+        """Filter the output planes of ``ranges`` into ``output``, calling ``finished(start, stop)`` after each slab.
+
+        ``output``'s plane 0 is the volume's plane ``origin``.
+        """
         queued = [concurrent.futures.Future() for _ in ranges]  # each slab's "filtered" event
         free = threading.Semaphore(OUTPUT_SLOTS)  # output slots copied out (or not used yet)
         cancelled = threading.Event()
@@ -364,8 +390,10 @@ class SlabPipeline:
                     stream.synchronize()  # nothing of the call left running
 
     def _filter(self, index: int, start: int, stop: int, uploaded: Any) -> Any:
-        """Queue slab ``index`` ([start, stop), uploaded into input slot index mod 2 once
-        ``uploaded``) to be padded and filtered into its output slot; the event that marks it filtered."""
+        """Queue slab ``index`` to be padded and filtered into its output slot; return the event that marks it filtered.
+
+        The slab is [start, stop), uploaded into input slot index mod 2 once ``uploaded``.
+        """
         cupy, params = self.cupy, self.params
         depth, rows, columns, channels = self.data.shape
         low, high, planes = source_planes(start, stop, depth, params.pad[0])
@@ -393,9 +421,11 @@ class SlabPipeline:
         return filtered
 
     def _upload(self, slot: int, start: int, stop: int) -> Any:
-        """Copy the volume's planes slab [start, stop) reads into input ``slot`` on the upload
-        stream once the slot's last padding is done, a staging buffer's chunk at a time (one
-        staged while the other is on the bus); the event that marks them uploaded."""
+        """Copy the volume's planes slab [start, stop) reads into input ``slot`` on the upload stream.
+
+        Once the slot's last padding is done, a staging buffer's chunk at a time (one staged while
+        the other is on the bus); the event that marks them uploaded is returned.
+        """
         _, rows, columns, channels = self.data.shape
         low, high, _ = source_planes(start, stop, len(self.data), self.params.pad[0])
         self.uploads.wait_event(self.consumed[slot])
@@ -424,10 +454,12 @@ class SlabPipeline:
         origin: int,
         finished: Finished,
     ) -> None:
-        """Copy slab ``index`` (output ``planes``) into ``output`` once ``filtered``, a staging
-        buffer's chunk at a time, the next chunk on the bus while one is copied out; then raise
-        ``non_finite_error`` if its padding (or an earlier one) read NaN or infinite values, or
-        report it finished."""
+        """Copy slab ``index`` (output ``planes``) into ``output`` once ``filtered``, a staging chunk at a time.
+
+        A staging buffer's chunk at a time, the next chunk on the bus while one is copied out; then
+        raise ``non_finite_error`` if its padding (or an earlier one) read NaN or infinite values,
+        or report it finished.
+        """
         start, stop = planes
         target = output[start - origin : stop - origin]
         self.downloads.wait_event(filtered)
@@ -459,10 +491,12 @@ class SlabPipeline:
 def gpu_slab_filters(
     shape: tuple[int, int, int, int], params: VolumeParams, devices: Sequence[int] | None
 ) -> tuple[list[Callable[[np.ndarray, VolumeParams, int], SlabPipeline]], int]:
-    """One slab filter per device (the current one where ``devices`` is None): given the (Z, Y,
-    X, C) float32 volume, the parameters and the thickest slab's planes, it makes the device's
-    ``SlabPipeline``; and the fewest slabs for which a device's buffers (two input slabs, the
-    padded slab, OUTPUT_SLOTS output slabs) fit the smallest free memory among them."""
+    """One slab filter per device (the current one where ``devices`` is None).
+
+    Given the (Z, Y, X, C) float32 volume, the parameters and the thickest slab's planes, it makes
+    the device's ``SlabPipeline``; and the fewest slabs for which a device's buffers (two input
+    slabs, the padded slab, OUTPUT_SLOTS output slabs) fit the smallest free memory among them.
+    """
     cupy = cupy_module()
     ids = [cupy.cuda.Device().id] if devices is None else list(devices)
     count = cupy.cuda.runtime.getDeviceCount()

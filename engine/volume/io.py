@@ -1,6 +1,7 @@
-"""Volume files: NIfTI (.nii, .nii.gz, through nibabel), TIFF stacks (.tif, .tiff, through
-tifffile) and NumPy (.npy); read into (Z, Y, X) or (Z, Y, X, C) arrays, written back keeping
-the source's grid (NIfTI header and affine, TIFF voxel size) and its data type class.
+"""Volume files: NIfTI (.nii, .nii.gz, through nibabel), TIFF stacks (.tif, .tiff, through tifffile) and NumPy (.npy).
+
+Read into (Z, Y, X) or (Z, Y, X, C) arrays, written back keeping the source's grid (NIfTI header and
+affine, TIFF voxel size) and its data type class.
 
 nibabel and tifffile are imported when a file of theirs is read or written, so the engine
 imports without them. NIfTI stores voxels (i, j, k) = (x, y, z): arrays are transposed to
@@ -32,7 +33,7 @@ NIFTI_UNITS = {"meter": 1.0, "mm": 1e-3, "micron": 1e-6}  # the lengths a NIfTI 
 
 
 def volume_format(path: str | Path) -> str:
-    """ "nifti", "tiff" or "npy" from the file name, or ValueError naming the known suffixes.
+    """Return "nifti", "tiff" or "npy" from the file name, or ValueError naming the known suffixes.
 
     Parameters
     ----------
@@ -124,8 +125,10 @@ def check_volume_output(path: str | Path, source: str | Path | None = None, *, o
 
 @dataclass
 class VolumeFile:
-    """A volume as read: ``data`` (Z, Y, X) or (Z, Y, X, C) in its stored type, ``spacing``
-    (z, y, x) voxel size, and what writing it back needs (``header``, ``affine``, TIFF metadata).
+    """A volume as read.
+
+    ``data`` (Z, Y, X) or (Z, Y, X, C) in its stored type, ``spacing`` (z, y, x) voxel size, and
+    what writing it back needs (``header``, ``affine``, TIFF metadata).
 
     ``read_volume`` makes it; the constructor takes the attributes below, in order.
 
@@ -157,20 +160,25 @@ class VolumeFile:
     extra: dict = field(default_factory=dict)
 
     def channel_mode(self, requested: str = "auto") -> str:
-        """How ``denoise-volume`` and the window filter the channels: ``requested``, or for "auto"
-        "separately" where the file keeps its channels on an axis of their own (ImageJ
-        hyperstacks and OME-TIFF, whose channels are mostly fluorescence channels imaging
-        different structures; a NIfTI's vector voxels), else "together" (RGB samples, a 4D .npy)."""
+        """How ``denoise-volume`` and the window filter the channels.
+
+        ``requested``, or for "auto" "separately" where the file keeps its channels on an axis of
+        their own (ImageJ hyperstacks and OME-TIFF, whose channels are mostly fluorescence channels
+        imaging different structures; a NIfTI's vector voxels), else "together" (RGB samples, a 4D
+        .npy).
+        """
         if requested != "auto":
             return requested
         return "separately" if self.extra.get("channels") and self.data.ndim == 4 else "together"
 
     @property
     def directions(self) -> tuple[str, str, str] | None:
-        """The anatomical direction each of the (z, y, x) indices grows towards, one of "R" / "L",
-        "A" / "P", "S" / "I" each, from a NIfTI's affine (the nearest of the world's axes where the
-        grid is oblique); None where the file does not say (no affine, or a NIfTI whose qform and
-        sform codes are both 0: its affine is then the voxel size alone, no orientation)."""
+        """The anatomical direction each of the (z, y, x) indices grows towards, from a NIfTI's affine.
+
+        One of "R" / "L", "A" / "P", "S" / "I" each, the nearest of the world's axes where the grid
+        is oblique; None where the file does not say (no affine, or a NIfTI whose qform and sform
+        codes are both 0: its affine is then the voxel size alone, no orientation).
+        """
         if self.affine is None or self.header is None:
             return None
         if int(self.header["qform_code"]) == 0 and int(self.header["sform_code"]) == 0:
@@ -190,8 +198,11 @@ class OneImageError(ValueError):
 
 
 class VolumeRefusedError(ValueError):
-    """A file read far enough to know it is refused: not one volume (a NIfTI time series, an .npz
-    archive), or a header that the file or the memory cannot hold; the message says it all."""
+    """A file read far enough to know it is refused.
+
+    Not one volume (a NIfTI time series, an .npz archive), or a header that the file or the memory
+    cannot hold; the message says it all.
+    """
 
 
 def _import(name: str) -> Any:
@@ -254,7 +265,7 @@ def read_volume(path: str | Path) -> VolumeFile:
 
 
 def _one_image(path: Path, shape: tuple[int, ...], kind: str) -> OneImageError:
-    """The refusal of a file that holds one 2D image, with the command that denoises it."""
+    """Return the refusal of a file that holds one 2D image, with the command that denoises it."""
     stem = path.name.split(".")[0]
     command = f"nlmeans-studio denoise {stem}.tif {stem}-denoised%06d.tif"  # `denoise` reads a TIFF, not the others
     how = command if kind == "tiff" else f"save it as a TIFF (tifffile.imwrite('{stem}.tif', image)), then {command}"
@@ -264,7 +275,7 @@ def _one_image(path: Path, shape: tuple[int, ...], kind: str) -> OneImageError:
 
 
 def _read(path: Path, kind: str) -> VolumeFile:
-    """The file as its reader gives it, the readers' errors unchanged."""
+    """Return the file as its reader gives it, the readers' errors unchanged."""
     if kind == "nifti":
         nibabel = _import("nibabel")
         try:
@@ -325,9 +336,11 @@ def _read(path: Path, kind: str) -> VolumeFile:
 
 
 def _load_npy(path: Path) -> np.ndarray:
-    """The array of a .npy file, its header checked against the file before any memory is taken
-    (a header of 10^15 voxels asked numpy for petabytes), and an .npz archive named .npy refused
-    (np.load goes by the content and returned the archive)."""
+    """Return the array of a .npy file, its header checked against the file before any memory is taken.
+
+    A header of 10^15 voxels asked numpy for petabytes. An .npz archive named .npy is refused
+    (np.load goes by the content and returned the archive).
+    """
     with open(path, "rb") as file:
         if file.read(4) == b"PK\x03\x04":
             raise VolumeRefusedError(
@@ -345,9 +358,11 @@ def _load_npy(path: Path) -> np.ndarray:
 
 
 def _check_declared(path: Path, shape: tuple[int, ...], dtype: np.dtype, body: int | None) -> None:
-    """Refuse a header whose array the file's ``body`` (bytes after the header; None: unknown,
-    compressed) cannot hold, or that this machine's memory cannot: said before the reader asks
-    for the memory (it failed with an empty MemoryError, or numpy's "Unable to allocate 3.55 PiB")."""
+    """Refuse a header whose array the file's ``body`` or this machine's memory cannot hold.
+
+    ``body``: bytes after the header; None: unknown, compressed. Said before the reader asks for the
+    memory (it failed with an empty MemoryError, or numpy's "Unable to allocate 3.55 PiB").
+    """
     declared = math.prod(shape) * np.dtype(dtype).itemsize
     size = f"shape {tuple(shape)} of {np.dtype(dtype)}, {_bytes(declared)}"
     if body is not None and body < declared:
@@ -364,7 +379,7 @@ def _check_declared(path: Path, shape: tuple[int, ...], dtype: np.dtype, body: i
 
 
 def _memory() -> int | None:
-    """This machine's physical memory in bytes, or None where the system does not say."""
+    """Return this machine's physical memory in bytes, or None where the system does not say."""
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
@@ -372,7 +387,7 @@ def _memory() -> int | None:
 
 
 def _bytes(count: int) -> str:
-    """A byte count in words: "512 bytes", "3.2 MiB", "3.6 PiB"."""
+    """Return a byte count in words: "512 bytes", "3.2 MiB", "3.6 PiB"."""
     if count < 1024:
         return f"{count} bytes"
     exponent = min(int(math.log(count, 1024)), 6)
@@ -381,8 +396,10 @@ def _bytes(count: int) -> str:
 
 @contextlib.contextmanager
 def _library_quiet(name: str) -> Iterator[None]:
-    """Hold back a library's logged warnings ("ImageJ series metadata invalid or corrupted file")
-    while it reads: what is wrong with the file is said once, in this module's words."""
+    """Hold back a library's logged warnings ("ImageJ series metadata invalid or corrupted file") while it reads.
+
+    What is wrong with the file is said once, in this module's words.
+    """
     logger = logging.getLogger(name)
     level = logger.level
     logger.setLevel(logging.CRITICAL)
@@ -393,8 +410,10 @@ def _library_quiet(name: str) -> Iterator[None]:
 
 
 def _check_imagej_images(path: Path, tiff: Any) -> None:
-    """Refuse an ImageJ stack holding fewer images than its header declares: tifffile reads a
-    truncated one as its first image alone, which was then taken for one 2D image."""
+    """Refuse an ImageJ stack holding fewer images than its header declares.
+
+    tifffile reads a truncated one as its first image alone, which was then taken for one 2D image.
+    """
     declared = int((tiff.imagej_metadata or {}).get("images", 0))
     page = tiff.pages[0]
     held = tiff.series[0].size // (page.imagelength * page.imagewidth * page.samplesperpixel)
@@ -406,8 +425,10 @@ def _check_imagej_images(path: Path, tiff: Any) -> None:
 
 
 def _ome_voxel_size(xml: str, spacing: list[float], unit: str | None) -> tuple[tuple[float, ...], str | None]:
-    """(z, y, x) voxel size and its unit from OME-XML's first Pixels element (PhysicalSizeZ, Y, X),
-    ``spacing`` and ``unit`` where it says nothing."""
+    """(z, y, x) voxel size and its unit from OME-XML's first Pixels element (PhysicalSizeZ, Y, X).
+
+    ``spacing`` and ``unit`` where it says nothing.
+    """
     import xml.etree.ElementTree as ElementTree
 
     pixels = next((e for e in ElementTree.fromstring(xml).iter() if e.tag.endswith("}Pixels")), None)
@@ -418,10 +439,12 @@ def _ome_voxel_size(xml: str, spacing: list[float], unit: str | None) -> tuple[t
 
 
 def _zyx_channels_last(data: np.ndarray, axes: str, path: Path) -> tuple[np.ndarray, bool]:
-    """A TIFF series' array with its channels (tifffile's axis "C": an ImageJ hyperstack's or an
-    OME-TIFF's, next to a plane axis Z, Q or I) moved last, and whether there were such channels.
-    Samples ("S", RGB) are last already; a stack without a plane axis keeps its first axis as
-    the planes. A series with several time points is refused (VolumeRefusedError)."""
+    """Return a TIFF series' array with its channels moved last, and whether there were such channels.
+
+    Channels: tifffile's axis "C", an ImageJ hyperstack's or an OME-TIFF's, next to a plane axis Z,
+    Q or I. Samples ("S", RGB) are last already; a stack without a plane axis keeps its first axis
+    as the planes. A series with several time points is refused (VolumeRefusedError).
+    """
     sizes = dict(zip(axes, data.shape, strict=True))
     if sizes.get("T", 1) > 1:
         raise VolumeRefusedError(

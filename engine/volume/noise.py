@@ -104,7 +104,7 @@ class VolumeNoiseEstimate:
 
     @property
     def average_sigma(self) -> float:
-        """sqrt of the mean variance over the channels."""
+        """The sqrt of the mean variance over the channels."""
         return float(np.sqrt(np.mean(self.sigma**2)))
 
     @property
@@ -135,8 +135,10 @@ def _residual(volume: np.ndarray) -> np.ndarray:
 
 
 def _blocks(values: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
-    """(blocks, voxels a block, C) of a (Z, Y, X, C) array cut into blocks of ``shape``, the
-    partial blocks at the ends left out."""
+    """(blocks, voxels a block, C) of a (Z, Y, X, C) array cut into blocks of ``shape``.
+
+    The partial blocks at the ends are left out.
+    """
     counts = [n // b for n, b in zip(values.shape[:3], shape, strict=True)]
     cropped = values[: counts[0] * shape[0], : counts[1] * shape[1], : counts[2] * shape[2]]
     shaped = cropped.reshape(counts[0], shape[0], counts[1], shape[1], counts[2], shape[2], -1)
@@ -144,16 +146,20 @@ def _blocks(values: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
 
 
 def _block_shape(volume_shape: tuple[int, ...]) -> tuple[int, int, int]:
-    """BLOCK^3, thinner along an axis of fewer than BLOCK + 2 voxels (a z-stack of a few planes):
-    as thick as the residual there."""
+    """BLOCK^3, thinner along an axis of fewer than BLOCK + 2 voxels (a z-stack of a few planes).
+
+    As thick as the residual there.
+    """
     return tuple(min(BLOCK, n - 2) for n in volume_shape[:3])
 
 
 @functools.cache
 def _quantile_bias(shape: tuple[int, int, int]) -> float:
-    """The QUANTILE quantile of blocks' residual variance over the true variance, on white
-    Gaussian noise, for blocks of ``shape``: QUANTILE_BIAS for BLOCK^3 (measured once), else
-    measured here on BIAS_BLOCKS blocks of simulated noise (the same seed every time)."""
+    """Return the QUANTILE quantile of blocks' residual variance over the true variance, on white noise.
+
+    On white Gaussian noise, for blocks of ``shape``: QUANTILE_BIAS for BLOCK^3 (measured once),
+    else measured here on BIAS_BLOCKS blocks of simulated noise (the same seed every time).
+    """
     if shape == (BLOCK,) * 3:
         return QUANTILE_BIAS
     side = round(BIAS_BLOCKS ** (1 / 3))
@@ -238,10 +244,12 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
 
 
 def _band_variances(variances: np.ndarray, means: np.ndarray) -> np.ndarray:
-    """(bands, C) low quantiles of the blocks' residual variance in brightness bands of equal
-    numbers of blocks (by ``means``, each block's over its voxels and channels), darkest first,
-    as for the whole volume (not yet divided by the quantile's bias); (0, C) where there are
-    fewer than 2 BAND_BLOCKS blocks."""
+    """(bands, C) low quantiles of the blocks' residual variance in brightness bands, darkest first.
+
+    The bands hold equal numbers of blocks (by ``means``, each block's over its voxels and
+    channels); as for the whole volume (not yet divided by the quantile's bias); (0, C) where there
+    are fewer than 2 BAND_BLOCKS blocks.
+    """
     count = min(BANDS, len(variances) // BAND_BLOCKS)
     if count < 2:
         return np.empty((0, variances.shape[1]))
@@ -256,7 +264,7 @@ def suggest_volume_h(
     center_weight: str = "one",
     patch_radius: Radii = 1,
 ) -> float:
-    """h for ``denoise_volume`` (the volume's units) from a noise estimate or a sigma.
+    """Suggest h for ``denoise_volume`` (the volume's units) from a noise estimate or a sigma.
 
     Parameters
     ----------

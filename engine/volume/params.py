@@ -29,8 +29,11 @@ CHANNEL_MODES = ("together", "separately")
 
 
 def channel_strengths(h: object, channels: int, mode: str) -> list[object]:
-    """Each channel's h for ``mode``: one h for all, or (separately) one a channel; ValueError
-    for a list of the wrong length or a list with channels filtered together."""
+    """Each channel's h for ``mode``.
+
+    One h for all, or (separately) one a channel; ValueError for a list of the wrong length or a
+    list with channels filtered together.
+    """
     check_choice("channels", mode, CHANNEL_MODES)
     if not isinstance(h, (list, tuple, np.ndarray)):
         return [h] * channels
@@ -64,6 +67,7 @@ class VolumeParams:
     def checked(
         cls, h: object, patch_radius: object, search_radius: object, weighting: object, center_weight: object
     ) -> VolumeParams:
+        """Return the parameters, each checked, or ValueError naming the first that is wrong."""
         message = f"h must be a finite number > 0 in the volume's intensity units, got {h!r}"
         if isinstance(h, bool) or not isinstance(h, (int, float, np.integer, np.floating)):
             raise ValueError(message)
@@ -83,14 +87,16 @@ class VolumeParams:
         return tuple(a + b for a, b in zip(self.search_radius, self.patch_radius, strict=True))
 
     def patch_sum_scale(self, channels: int) -> float:
-        """u per unit of a patch's summed squared difference: 1 / (C |patch| h^2)."""
+        """Return u per unit of a patch's summed squared difference: 1 / (C |patch| h^2)."""
         voxels = math.prod(2 * b + 1 for b in self.patch_radius)
         return 1.0 / (channels * voxels * self.h**2)
 
     @property
     def exponential(self) -> bool:
+        """Whether the weighting is exponential."""
         return self.weighting == "exponential"
 
     @property
     def center_max(self) -> bool:
+        """Whether the centre's weight is the largest weight ("max")."""
         return self.center_weight == "max"

@@ -38,16 +38,18 @@ def split_range(length: int, parts: int) -> list[tuple[int, int]]:
 def tapered_ranges(
     length: int, runners: int, *, least: int = 1, thinnest: int = 1, thickest: int | None = None, align: int = 4
 ) -> list[tuple[int, int]]:
-    """Contiguous ranges covering [0, length), to be dealt to ``runners`` in turn, where each
-    runner's slabs double in thickness from its first to its middle ones and halve again to its
+    """Contiguous ranges covering [0, length), to be dealt to ``runners`` in turn.
+
+    Each runner's slabs double in thickness from its first to its middle ones and halve again to its
     last (1, 2, .., 2^d, .., 2^d, .., 2, 1 units). A pipeline hides each slab's upload behind the
-    GPU's work on the slab before and its download behind the slab after: only the first upload
-    and the last download are waited for, and those slabs are the thinnest.
+    GPU's work on the slab before and its download behind the slab after: only the first upload and
+    the last download are waited for, and those slabs are the thinnest.
 
     The deepest ramp whose unit is at least ``thinnest`` planes, with as few middle slabs as give
     at least ``least`` ranges none thicker than ``thickest``; without a ramp, even ranges. Bounds
     fall on multiples of ``align`` (the tiled volume kernel's z tiles start on the volume's
-    multiples of 4) where no range is then empty."""
+    multiples of 4) where no range is then empty.
+    """
     thickest = length if thickest is None else max(1, thickest)
     for depth in range(length.bit_length(), 0, -1):
         top = 1 << depth
@@ -73,9 +75,11 @@ def run_in_slabs(
     progress: Callable[[int, int], None] | None = None,
     output: np.ndarray | None = None,
 ) -> np.ndarray:
-    """A (Z, Y, X, C) float32 output (``output`` where given, else a new one) written in the slabs
-    of output planes ``ranges`` (at least one per runner), dealt to the runners in turn; each
-    runner on a thread of its own."""
+    """Return a (Z, Y, X, C) float32 output written in the slabs of output planes ``ranges``.
+
+    ``output`` where given, else a new one. At least one slab per runner, dealt to the runners in
+    turn; each runner on a thread of its own.
+    """
     planes = shape[0]
     output = np.empty(shape, dtype=np.float32) if output is None else output
     done, lock = [0], threading.Lock()
@@ -109,8 +113,9 @@ def filter_in_slabs(
     progress: Callable[[int, int], None] | None = None,
     output: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Filter a (Z, Y, X, C) volume in at least ``slabs`` slabs along z (at least one per filter),
-    the filters running concurrently; stitched into ``output`` (where given) or a new array.
+    """Filter a (Z, Y, X, C) volume in at least ``slabs`` slabs along z, the filters running concurrently.
+
+    At least one slab per filter; stitched into ``output`` (where given) or a new array.
 
     ``read_slab(z0, z1)`` gives the padded planes output planes [z0, z1) read, halos included.
     Each filter's slabs are read one ahead, on a thread of their own, while the filter works on
@@ -136,7 +141,9 @@ def filter_in_slabs(
 
 
 def mirrored_indices(start: int, stop: int, size: int) -> np.ndarray:
-    """Indices start .. stop - 1 of an axis of ``size``, mirrored into it without repeating the
-    edge (np.pad mode="reflect", for start >= -(size - 1) and stop <= 2 size - 1)."""
+    """Return indices start .. stop - 1 of an axis of ``size``, mirrored into it without repeating the edge.
+
+    As np.pad mode="reflect", for start >= -(size - 1) and stop <= 2 size - 1.
+    """
     wanted = np.abs(np.arange(start, stop))  # reflect below 0 ...
     return np.where(wanted >= size, 2 * (size - 1) - wanted, wanted)  # ... and past the end

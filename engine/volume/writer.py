@@ -1,6 +1,9 @@
-"""Writing a volume file (``write_volume``): the source's grid (NIfTI header and affine, TIFF voxel
-size) and data type class kept, to a hidden file renamed into place when complete
-(engine/media/staged_output.py), as ``denoise`` writes videos. Reading is in ``io``."""
+"""Writing a volume file (``write_volume``).
+
+The source's grid (NIfTI header and affine, TIFF voxel size) and data type class kept, to a hidden
+file renamed into place when complete (engine/media/staged_output.py), as ``denoise`` writes videos.
+Reading is in ``io``.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ IMAGEJ_TYPES = (np.uint8, np.uint16, np.float32)  # the data types an ImageJ sta
 
 
 def lost_in(path: str | Path, like: VolumeFile) -> str:
-    """What of ``like``'s grid a file at ``path`` cannot keep, for a note ("" where nothing)."""
+    """Return what of ``like``'s grid a file at ``path`` cannot keep, for a note ("" where nothing)."""
     kind = volume_format(path)
     if kind == "npy" and like.format != "npy":
         return "a .npy file keeps no voxel size" + (" nor the NIfTI affine" if like.format == "nifti" else "")
@@ -48,9 +51,11 @@ def lost_in(path: str | Path, like: VolumeFile) -> str:
 
 
 def stored_type(filtered: np.ndarray, dtype: np.dtype, kind: str) -> np.ndarray:
-    """``filtered`` (float32) in the source's data type ``dtype`` as a ``kind`` file holds it:
-    integers rounded and clipped to its range, floating point in ``dtype`` where ``kind`` stores
-    it (float64 stays float64), else float32."""
+    """Return ``filtered`` (float32) in the source's data type ``dtype`` as a ``kind`` file holds it.
+
+    Integers rounded and clipped to its range, floating point in ``dtype`` where ``kind`` stores it
+    (float64 stays float64), else float32.
+    """
     dtype = np.dtype(dtype)
     if dtype.kind in "iub":
         limits = np.iinfo(dtype) if dtype.kind != "b" else np.iinfo(np.uint8)
@@ -61,8 +66,11 @@ def stored_type(filtered: np.ndarray, dtype: np.dtype, kind: str) -> np.ndarray:
 
 
 def _source_type(like: VolumeFile) -> np.dtype:
-    """The data type ``like``'s file stored: a NIfTI's own, where nibabel scaled its integers to
-    float64 (scl_slope / scl_inter) float32, as values with a scaling come back."""
+    """Return the data type ``like``'s file stored.
+
+    A NIfTI's own, where nibabel scaled its integers to float64 (scl_slope / scl_inter) float32, as
+    values with a scaling come back.
+    """
     if like.format == "nifti" and like.header is not None and like.data.dtype.kind == "f":
         stored = like.header.get_data_dtype()
         return stored if stored.kind == "f" else np.dtype(np.float32)
@@ -126,9 +134,11 @@ def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwr
 
 
 def _write_failure(path: Path, error: OSError, needed: int) -> str:
-    """Why writing ``needed`` bytes to ``path`` failed, in words a person can act on. numpy's
-    writer loses the system's reason ("44800 requested and 16352 written", no errno): a short
-    write where the folder has less free space than the volume is a full disk too."""
+    """Why writing ``needed`` bytes to ``path`` failed, in words a person can act on.
+
+    Numpy's writer loses the system's reason ("44800 requested and 16352 written", no errno): a
+    short write where the folder has less free space than the volume is a full disk too.
+    """
     free = shutil.disk_usage(path.parent).free
     if error.errno in (errno.ENOSPC, errno.EDQUOT) or (error.errno is None and free < needed):
         return (
@@ -144,9 +154,12 @@ def _write_failure(path: Path, error: OSError, needed: int) -> str:
 
 
 def _nifti_bytes(values: np.ndarray, like: VolumeFile, *, compressed: bool) -> bytes:
-    """The NIfTI file of ``values``: channels as NIfTI stores vector-valued voxels, (X, Y, Z, 1, C)
-    with the intent "vector" (a NIfTI source's own intent kept), not as the time axis; in a NIfTI
-    source's shape ((X, Y, Z, 1) stays so)."""
+    """Return the NIfTI file of ``values``.
+
+    Channels as NIfTI stores vector-valued voxels, (X, Y, Z, 1, C) with the intent "vector" (a NIfTI
+    source's own intent kept), not as the time axis; in a NIfTI source's shape ((X, Y, Z, 1) stays
+    so).
+    """
     nibabel = _import("nibabel")
     voxels = values.transpose(2, 1, 0) if values.ndim == 3 else values.transpose(2, 1, 0, 3)[:, :, :, np.newaxis]
     if like.header is not None and like.format == "nifti":
@@ -167,9 +180,11 @@ def _nifti_bytes(values: np.ndarray, like: VolumeFile, *, compressed: bool) -> b
 
 
 def _nifti_unit(unit: str | None) -> tuple[str | None, float]:
-    """The NIfTI length code for a file's ``unit`` (nibabel's name) and the factor that converts
-    voxel sizes to it: the unit's own where NIfTI codes it, else mm from centimetres and µm from
-    nanometres; (None, 1) for an unknown unit."""
+    """Return the NIfTI length code for a file's ``unit`` (nibabel's name) and the factor to it.
+
+    The factor converts voxel sizes to it: the unit's own where NIfTI codes it, else mm from
+    centimetres and µm from nanometres; (None, 1) for an unknown unit.
+    """
     if unit not in METRES:
         return None, 1.0
     metres = METRES[unit]
@@ -180,14 +195,16 @@ def _nifti_unit(unit: str | None) -> tuple[str | None, float]:
 
 
 def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile, *, ome: bool = False) -> None:
-    """An OME-TIFF where asked (``ome``: the name ends in .ome.tif) or the source was one, an
-    ImageJ stack where the source was one or has a length unit (a NIfTI's: Fiji then reads the
-    voxel size) and ImageJ takes the data type and the samples, an OME-TIFF again where there is
-    a unit ImageJ cannot carry with the data (int16 MRI: Fiji reads OME's voxel size through
-    Bio-Formats), else a plain TIFF with tifffile's description (no absolute unit in its
-    resolution tags; the axes where there are channels, which it would otherwise read as
-    planes); each with the voxel size, samples in each pixel and channels before or after the
-    planes as the source had them."""
+    """Write an OME-TIFF, an ImageJ stack or a plain TIFF, as the source and the name ask.
+
+    An OME-TIFF where asked (``ome``: the name ends in .ome.tif) or the source was one, an ImageJ
+    stack where the source was one or has a length unit (a NIfTI's: Fiji then reads the voxel size)
+    and ImageJ takes the data type and the samples, an OME-TIFF again where there is a unit ImageJ
+    cannot carry with the data (int16 MRI: Fiji reads OME's voxel size through Bio-Formats), else a
+    plain TIFF with tifffile's description (no absolute unit in its resolution tags; the axes where
+    there are channels, which it would otherwise read as planes); each with the voxel size, samples
+    in each pixel and channels before or after the planes as the source had them.
+    """
     tifffile = _import("tifffile")
     spacing_z, spacing_y, spacing_x = like.spacing
     channels = values.ndim == 4 and like.extra.get("channels", False)  # an axis of their own, not RGB samples

@@ -31,41 +31,52 @@ METHODS = ("fused", "cascade")  # the first is the default
 
 
 class WindowFilter(Protocol):
-    """A filter of the table: frames go to its device with ``upload``, windows of uploaded frames
-    are filtered by calling it, and outputs come back with ``download`` (or, with ``as_frame``,
-    stay on its device as frames to filter again)."""
+    """A filter of the table.
+
+    Frames go to its device with ``upload``, windows of uploaded frames are filtered by calling it,
+    and outputs come back with ``download`` (or, with ``as_frame``, stay on its device as frames to
+    filter again).
+    """
 
     backend: str
     method: str
 
     def upload(self, frame: np.ndarray) -> Any:
-        """A checked (H, W, C) host frame (uint8, uint16 or float32) -> the filter's own frame."""
+        """Upload a checked (H, W, C) host frame (uint8, uint16 or float32) -> the filter's own frame."""
 
     def __call__(
         self, window: Sequence[Any], center: int, params: NLMParams, guide: Sequence[Any] | None = None
     ) -> Any:
-        """Denoise ``window[center]`` searching ``window`` (uploaded frames, truncated at the clip's
-        ends). ``guide``, the same window of another clip, gives the patch distances instead."""
+        """Denoise ``window[center]`` searching ``window`` (uploaded frames, truncated at the clip's ends).
+
+        ``guide``, the same window of another clip, gives the patch distances instead.
+        """
 
     def download(self, output: Any) -> np.ndarray:
-        """An output -> (H, W, C) float32 on the host."""
+        """Download an output -> (H, W, C) float32 on the host."""
 
     def as_frame(self, output: Any) -> Any:
-        """An output -> one of the filter's frames, on its device, equal to ``upload(download(output))``:
-        a first pass's output as a second pass's guide (``engine.video.guided``)."""
+        """Convert an output -> one of the filter's frames, on its device, equal to ``upload(download(output))``.
+
+        A first pass's output as a second pass's guide (``engine.video.guided``).
+        """
 
 
 def cpu_filter_compiles() -> bool:
-    """Whether the fused CPU filter's first call compiles it (it loads numba): numba's cache holds
-    no build of its current code for this machine."""
+    """Whether the fused CPU filter's first call compiles it (it loads numba).
+
+    numba's cache holds no build of its current code for this machine.
+    """
     from . import fused_cpu
 
     return not fused_cpu.compiled()
 
 
 def filter_compiles(backend: str = "auto") -> bool:
-    """Whether the first frame filtered on ``backend`` waits for the CPU filter to compile
-    (``engine.filter_compiles``)."""
+    """Whether the first frame filtered on ``backend`` waits for the CPU filter to compile.
+
+    See ``engine.filter_compiles``.
+    """
     return resolve_backend(backend) == "cpu" and cpu_filter_compiles()
 
 
@@ -107,7 +118,7 @@ FILTERS: dict[tuple[str, str], Callable[[], WindowFilter]] = {
 
 
 def window_filter(backend: str, method: str) -> WindowFilter:
-    """A new filter for a resolved backend ("cpu" / "gpu") and a method of METHODS (``FILTERS``)."""
+    """Return a new filter for a resolved backend ("cpu" / "gpu") and a method of METHODS (``FILTERS``)."""
     if method not in METHODS:
         raise ValueError(f"method must be {' or '.join(map(repr, METHODS))}, got {method!r}")
     return FILTERS[backend, method]()

@@ -80,13 +80,16 @@ def box_sum(values: Array, radius: int, axis: int) -> Array:
 
 
 def relative_weights(params: NLMParams) -> bool:
-    """Whether exponential weights need a per-pixel shift: with the largest weight as the
-    centre's, the window's smallest u is not known before the window is searched."""
+    """Whether exponential weights need a per-pixel shift.
+
+    With the largest weight as the centre's, the window's smallest u is not known before the window
+    is searched.
+    """
     return params.weighting == "exponential" and params.center_weight == "max"
 
 
 def exponent(distance: Array, params: NLMParams) -> Array:
-    """u = D / (h/255)^2 of DESIGN.md §1."""
+    """Return u = D / (h/255)^2 of DESIGN.md §1."""
     return distance * array_module(distance).float32((255.0 / params.h) ** 2)
 
 
@@ -195,17 +198,21 @@ class CascadeCpuFilter:
 
     @staticmethod
     def upload(frame: np.ndarray) -> np.ndarray:
+        """Return a host frame as planar (C, H, W) float32, integers scaled to [0, 1]."""
         return np.ascontiguousarray(to_float32(frame).transpose(2, 0, 1))
 
     @staticmethod
     def download(output: np.ndarray) -> np.ndarray:
+        """Return a planar (C, H, W) output as (H, W, C)."""
         return np.ascontiguousarray(output.transpose(1, 2, 0))
 
     @staticmethod
     def as_frame(output: np.ndarray) -> np.ndarray:
+        """Return the output as it is: planar (C, H, W) float32, as frames are."""
         return output  # planar (C, H, W) float32, as frames
 
     def __call__(
         self, window: Sequence[np.ndarray], center: int, params: NLMParams, guide: Sequence[np.ndarray] | None = None
     ) -> np.ndarray:
+        """Denoise ``window[center]`` with ``params``, the distances from ``guide`` where given."""
         return denoise_window(window, center, params, guide)

@@ -14,10 +14,12 @@ from . import cascade
 
 
 class CascadeGpuFilter:
-    """The paper's pass cascade (DESIGN.md §2) on the GPU: one kernel of ``kernels/cascade.cu``
-    per pass and search offset, intermediates in device memory. The baseline the fused kernel is
-    measured against, computing the same filter; ``__call__`` matches ``FusedGpuFilter``
-    for float32 output, with a guide too (distances on Z = G X of the guide's frames).
+    """The paper's pass cascade (DESIGN.md §2) on the GPU.
+
+    One kernel of ``kernels/cascade.cu`` per pass and search offset, intermediates in device memory.
+    The baseline the fused kernel is measured against, computing the same filter; ``__call__``
+    matches ``FusedGpuFilter`` for float32 output, with a guide too (distances on Z = G X of the
+    guide's frames).
     """
 
     backend, method = "gpu", "cascade"
@@ -61,8 +63,9 @@ class CascadeGpuFilter:
         params: NLMParams,
         guide: Sequence[DeviceFrame] | None = None,
     ) -> Any:
-        """Denoise ``window[center]`` searching ``window``, with the distances from ``guide``
-        (the same window of another clip) where given.
+        """Denoise ``window[center]`` searching ``window``, with the distances from ``guide`` where given.
+
+        ``guide``: the same window of another clip.
 
         Returns the output as interleaved (H, W, C) float32 on the GPU.
         """

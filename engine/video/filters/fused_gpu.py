@@ -52,9 +52,12 @@ def fused_kernel_name(
 
 
 class _ThreadScratch(threading.local):
-    """Each thread's launch buffers: a thread's launches are ordered on its stream, and no two
-    threads share these, so calls from several threads (each on its own stream or all on the
-    default one) never write each other's partial sums."""
+    """Each thread's launch buffers.
+
+    A thread's launches are ordered on its stream, and no two threads share these, so calls from
+    several threads (each on its own stream or all on the default one) never write each other's
+    partial sums.
+    """
 
     def __init__(self) -> None:
         self.pointer_arrays: dict[tuple[int, ...], Any] = {}
@@ -82,7 +85,7 @@ class FusedGpuFilter:
         self._scratch = _ThreadScratch()
 
     def _pointers(self, arrays: list[Any]) -> Any:
-        """The arrays' device addresses as a device array, kept per window (a ring repeats them)."""
+        """Return the arrays' device addresses as a device array, kept per window (a ring repeats them)."""
         key = tuple(array.data.ptr for array in arrays)
         pointer_arrays = self._scratch.pointer_arrays
         pointers = pointer_arrays.get(key)
@@ -93,8 +96,11 @@ class FusedGpuFilter:
         return pointers
 
     def _split_buffers_for(self, floats: int, counters: int) -> tuple[Any, Any]:
-        """Partial sums and arrival counters for split tiles, kept from launch to launch: the kernel
-        sets the counters back to zero, and one thread's launches on its stream never overlap."""
+        """Partial sums and arrival counters for split tiles, kept from launch to launch.
+
+        The kernel sets the counters back to zero, and one thread's launches on its stream never
+        overlap.
+        """
         buffers = self._scratch.split_buffers
         if buffers is None or buffers[0].size < floats or buffers[1].size < counters:
             buffers = self._scratch.split_buffers = (
@@ -113,8 +119,9 @@ class FusedGpuFilter:
         out_dtype: Any = np.float32,
         out: Any = None,
     ) -> Any:
-        """Denoise ``frames[center]`` searching ``frames``, with the distances from ``guide``
-        (the same window of another clip) where given.
+        """Denoise ``frames[center]`` searching ``frames``, with the distances from ``guide`` where given.
+
+        ``guide``: the same window of another clip.
 
         Returns the output as interleaved (H, W, C) on the GPU, of ``out_dtype`` (or ``out``'s
         dtype): float32, or uint8 / uint16 scaled to their full range, rounded and clamped.

@@ -37,17 +37,24 @@ class FusedLayout:
 
     @property
     def template_arguments(self) -> str:
+        """The layout as the fused kernel's template arguments: group, tile height and width, strides."""
         return f"{self.group}, {self.tile_height}, {self.tile_width}, {self.z_stride}, {self.y_stride}, {self.v_stride}"
 
     def partial_floats(self, channels: int) -> int:
-        """Floats one block of a split tile may write: C numerators, the denominator, the largest
-        weight and, for relative exponential weights, the shift, per pixel."""
+        """Floats one block of a split tile may write.
+
+        C numerators, the denominator, the largest weight and, for relative exponential weights, the
+        shift, per pixel.
+        """
         return self.tile_width * self.tile_height * (channels + 3)
 
 
 def _bank_spread_stride(columns: int, segments: int, segment: int) -> int:
-    """A row stride >= ``columns`` for which a pass-2 warp's lanes (rows x segments of ``segment``
-    pixels) hit as few shared-memory banks more than once as possible."""
+    """Return a row stride >= ``columns`` for which a pass-2 warp's lanes hit fewest banks more than once.
+
+    The lanes are rows x segments of ``segment`` pixels; they hit as few shared-memory banks more
+    than once as possible.
+    """
     rows = max(1, 32 // segments)
 
     def worst_conflict(stride: int) -> int:
@@ -68,7 +75,9 @@ def _group_sizes(patch_radius: int, search_radius: int, planes: int) -> list[int
 def fused_layout(
     patch_radius: int, search_radius: int, channels: int, transformed: bool, shared_limit: int, packed: bool = False
 ) -> FusedLayout:
-    """The layout of the tallest tile, and then the cheapest group, whose shared memory fits ``shared_limit`` bytes.
+    """Return the layout of the tallest tile, and then the cheapest group, that fits in shared memory.
+
+    Its shared memory fits ``shared_limit`` bytes.
 
     ``transformed``: Z is not Y itself (a color transform, or a guide clip's frames), so that
     the candidates Y have a region of their own. ``packed``: distances on 8-bit frames' packed
@@ -103,8 +112,10 @@ def fused_layout(
 
 
 def split_tiles(tiles: int, frames: int, concurrent: int) -> tuple[int, int]:
-    """How many of the last tiles the fused kernel splits into pieces (see nlm.cu), and into how
-    many parts of its rounds each frame of them goes: (split, parts), (0, 1) for none.
+    """How many of the last tiles the fused kernel splits into pieces, and into how many parts.
+
+    See nlm.cu. The parts are of its rounds, each frame of them going into that many: (split,
+    parts), (0, 1) for none.
 
     ``concurrent`` blocks run at once, so the grid's last wave holds tiles % concurrent of them,
     each a whole tile while the other multiprocessors wait. As frames x parts pieces, they take
@@ -125,9 +136,11 @@ def split_tiles(tiles: int, frames: int, concurrent: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class FusedGrid:
-    """The fused kernel's grid (see nlm.cu): tiles numbered row by row, ``tiles_x`` to a row; the
-    first ``whole_tiles`` run one block each, the last ``split`` one block per piece: a frame
-    and one of ``parts`` parts of its rounds."""
+    """The fused kernel's grid (see nlm.cu).
+
+    Tiles numbered row by row, ``tiles_x`` to a row; the first ``whole_tiles`` run one block each,
+    the last ``split`` one block per piece: a frame and one of ``parts`` parts of its rounds.
+    """
 
     tiles_x: int
     whole_tiles: int
@@ -142,11 +155,12 @@ class FusedGrid:
 
     @property
     def blocks(self) -> int:
+        """Blocks in the grid: one per whole tile and ``pieces`` per split one."""
         return self.whole_tiles + self.split * self.pieces
 
 
 def fused_grid(layout: FusedLayout, height: int, width: int, frames: int, concurrent: int) -> FusedGrid:
-    """The grid for (height, width) frames and a window of ``frames``, ``concurrent`` blocks at once."""
+    """Return the grid for (height, width) frames and a window of ``frames``, ``concurrent`` blocks at once."""
     tiles_x = -(-width // layout.tile_width)
     tiles = tiles_x * -(-height // layout.tile_height)
     split, parts = split_tiles(tiles, frames, concurrent)
@@ -154,6 +168,8 @@ def fused_grid(layout: FusedLayout, height: int, width: int, frames: int, concur
 
 
 def patch_scale(params: NLMParams, channels: int, packed: bool) -> float:
-    """The fused kernel's ``scale`` of patch sums: packed distances are in byte units, 255^2 times
-    those of frames scaled to [0, 1]."""
+    """Return the fused kernel's ``scale`` of patch sums.
+
+    Packed distances are in byte units, 255^2 times those of frames scaled to [0, 1].
+    """
     return params.patch_sum_scale(channels) * (integer_scale(np.uint8) ** 2 if packed else 1.0)
