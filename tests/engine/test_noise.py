@@ -70,7 +70,7 @@ def _star_field(frames: int, rng: np.random.Generator) -> np.ndarray:
     no flat block, and fine texture the flat blocks' residuals read as correlated noise."""
     stars = np.zeros((260, 340), np.float32)
     np.add.at(stars, (rng.integers(0, 260, 3000), rng.integers(0, 340, 3000)), rng.exponential(0.3, 3000))
-    bell = np.exp(-np.arange(-3, 4) ** 2 / 2.0)
+    bell = np.exp(-(np.arange(-3, 4) ** 2) / 2.0)
     rows = np.apply_along_axis(np.convolve, 1, stars, bell, "same")
     sky = 18 / 255 + np.apply_along_axis(np.convolve, 0, rows, bell, "same")
     clip = []
