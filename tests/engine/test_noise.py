@@ -64,7 +64,6 @@ def _flattest_box(clean: np.ndarray, size: int = 32) -> tuple[int, int, int, int
     return box
 
 
-@pytest.mark.parametrize("sigma", SIGMAS)
 def _star_field(frames: int, rng: np.random.Generator) -> np.ndarray:
     """A dark sky (18 levels) full of small blurred stars, panning 0.3 x 0.5 pixels a frame:
     no flat block, and fine texture the flat blocks' residuals read as correlated noise."""
@@ -95,6 +94,7 @@ def test_a_dark_clip_is_read_from_its_change_where_the_noise_is_clipped() -> Non
     assert estimate.average_sigma == pytest.approx(10, rel=0.03)
 
 
+@pytest.mark.parametrize("sigma", SIGMAS)
 def test_region_mode_on_a_flat_region(clips, sigma) -> None:
     for name, clean in clips.items():
         noisy = add_noise(clean, covariance_of(sigma, 0.5), seed=7)
