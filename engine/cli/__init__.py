@@ -1,6 +1,7 @@
-"""The command line, ``nlmeans-studio bench | denoise | denoise-volume | estimate-noise ...``: its
-arguments (``arguments``), one module a video command (``denoise``, ``estimate``; the volume's is
-``engine.volume.cli``), and the entry that runs them and words their errors (``main``)."""
+"""The command line, ``nlmeans-studio bench | denoise | denoise-volume | batch | estimate-noise ...``:
+its arguments (``arguments``), one module a video command (``denoise``, ``estimate``; the volume's
+is ``engine.volume.cli``), a package for ``batch``, the entry that runs them (``main``) and the
+wording of their errors (``errors``)."""
 
 from .main import main
 

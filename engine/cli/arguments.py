@@ -23,6 +23,7 @@ from ..video.luma_chroma import (
 from ..video.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS
 from ..video.presets import shipped_presets
 from ..volume import cli as volume_cli
+from .batch.manifest import BATCH_MANIFEST
 
 ESTIMATE_FRAMES = 3  # estimate-noise --frame: consecutive frames, so that still blocks give a temporal estimate
 
@@ -174,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     denoise.add_argument("--debug", action="store_true", help="show tracebacks")
 
     volume_cli.add_parser(commands)
+    _add_batch_parser(commands)
 
     estimate = commands.add_parser(
         "estimate-noise",
@@ -268,6 +270,33 @@ def add_denoise_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", default="medium", help="H.264 / H.265 speed preset (default medium)")
     parser.add_argument("--start", type=_seconds, default=0.0, help="first second to denoise (default 0)")
     parser.add_argument("--duration", type=_span, default=None, help="seconds to denoise (default: to the end)")
+
+
+def _add_batch_parser(commands: argparse._SubParsersAction) -> None:
+    batch = commands.add_parser(
+        "batch",
+        help="denoise many videos and volumes (files, folders, globs) into a folder, on a Dask cluster",
+        description="Denoise every INPUT into --out DIR, at the same path under DIR as under its folder or glob's "
+        "root, one file a task on a Dask cluster: a local one sized to this machine, or --scheduler's. Volumes "
+        "(.nii, .nii.gz, .tif, .tiff, .npy) go through denoise-volume, with the options below that it has. "
+        f"DIR/{BATCH_MANIFEST} records each file; a rerun skips those done and redoes the rest.",
+    )
+    batch.add_argument("inputs", nargs="+", metavar="INPUT", help="video or volume files, folders, or globs")
+    batch.add_argument("--out", required=True, metavar="DIR", help="the folder the outputs go to (made if missing)")
+    batch.add_argument(
+        "--jobs", type=_count, default=None, help="files at once on this machine (default: one a core, or a GPU)"
+    )
+    batch.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="a Dask scheduler (tcp://HOST:8786) whose workers see INPUT and DIR at the same paths, instead of a "
+        "cluster on this machine",
+    )
+    add_denoise_options(batch)
+    batch.add_argument("--quiet", action="store_true", help="no progress; the summary table still ends the run")
+    batch.add_argument("--verbose", action="store_true", help="FFmpeg's warnings and notes in each file's log")
+    batch.add_argument("--debug", action="store_true", help="show tracebacks (in each file's log)")
 
 
 def _box(text: str) -> tuple[int, int, int, int]:

@@ -18,6 +18,7 @@ from ..video.export import ExportCancelledError
 from ..video.params import DEFAULT_H, NLMParams
 from ..volume import cli as volume_cli
 from .arguments import build_parser
+from .batch.command import run_batch
 from .denoise import Stop, run_denoise
 from .errors import FAILURES, error_message
 from .estimate import run_estimate_noise
@@ -46,6 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "denoise":
             run_denoise(args, stop)
             return 0
+        if args.command == "batch":
+            return run_batch(args)
         if args.command == "estimate-noise":
             return run_estimate_noise(args)
         if args.command == "denoise-volume":
