@@ -47,7 +47,7 @@ from .cpu.compiled import COMPILING
 from .media.ffmpeg import VideoError
 from .media.formats import CODECS, CodecNotHeldError, output_format
 from .media.probe import VideoInfo
-from .media.reader import VideoReader, read_frames
+from .media.reader import VIDEO_SUFFIXES, VideoReader, read_frames
 from .media.writer import VideoWriter, check_output_path
 from .metrics import psnr
 from .resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
@@ -158,6 +158,7 @@ __all__ = [
     "PRESET_FOLDER",
     "SAMPLE_CLIP",
     "SEARCH_RADIUS_MAX",
+    "VIDEO_SUFFIXES",
     "VOLUME_SUFFIXES",
     "WEIGHTINGS",
     "BackendUnavailableError",

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from nlmeans_studio.engine import (
     COMPILING,
     SAMPLE_CLIP,
+    VIDEO_SUFFIXES,
     VOLUME_SUFFIXES,
     LumaChroma,
     NLMParams,
@@ -54,10 +55,7 @@ from .window_layout import build_actions, lay_out
 from .worker import EstimateRequest, OpenRequest, PlayRequest, PreviewRequest, PreviewWorker, WorkerThread
 
 DEBOUNCE_MS = 40  # a slider's movements within this time make one request
-VIDEO_PATTERNS = (
-    "*.mp4 *.m4v *.mov *.mkv *.webm *.avi *.mxf *.mts *.m2ts *.ts *.mpg *.mpeg *.vob *.wmv *.flv *.dv "
-    "*.y4m *.nut *.ogv *.3gp"
-)
+VIDEO_PATTERNS = " ".join(f"*{suffix}" for suffix in VIDEO_SUFFIXES)
 VOLUME_PATTERNS = " ".join(f"*{suffix}" for suffix in VOLUME_SUFFIXES)
 VIDEO_FILTER = f"Videos ({VIDEO_PATTERNS});;All files (*)"
 OPEN_FILTER = (

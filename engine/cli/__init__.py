@@ -1,7 +1,8 @@
-"""The command line, ``nlmeans-studio bench | denoise | denoise-volume | estimate-noise ...``.
+"""The command line, ``nlmeans-studio bench | denoise | denoise-volume | batch | estimate-noise ...``.
 
 Its arguments (``arguments``), one module a video command (``denoise``, ``estimate``; the volume's
-is ``engine.volume.cli``), and the entry that runs them and words their errors (``main``).
+is ``engine.volume.cli``), a package for ``batch``, the entry that runs them (``main``) and the
+wording of their errors (``errors``).
 """
 
 from .main import main

@@ -1,7 +1,7 @@
 """The command line's arguments.
 
-The parser of ``nlmeans-studio bench | denoise | denoise-volume | estimate-noise`` and the types of
-its options.
+The parser of ``nlmeans-studio bench | denoise | denoise-volume | batch | estimate-noise`` and the
+types of its options.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ..video.luma_chroma import (
 from ..video.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS
 from ..video.presets import shipped_presets
 from ..volume import cli as volume_cli
+from .batch.manifest import BATCH_MANIFEST
 
 ESTIMATE_FRAMES = 3  # estimate-noise --frame: consecutive frames, so that still blocks give a temporal estimate
 
@@ -166,87 +167,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     denoise.add_argument("input", help="a video file, an image sequence (scans/%%06d.png) or - for y4m on stdin")
     denoise.add_argument("output", help="a video file, an image sequence (.png .tif .dpx .exr) or - for y4m on stdout")
-    denoise.add_argument(
-        "--h",
-        type=float,
-        default=None,
-        help=f"strength in 8-bit levels (default: suggested by the noise estimate; {DEFAULT_H:g} with --noise none)",
-    )
-    denoise.add_argument(
-        "--noise",
-        type=_noise_mode,
-        default="auto",
-        help="auto (default): estimate the noise on frames spread over the clip and set h and the color "
-        "decorrelation from it; none: no estimate; X,Y,W,H: estimate it in that flat region, in pixels",
-    )
-    denoise.add_argument(
-        "--filter-preset",
-        default=None,
-        help=f"the window's presets: {', '.join(shipped_presets())}, or a preset's .json file; its window, "
-        "weighting and luma/chroma mode, and h as its strength times the h the noise suggests; the options "
-        "below win over it (--preset is the encoder's speed)",
-    )
-    denoise.add_argument("--patch-radius", type=int, default=None, help="B, pixels (default 4)")
-    denoise.add_argument("--search-radius", type=int, default=None, help="A, pixels (default 3)")
-    denoise.add_argument("--frames-past", type=int, default=None, help="Dp (default 1)")
-    denoise.add_argument("--frames-future", type=int, default=None, help="Df (default 1)")
-    denoise.add_argument("--weighting", choices=WEIGHTINGS, default=None, help="default exponential")
-    denoise.add_argument(
-        "--center-weight",
-        choices=CENTER_WEIGHTS,
-        default=None,
-        help="the pixel's own weight: max (default), the largest of the others' (KNLMeansCL's wref), or one",
-    )
-    denoise.add_argument(
-        "--luma-chroma",
-        type=_luma_chroma_mode,
-        default=UNSET,
-        help="filter a colour clip in Y'CbCr (the source's matrix) with a strength for Y and one for Cb/Cr: auto "
-        "(the default: from the noise of each, refined on the clip where the noise is white), off (in its own "
-        "channels, with one h and the color decorrelation), or H_Y,H_UV in 8-bit levels; off by default with "
-        "--h, --devices or --guide",
-    )
-    denoise.add_argument(
-        "--guide",
-        choices=("prefilter",),
-        default=None,
-        help="prefilter: two passes, the first (same parameters) makes a guide the second takes its patch "
-        "distances from (KNLMeansCL's rclip); twice the time, not with --devices. An experiment: it lost 0.3 to "
-        "1.3 dB against one pass on real clips (docs/realistic-noise.md)",
-    )
-    denoise.add_argument("--backend", choices=BACKENDS, default="auto")
-    denoise.add_argument(
-        "--devices",
-        type=volume_cli.gpu_ids,
-        default=None,
-        help="all, or GPU ids such as 0,1: the clip in chunks over those GPUs, concurrently (the fused filter; "
-        "not with --luma-chroma or --guide); default: one GPU",
-    )
-    denoise.add_argument(
-        "--codec",
-        choices=tuple(CODECS),
-        default="h264",
-        help="h264 (default) and h265 are 4:2:0; ffv1 (lossless) and prores keep the source's chroma sampling "
-        "and depth; h264-nvenc and h265-nvenc encode on the GPU's video encoder, where it has one",
-    )
-    denoise.add_argument(
-        "--rgb", action="store_true", help="with --codec ffv1: store planar RGB, the filter's output exactly"
-    )
-    denoise.add_argument("--crf", type=int, default=18, help="H.264 / H.265 quality, 0..51 (default 18)")
-    denoise.add_argument("--preset", default="medium", help="H.264 / H.265 speed preset (default medium)")
+    add_denoise_options(denoise)
     denoise.add_argument(
         "--overwrite",
         action="store_true",
         help="replace OUTPUT if it exists; for an image sequence, every image of its name: those an older, longer "
         "sequence left past the new last number are removed with it",
     )
-    denoise.add_argument("--start", type=_seconds, default=0.0, help="first second to denoise (default 0)")
-    denoise.add_argument("--duration", type=_span, default=None, help="seconds to denoise (default: to the end)")
     denoise.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     denoise.add_argument("--verbose", action="store_true", help="show FFmpeg's warnings and notes on stderr")
     denoise.add_argument("--debug", action="store_true", help="show tracebacks")
 
     volume_cli.add_parser(commands)
+    _add_batch_parser(commands)
 
     estimate = commands.add_parser(
         "estimate-noise",
@@ -268,6 +201,110 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_denoise_options(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``denoise`` that choose the filter and the output's encoding.
+
+    ``batch`` takes them too, and hands them to ``denoise`` for each file.
+    """
+    parser.add_argument(
+        "--h",
+        type=float,
+        default=None,
+        help=f"strength in 8-bit levels (default: suggested by the noise estimate; {DEFAULT_H:g} with --noise none)",
+    )
+    parser.add_argument(
+        "--noise",
+        type=_noise_mode,
+        default="auto",
+        help="auto (default): estimate the noise on frames spread over the clip and set h and the color "
+        "decorrelation from it; none: no estimate; X,Y,W,H: estimate it in that flat region, in pixels",
+    )
+    parser.add_argument(
+        "--filter-preset",
+        default=None,
+        help=f"the window's presets: {', '.join(shipped_presets())}, or a preset's .json file; its window, "
+        "weighting and luma/chroma mode, and h as its strength times the h the noise suggests; the options "
+        "below win over it (--preset is the encoder's speed)",
+    )
+    parser.add_argument("--patch-radius", type=int, default=None, help="B, pixels (default 4)")
+    parser.add_argument("--search-radius", type=int, default=None, help="A, pixels (default 3)")
+    parser.add_argument("--frames-past", type=int, default=None, help="Dp (default 1)")
+    parser.add_argument("--frames-future", type=int, default=None, help="Df (default 1)")
+    parser.add_argument("--weighting", choices=WEIGHTINGS, default=None, help="default exponential")
+    parser.add_argument(
+        "--center-weight",
+        choices=CENTER_WEIGHTS,
+        default=None,
+        help="the pixel's own weight: max (default), the largest of the others' (KNLMeansCL's wref), or one",
+    )
+    parser.add_argument(
+        "--luma-chroma",
+        type=_luma_chroma_mode,
+        default=UNSET,
+        help="filter a colour clip in Y'CbCr (the source's matrix) with a strength for Y and one for Cb/Cr: auto "
+        "(the default: from the noise of each, refined on the clip where the noise is white), off (in its own "
+        "channels, with one h and the color decorrelation), or H_Y,H_UV in 8-bit levels; off by default with "
+        "--h, --devices or --guide",
+    )
+    parser.add_argument(
+        "--guide",
+        choices=("prefilter",),
+        default=None,
+        help="prefilter: two passes, the first (same parameters) makes a guide the second takes its patch "
+        "distances from (KNLMeansCL's rclip); twice the time, not with --devices. An experiment: it lost 0.3 to "
+        "1.3 dB against one pass on real clips (docs/realistic-noise.md)",
+    )
+    parser.add_argument("--backend", choices=BACKENDS, default="auto")
+    parser.add_argument(
+        "--devices",
+        type=volume_cli.gpu_ids,
+        default=None,
+        help="all, or GPU ids such as 0,1: the clip in chunks over those GPUs, concurrently (the fused filter; "
+        "not with --luma-chroma or --guide); default: one GPU",
+    )
+    parser.add_argument(
+        "--codec",
+        choices=tuple(CODECS),
+        default="h264",
+        help="h264 (default) and h265 are 4:2:0; ffv1 (lossless) and prores keep the source's chroma sampling "
+        "and depth; h264-nvenc and h265-nvenc encode on the GPU's video encoder, where it has one",
+    )
+    parser.add_argument(
+        "--rgb", action="store_true", help="with --codec ffv1: store planar RGB, the filter's output exactly"
+    )
+    parser.add_argument("--crf", type=int, default=18, help="H.264 / H.265 quality, 0..51 (default 18)")
+    parser.add_argument("--preset", default="medium", help="H.264 / H.265 speed preset (default medium)")
+    parser.add_argument("--start", type=_seconds, default=0.0, help="first second to denoise (default 0)")
+    parser.add_argument("--duration", type=_span, default=None, help="seconds to denoise (default: to the end)")
+
+
+def _add_batch_parser(commands: argparse._SubParsersAction) -> None:
+    batch = commands.add_parser(
+        "batch",
+        help="denoise many videos and volumes (files, folders, globs) into a folder, on a Dask cluster",
+        description="Denoise every INPUT into --out DIR, at the same path under DIR as under its folder or glob's "
+        "root, one file a task on a Dask cluster: a local one sized to this machine, or --scheduler's. Volumes "
+        "(.nii, .nii.gz, .tif, .tiff, .npy) go through denoise-volume, with the options below that it has. "
+        f"DIR/{BATCH_MANIFEST} records each file; a rerun skips those done and redoes the rest.",
+    )
+    batch.add_argument("inputs", nargs="+", metavar="INPUT", help="video or volume files, folders, or globs")
+    batch.add_argument("--out", required=True, metavar="DIR", help="the folder the outputs go to (made if missing)")
+    batch.add_argument(
+        "--jobs", type=_count, default=None, help="files at once on this machine (default: one a core, or a GPU)"
+    )
+    batch.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="a Dask scheduler (tcp://HOST:8786) whose workers see INPUT and DIR at the same paths, instead of a "
+        "cluster on this machine",
+    )
+    add_denoise_options(batch)
+    batch.add_argument("--quiet", action="store_true", help="no progress; the summary table still ends the run")
+    batch.add_argument("--verbose", action="store_true", help="FFmpeg's warnings and notes in each file's log")
+    batch.add_argument("--debug", action="store_true", help="show tracebacks (in each file's log)")
+
+
 def _box(text: str) -> tuple[int, int, int, int]:
     """X,Y,W,H in pixels."""
     try:
@@ -277,7 +314,21 @@ def _box(text: str) -> tuple[int, int, int, int]:
     return x, y, w, h
 
 
-UNSET = object()  # --luma-chroma left out: the default mode applies (not a string: argparse would parse it)
+class _Unset:
+    """The value of --luma-chroma left out: the default mode applies.
+
+    Not a string: argparse would parse it. Pickled by name, so that it is the same object on the
+    Dask worker a batch sends it to.
+    """
+
+    def __reduce__(self) -> str:
+        return "UNSET"
+
+    def __repr__(self) -> str:
+        return "default"
+
+
+UNSET = _Unset()
 
 
 def _luma_chroma_mode(text: str) -> str | tuple[float, float] | None:

@@ -36,7 +36,7 @@ from ..video.default_filter import (
     choose_filter,
     sure_sample_length,
 )
-from ..video.export import ExportCancelledError, clip_sample, denoise_file, estimate_clip_noise
+from ..video.export import ExportCancelledError, ExportSummary, clip_sample, denoise_file, estimate_clip_noise
 from ..video.filters import cpu_filter_compiles, filter_compiles
 from ..video.luma_chroma import (
     matrix_for,
@@ -216,8 +216,12 @@ class Stop:
             signal.signal(stop, handler)
 
 
-def run_denoise(args: argparse.Namespace, stop: Stop) -> int:
-    """Run ``nlmeans-studio denoise`` on parsed ``args``; return the exit status."""
+def run_denoise(args: argparse.Namespace, stop: Stop) -> ExportSummary:
+    """Run ``denoise`` on ``args`` and return what the export did.
+
+    ``args`` are the parser's, or a batch's for one of its files; errors propagate to the caller's
+    handler.
+    """
     show_ffmpeg_messages(verbose=args.verbose)
     progress = None if args.quiet else _ProgressBar()
     try:
@@ -273,4 +277,4 @@ def run_denoise(args: argparse.Namespace, stop: Stop) -> int:
             f"{summary.backend} ({summary.device_name}), decoded on the {summary.decoder} -> {args.output}",
             file=sys.stderr,
         )
-    return 0
+    return summary

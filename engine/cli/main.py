@@ -3,42 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import errno
-import os
-import re
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from ..backend import (
-    BackendUnavailableError,
-    GpuOutOfMemoryError,
-)
 from ..bench.measure import (
     paper_cases,
     run_pipeline,
     run_preview,
     run_table,
 )
-from ..media.ffmpeg import VideoError
-from ..memory import (
-    CPU_WAYS,
-    ShortOfMemoryError,
-    out_of_memory,
-    share_malloc_arenas,
-)
+from ..memory import share_malloc_arenas
 from ..video.denoiser import METHODS
 from ..video.export import ExportCancelledError
 from ..video.params import DEFAULT_H, NLMParams
-from ..video.presets import FIELDS as PRESET_FIELDS
 from ..volume import cli as volume_cli
 from .arguments import build_parser
+from .batch.command import run_batch
 from .denoise import Stop, run_denoise
+from .errors import FAILURES, error_message
 from .estimate import run_estimate_noise
-
-# The engine words its errors by its parameters' Python names; each of these is an option
-# (--patch-radius for patch_radius), which the command line's messages name instead.
-OPTION_PARAMETERS = (*PRESET_FIELDS, "crf", "preset")
 
 
 def _denoise_volume(args: argparse.Namespace) -> int:
@@ -47,9 +30,10 @@ def _denoise_volume(args: argparse.Namespace) -> int:
     Its hidden file is removed as the stop unwinds.
     """
     try:
-        return volume_cli.run(args)
+        volume_cli.run(args)
     except KeyboardInterrupt:
         raise ExportCancelledError(f"cancelled; {args.output} was not written") from None
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,7 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = Stop()
     try:
         if args.command == "denoise":
-            return run_denoise(args, stop)
+            run_denoise(args, stop)
+            return 0
+        if args.command == "batch":
+            return run_batch(args)
         if args.command == "estimate-noise":
             return run_estimate_noise(args)
         if args.command == "denoise-volume":
@@ -102,49 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nnlmeans-studio: cancelled", file=sys.stderr)
         return 130
-    except (ValueError, OSError, ImportError, BackendUnavailableError, VideoError, MemoryError) as error:
+    except FAILURES as error:
         if getattr(args, "debug", False):
             raise
-        if isinstance(error, MemoryError) and not isinstance(error, (ShortOfMemoryError, GpuOutOfMemoryError)):
-            error = out_of_memory(error, CPU_WAYS)  # one the engine did not word: NumPy's, or an import's
-        message = _in_words(error) if args.command == "bench" else _as_option(_in_words(error))  # bench's differ
-        print(f"nlmeans-studio: error: {message}", file=sys.stderr)
+        print(f"nlmeans-studio: error: {error_message(error, as_options=args.command != 'bench')}", file=sys.stderr)
         return 1
     finally:
         stop.restore()
     return 0
-
-
-LONGEST_WORD = 120  # characters of a path or other word a message shows; longer ones lose their middle
-
-
-def _in_words(error: BaseException) -> str:
-    """``error``'s message for a person.
-
-    The system's own errors ("[Errno 36] File name too long: '...'") as the file and the reason, and
-    no word (a path) longer than LONGEST_WORD characters: a 5000-character name was echoed whole.
-    """
-    message = str(error)
-    if isinstance(error, OSError) and error.errno and error.filename is not None:
-        name, reason = os.fsdecode(error.filename), error.strerror
-        if error.errno == errno.ENAMETOOLONG:
-            longest = max(len(part.encode()) for part in Path(name).parts)
-            reason = (
-                f"the name is too long: {longest} bytes in one part and {len(name.encode())} in all, where file "
-                "systems take at most 255 and 4096; choose a shorter name"
-            )
-        message = f"{name}: {reason}"
-    half = LONGEST_WORD // 2
-    return re.sub(rf"\S{{{LONGEST_WORD + 1},}}", lambda word: f"{word[0][:half]}…{word[0][-half:]}", message)
-
-
-def _as_option(message: str) -> str:
-    """Word an engine message for the command line.
-
-    The engine names its parameters as Python does ("search_radius must be .."): on the command
-    line, the option ("--search-radius must be ..").
-    """
-    name = re.match(r"(\w+) must ", message)
-    if name is None or name.group(1) not in OPTION_PARAMETERS:
-        return message
-    return f"--{name.group(1).replace('_', '-')}{message[name.end(1) :]}"

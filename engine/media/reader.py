@@ -25,6 +25,13 @@ from .frame_index import FrameIndex
 from .image_sequence import is_image_sequence, sequence_files
 from .probe import VideoInfo, open_input, probe_video
 
+# The names of video files, as the window's open dialog and ``batch``'s folders pick them out; any
+# file FFmpeg reads is read, whatever its name.
+VIDEO_SUFFIXES = (
+    ".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".mxf", ".mts", ".m2ts", ".ts", ".mpg", ".mpeg", ".vob",
+    ".wmv", ".flv", ".dv", ".y4m", ".nut", ".ogv", ".3gp",
+)  # fmt: skip
+
 CACHE_FRAMES = 24  # decoded frames kept for random access
 
 

@@ -125,8 +125,11 @@ class _Progress:
             print(text, file=sys.stderr, flush=True)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``denoise-volume``; errors propagate to the CLI's handler."""
+def run(args: argparse.Namespace) -> tuple[int, ...]:
+    """Run ``denoise-volume`` and return the shape of the volume denoised.
+
+    (z, y, x) or, with channels, (z, y, x, c); errors propagate to the CLI's handler.
+    """
     from ..backend import resolve_backend, resolve_devices
     from ..cpu.compiled import COMPILING
     from .denoise import (
@@ -212,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         shape = "x".join(str(n) for n in source.data.shape)
         print(f"denoised {shape} voxels in {time.perf_counter() - start:.1f} s -> {args.output}", file=sys.stderr)
-    return 0
+    return source.data.shape
 
 
 def _suggested_h(args: argparse.Namespace, data: np.ndarray, label: str) -> float:

@@ -1,0 +1,99 @@
+"""The Dask cluster a batch runs on.
+
+The scheduler ``--scheduler`` names, or one on this machine with a worker process a GPU (pinned
+with CUDA_VISIBLE_DEVICES) or, without GPUs, a worker a core.
+
+Each worker has one thread: a file is one task, and the filter spreads over the cores (or the
+GPU) itself. Dask imports here, when a batch runs: the other commands do not pay for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from ...backend import gpu_unavailable_reason, resolve_devices
+
+if TYPE_CHECKING:
+    from distributed import Client, SpecCluster
+
+# A task whose worker dies is run again on another; one that took three workers down with it (a
+# file whose decoding crashes, or one too big for the memory) fails rather than taking the rest.
+ALLOWED_FAILURES = 2
+CONNECT_SECONDS = 5  # waiting for --scheduler to answer
+DASHBOARD = "127.0.0.1:8787"  # Dask's usual port; another where it is taken
+
+
+@contextlib.contextmanager
+def batch_client(scheduler: str | None, *, jobs: int | None, backend: str) -> Iterator[Client]:
+    """Yield a client of the cluster the batch runs on, closed (with a local cluster) on leaving.
+
+    Parameters
+    ----------
+    scheduler : str or None
+        The address of a running scheduler (``tcp://host:8786``); None: a cluster on this machine.
+    jobs : int or None
+        Workers of the local cluster: default one a GPU where CuPy sees GPUs and ``backend`` is not
+        "cpu", else one a core.
+    backend : {"auto", "cpu", "gpu"}
+        The backend the files are denoised on.
+
+    Raises
+    ------
+    ConnectionError
+        ``scheduler`` does not answer.
+    """
+    from distributed import Client
+
+    if scheduler is None:
+        with _local_cluster(jobs, backend) as cluster, Client(cluster) as client:
+            yield client
+        return
+    try:
+        client = Client(scheduler, timeout=CONNECT_SECONDS)
+    except (OSError, ValueError, TypeError) as error:  # no answer (TimeoutError is an OSError), or no address
+        raise ConnectionError(
+            f"cannot reach the Dask scheduler at {scheduler} ({error}): start one there ('dask scheduler', then "
+            "'dask worker ADDRESS' on each machine), or leave --scheduler out to run on this machine"
+        ) from None
+    with client:
+        if not client.scheduler_info()["workers"]:
+            print(f"waiting for a worker to join {scheduler} ('dask worker {scheduler}')", file=sys.stderr)
+            client.wait_for_workers(1)
+        yield client
+
+
+def _local_cluster(jobs: int | None, backend: str) -> SpecCluster:
+    """Start worker processes on this machine, each with the environment it needs.
+
+    Their scheduler listens on this machine alone.
+    """
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    gpus = _gpu_ids(backend)
+    if gpus:
+        environments = [{"CUDA_VISIBLE_DEVICES": str(gpu)} for gpu in gpus[:jobs]]
+    else:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        count = jobs or cores
+        environments = [{"NUMBA_NUM_THREADS": str(max(1, cores // count))}] * count  # the cores shared out
+    workers = {
+        index: {"cls": Nanny, "options": {"nthreads": 1, "env": environment, "silence_logs": logging.WARNING}}
+        for index, environment in enumerate(environments)
+    }
+    scheduler = {
+        "cls": Scheduler,
+        "options": {"host": "127.0.0.1", "dashboard_address": DASHBOARD, "allowed_failures": ALLOWED_FAILURES},
+    }
+    return SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.WARNING)
+
+
+def _gpu_ids(backend: str) -> list[int]:
+    """Return the GPUs the local cluster puts a worker on: none on the CPU backend or without CuPy's."""
+    if backend == "cpu" or gpu_unavailable_reason() is not None:
+        return []
+    return resolve_devices("all") or []

@@ -1,0 +1,135 @@
+"""The files a batch's inputs name, and where each one's output goes.
+
+An input is a file (taken whatever its name), a folder (its video and volume files, at any depth)
+or a glob (the video and volume files it matches). An output keeps its input's path relative to
+the folder, or to the glob's fixed leading folders (a file: its name alone), under the output
+folder; and its extension, unless the codec asked for cannot be held there (a .mov given
+``--codec ffv1``), where it becomes .mkv, which holds every codec.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...media.formats import OUTPUT_CONTAINERS
+from ...media.reader import VIDEO_SUFFIXES
+from ...volume.io import VOLUME_SUFFIXES
+
+LOG_FOLDER = ".nlmeans-logs"  # in the output folder: one log a file, at its output's relative path
+ANY_CODEC_SUFFIX = ".mkv"  # Matroska holds every codec the writer has
+
+
+@dataclass(frozen=True)
+class Job:
+    """One file of a batch: paths absolute, as every worker must see them.
+
+    Attributes
+    ----------
+    input : str
+        The file to denoise.
+    output : str
+        Where its denoised copy goes.
+    name : str
+        The output's path relative to the output folder: the job's name in the manifest, the
+        progress and the summary.
+    log : str
+        The file the run's messages (``denoise``'s stderr) go to.
+    volume : bool
+        Whether it goes through ``denoise-volume`` rather than ``denoise``.
+    """
+
+    input: str
+    output: str
+    name: str
+    log: str
+    volume: bool
+
+
+def find_jobs(inputs: list[str], out: Path, *, codec: str) -> list[Job]:
+    """Find the jobs of ``inputs`` (files, folders, globs) with outputs under ``out``, in input order.
+
+    Parameters
+    ----------
+    inputs : list of str
+        As the command line gives them.
+    out : Path
+        The output folder; files under it are never inputs (a rerun would denoise its outputs).
+    codec : str
+        The video codec asked for (``denoise --codec``): it decides the extension an output can have.
+
+    Raises
+    ------
+    ValueError
+        An input that is neither a file, a folder nor a glob that matches; inputs that match no
+        file at all; two inputs whose outputs would have the same name.
+    """
+    out = _absolute(out)
+    jobs: dict[str, Job] = {}
+    for given in inputs:
+        for path, root in _files_of(given, out):
+            job = _job(path, path.relative_to(root), out, codec)
+            other = jobs.setdefault(job.name, job)
+            if other.input != job.input:
+                raise ValueError(
+                    f"{other.input} and {job.input} would both be written to {job.output}: give the folder that "
+                    "holds both, so that their outputs keep their folders, or run them in two batches"
+                )
+    if not jobs:
+        raise ValueError(
+            f"no video or volume file in {' '.join(inputs)}: give files, folders holding files named "
+            f"{', '.join((*VIDEO_SUFFIXES, *VOLUME_SUFFIXES))}, or globs matching some"
+        )
+    return list(jobs.values())
+
+
+def _files_of(given: str, out: Path) -> list[tuple[Path, Path]]:
+    """(file, root) pairs of one input, sorted by name; the root is what the output's path is relative to."""
+    path = _absolute(Path(given))
+    if path.is_file():
+        return [(path, path.parent)]
+    if path.is_dir():
+        root = path
+        files = (Path(folder) / name for folder, _, names in os.walk(root) for name in names)
+    elif glob.has_magic(given):
+        root = _absolute(_fixed_part(given))
+        files = (_absolute(Path(match)) for match in glob.glob(given, recursive=True) if os.path.isfile(match))
+    else:
+        raise ValueError(f"{given}: no such file or folder, and not a glob (*, ?, [...]): check the name")
+    return sorted((file, root) for file in files if _is_media(file.relative_to(root)) and not file.is_relative_to(out))
+
+
+def _absolute(path: Path) -> Path:
+    """``path`` from the root, links left as they are: a linked file keeps its own name and folder."""
+    return Path(os.path.abspath(path))
+
+
+def _fixed_part(pattern: str) -> Path:
+    """Return the leading folders of a glob that hold no wildcard: its matches' root."""
+    parts = Path(pattern).parts
+    fixed = parts[: next(index for index, part in enumerate(parts) if glob.has_magic(part))]
+    return Path(*fixed) if fixed else Path(".")
+
+
+def _is_media(relative: Path) -> bool:
+    """Tell a video or volume file, in no hidden folder and not hidden (a run's staged ``.part`` files)."""
+    return not any(part.startswith(".") for part in relative.parts) and relative.name.lower().endswith(
+        (*VIDEO_SUFFIXES, *VOLUME_SUFFIXES)
+    )
+
+
+def _job(path: Path, relative: Path, out: Path, codec: str) -> Job:
+    volume = path.name.lower().endswith(VOLUME_SUFFIXES)
+    if not volume:
+        holds = OUTPUT_CONTAINERS.get(relative.suffix.lower(), ((), ()))[1]
+        relative = relative if codec in holds else relative.with_suffix(ANY_CODEC_SUFFIX)
+    name = relative.as_posix()
+    return Job(
+        input=str(path),
+        output=str(out / relative),
+        name=name,
+        log=str(out / LOG_FOLDER / f"{name}.log"),
+        volume=volume,
+    )

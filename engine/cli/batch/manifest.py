@@ -1,0 +1,104 @@
+"""The record a batch keeps in its output folder.
+
+Each file's input, output, options, state (done, failed with the reason, or pending), frames and
+seconds.
+
+It is rewritten whole after each file, under a temporary name renamed over the old one, so that a
+batch killed at any moment leaves the last complete record. A rerun skips a file that is done
+with the same options, from the same input (its size and modification time), and whose output
+is still there; it redoes the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .jobs import Job
+
+BATCH_MANIFEST = ".nlmeans-batch.json"
+DONE, FAILED, PENDING = "done", "failed", "pending"
+# Options that change what a run says, not what it writes: a rerun with or without them skips what is done.
+MESSAGE_OPTIONS = ("quiet", "verbose", "debug")
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """How one file's run ended.
+
+    ``state`` DONE or FAILED (with the one-line ``reason``), the frames written (a volume's: its
+    slices) and the wall-clock seconds on the worker.
+    """
+
+    state: str
+    reason: str | None = None
+    frames: int | None = None
+    seconds: float | None = None
+
+
+def recorded_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` as the manifest keeps and compares them: JSON values, without MESSAGE_OPTIONS."""
+    kept = {name: value for name, value in options.items() if name not in MESSAGE_OPTIONS}
+    return json.loads(json.dumps(kept, default=repr, sort_keys=True))
+
+
+class Manifest:
+    """The record of the batches written to ``folder``: one entry a job, by its output's name."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / BATCH_MANIFEST
+        self.entries: dict[str, dict[str, Any]] = {}
+        if not self.path.exists():
+            return
+        try:
+            self.entries = json.loads(self.path.read_text())["jobs"]
+        except (ValueError, KeyError, TypeError) as error:  # not ours, or hand-edited: every file is redone
+            print(f"warning: {self.path}: not a batch record ({error}); every file is denoised again", file=sys.stderr)
+
+    def is_done(self, job: Job, options: dict[str, Any]) -> bool:
+        """Tell whether an earlier run did ``job`` with ``options``, from its input as it is now.
+
+        And its output is still there.
+        """
+        entry = self.entries.get(job.name)
+        return (
+            entry is not None
+            and entry["state"] == DONE
+            and entry["input"] == job.input
+            and entry["options"] == recorded_options(options)
+            and entry.get("source") == _stamp(job.input)
+            and os.path.exists(job.output)
+        )
+
+    def record(self, job: Job, options: dict[str, Any], result: JobResult) -> None:
+        """Set ``job``'s entry to ``result`` (not yet saved)."""
+        self.entries[job.name] = {
+            "input": job.input,
+            "output": job.output,
+            "log": job.log,
+            "options": recorded_options(options),
+            "source": _stamp(job.input),
+            **asdict(result),
+        }
+
+    def save(self) -> None:
+        """Write the record atomically: a temporary file beside it, flushed to disk, renamed over it."""
+        staged = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        with open(staged, "w") as file:
+            json.dump({"version": 1, "jobs": self.entries}, file, indent=1)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(staged, self.path)
+
+
+def _stamp(path: str) -> dict[str, int] | None:
+    """Return an input's size and modification time: a file changed since it was done is done again."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return {"size": status.st_size, "mtime_ns": status.st_mtime_ns}

@@ -1,0 +1,69 @@
+"""What a batch says: its progress on stderr as files finish, and the table that ends it."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from .jobs import Job
+from .manifest import FAILED, JobResult
+
+
+class BatchProgress:
+    """The batch's progress on stderr as each file finishes.
+
+    Files finished of those to do, frames written, frames per second over the batch and an ETA: one
+    line redrawn on a terminal, a line each in a log.
+
+    The ETA is the wall-clock time a file has taken on average (the workers side by side) times the
+    files left: the batch's total frames are not known before each file is opened.
+    """
+
+    def __init__(self, todo: int, *, quiet: bool) -> None:
+        self.todo, self.quiet = todo, quiet
+        self.finished = self.failed = self.frames = 0
+        self._start = time.perf_counter()
+        self._terminal = sys.stderr.isatty()
+
+    def add(self, job: Job, result: JobResult) -> None:
+        """Count ``job``'s ``result`` and say where the batch is."""
+        self.finished += 1
+        self.failed += result.state == FAILED
+        self.frames += result.frames or 0
+        if self.quiet:
+            return
+        elapsed = time.perf_counter() - self._start
+        failed = f" ({self.failed} failed)" if self.failed else ""
+        eta = elapsed / self.finished * (self.todo - self.finished)
+        line = (
+            f"{self.finished}/{self.todo} files{failed}  {self.frames} frames  {self.frames / elapsed:.1f} fps  "
+            f"ETA {eta:.0f} s"
+        )
+        if not self._terminal:
+            print(f"{line}  ({job.name}: {result.state})", file=sys.stderr, flush=True)
+            return
+        print(f"\r{line}  ", end="\n" if self.finished == self.todo else "", file=sys.stderr, flush=True)
+
+
+def summary_table(rows: list[tuple[Job, JobResult, bool]]) -> str:
+    """Return the summary: one line a file, under a header.
+
+    Its name, frames, seconds and state ("done", "done earlier" where a rerun skipped it, or
+    "failed: " and the reason).
+
+    Parameters
+    ----------
+    rows : list of (Job, JobResult, bool)
+        Each file, how it ended, and whether an earlier run did it.
+    """
+    table = [("file", "frames", "seconds", "state")]
+    for job, result, earlier in rows:
+        state = f"{FAILED}: {result.reason}" if result.state == FAILED else f"{result.state}{' earlier' * earlier}"
+        frames = "" if result.frames is None else str(result.frames)
+        seconds = "" if result.seconds is None else f"{result.seconds:.1f}"
+        table.append((job.name, frames, seconds, state))
+    widths = [max(len(row[column]) for row in table) for column in range(3)]
+    return "\n".join(
+        f"{name:<{widths[0]}}  {frames:>{widths[1]}}  {seconds:>{widths[2]}}  {state}"
+        for name, frames, seconds, state in table
+    )

@@ -1,0 +1,323 @@
+"""``nlmeans-studio batch``: many files on a Dask cluster, each output as ``denoise`` writes it, a
+manifest that lets a rerun skip what is done, and failures (a corrupt file, a killed batch or
+worker) that cost only their own files.
+
+Clips are tiny (64 x 48, 16 frames) and the filter the smallest (radii 1, no noise estimate):
+what is tested is the batch's plumbing, and the whole file must stay within about 90 s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+from clips import CLI
+
+from nlmeans_studio.engine import command_line, read_frames
+from nlmeans_studio.engine.cli.batch.jobs import find_jobs
+
+FILTER = ["--noise", "none", "--h", "10", "--search-radius", "1", "--patch-radius", "1", "--backend", "cpu"]
+OPTIONS = [*FILTER, "--codec", "ffv1"]
+# Input -> output, relative: the .mov becomes .mkv (a MOV holds no FFV1); the volume keeps its name.
+OUTPUTS = {
+    "a/one.mkv": "a/one.mkv",
+    "a/b/two.mp4": "a/b/two.mp4",
+    "c/three.mov": "c/three.mkv",
+    "v/volume.npy": "v/volume.npy",
+}
+CLIPS = {  # ffmpeg's arguments for each clip: three containers, each with its sound
+    "a/one.mkv": ["testsrc2", "-c:v", "ffv1", "-c:a", "flac"],
+    "a/b/two.mp4": ["testsrc", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac"],
+    "c/three.mov": ["mandelbrot", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "pcm_s16le"],
+}
+SCHEDULER_LINE = re.compile(r"scheduler (tcp://[\d.]+:\d+)")
+
+
+def _make_inputs(folder: Path) -> Path:
+    """Three 16-frame clips with sound in nested folders, and a small volume."""
+    for name, (source, *codecs) in CLIPS.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", f"{source}=size=64x48:rate=10", "-f", "lavfi",
+             "-i", "sine=frequency=440:sample_rate=16000", "-t", "1.6", *codecs, str(folder / name)],
+            check=True, timeout=60,
+        )  # fmt: skip
+    (folder / "v").mkdir()
+    z, y, x = np.mgrid[0:6, 0:10, 0:12]
+    volume = 100 + 40 * np.sin(z + y / 3 + x / 4) + np.random.default_rng(5).normal(0, 8, z.shape)
+    np.save(folder / "v" / "volume.npy", volume.astype(np.float32))
+    return folder
+
+
+def _batch(*arguments: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, "batch", *arguments], capture_output=True, text=True, timeout=timeout)
+
+
+def _manifest(out: Path) -> dict:
+    return json.loads((out / ".nlmeans-batch.json").read_text())["jobs"]
+
+
+def _states(out: Path) -> dict[str, str]:
+    return {name: entry["state"] for name, entry in _manifest(out).items()}
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _make_inputs(tmp_path_factory.mktemp("inputs"))
+
+
+@pytest.fixture(scope="module")
+def first_batch(inputs: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """The inputs' folder denoised by a batch of two workers."""
+    out = tmp_path_factory.mktemp("batch") / "out"
+    return out, _batch(str(inputs), "--out", str(out), "--jobs", "2", *OPTIONS, timeout=240)
+
+
+def _same_outputs(out: Path, expected: Path) -> None:
+    """Every output of ``out`` equals ``expected``'s: frame for frame, or voxel for voxel."""
+    for name in OUTPUTS.values():
+        if name.endswith(".npy"):
+            assert np.array_equal(np.load(out / name), np.load(expected / name)), name
+        else:
+            assert np.array_equal(read_frames(out / name), read_frames(expected / name)), name
+
+
+@pytest.fixture
+def started_processes():
+    """Processes a test starts, each in a session of its own: ended with all they started, whatever the test did."""
+    started: list[subprocess.Popen] = []
+    yield started
+    for process in started:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # whatever of its session is left
+        process.wait(timeout=10)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _start(started: list, command: list[str], **options) -> subprocess.Popen:
+    process = subprocess.Popen(command, start_new_session=True, text=True, **options)
+    started.append(process)
+    return process
+
+
+def _read_until(process: subprocess.Popen, pattern: str) -> tuple[str, re.Match]:
+    """Standard error up to the first line that matches ``pattern``, and the match."""
+    seen = ""
+    for line in process.stderr:
+        seen += line
+        if found := re.search(pattern, line):
+            return seen, found
+    raise AssertionError(f"the batch ended without {pattern!r}: {seen}")
+
+
+def test_a_batch_writes_what_denoise_writes_for_each_file(inputs, first_batch, tmp_path) -> None:
+    out, run = first_batch
+    assert run.returncode == 0, run.stderr
+    assert sorted(_states(out).items()) == sorted((name, "done") for name in OUTPUTS.values())
+    for source, name in OUTPUTS.items():
+        alone = tmp_path / Path(name).name
+        command = ["denoise-volume", *FILTER[2:]] if name.endswith(".npy") else ["denoise", *OPTIONS]
+        assert command_line([command[0], str(inputs / source), str(alone), *command[1:], "--quiet"]) == 0
+        if name.endswith(".npy"):
+            assert np.array_equal(np.load(out / name), np.load(alone))
+            assert _manifest(out)[name]["frames"] == 6  # a volume's slices
+            continue
+        assert np.array_equal(read_frames(out / name), read_frames(alone)), name
+        with av.open(str(out / name)) as container:
+            assert len(container.streams.audio) == 1, name
+        assert _manifest(out)[name]["frames"] == 16
+        assert (out / ".nlmeans-logs" / f"{name}.log").read_text().startswith(str(inputs / source))
+    assert re.search(r"^a/b/two\.mp4\s+16\s+[\d.]+\s+done$", run.stdout, re.MULTILINE), run.stdout  # the table
+    assert "4/4 files" in run.stderr and "dashboard http://" in run.stderr
+
+
+def test_a_rerun_skips_every_file_done(inputs, first_batch, tmp_path) -> None:
+    out, _ = first_batch
+    written = {name: (out / name).stat().st_mtime_ns for name in OUTPUTS.values()}
+    started = time.perf_counter()
+    rerun = _batch(str(inputs), "--out", str(out), "--jobs", "2", *OPTIONS)
+    assert rerun.returncode == 0, rerun.stderr
+    assert time.perf_counter() - started < 20  # no cluster is started: the command's imports alone
+    assert "4 files: 4 done before, 0 to denoise" in rerun.stderr and "scheduler" not in rerun.stderr
+    assert rerun.stdout.count("done earlier") == 4
+    assert {name: (out / name).stat().st_mtime_ns for name in OUTPUTS.values()} == written
+    # Another h makes other outputs: everything is done again.
+    shutil.copytree(out, tmp_path / "out")
+    changed = _batch(str(inputs), "--out", str(tmp_path / "out"), "--jobs", "1", *OPTIONS, "--h", "12")
+    assert changed.returncode == 0 and "4 files: 0 done before, 4 to denoise" in changed.stderr
+    assert not np.array_equal(read_frames(tmp_path / "out" / "a/one.mkv"), read_frames(out / "a/one.mkv"))
+
+
+def test_a_corrupt_file_fails_with_its_reason_and_the_others_complete(inputs, tmp_path) -> None:
+    (tmp_path / "in").mkdir()
+    shutil.copy(inputs / "a" / "one.mkv", tmp_path / "in" / "good.mkv")
+    (tmp_path / "in" / "broken.mp4").write_bytes(np.random.default_rng(1).bytes(3000))
+    run = _batch(str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--jobs", "1", *OPTIONS)
+    assert run.returncode == 1
+    reason = "broken.mp4: not a video file FFmpeg can read"
+    assert re.search(rf"^broken\.mp4\s+[\d.]+\s+failed: .*{reason}", run.stdout, re.MULTILINE), run.stdout
+    assert re.search(r"^good\.mkv\s+16\s+[\d.]+\s+done$", run.stdout, re.MULTILINE), run.stdout
+    entry = _manifest(tmp_path / "out")["broken.mp4"]
+    assert entry["state"] == "failed" and reason in entry["reason"] and "Traceback" not in run.stderr
+    assert (tmp_path / "out" / "good.mkv").is_file() and not (tmp_path / "out" / "broken.mp4").exists()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_killed_batch_rerun_finishes_only_what_was_missing(
+    inputs, first_batch, tmp_path, started_processes, stop
+) -> None:
+    out = tmp_path / "out"
+    command = [*CLI, "batch", str(inputs), "--out", str(out), "--jobs", "1", *OPTIONS]
+    batch = _start(started_processes, command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    _read_until(batch, r"^1/4 files")
+    batch.send_signal(stop)  # the command alone: its workers must go with it
+    assert batch.wait(timeout=60) == (-signal.SIGKILL if stop == signal.SIGKILL else 130)
+    if stop == signal.SIGTERM:
+        assert "cancelled; the files done are recorded in" in batch.stderr.read()
+    deadline = time.monotonic() + 20
+    while _alive(batch.pid) and time.monotonic() < deadline:  # the workers go with the batch
+        time.sleep(0.2)
+    assert not _alive(batch.pid)
+    done = {name for name, state in _states(out).items() if state == "done"}
+    assert 1 <= len(done) < len(OUTPUTS), _states(out)
+    written = {name: (out / name).stat().st_mtime_ns for name in done}
+    rerun = _batch(str(inputs), "--out", str(out), "--jobs", "1", *OPTIONS)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{len(done)} done before, {len(OUTPUTS) - len(done)} to denoise" in rerun.stderr
+    assert {name: (out / name).stat().st_mtime_ns for name in done} == written
+    assert set(_states(out).values()) == {"done"}
+    _same_outputs(out, first_batch[0])
+    assert not [path for path in out.rglob(".*.part*")]  # no half-written file is left
+
+
+def _alive(group: int) -> bool:
+    """Whether any process of the session ``group`` still runs."""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _client(address: str):
+    """A Dask client of ``address``, in this process (Dask's own warnings are not this test's)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from distributed import Client
+
+        return Client(address, timeout=10)
+
+
+def test_a_worker_killed_midway_leaves_the_batch_complete_and_the_same(
+    inputs, first_batch, tmp_path, started_processes
+) -> None:
+    out = tmp_path / "out"
+    command = [*CLI, "batch", str(inputs), "--out", str(out), "--jobs", "2", *OPTIONS]
+    batch = _start(started_processes, command, stderr=subprocess.PIPE, stdout=subprocess.PIPE)
+    said, found = _read_until(batch, SCHEDULER_LINE.pattern)
+    with _client(found[1]) as client:
+        deadline = time.monotonic() + 30
+        while not (busy := [worker for worker, keys in client.processing().items() if keys]):
+            assert time.monotonic() < deadline, "no worker took a file"
+            time.sleep(0.05)
+        pid = client.run(os.getpid, workers=busy[:1])[busy[0]]
+        os.kill(pid, signal.SIGKILL)
+    stdout, stderr = batch.communicate(timeout=120)
+    assert batch.returncode == 0, said + stderr
+    assert stdout.count(" done\n") == len(OUTPUTS), stdout
+    _same_outputs(out, first_batch[0])
+
+
+@pytest.fixture
+def dask_cluster(tmp_path, started_processes) -> str:
+    """A scheduler and two one-thread workers on 127.0.0.1, started as separate processes; its address."""
+    scheduler_file = tmp_path / "scheduler.json"
+    dask = (sys.executable, "-m", "distributed.cli")
+    _start(
+        started_processes,
+        [*dask[:2], f"{dask[2]}.dask_scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+         "--scheduler-file", str(scheduler_file)],
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    for name in ("first", "second"):
+        _start(
+            started_processes,
+            [*dask[:2], f"{dask[2]}.dask_worker", "--scheduler-file", str(scheduler_file), "--nthreads", "1",
+             "--no-dashboard", "--name", name, "--host", "127.0.0.1"],
+            stderr=subprocess.DEVNULL, env={**os.environ, "NUMBA_NUM_THREADS": "1"},
+        )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not scheduler_file.exists():
+        assert time.monotonic() < deadline, "the scheduler did not start"
+        time.sleep(0.1)
+    address = json.loads(scheduler_file.read_text())["address"]
+    with _client(address) as client:
+        client.wait_for_workers(2, timeout=60)
+    return address
+
+
+def test_a_batch_runs_on_a_scheduler_started_apart(inputs, first_batch, tmp_path, dask_cluster) -> None:
+    out = tmp_path / "out"
+    run = _batch(str(inputs), "--out", str(out), "--scheduler", dask_cluster, *OPTIONS)
+    assert run.returncode == 0, run.stderr
+    assert f"scheduler {dask_cluster} with 2 worker(s)" in run.stderr
+    assert set(_states(out).values()) == {"done"}
+    _same_outputs(out, first_batch[0])
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["{missing}", "--out", "{tmp}/out"], "missing: no such file or folder, and not a glob"),
+        (["{tmp}/*.mkv", "--out", "{tmp}/out"], "no video or volume file in "),
+        (["{inputs}", "--out", "{inputs}/a/one.mkv"], "is a file: give a folder"),
+        (["{inputs}", "--out", "{tmp}/out", "--scheduler", "tcp://127.0.0.1:9"], "cannot reach the Dask scheduler at "
+         "tcp://127.0.0.1:9 (Timed out"),
+        (["{inputs}", "--out", "{tmp}/out", "--scheduler", "tcp://127.0.0.1:9", "--jobs", "2"], "--jobs sizes the "
+         "cluster on this machine"),
+        (["{inputs}", "--out", "{tmp}/out", "--devices", "0"], "--devices spreads one file over GPUs"),
+    ],
+)  # fmt: skip
+def test_bad_arguments_say_what_is_wrong_in_one_line(capsys, inputs, tmp_path, arguments, message) -> None:
+    filled = [part.format(missing=tmp_path / "missing", tmp=tmp_path, inputs=inputs) for part in arguments]
+    assert command_line(["batch", *filled, *OPTIONS]) == 1
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error.startswith("nlmeans-studio: error: ") and message in error, error
+    assert not (tmp_path / "out").exists()
+
+
+def test_two_inputs_that_would_share_an_output_are_refused(inputs, tmp_path) -> None:
+    shutil.copy(inputs / "a" / "one.mkv", tmp_path / "one.mkv")
+    with pytest.raises(ValueError, match=r"one\.mkv and .*one\.mkv would both be written to .*: give the folder"):
+        find_jobs([str(inputs / "a" / "one.mkv"), str(tmp_path / "one.mkv")], tmp_path / "out", codec="ffv1")
+
+
+def test_outputs_keep_their_path_under_the_folder_or_the_glob_root(inputs, tmp_path) -> None:
+    out = tmp_path / "out"
+    names = [job.name for job in find_jobs([str(inputs / "a" / "**" / "*.mp4"), str(inputs / "c")], out, codec="h264")]
+    assert names == ["b/two.mp4", "three.mov"]  # h264 fits a MOV: its name is kept
+    assert [job.name for job in find_jobs([str(inputs / "c" / "three.mov")], out, codec="ffv1")] == ["three.mkv"]
+
+
+def test_the_other_commands_do_not_import_dask() -> None:
+    """Dask and its dashboard take a second or two to import: only a batch pays for them."""
+    code = "import sys; import nlmeans_studio.engine.cli; print('distributed' in sys.modules or 'dask' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout == "False\n"
