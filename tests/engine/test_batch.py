@@ -75,7 +75,15 @@ def _states(out: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _make_inputs(tmp_path_factory.mktemp("inputs"))
+    """The inputs, and numba's cache filled for their filters first: on a cold cache every worker
+    compiled them at once (a minute or more on two cores), past the tests' timeouts."""
+    folder = _make_inputs(tmp_path_factory.mktemp("inputs"))
+    warm = tmp_path_factory.mktemp("warm")
+    for command, name in (("denoise", "a/one.mkv"), ("denoise-volume", "v/volume.npy")):
+        options = OPTIONS if command == "denoise" else FILTER[2:]  # a volume has no --noise none
+        arguments = [*CLI, command, str(folder / name), str(warm / Path(name).name), *options, "--quiet"]
+        subprocess.run(arguments, check=True, capture_output=True, timeout=600)
+    return folder
 
 
 @pytest.fixture(scope="module")
