@@ -19,7 +19,7 @@ def _readme_commands() -> list[str]:
 def test_readme_has_the_two_setup_commands_and_ci_runs_the_second() -> None:
     run_app, run_tests = _readme_commands()
     assert "nlmeans-studio" in run_app
-    assert run_tests.endswith("-m pytest")
+    assert run_tests.endswith("-m pytest -n auto")  # pytest-xdist: one process a core
     assert run_tests in (ROOT / ".ci" / "run").read_text().splitlines()
 
 
