@@ -108,7 +108,7 @@ def padded_volume(data: np.ndarray, pad: tuple[int, int, int], planes: tuple[int
 def denoise_volume(
     volume: np.ndarray,
     *,
-    h: float | Sequence[float],
+    h: float | Sequence[float] | None = None,
     patch_radius: Radii = 1,
     search_radius: Radii = 5,
     weighting: str = "exponential",
@@ -129,12 +129,14 @@ def denoise_volume(
         last axis of a 4D array is its channels, at most CHANNELS_MAX (16), filtered as
         ``channels`` says, never time: a time series is given one time point at a time, or with
         ``channels="separately"``.
-    h : float, or one float a channel
+    h : float, one float a channel, or None
         Strength in the volume's intensity units: u = D / h^2 with D the patch's mean squared
         difference. For Gaussian noise of standard deviation sigma, exponential weights work
         near h = 1.1 sigma with 3^3 patches and 2.2 sigma with patches of one voxel
         (``suggest_volume_h``). One a channel where the channels are filtered separately (each
-        from its own noise).
+        from its own noise). None (the default): automatic, as ``denoise-volume`` without
+        ``--h``: ``suggest_volume_h`` of ``estimate_volume_noise`` for these settings, each
+        channel's own where they are filtered separately.
     patch_radius : int or (z, y, x) ints
         B in voxels, 0..8: patches are (2Bz+1)(2By+1)(2Bx+1). A triple serves anisotropic voxels.
     search_radius : int or (z, y, x) ints
@@ -177,7 +179,8 @@ def denoise_volume(
     ValueError
         A bad parameter, a volume that is not 3D or 4D, has more than 16 channels, has NaN or
         infinite voxels, or is smaller than A + B + 1 on an axis, or an ``out`` that cannot hold
-        the result; the message says which and how to fix it.
+        the result; with h None, a volume too small (under 3 voxels an axis) or too flat
+        (constant) to estimate its noise. The message says which and how to fix it.
     BackendUnavailableError
         backend="gpu" (or devices given) where CuPy or a GPU is missing.
     MemoryError
@@ -193,6 +196,9 @@ def denoise_volume(
     """
     given = np.asarray(volume)
     count = given.shape[3] if given.ndim == 4 else 1
+    if h is None:
+        VolumeParams.checked(1.0, patch_radius, search_radius, weighting, center_weight)  # before the estimate
+        h = automatic_h(given, channels, weighting=weighting, center_weight=center_weight, patch_radius=patch_radius)
     strengths = channel_strengths(h, count, channels)
     for strength in strengths:
         params = VolumeParams.checked(strength, patch_radius, search_radius, weighting, center_weight)
@@ -240,6 +246,26 @@ def denoise_volume(
         return out
     result = planar if given.ndim == 4 else planar[..., 0]
     return np.ascontiguousarray(result)
+
+
+def automatic_h(
+    volume: np.ndarray, channels: str, *, weighting: str, center_weight: str, patch_radius: Radii
+) -> float | list[float]:
+    """Return the h ``denoise_volume`` takes for ``h=None``: from the noise estimate, for these settings.
+
+    One h (the volume's units) where the channels are filtered together, one a channel where they
+    are filtered separately (each from its own noise).
+    """
+    from .noise import estimate_volume_noise, suggest_volume_h
+
+    check_channels(volume.shape)
+    apart = channels == "separately" and volume.ndim == 4 and volume.shape[3] > 1
+    parts = [volume[..., c] for c in range(volume.shape[3])] if apart else [volume]
+    strengths = [
+        suggest_volume_h(estimate_volume_noise(part), weighting, center_weight=center_weight, patch_radius=patch_radius)
+        for part in parts
+    ]
+    return strengths if apart else strengths[0]
 
 
 @says_what_to_lower("use fewer threads (NUMBA_NUM_THREADS, one a CPU by default), crop the volume or use more slabs")
