@@ -90,6 +90,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--backend", choices=BACKENDS, default="auto", help="default: auto (the GPU where it runs)")
     parser.add_argument("--devices", type=gpu_ids, default=None, help="GPUs to split the volume over: 0,1 or all")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads for the CPU filter, 1 to NUMBA_NUM_THREADS (default: all; a core another program keeps "
+        "busy slows the run by its share only)",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
     parser.add_argument("--quiet", action="store_true", help="no progress and no summary")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -143,6 +150,13 @@ def run(args: argparse.Namespace) -> int:
     # noise; the input first, as the command line names it first.
     check_volume_input(args.input)
     check_volume_output(args.output, args.input, overwrite=args.overwrite)
+    if args.threads is not None:
+        from ..cpu.threads import check_threads
+
+        try:
+            check_threads(args.threads)
+        except ValueError as error:
+            raise ValueError(f"--{error}") from error
     given = args.h if isinstance(args.h, list) else [1.0 if args.h is None else args.h]
     for strength in given:
         params = VolumeParams.checked(
@@ -205,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
         devices=args.devices,
         progress=None if args.quiet else _Progress(),
         channels=mode,
+        threads=args.threads,
     )
     write_volume(args.output, filtered, source, overwrite=args.overwrite)
     if lost_in(args.output, source) and not args.quiet:

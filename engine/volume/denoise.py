@@ -119,6 +119,7 @@ def denoise_volume(
     progress: Progress | None = None,
     channels: str = "together",
     out: np.ndarray | None = None,
+    threads: int | None = None,
 ) -> np.ndarray:
     """Denoise a volume with the fully 3D Non-Local Means filter of DESIGN.md §6.
 
@@ -168,6 +169,12 @@ def denoise_volume(
         it (volumes of one shape filtered in turn reuse one, and the GPU's copies out do not
         fault a new array's pages in: a little faster on two GPUs, no change on one;
         docs/bench/2026-11-25-thirteenth-session.md). None: a new array.
+    threads : int or None
+        CPU threads of numba's pool this call uses, 1..NUMBA_NUM_THREADS (one a CPU by default);
+        None: all of them. The result does not depend on it; the GPU backend ignores it. Either
+        way a parallel loop's planes are taken one at a time by whichever thread is free, so a
+        core that another process keeps busy slows the call by its share only
+        (engine/cpu/threads.py).
 
     Returns
     -------
@@ -207,6 +214,10 @@ def denoise_volume(
         check_out(out, given)
     if slabs is not None:
         check_int("slabs", slabs, 1 << 20)
+    if threads is not None:
+        from ..cpu.threads import check_threads
+
+        check_threads(threads)
     chosen = _chosen_backend(backend, devices)
     if channels == "separately" and count > 1:
         return _each_channel(
@@ -221,12 +232,13 @@ def denoise_volume(
             backend=chosen,
             devices=devices,
             slabs=slabs,
+            threads=threads,
         )
     target = None if out is None else out.reshape(data.shape)  # a view: (Z, Y, X, C) written into ``out``
     if chosen == "cpu":
         require_finite(data)  # the GPU checks each slab's planes as it pads them (SlabPipeline)
         require_cpu_room_for(data)
-        planar = _filter_on_cpu(data, params, slabs or 1, progress, target)
+        planar = _filter_on_cpu(data, params, slabs or 1, progress, target, threads)
     else:
         from . import slabs as slab_module
         from .filter_gpu import gpu_slab_filters
@@ -270,12 +282,19 @@ def automatic_h(
 
 @says_what_to_lower("use fewer threads (NUMBA_NUM_THREADS, one a CPU by default), crop the volume or use more slabs")
 def _filter_on_cpu(
-    data: np.ndarray, params: VolumeParams, slabs: int, progress: Progress | None, target: np.ndarray | None
+    data: np.ndarray,
+    params: VolumeParams,
+    slabs: int,
+    progress: Progress | None,
+    target: np.ndarray | None,
+    threads: int | None = None,
 ) -> np.ndarray:
     """``denoise_volume`` of (Z, Y, X, C) ``data`` on the CPU, into ``target`` or a new array.
 
-    In ``slabs`` slabs padded as they are filtered (the next read on a thread of its own).
+    In ``slabs`` slabs padded as they are filtered (the next read on a thread of its own), on
+    ``threads`` of numba's threads (None: all).
     """
+    from ..cpu.threads import cpu_threads
     from . import slabs as slab_module
     from .filter_cpu import filter_padded_cpu
 
@@ -294,7 +313,8 @@ def _filter_on_cpu(
         finished[0] += 1
         return result
 
-    return slab_module.filter_in_slabs(read_slab, data.shape, params, count, [cpu_filter], output=target)
+    with cpu_threads(threads):  # one filter: its launches run on this thread
+        return slab_module.filter_in_slabs(read_slab, data.shape, params, count, [cpu_filter], output=target)
 
 
 def _each_channel(

@@ -55,3 +55,27 @@ def test_the_command_without_h_equals_python_with_h_none(tmp_path) -> None:
     command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--search-radius", "2", "--backend", "cpu", "--quiet"]
     subprocess.run(command, check=True, cwd=tmp_path, capture_output=True, text=True)
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), denoise_volume(volume, **SETTINGS))
+
+
+def test_one_thread_gives_the_default_result_bit_for_bit() -> None:
+    import numba
+
+    volume = _noisy()
+    default = denoise_volume(volume, h=10.0, **SETTINGS)
+    np.testing.assert_array_equal(denoise_volume(volume, h=10.0, threads=1, **SETTINGS), default)
+    assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS  # the call's count was put back
+
+
+@pytest.mark.parametrize("threads", [0, -1, 1 << 10, 1.5, True, "2"])
+def test_threads_out_of_range_are_refused_naming_the_range(threads) -> None:
+    with pytest.raises(ValueError, match=r"threads must be an integer in 1\.\.\d+ .*NUMBA_NUM_THREADS.*got"):
+        denoise_volume(_noisy(), h=10.0, threads=threads, **SETTINGS)
+
+
+def test_the_command_refuses_threads_out_of_range(tmp_path) -> None:
+    np.save(tmp_path / "scan.npy", _noisy())
+    command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--threads", "0", "--backend", "cpu"]
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "--threads must be an integer in 1.." in run.stderr
+    assert not (tmp_path / "out.npy").exists()
