@@ -91,6 +91,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--backend", choices=BACKENDS, default="auto", help="default: auto (the GPU where it runs)")
     parser.add_argument("--devices", type=gpu_ids, default=None, help="GPUs to split the volume over: 0,1 or all")
     parser.add_argument(
+        "--mask",
+        default=None,
+        help="a volume file of the input's grid (.nii, .nii.gz, .tif, .tiff, .npy) holding 1 (or true) where voxels "
+        "are denoised and 0 where they are kept as they are (a brain mask); only boxes around its voxels are filtered",
+    )
+    parser.add_argument(
         "--threads",
         type=int,
         default=None,
@@ -149,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
     # What can be refused without the volume is refused before reading it and estimating its
     # noise; the input first, as the command line names it first.
     check_volume_input(args.input)
+    if args.mask is not None:
+        check_volume_input(args.mask)
     check_volume_output(args.output, args.input, overwrite=args.overwrite)
     if args.threads is not None:
         from ..cpu.threads import check_threads
@@ -174,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
         checked_volume(source.data, params)  # NaN voxels, a volume smaller than the window
     except ValueError as error:
         raise ValueError(f"{args.input}: {error}") from error
+    inside = None if args.mask is None else _mask(args.mask, source.data.shape[:3])
     mode = source.channel_mode(args.channels)
     count = source.data.shape[3] if source.data.ndim == 4 else 1
     if count > 1 and not args.quiet:
@@ -220,6 +229,7 @@ def run(args: argparse.Namespace) -> int:
         progress=None if args.quiet else _Progress(),
         channels=mode,
         threads=args.threads,
+        mask=inside,
     )
     write_volume(args.output, filtered, source, overwrite=args.overwrite)
     if lost_in(args.output, source) and not args.quiet:
@@ -228,6 +238,17 @@ def run(args: argparse.Namespace) -> int:
         shape = "x".join(str(n) for n in source.data.shape)
         print(f"denoised {shape} voxels in {time.perf_counter() - start:.1f} s -> {args.output}", file=sys.stderr)
     return 0
+
+
+def _mask(path: str, shape: tuple[int, int, int]) -> np.ndarray:
+    """Read ``--mask``: a bool (Z, Y, X) array of the input's ``shape``, or ValueError naming the file."""
+    from .io import read_volume
+    from .mask import checked_mask
+
+    try:
+        return checked_mask(read_volume(path).data, shape)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from error
 
 
 def _suggested_h(args: argparse.Namespace, data: np.ndarray, label: str) -> float:

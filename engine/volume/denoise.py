@@ -25,6 +25,7 @@ from ..backend import check_devices, resolve_backend, resolve_devices
 from ..memory import require_cpu_room, says_what_to_lower
 from ..shared_params import check_int
 from .checks import channels_note, check_channels, require_finite
+from .mask import checked_mask, mask_boxes, with_halo
 from .params import Radii, VolumeParams, channel_strengths
 from .slabs import mirrored_indices
 
@@ -120,6 +121,7 @@ def denoise_volume(
     channels: str = "together",
     out: np.ndarray | None = None,
     threads: int | None = None,
+    mask: np.ndarray | None = None,
 ) -> np.ndarray:
     """Denoise a volume with the fully 3D Non-Local Means filter of DESIGN.md §6.
 
@@ -175,6 +177,11 @@ def denoise_volume(
         way a parallel loop's planes are taken one at a time by whichever thread is free, so a
         core that another process keeps busy slows the call by its share only
         (engine/cpu/threads.py).
+    mask : (Z, Y, X) array_like of bool or 0/1, or None
+        The voxels to denoise: those outside come back as they went in, bit for bit (as float32).
+        Only boxes around the mask's voxels (with their halos of A + B voxels) are filtered, so
+        a mask of a small part of the volume costs a small part of the time; the voxels inside
+        are those of the whole volume's filter. None: every voxel.
 
     Returns
     -------
@@ -185,9 +192,10 @@ def denoise_volume(
     ------
     ValueError
         A bad parameter, a volume that is not 3D or 4D, has more than 16 channels, has NaN or
-        infinite voxels, or is smaller than A + B + 1 on an axis, or an ``out`` that cannot hold
-        the result; with h None, a volume too small (under 3 voxels an axis) or too flat
-        (constant) to estimate its noise. The message says which and how to fix it.
+        infinite voxels, or is smaller than A + B + 1 on an axis, an ``out`` that cannot hold the
+        result, a mask not of the volume's (Z, Y, X) shape or not 0/1; with h None, a volume too
+        small (under 3 voxels an axis) or too flat (constant) to estimate its noise. The message
+        says which and how to fix it.
     BackendUnavailableError
         backend="gpu" (or devices given) where CuPy or a GPU is missing.
     MemoryError
@@ -219,6 +227,15 @@ def denoise_volume(
 
         check_threads(threads)
     chosen = _chosen_backend(backend, devices)
+    if mask is not None:
+        inside = checked_mask(mask, data.shape[:3])
+        settings = {"patch_radius": patch_radius, "search_radius": search_radius, "weighting": weighting}
+        settings |= {"center_weight": center_weight, "backend": chosen, "devices": devices, "slabs": slabs}
+        settings |= {"channels": channels, "threads": threads}
+        result = np.empty(given.shape, dtype=np.float32) if out is None else out
+        strength = strengths if channels == "separately" else strengths[0]
+        _filter_inside(data, inside, params.pad, result.reshape(data.shape), progress, h=strength, **settings)
+        return result
     if channels == "separately" and count > 1:
         return _each_channel(
             data,
@@ -315,6 +332,35 @@ def _filter_on_cpu(
 
     with cpu_threads(threads):  # one filter: its launches run on this thread
         return slab_module.filter_in_slabs(read_slab, data.shape, params, count, [cpu_filter], output=target)
+
+
+def _filter_inside(
+    data: np.ndarray,
+    inside: np.ndarray,
+    pad: tuple[int, int, int],
+    result: np.ndarray,
+    progress: Progress | None,
+    **settings: Any,
+) -> None:
+    """Write (Z, Y, X, C) ``data`` into ``result``, its voxels ``inside`` filtered: ``denoise_volume``'s mask.
+
+    Each box of engine/volume/mask.py is filtered with its halo; ``progress`` counts the boxes' work in turn.
+    """
+    result[...] = data
+    boxes = mask_boxes(inside, pad)
+    for number, box in enumerate(boxes):
+
+        def box_progress(done: int, total: int, before: int = number) -> None:
+            if progress is not None:
+                progress(before * total + done, len(boxes) * total)
+
+        halo = with_halo(box, pad, inside.shape)
+        filtered = denoise_volume(np.ascontiguousarray(data[halo]), progress=box_progress, **settings)
+        inner = tuple(
+            slice(part.start - grown.start, part.stop - grown.start) for part, grown in zip(box, halo, strict=True)
+        )
+        chosen = inside[box]
+        result[box][chosen] = filtered[inner][chosen]
 
 
 def _each_channel(

@@ -79,3 +79,67 @@ def test_the_command_refuses_threads_out_of_range(tmp_path) -> None:
     assert run.returncode != 0
     assert "--threads must be an integer in 1.." in run.stderr
     assert not (tmp_path / "out.npy").exists()
+
+
+def _blobs() -> np.ndarray:
+    """A (Z, Y, X) mask of two small blocks far apart along z, one at the volume's corner."""
+    inside = np.zeros((20, 14, 13), dtype=bool)
+    inside[0:3, 0:4, 9:13] = True
+    inside[14:17, 6:9, 5:8] = True
+    inside[15, 7, 6] = False
+    return inside
+
+
+@pytest.mark.parametrize("as_numbers", [False, True])
+def test_a_mask_changes_only_its_voxels_each_as_the_whole_volumes_filter_does(as_numbers) -> None:
+    volume, inside = _noisy((20, 14, 13)), _blobs()
+    whole = denoise_volume(volume, h=10.0, **SETTINGS)
+    mask = inside.astype(np.uint8) if as_numbers else inside
+    masked = denoise_volume(volume, h=10.0, mask=mask, **SETTINGS)
+    assert masked.dtype == np.float32
+    np.testing.assert_array_equal(masked[~inside], volume[~inside])  # outside: the input, bit for bit
+    # Inside: the whole volume's filter; float32 sums of the same terms, rows vectorized at other columns.
+    np.testing.assert_allclose(masked[inside], whole[inside], rtol=1e-6, atol=0)
+    assert not np.allclose(masked[inside], volume[inside], rtol=1e-2)  # and filtered
+
+
+def test_a_mask_filters_only_boxes_around_its_voxels() -> None:
+    from nlmeans_studio.engine.volume.mask import mask_boxes
+
+    boxes = mask_boxes(_blobs(), (3, 3, 3))  # two runs: 11 planes apart, more than 2 x 3 + 1
+    assert boxes == [(slice(0, 3), slice(0, 4), slice(9, 13)), (slice(14, 17), slice(6, 9), slice(5, 8))]
+    assert len(mask_boxes(_blobs(), (6, 3, 3))) == 1  # halos that would overlap: one box
+    assert mask_boxes(np.zeros((4, 4, 4), dtype=bool), (1, 1, 1)) == []
+
+
+def test_an_empty_mask_returns_the_input_with_channels() -> None:
+    volume = _noisy((*SHAPE, 2))
+    empty = np.zeros(SHAPE, dtype=bool)
+    np.testing.assert_array_equal(denoise_volume(volume, h=10.0, mask=empty, channels="separately", **SETTINGS), volume)
+
+
+@pytest.mark.parametrize(
+    ("mask", "match"),
+    [
+        (np.ones((12, 13, 14), dtype=bool), r"volume's shape \(z, y, x\) \(12, 14, 13\), got \(12, 13, 14\)"),
+        (np.ones((*SHAPE, 1), dtype=bool), r"\(12, 14, 13\), got \(12, 14, 13, 1\)"),
+        (np.full(SHAPE, 0.5), r"mask must be boolean or hold 0 and 1, got \d+ other values such as 0\.5"),
+    ],
+)
+def test_a_bad_mask_is_refused_naming_both_shapes(mask, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        denoise_volume(_noisy(), h=10.0, mask=mask, **SETTINGS)
+
+
+def test_the_command_takes_a_mask_file(tmp_path) -> None:
+    volume, inside = _noisy((20, 14, 13)), _blobs()
+    np.save(tmp_path / "scan.npy", volume)
+    np.save(tmp_path / "brain.npy", inside.astype(np.uint8))
+    np.save(tmp_path / "wrong.npy", inside[:-1])
+    command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--h", "10", "--search-radius", "2", "--backend", "cpu"]
+    subprocess.run([*command, "--mask", "brain.npy"], check=True, cwd=tmp_path, capture_output=True)
+    expected = denoise_volume(volume, h=10.0, mask=inside, **SETTINGS)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)
+    run = subprocess.run([*command, "--mask", "wrong.npy", "--overwrite"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "wrong.npy" in run.stderr and "(20, 14, 13), got (19, 14, 13)" in run.stderr
