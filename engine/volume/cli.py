@@ -142,13 +142,14 @@ def run(args: argparse.Namespace) -> int:
     """Run ``denoise-volume``; errors propagate to the CLI's handler."""
     from ..backend import resolve_backend, resolve_devices
     from ..cpu.compiled import COMPILING
+    from .checks import require_finite
     from .denoise import (
         checked_volume,
         denoise_volume,
         filter_compiles,
         require_cpu_room_for,
     )
-    from .io import check_volume_input, check_volume_output, read_volume
+    from .io import check_volume_input, check_volume_output, read_volume, volume_format
     from .params import VolumeParams, channel_strengths
     from .writer import lost_in, write_volume
 
@@ -177,16 +178,23 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--devices spreads the volume over GPUs: not with --backend cpu")
         args.devices = resolve_devices(args.devices)
     resolve_backend(args.backend)
-    source = read_volume(args.input)
+    source = read_volume(args.input, series=True)
+    series = bool(source.extra.get("series"))  # a NIfTI time series (Z, Y, X, T): filtered volume by volume
+    first = source.data[..., 0] if series else source.data  # a series' volumes share their shape
     try:
-        checked_volume(source.data, params)  # NaN voxels, a volume smaller than the window
+        checked_volume(first, params)  # NaN voxels, a volume smaller than the window
+        require_finite(source.data)
     except ValueError as error:
         raise ValueError(f"{args.input}: {error}") from error
+    if series and volume_format(args.output) == "tiff":
+        raise ValueError(f"{args.output}: a time series is written as NIfTI (or .npy), not TIFF")
     inside = None if args.mask is None else _mask(args.mask, source.data.shape[:3])
     mode = source.channel_mode(args.channels)
-    count = source.data.shape[3] if source.data.ndim == 4 else 1
+    count = source.data.shape[3] if source.data.ndim == 4 and not series else 1
     if count > 1 and not args.quiet:
         print(f"{count} channels, filtered {mode}", file=sys.stderr)
+    if series and not args.quiet:
+        print(f"a series of {source.data.shape[3]} volumes, each filtered on its own", file=sys.stderr)
     if isinstance(args.h, list) and mode != "separately":
         raise ValueError(
             f"{args.input}: --h gives one h a channel, but its channels are filtered together: "
@@ -197,7 +205,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise ValueError(f"{args.input}: {error}") from error
     h = args.h
-    if h is None:
+    if h is None and series:
+        if not args.quiet:
+            print("h from each volume's own noise estimate", file=sys.stderr)
+    elif h is None:
         apart = mode == "separately" and count > 1
         parts = [source.data[..., c] for c in range(count)] if apart else [source.data]
         h = [_suggested_h(args, part, f"channel {c + 1}: " if apart else "") for c, part in enumerate(parts)]
@@ -213,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     if resolve_backend(args.backend) == "cpu":
-        require_cpu_room_for(source.data)  # before a word about a compile that could not happen
+        require_cpu_room_for(first)  # before a word about a compile that could not happen
     if not args.quiet and filter_compiles(args.backend):
         print(COMPILING, file=sys.stderr)
     start = time.perf_counter()
@@ -230,6 +241,8 @@ def run(args: argparse.Namespace) -> int:
         channels=mode,
         threads=args.threads,
         mask=inside,
+        channel_axis=3 if source.data.ndim == 4 and not series else None,
+        series_axis=3 if series else None,
     )
     write_volume(args.output, filtered, source, overwrite=args.overwrite)
     if lost_in(args.output, source) and not args.quiet:

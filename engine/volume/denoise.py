@@ -24,7 +24,7 @@ import numpy as np
 from ..backend import check_devices, resolve_backend, resolve_devices
 from ..memory import require_cpu_room, says_what_to_lower
 from ..shared_params import check_int
-from .checks import channels_note, check_channels, require_finite
+from .checks import channels_note, check_channels, fourth_axis, require_finite
 from .mask import checked_mask, mask_boxes, with_halo
 from .params import Radii, VolumeParams, channel_strengths
 from .slabs import mirrored_indices
@@ -122,16 +122,16 @@ def denoise_volume(
     out: np.ndarray | None = None,
     threads: int | None = None,
     mask: np.ndarray | None = None,
+    channel_axis: int | None = None,
+    series_axis: int | None = None,
 ) -> np.ndarray:
     """Denoise a volume with the fully 3D Non-Local Means filter of DESIGN.md §6.
 
     Parameters
     ----------
-    volume : (Z, Y, X) or (Z, Y, X, C) array_like
-        Real, finite voxels in their own units (MRI and microscopy have no fixed range). The
-        last axis of a 4D array is its channels, at most CHANNELS_MAX (16), filtered as
-        ``channels`` says, never time: a time series is given one time point at a time, or with
-        ``channels="separately"``.
+    volume : (Z, Y, X) array_like, or 4D with ``channel_axis`` or ``series_axis``
+        Real, finite voxels in their own units (MRI and microscopy have no fixed range). A 4D
+        array's extra axis must be named: channels (at most CHANNELS_MAX, 16) or a series.
     h : float, one float a channel, or None
         Strength in the volume's intensity units: u = D / h^2 with D the patch's mean squared
         difference. For Gaussian noise of standard deviation sigma, exponential weights work
@@ -181,7 +181,15 @@ def denoise_volume(
         The voxels to denoise: those outside come back as they went in, bit for bit (as float32).
         Only boxes around the mask's voxels (with their halos of A + B voxels) are filtered, so
         a mask of a small part of the volume costs a small part of the time; the voxels inside
-        are those of the whole volume's filter. None: every voxel.
+        are those of the whole volume's filter. None: every voxel. A series' volumes share it.
+    channel_axis : int or None
+        The axis of a 4D ``volume`` that holds its channels (3 or -1 for (Z, Y, X, C)), filtered
+        as ``channels`` says; the result keeps the axis where it was.
+    series_axis : int or None
+        The axis of a 4D ``volume`` along which it is a series of (Z, Y, X) volumes (time points:
+        3 or -1 for (Z, Y, X, T), as nibabel's (X, Y, Z, T) transposed to (2, 1, 0, 3) gives it),
+        each filtered on its own: with h None, each from its own noise estimate (the noise may
+        drift over a run), else each with ``h``.
 
     Returns
     -------
@@ -210,6 +218,20 @@ def denoise_volume(
     signal is well above the noise (see ``estimate_volume_noise``).
     """
     given = np.asarray(volume)
+    role = fourth_axis(given.shape, channel_axis=channel_axis, series_axis=series_axis)
+    settings = {"patch_radius": patch_radius, "search_radius": search_radius, "weighting": weighting}
+    settings |= {"center_weight": center_weight, "backend": backend, "devices": devices, "slabs": slabs}
+    settings |= {"channels": channels, "threads": threads, "mask": mask, "h": h}
+    if role is not None and role[0] == "series":
+        return _each_volume(given, role[1], progress, out, **settings)
+    if role is not None and role[1] != 3:  # channels go last, and come back to their axis
+        moved = np.ascontiguousarray(np.moveaxis(given, role[1], -1))
+        result = np.moveaxis(denoise_volume(moved, progress=progress, channel_axis=3, **settings), -1, role[1])
+        if out is None:
+            return np.ascontiguousarray(result)
+        check_out(out, given)
+        out[...] = result
+        return out
     count = given.shape[3] if given.ndim == 4 else 1
     if h is None:
         VolumeParams.checked(1.0, patch_radius, search_radius, weighting, center_weight)  # before the estimate
@@ -229,12 +251,9 @@ def denoise_volume(
     chosen = _chosen_backend(backend, devices)
     if mask is not None:
         inside = checked_mask(mask, data.shape[:3])
-        settings = {"patch_radius": patch_radius, "search_radius": search_radius, "weighting": weighting}
-        settings |= {"center_weight": center_weight, "backend": chosen, "devices": devices, "slabs": slabs}
-        settings |= {"channels": channels, "threads": threads}
         result = np.empty(given.shape, dtype=np.float32) if out is None else out
-        strength = strengths if channels == "separately" else strengths[0]
-        _filter_inside(data, inside, params.pad, result.reshape(data.shape), progress, h=strength, **settings)
+        settings |= {"h": strengths if channels == "separately" else strengths[0], "backend": chosen, "mask": None}
+        _filter_inside(data, inside, params.pad, result.reshape(data.shape), progress, **settings)
         return result
     if channels == "separately" and count > 1:
         return _each_channel(
@@ -355,12 +374,33 @@ def _filter_inside(
                 progress(before * total + done, len(boxes) * total)
 
         halo = with_halo(box, pad, inside.shape)
-        filtered = denoise_volume(np.ascontiguousarray(data[halo]), progress=box_progress, **settings)
+        filtered = denoise_volume(np.ascontiguousarray(data[halo]), progress=box_progress, channel_axis=3, **settings)
         inner = tuple(
             slice(part.start - grown.start, part.stop - grown.start) for part, grown in zip(box, halo, strict=True)
         )
         chosen = inside[box]
         result[box][chosen] = filtered[inner][chosen]
+
+
+def _each_volume(
+    series: np.ndarray, axis: int, progress: Progress | None, out: np.ndarray | None, **settings: Any
+) -> np.ndarray:
+    """``denoise_volume`` of each (Z, Y, X) volume of a 4D ``series`` along ``axis`` on its own.
+
+    Into ``out`` where given, else a new array; ``progress`` counts the volumes' work in turn.
+    """
+    if out is not None:
+        check_out(out, series)
+    result = np.empty(series.shape, dtype=np.float32) if out is None else out
+    volumes, targets = np.moveaxis(series, axis, 0), np.moveaxis(result, axis, 0)
+    for number, one in enumerate(volumes):
+
+        def volume_progress(done: int, total: int, before: int = number) -> None:
+            if progress is not None:
+                progress(before * total + done, len(volumes) * total)
+
+        targets[number] = denoise_volume(np.ascontiguousarray(one), progress=volume_progress, **settings)
+    return result
 
 
 def _each_channel(

@@ -40,8 +40,10 @@ def test_h_none_gives_each_channel_filtered_separately_its_own_noises_h() -> Non
     volume = np.stack([_noisy(seed=1, sigma=4.0), _noisy(seed=2, sigma=16.0)], axis=-1)
     strengths = [suggest_volume_h(estimate_volume_noise(volume[..., c]), patch_radius=1) for c in range(2)]
     assert strengths[1] > 2 * strengths[0]  # four times the noise
-    automatic = denoise_volume(volume, channels="separately", **SETTINGS)
-    np.testing.assert_array_equal(automatic, denoise_volume(volume, h=strengths, channels="separately", **SETTINGS))
+    apart = {"channels": "separately", "channel_axis": 3}
+    np.testing.assert_array_equal(
+        denoise_volume(volume, **apart, **SETTINGS), denoise_volume(volume, h=strengths, **apart, **SETTINGS)
+    )
 
 
 def test_h_none_on_a_constant_volume_says_there_is_no_noise() -> None:
@@ -115,7 +117,9 @@ def test_a_mask_filters_only_boxes_around_its_voxels() -> None:
 def test_an_empty_mask_returns_the_input_with_channels() -> None:
     volume = _noisy((*SHAPE, 2))
     empty = np.zeros(SHAPE, dtype=bool)
-    np.testing.assert_array_equal(denoise_volume(volume, h=10.0, mask=empty, channels="separately", **SETTINGS), volume)
+    np.testing.assert_array_equal(
+        denoise_volume(volume, h=10.0, mask=empty, channels="separately", channel_axis=3, **SETTINGS), volume
+    )
 
 
 @pytest.mark.parametrize(
@@ -143,3 +147,62 @@ def test_the_command_takes_a_mask_file(tmp_path) -> None:
     run = subprocess.run([*command, "--mask", "wrong.npy", "--overwrite"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode != 0
     assert "wrong.npy" in run.stderr and "(20, 14, 13), got (19, 14, 13)" in run.stderr
+
+
+def _series(count: int = 3) -> np.ndarray:
+    """(Z, Y, X, T) float32: ``count`` time points of one scene, each with its own noise (sigma 4, 8, 12 ..)."""
+    return np.stack([_noisy(seed=10 + t, sigma=4.0 * (t + 1)) for t in range(count)], axis=-1)
+
+
+def test_each_volume_of_a_series_is_filtered_alone_with_its_own_noise() -> None:
+    series = _series()
+    filtered = denoise_volume(series, series_axis=3, **SETTINGS)
+    assert filtered.shape == series.shape and filtered.dtype == np.float32
+    for t in range(series.shape[3]):
+        np.testing.assert_array_equal(filtered[..., t], denoise_volume(series[..., t], **SETTINGS))
+    # The first axis as time: the same volumes.
+    first = denoise_volume(np.moveaxis(series, 3, 0), series_axis=0, **SETTINGS)
+    np.testing.assert_array_equal(first, np.moveaxis(filtered, 3, 0))
+
+
+def test_channels_on_another_axis_come_back_on_it() -> None:
+    volume = _noisy((*SHAPE, 2))
+    last = denoise_volume(volume, h=10.0, channel_axis=-1, **SETTINGS)
+    second = denoise_volume(np.moveaxis(volume, 3, 1), h=10.0, channel_axis=1, **SETTINGS)
+    np.testing.assert_array_equal(second, np.moveaxis(last, 3, 1))
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes", "match"),
+    [
+        ((*SHAPE, 5), {}, r"is 4D: say what its extra axis holds, channel_axis=AXIS .* or series_axis=AXIS"),
+        ((*SHAPE, 5), {"channel_axis": 3, "series_axis": 3}, "not both"),
+        (SHAPE, {"series_axis": 0}, r"series_axis is for a 4D array, got a volume of shape \(12, 14, 13\)"),
+        ((*SHAPE, 5), {"series_axis": 4}, r"series_axis must be an axis of the 4D volume, -4\.\.3, got 4"),
+    ],
+)
+def test_a_4d_array_must_say_what_its_extra_axis_holds(shape, axes, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        denoise_volume(np.zeros(shape, dtype=np.float32), h=10.0, **axes, **SETTINGS)
+
+
+def test_the_command_filters_a_4d_nifti_volume_by_volume_keeping_its_header(tmp_path) -> None:
+    nibabel = pytest.importorskip("nibabel")
+    series = _series()
+    affine = np.array([[-2.0, 0, 0, 30], [0, 2.5, 0, -20], [0, 0, 3.0, 10], [0, 0, 0, 1]])
+    image = nibabel.Nifti1Image(series.transpose(2, 1, 0, 3), affine)  # nibabel's (X, Y, Z, T)
+    image.header.set_xyzt_units("mm", "sec")
+    image.header["pixdim"][4] = 2.0  # TR, seconds
+    nibabel.save(image, tmp_path / "bold.nii.gz")
+    command = [*CLI, "denoise-volume", "bold.nii.gz", "out.nii.gz", "--search-radius", "2", "--backend", "cpu"]
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "a series of 3 volumes, each filtered on its own" in run.stderr
+    written = nibabel.load(tmp_path / "out.nii.gz")
+    assert written.shape == image.shape
+    np.testing.assert_array_equal(written.affine, affine)
+    assert written.header.get_zooms() == image.header.get_zooms()
+    assert written.header.get_xyzt_units() == ("mm", "sec")
+    voxels = np.asarray(written.dataobj).transpose(2, 1, 0, 3)
+    for t in range(3):
+        np.testing.assert_array_equal(voxels[..., t], denoise_volume(series[..., t], **SETTINGS))
