@@ -23,10 +23,11 @@ import numpy as np
 
 from ..backend import check_devices, resolve_backend, resolve_devices
 from ..memory import require_cpu_room, says_what_to_lower
-from ..shared_params import check_int
+from ..shared_params import check_choice, check_int
 from .checks import channels_note, check_channels, fourth_axis, require_finite
 from .mask import checked_mask, mask_boxes, with_halo
 from .params import Radii, VolumeParams, channel_strengths
+from .rician import NOISE_MODELS, checked_sigmas, estimated_sigmas, remove_bias
 from .slabs import mirrored_indices
 
 Progress = Callable[[int, int], None]  # (work done, work in all)
@@ -124,6 +125,8 @@ def denoise_volume(
     mask: np.ndarray | None = None,
     channel_axis: int | None = None,
     series_axis: int | None = None,
+    noise_model: str = "gaussian",
+    sigma: float | Sequence[float] | None = None,
 ) -> np.ndarray:
     """Denoise a volume with the fully 3D Non-Local Means filter of DESIGN.md §6.
 
@@ -190,6 +193,15 @@ def denoise_volume(
         3 or -1 for (Z, Y, X, T), as nibabel's (X, Y, Z, T) transposed to (2, 1, 0, 3) gives it),
         each filtered on its own: with h None, each from its own noise estimate (the noise may
         drift over a run), else each with ``h``.
+    noise_model : {"gaussian", "rician"}
+        Rician for MRI magnitude images: the filter averages the squared magnitudes and returns
+        sqrt(max(mean - 2 sigma^2, 0)), which removes the Rician floor (about 1.25 sigma in the
+        background, where the Gaussian model leaves it), as DIPY's ``nlmeans(rician=True)``
+        (engine/volume/rician.py). CPU only: "auto" runs it there.
+    sigma : float, one float a channel, or None
+        The Rician noise's sigma in the volume's units (the Gaussian noise of each of the
+        magnitude's real and imaginary parts); None: ``estimate_volume_noise``'s, which leaves
+        the background out. Used by the Rician model only.
 
     Returns
     -------
@@ -222,6 +234,10 @@ def denoise_volume(
     settings = {"patch_radius": patch_radius, "search_radius": search_radius, "weighting": weighting}
     settings |= {"center_weight": center_weight, "backend": backend, "devices": devices, "slabs": slabs}
     settings |= {"channels": channels, "threads": threads, "mask": mask, "h": h}
+    settings |= {"noise_model": check_choice("noise_model", noise_model, NOISE_MODELS), "sigma": sigma}
+    rician = noise_model == "rician"
+    if sigma is not None and not rician:
+        raise ValueError("sigma is the Rician model's (noise_model='rician'); the Gaussian model's strength is h alone")
     if role is not None and role[0] == "series":
         return _each_volume(given, role[1], progress, out, **settings)
     if role is not None and role[1] != 3:  # channels go last, and come back to their axis
@@ -240,6 +256,12 @@ def denoise_volume(
     for strength in strengths:
         params = VolumeParams.checked(strength, patch_radius, search_radius, weighting, center_weight)
     data = checked_volume(volume, params, finite=False)
+    if rician:
+        if backend == "gpu" or devices is not None:
+            raise ValueError("noise_model='rician' runs on the CPU: use backend='cpu' or 'auto', without devices")
+        backend = "cpu"
+        sigmas = checked_sigmas(estimated_sigmas(data, channels) if sigma is None else sigma, count)
+        settings |= {"sigma": [float(value) for value in sigmas]}
     if out is not None:
         check_out(out, given)
     if slabs is not None:
@@ -269,12 +291,14 @@ def denoise_volume(
             devices=devices,
             slabs=slabs,
             threads=threads,
+            noise_model=noise_model,
+            sigmas=sigmas if rician else None,
         )
     target = None if out is None else out.reshape(data.shape)  # a view: (Z, Y, X, C) written into ``out``
     if chosen == "cpu":
         require_finite(data)  # the GPU checks each slab's planes as it pads them (SlabPipeline)
         require_cpu_room_for(data)
-        planar = _filter_on_cpu(data, params, slabs or 1, progress, target, threads)
+        planar = _filter_on_cpu(data, params, slabs or 1, progress, target, threads, sigmas if rician else None)
     else:
         from . import slabs as slab_module
         from .filter_gpu import gpu_slab_filters
@@ -324,11 +348,13 @@ def _filter_on_cpu(
     progress: Progress | None,
     target: np.ndarray | None,
     threads: int | None = None,
+    rician: np.ndarray | None = None,
 ) -> np.ndarray:
     """``denoise_volume`` of (Z, Y, X, C) ``data`` on the CPU, into ``target`` or a new array.
 
     In ``slabs`` slabs padded as they are filtered (the next read on a thread of its own), on
-    ``threads`` of numba's threads (None: all).
+    ``threads`` of numba's threads (None: all); with ``rician``, each channel's sigma, the
+    squared magnitudes averaged and their bias removed (engine/volume/rician.py).
     """
     from ..cpu.threads import cpu_threads
     from . import slabs as slab_module
@@ -345,7 +371,10 @@ def _filter_on_cpu(
             if progress is not None:
                 progress(finished[0] * total + done, count * total)
 
-        result = filter_padded_cpu(slab, slab_params, on_offset)
+        if rician is None:
+            result = filter_padded_cpu(slab, slab_params, on_offset)
+        else:
+            result = remove_bias(filter_padded_cpu(slab, slab_params, on_offset, np.square(slab)), rician)
         finished[0] += 1
         return result
 
@@ -404,11 +433,16 @@ def _each_volume(
 
 
 def _each_channel(
-    volume: np.ndarray, strengths: list, progress: Progress | None, result: np.ndarray, **settings: Any
+    volume: np.ndarray,
+    strengths: list,
+    progress: Progress | None,
+    result: np.ndarray,
+    sigmas: np.ndarray | None = None,
+    **settings: Any,
 ) -> np.ndarray:
     """``denoise_volume`` of each channel of a (Z, Y, X, C) volume on its own, with its own h, into ``result``.
 
-    ``progress`` counts the channels' work in turn.
+    With its own Rician ``sigmas`` where given; ``progress`` counts the channels' work in turn.
     """
     count = len(strengths)
     for channel, strength in enumerate(strengths):
@@ -418,7 +452,8 @@ def _each_channel(
                 progress(before * total + done, count * total)
 
         one = np.ascontiguousarray(volume[..., channel])
-        result[..., channel] = denoise_volume(one, h=strength, progress=channel_progress, **settings)
+        sigma = None if sigmas is None else float(sigmas[channel])
+        result[..., channel] = denoise_volume(one, h=strength, sigma=sigma, progress=channel_progress, **settings)
     return result
 
 

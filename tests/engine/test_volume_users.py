@@ -206,3 +206,71 @@ def test_the_command_filters_a_4d_nifti_volume_by_volume_keeping_its_header(tmp_
     voxels = np.asarray(written.dataobj).transpose(2, 1, 0, 3)
     for t in range(3):
         np.testing.assert_array_equal(voxels[..., t], denoise_volume(series[..., t], **SETTINGS))
+
+
+def _rician_phantom(side: int = 40) -> tuple[np.ndarray, np.ndarray, float]:
+    """(clean, noisy magnitude, sigma): nested ellipsoids of 100, 200, 300 and 150 in a zero background.
+
+    Rician noise of sigma 5 % of the maximum: |S + n1 + i n2|.
+    """
+    z, y, x = (np.indices((side,) * 3, dtype=np.float32) - (side - 1) / 2) / (side / 2)
+    radius = np.sqrt((z / 0.8) ** 2 + (y / 0.9) ** 2 + x**2)
+    clean = np.zeros((side,) * 3, dtype=np.float32)
+    for outer, value in [(0.9, 100.0), (0.65, 200.0), (0.4, 300.0), (0.2, 150.0)]:
+        clean[radius < outer] = value
+    sigma = 0.05 * float(clean.max())
+    rng = np.random.default_rng(0)
+    noisy = np.hypot(clean + rng.normal(0, sigma, clean.shape), rng.normal(0, sigma, clean.shape))
+    return clean, noisy.astype(np.float32), sigma
+
+
+def test_the_rician_model_removes_the_background_bias_and_keeps_the_foreground() -> None:
+    clean, noisy, sigma = _rician_phantom()
+    inside = clean > 0
+
+    def psnr(filtered: np.ndarray) -> float:
+        return float(10 * np.log10(clean.max() ** 2 / np.mean((filtered[inside] - clean[inside]) ** 2)))
+
+    settings = {"patch_radius": 1, "search_radius": 3, "backend": "cpu"}  # sigma and h from the estimate
+    gaussian = denoise_volume(noisy, **settings)
+    rician = denoise_volume(noisy, noise_model="rician", **settings)
+    assert rician.dtype == np.float32
+    # DIPY's measure: the background's mean output in units of sigma (0 is unbiased); measured 0.06.
+    assert float(gaussian[~inside].mean()) / sigma > 1.0  # the Rician floor, sigma sqrt(pi / 2)
+    assert float(rician[~inside].mean()) / sigma <= 0.2
+    assert psnr(rician) >= psnr(gaussian) > psnr(noisy) + 5  # measured 32.6 and 32.4 dB, from 26.1
+
+
+def test_the_rician_models_sigma_defaults_to_the_estimate_and_can_be_given() -> None:
+    _, noisy, sigma = _rician_phantom(20)
+    settings = {"h": 20.0, "noise_model": "rician", **SETTINGS}
+    estimated = float(estimate_volume_noise(noisy).sigma[0])
+    np.testing.assert_array_equal(denoise_volume(noisy, **settings), denoise_volume(noisy, sigma=estimated, **settings))
+    assert not np.array_equal(
+        denoise_volume(noisy, sigma=sigma, **settings), denoise_volume(noisy, sigma=2 * sigma, **settings)
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"noise_model": "poisson"}, r"noise_model must be 'gaussian' or 'rician', got 'poisson'"),
+        ({"noise_model": "rician", "sigma": 0.0}, r"sigma must be a finite number > 0 in the volume's units, got 0\.0"),
+        ({"noise_model": "rician", "sigma": [1.0, 2.0]}, r"sigma must be one number or one a channel \(1\), got 2"),
+        ({"noise_model": "rician", "backend": "gpu"}, r"noise_model='rician' runs on the CPU: use backend='cpu'"),
+        ({"sigma": 5.0}, r"sigma is the Rician model's \(noise_model='rician'\)"),
+    ],
+)
+def test_bad_noise_settings_are_refused(options, match) -> None:
+    settings = {"h": 10.0, "patch_radius": 1, "search_radius": 2, "backend": "cpu"} | options
+    with pytest.raises(ValueError, match=match):
+        denoise_volume(_noisy(), **settings)
+
+
+def test_the_command_takes_the_rician_model(tmp_path) -> None:
+    _, noisy, _ = _rician_phantom(20)
+    np.save(tmp_path / "scan.npy", noisy)
+    command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--h", "20", "--search-radius", "2", "--backend", "cpu"]
+    subprocess.run([*command, "--noise-model", "rician"], check=True, cwd=tmp_path, capture_output=True)
+    expected = denoise_volume(noisy, h=20.0, noise_model="rician", **SETTINGS)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)
