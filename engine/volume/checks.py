@@ -14,6 +14,7 @@ import numpy as np
 
 from .params import CHANNELS_MAX
 
+SPATIAL_ORDERS = ("zyx", "xyz")  # a volume's spatial axes: (z, y, x), or nibabel's (x, y, z)
 PARALLEL_CHECK_BYTES = 32 << 20  # all_finite: at least this much a thread
 FINITE_BLOCK_BYTES = 1 << 20  # all_finite: planes checked at once, in the cache
 

@@ -24,7 +24,7 @@ import numpy as np
 from ..backend import check_devices, resolve_backend, resolve_devices
 from ..memory import require_cpu_room, says_what_to_lower
 from ..shared_params import check_choice, check_int
-from .checks import channels_note, check_channels, fourth_axis, require_finite
+from .checks import SPATIAL_ORDERS, channels_note, check_channels, fourth_axis, require_finite
 from .mask import checked_mask, mask_boxes, with_halo
 from .params import Radii, VolumeParams, channel_strengths
 from .rician import NOISE_MODELS, checked_sigmas, estimated_sigmas, remove_bias
@@ -127,6 +127,7 @@ def denoise_volume(
     series_axis: int | None = None,
     noise_model: str = "gaussian",
     sigma: float | Sequence[float] | None = None,
+    axes: str = "zyx",
 ) -> np.ndarray:
     """Denoise a volume with the fully 3D Non-Local Means filter of DESIGN.md §6.
 
@@ -202,6 +203,10 @@ def denoise_volume(
         The Rician noise's sigma in the volume's units (the Gaussian noise of each of the
         magnitude's real and imaginary parts); None: ``estimate_volume_noise``'s, which leaves
         the background out. Used by the Rician model only.
+    axes : {"zyx", "xyz"}
+        The order of ``volume``'s three spatial axes (and ``mask``'s): "xyz" for nibabel's
+        ``get_fdata()`` order. Radii triples are (z, y, x) either way, so they land on the axes
+        they name; the result comes back in ``volume``'s order.
 
     Returns
     -------
@@ -236,6 +241,12 @@ def denoise_volume(
     settings |= {"channels": channels, "threads": threads, "mask": mask, "h": h}
     settings |= {"noise_model": check_choice("noise_model", noise_model, NOISE_MODELS), "sigma": sigma}
     rician = noise_model == "rician"
+    if check_choice("axes", axes, SPATIAL_ORDERS) == "xyz":  # to (z, y, x) and back: the same swap of x and z
+        order = _x_and_z_swapped(given.ndim, None if role is None else role[1])
+        settings |= {"mask": None if mask is None else np.asarray(mask).transpose(2, 1, 0)}
+        settings |= {"channel_axis": channel_axis, "series_axis": series_axis}
+        swapped = np.ascontiguousarray(given.transpose(order))
+        return _returned(denoise_volume(swapped, progress=progress, **settings).transpose(order), given, out)
     if sigma is not None and not rician:
         raise ValueError("sigma is the Rician model's (noise_model='rician'); the Gaussian model's strength is h alone")
     if role is not None and role[0] == "series":
@@ -243,11 +254,7 @@ def denoise_volume(
     if role is not None and role[1] != 3:  # channels go last, and come back to their axis
         moved = np.ascontiguousarray(np.moveaxis(given, role[1], -1))
         result = np.moveaxis(denoise_volume(moved, progress=progress, channel_axis=3, **settings), -1, role[1])
-        if out is None:
-            return np.ascontiguousarray(result)
-        check_out(out, given)
-        out[...] = result
-        return out
+        return _returned(result, given, out)
     count = given.shape[3] if given.ndim == 4 else 1
     if h is None:
         VolumeParams.checked(1.0, patch_radius, search_radius, weighting, center_weight)  # before the estimate
@@ -409,6 +416,22 @@ def _filter_inside(
         )
         chosen = inside[box]
         result[box][chosen] = filtered[inner][chosen]
+
+
+def _x_and_z_swapped(dimensions: int, extra: int | None) -> list[int]:
+    """Return the axes of a 3D or 4D array with its first and last spatial axes swapped (``extra``: not spatial)."""
+    space = [axis for axis in range(dimensions) if axis != extra]
+    swap = {space[0]: space[-1], space[-1]: space[0]}
+    return [swap.get(axis, axis) for axis in range(dimensions)]
+
+
+def _returned(result: np.ndarray, given: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """Return ``result`` (the filtered volume, a view in ``given``'s axes) in ``out``, or as a new contiguous array."""
+    if out is None:
+        return np.ascontiguousarray(result)
+    check_out(out, given)
+    out[...] = result
+    return out
 
 
 def _each_volume(

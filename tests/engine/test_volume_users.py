@@ -274,3 +274,25 @@ def test_the_command_takes_the_rician_model(tmp_path) -> None:
     subprocess.run([*command, "--noise-model", "rician"], check=True, cwd=tmp_path, capture_output=True)
     expected = denoise_volume(noisy, h=20.0, noise_model="rician", **SETTINGS)
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)
+
+
+def test_xyz_arrays_take_radii_on_the_axes_they_name() -> None:
+    volume, inside = _noisy((20, 14, 13)), _blobs()
+    settings = {"h": 10.0, "patch_radius": (0, 1, 1), "search_radius": (1, 2, 3), "backend": "cpu"}
+    expected = denoise_volume(volume, mask=inside, **settings).transpose(2, 1, 0)
+    nibabel_order = volume.transpose(2, 1, 0)  # (x, y, z), as get_fdata() gives it
+    got = denoise_volume(nibabel_order, axes="xyz", mask=inside.transpose(2, 1, 0), **settings)
+    np.testing.assert_array_equal(got, expected)
+    assert not np.array_equal(denoise_volume(nibabel_order, **settings), expected)  # radii on the wrong axes
+
+
+def test_an_xyz_series_is_filtered_volume_by_volume_in_its_own_order() -> None:
+    series = _series(2)
+    settings = {"h": 10.0, "search_radius": (1, 2, 2), "backend": "cpu", "series_axis": 3}
+    expected = denoise_volume(series, **settings).transpose(2, 1, 0, 3)
+    np.testing.assert_array_equal(denoise_volume(series.transpose(2, 1, 0, 3), axes="xyz", **settings), expected)
+
+
+def test_an_unknown_axis_order_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"axes must be 'zyx' or 'xyz', got 'yxz'"):
+        denoise_volume(_noisy(), h=10.0, axes="yxz", **SETTINGS)
