@@ -1,10 +1,11 @@
 """Times ``denoise_volume`` on the CPU on an idle machine and beside a process spinning on one core.
 
 Each setting runs in a process of its own (the OpenMP wait policy is read when numba's pool
-starts), pinned to ``--cpus`` with the spinner on the first of them: numba's static scheduling
-(one equal run of planes a thread, LOOP_CHUNK 0) against the engine's chunks of one plane
-(engine/cpu/threads.py), with all the CPUs' threads or one, and OMP_WAIT_POLICY passive or
-numba's default. Prints each setting's best idle and busy time (of ``--repeats``) and their ratio.
+starts), pinned to ``--cpus`` with the spinner on the first of them: all the CPUs' threads or
+one, and OMP_WAIT_POLICY passive (the engine's default, engine/cpu/threads.py) or active
+(spinning). Prints each setting's best idle and busy time (of ``--repeats``), their ratio,
+and the busy time over the fastest idle time of all settings (a setting slow when idle does not
+look good for slowing little).
 
     python scripts/bench_volume_threads.py --size 64 --search 3 --cpus 0,1
 """
@@ -21,14 +22,12 @@ import time
 import numpy as np
 
 
-def measure(size: int, search: int, repeats: int, chunk: int, threads: int | None) -> dict:
+def measure(size: int, search: int, repeats: int, threads: int | None) -> dict:
     """Best idle and busy seconds of one setting, in this process (pinned by the caller)."""
     import numba
 
     from nlmeans_studio.engine import denoise_volume
-    from nlmeans_studio.engine.cpu import threads as thread_module
 
-    thread_module.LOOP_CHUNK = chunk
     volume = np.random.default_rng(0).random((size, size, size), dtype=np.float32)
     settings = {"h": 0.3, "search_radius": search, "backend": "cpu", "threads": threads}
     denoise_volume(volume[:16, :16, :16], **settings)  # load the compiled filter, start the pool
@@ -61,21 +60,18 @@ def main() -> None:
     parser.add_argument("--search", type=int, default=3, help="search radius, voxels")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cpus", default="0,1", help="CPUs to pin to, the spinner on the first")
-    parser.add_argument("--one", help=argparse.SUPPRESS)  # a child: chunk,threads
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child: its thread count, 0 for all
     args = parser.parse_args()
-    if args.one:
-        chunk, threads = (int(part) for part in args.one.split(","))
-        print(json.dumps(measure(args.size, args.search, args.repeats, chunk, threads or None)))
+    if args.one is not None:
+        print(json.dumps(measure(args.size, args.search, args.repeats, args.one or None)))
         return
     cpus = {int(cpu) for cpu in args.cpus.split(",")}
     print(f"{args.size}^3 float32, search radius {args.search}, patch radius 1, CPUs {sorted(cpus)}")
-    print(f"{'scheduling':<22}{'threads':>8}{'wait policy':>13}{'idle s':>9}{'busy s':>9}{'busy/idle':>11}")
-    for chunk, threads, wait in [(0, 0, ""), (1, 0, ""), (0, 0, "passive"), (1, 0, "passive"), (1, 1, "")]:
-        environment = dict(os.environ, NUMBA_NUM_THREADS=str(len(cpus)))
-        if wait:
-            environment["OMP_WAIT_POLICY"] = wait
+    rows = []
+    for threads, wait in [(0, "active"), (0, "passive"), (1, "active"), (1, "passive")]:
+        environment = dict(os.environ, NUMBA_NUM_THREADS=str(len(cpus)), OMP_WAIT_POLICY=wait)
         command = [sys.executable, __file__, "--size", str(args.size), "--search", str(args.search)]
-        command += ["--repeats", str(args.repeats), "--one", f"{chunk},{threads}"]
+        command += ["--repeats", str(args.repeats), "--one", str(threads)]
         child = subprocess.run(
             command,
             env=environment,
@@ -85,11 +81,13 @@ def main() -> None:
             preexec_fn=lambda: os.sched_setaffinity(0, cpus),
         )
         result = json.loads(child.stdout.splitlines()[-1])
-        scheduling = "static (numba's)" if chunk == 0 else f"chunks of {chunk} plane"
-        count = threads or result["threads"]
+        rows.append((threads or result["threads"], wait, result))
+    fastest = min(result["idle"] for _, _, result in rows)  # the idle machine's time, whatever the setting
+    print(f"{'threads':>8}{'wait policy':>13}{'idle s':>9}{'busy s':>9}{'busy/idle':>11}{'busy/fastest idle':>19}")
+    for count, wait, result in rows:
         print(
-            f"{scheduling:<22}{count:>8}{wait or 'default':>13}{result['idle']:>9.3f}{result['busy']:>9.3f}"
-            f"{result['busy'] / result['idle']:>11.2f}   ({result['layer']})"
+            f"{count:>8}{wait:>13}{result['idle']:>9.3f}{result['busy']:>9.3f}"
+            f"{result['busy'] / result['idle']:>11.2f}{result['busy'] / fastest:>19.2f}   ({result['layer']})"
         )
 
 

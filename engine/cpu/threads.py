@@ -1,17 +1,20 @@
-"""How many of numba's threads a CPU filter's call uses, and how its parallel loops share the work.
+"""How many of numba's threads a CPU filter's call uses, and that idle ones sleep rather than spin.
 
 numba's pool holds NUMBA_NUM_THREADS threads (one a CPU this process may run on, by default),
 fixed when it starts; a call may use fewer (``numba.set_num_threads``, which holds for the
-launches of the thread that sets it). numba splits a ``prange`` loop into one equal run of
-iterations a thread: where another process keeps one core busy, the thread that shares it
-finishes its run last, at about half speed, and every launch waits for it. Chunks of
-LOOP_CHUNK iterations (planes, in the volume's filter) are instead taken by whichever thread is
-free, so that a thread on a busy core does only what it can. numba's OpenMP layer (libgomp, where it
-loads) lets idle threads spin between launches, and a filter launches three loops an offset
-pair: on a machine shared with other work they spun on cores others needed. Unless the user set
-OMP_WAIT_POLICY, they sleep (passive), set before numba's pool starts. Together the call took
-0.98-1.37 times its idle time beside a process spinning on one of 2 cores, against 1.6-3.0 with
-either alone (scripts/bench_volume_threads.py, two runs on a loaded 2-core machine: the figures spread).
+launches of the thread that sets it). numba gives each thread one equal run of a ``prange``
+loop's iterations, on every threading layer (numba 0.68: ``parallel_chunksize`` and
+OMP_SCHEDULE changed no thread's share, with one iteration millions of times slower than the
+rest): a thread on a core that another process keeps busy finishes last, and the launch
+waits for it. Fewer threads do not help there (one thread does all the work alone), but they
+leave cores to the other work.
+
+numba's OpenMP layer (libgomp, where it loads) lets idle threads spin between launches, and a
+filter launches three loops an offset pair: on a machine shared with other work they spin on
+cores that work needs, and beside a process busy on one core the call itself took longer
+spinning than sleeping. Unless the user set OMP_WAIT_POLICY, they sleep (passive), set before
+numba's pool starts (scripts/bench_volume_threads.py measures both, idle and beside a process
+spinning on one core).
 """
 
 from __future__ import annotations
@@ -22,8 +25,6 @@ import os
 from collections.abc import Iterator
 
 import numba
-
-LOOP_CHUNK = 1  # iterations a thread takes at a time from a parallel loop: one plane of a slab
 
 
 def threads_available() -> int:
@@ -46,17 +47,15 @@ def check_threads(threads: object) -> int | None:
 
 @contextlib.contextmanager
 def cpu_threads(threads: int | None) -> Iterator[None]:
-    """Run this thread's numba launches inside on ``threads`` threads (None: all of the pool's), in chunks.
+    """Run this thread's numba launches inside on ``threads`` threads (None: all of the pool's).
 
-    The parallel loops are handed out LOOP_CHUNK iterations at a time, and OpenMP's idle threads
-    sleep unless OMP_WAIT_POLICY says otherwise (module docstring); the thread count and the
-    chunks in force before are restored on leaving.
+    OpenMP's idle threads sleep unless OMP_WAIT_POLICY says otherwise (module docstring); the
+    thread count in force before is restored on leaving.
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read once, when numba's pool starts (next line)
     before = numba.get_num_threads()
     numba.set_num_threads(threads_available() if threads is None else threads)
     try:
-        with numba.parallel_chunksize(LOOP_CHUNK):
-            yield
+        yield
     finally:
         numba.set_num_threads(before)

@@ -108,8 +108,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--threads",
         type=int,
         default=None,
-        help="CPU threads for the CPU filter, 1 to NUMBA_NUM_THREADS (default: all; a core another program keeps "
-        "busy slows the run by its share only)",
+        help="CPU threads for the CPU filter, 1 to NUMBA_NUM_THREADS (default: all); fewer leave cores to other work, "
+        "with the same result",
     )
     parser.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
     parser.add_argument("--quiet", action="store_true", help="no progress and no summary")

@@ -177,10 +177,9 @@ def denoise_volume(
         docs/bench/2026-11-25-thirteenth-session.md). None: a new array.
     threads : int or None
         CPU threads of numba's pool this call uses, 1..NUMBA_NUM_THREADS (one a CPU by default);
-        None: all of them. The result does not depend on it; the GPU backend ignores it. Either
-        way a parallel loop's planes are taken one at a time by whichever thread is free, so a
-        core that another process keeps busy slows the call by its share only
-        (engine/cpu/threads.py).
+        None: all of them. The result does not depend on it; the GPU backend ignores it. Idle
+        threads sleep between launches rather than spin (OMP_WAIT_POLICY=passive unless set),
+        leaving the cores to other work (engine/cpu/threads.py).
     mask : (Z, Y, X) array_like of bool or 0/1, or None
         The voxels to denoise: those outside come back as they went in, bit for bit (as float32).
         Only boxes around the mask's voxels (with their halos of A + B voxels) are filtered, so
