@@ -296,3 +296,15 @@ def test_an_xyz_series_is_filtered_volume_by_volume_in_its_own_order() -> None:
 def test_an_unknown_axis_order_is_refused() -> None:
     with pytest.raises(ValueError, match=r"axes must be 'zyx' or 'xyz', got 'yxz'"):
         denoise_volume(_noisy(), h=10.0, axes="yxz", **SETTINGS)
+
+
+def test_the_command_takes_a_nifti_mask_in_the_scans_grid(tmp_path) -> None:
+    nibabel = pytest.importorskip("nibabel")
+    volume, inside = _noisy((20, 14, 13)), _blobs()
+    for name, voxels in (("scan.nii", volume), ("brain.nii", inside.astype(np.uint8))):
+        nibabel.save(nibabel.Nifti1Image(voxels.transpose(2, 1, 0), np.eye(4)), tmp_path / name)  # (x, y, z)
+    command = [*CLI, "denoise-volume", "scan.nii", "out.nii", "--h", "10", "--search-radius", "2", "--backend", "cpu"]
+    subprocess.run([*command, "--mask", "brain.nii"], check=True, cwd=tmp_path, capture_output=True)
+    written = np.asarray(nibabel.load(tmp_path / "out.nii").dataobj).transpose(2, 1, 0)
+    np.testing.assert_array_equal(written, denoise_volume(volume, h=10.0, mask=inside, **SETTINGS))
+    np.testing.assert_array_equal(written[~inside], volume[~inside])
