@@ -122,7 +122,8 @@ class VolumeWorker(Worker):
             self.export_progressed.emit(number, done, total)
 
         try:
-            result = denoise_volume(self._volume, progress=progress, **request.settings)
+            channel_axis = 3 if self._volume.ndim == 4 else None  # the window's 4D volumes are channels
+            result = denoise_volume(self._volume, progress=progress, channel_axis=channel_axis, **request.settings)
             if cancel.is_set():  # cancelled after the last slab: nothing is written
                 raise ExportCancelledError("cancelled")
             write_volume(request.target, result, request.file, overwrite=True)  # the dialog asked about replacing it

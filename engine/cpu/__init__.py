@@ -1,5 +1,6 @@
 """CPU plumbing shared by the numba filters of both products.
 
-Whether a filter's first call compiles (``compiled``), and parallel launches that take turns where
-numba's threading layer needs it (``launches``).
+Whether a filter's first call compiles (``compiled``), parallel launches that take turns where
+numba's threading layer needs it (``launches``), and how many threads a call uses and how they
+share a loop's work (``threads``).
 """

@@ -1,6 +1,7 @@
 """The checks of a volume that the driver (``denoise``), its filters and the noise estimate share.
 
-Finite voxels (and the error where they are not), and the channels of a 4D array.
+Finite voxels (and the error where they are not), the channels of a 4D array, and what a 4D
+array's fourth axis holds.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 
 from .params import CHANNELS_MAX
 
+SPATIAL_ORDERS = ("zyx", "xyz")  # a volume's spatial axes: (z, y, x), or nibabel's (x, y, z)
 PARALLEL_CHECK_BYTES = 32 << 20  # all_finite: at least this much a thread
 FINITE_BLOCK_BYTES = 1 << 20  # all_finite: planes checked at once, in the cache
 
@@ -71,3 +73,28 @@ def channels_note(shape: tuple[int, ...]) -> str:
         f" (the first three axes; the last, of {shape[3]}, is read as channels: a time series must be filtered one "
         "time point at a time)"
     )
+
+
+def fourth_axis(shape: tuple[int, ...], *, channel_axis: object, series_axis: object) -> tuple[str, int] | None:
+    """Return ("channels" or "series", the axis's index 0..3) for a 4D array, None for a 3D one without either.
+
+    A 4D array's extra axis is channels (filtered together or separately, at most CHANNELS_MAX)
+    or a series of volumes (time points, each filtered on its own): the array cannot tell, so
+    the caller says which, never both; ValueError otherwise, naming the choices.
+    """
+    given = [(name, value) for name, value in (("channel_axis", channel_axis), ("series_axis", series_axis))]
+    named = [(name, value) for name, value in given if value is not None]
+    if len(shape) != 4:
+        if named:
+            raise ValueError(f"{named[0][0]} is for a 4D array, got a volume of shape {tuple(shape)}")
+        return None
+    if len(named) != 1:
+        raise ValueError(
+            f"volume of shape {tuple(shape)} is 4D: say what its extra axis holds, channel_axis=AXIS (channels, at "
+            f"most {CHANNELS_MAX}, filtered as channels= says) or series_axis=AXIS (a time series: each (Z, Y, X) "
+            "volume filtered on its own, with its own noise estimate), not both; AXIS is 3 for (z, y, x, t)"
+        )
+    name, value = named[0]
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not -4 <= value <= 3:
+        raise ValueError(f"{name} must be an axis of the 4D volume, -4..3, got {value!r}")
+    return ("channels" if name == "channel_axis" else "series"), int(value) % 4

@@ -19,6 +19,7 @@ import numpy as np
 from ..backend import BACKENDS
 from ..shared_params import CENTER_WEIGHTS, WEIGHTINGS
 from .params import CHANNEL_MODES
+from .rician import NOISE_MODELS
 
 LOG_PROGRESS_SECONDS = 10.0  # progress in a log (stderr not a terminal): a line this often, and the first at once
 
@@ -90,6 +91,26 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--backend", choices=BACKENDS, default="auto", help="default: auto (the GPU where it runs)")
     parser.add_argument("--devices", type=gpu_ids, default=None, help="GPUs to split the volume over: 0,1 or all")
+    parser.add_argument(
+        "--noise-model",
+        choices=NOISE_MODELS,
+        default="gaussian",
+        help="rician for MRI magnitude images: squared magnitudes averaged and their bias removed, so that the "
+        "background goes to 0 instead of about 1.25 sigma (CPU only; default: gaussian)",
+    )
+    parser.add_argument(
+        "--mask",
+        default=None,
+        help="a volume file of the input's grid (.nii, .nii.gz, .tif, .tiff, .npy) holding 1 (or true) where voxels "
+        "are denoised and 0 where they are kept as they are (a brain mask); only boxes around its voxels are filtered",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads for the CPU filter, 1 to NUMBA_NUM_THREADS (default: all); fewer leave cores to other work, "
+        "with the same result",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
     parser.add_argument("--quiet", action="store_true", help="no progress and no summary")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -132,20 +153,30 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
     """
     from ..backend import resolve_backend, resolve_devices
     from ..cpu.compiled import COMPILING
+    from .checks import require_finite
     from .denoise import (
         checked_volume,
         denoise_volume,
         filter_compiles,
         require_cpu_room_for,
     )
-    from .io import check_volume_input, check_volume_output, read_volume
+    from .io import check_volume_input, check_volume_output, read_volume, volume_format
     from .params import VolumeParams, channel_strengths
     from .writer import lost_in, write_volume
 
     # What can be refused without the volume is refused before reading it and estimating its
     # noise; the input first, as the command line names it first.
     check_volume_input(args.input)
+    if args.mask is not None:
+        check_volume_input(args.mask)
     check_volume_output(args.output, args.input, overwrite=args.overwrite)
+    if args.threads is not None:
+        from ..cpu.threads import check_threads
+
+        try:
+            check_threads(args.threads)
+        except ValueError as error:
+            raise ValueError(f"--{error}") from error
     given = args.h if isinstance(args.h, list) else [1.0 if args.h is None else args.h]
     for strength in given:
         params = VolumeParams.checked(
@@ -158,15 +189,23 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
             raise ValueError("--devices spreads the volume over GPUs: not with --backend cpu")
         args.devices = resolve_devices(args.devices)
     resolve_backend(args.backend)
-    source = read_volume(args.input)
+    source = read_volume(args.input, series=True)
+    series = bool(source.extra.get("series"))  # a NIfTI time series (Z, Y, X, T): filtered volume by volume
+    first = source.data[..., 0] if series else source.data  # a series' volumes share their shape
     try:
-        checked_volume(source.data, params)  # NaN voxels, a volume smaller than the window
+        checked_volume(first, params)  # NaN voxels, a volume smaller than the window
+        require_finite(source.data)
     except ValueError as error:
         raise ValueError(f"{args.input}: {error}") from error
+    if series and volume_format(args.output) == "tiff":
+        raise ValueError(f"{args.output}: a time series is written as NIfTI (or .npy), not TIFF")
+    inside = None if args.mask is None else _mask(args.mask, source.data.shape[:3])
     mode = source.channel_mode(args.channels)
-    count = source.data.shape[3] if source.data.ndim == 4 else 1
+    count = source.data.shape[3] if source.data.ndim == 4 and not series else 1
     if count > 1 and not args.quiet:
         print(f"{count} channels, filtered {mode}", file=sys.stderr)
+    if series and not args.quiet:
+        print(f"a series of {source.data.shape[3]} volumes, each filtered on its own", file=sys.stderr)
     if isinstance(args.h, list) and mode != "separately":
         raise ValueError(
             f"{args.input}: --h gives one h a channel, but its channels are filtered together: "
@@ -177,7 +216,10 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
     except ValueError as error:
         raise ValueError(f"{args.input}: {error}") from error
     h = args.h
-    if h is None:
+    if h is None and series:
+        if not args.quiet:
+            print("h from each volume's own noise estimate", file=sys.stderr)
+    elif h is None:
         apart = mode == "separately" and count > 1
         parts = [source.data[..., c] for c in range(count)] if apart else [source.data]
         h = [_suggested_h(args, part, f"channel {c + 1}: " if apart else "") for c, part in enumerate(parts)]
@@ -193,7 +235,7 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
                 file=sys.stderr,
             )
     if resolve_backend(args.backend) == "cpu":
-        require_cpu_room_for(source.data)  # before a word about a compile that could not happen
+        require_cpu_room_for(first)  # before a word about a compile that could not happen
     if not args.quiet and filter_compiles(args.backend):
         print(COMPILING, file=sys.stderr)
     start = time.perf_counter()
@@ -208,6 +250,11 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
         devices=args.devices,
         progress=None if args.quiet else _Progress(),
         channels=mode,
+        threads=args.threads,
+        mask=inside,
+        channel_axis=3 if source.data.ndim == 4 and not series else None,
+        series_axis=3 if series else None,
+        noise_model=args.noise_model,
     )
     write_volume(args.output, filtered, source, overwrite=args.overwrite)
     if lost_in(args.output, source) and not args.quiet:
@@ -216,6 +263,17 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
         shape = "x".join(str(n) for n in source.data.shape)
         print(f"denoised {shape} voxels in {time.perf_counter() - start:.1f} s -> {args.output}", file=sys.stderr)
     return source.data.shape
+
+
+def _mask(path: str, shape: tuple[int, int, int]) -> np.ndarray:
+    """Read ``--mask``: a bool (Z, Y, X) array of the input's ``shape``, or ValueError naming the file."""
+    from .io import read_volume
+    from .mask import checked_mask
+
+    try:
+        return checked_mask(read_volume(path).data, shape)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from error
 
 
 def _suggested_h(args: argparse.Namespace, data: np.ndarray, label: str) -> float:

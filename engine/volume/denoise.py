@@ -23,9 +23,11 @@ import numpy as np
 
 from ..backend import check_devices, resolve_backend, resolve_devices
 from ..memory import require_cpu_room, says_what_to_lower
-from ..shared_params import check_int
-from .checks import channels_note, check_channels, require_finite
+from ..shared_params import check_choice, check_int
+from .checks import SPATIAL_ORDERS, channels_note, check_channels, fourth_axis, require_finite
+from .mask import checked_mask, mask_boxes, with_halo
 from .params import Radii, VolumeParams, channel_strengths
+from .rician import NOISE_MODELS, checked_sigmas, estimated_sigmas, remove_bias
 from .slabs import mirrored_indices
 
 Progress = Callable[[int, int], None]  # (work done, work in all)
@@ -108,7 +110,7 @@ def padded_volume(data: np.ndarray, pad: tuple[int, int, int], planes: tuple[int
 def denoise_volume(
     volume: np.ndarray,
     *,
-    h: float | Sequence[float],
+    h: float | Sequence[float] | None = None,
     patch_radius: Radii = 1,
     search_radius: Radii = 5,
     weighting: str = "exponential",
@@ -119,22 +121,29 @@ def denoise_volume(
     progress: Progress | None = None,
     channels: str = "together",
     out: np.ndarray | None = None,
+    threads: int | None = None,
+    mask: np.ndarray | None = None,
+    channel_axis: int | None = None,
+    series_axis: int | None = None,
+    noise_model: str = "gaussian",
+    sigma: float | Sequence[float] | None = None,
+    axes: str = "zyx",
 ) -> np.ndarray:
     """Denoise a volume with the fully 3D Non-Local Means filter of DESIGN.md §6.
 
     Parameters
     ----------
-    volume : (Z, Y, X) or (Z, Y, X, C) array_like
-        Real, finite voxels in their own units (MRI and microscopy have no fixed range). The
-        last axis of a 4D array is its channels, at most CHANNELS_MAX (16), filtered as
-        ``channels`` says, never time: a time series is given one time point at a time, or with
-        ``channels="separately"``.
-    h : float, or one float a channel
+    volume : (Z, Y, X) array_like, or 4D with ``channel_axis`` or ``series_axis``
+        Real, finite voxels in their own units (MRI and microscopy have no fixed range). A 4D
+        array's extra axis must be named: channels (at most CHANNELS_MAX, 16) or a series.
+    h : float, one float a channel, or None
         Strength in the volume's intensity units: u = D / h^2 with D the patch's mean squared
         difference. For Gaussian noise of standard deviation sigma, exponential weights work
         near h = 1.1 sigma with 3^3 patches and 2.2 sigma with patches of one voxel
         (``suggest_volume_h``). One a channel where the channels are filtered separately (each
-        from its own noise).
+        from its own noise). None (the default): automatic, as ``denoise-volume`` without
+        ``--h``: ``suggest_volume_h`` of ``estimate_volume_noise`` for these settings, each
+        channel's own where they are filtered separately.
     patch_radius : int or (z, y, x) ints
         B in voxels, 0..8: patches are (2Bz+1)(2By+1)(2Bx+1). A triple serves anisotropic voxels.
     search_radius : int or (z, y, x) ints
@@ -166,6 +175,37 @@ def denoise_volume(
         it (volumes of one shape filtered in turn reuse one, and the GPU's copies out do not
         fault a new array's pages in: a little faster on two GPUs, no change on one;
         docs/bench/2026-11-25-thirteenth-session.md). None: a new array.
+    threads : int or None
+        CPU threads of numba's pool this call uses, 1..NUMBA_NUM_THREADS (one a CPU by default);
+        None: all of them. The result does not depend on it; the GPU backend ignores it. Idle
+        threads sleep between launches rather than spin (OMP_WAIT_POLICY=passive unless set),
+        leaving the cores to other work (engine/cpu/threads.py).
+    mask : (Z, Y, X) array_like of bool or 0/1, or None
+        The voxels to denoise: those outside come back as they went in, bit for bit (as float32).
+        Only boxes around the mask's voxels (with their halos of A + B voxels) are filtered, so
+        a mask of a small part of the volume costs a small part of the time; the voxels inside
+        are those of the whole volume's filter. None: every voxel. A series' volumes share it.
+    channel_axis : int or None
+        The axis of a 4D ``volume`` that holds its channels (3 or -1 for (Z, Y, X, C)), filtered
+        as ``channels`` says; the result keeps the axis where it was.
+    series_axis : int or None
+        The axis of a 4D ``volume`` along which it is a series of (Z, Y, X) volumes (time points:
+        3 or -1 for (Z, Y, X, T), as nibabel's (X, Y, Z, T) transposed to (2, 1, 0, 3) gives it),
+        each filtered on its own: with h None, each from its own noise estimate (the noise may
+        drift over a run), else each with ``h``.
+    noise_model : {"gaussian", "rician"}
+        Rician for MRI magnitude images: the filter averages the squared magnitudes and returns
+        sqrt(max(mean - 2 sigma^2, 0)), which removes the Rician floor (about 1.25 sigma in the
+        background, where the Gaussian model leaves it), as DIPY's ``nlmeans(rician=True)``
+        (engine/volume/rician.py). CPU only: "auto" runs it there.
+    sigma : float, one float a channel, or None
+        The Rician noise's sigma in the volume's units (the Gaussian noise of each of the
+        magnitude's real and imaginary parts); None: ``estimate_volume_noise``'s, which leaves
+        the background out. Used by the Rician model only.
+    axes : {"zyx", "xyz"}
+        The order of ``volume``'s three spatial axes (and ``mask``'s): "xyz" for nibabel's
+        ``get_fdata()`` order. Radii triples are (z, y, x) either way, so they land on the axes
+        they name; the result comes back in ``volume``'s order.
 
     Returns
     -------
@@ -176,8 +216,10 @@ def denoise_volume(
     ------
     ValueError
         A bad parameter, a volume that is not 3D or 4D, has more than 16 channels, has NaN or
-        infinite voxels, or is smaller than A + B + 1 on an axis, or an ``out`` that cannot hold
-        the result; the message says which and how to fix it.
+        infinite voxels, or is smaller than A + B + 1 on an axis, an ``out`` that cannot hold the
+        result, a mask not of the volume's (Z, Y, X) shape or not 0/1; with h None, a volume too
+        small (under 3 voxels an axis) or too flat (constant) to estimate its noise. The message
+        says which and how to fix it.
     BackendUnavailableError
         backend="gpu" (or devices given) where CuPy or a GPU is missing.
     MemoryError
@@ -192,16 +234,55 @@ def denoise_volume(
     signal is well above the noise (see ``estimate_volume_noise``).
     """
     given = np.asarray(volume)
+    role = fourth_axis(given.shape, channel_axis=channel_axis, series_axis=series_axis)
+    settings = {"patch_radius": patch_radius, "search_radius": search_radius, "weighting": weighting}
+    settings |= {"center_weight": center_weight, "backend": backend, "devices": devices, "slabs": slabs}
+    settings |= {"channels": channels, "threads": threads, "mask": mask, "h": h}
+    settings |= {"noise_model": check_choice("noise_model", noise_model, NOISE_MODELS), "sigma": sigma}
+    rician = noise_model == "rician"
+    if check_choice("axes", axes, SPATIAL_ORDERS) == "xyz":  # to (z, y, x) and back: the same swap of x and z
+        order = _x_and_z_swapped(given.ndim, None if role is None else role[1])
+        settings |= {"mask": None if mask is None else np.asarray(mask).transpose(2, 1, 0)}
+        settings |= {"channel_axis": channel_axis, "series_axis": series_axis}
+        swapped = np.ascontiguousarray(given.transpose(order))
+        return _returned(denoise_volume(swapped, progress=progress, **settings).transpose(order), given, out)
+    if sigma is not None and not rician:
+        raise ValueError("sigma is the Rician model's (noise_model='rician'); the Gaussian model's strength is h alone")
+    if role is not None and role[0] == "series":
+        return _each_volume(given, role[1], progress, out, **settings)
+    if role is not None and role[1] != 3:  # channels go last, and come back to their axis
+        moved = np.ascontiguousarray(np.moveaxis(given, role[1], -1))
+        result = np.moveaxis(denoise_volume(moved, progress=progress, channel_axis=3, **settings), -1, role[1])
+        return _returned(result, given, out)
     count = given.shape[3] if given.ndim == 4 else 1
+    if h is None:
+        VolumeParams.checked(1.0, patch_radius, search_radius, weighting, center_weight)  # before the estimate
+        h = automatic_h(given, channels, weighting=weighting, center_weight=center_weight, patch_radius=patch_radius)
     strengths = channel_strengths(h, count, channels)
     for strength in strengths:
         params = VolumeParams.checked(strength, patch_radius, search_radius, weighting, center_weight)
     data = checked_volume(volume, params, finite=False)
+    if rician:
+        if backend == "gpu" or devices is not None:
+            raise ValueError("noise_model='rician' runs on the CPU: use backend='cpu' or 'auto', without devices")
+        backend = "cpu"
+        sigmas = checked_sigmas(estimated_sigmas(data, channels) if sigma is None else sigma, count)
+        settings |= {"sigma": [float(value) for value in sigmas]}
     if out is not None:
         check_out(out, given)
     if slabs is not None:
         check_int("slabs", slabs, 1 << 20)
+    if threads is not None:
+        from ..cpu.threads import check_threads
+
+        check_threads(threads)
     chosen = _chosen_backend(backend, devices)
+    if mask is not None:
+        inside = checked_mask(mask, data.shape[:3])
+        result = np.empty(given.shape, dtype=np.float32) if out is None else out
+        settings |= {"h": strengths if channels == "separately" else strengths[0], "backend": chosen, "mask": None}
+        _filter_inside(data, inside, params.pad, result.reshape(data.shape), progress, **settings)
+        return result
     if channels == "separately" and count > 1:
         return _each_channel(
             data,
@@ -215,12 +296,15 @@ def denoise_volume(
             backend=chosen,
             devices=devices,
             slabs=slabs,
+            threads=threads,
+            noise_model=noise_model,
+            sigmas=sigmas if rician else None,
         )
     target = None if out is None else out.reshape(data.shape)  # a view: (Z, Y, X, C) written into ``out``
     if chosen == "cpu":
         require_finite(data)  # the GPU checks each slab's planes as it pads them (SlabPipeline)
         require_cpu_room_for(data)
-        planar = _filter_on_cpu(data, params, slabs or 1, progress, target)
+        planar = _filter_on_cpu(data, params, slabs or 1, progress, target, threads, sigmas if rician else None)
     else:
         from . import slabs as slab_module
         from .filter_gpu import gpu_slab_filters
@@ -242,14 +326,43 @@ def denoise_volume(
     return np.ascontiguousarray(result)
 
 
+def automatic_h(
+    volume: np.ndarray, channels: str, *, weighting: str, center_weight: str, patch_radius: Radii
+) -> float | list[float]:
+    """Return the h ``denoise_volume`` takes for ``h=None``: from the noise estimate, for these settings.
+
+    One h (the volume's units) where the channels are filtered together, one a channel where they
+    are filtered separately (each from its own noise).
+    """
+    from .noise import estimate_volume_noise, suggest_volume_h
+
+    check_channels(volume.shape)
+    apart = channels == "separately" and volume.ndim == 4 and volume.shape[3] > 1
+    parts = [volume[..., c] for c in range(volume.shape[3])] if apart else [volume]
+    strengths = [
+        suggest_volume_h(estimate_volume_noise(part), weighting, center_weight=center_weight, patch_radius=patch_radius)
+        for part in parts
+    ]
+    return strengths if apart else strengths[0]
+
+
 @says_what_to_lower("use fewer threads (NUMBA_NUM_THREADS, one a CPU by default), crop the volume or use more slabs")
 def _filter_on_cpu(
-    data: np.ndarray, params: VolumeParams, slabs: int, progress: Progress | None, target: np.ndarray | None
+    data: np.ndarray,
+    params: VolumeParams,
+    slabs: int,
+    progress: Progress | None,
+    target: np.ndarray | None,
+    threads: int | None = None,
+    rician: np.ndarray | None = None,
 ) -> np.ndarray:
     """``denoise_volume`` of (Z, Y, X, C) ``data`` on the CPU, into ``target`` or a new array.
 
-    In ``slabs`` slabs padded as they are filtered (the next read on a thread of its own).
+    In ``slabs`` slabs padded as they are filtered (the next read on a thread of its own), on
+    ``threads`` of numba's threads (None: all); with ``rician``, each channel's sigma, the
+    squared magnitudes averaged and their bias removed (engine/volume/rician.py).
     """
+    from ..cpu.threads import cpu_threads
     from . import slabs as slab_module
     from .filter_cpu import filter_padded_cpu
 
@@ -264,19 +377,94 @@ def _filter_on_cpu(
             if progress is not None:
                 progress(finished[0] * total + done, count * total)
 
-        result = filter_padded_cpu(slab, slab_params, on_offset)
+        if rician is None:
+            result = filter_padded_cpu(slab, slab_params, on_offset)
+        else:
+            result = remove_bias(filter_padded_cpu(slab, slab_params, on_offset, np.square(slab)), rician)
         finished[0] += 1
         return result
 
-    return slab_module.filter_in_slabs(read_slab, data.shape, params, count, [cpu_filter], output=target)
+    with cpu_threads(threads):  # one filter: its launches run on this thread
+        return slab_module.filter_in_slabs(read_slab, data.shape, params, count, [cpu_filter], output=target)
+
+
+def _filter_inside(
+    data: np.ndarray,
+    inside: np.ndarray,
+    pad: tuple[int, int, int],
+    result: np.ndarray,
+    progress: Progress | None,
+    **settings: Any,
+) -> None:
+    """Write (Z, Y, X, C) ``data`` into ``result``, its voxels ``inside`` filtered: ``denoise_volume``'s mask.
+
+    Each box of engine/volume/mask.py is filtered with its halo; ``progress`` counts the boxes' work in turn.
+    """
+    result[...] = data
+    boxes = mask_boxes(inside, pad)
+    for number, box in enumerate(boxes):
+
+        def box_progress(done: int, total: int, before: int = number) -> None:
+            if progress is not None:
+                progress(before * total + done, len(boxes) * total)
+
+        halo = with_halo(box, pad, inside.shape)
+        filtered = denoise_volume(np.ascontiguousarray(data[halo]), progress=box_progress, channel_axis=3, **settings)
+        inner = tuple(
+            slice(part.start - grown.start, part.stop - grown.start) for part, grown in zip(box, halo, strict=True)
+        )
+        chosen = inside[box]
+        result[box][chosen] = filtered[inner][chosen]
+
+
+def _x_and_z_swapped(dimensions: int, extra: int | None) -> list[int]:
+    """Return the axes of a 3D or 4D array with its first and last spatial axes swapped (``extra``: not spatial)."""
+    space = [axis for axis in range(dimensions) if axis != extra]
+    swap = {space[0]: space[-1], space[-1]: space[0]}
+    return [swap.get(axis, axis) for axis in range(dimensions)]
+
+
+def _returned(result: np.ndarray, given: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """Return ``result`` (the filtered volume, a view in ``given``'s axes) in ``out``, or as a new contiguous array."""
+    if out is None:
+        return np.ascontiguousarray(result)
+    check_out(out, given)
+    out[...] = result
+    return out
+
+
+def _each_volume(
+    series: np.ndarray, axis: int, progress: Progress | None, out: np.ndarray | None, **settings: Any
+) -> np.ndarray:
+    """``denoise_volume`` of each (Z, Y, X) volume of a 4D ``series`` along ``axis`` on its own.
+
+    Into ``out`` where given, else a new array; ``progress`` counts the volumes' work in turn.
+    """
+    if out is not None:
+        check_out(out, series)
+    result = np.empty(series.shape, dtype=np.float32) if out is None else out
+    volumes, targets = np.moveaxis(series, axis, 0), np.moveaxis(result, axis, 0)
+    for number, one in enumerate(volumes):
+
+        def volume_progress(done: int, total: int, before: int = number) -> None:
+            if progress is not None:
+                progress(before * total + done, len(volumes) * total)
+
+        targets[number] = denoise_volume(np.ascontiguousarray(one), progress=volume_progress, **settings)
+    return result
 
 
 def _each_channel(
-    volume: np.ndarray, strengths: list, progress: Progress | None, result: np.ndarray, **settings: Any
+    volume: np.ndarray,
+    strengths: list,
+    progress: Progress | None,
+    result: np.ndarray,
+    sigmas: np.ndarray | None = None,
+    **settings: Any,
 ) -> np.ndarray:
     """``denoise_volume`` of each channel of a (Z, Y, X, C) volume on its own, with its own h, into ``result``.
 
-    ``progress`` counts the channels' work in turn.
+    With its own Rician ``sigmas`` where given; ``progress`` counts the channels' work in turn.
     """
     count = len(strengths)
     for channel, strength in enumerate(strengths):
@@ -286,7 +474,8 @@ def _each_channel(
                 progress(before * total + done, count * total)
 
         one = np.ascontiguousarray(volume[..., channel])
-        result[..., channel] = denoise_volume(one, h=strength, progress=channel_progress, **settings)
+        sigma = None if sigmas is None else float(sigmas[channel])
+        result[..., channel] = denoise_volume(one, h=strength, sigma=sigma, progress=channel_progress, **settings)
     return result
 
 

@@ -76,8 +76,8 @@ def _weight_planes(row_sums, patch, scale, exponential, relative, out):
 
 
 @numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
-def _accumulate_planes(weights, padded, offset, low, pad, center_max, relative, accumulators):
-    """Each voxel p of the slab takes w(p, q) V(p + q) and w(p - q, q) V(p - q)."""
+def _accumulate_planes(weights, values, offset, low, pad, center_max, relative, accumulators):
+    """Each voxel p of the slab takes w(p, q) V(p + q) and w(p - q, q) V(p - q), V the padded ``values``."""
     planes, _, rows, columns = accumulators.shape
     qz, qy, qx = offset
     for z in numba.prange(planes):
@@ -88,7 +88,7 @@ def _accumulate_planes(weights, padded, offset, low, pad, center_max, relative, 
             here = weights[z - low[0], y - low[1], -low[2] : -low[2] + columns]
             accumulate_row(
                 here,
-                padded,
+                values,
                 pad[0] + z + qz,
                 pad[1] + y + qy,
                 pad[2] + qx,
@@ -102,7 +102,7 @@ def _accumulate_planes(weights, padded, offset, low, pad, center_max, relative, 
             there = weights[z - qz - low[0], y - qy - low[1], -qx - low[2] : -qx - low[2] + columns]
             accumulate_row(
                 there,
-                padded,
+                values,
                 pad[0] + z - qz,
                 pad[1] + y - qy,
                 pad[2] - qx,
@@ -116,8 +116,8 @@ def _accumulate_planes(weights, padded, offset, low, pad, center_max, relative, 
 
 
 @numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
-def _finish(accumulators, padded, pad, center_max, relative, out):
-    """Compute out = (numerator + w_centre V(p)) / (denominator + w_centre), (Z, Y, X, C)."""
+def _finish(accumulators, values, pad, center_max, relative, out):
+    """Compute out = (numerator + w_centre V(p)) / (denominator + w_centre), (Z, Y, X, C), V the padded ``values``."""
     planes, rows, columns, channels = out.shape
     for z in numba.prange(planes):
         for y in range(rows):
@@ -126,7 +126,7 @@ def _finish(accumulators, padded, pad, center_max, relative, out):
                 weight = center_weight(largest, least, center_max, relative)
                 inverse = np.float32(1.0) / (accumulators[z, channels, y, x] + weight)
                 for channel in range(channels):
-                    voxel = padded[pad[0] + z, channel, pad[1] + y, pad[2] + x]
+                    voxel = values[pad[0] + z, channel, pad[1] + y, pad[2] + x]
                     out[z, y, x, channel] = (accumulators[z, channel, y, x] + weight * voxel) * inverse
 
 
@@ -142,12 +142,18 @@ def half_window(search: tuple[int, int, int]) -> list[tuple[int, int, int]]:
 
 
 def filter_padded_cpu(
-    padded: np.ndarray, params: VolumeParams, on_offset: Callable[[int, int], None] | None = None
+    padded: np.ndarray,
+    params: VolumeParams,
+    on_offset: Callable[[int, int], None] | None = None,
+    values: np.ndarray | None = None,
 ) -> np.ndarray:
     """Filter the planes of a padded slab ((planes + 2 pz, C, Yp, Xp), engine/volume/denoise.py): (planes, Y, X, C).
 
+    The weights come from ``padded``'s patches; the voxels they average are ``values`` (of
+    ``padded``'s shape: the squared magnitudes, for Rician noise), or ``padded``'s own where None.
     ``on_offset`` is called with (offset pairs done, offset pairs in all) after each pair.
     """
+    values = padded if values is None else values
     pad = params.pad
     planes, channels = padded.shape[0] - 2 * pad[0], padded.shape[1]
     rows, columns = padded.shape[2] - 2 * pad[1], padded.shape[3] - 2 * pad[2]
@@ -175,10 +181,10 @@ def filter_padded_cpu(
         with parallel_turn():
             _row_sums(padded, offset_array, low, patch_array, pad_array, row_sums)
             _weight_planes(row_sums, patch_array, scale, params.exponential, relative, weights)
-            _accumulate_planes(weights, padded, offset_array, low, pad_array, params.center_max, relative, accumulators)
+            _accumulate_planes(weights, values, offset_array, low, pad_array, params.center_max, relative, accumulators)
         if on_offset is not None:
             on_offset(done, len(offsets))
     out = np.empty((*size, channels), dtype=np.float32)
     with parallel_turn():
-        _finish(accumulators, padded, pad_array, params.center_max, relative, out)
+        _finish(accumulators, values, pad_array, params.center_max, relative, out)
     return out

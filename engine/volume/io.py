@@ -149,7 +149,8 @@ class VolumeFile:
         TIFF metadata: "imagej" and "ome" (whether the file was an ImageJ stack, an OME-TIFF),
         "unit" and "channels" (whether its channels were an axis of their own, C, as in ImageJ
         hyperstacks, OME-TIFF and NIfTI's vector-valued voxels: written back so). A NIfTI's:
-        "unit" and "channels".
+        "unit", "channels" and "series" (a time series, its last axis time: ``read_volume``'s
+        ``series``).
     """
 
     data: np.ndarray
@@ -212,13 +213,17 @@ def _import(name: str) -> Any:
         raise ImportError(f"{name} is needed for this volume file: pip install {name}") from error
 
 
-def read_volume(path: str | Path) -> VolumeFile:
+def read_volume(path: str | Path, *, series: bool = False) -> VolumeFile:
     """Read a volume file (``volume_format`` says which kinds).
 
     Parameters
     ----------
     path : str or Path
         A .nii, .nii.gz, .tif, .tiff or .npy file; the suffix says which reader.
+    series : bool
+        Also take a NIfTI time series (X, Y, Z, T), read as (Z, Y, X, T) with ``extra["series"]``
+        True (``denoise_volume(data, series_axis=3)`` filters it, ``write_volume`` writes it back
+        as (X, Y, Z, T)); refused otherwise, as by callers that show one volume.
 
     Returns
     -------
@@ -233,7 +238,8 @@ def read_volume(path: str | Path) -> VolumeFile:
         The file holds one 2D image (a ValueError).
     ValueError
         An unknown suffix, a NIfTI image that is not one volume (3D, or (X, Y, Z, 1) one time point,
-        or (X, Y, Z, 1, C) vectors: channels), or a file whose array is not 3D or 4D.
+        or (X, Y, Z, 1, C) vectors: channels) or, with ``series``, a series (X, Y, Z, T), or a file
+        whose array is not 3D or 4D.
     OSError
         The file cannot be read (FileNotFoundError where it does not exist).
     ImportError
@@ -246,7 +252,7 @@ def read_volume(path: str | Path) -> VolumeFile:
     path = Path(path)
     kind = check_volume_input(path)
     try:
-        volume = _read(path, kind)
+        volume = _read(path, kind, series)
     except (VolumeRefusedError, OneImageError, ImportError):
         raise
     except MemoryError as error:  # numpy's says the size; others say nothing
@@ -274,7 +280,7 @@ def _one_image(path: Path, shape: tuple[int, ...], kind: str) -> OneImageError:
     )
 
 
-def _read(path: Path, kind: str) -> VolumeFile:
+def _read(path: Path, kind: str, series: bool = False) -> VolumeFile:
     """Return the file as its reader gives it, the readers' errors unchanged."""
     if kind == "nifti":
         nibabel = _import("nibabel")
@@ -285,19 +291,21 @@ def _read(path: Path, kind: str) -> VolumeFile:
         shape = image.shape
         # (X, Y, Z, 1): one time point, the volume itself; (X, Y, Z, 1, C): C values in each voxel,
         # as NIfTI stores vectors (its 5th axis), the channels. The header keeps the file's shape.
-        if len(shape) != 3 and not (len(shape) in (4, 5) and shape[3] == 1):
+        timed = series and len(shape) == 4 and shape[3] > 1  # (X, Y, Z, T)
+        if len(shape) != 3 and not (len(shape) in (4, 5) and shape[3] == 1) and not timed:
             raise VolumeRefusedError(
                 f"{path}: a NIfTI volume of shape {shape}; the volume filter takes one 3D volume "
-                "(split a time series into its volumes first)"
+                "(split a time series into its volumes first; denoise-volume filters one volume by volume)"
             )
         body = None if path.name.lower().endswith(".gz") else path.stat().st_size - image.dataobj.offset
         _check_declared(path, shape, image.header.get_data_dtype(), body)
-        voxels = np.asarray(image.dataobj).reshape(shape[:3] + shape[4:])
-        channels = voxels.ndim == 4
-        data = voxels.transpose(2, 1, 0, 3) if channels else voxels.transpose(2, 1, 0)
+        voxels = np.asarray(image.dataobj).reshape(shape if timed else shape[:3] + shape[4:])
+        channels = voxels.ndim == 4 and not timed
+        data = voxels.transpose(2, 1, 0, 3) if voxels.ndim == 4 else voxels.transpose(2, 1, 0)
         spacing = tuple(float(s) for s in image.header.get_zooms()[:3][::-1])
         unit = image.header.get_xyzt_units()[0]
         extra = {"unit": "µm" if unit == "micron" else unit if unit in NIFTI_UNITS else None, "channels": channels}
+        extra["series"] = timed
         return VolumeFile(data, spacing, kind, image.header.copy(), image.affine.copy(), extra)
     if kind == "tiff":
         tifffile = _import("tifffile")

@@ -156,12 +156,17 @@ def _write_failure(path: Path, error: OSError, needed: int) -> str:
 def _nifti_bytes(values: np.ndarray, like: VolumeFile, *, compressed: bool) -> bytes:
     """Return the NIfTI file of ``values``.
 
-    Channels as NIfTI stores vector-valued voxels, (X, Y, Z, 1, C) with the intent "vector" (a NIfTI
-    source's own intent kept), not as the time axis; in a NIfTI source's shape ((X, Y, Z, 1) stays
-    so).
+    A time series (``like.extra["series"]``) as (X, Y, Z, T); channels as NIfTI stores
+    vector-valued voxels, (X, Y, Z, 1, C) with the intent "vector" (a NIfTI source's own intent
+    kept), not as the time axis; in a NIfTI source's shape ((X, Y, Z, 1) stays so).
     """
     nibabel = _import("nibabel")
-    voxels = values.transpose(2, 1, 0) if values.ndim == 3 else values.transpose(2, 1, 0, 3)[:, :, :, np.newaxis]
+    if values.ndim == 3:
+        voxels = values.transpose(2, 1, 0)
+    elif like.extra.get("series"):  # (Z, Y, X, T) back to (X, Y, Z, T)
+        voxels = values.transpose(2, 1, 0, 3)
+    else:
+        voxels = values.transpose(2, 1, 0, 3)[:, :, :, np.newaxis]
     if like.header is not None and like.format == "nifti":
         header = like.header.copy()
         header.set_data_dtype(values.dtype)

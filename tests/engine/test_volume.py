@@ -45,6 +45,11 @@ STRIP_CASES = [
 ]
 
 
+def _channels_last(volume: np.ndarray) -> dict:
+    """``denoise_volume``'s channel_axis for a (Z, Y, X, C) volume: a 4D array's axes are named."""
+    return {"channel_axis": 3} if np.ndim(volume) == 4 else {}
+
+
 def _random(shape: tuple[int, ...], seed: int = 1) -> np.ndarray:
     return np.random.default_rng(seed).random(shape, dtype=np.float32)
 
@@ -67,7 +72,7 @@ def _gpu_or_skip() -> None:
 def test_cpu_matches_the_reference(shape, patch, search, weighting, center, h) -> None:
     volume = _random(shape)
     options = dict(h=h, patch_radius=patch, search_radius=search, weighting=weighting, center_weight=center)
-    out = denoise_volume(volume, backend="cpu", **options)
+    out = denoise_volume(volume, **_channels_last(volume), backend="cpu", **options)
     assert out.dtype == np.float32 and out.shape == volume.shape
     np.testing.assert_allclose(out, reference_denoise_volume(volume, **options), rtol=0, atol=TOLERANCE)
 
@@ -76,7 +81,7 @@ def test_cpu_matches_the_reference(shape, patch, search, weighting, center, h) -
 def test_cpu_matches_the_reference_on_the_mri_template(weighting, center) -> None:
     volume = _crop()
     options = dict(h=0.05, patch_radius=1, search_radius=(2, 3, 3), weighting=weighting, center_weight=center)
-    out = denoise_volume(volume, backend="cpu", **options)
+    out = denoise_volume(volume, **_channels_last(volume), backend="cpu", **options)
     np.testing.assert_allclose(out, reference_denoise_volume(volume, **options), rtol=0, atol=TOLERANCE)
 
 
@@ -84,8 +89,8 @@ def test_cpu_matches_the_reference_on_the_mri_template(weighting, center) -> Non
 def test_slabs_equal_one_pass(slabs) -> None:
     volume = _random((7, 8, 9, 2), seed=4)
     options = dict(h=0.3, patch_radius=(1, 1, 0), search_radius=(2, 1, 2), backend="cpu")
-    whole = denoise_volume(volume, **options)
-    np.testing.assert_array_equal(denoise_volume(volume, slabs=slabs, **options), whole)
+    whole = denoise_volume(volume, **_channels_last(volume), **options)
+    np.testing.assert_array_equal(denoise_volume(volume, **_channels_last(volume), slabs=slabs, **options), whole)
 
 
 @pytest.mark.parametrize(("axis", "index"), [(0, 0), (0, 4), (1, 3), (2, 8)])
@@ -93,7 +98,9 @@ def test_a_slice_equals_that_plane_of_the_whole_volume(axis, index) -> None:
     volume = _random((7, 8, 9, 2), seed=6)
     options = dict(h=0.3, patch_radius=(1, 0, 1), search_radius=(2, 1, 3), center_weight="max", backend="cpu")
     plane = denoise_volume_slice(volume, index, axis=axis, **options)
-    np.testing.assert_allclose(plane, np.take(denoise_volume(volume, **options), index, axis=axis), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(
+        plane, np.take(denoise_volume(volume, **_channels_last(volume), **options), index, axis=axis), rtol=0, atol=1e-6
+    )
     with pytest.raises(ValueError, match=r"index must be an integer in 0..6, got 7"):
         denoise_volume_slice(volume, 7, **options)
     with pytest.raises(ValueError, match=r"axis must be an integer in 0..2, got 3"):
@@ -225,7 +232,7 @@ def test_channels_filtered_separately_are_each_filtered_alone_with_their_own_h(b
     volume = _random((7, 8, 9, 3), seed=7)
     options = dict(patch_radius=(1, 0, 1), search_radius=(2, 1, 2), center_weight="max", backend=backend)
     strengths = [0.1, 0.3, 0.6]
-    filtered = denoise_volume(volume, h=strengths, channels="separately", **options)
+    filtered = denoise_volume(volume, **_channels_last(volume), h=strengths, channels="separately", **options)
     reference = np.stack(
         [
             reference_denoise_volume(volume[..., c], h=h, **{k: v for k, v in options.items() if k != "backend"})
@@ -236,9 +243,13 @@ def test_channels_filtered_separately_are_each_filtered_alone_with_their_own_h(b
     np.testing.assert_allclose(filtered, reference, rtol=0, atol=TOLERANCE)
     plane = denoise_volume_slice(volume, 3, axis=1, h=strengths, channels="separately", **options)
     np.testing.assert_allclose(plane, filtered[:, 3], rtol=0, atol=1e-6)
-    one_h = denoise_volume(volume, h=0.3, channels="separately", **options)  # one h for every channel
+    one_h = denoise_volume(
+        volume, **_channels_last(volume), h=0.3, channels="separately", **options
+    )  # one h for every channel
     np.testing.assert_array_equal(one_h[..., 1], filtered[..., 1])
-    assert not np.allclose(one_h[..., 1], denoise_volume(volume, h=0.3, **options)[..., 1], atol=1e-3)
+    assert not np.allclose(
+        one_h[..., 1], denoise_volume(volume, **_channels_last(volume), h=0.3, **options)[..., 1], atol=1e-3
+    )
 
 
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
@@ -252,9 +263,9 @@ def test_the_result_goes_into_out_where_given(backend) -> None:
     options = dict(h=0.3, patch_radius=1, search_radius=(1, 2, 2), backend=backend)
     placements = [dict(), dict(channels="separately")] + ([dict(devices="all", slabs=3)] if backend == "gpu" else [])
     for placement in placements:
-        expected = denoise_volume(volume, **options, **placement)
+        expected = denoise_volume(volume, **_channels_last(volume), **options, **placement)
         out = np.full(volume.shape, np.nan, np.float32)
-        assert denoise_volume(volume, out=out, **options, **placement) is out
+        assert denoise_volume(volume, **_channels_last(volume), out=out, **options, **placement) is out
         np.testing.assert_array_equal(out, expected)
     one = np.full(volume.shape[:3], np.nan, np.float32)
     denoise_volume(volume[..., 0], out=one, **options)
@@ -267,7 +278,7 @@ def test_the_result_goes_into_out_where_given(backend) -> None:
         ([0.0], "got list"),
     ):
         with pytest.raises(ValueError, match=message):
-            denoise_volume(volume, out=bad, **options)
+            denoise_volume(volume, **_channels_last(volume), out=bad, **options)
 
 
 def test_a_channel_filtered_separately_is_not_held_back_by_the_others_edges() -> None:
@@ -280,8 +291,8 @@ def test_a_channel_filtered_separately_is_not_held_back_by_the_others_edges() ->
     volume = np.stack([np.full(spheres.shape, 100.0), spheres], axis=-1) + rng.normal(0, 30, (*spheres.shape, 2))
     edge = np.abs(np.sqrt((z - 8) ** 2 + (y - 16) ** 2 + (x - 16) ** 2) - 6) < 1.5
     options = dict(h=[33.0, 33.0], patch_radius=1, search_radius=3, backend="cpu")
-    together = denoise_volume(volume, h=33.0, patch_radius=1, search_radius=3, backend="cpu")
-    separately = denoise_volume(volume, channels="separately", **options)
+    together = denoise_volume(volume, **_channels_last(volume), h=33.0, patch_radius=1, search_radius=3, backend="cpu")
+    separately = denoise_volume(volume, **_channels_last(volume), channels="separately", **options)
     assert together[..., 0][edge].std() > 20  # of 30: hardly filtered
     assert separately[..., 0][edge].std() < 8
 
@@ -327,7 +338,7 @@ def test_a_channel_filtered_separately_is_not_held_back_by_the_others_edges() ->
 def test_bad_input_is_refused_clearly(volume, options, match) -> None:
     arguments = dict(h=1.0, search_radius=1, backend="cpu") | options
     with pytest.raises(ValueError, match=match):
-        denoise_volume(volume, **arguments)
+        denoise_volume(volume, **_channels_last(volume), **arguments)
 
 
 def _run_kernel_on_cpu(folder: Path, volume: np.ndarray, params: VolumeParams) -> np.ndarray:
@@ -380,10 +391,12 @@ def test_gpu_matches_the_reference(shape, patch, search, weighting, center, h) -
     _gpu_or_skip()
     volume = _random(shape)
     options = dict(h=h, patch_radius=patch, search_radius=search, weighting=weighting, center_weight=center)
-    out = denoise_volume(volume, backend="gpu", **options)
+    out = denoise_volume(volume, **_channels_last(volume), backend="gpu", **options)
     assert out.dtype == np.float32 and out.shape == volume.shape
     np.testing.assert_allclose(out, reference_denoise_volume(volume, **options), rtol=0, atol=TOLERANCE)
-    np.testing.assert_allclose(out, denoise_volume(volume, backend="cpu", **options), rtol=0, atol=TOLERANCE)
+    np.testing.assert_allclose(
+        out, denoise_volume(volume, **_channels_last(volume), backend="cpu", **options), rtol=0, atol=TOLERANCE
+    )
 
 
 @pytest.mark.gpu
@@ -421,14 +434,16 @@ def test_gpu_slabs_and_every_device_equal_one_pass(monkeypatch) -> None:
 
     volume = _crop()
     options = dict(h=0.05, patch_radius=1, search_radius=(2, 3, 3), backend="gpu")
-    whole = denoise_volume(volume, **options)
-    np.testing.assert_array_equal(denoise_volume(volume, slabs=3, **options), whole)
+    whole = denoise_volume(volume, **_channels_last(volume), **options)
+    np.testing.assert_array_equal(denoise_volume(volume, **_channels_last(volume), slabs=3, **options), whole)
     devices = list(range(cupy.cuda.runtime.getDeviceCount()))
-    np.testing.assert_array_equal(denoise_volume(volume, devices=devices, **options), whole)
-    np.testing.assert_array_equal(denoise_volume(volume, devices="all", slabs=5, **options), whole)
+    np.testing.assert_array_equal(denoise_volume(volume, **_channels_last(volume), devices=devices, **options), whole)
+    np.testing.assert_array_equal(
+        denoise_volume(volume, **_channels_last(volume), devices="all", slabs=5, **options), whole
+    )
     monkeypatch.setattr(denoise, "THINNEST_SLAB", 1)  # the 12 planes tapered: 1, 3, 4, 3, 1 on one GPU
-    np.testing.assert_array_equal(denoise_volume(volume, **options), whole)
-    np.testing.assert_array_equal(denoise_volume(volume, devices="all", **options), whole)
+    np.testing.assert_array_equal(denoise_volume(volume, **_channels_last(volume), **options), whole)
+    np.testing.assert_array_equal(denoise_volume(volume, **_channels_last(volume), devices="all", **options), whole)
 
 
 @pytest.mark.gpu
@@ -440,9 +455,17 @@ def test_the_gpu_finds_a_non_finite_voxel_in_any_slab_on_any_device(bad, plane) 
     volume[plane, 5, 6] = bad
     for options in (dict(slabs=1), dict(slabs=4), dict(slabs=5, devices="all")):
         with pytest.raises(ValueError, match="volume must be finite, got 1 NaN or infinite voxels"):
-            denoise_volume(volume, h=0.05, patch_radius=1, search_radius=(2, 3, 3), backend="gpu", **options)
+            denoise_volume(
+                volume,
+                **_channels_last(volume),
+                h=0.05,
+                patch_radius=1,
+                search_radius=(2, 3, 3),
+                backend="gpu",
+                **options,
+            )
     volume[plane, 5, 6] = 0.5  # and the pipeline's count starts again at zero in the next call
-    denoise_volume(volume, h=0.05, patch_radius=1, search_radius=(2, 3, 3), backend="gpu")
+    denoise_volume(volume, **_channels_last(volume), h=0.05, patch_radius=1, search_radius=(2, 3, 3), backend="gpu")
 
 
 @pytest.mark.gpu
@@ -481,7 +504,7 @@ def test_gpu_volume_equals_the_host_padded_kernel_bit_for_bit(
     plane_bytes = 4 * int(np.prod(data.shape[1:]))
     for staging_planes, slabs, devices in [(1000, None, None), (1, 2, None), (3, 3, "all"), (2, shape[0], "all")]:
         monkeypatch.setattr(volume_gpu, "STAGING_BYTES", staging_planes * plane_bytes)
-        got = denoise_volume(volume, backend="gpu", slabs=slabs, devices=devices, **options)
+        got = denoise_volume(volume, **_channels_last(volume), backend="gpu", slabs=slabs, devices=devices, **options)
         np.testing.assert_array_equal(got, expected)
     np.testing.assert_allclose(expected, reference_denoise_volume(volume, **options), rtol=0, atol=TOLERANCE)
     for axis in range(3):
@@ -505,7 +528,7 @@ def test_all_finite_finds_every_nan_and_infinity_wherever_it_is(bad, where, monk
     assert not all_finite(volume)
     assert not all_finite(volume, parallel_bytes=64) and not all_finite(volume[:, :, ::-1], parallel_bytes=64)
     with pytest.raises(ValueError, match="got 1 NaN or infinite voxels"):
-        denoise_volume(volume, h=1.0, patch_radius=1, search_radius=1, backend="cpu")
+        denoise_volume(volume, **_channels_last(volume), h=1.0, patch_radius=1, search_radius=1, backend="cpu")
 
 
 def _numba_out_of_memory() -> SystemError:

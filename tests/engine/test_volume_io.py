@@ -516,7 +516,9 @@ def test_a_hyperstacks_channels_are_filtered_separately_each_from_its_own_noise(
     assert sigmas["channel 1"] == pytest.approx(40, rel=0.08) and sigmas["channel 2"] == pytest.approx(80, rel=0.08)
     volume = stack.transpose(0, 2, 3, 1).astype(np.float32)
     strengths = [suggest_volume_h(estimate_volume_noise(volume[..., c])) for c in range(2)]
-    expected = denoise_volume(volume, h=strengths, search_radius=2, channels="separately", backend="cpu")
+    expected = denoise_volume(
+        volume, h=strengths, search_radius=2, channels="separately", backend="cpu", channel_axis=3
+    )
     written = read_volume(tmp_path / "out.tif").data
     np.testing.assert_allclose(written, np.clip(np.rint(expected), 0, 65535), atol=1)  # rounded to uint16
     run = subprocess.run(

@@ -471,7 +471,7 @@ def test_a_hyperstacks_channels_are_shown_one_at_a_time_and_filtered_each_with_i
     qtbot.waitUntil(lambda: window.status.text() == f"Exported {target}", timeout=120_000)
     strengths = [window.h.value(), 150.0]
     filtered = denoise_volume(
-        volume, h=strengths, patch_radius=1, search_radius=1, channels="separately", backend="cpu"
+        volume, h=strengths, patch_radius=1, search_radius=1, channels="separately", backend="cpu", channel_axis=3
     )
     np.testing.assert_array_equal(read_volume(target).data, np.clip(np.rint(filtered), 0, 65535).astype(np.uint16))
     window.channel_mode.setFocus()

@@ -1,0 +1,67 @@
+"""Masks: the voxels of a volume that ``denoise_volume`` changes, and the boxes it filters to change them.
+
+A brain or a cell is often a small part of its volume; the filter's cost grows with the voxels
+filtered, so only boxes around the mask's voxels are filtered. Planes with mask voxels form
+runs along z, a run ending where the next mask voxel is more than 2 (Az + Bz) + 1 planes away
+(closer, the two runs' halos would overlap and be filtered twice); each run is boxed in y and x
+around its mask voxels. A box is filtered with a halo of A + B voxels on each side inside the
+volume (mirrored only at the volume's own ends, as in one pass), so every voxel in it sees what
+the whole volume's filter would show it (engine/volume/slabs.py makes the same argument for slabs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+Box = tuple[slice, slice, slice]  # (z, y, x) voxels of the volume
+
+
+def checked_mask(mask: object, shape: tuple[int, int, int]) -> np.ndarray:
+    """Return ``mask`` as a bool (Z, Y, X) array, or ValueError unless it is 0 / 1 (or bool) of ``shape``.
+
+    ``shape``: the volume's (Z, Y, X); a mask holds no channels.
+    """
+    array = np.asarray(mask)
+    if array.shape != tuple(shape):
+        raise ValueError(
+            f"mask must have the volume's shape (z, y, x) {tuple(shape)}, got {array.shape}; a mask is one "
+            "boolean or 0/1 value a voxel, without channels"
+        )
+    if array.dtype == bool:
+        return array
+    if array.dtype.kind not in "biuf":
+        raise ValueError(f"mask must be boolean or hold 0 and 1, got dtype {array.dtype}")
+    stray = array[(array != 0) & (array != 1)]
+    if stray.size:
+        raise ValueError(
+            f"mask must be boolean or hold 0 and 1, got {stray.size} other values such as {stray.flat[0].item()!r}; "
+            "threshold it first (mask > 0.5)"
+        )
+    return array == 1
+
+
+def mask_boxes(inside: np.ndarray, pad: tuple[int, int, int]) -> list[Box]:
+    """Return the boxes that hold every True voxel of ``inside``, in z order (module docstring).
+
+    ``pad``: A + B per axis (z, y, x), voxels; an empty mask has no box.
+    """
+    planes = np.flatnonzero(inside.any(axis=(1, 2)))
+    if planes.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(planes) > 2 * pad[0] + 1) + 1
+    boxes = []
+    for run in np.split(planes, breaks):
+        part = inside[run[0] : run[-1] + 1]
+        rows = np.flatnonzero(part.any(axis=(0, 2)))
+        columns = np.flatnonzero(part.any(axis=(0, 1)))
+        ends = [(run[0], run[-1]), (rows[0], rows[-1]), (columns[0], columns[-1])]
+        boxes.append(tuple(slice(int(first), int(last) + 1) for first, last in ends))
+    return boxes
+
+
+def with_halo(box: Box, pad: tuple[int, int, int], shape: tuple[int, int, int]) -> Box:
+    """Return ``box`` grown by ``pad`` voxels on each side, inside a volume of ``shape`` (z, y, x)."""
+    return tuple(
+        slice(max(0, part.start - width), min(size, part.stop + width))
+        for part, width, size in zip(box, pad, shape, strict=True)
+    )

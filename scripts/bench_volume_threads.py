@@ -1,0 +1,95 @@
+"""Times ``denoise_volume`` on the CPU on an idle machine and beside a process spinning on one core.
+
+Each setting runs in a process of its own (the OpenMP wait policy is read when numba's pool
+starts), pinned to ``--cpus`` with the spinner on the first of them: all the CPUs' threads or
+one, and OMP_WAIT_POLICY passive (the engine's default, engine/cpu/threads.py) or active
+(spinning). Prints each setting's best idle and busy time (of ``--repeats``), their ratio,
+and the busy time over the fastest idle time of all settings (a setting slow when idle does not
+look good for slowing little).
+
+    python scripts/bench_volume_threads.py --size 64 --search 3 --cpus 0,1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def measure(size: int, search: int, repeats: int, threads: int | None) -> dict:
+    """Best idle and busy seconds of one setting, in this process (pinned by the caller)."""
+    import numba
+
+    from nlmeans_studio.engine import denoise_volume
+
+    volume = np.random.default_rng(0).random((size, size, size), dtype=np.float32)
+    settings = {"h": 0.3, "search_radius": search, "backend": "cpu", "threads": threads}
+    denoise_volume(volume[:16, :16, :16], **settings)  # load the compiled filter, start the pool
+
+    def best() -> float:
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            denoise_volume(volume, **settings)
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    idle = best()
+    first = sorted(os.sched_getaffinity(0))[0]
+    spinner = subprocess.Popen(
+        [sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{first}}})\nwhile True: pass"]
+    )
+    try:
+        time.sleep(0.2)
+        busy = best()
+    finally:
+        spinner.kill()
+        spinner.wait()
+    return {"layer": numba.threading_layer(), "threads": numba.config.NUMBA_NUM_THREADS, "idle": idle, "busy": busy}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=64, help="the volume's side, voxels")
+    parser.add_argument("--search", type=int, default=3, help="search radius, voxels")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--cpus", default="0,1", help="CPUs to pin to, the spinner on the first")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child: its thread count, 0 for all
+    args = parser.parse_args()
+    if args.one is not None:
+        print(json.dumps(measure(args.size, args.search, args.repeats, args.one or None)))
+        return
+    cpus = {int(cpu) for cpu in args.cpus.split(",")}
+    print(f"{args.size}^3 float32, search radius {args.search}, patch radius 1, CPUs {sorted(cpus)}")
+    rows = []
+    for threads, wait in [(0, "active"), (0, "passive"), (1, "active"), (1, "passive")]:
+        environment = dict(os.environ, NUMBA_NUM_THREADS=str(len(cpus)), OMP_WAIT_POLICY=wait)
+        command = [sys.executable, __file__, "--size", str(args.size), "--search", str(args.search)]
+        command += ["--repeats", str(args.repeats), "--one", str(threads)]
+        child = subprocess.run(
+            command,
+            env=environment,
+            capture_output=True,
+            text=True,
+            check=True,
+            preexec_fn=lambda: os.sched_setaffinity(0, cpus),
+        )
+        result = json.loads(child.stdout.splitlines()[-1])
+        rows.append((threads or result["threads"], wait, result))
+    fastest = min(result["idle"] for _, _, result in rows)  # the idle machine's time, whatever the setting
+    print(f"{'threads':>8}{'wait policy':>13}{'idle s':>9}{'busy s':>9}{'busy/idle':>11}{'busy/fastest idle':>19}")
+    for count, wait, result in rows:
+        print(
+            f"{count:>8}{wait:>13}{result['idle']:>9.3f}{result['busy']:>9.3f}"
+            f"{result['busy'] / result['idle']:>11.2f}{result['busy'] / fastest:>19.2f}   ({result['layer']})"
+        )
+
+
+if __name__ == "__main__":
+    main()

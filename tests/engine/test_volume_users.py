@@ -1,0 +1,310 @@
+"""What neuroimaging and microscopy users ask of ``denoise_volume`` and ``denoise-volume``.
+
+The automatic h, the threads, masks, 4D series and Rician noise, through the public API and the
+command line (as a subprocess). Small volumes of one dtype and few radii, so that numba compiles
+few variants.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from nlmeans_studio.engine import denoise_volume, estimate_volume_noise, suggest_volume_h
+
+CLI = [sys.executable, "-m", "nlmeans_studio.engine"]
+SHAPE = (12, 14, 13)
+SETTINGS = {"patch_radius": 1, "search_radius": 2, "backend": "cpu"}
+
+
+def _noisy(shape: tuple[int, ...] = SHAPE, seed: int = 1, sigma: float = 8.0) -> np.ndarray:
+    """A smooth ramp with a bright cube, plus Gaussian noise of ``sigma``: float32, in 0..255 units."""
+    grid = np.indices(shape, dtype=np.float32)
+    clean = 60 + 4 * grid[2] + 3 * grid[1]
+    clean[3:8, 4:10, 3:9] += 80
+    return (clean + np.random.default_rng(seed).normal(0, sigma, shape)).astype(np.float32)
+
+
+def test_h_none_is_the_suggested_h_of_the_noise_estimate() -> None:
+    volume = _noisy()
+    suggested = suggest_volume_h(estimate_volume_noise(volume), patch_radius=1)
+    automatic = denoise_volume(volume, **SETTINGS)
+    np.testing.assert_array_equal(automatic, denoise_volume(volume, h=suggested, **SETTINGS))
+    assert not np.array_equal(automatic, denoise_volume(volume, h=2 * suggested, **SETTINGS))
+
+
+def test_h_none_gives_each_channel_filtered_separately_its_own_noises_h() -> None:
+    volume = np.stack([_noisy(seed=1, sigma=4.0), _noisy(seed=2, sigma=16.0)], axis=-1)
+    strengths = [suggest_volume_h(estimate_volume_noise(volume[..., c]), patch_radius=1) for c in range(2)]
+    assert strengths[1] > 2 * strengths[0]  # four times the noise
+    apart = {"channels": "separately", "channel_axis": 3}
+    np.testing.assert_array_equal(
+        denoise_volume(volume, **apart, **SETTINGS), denoise_volume(volume, h=strengths, **apart, **SETTINGS)
+    )
+
+
+def test_h_none_on_a_constant_volume_says_there_is_no_noise() -> None:
+    with pytest.raises(ValueError, match="constant"):
+        denoise_volume(np.full(SHAPE, 7.0, dtype=np.float32), **SETTINGS)
+
+
+def test_the_command_without_h_equals_python_with_h_none(tmp_path) -> None:
+    volume = _noisy()
+    np.save(tmp_path / "scan.npy", volume)
+    command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--search-radius", "2", "--backend", "cpu", "--quiet"]
+    subprocess.run(command, check=True, cwd=tmp_path, capture_output=True, text=True)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), denoise_volume(volume, **SETTINGS))
+
+
+def test_one_thread_gives_the_default_result_bit_for_bit() -> None:
+    import numba
+
+    volume = _noisy()
+    default = denoise_volume(volume, h=10.0, **SETTINGS)
+    np.testing.assert_array_equal(denoise_volume(volume, h=10.0, threads=1, **SETTINGS), default)
+    assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS  # the call's count was put back
+
+
+@pytest.mark.parametrize("threads", [0, -1, 1 << 10, 1.5, True, "2"])
+def test_threads_out_of_range_are_refused_naming_the_range(threads) -> None:
+    with pytest.raises(ValueError, match=r"threads must be an integer in 1\.\.\d+ .*NUMBA_NUM_THREADS.*got"):
+        denoise_volume(_noisy(), h=10.0, threads=threads, **SETTINGS)
+
+
+def test_the_command_refuses_threads_out_of_range(tmp_path) -> None:
+    np.save(tmp_path / "scan.npy", _noisy())
+    command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--threads", "0", "--backend", "cpu"]
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "--threads must be an integer in 1.." in run.stderr
+    assert not (tmp_path / "out.npy").exists()
+
+
+def _blobs() -> np.ndarray:
+    """A (Z, Y, X) mask of two small blocks far apart along z, one at the volume's corner."""
+    inside = np.zeros((20, 14, 13), dtype=bool)
+    inside[0:3, 0:4, 9:13] = True
+    inside[14:17, 6:9, 5:8] = True
+    inside[15, 7, 6] = False
+    return inside
+
+
+@pytest.mark.parametrize("as_numbers", [False, True])
+def test_a_mask_changes_only_its_voxels_each_as_the_whole_volumes_filter_does(as_numbers) -> None:
+    volume, inside = _noisy((20, 14, 13)), _blobs()
+    whole = denoise_volume(volume, h=10.0, **SETTINGS)
+    mask = inside.astype(np.uint8) if as_numbers else inside
+    masked = denoise_volume(volume, h=10.0, mask=mask, **SETTINGS)
+    assert masked.dtype == np.float32
+    np.testing.assert_array_equal(masked[~inside], volume[~inside])  # outside: the input, bit for bit
+    # Inside: the whole volume's filter; float32 sums of the same terms, rows vectorized at other columns.
+    np.testing.assert_allclose(masked[inside], whole[inside], rtol=1e-6, atol=0)
+    assert not np.allclose(masked[inside], volume[inside], rtol=1e-2)  # and filtered
+
+
+def test_a_mask_filters_only_boxes_around_its_voxels() -> None:
+    from nlmeans_studio.engine.volume.mask import mask_boxes
+
+    boxes = mask_boxes(_blobs(), (3, 3, 3))  # two runs: 11 planes apart, more than 2 x 3 + 1
+    assert boxes == [(slice(0, 3), slice(0, 4), slice(9, 13)), (slice(14, 17), slice(6, 9), slice(5, 8))]
+    assert len(mask_boxes(_blobs(), (6, 3, 3))) == 1  # halos that would overlap: one box
+    assert mask_boxes(np.zeros((4, 4, 4), dtype=bool), (1, 1, 1)) == []
+
+
+def test_an_empty_mask_returns_the_input_with_channels() -> None:
+    volume = _noisy((*SHAPE, 2))
+    empty = np.zeros(SHAPE, dtype=bool)
+    np.testing.assert_array_equal(
+        denoise_volume(volume, h=10.0, mask=empty, channels="separately", channel_axis=3, **SETTINGS), volume
+    )
+
+
+@pytest.mark.parametrize(
+    ("mask", "match"),
+    [
+        (np.ones((12, 13, 14), dtype=bool), r"volume's shape \(z, y, x\) \(12, 14, 13\), got \(12, 13, 14\)"),
+        (np.ones((*SHAPE, 1), dtype=bool), r"\(12, 14, 13\), got \(12, 14, 13, 1\)"),
+        (np.full(SHAPE, 0.5), r"mask must be boolean or hold 0 and 1, got \d+ other values such as 0\.5"),
+    ],
+)
+def test_a_bad_mask_is_refused_naming_both_shapes(mask, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        denoise_volume(_noisy(), h=10.0, mask=mask, **SETTINGS)
+
+
+def test_the_command_takes_a_mask_file(tmp_path) -> None:
+    volume, inside = _noisy((20, 14, 13)), _blobs()
+    np.save(tmp_path / "scan.npy", volume)
+    np.save(tmp_path / "brain.npy", inside.astype(np.uint8))
+    np.save(tmp_path / "wrong.npy", inside[:-1])
+    command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--h", "10", "--search-radius", "2", "--backend", "cpu"]
+    subprocess.run([*command, "--mask", "brain.npy"], check=True, cwd=tmp_path, capture_output=True)
+    expected = denoise_volume(volume, h=10.0, mask=inside, **SETTINGS)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)
+    run = subprocess.run([*command, "--mask", "wrong.npy", "--overwrite"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "wrong.npy" in run.stderr and "(20, 14, 13), got (19, 14, 13)" in run.stderr
+
+
+def _series(count: int = 3) -> np.ndarray:
+    """(Z, Y, X, T) float32: ``count`` time points of one scene, each with its own noise (sigma 4, 8, 12 ..)."""
+    return np.stack([_noisy(seed=10 + t, sigma=4.0 * (t + 1)) for t in range(count)], axis=-1)
+
+
+def test_each_volume_of_a_series_is_filtered_alone_with_its_own_noise() -> None:
+    series = _series()
+    filtered = denoise_volume(series, series_axis=3, **SETTINGS)
+    assert filtered.shape == series.shape and filtered.dtype == np.float32
+    for t in range(series.shape[3]):
+        np.testing.assert_array_equal(filtered[..., t], denoise_volume(series[..., t], **SETTINGS))
+    # The first axis as time: the same volumes.
+    first = denoise_volume(np.moveaxis(series, 3, 0), series_axis=0, **SETTINGS)
+    np.testing.assert_array_equal(first, np.moveaxis(filtered, 3, 0))
+
+
+def test_channels_on_another_axis_come_back_on_it() -> None:
+    volume = _noisy((*SHAPE, 2))
+    last = denoise_volume(volume, h=10.0, channel_axis=-1, **SETTINGS)
+    second = denoise_volume(np.moveaxis(volume, 3, 1), h=10.0, channel_axis=1, **SETTINGS)
+    np.testing.assert_array_equal(second, np.moveaxis(last, 3, 1))
+
+
+@pytest.mark.parametrize(
+    ("shape", "axes", "match"),
+    [
+        ((*SHAPE, 5), {}, r"is 4D: say what its extra axis holds, channel_axis=AXIS .* or series_axis=AXIS"),
+        ((*SHAPE, 5), {"channel_axis": 3, "series_axis": 3}, "not both"),
+        (SHAPE, {"series_axis": 0}, r"series_axis is for a 4D array, got a volume of shape \(12, 14, 13\)"),
+        ((*SHAPE, 5), {"series_axis": 4}, r"series_axis must be an axis of the 4D volume, -4\.\.3, got 4"),
+    ],
+)
+def test_a_4d_array_must_say_what_its_extra_axis_holds(shape, axes, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        denoise_volume(np.zeros(shape, dtype=np.float32), h=10.0, **axes, **SETTINGS)
+
+
+def test_the_command_filters_a_4d_nifti_volume_by_volume_keeping_its_header(tmp_path) -> None:
+    nibabel = pytest.importorskip("nibabel")
+    series = _series()
+    affine = np.array([[-2.0, 0, 0, 30], [0, 2.5, 0, -20], [0, 0, 3.0, 10], [0, 0, 0, 1]])
+    image = nibabel.Nifti1Image(series.transpose(2, 1, 0, 3), affine)  # nibabel's (X, Y, Z, T)
+    image.header.set_xyzt_units("mm", "sec")
+    image.header["pixdim"][4] = 2.0  # TR, seconds
+    nibabel.save(image, tmp_path / "bold.nii.gz")
+    command = [*CLI, "denoise-volume", "bold.nii.gz", "out.nii.gz", "--search-radius", "2", "--backend", "cpu"]
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "a series of 3 volumes, each filtered on its own" in run.stderr
+    written = nibabel.load(tmp_path / "out.nii.gz")
+    assert written.shape == image.shape
+    np.testing.assert_array_equal(written.affine, affine)
+    assert written.header.get_zooms() == image.header.get_zooms()
+    assert written.header.get_xyzt_units() == ("mm", "sec")
+    voxels = np.asarray(written.dataobj).transpose(2, 1, 0, 3)
+    for t in range(3):
+        np.testing.assert_array_equal(voxels[..., t], denoise_volume(series[..., t], **SETTINGS))
+
+
+def _rician_phantom(side: int = 40) -> tuple[np.ndarray, np.ndarray, float]:
+    """(clean, noisy magnitude, sigma): nested ellipsoids of 100, 200, 300 and 150 in a zero background.
+
+    Rician noise of sigma 5 % of the maximum: |S + n1 + i n2|.
+    """
+    z, y, x = (np.indices((side,) * 3, dtype=np.float32) - (side - 1) / 2) / (side / 2)
+    radius = np.sqrt((z / 0.8) ** 2 + (y / 0.9) ** 2 + x**2)
+    clean = np.zeros((side,) * 3, dtype=np.float32)
+    for outer, value in [(0.9, 100.0), (0.65, 200.0), (0.4, 300.0), (0.2, 150.0)]:
+        clean[radius < outer] = value
+    sigma = 0.05 * float(clean.max())
+    rng = np.random.default_rng(0)
+    noisy = np.hypot(clean + rng.normal(0, sigma, clean.shape), rng.normal(0, sigma, clean.shape))
+    return clean, noisy.astype(np.float32), sigma
+
+
+def test_the_rician_model_removes_the_background_bias_and_keeps_the_foreground() -> None:
+    clean, noisy, sigma = _rician_phantom()
+    inside = clean > 0
+
+    def psnr(filtered: np.ndarray) -> float:
+        return float(10 * np.log10(clean.max() ** 2 / np.mean((filtered[inside] - clean[inside]) ** 2)))
+
+    settings = {"patch_radius": 1, "search_radius": 3, "backend": "cpu"}  # sigma and h from the estimate
+    gaussian = denoise_volume(noisy, **settings)
+    rician = denoise_volume(noisy, noise_model="rician", **settings)
+    assert rician.dtype == np.float32
+    # DIPY's measure: the background's mean output in units of sigma (0 is unbiased); measured 0.06.
+    assert float(gaussian[~inside].mean()) / sigma > 1.0  # the Rician floor, sigma sqrt(pi / 2)
+    assert float(rician[~inside].mean()) / sigma <= 0.2
+    assert psnr(rician) >= psnr(gaussian) > psnr(noisy) + 5  # measured 32.6 and 32.4 dB, from 26.1
+
+
+def test_the_rician_models_sigma_defaults_to_the_estimate_and_can_be_given() -> None:
+    _, noisy, sigma = _rician_phantom(20)
+    settings = {"h": 20.0, "noise_model": "rician", **SETTINGS}
+    estimated = float(estimate_volume_noise(noisy).sigma[0])
+    np.testing.assert_array_equal(denoise_volume(noisy, **settings), denoise_volume(noisy, sigma=estimated, **settings))
+    assert not np.array_equal(
+        denoise_volume(noisy, sigma=sigma, **settings), denoise_volume(noisy, sigma=2 * sigma, **settings)
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"noise_model": "poisson"}, r"noise_model must be 'gaussian' or 'rician', got 'poisson'"),
+        ({"noise_model": "rician", "sigma": 0.0}, r"sigma must be a finite number > 0 in the volume's units, got 0\.0"),
+        ({"noise_model": "rician", "sigma": [1.0, 2.0]}, r"sigma must be one number or one a channel \(1\), got 2"),
+        ({"noise_model": "rician", "backend": "gpu"}, r"noise_model='rician' runs on the CPU: use backend='cpu'"),
+        ({"sigma": 5.0}, r"sigma is the Rician model's \(noise_model='rician'\)"),
+    ],
+)
+def test_bad_noise_settings_are_refused(options, match) -> None:
+    settings = {"h": 10.0, "patch_radius": 1, "search_radius": 2, "backend": "cpu"} | options
+    with pytest.raises(ValueError, match=match):
+        denoise_volume(_noisy(), **settings)
+
+
+def test_the_command_takes_the_rician_model(tmp_path) -> None:
+    _, noisy, _ = _rician_phantom(20)
+    np.save(tmp_path / "scan.npy", noisy)
+    command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--h", "20", "--search-radius", "2", "--backend", "cpu"]
+    subprocess.run([*command, "--noise-model", "rician"], check=True, cwd=tmp_path, capture_output=True)
+    expected = denoise_volume(noisy, h=20.0, noise_model="rician", **SETTINGS)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)
+
+
+def test_xyz_arrays_take_radii_on_the_axes_they_name() -> None:
+    volume, inside = _noisy((20, 14, 13)), _blobs()
+    settings = {"h": 10.0, "patch_radius": (0, 1, 1), "search_radius": (1, 2, 3), "backend": "cpu"}
+    expected = denoise_volume(volume, mask=inside, **settings).transpose(2, 1, 0)
+    nibabel_order = volume.transpose(2, 1, 0)  # (x, y, z), as get_fdata() gives it
+    got = denoise_volume(nibabel_order, axes="xyz", mask=inside.transpose(2, 1, 0), **settings)
+    np.testing.assert_array_equal(got, expected)
+    assert not np.array_equal(denoise_volume(nibabel_order, **settings), expected)  # radii on the wrong axes
+
+
+def test_an_xyz_series_is_filtered_volume_by_volume_in_its_own_order() -> None:
+    series = _series(2)
+    settings = {"h": 10.0, "search_radius": (1, 2, 2), "backend": "cpu", "series_axis": 3}
+    expected = denoise_volume(series, **settings).transpose(2, 1, 0, 3)
+    np.testing.assert_array_equal(denoise_volume(series.transpose(2, 1, 0, 3), axes="xyz", **settings), expected)
+
+
+def test_an_unknown_axis_order_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"axes must be 'zyx' or 'xyz', got 'yxz'"):
+        denoise_volume(_noisy(), h=10.0, axes="yxz", **SETTINGS)
+
+
+def test_the_command_takes_a_nifti_mask_in_the_scans_grid(tmp_path) -> None:
+    nibabel = pytest.importorskip("nibabel")
+    volume, inside = _noisy((20, 14, 13)), _blobs()
+    for name, voxels in (("scan.nii", volume), ("brain.nii", inside.astype(np.uint8))):
+        nibabel.save(nibabel.Nifti1Image(voxels.transpose(2, 1, 0), np.eye(4)), tmp_path / name)  # (x, y, z)
+    command = [*CLI, "denoise-volume", "scan.nii", "out.nii", "--h", "10", "--search-radius", "2", "--backend", "cpu"]
+    subprocess.run([*command, "--mask", "brain.nii"], check=True, cwd=tmp_path, capture_output=True)
+    written = np.asarray(nibabel.load(tmp_path / "out.nii").dataobj).transpose(2, 1, 0)
+    np.testing.assert_array_equal(written, denoise_volume(volume, h=10.0, mask=inside, **SETTINGS))
+    np.testing.assert_array_equal(written[~inside], volume[~inside])
