@@ -16,7 +16,7 @@ package, modules import each other relatively (``from ..media.reader import Vide
 that an import says how far up or across the floors it reaches.
 
 Filtering
-    ``denoise`` (an image or a clip in an array, in one call),
+    ``denoise`` (an image or a clip in an array, in one call; also ``nlmeans_studio.denoise``),
     ``NLMParams``, ``Denoiser``, ``LumaChromaDenoiser``, ``GuidedDenoiser``, the volume filter
     ``denoise_volume``.
 Noise and h

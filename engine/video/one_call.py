@@ -124,7 +124,7 @@ def denoise(
     Examples
     --------
     >>> import numpy as np
-    >>> from nlmeans_studio.engine import denoise
+    >>> from nlmeans_studio import denoise
     >>> rows, columns = np.mgrid[0:48, 0:64]
     >>> clean = np.stack([100 + rows, 100 + columns, 150 + 0 * rows], axis=-1)  # a smooth RGB ramp
     >>> noise = np.random.default_rng(0).normal(0, 10, clean.shape)  # sigma 10 levels

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+import nlmeans_studio
 from nlmeans_studio.engine import (
     COMPILING,
     Denoiser,
@@ -186,10 +187,15 @@ def test_the_first_compile_is_announced_once_and_only_when_it_happens(monkeypatc
 def test_the_docstring_examples_run() -> None:
     """The Examples of ``denoise``'s docstring, as ``python -m doctest`` runs them."""
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    for test in doctest.DocTestFinder().find(denoise, "denoise", globs={}):
+    for test in doctest.DocTestFinder().find(nlmeans_studio.denoise, "denoise", globs={}):
         runner.run(test)
     failed, tried = runner.summarize(verbose=False)
     assert tried >= 6 and failed == 0
+
+
+def test_the_top_level_package_and_the_engine_export_the_same_function() -> None:
+    assert nlmeans_studio.denoise is denoise
+    assert "denoise" in nlmeans_studio.__all__
 
 
 @pytest.mark.gpu
