@@ -23,9 +23,10 @@ import numpy as np
 
 from ..backend import check_devices, resolve_backend, resolve_devices
 from ..memory import require_cpu_room, says_what_to_lower
-from ..shared_params import check_int
+from ..shared_params import check_choice, check_int
 from .checks import channels_note, check_channels, require_finite
-from .params import Radii, VolumeParams, channel_strengths
+from .noise import suggested_strengths
+from .params import CHANNEL_MODES, Radii, VolumeParams, channel_strengths
 from .slabs import mirrored_indices
 
 Progress = Callable[[int, int], None]  # (work done, work in all)
@@ -108,7 +109,7 @@ def padded_volume(data: np.ndarray, pad: tuple[int, int, int], planes: tuple[int
 def denoise_volume(
     volume: np.ndarray,
     *,
-    h: float | Sequence[float],
+    h: float | Sequence[float] | None = None,
     patch_radius: Radii = 1,
     search_radius: Radii = 5,
     weighting: str = "exponential",
@@ -129,12 +130,14 @@ def denoise_volume(
         last axis of a 4D array is its channels, at most CHANNELS_MAX (16), filtered as
         ``channels`` says, never time: a time series is given one time point at a time, or with
         ``channels="separately"``.
-    h : float, or one float a channel
+    h : float, one float a channel, or None
         Strength in the volume's intensity units: u = D / h^2 with D the patch's mean squared
         difference. For Gaussian noise of standard deviation sigma, exponential weights work
         near h = 1.1 sigma with 3^3 patches and 2.2 sigma with patches of one voxel
         (``suggest_volume_h``). One a channel where the channels are filtered separately (each
-        from its own noise).
+        from its own noise). None (the default): from the volume's noise, as ``denoise-volume``
+        without ``--h`` sets it (``estimate_volume_noise`` and ``suggest_volume_h``, per channel
+        where they are filtered separately).
     patch_radius : int or (z, y, x) ints
         B in voxels, 0..8: patches are (2Bz+1)(2By+1)(2Bx+1). A triple serves anisotropic voxels.
     search_radius : int or (z, y, x) ints
@@ -177,7 +180,8 @@ def denoise_volume(
     ValueError
         A bad parameter, a volume that is not 3D or 4D, has more than 16 channels, has NaN or
         infinite voxels, or is smaller than A + B + 1 on an axis, or an ``out`` that cannot hold
-        the result; the message says which and how to fix it.
+        the result; without ``h``, a volume whose noise cannot be measured (constant, or under 3
+        voxels on an axis); the message says which and how to fix it.
     BackendUnavailableError
         backend="gpu" (or devices given) where CuPy or a GPU is missing.
     MemoryError
@@ -193,6 +197,10 @@ def denoise_volume(
     """
     given = np.asarray(volume)
     count = given.shape[3] if given.ndim == 4 else 1
+    if h is None:
+        check_choice("channels", channels, CHANNEL_MODES)
+        VolumeParams.checked(1.0, patch_radius, search_radius, weighting, center_weight)  # before the estimate
+        h = suggested_strengths(given, channels, weighting, center_weight=center_weight, patch_radius=patch_radius)
     strengths = channel_strengths(h, count, channels)
     for strength in strengths:
         params = VolumeParams.checked(strength, patch_radius, search_radius, weighting, center_weight)
