@@ -16,6 +16,7 @@ package, modules import each other relatively (``from ..media.reader import Vide
 that an import says how far up or across the floors it reaches.
 
 Filtering
+    ``denoise`` (an image or a clip in an array, in one call; also ``nlmeans_studio.denoise``),
     ``NLMParams``, ``Denoiser``, ``LumaChromaDenoiser``, ``GuidedDenoiser``, the volume filter
     ``denoise_volume``.
 Noise and h
@@ -67,6 +68,7 @@ from .video.luma_chroma import (
 )
 from .video.noise import estimate_noise, estimate_noise_over
 from .video.noise_estimate import NoiseEstimate
+from .video.one_call import denoise
 from .video.params import (
     CENTER_WEIGHTS,
     DEFAULT_H,
@@ -194,6 +196,7 @@ __all__ = [
     "choose_filter",
     "command_line",
     "decorrelation_decision",
+    "denoise",
     "denoise_file",
     "denoise_volume",
     "denoise_volume_slice",

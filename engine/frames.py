@@ -10,6 +10,7 @@ first; uint16 frames without a declared depth whose values all fit in AMBIGUOUS_
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ def checked_frame(frame: np.ndarray, bit_depth: int | None = None) -> np.ndarray
         raise ValueError(f"a frame must have at least 1x1 pixels, got shape {np.shape(frame)}")
     check_bit_depth(bit_depth)
     if array.dtype == np.uint16:
-        return _at_full_scale(np.ascontiguousarray(array), bit_depth)
+        return at_full_scale(np.ascontiguousarray(array), bit_depth)
     if array.dtype == np.uint8:
         return np.ascontiguousarray(array)
     if array.dtype.kind != "f":
@@ -87,8 +88,11 @@ def check_bit_depth(bit_depth: int | None) -> None:
         raise ValueError(f"bit_depth must be an integer in 9..16 (the bits of uint16 frames' samples), got {bit_depth}")
 
 
-def _at_full_scale(frame: np.ndarray, bit_depth: int | None) -> np.ndarray:
-    """Return a uint16 frame of ``bit_depth`` bits per sample at 16-bit full scale (rounded)."""
+def at_full_scale(frame: Any, bit_depth: int | None) -> Any:
+    """Return a uint16 frame of ``bit_depth`` bits per sample at 16-bit full scale (rounded).
+
+    A NumPy or a CuPy array, scaled where it is. ValueError as ``checked_frame`` says.
+    """
     if bit_depth == FULL_SCALE_BITS:
         return frame
     high = int(frame.max())

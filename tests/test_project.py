@@ -77,3 +77,22 @@ def test_every_code_folder_is_a_package_of_the_wheel() -> None:
     folders = {"nlmeans_studio." + ".".join(path.parent.relative_to(ROOT).parts)
                for top in ("engine", "gui") for path in (ROOT / top).rglob("*.py")}  # fmt: skip
     assert folders <= set(setuptools["packages"])
+
+
+def test_the_package_and_its_engine_ship_their_type_hints() -> None:
+    """PEP 561's py.typed marker in nlmeans_studio and nlmeans_studio.engine, and in the wheel's package data."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    for package in ("nlmeans_studio", "nlmeans_studio.engine"):
+        folder = ROOT / setuptools["package-dir"][package]
+        assert (folder / "py.typed").is_file() and "py.typed" in setuptools["package-data"][package]
+
+
+def test_the_package_folder_links_the_folders_mapped_into_it() -> None:
+    """package/ (nlmeans_studio itself) holds links to engine/, gui/ and resources/: tools that walk a
+    package's folder, as import-linter does, find its subpackages in an editable install as in a wheel."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    top = ROOT / setuptools["package-dir"]["nlmeans_studio"]
+    for package, folder in setuptools["package-dir"].items():
+        if package != "nlmeans_studio":
+            link = top / package.removeprefix("nlmeans_studio.")
+            assert link.is_symlink() and link.resolve() == (ROOT / folder).resolve(), link

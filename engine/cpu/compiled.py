@@ -9,11 +9,30 @@ they have moved, no compile is announced, rather than a wrong one on every run.
 
 from __future__ import annotations
 
+import logging
 import pickle
+import threading
+from collections.abc import Callable
 from typing import Any
 
 # What a run says before a first frame that compiles (``engine.filter_compiles``): the wait is once.
 COMPILING = "Compiling the CPU filter for this machine, once: up to a minute (later runs start at once)."
+_LOGGER = logging.getLogger(__name__)
+_ANNOUNCED = threading.Event()  # set once COMPILING has been logged: a process says it once
+_ANNOUNCING = threading.Lock()  # one thread asks numba's cache and logs; the others wait and find it said
+
+
+def announce_compile(compiles: Callable[[], bool]) -> None:
+    """Log COMPILING (a warning of this module's logger), once per process, where ``compiles()`` says a filter will.
+
+    For the Python API, which has no terminal to print on: logging's last-resort handler writes a
+    warning to stderr where the program configured no logging. ``compiles`` is the filter's
+    ``filter_compiles``; it is not asked again once the message has been logged.
+    """
+    with _ANNOUNCING:
+        if not _ANNOUNCED.is_set() and compiles():
+            _LOGGER.warning(COMPILING)
+            _ANNOUNCED.set()
 
 
 def in_numba_cache(*functions: Any) -> bool:

@@ -81,11 +81,11 @@ class FilterChoice:
         decorrelation = "on" if self.params.color_transform is not None else "off"
         return f"{variant}, h = {self.params.h:.1f}{brackets}, color decorrelation {decorrelation}"
 
-    def denoiser(self, backend: str = "auto") -> Denoiser | LumaChromaDenoiser:
-        """Return the filter on ``backend``."""
+    def denoiser(self, backend: str = "auto", *, bit_depth: int | None = None) -> Denoiser | LumaChromaDenoiser:
+        """Return the filter on ``backend``, for uint16 frames of ``bit_depth`` bits as ``Denoiser`` takes it."""
         if self.luma_chroma is None:
-            return Denoiser(self.params, backend)
-        return LumaChromaDenoiser(self.params, *self.luma_chroma, backend=backend)
+            return Denoiser(self.params, backend, bit_depth=bit_depth)
+        return LumaChromaDenoiser(self.params, *self.luma_chroma, backend=backend, bit_depth=bit_depth)
 
 
 def sure_applies(estimate: NoiseEstimate) -> bool:

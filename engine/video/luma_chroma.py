@@ -250,18 +250,37 @@ class LumaChromaDenoiser:
         back, and to ``dtype``, are made where the filter runs.
         """
         dtype = np.dtype(dtype)
-        xp = cupy_module() if self.backend == "gpu" else np
-        matrix, inverse = xp.asarray(self.matrix), xp.asarray(self.inverse)
-        luma_in, chroma_in = itertools.tee(self._planes(frame, xp, matrix) for frame in frames)
-        lumas = self.luma.stream_on_device(luma for luma, _ in luma_in)
-        chromas = self.chroma.stream_on_device(chroma for _, chroma in chroma_in)
-        for luma, chroma in zip(lumas, chromas, strict=True):
-            result = self._rgb(luma, chroma, xp, inverse)
+        xp = self._array_module()
+        matrix = xp.asarray(self.matrix)
+        for result in self._rgb_stream((self._planes(frame, xp, matrix) for frame in frames), xp):
             if dtype != np.float32:
                 full_scale = np.iinfo(dtype).max  # as from_float32 rounds
                 result = xp.clip(xp.rint(result * full_scale), 0, full_scale).astype(dtype)
             host = result if xp is np else xp.asnumpy(result)
             yield host if dtype == np.float32 else at_bit_depth(host, self.bit_depth)
+
+    def stream_on_device(self, frames: Iterable[Any]) -> Iterator[Any]:
+        """Denoise (H, W, 3) float32 RGB frames in [0, 1] that are where the filter runs, in order.
+
+        CuPy arrays on the GPU, NumPy arrays on the CPU; the outputs stay there, (H, W, 3) float32,
+        as ``Denoiser.stream_on_device`` gives them: no trip over the bus.
+        """
+        xp = self._array_module()
+        matrix = xp.asarray(self.matrix)
+        return self._rgb_stream((self._split(frame, xp, matrix) for frame in frames), xp)
+
+    def _array_module(self) -> Any:
+        """NumPy, or CuPy where the filters run on the GPU."""
+        return cupy_module() if self.backend == "gpu" else np
+
+    def _rgb_stream(self, planes: Iterable[tuple[Any, Any]], xp: Any) -> Iterator[Any]:
+        """Yield each frame's (Y, (Cb, Cr, 0)) ``planes`` through both passes, back in RGB: float32 (H, W, 3)."""
+        inverse = xp.asarray(self.inverse)
+        luma_in, chroma_in = itertools.tee(planes)
+        lumas = self.luma.stream_on_device(luma for luma, _ in luma_in)
+        chromas = self.chroma.stream_on_device(chroma for _, chroma in chroma_in)
+        for luma, chroma in zip(lumas, chromas, strict=True):
+            yield self._rgb(luma, chroma, xp, inverse)
 
     def _planes(self, frame: np.ndarray, xp: Any = np, matrix: Any = None) -> tuple[Any, Any]:
         """Y (H, W, 1) and (Cb, Cr, 0) (H, W, 3) float32 of an RGB frame, made with array module ``xp``.
@@ -276,7 +295,12 @@ class LumaChromaDenoiser:
         rgb = xp.asarray(frame)
         if frame.dtype != np.float32:
             rgb = rgb.astype(xp.float32) * xp.float32(integer_scale(frame.dtype))
-        yuv = rgb @ (self.matrix if matrix is None else matrix).T
+        return self._split(rgb, xp, self.matrix if matrix is None else matrix)
+
+    @staticmethod
+    def _split(rgb: Any, xp: Any, matrix: Any) -> tuple[Any, Any]:
+        """Y (H, W, 1) and (Cb, Cr, 0) (H, W, 3) of a float32 RGB frame in [0, 1], by ``matrix`` (RGB -> Y'CbCr)."""
+        yuv = rgb @ matrix.T
         chroma = xp.zeros_like(yuv)
         chroma[..., :2] = yuv[..., 1:] + CHROMA_OFFSET
         return xp.ascontiguousarray(yuv[..., :1]), chroma

@@ -26,6 +26,7 @@ from ..memory import require_cpu_room, says_what_to_lower
 from ..shared_params import check_choice, check_int
 from .checks import SPATIAL_ORDERS, channels_note, check_channels, fourth_axis, require_finite
 from .mask import checked_mask, mask_boxes, with_halo
+from .noise import suggested_strengths
 from .params import Radii, VolumeParams, channel_strengths
 from .rician import NOISE_MODELS, checked_sigmas, estimated_sigmas, remove_bias
 from .slabs import mirrored_indices
@@ -257,7 +258,8 @@ def denoise_volume(
     count = given.shape[3] if given.ndim == 4 else 1
     if h is None:
         VolumeParams.checked(1.0, patch_radius, search_radius, weighting, center_weight)  # before the estimate
-        h = automatic_h(given, channels, weighting=weighting, center_weight=center_weight, patch_radius=patch_radius)
+        check_channels(given.shape)
+        h = suggested_strengths(given, channels, weighting, center_weight=center_weight, patch_radius=patch_radius)
     strengths = channel_strengths(h, count, channels)
     for strength in strengths:
         params = VolumeParams.checked(strength, patch_radius, search_radius, weighting, center_weight)
@@ -324,26 +326,6 @@ def denoise_volume(
         return out
     result = planar if given.ndim == 4 else planar[..., 0]
     return np.ascontiguousarray(result)
-
-
-def automatic_h(
-    volume: np.ndarray, channels: str, *, weighting: str, center_weight: str, patch_radius: Radii
-) -> float | list[float]:
-    """Return the h ``denoise_volume`` takes for ``h=None``: from the noise estimate, for these settings.
-
-    One h (the volume's units) where the channels are filtered together, one a channel where they
-    are filtered separately (each from its own noise).
-    """
-    from .noise import estimate_volume_noise, suggest_volume_h
-
-    check_channels(volume.shape)
-    apart = channels == "separately" and volume.ndim == 4 and volume.shape[3] > 1
-    parts = [volume[..., c] for c in range(volume.shape[3])] if apart else [volume]
-    strengths = [
-        suggest_volume_h(estimate_volume_noise(part), weighting, center_weight=center_weight, patch_radius=patch_radius)
-        for part in parts
-    ]
-    return strengths if apart else strengths[0]
 
 
 @says_what_to_lower("use fewer threads (NUMBA_NUM_THREADS, one a CPU by default), crop the volume or use more slabs")

@@ -303,3 +303,31 @@ def suggest_volume_h(
     voxels = math.prod(2 * b + 1 for b in params.patch_radius)
     k = np.interp(math.log(voxels), np.log(PATCH_VOXELS), H_PER_SIGMA[(params.weighting, params.center_weight)])
     return float(k) * sigma
+
+
+def suggested_strengths(
+    volume: np.ndarray, channels: str, weighting: str, *, center_weight: str, patch_radius: Radii
+) -> float | list[float]:
+    """Return the h ``denoise_volume`` takes when none is given: from the noise of ``volume``.
+
+    One h (the volume's units) from the whole volume, or one a channel where its channels are filtered
+    ``separately`` (each from its own noise), as ``denoise-volume`` without ``--h`` chooses them.
+
+    Raises
+    ------
+    ValueError, MemoryError
+        As ``estimate_volume_noise`` and ``suggest_volume_h`` (a constant volume, say), saying to give h.
+    """
+    array = np.asarray(volume)
+    apart = channels == "separately" and array.ndim == 4 and array.shape[3] > 1
+    parts = [array[..., channel] for channel in range(array.shape[3])] if apart else [array]
+    try:
+        strengths = [
+            suggest_volume_h(
+                estimate_volume_noise(part), weighting, center_weight=center_weight, patch_radius=patch_radius
+            )
+            for part in parts
+        ]
+    except (ValueError, MemoryError) as error:  # too small, constant, or short of memory: h skips the estimate
+        raise type(error)(f"{error}; give h instead") from error
+    return strengths if apart else strengths[0]

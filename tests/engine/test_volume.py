@@ -16,7 +16,7 @@ import pytest
 from test_volume_kernel_on_cpu import write_emulated_source
 from volume_reference import reference_denoise_volume
 
-from nlmeans_studio.engine import denoise_volume
+from nlmeans_studio.engine import denoise_volume, estimate_volume_noise, suggest_volume_h
 from nlmeans_studio.engine.volume.denoise import denoise_volume_slice, padded_volume
 from nlmeans_studio.engine.volume.filter_gpu import copy_planes, kernel_name, source_planes, voxel_run
 from nlmeans_studio.engine.volume.params import VolumeParams
@@ -556,3 +556,19 @@ def test_memory_running_out_mid_run_says_what_to_lower(monkeypatch, failure) -> 
         MemoryError, match=r"^out of memory \(.+\); use fewer threads \(NUMBA_NUM_THREADS.+crop the volume"
     ):
         denoise_volume(np.zeros((8, 8, 8), np.float32), h=1.0, search_radius=1, backend="cpu")
+
+
+def test_without_h_the_noise_sets_it_as_denoise_volume_does() -> None:
+    """h=None: the volume's noise gives h (suggest_volume_h), one a channel where they are filtered apart."""
+    ramp = np.linspace(0, 100, 24)[:, None, None] + np.zeros((24, 20, 22))
+    volume = (ramp + np.random.default_rng(3).normal(0, 5, ramp.shape)).astype(np.float32)
+    options = {"patch_radius": 1, "search_radius": 1, "backend": "cpu"}
+    h = suggest_volume_h(estimate_volume_noise(volume), patch_radius=1)
+    assert np.array_equal(denoise_volume(volume, **options), denoise_volume(volume, h=h, **options))
+    two = np.stack([volume, 3 * volume], axis=-1)  # three times the noise in the second channel
+    each = [suggest_volume_h(estimate_volume_noise(two[..., c]), patch_radius=1) for c in range(2)]
+    assert each[1] == pytest.approx(3 * each[0], rel=0.05)
+    apart = {"channels": "separately", **options}
+    assert np.array_equal(denoise_volume(two, **apart), denoise_volume(two, h=each, **apart))
+    with pytest.raises(ValueError, match=r"the volume is constant: .*; give h instead"):
+        denoise_volume(np.ones((8, 8, 8), np.float32), **options)

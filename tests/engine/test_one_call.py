@@ -1,0 +1,215 @@
+"""``denoise`` (engine.video.one_call), through the public API: the filter the command line chooses,
+the given array's shape, dtype and range back, refusals that name the axis, threads, the doctest."""
+
+from __future__ import annotations
+
+import doctest
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import nlmeans_studio
+from nlmeans_studio.engine import (
+    COMPILING,
+    Denoiser,
+    NLMParams,
+    SyntheticNoise,
+    apply_estimate,
+    choose_filter,
+    denoise,
+    estimate_noise,
+    gpu_unavailable_reason,
+    matrix_for,
+    sure_sample_length,
+)
+
+SMALL = {"patch_radius": 1, "search_radius": 1}  # the smallest window the tests allow: fast
+WINDOW = NLMParams(**SMALL)
+MATRIX = matrix_for(2, 48)  # an untagged 48-line picture: BT.601, as denoise reads an untagged file
+
+
+def _picture(seed: int, frames: int = 1, channels: int = 3, sigma: object = 10) -> np.ndarray:
+    """(T, 48, 64, C) uint8: a smooth ramp, moving one pixel a frame, with white noise.
+
+    Of ``sigma`` levels, or sigmas broadcast over (T, 1, 1, C): one a frame or one a channel.
+    """
+    rows, columns = np.mgrid[0:48, 0:64]
+    clean = np.stack(
+        [np.stack([90 + rows + t, 80 + columns, 150 + 0 * rows][:channels], axis=-1) for t in range(frames)]
+    )
+    noise = np.random.default_rng(seed).normal(0, 1, clean.shape) * np.asarray(sigma)
+    return np.clip(np.rint(clean + noise), 0, 255).astype(np.uint8)
+
+
+def _exported(choice, frames: np.ndarray, dtype=np.uint8, bit_depth: int | None = None) -> np.ndarray:
+    """``frames`` (T, H, W, C) through ``choice``'s filter on the CPU, as an export writes them."""
+    return np.stack(list(choice.denoiser("cpu", bit_depth=bit_depth).export_stream(iter(frames), dtype)))
+
+
+def test_without_h_or_sigma_it_is_the_filter_denoise_chooses_sure_included() -> None:
+    # Less noise on the first and last frame: SURE's factor tells the middle frames from the first ones.
+    clip = _picture(1, frames=6, sigma=np.array([4, 10, 10, 10, 10, 4])[:, None, None, None])
+    estimate = estimate_noise(clip)
+    length = sure_sample_length(WINDOW)
+    middle = (len(clip) - length) // 2  # denoise's sample: the clip's middle frames, as the command line's
+    choice = choose_filter(estimate, WINDOW, matrix=MATRIX, sample=clip[middle : middle + length])
+    assert choice.luma_chroma is not None and choice.how == "SURE on the clip"  # white noise: SURE's factor
+    assert np.array_equal(denoise(clip, backend="cpu", **SMALL), _exported(choice, clip))
+    image = clip[2]
+    choice = choose_filter(estimate_noise(image), WINDOW, matrix=MATRIX, sample=image[None])
+    assert np.array_equal(denoise(image, backend="cpu", **SMALL), _exported(choice, image[None])[0])
+
+
+def test_a_gray_clip_is_filtered_as_it_is() -> None:
+    clip = _picture(2, frames=3, channels=1)[..., 0]  # (T, H, W)
+    choice = choose_filter(estimate_noise(clip[..., None]), WINDOW, sample=clip[..., None])
+    assert choice.luma_chroma is None
+    assert np.array_equal(
+        denoise(clip, time_axis=0, backend="cpu", **SMALL), _exported(choice, clip[..., None])[..., 0]
+    )
+
+
+def test_sigma_gives_the_strengths_suggested_for_white_noise_of_that_sigma() -> None:
+    image = _picture(3)[0]
+    choice = choose_filter(SyntheticNoise(12.0).estimate(3), WINDOW, matrix=MATRIX)
+    assert choice.luma_chroma is not None and choice.how == "from the noise"
+    assert np.array_equal(denoise(image, sigma=12, backend="cpu", **SMALL), _exported(choice, image[None])[0])
+
+
+def test_h_is_the_plain_filter_at_that_h() -> None:
+    gray = _picture(4, channels=1)[0, ..., 0]
+    expected = Denoiser(NLMParams(h=8.0, **SMALL), "cpu").export_stream([gray], np.uint8)
+    assert np.array_equal(denoise(gray, h=8, backend="cpu", **SMALL), next(expected)[..., 0])
+    colour = _picture(4, sigma=[3, 3, 20])[0]  # its channels decorrelated where the noise says so, as denoise --h does
+    params = apply_estimate(WINDOW, estimate_noise(colour), h=8.0)
+    assert params.color_transform is not None  # a noisy blue channel: the noise lies off the gray axis
+    expected = Denoiser(params, "cpu").export_stream([colour], np.uint8)
+    assert np.array_equal(denoise(colour, h=8, backend="cpu", **SMALL), next(expected))
+
+
+FULL_SCALE = {np.uint8: 255, np.uint16: 65535, np.float32: 1.0, np.float64: 1.0}
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["gray image", "colour image", "colour clip"])
+def test_the_dtype_shape_and_range_come_back(dtype, layout) -> None:
+    frames = _picture(5, frames=3 if layout == "colour clip" else 1, channels=1 if layout == "gray image" else 3)
+    data = {"gray image": frames[0, ..., 0], "colour image": frames[0], "colour clip": frames}[layout]
+    full_scale = FULL_SCALE[dtype]
+    given = (data.astype(np.float64) * (full_scale / 255)).astype(dtype)  # uint16: 257 x the 8-bit values
+    result = denoise(given, sigma=10, backend="cpu", **SMALL)
+    assert result.dtype == dtype and result.shape == data.shape
+    reference = denoise(data.astype(np.float32) / 255, sigma=10, backend="cpu", **SMALL)  # the same picture
+    # Integers are rounded to their levels: within half a level of the float result (and float32's rounding).
+    assert np.abs(result / full_scale - reference).max() <= 0.5 / full_scale + 1e-6
+    assert result.min() >= 0 and result.max() <= full_scale
+
+
+def test_uint16_of_fewer_bits_comes_back_at_its_depth() -> None:
+    image = _picture(6)[0].astype(np.uint16) * 4  # 10-bit samples, 0..1020
+    choice = choose_filter(SyntheticNoise(10.0).estimate(3), WINDOW, matrix=MATRIX)
+    result = denoise(image, sigma=10, bit_depth=10, backend="cpu", **SMALL)
+    assert result.dtype == np.uint16 and result.max() <= 1023
+    assert np.array_equal(result, _exported(choice, image[None], np.uint16, bit_depth=10)[0])
+    dark = (image // 32).astype(np.uint16)  # 16-bit values all under 2^12: 16 bits unless told otherwise
+    assert denoise(dark, sigma=1, backend="cpu", **SMALL).dtype == np.uint16
+
+
+def test_time_and_channel_axes_anywhere_give_the_same_frames() -> None:
+    clip = _picture(7, frames=3)  # (T, H, W, C)
+    expected = denoise(clip, sigma=10, backend="cpu", **SMALL)
+    moved = clip.transpose(1, 3, 2, 0)  # (H, C, W, T)
+    result = denoise(moved, sigma=10, time_axis=-1, channel_axis=1, backend="cpu", **SMALL)
+    assert np.array_equal(result, expected.transpose(1, 3, 2, 0))
+    channels_first = clip.transpose(3, 0, 1, 2)  # (C, T, H, W): time is the first other axis
+    result = denoise(channels_first, sigma=10, channel_axis=0, backend="cpu", **SMALL)
+    assert np.array_equal(result, expected.transpose(3, 0, 1, 2))
+    gray = clip[..., 0]
+    expected = denoise(gray, sigma=10, time_axis=0, backend="cpu", **SMALL)
+    result = denoise(gray.transpose(1, 2, 0), sigma=10, time_axis=2, backend="cpu", **SMALL)  # (H, W, T)
+    assert np.array_equal(result, expected.transpose(1, 2, 0))
+
+
+@pytest.mark.parametrize(
+    ("data", "options", "match"),
+    [
+        (np.zeros((48, 64, 16), np.uint8), {}, r"channel_axis=-1 of data of shape \(48, 64, 16\) has 16 entries"),
+        (np.zeros((5, 48, 64), np.uint8), {}, r"has 64 entries.*a gray clip \(T, H, W\) needs time_axis=0"),
+        (np.zeros((3, 48, 64, 3), np.uint8), {"channel_axis": 1}, r"channel_axis=1 .* has 48 entries"),
+        (np.zeros((48, 64), np.uint8), {"time_axis": 0}, r"time_axis=0 names an axis of a 2D array"),
+        (np.zeros((3, 48, 64, 3), np.uint8), {"time_axis": 3}, r"time_axis and channel_axis name the same axis \(3\)"),
+        (np.zeros((3, 48, 64, 3), np.uint8), {"time_axis": 4}, r"time_axis must be an integer in -4..3 .* got 4"),
+        (np.zeros((48, 64, 3), np.uint8), {"channel_axis": None}, r"channel_axis=None says data .* is gray"),
+        (np.zeros((2, 3, 48, 64, 3), np.uint8), {}, r"got 5 dimensions of shape \(2, 3, 48, 64, 3\)"),
+        (np.zeros((48, 64, 3), np.int32), {}, r"uint8, uint16, float32 or float64 .* got int32"),
+        (np.full((48, 64, 3), 128.0), {"sigma": 10}, r"divide 8-bit values by 255"),
+        (np.zeros((48, 64, 3), np.uint8), {"h": 5, "sigma": 5}, r"give h or sigma, not both"),
+        (np.zeros((48, 64, 3), np.uint8), {"sigma": 300}, r"sigma must be a number of 8-bit levels in 0..255, got 300"),
+        (np.zeros((48, 64, 3), np.uint8), {"h": 0}, r"h must be a finite number > 0"),
+        (np.zeros((48, 64, 3), np.uint8), {"search_radius": 20}, r"search_radius must be an integer in 0..16, got 20"),
+        (np.zeros((48, 64, 3), np.uint16), {"bit_depth": 8}, r"bit_depth must be an integer in 9..16"),
+        (np.full((48, 64), 1023, np.uint16), {"sigma": 1, "bit_depth": 9}, r"bit_depth=9 holds samples up to 511"),
+        (np.zeros((12, 12, 3), np.uint8), {}, r"too small for the automatic noise estimate .* give the strength h"),
+        (np.zeros((4, 4), np.uint8), {"h": 5}, r"too small for search_radius 3 and patch_radius 4"),
+    ],
+)
+def test_what_it_cannot_filter_is_refused_saying_why(data, options, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        denoise(data, backend="cpu", **options)
+
+
+def test_eight_threads_sharing_it_give_what_serial_calls_give() -> None:
+    inputs = [_picture(seed, frames=1 + seed % 3) for seed in range(8)]  # images and clips, the default filter
+    serial = [denoise(frames, backend="cpu", **SMALL) for frames in inputs]
+    with ThreadPoolExecutor(8) as pool:
+        threaded = list(pool.map(lambda frames: denoise(frames, backend="cpu", **SMALL), inputs))
+    assert all(np.array_equal(a, b) for a, b in zip(serial, threaded, strict=True))
+
+
+def test_the_first_compile_is_announced_once_and_only_when_it_happens(monkeypatch, caplog) -> None:
+    from nlmeans_studio.engine.cpu import compiled
+    from nlmeans_studio.engine.video import one_call
+
+    image = _picture(8)[0]
+    monkeypatch.setattr(compiled, "_ANNOUNCED", type(compiled._ANNOUNCED)())  # a fresh process's
+    monkeypatch.setattr(one_call, "cpu_filter_compiles", lambda: False)
+    with caplog.at_level(logging.WARNING, logger="nlmeans_studio.engine"):
+        denoise(image, sigma=10, backend="cpu", **SMALL)
+        assert caplog.messages == []  # numba's cache holds the filter: nothing to announce
+        monkeypatch.setattr(one_call, "cpu_filter_compiles", lambda: True)
+        for _ in range(2):
+            denoise(image, sigma=10, backend="cpu", **SMALL)
+    assert caplog.messages == [COMPILING]
+
+
+def test_the_docstring_examples_run() -> None:
+    """The Examples of ``denoise``'s docstring, as ``python -m doctest`` runs them."""
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for test in doctest.DocTestFinder().find(nlmeans_studio.denoise, "denoise", globs={}):
+        runner.run(test)
+    failed, tried = runner.summarize(verbose=False)
+    assert tried >= 6 and failed == 0
+
+
+def test_the_top_level_package_and_the_engine_export_the_same_function() -> None:
+    assert nlmeans_studio.denoise is denoise
+    assert "denoise" in nlmeans_studio.__all__
+
+
+@pytest.mark.gpu
+def test_a_cupy_array_comes_back_a_cupy_array_on_its_device() -> None:
+    assert gpu_unavailable_reason() is None
+    import cupy
+
+    clip = _picture(9, frames=3)
+    on_gpu = cupy.asarray(clip)
+    result = denoise(on_gpu, sigma=10, backend="gpu", **SMALL)
+    assert isinstance(result, cupy.ndarray) and result.device == on_gpu.device and result.dtype == np.uint8
+    on_cpu = denoise(clip, sigma=10, backend="cpu", **SMALL)
+    # The backends agree to 1e-4 of full scale: an output on a half level may round either way.
+    assert np.abs(cupy.asnumpy(result).astype(int) - on_cpu).max() <= 1
+    floats = cupy.asarray(clip[..., 0].astype(np.float32) / 255)
+    result = denoise(floats, time_axis=0, backend="gpu", **SMALL)  # the noise measured on a host copy
+    assert isinstance(result, cupy.ndarray) and result.shape == floats.shape and result.dtype == cupy.float32
