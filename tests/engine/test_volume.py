@@ -568,7 +568,7 @@ def test_without_h_the_noise_sets_it_as_denoise_volume_does() -> None:
     two = np.stack([volume, 3 * volume], axis=-1)  # three times the noise in the second channel
     each = [suggest_volume_h(estimate_volume_noise(two[..., c]), patch_radius=1) for c in range(2)]
     assert each[1] == pytest.approx(3 * each[0], rel=0.05)
-    apart = {"channels": "separately", **options}
+    apart = {"channels": "separately", "channel_axis": 3, **options}
     assert np.array_equal(denoise_volume(two, **apart), denoise_volume(two, h=each, **apart))
     with pytest.raises(ValueError, match=r"the volume is constant: .*; give h instead"):
         denoise_volume(np.ones((8, 8, 8), np.float32), **options)
