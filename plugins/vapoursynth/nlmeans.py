@@ -105,23 +105,22 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
 
     Notes
     -----
-    Against nlm_ispc 4.1 (a CPU port of KNLMeansCL) with the same arguments, pixels at least
-    a + s from the frame's edges are equal: float samples to float32 rounding (2e-4 of an 8-bit
-    level), 8- and 10-bit samples exactly, 16-bit ones within one sample (1/257 of a level;
-    both sum in float32), for "Y", "UV" and "YUV", both weightings, with and without ``rclip``;
-    with ``temporal_ends="clamp"`` on every frame, with the default away from the clip's first
-    and last d frames. What differs, by design:
+    Against nlm_ispc (a CPU port of KNLMeansCL) with the same arguments, pixels at least a + s
+    from the frame's edges are equal: float samples to float32 rounding, 8- and 10-bit samples
+    exactly, 16-bit ones within one sample (both sum in float32), for "Y", "UV" and "YUV", both
+    weightings, with and without ``rclip``; with ``temporal_ends="clamp"`` on every frame, with
+    the default away from the clip's first and last d frames (tests/engine/test_vapoursynth.py;
+    the figures in docs/bench/2026-11-26-vapoursynth-against-nlm-ispc.md). What differs, by design:
 
     - Borders: ours mirror the frame without repeating the edge pixel; KNLMeansCL clamps
-      coordinates into the frame, so pixels within a + s of an edge differ (by 10 to 30 levels
-      at most on frames with noise of sigma 10).
-    - Ends of the clip: see ``temporal_ends``. KNLMeansCL's repeated frame brings the centre
-      pixel's own patch in again at full weight, so its first and last frames are filtered less
-      than the others (up to 37 levels apart from ours on the same frames).
+      coordinates into the frame, so pixels within a + s of an edge differ.
+    - Ends of the clip: see ``temporal_ends``. KNLMeansCL's repeated frame brings each pixel's
+      own patch in again at full weight, so its first and last frames are hardly filtered where h
+      is below the noise; ours are filtered as the others.
     - RGB: our distance is the plain mean over R, G and B; KNLMeansCL weighs them by the pair's
       mean red (the "redmean" colour distance: (2 + r)/3, 4/3 and (3 - r)/3 for r the mean of the
-      two red samples), which a fixed transform of ours cannot express, so RGB outputs differ
-      (by a quarter of a level on average, 3 to 4 at most, on frames with noise of sigma 10).
+      two red samples), which depends on the pixels and so is no colour transform of ours: RGB
+      outputs are close, not equal.
     - Exponential weights are computed relative to the window's best, so a small h never loses
       them to float underflow; where KNLMeansCL's all underflow it returns the pixel unchanged.
 
