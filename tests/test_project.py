@@ -74,8 +74,12 @@ def test_every_code_folder_is_a_package_of_the_wheel() -> None:
     """A folder left out of pyproject's list was missing from `pip install .` (the editable install
     the tests use finds it anyway): the command line and the video filters did not import."""
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    folders = {"nlmeans_studio." + ".".join(path.parent.relative_to(ROOT).parts)
-               for top in ("engine", "gui") for path in (ROOT / top).rglob("*.py")}  # fmt: skip
+    folders = {
+        ".".join((package, *path.parent.relative_to(ROOT / folder).parts))
+        for package, folder in setuptools["package-dir"].items()
+        for path in (ROOT / folder).rglob("*.py")
+    }
+    assert "nlmeans_studio.engine.video.filters" in folders  # every mapped folder, its subfolders too
     assert folders <= set(setuptools["packages"])
 
 

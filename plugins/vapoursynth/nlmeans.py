@@ -1,0 +1,348 @@
+"""``NLMeans``: the engine's filter as a VapourSynth filter, with KNLMeansCL's parameters."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import queue
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import vapoursynth as vs
+
+from nlmeans_studio.engine import (
+    FRAMES_MAX,
+    PATCH_RADIUS_MAX,
+    SEARCH_RADIUS_MAX,
+    BackendUnavailableError,
+    Denoiser,
+    NLMParams,
+    resolve_backend,
+)
+
+WEIGHTINGS = {0: "exponential", 2: "bisquare"}  # KNLMeansCL's wmode: Welsch exp(-u), bisquare B (1 - u)^2
+CHANNELS = ("Y", "UV", "YUV", "RGB", "AUTO")
+TEMPORAL_ENDS = ("truncate", "clamp")
+NAME = "nlmeans_studio.vapoursynth.NLMeans"
+
+
+def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the namespace
+    clip: vs.VideoNode,
+    d: int = 1,
+    a: int = 2,
+    s: int = 4,
+    h: float = 1.2,
+    channels: str = "AUTO",
+    wmode: int = 0,
+    wref: float = 1.0,
+    rclip: vs.VideoNode | None = None,
+    device_id: int = 0,
+    num_streams: int = 1,
+    *,
+    backend: str = "auto",
+    temporal_ends: str = "truncate",
+) -> vs.VideoNode:
+    """Denoise ``clip`` with Non-Local Means, as KNLMeansCL's ``KNLMeansCL`` and ``nlm_ispc.NLMeans`` do.
+
+    The engine's filter (docs/DESIGN.md §1) with KNLMeansCL's parameters and their meanings; one
+    ``Denoiser`` serves the whole clip, so that the GPU keeps its compiled kernels and buffers
+    from frame to frame.
+
+    Parameters
+    ----------
+    clip : vapoursynth.VideoNode
+        GRAY, YUV (any subsampling) or RGB, 8 to 16-bit integer, half or single float, of a
+        constant format and size.
+    d : int
+        Temporal radius, in frames: d past and d future frames are searched (0..8).
+    a : int
+        Search radius, in pixels: the window is (2a+1) x (2a+1) (0..16).
+    s : int
+        Patch radius, in pixels: patches are (2s+1) x (2s+1) (0..8).
+    h : float
+        Strength in 8-bit levels (1/255 of full scale at any bit depth), KNLMeansCL's scale and
+        ours: a patch's weight is exp(-D / (h/255)^2) with D the mean squared difference over its
+        pixels and the filtered planes, samples scaled to [0, 1]. 0.001..10000.
+    channels : {"AUTO", "Y", "UV", "YUV", "RGB"}
+        The planes filtered, together (their patch distance is the mean over them); the others are
+        copied. "AUTO": "RGB" for RGB clips, "Y" for GRAY and YUV. "UV" filters the chroma planes
+        at their own size; "YUV" needs 4:4:4 (as in KNLMeansCL: filter subsampled clips with "Y"
+        and "UV" in two calls).
+    wmode : {0, 2}
+        0: Welsch, exp(-u); 2: bisquare, (1 - u)^2 for u <= 1. KNLMeansCL's 1 (1 - u) and 3
+        ((1 - u)^8) are not weightings of ours and are refused.
+    wref : float
+        The centre pixel's weight as a multiple of the largest weight of the others; only 1.0,
+        our centre weight "max", can be expressed.
+    rclip : vapoursynth.VideoNode, optional
+        A clip of ``clip``'s format, size and length whose patches give the distances while
+        ``clip`` is averaged (the engine's guide).
+    device_id : int
+        The GPU the filter runs on where the backend is the GPU.
+    num_streams : int
+        On the GPU, how many frames may be filtered at once, each on its own CUDA stream
+        (VapourSynth asks for frames from several threads). Ignored on the CPU.
+    backend : {"auto", "cpu", "gpu"}
+        "auto": the GPU where CuPy sees one (or NLMEANS_BACKEND says so), else the CPU.
+    temporal_ends : {"truncate", "clamp"}
+        Near the clip's ends, "truncate" (ours, DESIGN.md §1) searches only the frames there are;
+        "clamp" (KNLMeansCL's) searches the first or last frame again in place of each missing
+        one, which weighs it, the centre pixel included, twice or more.
+
+    Returns
+    -------
+    vapoursynth.VideoNode
+        ``clip``'s format, size, length and frame properties, the filtered planes replaced.
+
+    Raises
+    ------
+    vapoursynth.Error
+        A format or parameter this filter cannot take; the message names it, says what is
+        accepted, and, for KNLMeansCL's wmode 1 and 3 and wref other than 1, that ours has no
+        counterpart.
+
+    Notes
+    -----
+    Against nlm_ispc (a CPU port of KNLMeansCL) with the same arguments, pixels at least a + s
+    from the frame's edges are equal: float samples to float32 rounding, 8- and 10-bit samples
+    exactly, 16-bit ones within one sample (both sum in float32), for "Y", "UV" and "YUV", both
+    weightings, with and without ``rclip``; with ``temporal_ends="clamp"`` on every frame, with
+    the default away from the clip's first and last d frames (tests/engine/test_vapoursynth.py;
+    the figures in docs/bench/2026-11-26-vapoursynth-against-nlm-ispc.md). What differs, by design:
+
+    - Borders: ours mirror the frame without repeating the edge pixel; KNLMeansCL clamps
+      coordinates into the frame, so pixels within a + s of an edge differ.
+    - Ends of the clip: see ``temporal_ends``. KNLMeansCL's repeated frame brings each pixel's
+      own patch in again at full weight, so its first and last frames are hardly filtered where h
+      is below the noise; ours are filtered as the others.
+    - RGB: our distance is the plain mean over R, G and B; KNLMeansCL weighs them by the pair's
+      mean red (the "redmean" colour distance: (2 + r)/3, 4/3 and (3 - r)/3 for r the mean of the
+      two red samples), which depends on the pixels and so is no colour transform of ours: RGB
+      outputs are close, not equal.
+    - Exponential weights are computed relative to the window's best, so a small h never loses
+      them to float underflow; where KNLMeansCL's all underflow it returns the pixel unchanged.
+
+    With exponential weights and white noise of sigma 8-bit levels, h near 0.6 sigma works well;
+    with the bisquare, near 2 sigma (``nlmeans_studio.engine.suggest_h`` reads it for a window).
+    The cost grows with (2a+1)^2 (2d+1); s costs almost nothing.
+    """
+    clip = _check_clip(clip, "clip")
+    fmt = clip.format
+    d = _checked_int("d", d, FRAMES_MAX, "the temporal radius: frames searched on each side")
+    a = _checked_int("a", a, SEARCH_RADIUS_MAX, "the search radius in pixels")
+    s = _checked_int("s", s, PATCH_RADIUS_MAX, "the patch radius in pixels")
+    planes = _planes(fmt, channels)
+    try:
+        params = NLMParams(
+            h=h,
+            patch_radius=s,
+            search_radius=a,
+            frames_past=d,
+            frames_future=d,
+            weighting=_weighting(wmode),
+            center_weight=_center_weight(wref),
+        )
+        if len(planes) == 2:  # U and V: see _stacked
+            params = dataclasses.replace(params, h=params.h * math.sqrt(2 / 3))
+    except ValueError as error:  # h out of the engine's range
+        raise vs.Error(f"{NAME}: {error}") from None
+    if rclip is not None:
+        _check_guide(clip, rclip)
+    if temporal_ends not in TEMPORAL_ENDS:
+        raise vs.Error(f"{NAME}: temporal_ends must be 'truncate' or 'clamp', got {temporal_ends!r}")
+    _check_plane_size(fmt, clip.width, clip.height, planes, params)
+    device = _Device(backend, device_id, num_streams)
+    with device.selected():
+        denoiser = Denoiser(params, device.backend)
+    peak = (1 << fmt.bits_per_sample) - 1 if fmt.sample_type == vs.INTEGER else None
+    length = clip.num_frames
+    neighbours = [_shifted(clip, k) for k in range(-d, d + 1)]
+    guides = [] if rclip is None else [_shifted(rclip, k) for k in range(-d, d + 1)]
+
+    def filtered(n: int, f: vs.VideoFrame | list[vs.VideoFrame]) -> vs.VideoFrame:
+        f = f if isinstance(f, list) else [f]  # ModifyFrame hands one clip's frame alone
+        kept, center = _window(n, length, d, temporal_ends)
+        frames = [_stacked(f[k], planes, peak) for k in kept]
+        guide = [_stacked(f[len(neighbours) + k], planes, peak) for k in kept] if guides else None
+        with device.selected():
+            result = denoiser.denoise_frame(frames, center, guide=guide)
+        out = f[d].copy()
+        for index, plane in enumerate(planes):
+            values = result if result.ndim == 2 else result[:, :, index]
+            np.asarray(out[plane])[...] = values if peak is None else np.clip(np.rint(values * peak), 0, peak)
+        return out
+
+    return clip.std.ModifyFrame(neighbours + guides, filtered)
+
+
+def _checked_int(name: str, value: object, high: int, meaning: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+        raise vs.Error(f"{NAME}: {name} ({meaning}) must be an integer in 0..{high}, got {value!r}")
+    return value
+
+
+def _weighting(wmode: object) -> str:
+    """Return our weighting for KNLMeansCL's ``wmode``, or refuse the two we do not have."""
+    if wmode in (1, 3) and not isinstance(wmode, bool):
+        kind = "bisquare A, 1 - u" if wmode == 1 else "bisquare C, (1 - u)^8"
+        raise vs.Error(
+            f"{NAME}: wmode={wmode} ({kind}) is not one of NLMeans Studio's weightings; use wmode=0 "
+            "(Welsch, exp(-u)) or wmode=2 (bisquare B, (1 - u)^2)"
+        )
+    if isinstance(wmode, bool) or wmode not in WEIGHTINGS:
+        raise vs.Error(f"{NAME}: wmode must be 0 (Welsch) or 2 (bisquare), got {wmode!r}")
+    return WEIGHTINGS[wmode]
+
+
+def _center_weight(wref: object) -> str:
+    """Return our centre weight for KNLMeansCL's ``wref``: 1.0 is "max", no other value is ours."""
+    if isinstance(wref, bool) or not isinstance(wref, (int, float)) or wref != 1:
+        raise vs.Error(
+            f"{NAME}: wref must be 1.0, got {wref!r}: the centre pixel weighs as the largest weight of the "
+            "others (KNLMeansCL's wref=1.0); NLMeans Studio has no multiple of it"
+        )
+    return "max"
+
+
+def _check_clip(clip: object, name: str) -> vs.VideoNode:
+    """Return ``clip``, refusing what is not a clip of a constant format and size that the filter reads."""
+    if not isinstance(clip, vs.VideoNode):
+        raise vs.Error(f"{NAME}: {name} must be a video clip, got {type(clip).__name__}")
+    fmt = clip.format
+    if fmt is None or clip.width == 0 or clip.height == 0:
+        raise vs.Error(f"{NAME}: {name} must have a constant format and size")
+    integer = fmt.sample_type == vs.INTEGER and 8 <= fmt.bits_per_sample <= 16
+    floating = fmt.sample_type == vs.FLOAT and fmt.bits_per_sample in (16, 32)
+    if not (integer or floating):
+        raise vs.Error(f"{NAME}: {name} is {fmt.name}; 8 to 16-bit integer, half or single float samples are accepted")
+    if fmt.color_family not in (vs.GRAY, vs.YUV, vs.RGB):
+        raise vs.Error(f"{NAME}: {name} is {fmt.name}; GRAY, YUV or RGB clips are accepted")
+    return clip
+
+
+def _check_guide(clip: vs.VideoNode, rclip: object) -> None:
+    """Refuse a guide whose format, size or length is not ``clip``'s."""
+    rclip = _check_clip(rclip, "rclip")
+    if (rclip.format.id, rclip.width, rclip.height, rclip.num_frames) != (
+        clip.format.id,
+        clip.width,
+        clip.height,
+        clip.num_frames,
+    ):
+        raise vs.Error(
+            f"{NAME}: rclip must have clip's format, size and length ({clip.format.name}, {clip.width}x{clip.height}, "
+            f"{clip.num_frames} frames), got {rclip.format.name}, {rclip.width}x{rclip.height}, "
+            f"{rclip.num_frames} frames"
+        )
+
+
+def _planes(fmt: vs.VideoFormat, channels: object) -> tuple[int, ...]:
+    """Return the planes ``channels`` filters together in a clip of ``fmt``, refusing what KNLMeansCL refuses."""
+    name = channels.upper() if isinstance(channels, str) else channels
+    if name not in CHANNELS:
+        raise vs.Error(f"{NAME}: channels must be one of {', '.join(CHANNELS)}, got {channels!r}")
+    if name == "AUTO":
+        name = "RGB" if fmt.color_family == vs.RGB else "Y"
+    accepted = {
+        "Y": fmt.color_family in (vs.GRAY, vs.YUV),
+        "UV": fmt.color_family == vs.YUV,
+        "YUV": fmt.color_family == vs.YUV and fmt.subsampling_w == fmt.subsampling_h == 0,
+        "RGB": fmt.color_family == vs.RGB,
+    }
+    if not accepted[name]:
+        needs = {"Y": "GRAY or YUV", "UV": "YUV", "YUV": "YUV 4:4:4 (filter others with 'Y' and 'UV')", "RGB": "RGB"}
+        raise vs.Error(f"{NAME}: channels={name!r} needs a {needs[name]} clip, got {fmt.name}")
+    return {"Y": (0,), "UV": (1, 2)}.get(name, (0, 1, 2))
+
+
+def _check_plane_size(fmt: vs.VideoFormat, width: int, height: int, planes: tuple[int, ...], params: NLMParams) -> None:
+    """Refuse planes smaller than a + s + 1 pixels now, rather than on the first frame."""
+    if planes[0] != 0:
+        width, height = width >> fmt.subsampling_w, height >> fmt.subsampling_h
+    smallest = params.min_frame_size
+    if width < smallest or height < smallest:
+        raise vs.Error(
+            f"{NAME}: the filtered planes are {width}x{height} pixels, too small for a={params.search_radius} and "
+            f"s={params.patch_radius}: both sides must be at least a + s + 1 = {smallest}"
+        )
+
+
+def _stacked(frame: vs.VideoFrame, planes: tuple[int, ...], peak: int | None) -> np.ndarray:
+    """Return a frame's filtered planes as the engine takes them: (H, W) for one plane, else (H, W, 3).
+
+    8-bit and 16-bit samples go as they are (uint8, uint16: full scale, exactly KNLMeansCL's
+    1/255 and 1/65535), 9 to 15-bit ones as float32 divided by their peak, as KNLMeansCL scales
+    them (the engine would round them to 16-bit scale first, and put some outputs one sample
+    off). Two planes (U, V) go in as (U, V, 0): the engine's distance is the mean over
+    three channels, 2/3 of the mean over U and V, so ``NLMeans`` runs them at h * sqrt(2/3),
+    which weighs them exactly as KNLMeansCL's "UV" does.
+    """
+    arrays = [np.asarray(frame[plane]) for plane in planes]
+    if peak not in (None, 255, 65535):
+        arrays = [array.astype(np.float32) / np.float32(peak) for array in arrays]
+    if len(arrays) == 1:
+        return arrays[0]
+    if len(arrays) == 2:
+        arrays.append(np.zeros_like(arrays[0]))
+    return np.stack(arrays, axis=-1)
+
+
+def _shifted(clip: vs.VideoNode, k: int) -> vs.VideoNode:
+    """Return the clip whose frame n is ``clip``'s frame n + k, clamped to the clip: KNLMeansCL's neighbours."""
+    length = clip.num_frames
+    if k < 0:
+        head = clip[0] * min(-k, length)
+        return head + clip[: length + k] if -k < length else head
+    if k > 0:
+        tail = clip[length - 1] * min(k, length)
+        return clip[k:] + tail if k < length else tail
+    return clip
+
+
+def _window(n: int, length: int, d: int, temporal_ends: str) -> tuple[range, int]:
+    """Return which of frame n's 2d + 1 clamped neighbours are searched, and the centre's place among them."""
+    if temporal_ends == "clamp":
+        return range(2 * d + 1), d
+    first = max(-d, -n)
+    return range(d + first, d + min(d, length - 1 - n) + 1), -first
+
+
+class _Device:
+    """Where the filter runs: the CPU, or GPU ``device_id`` with at most ``num_streams`` frames on it at once."""
+
+    def __init__(self, backend: str, device_id: object, num_streams: object) -> None:
+        self.device_id = _checked_int("device_id", device_id, 1023, "the GPU's number")
+        if isinstance(num_streams, bool) or not isinstance(num_streams, int) or not 1 <= num_streams <= 64:
+            raise vs.Error(
+                f"{NAME}: num_streams (CUDA streams on the GPU) must be an integer in 1..64, got {num_streams!r}"
+            )
+        try:
+            self.backend = resolve_backend(backend)
+        except (ValueError, BackendUnavailableError) as error:
+            raise vs.Error(f"{NAME}: {error}") from None
+        self._streams: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        if self.backend == "gpu":
+            import cupy
+
+            self._cupy = cupy
+            count = cupy.cuda.runtime.getDeviceCount()
+            if self.device_id >= count:
+                raise vs.Error(f"{NAME}: device_id must be below {count}, the GPUs here; got {self.device_id}")
+            with cupy.cuda.Device(self.device_id):
+                for _ in range(num_streams):
+                    self._streams.put(cupy.cuda.Stream(non_blocking=True))
+
+    @contextlib.contextmanager
+    def selected(self) -> Iterator[None]:
+        """Run the block on this device: on the GPU on a stream no other thread uses meanwhile."""
+        if self.backend == "cpu":
+            yield
+            return
+        stream = self._streams.get()  # waits while num_streams frames are on the GPU
+        try:
+            with self._cupy.cuda.Device(self.device_id), stream:
+                yield
+        finally:
+            self._streams.put(stream)
