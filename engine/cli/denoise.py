@@ -23,6 +23,7 @@ from ..media.image_sequence import is_image_sequence
 from ..media.pipe import PIPE, PipeReader
 from ..media.probe import VideoInfo
 from ..media.reader import VideoReader
+from ..media.still_image import is_still_image
 from ..media.writer import STANDARD_OUTPUT, check_output_path
 from ..memory import (
     require_cpu_room,
@@ -46,6 +47,7 @@ from ..video.presets import FIELDS as PRESET_FIELDS
 from ..video.presets import Preset, find_preset, load_preset
 from ..volume.cli import LOG_PROGRESS_SECONDS
 from .arguments import UNSET
+from .still import run_still
 
 WINDOW_OPTIONS = tuple(name for name in PRESET_FIELDS if name != "h")  # the filter's options a preset also sets
 
@@ -223,6 +225,8 @@ def run_denoise(args: argparse.Namespace, stop: Stop) -> ExportSummary:
     handler.
     """
     show_ffmpeg_messages(verbose=args.verbose)
+    if is_still_image(Path(args.input)) and is_still_image(Path(args.output)):
+        return run_still(args)
     progress = None if args.quiet else _ProgressBar()
     try:
         preset = None if args.filter_preset is None else load_preset(find_preset(args.filter_preset))

@@ -1,0 +1,60 @@
+"""``nlmeans-studio denoise photo.png out.png``: one image in, one image out, in its own layout.
+
+The picture goes through the one-call ``denoise`` (its noise measured and the filter chosen as for
+a clip, or ``--h``), with the window ``--patch-radius``, ``--search-radius``, ``--weighting`` and
+``--center-weight`` give; gray stays gray and 16 bits stay 16 bits (``media.still_image``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from ..backend import resolve_backend
+from ..media.still_image import read_still, stored_format, write_still
+from ..media.writer import check_output_path
+from ..video.export import ExportSummary
+from ..video.one_call import denoise
+from ..video.params import NLMParams
+
+# Options of a clip that one image has no use for: refused when given (--start 0, its default, is
+# not), not silently dropped.
+CLIP_OPTIONS = ("frames_past", "frames_future", "start", "duration", "devices", "guide", "filter_preset")
+
+
+def run_still(args: argparse.Namespace) -> ExportSummary:
+    """Denoise the image ``args.input`` into the image ``args.output``; return what was done.
+
+    Raises
+    ------
+    ValueError
+        A clip's option given for one image, or ``--noise`` other than auto or none.
+    VideoError
+        An input FFmpeg cannot read as an image, or a layout the output cannot hold.
+    """
+    given = [f"--{name.replace('_', '-')}" for name in CLIP_OPTIONS if getattr(args, name, None) not in (None, 0.0)]
+    if given:
+        raise ValueError(f"{' and '.join(given)}: one image has no frames or clip to use it; leave it out")
+    if args.noise not in ("auto", "none"):
+        raise ValueError("--noise: one image is measured whole (auto) or not at all (none); give --h to set h")
+    check_output_path(Path(args.output), Path(args.input), args.overwrite)
+    started = time.perf_counter()
+    image = read_still(Path(args.input))
+    stored_format(Path(args.output), image.layout)  # a picture the output cannot hold: said before any work
+    defaults = NLMParams()
+    h = defaults.h if args.h is None and args.noise == "none" else args.h
+    window = {
+        "patch_radius": defaults.patch_radius if args.patch_radius is None else args.patch_radius,
+        "search_radius": defaults.search_radius if args.search_radius is None else args.search_radius,
+        "weighting": args.weighting or defaults.weighting,
+        "center_weight": args.center_weight or defaults.center_weight,
+    }
+    pixels = denoise(image.pixels, h=h, backend=args.backend, **window)
+    write_still(Path(args.output), type(image)(pixels, image.alpha, image.layout), overwrite=args.overwrite)
+    backend = resolve_backend(args.backend)
+    summary = ExportSummary(1, time.perf_counter() - started, backend, backend, "CPU")
+    if not args.quiet:
+        print(f"denoised 1 image in {summary.seconds:.1f} s on the {backend} -> {args.output}", file=sys.stderr)
+    return summary

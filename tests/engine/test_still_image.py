@@ -1,0 +1,81 @@
+"""One image through ``nlmeans-studio denoise in.png out.png``: the picture comes back in its own
+layout (gray stays gray, 16 bits stay 16, alpha unchanged), denoised as the one-call ``denoise``
+denoises its samples. The images are made with the ffmpeg command line, as another tool writes them."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from clips import CLI
+
+from nlmeans_studio.engine import denoise
+from nlmeans_studio.engine.media.still_image import read_still
+
+WINDOW = ["--patch-radius", "1", "--search-radius", "2", "--backend", "cpu"]
+
+
+def _ffmpeg_image(path: Path, pixel_format: str, source: str = "testsrc2") -> Path:
+    """A 96 x 64 picture with noise, in ``pixel_format``, written by ffmpeg."""
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", f"{source}=size=96x64", "-vf", "noise=alls=20:allf=t",
+         "-frames:v", "1", "-pix_fmt", pixel_format, str(path)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "pixel_format", "layout", "dtype"),
+    [
+        ("gray.png", "gray", "gray", np.uint8),
+        ("deep.png", "rgb48be", "rgb48le", np.uint16),
+        ("deep-gray.tif", "gray16le", "gray16le", np.uint16),
+        ("colour.tif", "rgb24", "rgb24", np.uint8),
+        ("alpha.png", "rgba", "rgba", np.uint8),
+    ],
+)
+def test_an_image_comes_back_in_its_layout_denoised(tmp_path, name, pixel_format, layout, dtype) -> None:
+    source = _ffmpeg_image(tmp_path / name, pixel_format)
+    output = tmp_path / f"out-{name}"
+    run = subprocess.run(
+        [*CLI, "denoise", str(source), str(output), "--h", "12", *WINDOW], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert "denoised 1 image in" in run.stderr
+    before, after = read_still(source), read_still(output)
+    assert (after.layout, after.pixels.dtype, after.pixels.shape) == (layout, dtype, before.pixels.shape)
+    expected = denoise(before.pixels, h=12, patch_radius=1, search_radius=2, backend="cpu")
+    np.testing.assert_array_equal(after.pixels, expected)
+    if before.alpha is not None:
+        np.testing.assert_array_equal(after.alpha, before.alpha)
+    assert not np.array_equal(after.pixels, before.pixels)
+
+
+def test_a_jpeg_is_denoised_from_its_noise_into_a_jpeg(tmp_path) -> None:
+    source = _ffmpeg_image(tmp_path / "photo.jpg", "yuvj420p")
+    run = subprocess.run(
+        [*CLI, "denoise", str(source), str(tmp_path / "out.jpg"), *WINDOW], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    after = read_still(tmp_path / "out.jpg")
+    assert after.pixels.shape == (64, 96, 3) and after.pixels.dtype == np.uint8
+
+
+@pytest.mark.parametrize(
+    ("output", "options", "message"),
+    [
+        ("out.jpg", [], "out.jpg: JPEG holds 8-bit pictures only, and this one is rgb48le: write .png or .tif"),
+        ("out.png", ["--frames-past", "2"], "--frames-past: one image has no frames or clip to use it; leave it out"),
+        ("out.png", ["--noise", "0,0,8,8"], "--noise: one image is measured whole (auto) or not at all (none)"),
+    ],
+)
+def test_what_one_image_cannot_take_is_refused_before_any_work(tmp_path, output, options, message) -> None:
+    source = _ffmpeg_image(tmp_path / "deep.png", "rgb48be")
+    run = subprocess.run(
+        [*CLI, "denoise", str(source), str(tmp_path / output), *options], capture_output=True, text=True
+    )
+    assert run.returncode == 1 and message in run.stderr and "Traceback" not in run.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["deep.png"]
