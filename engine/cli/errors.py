@@ -26,6 +26,18 @@ OPTION_PARAMETERS = (*PRESET_FIELDS, "crf", "preset")
 LONGEST_WORD = 120  # characters of a path or other word a message shows; longer ones lose their middle
 
 
+def memory_error_within(error: BaseException) -> MemoryError | None:
+    """Return the MemoryError behind ``error``, or None.
+
+    Under ``ulimit -d`` C code that ran out of memory mid-call surfaced as a SystemError ("returned
+    a result with an exception set") whose cause or context is the MemoryError.
+    """
+    seen = error
+    while seen is not None and not isinstance(seen, MemoryError):
+        seen = seen.__cause__ or seen.__context__
+    return seen
+
+
 def error_message(error: BaseException, *, as_options: bool = True) -> str:
     """``error`` (one of FAILURES) in one line for a person.
 

@@ -20,7 +20,7 @@ from ..volume import cli as volume_cli
 from .arguments import build_parser
 from .batch.command import run_batch
 from .denoise import Stop, run_denoise
-from .errors import FAILURES, error_message
+from .errors import FAILURES, error_message, memory_error_within
 from .estimate import run_estimate_noise
 
 
@@ -89,10 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nnlmeans-studio: cancelled", file=sys.stderr)
         return 130
-    except FAILURES as error:
-        if getattr(args, "debug", False):
+    except (*FAILURES, SystemError) as error:
+        failure = memory_error_within(error) if isinstance(error, SystemError) else error
+        if failure is None or getattr(args, "debug", False):
             raise
-        print(f"nlmeans-studio: error: {error_message(error, as_options=args.command != 'bench')}", file=sys.stderr)
+        print(f"nlmeans-studio: error: {error_message(failure, as_options=args.command != 'bench')}", file=sys.stderr)
         return 1
     finally:
         stop.restore()

@@ -234,11 +234,20 @@ def _client(address: str):
         return Client(address, timeout=10)
 
 
-def test_a_worker_killed_midway_leaves_the_batch_complete_and_the_same(
-    inputs, first_batch, tmp_path, started_processes
-) -> None:
+def test_a_worker_killed_midway_leaves_the_batch_complete_and_the_same(tmp_path, started_processes) -> None:
+    """One clip long enough (300 frames) that its worker is still at it when found and killed: the
+    small clips of the other tests were all done, and the cluster gone, before a client connected."""
+    clip = tmp_path / "in" / "long.mkv"
+    clip.parent.mkdir()
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10", "-t", "30", "-c:v",
+         "ffv1", str(clip)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    expected = tmp_path / "expected.mkv"
+    subprocess.run([*CLI, "denoise", str(clip), str(expected), *OPTIONS, "--quiet"], check=True, timeout=300)
     out = tmp_path / "out"
-    command = [*CLI, "batch", str(inputs), "--out", str(out), "--jobs", "2", *OPTIONS]
+    command = [*CLI, "batch", str(clip.parent), "--out", str(out), "--jobs", "2", *OPTIONS]
     batch = _start(started_processes, command, stderr=subprocess.PIPE, stdout=subprocess.PIPE)
     said, found = _read_until(batch, SCHEDULER_LINE.pattern)
     with _client(found[1]) as client:
@@ -248,10 +257,10 @@ def test_a_worker_killed_midway_leaves_the_batch_complete_and_the_same(
             time.sleep(0.05)
         pid = client.run(os.getpid, workers=busy[:1])[busy[0]]
         os.kill(pid, signal.SIGKILL)
-    stdout, stderr = batch.communicate(timeout=120)
+    stdout, stderr = batch.communicate(timeout=300)
     assert batch.returncode == 0, said + stderr
-    assert stdout.count(" done\n") == len(OUTPUTS), stdout
-    _same_outputs(out, first_batch[0])
+    assert stdout.count(" done\n") == 1, stdout
+    assert np.array_equal(read_frames(out / "long.mkv"), read_frames(expected))
 
 
 @pytest.fixture

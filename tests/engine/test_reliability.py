@@ -828,6 +828,26 @@ def test_a_volume_run_short_of_its_data_limit_says_what_to_lower(tmp_path, megab
     assert run.stderr.splitlines()[-1].endswith("or raise the limit (ulimit -d)")
 
 
+def test_running_out_of_memory_inside_c_code_is_said_as_out_of_memory(monkeypatch, capsys, tmp_path) -> None:
+    """Under ulimit -d the volume run once ended in a traceback: C code short of memory surfaced as a
+    SystemError ("returned a result with an exception set") around the MemoryError."""
+    import importlib
+
+    command_line = importlib.import_module("nlmeans_studio.engine.cli.main")
+
+    def short_of_memory(args) -> int:
+        try:
+            raise MemoryError("Unable to allocate 45.8 MiB")
+        except MemoryError as error:
+            raise SystemError("<built-in function empty> returned a result with an exception set") from error
+
+    monkeypatch.setattr(command_line, "_denoise_volume", short_of_memory)
+    np.save(tmp_path / "in.npy", np.zeros((8, 8, 8), np.float32))
+    assert command_line.main(["denoise-volume", str(tmp_path / "in.npy"), str(tmp_path / "out.npy")]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("nlmeans-studio: error: out of memory") and "Traceback" not in error
+
+
 def test_a_y4m_stream_with_a_duration_past_the_lookahead_has_its_noise_estimated_on_it(tmp_path) -> None:
     """A duration past the LOOKAHEAD frames a pipe keeps was an IndexError from the noise estimate."""
     run = subprocess.run(
