@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..backend import BackendUnavailableError, GpuOutOfMemoryError
 from ..media.ffmpeg import VideoError
-from ..memory import CPU_WAYS, ShortOfMemoryError, out_of_memory
+from ..memory import CPU_WAYS, ShortOfMemoryError, limited_flags, out_of_memory
 from ..video.presets import FIELDS as PRESET_FIELDS
 
 # What a command ends on with one line and status 1 (anything else is a bug: a traceback).
@@ -29,12 +29,16 @@ LONGEST_WORD = 120  # characters of a path or other word a message shows; longer
 def memory_error_within(error: BaseException) -> MemoryError | None:
     """Return the MemoryError behind ``error``, or None.
 
-    Under ``ulimit -d`` C code that ran out of memory mid-call surfaced as a SystemError ("returned
-    a result with an exception set") whose cause or context is the MemoryError.
+    Under ``ulimit -d`` C code that ran out of memory mid-call surfaced as a SystemError: "returned
+    a result with an exception set" around the MemoryError, or, importing numba under 120 MB,
+    "error return without exception set" with none. Where a memory limit is set, such a
+    SystemError is taken as running out of memory.
     """
     seen = error
     while seen is not None and not isinstance(seen, MemoryError):
         seen = seen.__cause__ or seen.__context__
+    if seen is None and isinstance(error, SystemError) and limited_flags():
+        return MemoryError("C code failed without saying why: taken as short of memory under the limit")
     return seen
 
 
@@ -54,6 +58,8 @@ def error_message(error: BaseException, *, as_options: bool = True) -> str:
     str
         The message, without the ``nlmeans-studio: error:`` prefix.
     """
+    if isinstance(error, OSError) and error.errno == errno.ENOMEM:  # a file mapped or read under the limit
+        error = MemoryError(f"{error.filename}: {error.strerror}" if error.filename else error.strerror)
     if isinstance(error, MemoryError) and not isinstance(error, (ShortOfMemoryError, GpuOutOfMemoryError)):
         error = out_of_memory(error, CPU_WAYS)  # one the engine did not word: NumPy's, or an import's
     message = _in_words(error)

@@ -4,6 +4,7 @@ line and never a traceback (issue 20)."""
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import random
@@ -828,18 +829,27 @@ def test_a_volume_run_short_of_its_data_limit_says_what_to_lower(tmp_path, megab
     assert run.stderr.splitlines()[-1].endswith("or raise the limit (ulimit -d)")
 
 
-def test_running_out_of_memory_inside_c_code_is_said_as_out_of_memory(monkeypatch, capsys, tmp_path) -> None:
-    """Under ulimit -d the volume run once ended in a traceback: C code short of memory surfaced as a
-    SystemError ("returned a result with an exception set") around the MemoryError."""
+def _system_error_around_memory_error() -> None:
+    try:
+        raise MemoryError("Unable to allocate 45.8 MiB")
+    except MemoryError as error:
+        raise SystemError("<built-in function empty> returned a result with an exception set") from error
+
+
+def _no_memory_for_a_file() -> None:
+    raise OSError(errno.ENOMEM, "Cannot allocate memory", "site-packages/numba/core/rewrites")
+
+
+@pytest.mark.parametrize("failure", [_system_error_around_memory_error, _no_memory_for_a_file])
+def test_running_out_of_memory_inside_c_code_is_said_as_out_of_memory(monkeypatch, capsys, tmp_path, failure) -> None:
+    """Under ulimit -d the volume run ended in a traceback or a bare "Cannot allocate memory": C code
+    short of memory surfaced as a SystemError around the MemoryError, or an import as ENOMEM."""
     import importlib
 
     command_line = importlib.import_module("nlmeans_studio.engine.cli.main")
 
     def short_of_memory(args) -> int:
-        try:
-            raise MemoryError("Unable to allocate 45.8 MiB")
-        except MemoryError as error:
-            raise SystemError("<built-in function empty> returned a result with an exception set") from error
+        failure()
 
     monkeypatch.setattr(command_line, "_denoise_volume", short_of_memory)
     np.save(tmp_path / "in.npy", np.zeros((8, 8, 8), np.float32))
