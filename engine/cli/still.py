@@ -8,6 +8,7 @@ a clip, or ``--h``), with the window ``--patch-radius``, ``--search-radius``, ``
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -52,7 +53,7 @@ def run_still(args: argparse.Namespace) -> ExportSummary:
         "center_weight": args.center_weight or defaults.center_weight,
     }
     pixels = denoise(image.pixels, h=h, backend=args.backend, **window)
-    write_still(Path(args.output), type(image)(pixels, image.alpha, image.layout), overwrite=args.overwrite)
+    write_still(Path(args.output), dataclasses.replace(image, pixels=pixels), overwrite=args.overwrite)
     backend = resolve_backend(args.backend)
     summary = ExportSummary(1, time.perf_counter() - started, backend, backend, "CPU")
     if not args.quiet:
