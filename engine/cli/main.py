@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -12,7 +13,7 @@ from ..bench.measure import (
     run_preview,
     run_table,
 )
-from ..memory import share_malloc_arenas
+from ..memory import limited_flags, share_malloc_arenas
 from ..video.denoiser import METHODS
 from ..video.export import ExportCancelledError
 from ..video.params import DEFAULT_H, NLMParams
@@ -34,6 +35,18 @@ def _denoise_volume(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         raise ExportCancelledError(f"cancelled; {args.output} was not written") from None
     return 0
+
+
+def _leave_at_once(status: int) -> None:
+    """End the process now, its error said, without the interpreter's shutdown.
+
+    Out of memory under a ``ulimit``, the shutdown itself found no room: it printed tracebacks of
+    objects it could not free ("Exception ignored in: <object repr() failed>") below the one line.
+    Outputs are already removed as the error unwound.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -94,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if failure is None or getattr(args, "debug", False):
             raise
         print(f"nlmeans-studio: error: {error_message(failure, as_options=args.command != 'bench')}", file=sys.stderr)
+        if isinstance(failure, MemoryError) and limited_flags():
+            _leave_at_once(1)
         return 1
     finally:
         stop.restore()
