@@ -53,6 +53,18 @@ class PlaneLayout:
         """Plane ``index`` normal to ``axis`` of a (Z, Y, X[, C]) volume, as drawn."""
         return self.shown(np.take(volume, index, axis=self.axis))
 
+    def region(
+        self, box: tuple[int, int, int, int], index: int, shape: tuple[int, ...], depth: int
+    ) -> tuple[tuple[int, int], ...]:
+        """The voxel ranges ((z0, z1), (y0, y1), (x0, x1)), ends excluded, under a box (x, y, width,
+        height) drawn on plane ``index``, and ``depth`` planes either side of it inside the volume."""
+        x, y, width, height = box
+        ranges = [(0, 0)] * 3
+        ranges[self.axis] = (max(0, index - depth), min(shape[self.axis], index + depth + 1))
+        ranges[self.rows] = _as_stored(y, height, shape[self.rows], self.flip_rows)
+        ranges[self.columns] = _as_stored(x, width, shape[self.columns], self.flip_columns)
+        return tuple(ranges)
+
     def pixel_aspect(self, spacing: tuple[float, float, float]) -> float:
         """Width over height of a drawn voxel from the (z, y, x) voxel size (1 where one is not
         positive)."""
@@ -64,6 +76,11 @@ class PlaneLayout:
         """The directions at the edges in words, e.g. "anterior up, the patient's right on the left"."""
         top, _, left, _ = self.edges
         return f"{WORDS[top]} up, {WORDS[left]} on the left" if top else ""
+
+
+def _as_stored(start: int, length: int, size: int, flipped: bool) -> tuple[int, int]:
+    """The index range of ``length`` drawn rows (or columns) from ``start`` along an axis of ``size``."""
+    return (size - start - length, size - start) if flipped else (start, start + length)
 
 
 def plane_layout(axis: int, directions: tuple[str, str, str] | None) -> PlaneLayout:

@@ -1,11 +1,13 @@
 """The volume window's h: one for channels filtered together, one a channel filtered separately.
 
-Each h starts at the suggestion of its noise estimate (the whole volume's, or the channel's own)
-for the filter's settings (weighting, centre weight, patch radius), and follows it when they
-change until the user sets another.
+Each h starts at the suggestion of its noise estimate (the whole volume's, or the channel's own;
+or the noise of a region the user drew) for the filter's settings (weighting, centre weight,
+patch radius), and follows it when they change until the user sets another.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -31,6 +33,7 @@ class VolumeStrengths:
     def __init__(self, data: np.ndarray, estimate: VolumeNoiseEstimate, mode: str) -> None:
         self._data = data
         self._estimates = {TOGETHER: estimate}
+        self.region: str = ""  # where the noise was measured, when the user drew a region: "z 4-8, y 2-9, x 1-5"
         self._h: dict[int, float] = {}
         self._suggested: dict[int, float] = {}
         self.mode = mode
@@ -58,6 +61,16 @@ class VolumeStrengths:
             self.h(channel)  # its suggestion first, so that it no longer follows it
             self._h[self._key(channel)] = value
 
+    def use_region(self, estimate: VolumeNoiseEstimate, where: str) -> None:
+        """The noise measured in a region the user drew (``where`` says it): every h takes its
+        suggestion for it, each channel's own sigma where channels are filtered separately."""
+        self._estimates = {TOGETHER: estimate}
+        for channel in range(self._data.shape[3]):
+            self._estimates[channel] = dataclasses.replace(estimate, sigma=estimate.sigma[channel : channel + 1])
+        self._h.clear()
+        self._suggested.clear()
+        self.region = where
+
     def set_settings(self, **settings: object) -> None:
         """The filter's weighting, centre weight and patch radius: each h still at its suggestion
         takes the new settings'."""
@@ -79,6 +92,7 @@ class VolumeStrengths:
             estimate = self._estimate(key)
             sigma = ", ".join(f"{s:.3g}" for s in estimate.sigma)
             whose = "Noise" if key == TOGETHER else f"Channel {key + 1}: noise"
+            whose += f" in your region ({self.region})" if self.region else ""
             text = (
                 f"{whose} sigma {sigma} (the volume's units): h {suggested(estimate, self.settings):g} "
                 f"suggested for these settings."

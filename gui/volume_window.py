@@ -8,6 +8,10 @@ centre weight) drive a preview that filters only the slab around the plane
 (``denoise_volume_slice``: the same plane the whole volume's filter gives); File > Export
 filters the whole volume and writes it in the input's format, type and grid.
 
+Filter > Draw a noise region (N): h follows the noise of a flat box the user drags on the plane
+(REGION_DEPTH planes deep); File > Open reference volume: each preview says its PSNR against the
+clean volume; H puts the keys in the h box.
+
 The engine runs on the window's worker (``volume_worker``), the main window's thread model; the
 window never waits on it. Requests are numbered, and only the latest preview's answer is shown.
 """
@@ -48,6 +52,7 @@ from nlmeans_studio.engine import (
     WEIGHTINGS,
     check_volume_output,
     estimate_volume_noise,
+    psnr,
     read_volume,
 )
 
@@ -66,6 +71,7 @@ H_DECIMALS_MAX = 10  # the h box's decimals, at most
 SIDE_WIDTH = 380  # pixels: the controls' column, at most
 PREVIEW_DELAY_MS = 250  # a control's changes settle this long before the preview runs
 DISPLAY_PERCENTILES = (0.5, 99.5)  # of the input's intensities: black and white of the view
+REGION_DEPTH = 2  # planes either side of the shown one that a drawn noise region spans
 
 
 def display_plane(plane: np.ndarray, low: float, high: float) -> np.ndarray:
@@ -119,6 +125,7 @@ class VolumeWindow(QMainWindow):
         self._latest = 0  # the number of the latest preview asked for: older answers are dropped
         self._export_number = 0  # the number of the export running
         self._closed = False
+        self.reference: np.ndarray | None = None  # the clean volume (Z, Y, X, C) previews are measured against
         self._progress: QProgressDialog | None = None
         self._delay = QTimer(self, singleShot=True, interval=PREVIEW_DELAY_MS)
         self._delay.timeout.connect(self.request_preview)
@@ -213,12 +220,27 @@ class VolumeWindow(QMainWindow):
         open_file = QAction("&Open…", self)
         open_file.setShortcut(QKeySequence.StandardKey.Open)
         open_file.triggered.connect(lambda: self.open_requested.emit(self.path.parent))
+        self.reference_action = QAction("Open &reference volume…", self)
+        self.reference_action.setToolTip("The same volume without noise: each preview says its PSNR against it")
+        self.reference_action.triggered.connect(self._choose_reference)
         menu = self.menuBar().addMenu("&File")
         menu.addAction(open_file)
+        menu.addAction(self.reference_action)
         menu.addAction(self.export_action)
         menu.addAction(close)
         self.view_actions = ViewActions(self, self.view)  # V, B, D, F and 1, as in the main window
         self.view_actions.add_to(self.menuBar().addMenu("&View"))
+        self.type_h_action = QAction("Type h (the strength)", self)
+        self.type_h_action.setShortcut(QKeySequence("H"))
+        self.type_h_action.triggered.connect(self._type_h)
+        self.region_action = QAction("Draw a noise region", self)
+        self.region_action.setShortcut(QKeySequence("N"))
+        self.region_action.setToolTip("Drag a rectangle over a flat part of the plane: h follows the noise there")
+        self.region_action.triggered.connect(self.view.start_drawing_region)
+        self.view.region_drawn.connect(self._region_drawn)
+        filter_menu = self.menuBar().addMenu("F&ilter")
+        filter_menu.addAction(self.type_h_action)
+        filter_menu.addAction(self.region_action)
 
         self.axis.currentIndexChanged.connect(self._axis_changed)
         self.slider.valueChanged.connect(self._plane_changed)
@@ -251,6 +273,50 @@ class VolumeWindow(QMainWindow):
     def _per_axis_toggled(self, per_axis: bool) -> None:
         for radii in (self.patch, self.search):
             radii.set_per_axis(per_axis)
+
+    def _type_h(self) -> None:
+        """The h box takes the keys, its value selected: type a number and Enter (as in the main window)."""
+        self.h.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.h.selectAll()
+
+    def _region_drawn(self, box: tuple[int, int, int, int]) -> None:
+        """The noise of the drawn box, REGION_DEPTH planes either side, sets every h."""
+        axis, index = self.plane_index
+        region = self.layouts[axis].region(box, index, self.data.shape, REGION_DEPTH)
+        try:
+            estimate = estimate_volume_noise(self.data, region=region)
+        except ValueError as error:
+            self.status.setText(f"Cannot measure the noise there: {error}; draw a larger region.")
+            return
+        where = ", ".join(f"{name} {start + 1}-{stop}" for name, (start, stop) in zip(ARRAY_AXES, region, strict=True))
+        self.strengths.use_region(estimate, where)
+        self._show_h()
+        self._describe_noise()
+        self._delay.start()
+
+    def _choose_reference(self) -> None:
+        """Ask for the clean volume; previews then say their PSNR against it."""
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open the clean reference volume", str(self.path.parent), f"Volumes (*{' *'.join(VOLUME_SUFFIXES)})"
+        )
+        if not path:
+            return
+        try:
+            reference = np.asarray(read_volume(path).data, dtype=np.float32)
+        except (ValueError, OSError) as error:
+            QMessageBox.warning(self, "Reference not opened", f"{Path(path).name} cannot be read: {error}")
+            return
+        reference = reference if reference.ndim == 4 else reference[..., np.newaxis]
+        if reference.shape != self.data.shape:
+            QMessageBox.warning(
+                self,
+                "Reference not opened",
+                f"{Path(path).name} is {_voxels(reference.shape)}, this volume {_voxels(self.data.shape)}: the "
+                "reference must be the same volume without its noise.",
+            )
+            return
+        self.reference = reference
+        self.request_preview()
 
     def _h_changed(self, value: float) -> None:
         self.strengths.set_h(self.shown_channels, value)
@@ -311,6 +377,7 @@ class VolumeWindow(QMainWindow):
     def _plane_changed(self, *_: object) -> None:
         axis, index = self.plane_index
         self.plane_label.setText(f"{ARRAY_AXES[axis]} {index + 1} / {self.data.shape[axis]}")
+        self.view.clear_roi()  # a drawn region was on another plane (its noise still sets h)
         self._show_other_plane()
 
     def _show_other_plane(self) -> None:
@@ -359,7 +426,24 @@ class VolumeWindow(QMainWindow):
         if number != self._latest:
             return
         self._show_plane(plane)
-        self.status.setText(f"Preview of this plane: {seconds:.2f} s (the slab around it, filtered in 3D).")
+        self.status.setText(
+            f"Preview of this plane: {seconds:.2f} s (the slab around it, filtered in 3D).{self._psnr_text(plane)}"
+        )
+
+    def _psnr_text(self, after: np.ndarray) -> str:
+        """The shown plane's PSNR against the reference's, before and after the filter ("" without one), in dB
+        of the reference's whole range."""
+        if self.reference is None:
+            return ""
+        axis, index = self.plane_index
+        channels = self.shown_channels
+        clean, before = (self.layouts[axis].of(volume, index)[..., channels] for volume in (self.reference, self.data))
+        after = after.reshape(clean.shape)
+        peak = float(self.reference.max() - self.reference.min()) or 1.0
+        return (
+            f" PSNR against the reference: {psnr(clean, before, peak):.2f} dB noisy, "
+            f"{psnr(clean, after, peak):.2f} dB denoised."
+        )
 
     def _preview_compiling(self, number: int) -> None:
         if number == self._latest:
@@ -429,6 +513,12 @@ class VolumeWindow(QMainWindow):
         self._latest = -1  # answers already on their way are dropped
         self.worker_thread.stop()  # the running export, if any, stops at its next slab; joined here
         super().closeEvent(event)
+
+
+def _voxels(shape: tuple[int, ...]) -> str:
+    """A (Z, Y, X, C) shape in words: "20 x 18 x 16 voxels (z, y, x), 2 channels"."""
+    channels = f", {shape[3]} channels" if shape[3] > 1 else ""
+    return f"{shape[0]} x {shape[1]} x {shape[2]} voxels (z, y, x){channels}"
 
 
 def _double_spin(low: float, high: float, value: float, tip: str) -> QDoubleSpinBox:

@@ -67,6 +67,7 @@ H_PER_SIGMA = {
 # the range, as engine/video/noise.py's CLEAN_SIGMA is for video. A synthetic volume reads 0, which
 # no h can be suggested from; the MNI152 template reads 0.43 of a range of 255.
 CLEAN_FRACTION = 0.5 / 255
+Region = tuple[tuple[int, int], tuple[int, int], tuple[int, int]]  # (z0, z1), (y0, y1), (x0, x1), ends excluded
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class VolumeNoiseEstimate:
         Standard deviation per channel, in the volume's intensity units.
     blocks : int
         How many blocks (8^3 voxels, thinner in a thin volume) the estimate was taken over (those
-        above the Rician background).
+        above the Rician background); 1 for a region the user gave.
     clean_sigma : float
         The noise under which the volume is taken as clean: CLEAN_FRACTION of its intensity range.
     average_sigma : float
@@ -169,13 +170,16 @@ def _quantile_bias(shape: tuple[int, int, int]) -> float:
 
 
 @says_what_to_lower("crop the volume")
-def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
+def estimate_volume_noise(volume: np.ndarray, region: Region | None = None) -> VolumeNoiseEstimate:
     """Estimate the Gaussian noise of a (Z, Y, X) or (Z, Y, X, C) volume from its flattest blocks.
 
     Parameters
     ----------
     volume : (Z, Y, X) or (Z, Y, X, C) array_like
         Real, finite voxels in their own units.
+    region : ((z0, z1), (y0, y1), (x0, x1)), optional
+        A box the user knows to be flat (voxel index ranges, ends excluded, at least 3 voxels on
+        each axis): sigma is then the RMS of the residual over all of it, not the flattest blocks'.
 
     Returns
     -------
@@ -186,7 +190,8 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
     ------
     ValueError
         A volume that is not 3D or 4D, has more than 16 channels (the last axis of a 4D array),
-        is not finite, or is smaller than 3 voxels on an axis.
+        is not finite, or is smaller than 3 voxels on an axis; a region outside the volume or
+        thinner than 3 voxels on an axis.
     MemoryError
         Memory ran out (the estimate holds float64 copies of the volume); the message says what
         to lower.
@@ -211,6 +216,10 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
         )
     if not all_finite(data):
         raise ValueError("volume must be finite to estimate its noise, got NaN or infinite voxels")
+    low, high = np.percentile(data, (0.5, 99.5))
+    clean_sigma = CLEAN_FRACTION * float(high - low)
+    if region is not None:
+        return _region_noise(data[_region_slices(region, data.shape)], clean_sigma)
     shape = _block_shape(data.shape)
     bias = _quantile_bias(shape)
     residual = _blocks(_residual(data), shape)
@@ -239,8 +248,29 @@ def estimate_volume_noise(volume: np.ndarray) -> VolumeNoiseEstimate:
     growing = len(band_sigmas) > 1 and band_sigmas[-1] > SHOT_NOISE_RATIO * min(band_sigmas)
     if growing:  # where the error comes from: the noisiest bands
         per_channel = np.sqrt((bands**2).sum(axis=0) / bands.sum(axis=0))
-    low, high = np.percentile(data, (0.5, 99.5))
-    return VolumeNoiseEstimate(per_channel, int(chosen.sum()), CLEAN_FRACTION * float(high - low), band_sigmas, growing)
+    return VolumeNoiseEstimate(per_channel, int(chosen.sum()), clean_sigma, band_sigmas, growing)
+
+
+def _region_slices(region: Region, shape: tuple[int, ...]) -> tuple[slice, slice, slice]:
+    """Return the user's box as slices; ValueError where it leaves the volume or is thinner than 3 voxels."""
+    try:
+        bounds = [(int(start), int(stop)) for start, stop in region]
+    except (TypeError, ValueError):
+        raise ValueError(f"region must be ((z0, z1), (y0, y1), (x0, x1)) voxel ranges, got {region!r}") from None
+    if len(bounds) != 3 or any(not 0 <= a < b <= n for (a, b), n in zip(bounds, shape[:3], strict=False)):
+        raise ValueError(
+            f"region must be ((z0, z1), (y0, y1), (x0, x1)) inside the volume of {' x '.join(map(str, shape[:3]))} "
+            f"(z, y, x), got {region!r}"
+        )
+    if min(b - a for a, b in bounds) < 3:
+        raise ValueError(f"region must be at least 3 voxels on each axis to estimate noise, got {region!r}")
+    return tuple(slice(a, b) for a, b in bounds)
+
+
+def _region_noise(crop: np.ndarray, clean_sigma: float) -> VolumeNoiseEstimate:
+    """Return the noise of a flat region (Z, Y, X, C): the RMS of its residual per channel, as one "block"."""
+    sigma = np.sqrt((_residual(crop) ** 2).mean(axis=(0, 1, 2)))
+    return VolumeNoiseEstimate(sigma, 1, clean_sigma)
 
 
 def _band_variances(variances: np.ndarray, means: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import QEvent, QMimeData, QPointF, QRectF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QMenu, QMessageBox, QProgressDialog, QPushButton
-from window_driver import answer_when_asked, type_into
+from window_driver import answer_when_asked, drag, frame_point, type_into
 
 from nlmeans_studio.engine import (
     COMPILING,
@@ -18,6 +18,7 @@ from nlmeans_studio.engine import (
     denoise_volume,
     denoise_volume_slice,
     estimate_volume_noise,
+    psnr,
     read_volume,
     suggest_volume_h,
     write_volume,
@@ -690,3 +691,94 @@ def test_cancel_in_the_export_progress_stops_it_and_writes_nothing(qtbot, volume
     qtbot.waitUntil(lambda: window.status.text() == "Export cancelled: nothing was written.", timeout=60_000)
     assert window.export_action.isEnabled() and not target.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no partial file
+
+
+def test_h_puts_the_keys_in_the_strength_box(qtbot, volume_window) -> None:
+    """The volume window's H did nothing; as in the main window it now takes a typed h."""
+    window = volume_window
+    _wait_for_preview(qtbot, window)
+    qtbot.keyClick(window.slider, Qt.Key.Key_H)
+    assert window.focusWidget() is window.h
+    qtbot.keyClicks(window.h.lineEdit(), "150")
+    qtbot.keyClick(window.h.lineEdit(), Qt.Key.Key_Return)
+    assert window.h.value() == 150
+    _wait_for_preview(qtbot, window, _expected_after(window, 0, 10))
+
+
+def test_a_region_drawn_on_a_plane_sets_h_from_the_noise_there(qtbot, tmp_path) -> None:
+    """The left half of the volume has noise of sigma 4, the right half 40: the automatic estimate
+    reads the flattest blocks (the quiet half); a region drawn on the right half reads its noise, and
+    h follows it."""
+    rng = np.random.default_rng(8)
+    volume = np.full((12, 40, 48), 500, np.float32)
+    volume[:, :, :24] += rng.normal(0, 4, (12, 40, 24))
+    volume[:, :, 24:] += rng.normal(0, 40, (12, 40, 24))
+    np.save(tmp_path / "halves.npy", volume)
+    window = VolumeWindow(tmp_path / "halves.npy", backend="cpu")
+    qtbot.addWidget(window)
+    window.view.set_mode("before")
+    window.show()
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    before = window.h.value()
+    qtbot.keyClick(window.slider, Qt.Key.Key_N)  # Filter > Draw a noise region
+    drag(window, frame_point(window, 27.2, 5.2), frame_point(window, 44.8, 30.8))
+    x, y, width, height = window.view.roi_box()
+    assert 26 <= x and x + width <= 46 and width >= 10 and height >= 20
+    index = window.slider.value()
+    region = ((index - 2, index + 3), (y, y + height), (x, x + width))  # a z plane of an .npy: drawn as stored
+    estimate = estimate_volume_noise(volume, region=region)
+    assert 36 < estimate.sigma[0] < 44
+    settings = {"weighting": "exponential", "center_weight": "one", "patch_radius": window.patch.value()}
+    assert window.h.value() == pytest.approx(float(f"{suggest_volume_h(estimate, **settings):.4g}"))
+    assert window.h.value() > 5 * before
+    assert f"in your region (z {index - 1}-{index + 3}, y {y + 1}-{y + height}, x {x + 1}-{x + width})" in (
+        window.noise.text()
+    )
+    window.close()
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_a_region_drawn_on_a_plane_holds_the_voxels_drawn_over(qtbot, volume_path, axis) -> None:
+    """NIfTI planes are drawn turned and mirrored (radiological): the region is the voxels under the box."""
+    window = VolumeWindow(volume_path, backend="cpu")
+    qtbot.addWidget(window)
+    layout, index = window.layouts[axis], 7
+    numbered = np.arange(np.prod(window.data.shape[:3])).reshape(window.data.shape[:3])
+    shown = layout.of(numbered, index)
+    box = (2, 3, 5, 4)  # x, y, width, height on the drawn plane
+    region = layout.region(box, index, numbered.shape, depth=0)
+    under = numbered[tuple(slice(start, stop) for start, stop in region)]
+    assert sorted(under.ravel()) == sorted(shown[3:7, 2:7].ravel())
+    window.close()
+
+
+def test_a_reference_volume_gives_each_preview_its_psnr(qtbot, volume_window, tmp_path, monkeypatch) -> None:
+    window = volume_window
+    clean = np.zeros((20, 18, 16), np.float32)
+    clean[5:15, 4:14, 3:13] = 400
+    clean += 100
+    np.save(tmp_path / "clean.npy", clean)
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args, **kwargs: (str(tmp_path / "clean.npy"), ""))
+    window.reference_action.trigger()
+    qtbot.waitUntil(lambda: "PSNR against the reference" in window.status.text(), timeout=60_000)
+    noisy = window.data[10, :, :, 0]
+    denoised = denoise_volume(window.data[..., 0], h=window.h.value(), backend="cpu", **SETTINGS)[10]
+    layout = window.layouts[0]
+    clean_plane, noisy_plane, denoised_plane = (layout.shown(plane) for plane in (clean[10], noisy, denoised))
+    expected = (
+        f"PSNR against the reference: {psnr(clean_plane, noisy_plane, 400):.2f} dB noisy, "
+        f"{psnr(clean_plane, denoised_plane, 400):.2f} dB denoised."
+    )
+    assert window.status.text().endswith(expected)
+    # Another volume's shape is refused with its reason; the reference already open stays.
+    np.save(tmp_path / "other.npy", clean[:, :, :15])
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args, **kwargs: (str(tmp_path / "other.npy"), ""))
+    shown = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text: shown.append(text))
+    window.reference_action.trigger()
+    assert shown == [
+        "other.npy is 20 x 18 x 15 voxels (z, y, x), this volume 20 x 18 x 16 voxels (z, y, x): the reference "
+        "must be the same volume without its noise."
+    ]
+    assert window.reference is not None and window.reference.shape == window.data.shape
