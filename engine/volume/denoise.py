@@ -32,6 +32,7 @@ from .rician import NOISE_MODELS, checked_sigmas, estimated_sigmas, remove_bias
 from .slabs import mirrored_indices
 
 Progress = Callable[[int, int], None]  # (work done, work in all)
+MASK_BOX_PLANES = 16  # planes of a box a mask is filtered in on the CPU (engine/volume/mask.py)
 THINNEST_SLAB = 16  # planes: a GPU's first and last slab, whose upload and download it waits for
 # float32 copies of a volume a CPU run adds at its peak, in one slab: the padded slab, the
 # accumulators (C + 2), the result, the output (124 MB for a 15 MB volume measured), the file's.
@@ -96,16 +97,24 @@ def require_cpu_room_for(data: np.ndarray) -> None:
     require_cpu_room(CPU_VOLUME_COPIES * 4 * data.size, compiles=cpu_filter_compiles, smaller="crop the volume")
 
 
-def padded_volume(data: np.ndarray, pad: tuple[int, int, int], planes: tuple[int, int] | None = None) -> np.ndarray:
+def padded_volume(
+    data: np.ndarray,
+    pad: tuple[int, int, int],
+    planes: tuple[int, int] | None = None,
+    rows: tuple[int, int] | None = None,
+    columns: tuple[int, int] | None = None,
+) -> np.ndarray:
     """(Z, Y, X, C) float32 mirrored by ``pad`` (np.pad mode="reflect") into the (Zp, C, Yp, Xp) layout.
 
-    With ``planes`` (start, stop), only the padded planes the output planes [start, stop) read:
-    a slab's, with its halo, without mirroring the whole volume.
+    With ``planes``, ``rows`` or ``columns`` (start, stop), only the padded voxels the output
+    voxels in those ranges read: a slab's or a box's, its surroundings as they are inside the
+    volume and mirrored only past its ends, without mirroring the whole volume.
     """
-    start, stop = planes if planes is not None else (0, data.shape[0])
-    wanted = mirrored_indices(start - pad[0], stop + pad[0], data.shape[0])
-    widths = [(0, 0), (pad[1], pad[1]), (pad[2], pad[2]), (0, 0)]
-    return np.ascontiguousarray(np.pad(data[wanted], widths, mode="reflect").transpose(0, 3, 1, 2))
+    padded = data
+    for axis, (wanted, width) in enumerate(zip((planes, rows, columns), pad, strict=True)):
+        start, stop = wanted if wanted is not None else (0, data.shape[axis])
+        padded = np.take(padded, mirrored_indices(start - width, stop + width, data.shape[axis]), axis=axis)
+    return np.ascontiguousarray(padded.transpose(0, 3, 1, 2))
 
 
 def denoise_volume(
@@ -270,6 +279,7 @@ def denoise_volume(
         backend = "cpu"
         sigmas = checked_sigmas(estimated_sigmas(data, channels) if sigma is None else sigma, count)
         settings |= {"sigma": [float(value) for value in sigmas]}
+    rician_sigmas = sigmas if rician else None
     if out is not None:
         check_out(out, given)
     if slabs is not None:
@@ -279,12 +289,6 @@ def denoise_volume(
 
         check_threads(threads)
     chosen = _chosen_backend(backend, devices)
-    if mask is not None:
-        inside = checked_mask(mask, data.shape[:3])
-        result = np.empty(given.shape, dtype=np.float32) if out is None else out
-        settings |= {"h": strengths if channels == "separately" else strengths[0], "backend": chosen, "mask": None}
-        _filter_inside(data, inside, params.pad, result.reshape(data.shape), progress, **settings)
-        return result
     if channels == "separately" and count > 1:
         return _each_channel(
             data,
@@ -301,12 +305,24 @@ def denoise_volume(
             threads=threads,
             noise_model=noise_model,
             sigmas=sigmas if rician else None,
+            mask=mask,
         )
     target = None if out is None else out.reshape(data.shape)  # a view: (Z, Y, X, C) written into ``out``
+    if mask is not None:
+        inside = checked_mask(mask, data.shape[:3])
+        result = np.empty(given.shape, dtype=np.float32) if out is None else out
+        if chosen == "cpu":
+            require_finite(data)
+            require_cpu_room_for(data)
+            _filter_inside_on_cpu(data, inside, params, result.reshape(data.shape), progress, threads, rician_sigmas)
+        else:
+            settings |= {"h": strengths[0], "backend": chosen, "mask": None}
+            _filter_inside(data, inside, params.pad, result.reshape(data.shape), progress, **settings)
+        return result
     if chosen == "cpu":
         require_finite(data)  # the GPU checks each slab's planes as it pads them (SlabPipeline)
         require_cpu_room_for(data)
-        planar = _filter_on_cpu(data, params, slabs or 1, progress, target, threads, sigmas if rician else None)
+        planar = _filter_on_cpu(data, params, slabs or 1, progress, target, threads, rician_sigmas)
     else:
         from . import slabs as slab_module
         from .filter_gpu import gpu_slab_filters
@@ -346,7 +362,6 @@ def _filter_on_cpu(
     """
     from ..cpu.threads import cpu_threads
     from . import slabs as slab_module
-    from .filter_cpu import filter_padded_cpu
 
     count = len(slab_module.split_range(data.shape[0], slabs))
     finished = [0]
@@ -355,19 +370,64 @@ def _filter_on_cpu(
         return padded_volume(data, params.pad, (start, stop))
 
     def cpu_filter(slab: np.ndarray, slab_params: VolumeParams, first_plane: int) -> np.ndarray:
-        def on_offset(done: int, total: int) -> None:
-            if progress is not None:
-                progress(finished[0] * total + done, count * total)
-
-        if rician is None:
-            result = filter_padded_cpu(slab, slab_params, on_offset)
-        else:
-            result = remove_bias(filter_padded_cpu(slab, slab_params, on_offset, np.square(slab)), rician)
+        result = _filtered_on_cpu(slab, slab_params, _counted(progress, finished[0], count), rician)
         finished[0] += 1
         return result
 
     with cpu_threads(threads):  # one filter: its launches run on this thread
         return slab_module.filter_in_slabs(read_slab, data.shape, params, count, [cpu_filter], output=target)
+
+
+def _counted(progress: Progress | None, before: int, parts: int) -> Callable[[int, int], None]:
+    """Part ``before`` of ``parts``' (done, total) as ``progress`` of the whole (a no-op without one)."""
+
+    def part_progress(done: int, total: int) -> None:
+        if progress is not None:
+            progress(before * total + done, parts * total)
+
+    return part_progress
+
+
+def _filtered_on_cpu(
+    padded: np.ndarray, params: VolumeParams, on_offset: Callable[[int, int], None], rician: np.ndarray | None
+) -> np.ndarray:
+    """Return ``filter_padded_cpu`` of a padded slab or box.
+
+    With ``rician`` sigmas, of its squared magnitudes with their bias removed (engine/volume/rician.py).
+    """
+    from .filter_cpu import filter_padded_cpu
+
+    if rician is None:
+        return filter_padded_cpu(padded, params, on_offset)
+    return remove_bias(filter_padded_cpu(padded, params, on_offset, np.square(padded)), rician)
+
+
+@says_what_to_lower("use fewer threads (NUMBA_NUM_THREADS, one a CPU by default) or crop the volume")
+def _filter_inside_on_cpu(
+    data: np.ndarray,
+    inside: np.ndarray,
+    params: VolumeParams,
+    result: np.ndarray,
+    progress: Progress | None,
+    threads: int | None,
+    rician: np.ndarray | None,
+) -> None:
+    """Write (Z, Y, X, C) ``data`` into ``result``, its voxels ``inside`` filtered, on the CPU.
+
+    Each thin box of engine/volume/mask.py (MASK_BOX_PLANES) is padded with its surroundings
+    (``padded_volume``) and only its own voxels are filtered: the mask's share of the volume costs
+    about that share of the time, not that of a box around it.
+    """
+    from ..cpu.threads import cpu_threads
+
+    result[...] = data
+    boxes = mask_boxes(inside, params.pad, thickest=MASK_BOX_PLANES)
+    with cpu_threads(threads):
+        for number, box in enumerate(boxes):
+            padded = padded_volume(data, params.pad, *((part.start, part.stop) for part in box))
+            filtered = _filtered_on_cpu(padded, params, _counted(progress, number, len(boxes)), rician)
+            chosen = inside[box]
+            result[box][chosen] = filtered[chosen]
 
 
 def _filter_inside(
@@ -378,19 +438,15 @@ def _filter_inside(
     progress: Progress | None,
     **settings: Any,
 ) -> None:
-    """Write (Z, Y, X, C) ``data`` into ``result``, its voxels ``inside`` filtered: ``denoise_volume``'s mask.
+    """Write (Z, Y, X, C) ``data`` into ``result``, its voxels ``inside`` filtered on the GPU (``mask``).
 
     Each box of engine/volume/mask.py is filtered with its halo; ``progress`` counts the boxes' work in turn.
     """
     result[...] = data
     boxes = mask_boxes(inside, pad)
     for number, box in enumerate(boxes):
-
-        def box_progress(done: int, total: int, before: int = number) -> None:
-            if progress is not None:
-                progress(before * total + done, len(boxes) * total)
-
         halo = with_halo(box, pad, inside.shape)
+        box_progress = _counted(progress, number, len(boxes))
         filtered = denoise_volume(np.ascontiguousarray(data[halo]), progress=box_progress, channel_axis=3, **settings)
         inner = tuple(
             slice(part.start - grown.start, part.stop - grown.start) for part, grown in zip(box, halo, strict=True)

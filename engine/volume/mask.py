@@ -7,6 +7,10 @@ runs along z, a run ending where the next mask voxel is more than 2 (Az + Bz) + 
 around its mask voxels. A box is filtered with a halo of A + B voxels on each side inside the
 volume (mirrored only at the volume's own ends, as in one pass), so every voxel in it sees what
 the whole volume's filter would show it (engine/volume/slabs.py makes the same argument for slabs).
+On the CPU the halo is context only (read, not filtered): runs are then cut into thin boxes
+(MASK_BOX_PLANES in engine/volume/denoise.py), each boxed on its own, which follow a round
+brain or cell closer than one box around it; on the GPU each box is filtered whole, halo
+included (its slab pipeline pads whole planes).
 """
 
 from __future__ import annotations
@@ -40,10 +44,13 @@ def checked_mask(mask: object, shape: tuple[int, int, int]) -> np.ndarray:
     return array == 1
 
 
-def mask_boxes(inside: np.ndarray, pad: tuple[int, int, int]) -> list[Box]:
+def mask_boxes(inside: np.ndarray, pad: tuple[int, int, int], thickest: int | None = None) -> list[Box]:
     """Return the boxes that hold every True voxel of ``inside``, in z order (module docstring).
 
-    ``pad``: A + B per axis (z, y, x), voxels; an empty mask has no box.
+    ``pad``: A + B per axis (z, y, x), voxels; an empty mask has no box. ``thickest``: runs are
+    cut into boxes of at most this many planes, each boxed in y and x on its own, which follow a
+    round object closer (for boxes filtered with their surroundings as context, which cost only
+    their own voxels).
     """
     planes = np.flatnonzero(inside.any(axis=(1, 2)))
     if planes.size == 0:
@@ -51,11 +58,16 @@ def mask_boxes(inside: np.ndarray, pad: tuple[int, int, int]) -> list[Box]:
     breaks = np.flatnonzero(np.diff(planes) > 2 * pad[0] + 1) + 1
     boxes = []
     for run in np.split(planes, breaks):
-        part = inside[run[0] : run[-1] + 1]
-        rows = np.flatnonzero(part.any(axis=(0, 2)))
-        columns = np.flatnonzero(part.any(axis=(0, 1)))
-        ends = [(run[0], run[-1]), (rows[0], rows[-1]), (columns[0], columns[-1])]
-        boxes.append(tuple(slice(int(first), int(last) + 1) for first, last in ends))
+        step = thickest or run[-1] + 1 - run[0]
+        for first in range(run[0], run[-1] + 1, step):
+            part = inside[first : min(first + step, run[-1] + 1)]
+            rows = np.flatnonzero(part.any(axis=(0, 2)))
+            if rows.size == 0:  # planes between two of the mask's, none of them in it
+                continue
+            columns = np.flatnonzero(part.any(axis=(0, 1)))
+            stored = np.flatnonzero(part.any(axis=(1, 2))) + first
+            ends = [(stored[0], stored[-1]), (rows[0], rows[-1]), (columns[0], columns[-1])]
+            boxes.append(tuple(slice(int(start), int(last) + 1) for start, last in ends))
     return boxes
 
 

@@ -114,6 +114,44 @@ def test_a_mask_filters_only_boxes_around_its_voxels() -> None:
     assert mask_boxes(np.zeros((4, 4, 4), dtype=bool), (1, 1, 1)) == []
 
 
+def _ball(shape: tuple[int, int, int]) -> np.ndarray:
+    """A round mask (a brain, a cell) filling about 30 % of ``shape``, taller than a thin box."""
+    grid = np.ogrid[tuple(slice(0, n) for n in shape)]
+    return sum(((axis - n / 2 + 0.5) / (n / 2)) ** 2 for axis, n in zip(grid, shape, strict=True)) < 0.83**2
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"channels": "separately", "channel_axis": 3}, {"noise_model": "rician", "sigma": 8.0}],
+    ids=["together", "channels-separately", "rician"],
+)
+def test_a_round_mask_in_thin_boxes_is_filtered_as_the_whole_volume(options) -> None:
+    """On the CPU a mask is filtered in boxes of a few planes, each with its surroundings as context."""
+    from nlmeans_studio.engine.volume.denoise import MASK_BOX_PLANES
+
+    shape = (2 * MASK_BOX_PLANES + 5, 15, 13)
+    inside = _ball(shape)
+    volume = _noisy((*shape, 2) if "channel_axis" in options else shape)
+    whole = denoise_volume(volume, h=10.0, **SETTINGS, **options)
+    masked = denoise_volume(volume, h=10.0, mask=inside, **SETTINGS, **options)
+    np.testing.assert_array_equal(masked[~inside], volume[~inside])
+    np.testing.assert_allclose(masked[inside], whole[inside], rtol=1e-6, atol=1e-4)
+
+
+def test_thin_boxes_follow_a_round_mask() -> None:
+    from nlmeans_studio.engine.volume.mask import mask_boxes
+
+    inside = _ball((40, 30, 30))
+    boxes = mask_boxes(inside, (3, 3, 3), thickest=8)
+    assert [(box[0].start, box[0].stop) for box in boxes] == [(3, 11), (11, 19), (19, 27), (27, 35), (35, 37)]
+    covered = np.zeros_like(inside)
+    for box in boxes:
+        covered[box] = True
+    (one,) = mask_boxes(inside, (3, 3, 3))
+    assert one == (slice(3, 37), slice(3, 27), slice(3, 27))
+    assert covered[inside].all() and covered.sum() == 16416 < 34 * 24 * 24  # the voxels filtered: 84 % of one box's
+
+
 def test_an_empty_mask_returns_the_input_with_channels() -> None:
     volume = _noisy((*SHAPE, 2))
     empty = np.zeros(SHAPE, dtype=bool)
