@@ -131,6 +131,10 @@ def _dispatch(arguments: list[str]) -> int:
     try:
         from nlmeans_studio.gui.app import run
     except ImportError as error:
-        print(f"nlmeans-studio: error: the window needs PySide6 and pyqtgraph ({error})", file=sys.stderr)
+        print(
+            f"nlmeans-studio: error: the window needs PySide6 and pyqtgraph ({error}): install the window's extra, "
+            "pip install 'nlmeans-studio[gui]' (pip install -e '.[gui]' in a clone); the command line works without",
+            file=sys.stderr,
+        )
         return 1
     return run(path)

@@ -102,10 +102,13 @@ def check_export() -> str:
 
 def check_window() -> str:
     os.environ["QT_QPA_PLATFORM"] = "offscreen"  # headless: the same check with or without a display
-    from PySide6.QtCore import QCoreApplication, QEvent, QSettings, qInstallMessageHandler
-    from PySide6.QtWidgets import QApplication
+    try:
+        from PySide6.QtCore import QCoreApplication, QEvent, QSettings, qInstallMessageHandler
+        from PySide6.QtWidgets import QApplication
 
-    from .window import MainWindow
+        from .window import MainWindow
+    except ImportError as error:  # a library install, without the window's extra
+        raise SkippedError(f"the window is not installed ({error}): pip install 'nlmeans-studio[gui]'") from None
 
     def quiet_offscreen_notice(kind: object, context: object, message: str) -> None:
         if "propagateSizeHints" not in message:  # the offscreen platform's notice, not a problem

@@ -1,8 +1,14 @@
 """The ``nlmeans-studio`` command: the window by default, the engine's commands otherwise,
 and a plain message where the window cannot open."""
 
+import os
+import subprocess
+import sys
+
+import numpy as np
 import pytest
 
+from nlmeans_studio.engine import denoise_volume
 from nlmeans_studio.gui.launcher import QT_X11_LIBRARIES, display_problem, main
 
 
@@ -57,3 +63,32 @@ def test_the_window_started_on_a_missing_file_says_so_in_its_banner(qtbot, tmp_p
     qtbot.waitUntil(lambda: window.banner.isVisible())
     assert window.isVisible() and window.banner.text().endswith("missing.mp4: no such file")
     window.close()
+
+
+WITHOUT_QT = (
+    "import sys\n"
+    "sys.modules.update(PySide6=None, pyqtgraph=None)  # import PySide6 raises ImportError, as where not installed\n"
+    "from nlmeans_studio.gui.launcher import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def _without_qt(*arguments: str, cwd) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_QT, *arguments], capture_output=True, text=True, cwd=cwd, env=environment
+    )
+
+
+def test_a_library_install_without_qt_runs_the_command_line_and_names_the_windows_extra(tmp_path) -> None:
+    """Qt and pyqtgraph are the ``gui`` extra: without them the command line works, the window and
+    the self-test say what to install."""
+    volume = np.random.default_rng(0).normal(120, 10, (8, 12, 10)).astype(np.float32)
+    np.save(tmp_path / "scan.npy", volume)
+    command = ["denoise-volume", "scan.npy", "out.npy", "--search-radius", "1", "--backend", "cpu"]
+    denoised = _without_qt(*command, cwd=tmp_path)
+    assert denoised.returncode == 0, denoised.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), denoise_volume(volume, search_radius=1, backend="cpu"))
+    window = _without_qt(cwd=tmp_path)
+    assert window.returncode == 1 and "Traceback" not in window.stderr
+    assert "pip install 'nlmeans-studio[gui]'" in window.stderr.splitlines()[-1]
