@@ -2,7 +2,9 @@
 
 The picture goes through the one-call ``denoise`` (its noise measured and the filter chosen as for
 a clip, or ``--h``), with the window ``--patch-radius``, ``--search-radius``, ``--weighting`` and
-``--center-weight`` give; gray stays gray and 16 bits stay 16 bits (``media.still_image``).
+``--center-weight`` give; gray stays gray and 16 bits stay 16 bits (``media.still_image``). An
+EXR's linear floats are filtered on the 0..1 scale of their own range (0 or below up to 1 or
+above), ``--h`` in 8-bit levels of it, and put back on theirs.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import dataclasses
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 from ..backend import resolve_backend
 from ..media.still_image import read_still, stored_format, write_still
@@ -52,10 +56,27 @@ def run_still(args: argparse.Namespace) -> ExportSummary:
         "weighting": args.weighting or defaults.weighting,
         "center_weight": args.center_weight or defaults.center_weight,
     }
-    pixels = denoise(image.pixels, h=h, backend=args.backend, **window)
+    pixels = _denoised(image.pixels, Path(args.input), h=h, backend=args.backend, **window)
     write_still(Path(args.output), dataclasses.replace(image, pixels=pixels), overwrite=args.overwrite)
     backend = resolve_backend(args.backend)
     summary = ExportSummary(1, time.perf_counter() - started, backend, backend, "CPU")
     if not args.quiet:
         print(f"denoised 1 image in {summary.seconds:.1f} s on the {backend} -> {args.output}", file=sys.stderr)
     return summary
+
+
+def _denoised(pixels: np.ndarray, path: Path, **settings: object) -> np.ndarray:
+    """Return the one-call ``denoise`` of a picture; floats on the 0..1 scale of their own range and back.
+
+    Raises
+    ------
+    ValueError
+        Float samples that are NaN or infinite.
+    """
+    if pixels.dtype.kind != "f":
+        return denoise(pixels, **settings)
+    if not np.isfinite(pixels).all():
+        raise ValueError(f"{path}: holds NaN or infinite samples; the filter needs finite ones")
+    low, high = min(0.0, float(pixels.min())), max(1.0, float(pixels.max()))
+    scaled = denoise(((pixels - low) / (high - low)).astype(np.float32), **settings)
+    return (scaled * (high - low) + low).astype(np.float32)

@@ -1,9 +1,9 @@
 """One image in, one image out: a picture read in its own depth and channels, written back so.
 
-A single PNG, TIFF or JPEG is a picture, not a one-frame video: its samples are read as they are
-stored (gray stays gray, 16 bits stay 16 bits, an alpha channel is kept aside) and written back in
-the same layout, under a hidden name renamed into place when complete (``StagedOutput``). Each
-encoder's one packet is the whole file.
+A single PNG, TIFF, JPEG or OpenEXR is a picture, not a one-frame video: its samples are read as
+they are stored (gray stays gray, 16 bits stay 16 bits, EXR's linear floats stay float32 at any
+range, an alpha channel is kept aside) and written back in the same layout, under a hidden name
+renamed into place when complete (``StagedOutput``). Each encoder's one packet is the whole file.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from .ffmpeg import VideoError
 from .image_sequence import is_image_sequence
 from .staged_output import StagedOutput
 
-STILL_ENCODERS = {".png": "png", ".tif": "tiff", ".tiff": "tiff", ".jpg": "mjpeg", ".jpeg": "mjpeg"}
+STILL_ENCODERS = {".png": "png", ".tif": "tiff", ".tiff": "tiff", ".jpg": "mjpeg", ".jpeg": "mjpeg", ".exr": "exr"}
 # Decoded layouts -> the array's (PyAV's to_ndarray format); any other 8-bit one (a JPEG's Y'CbCr,
 # a palette) is read as rgb24, any other deeper one as rgb48le.
 _READ_AS = {
@@ -30,13 +30,20 @@ _READ_AS = {
     "rgba": "rgba",
     "rgba64be": "rgba64le",
     "rgba64le": "rgba64le",
+    "grayf32le": "grayf32le",  # EXR (FFmpeg decodes its half floats to these too)
+    "gbrpf32le": "gbrpf32le",
+    "gbrapf32le": "gbrapf32le",
 }
+WITH_ALPHA = ("rgba", "rgba64le", "gbrapf32le")
 # The array's layout -> the encoder's pixel format, per encoder (JPEG holds 8-bit Y'CbCr only).
 _WRITE_AS = {
     "png": {"gray": "gray", "gray16le": "gray16be", "rgb24": "rgb24", "rgb48le": "rgb48be", "rgba": "rgba"},
     "tiff": {"gray": "gray", "gray16le": "gray16le", "rgb24": "rgb24", "rgb48le": "rgb48le", "rgba": "rgba"},
     "mjpeg": {"gray": "yuvj444p", "rgb24": "yuvj444p"},
+    "exr": {"grayf32le": "grayf32le", "gbrpf32le": "gbrpf32le", "gbrapf32le": "gbrapf32le"},
 }
+_HOLDS = {"png": "8- and 16-bit", "tiff": "8- and 16-bit", "mjpeg": "8-bit", "exr": "float"}
+_FORMAT_NAMES = {"png": ("PNG", ".png"), "tiff": ("TIFF", ".tif"), "mjpeg": ("JPEG", ".jpg"), "exr": ("EXR", ".exr")}
 _WRITE_AS["png"]["rgba64le"] = "rgba64be"
 _WRITE_AS["tiff"]["rgba64le"] = "rgba64le"
 JPEG_QUALITY = 2  # FFmpeg's qscale for JPEG (2 best .. 31): a denoised picture keeps its detail
@@ -49,11 +56,13 @@ class StillImage:
     Attributes
     ----------
     pixels : ndarray
-        (H, W) gray or (H, W, 3) RGB, uint8 or uint16 at full scale: what the filter takes.
+        (H, W) gray or (H, W, 3) RGB: uint8 or uint16 at full scale, or float32 (EXR: linear, any
+        range).
     alpha : ndarray or None
         (H, W) alpha of the same dtype, kept aside and written back unchanged.
     layout : str
-        PyAV's name of the layout read ("gray", "gray16le", "rgb24", "rgb48le", "rgba", "rgba64le").
+        PyAV's name of the layout read ("gray", "gray16le", "rgb24", "rgb48le", "rgba", "rgba64le";
+        "grayf32le", "gbrpf32le", "gbrapf32le" from EXR).
     """
 
     pixels: np.ndarray
@@ -62,7 +71,7 @@ class StillImage:
 
 
 def is_still_image(path: Path) -> bool:
-    """Tell whether ``path`` names one image (a PNG, TIFF or JPEG), not a numbered sequence."""
+    """Tell whether ``path`` names one image (a PNG, TIFF, JPEG or EXR), not a numbered sequence."""
     return Path(path).suffix.lower() in STILL_ENCODERS and not is_image_sequence(Path(path))
 
 
@@ -84,7 +93,7 @@ def read_still(path: Path) -> StillImage:
     deep = any(component.bits > 8 for component in frame.format.components)
     layout = _READ_AS.get(frame.format.name, "rgb48le" if deep else "rgb24")
     samples = frame.to_ndarray(format=layout)
-    if layout.startswith("rgba"):
+    if layout in WITH_ALPHA:
         return StillImage(np.ascontiguousarray(samples[..., :3]), np.ascontiguousarray(samples[..., 3]), layout)
     return StillImage(samples, None, layout)
 
@@ -95,11 +104,18 @@ def stored_format(path: Path, layout: str) -> str:
     Raises
     ------
     VideoError
-        A layout the format cannot hold (16-bit samples as JPEG: write PNG or TIFF).
+        A layout the format cannot hold (16-bit samples as JPEG, floats as PNG): the message names
+        the formats that can.
     """
-    pixel_format = _WRITE_AS[STILL_ENCODERS[Path(path).suffix.lower()]].get(layout)
+    encoder = STILL_ENCODERS[Path(path).suffix.lower()]
+    pixel_format = _WRITE_AS[encoder].get(layout)
     if pixel_format is None:
-        raise VideoError(f"{path}: JPEG holds 8-bit pictures only, and this one is {layout}: write .png or .tif")
+        holders = [suffix for name, (_, suffix) in _FORMAT_NAMES.items() if layout in _WRITE_AS[name]]
+        others = " or ".join([", ".join(holders[:-1]), holders[-1]] if len(holders) > 1 else holders)
+        raise VideoError(
+            f"{path}: {_FORMAT_NAMES[encoder][0]} holds {_HOLDS[encoder]} pictures only, and this one is {layout}: "
+            f"write {others}"
+        )
     return pixel_format
 
 
@@ -109,7 +125,8 @@ def write_still(path: Path, image: StillImage, *, overwrite: bool) -> None:
     Raises
     ------
     VideoError
-        A layout the format cannot hold (16-bit samples as JPEG: write PNG or TIFF).
+        A layout the format cannot hold (16-bit samples as JPEG, floats as PNG): the message names
+        the formats that can.
     """
     import av
 

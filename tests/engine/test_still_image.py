@@ -72,6 +72,7 @@ def test_a_jpeg_is_denoised_from_its_noise_into_a_jpeg(tmp_path) -> None:
     ("output", "options", "message"),
     [
         ("out.jpg", [], "out.jpg: JPEG holds 8-bit pictures only, and this one is rgb48le: write .png or .tif"),
+        ("out.exr", [], "out.exr: EXR holds float pictures only, and this one is rgb48le: write .png or .tif"),
         ("out.png", ["--frames-past", "2"], "--frames-past: one image has no frames or clip to use it; leave it out"),
         ("out.png", ["--noise", "0,0,8,8"], "--noise: one image is measured whole (auto) or not at all (none)"),
     ],
@@ -83,3 +84,50 @@ def test_what_one_image_cannot_take_is_refused_before_any_work(tmp_path, output,
     )
     assert run.returncode == 1 and message in run.stderr and "Traceback" not in run.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["deep.png"]
+
+
+@pytest.mark.parametrize(("pixel_format", "shape"), [("gbrpf32le", (64, 96, 3)), ("grayf32le", (64, 96))])
+def test_an_exr_comes_back_as_linear_floats_denoised(tmp_path, pixel_format, shape) -> None:
+    source = _ffmpeg_image(tmp_path / "render.exr", pixel_format)
+    run = subprocess.run(
+        [*CLI, "denoise", str(source), str(tmp_path / "out.exr"), "--h", "12", *WINDOW], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    before, after = read_still(source), read_still(tmp_path / "out.exr")
+    assert (after.layout, after.pixels.dtype, after.pixels.shape) == (pixel_format, np.float32, shape)
+    expected = denoise(before.pixels, h=12, patch_radius=1, search_radius=2, backend="cpu")  # in 0..1 already
+    np.testing.assert_allclose(after.pixels, expected, atol=1e-5)
+    assert np.abs(after.pixels - before.pixels).mean() > 0.01
+    refused = subprocess.run([*CLI, "denoise", str(source), str(tmp_path / "out.png")], capture_output=True, text=True)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip().endswith(
+        f"PNG holds 8- and 16-bit pictures only, and this one is {pixel_format}: write .exr"
+    )
+
+
+def test_an_exr_above_1_is_filtered_on_its_own_range(tmp_path) -> None:
+    """Linear light goes past 1 (highlights): filtered on the 0..1 scale of 0..its peak, put back on it."""
+    import av
+
+    clean = np.tile(np.linspace(0, 4, 96, dtype=np.float32), (64, 1))
+    noisy = np.ascontiguousarray(
+        np.repeat((clean + np.random.default_rng(2).normal(0, 0.2, clean.shape))[..., None], 3, 2)
+    )
+    noisy = noisy.astype(np.float32)
+    codec = av.CodecContext.create("exr", "w")
+    codec.width, codec.height, codec.pix_fmt = 96, 64, "gbrpf32le"
+    frame = av.VideoFrame.from_ndarray(noisy, format="gbrpf32le")
+    (tmp_path / "hdr.exr").write_bytes(
+        b"".join(bytes(packet) for packet in [*codec.encode(frame), *codec.encode(None)])
+    )
+    run = subprocess.run(
+        [*CLI, "denoise", str(tmp_path / "hdr.exr"), str(tmp_path / "out.exr"), "--h", "12", *WINDOW],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    after = read_still(tmp_path / "out.exr").pixels
+    low, high = float(min(0, noisy.min())), float(noisy.max())
+    expected = denoise((noisy - low) / (high - low), h=12, patch_radius=1, search_radius=2, backend="cpu")
+    np.testing.assert_allclose(after, expected * (high - low) + low, atol=1e-4)
+    assert after.max() > 3.5 and np.abs(after - clean[..., None]).mean() < 0.6 * np.abs(noisy - clean[..., None]).mean()
