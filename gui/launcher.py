@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import importlib.util
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -124,6 +125,14 @@ def _dispatch(arguments: list[str]) -> int:
     path = _gui_parser().parse_args(arguments[1:]).file
     if path is not None and not Path(path).is_file():  # said here too, and in the window's banner
         print(f"nlmeans-studio: {path}: no such file", file=sys.stderr)
+    missing = [name for name in ("PySide6", "pyqtgraph") if importlib.util.find_spec(name) is None]
+    if missing:
+        print(
+            f"nlmeans-studio: error: the window needs {' and '.join(missing)}: install the window's extra, "
+            "pip install 'nlmeans-studio[gui]' (pip install -e '.[gui]' in a clone); the command line works without",
+            file=sys.stderr,
+        )
+        return 1
     problem = display_problem()
     if problem is not None:
         print(f"nlmeans-studio: error: {problem}", file=sys.stderr)
@@ -131,10 +140,6 @@ def _dispatch(arguments: list[str]) -> int:
     try:
         from nlmeans_studio.gui.app import run
     except ImportError as error:
-        print(
-            f"nlmeans-studio: error: the window needs PySide6 and pyqtgraph ({error}): install the window's extra, "
-            "pip install 'nlmeans-studio[gui]' (pip install -e '.[gui]' in a clone); the command line works without",
-            file=sys.stderr,
-        )
+        print(f"nlmeans-studio: error: the window cannot load Qt: {error}", file=sys.stderr)
         return 1
     return run(path)
