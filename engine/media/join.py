@@ -34,6 +34,7 @@ def join_segments(
     codec: str,
     span: tuple[float, float] = (0.0, math.inf),
     overwrite: bool = False,
+    frames: int | None = None,
 ) -> int:
     """Join ``segments`` (in order) into ``target`` with ``like``'s audio and subtitles; return its packets of video.
 
@@ -53,6 +54,8 @@ def join_segments(
         The part of the source the segments are, in seconds from its frame 0: the sound is cut to it.
     overwrite : bool
         Replace an existing ``target``.
+    frames : int, optional
+        The frames the segments hold together: another count is an error, and nothing is written.
 
     Returns
     -------
@@ -62,7 +65,8 @@ def join_segments(
     Raises
     ------
     VideoError
-        A segment that cannot be read, or the output that cannot be written (the message says why).
+        A segment that cannot be read, segments that hold other than ``frames`` frames, or the
+        output that cannot be written (the message says why).
     """
     av = pyav()
     target = Path(target)
@@ -80,6 +84,8 @@ def join_segments(
             copied = CopiedStreams(like, container, span) if like.other_streams else None
             for segment, start in zip(opened, starts, strict=True):
                 packets += _copy_video(segment, _rescaled(start, like.time_base, video.time_base), video, container)
+            if frames is not None and packets != frames:  # before anything is published
+                raise VideoError(f"{target}: its segments hold {packets} of its {frames} frames; denoise them again")
             if copied is not None:
                 copied.copy(container.mux)
         output.publish()

@@ -178,13 +178,18 @@ def _opened(source: Source, hardware_decoding: bool = False) -> contextlib.Abstr
     return VideoReader(source, hardware_decoding=hardware_decoding)
 
 
-def _frame_range(
+def frame_range(
     reader: VideoReader | PipeReader, start: float, duration: float | None, frames: range | None = None
 ) -> tuple[int, int | None]:
-    """[first, last) frame numbers: ``frames`` as given, else those shown from ``start`` for ``duration``.
+    """Return [first, last) frame numbers: ``frames`` as given, else those shown from ``start`` for ``duration``.
 
     ``start`` and ``duration`` in seconds (to the end if None: last is None where the end is not
     known, in a pipe), by the frames' own timestamps (variable frame rates too).
+
+    Raises
+    ------
+    ValueError
+        ``frames`` outside the clip or given with ``start`` or ``duration``; no frames in the range.
     """
     info = reader.info
     if frames is not None:
@@ -239,7 +244,7 @@ def estimate_clip_noise(
         The file cannot be read.
     """
     with _opened(source) as reader:
-        first, last = _frame_range(reader, start, duration)
+        first, last = frame_range(reader, start, duration)
         if isinstance(reader, PipeReader):  # measured on the frames its lookahead holds, whatever the duration
             if first + 2 > LOOKAHEAD:
                 raise ValueError("from a pipe the noise is estimated on its first frames: give --h, or start at 0")
@@ -261,7 +266,7 @@ def clip_sample(source: Source, count: int, start: float = 0.0, duration: float 
         As ``estimate_clip_noise``.
     """
     with _opened(source) as reader:
-        first, last = _frame_range(reader, start, duration)
+        first, last = frame_range(reader, start, duration)
         if isinstance(reader, PipeReader):
             last = reader.frames_ahead(first + count)
         elif last is None:
@@ -410,7 +415,7 @@ def denoise_file(
         if denoiser.backend == "cpu":
             smaller = "use a smaller temporal window (frames_past, frames_future)"
             require_cpu_room(cpu_export_bytes(info, params), compiles=cpu_filter_compiles, smaller=smaller)
-        first, last = _frame_range(reader, start, duration, frames)
+        first, last = frame_range(reader, start, duration, frames)
         total = 0 if last is None else last - first  # 0: unknown until the pipe ends
         done = 0
         span = (reader.start_time(first), reader.start_time(last) if last and last < info.frame_count else math.inf)
