@@ -115,11 +115,13 @@ def _run(
         outcome = _result_of(future)
         if isinstance(outcome, SegmentPlan):
             plans[job.name], left[job.name] = outcome, set(manifest.record_plan(job, outcome))
+            manifest.save()  # before it is said: a batch killed on hearing it finds it recorded
             progress.planned(job, len(outcome.frames), len(outcome.frames) - len(left[job.name]))
             for index in sorted(left[job.name]):
                 submit(job, index, outcome, index)
         elif step is not None and step != _JOIN:
             manifest.record_segment(job, step, outcome)
+            manifest.save()
             progress.segment(job, step, outcome)
             left[job.name].discard(step)
             if outcome.state == FAILED:
@@ -136,8 +138,8 @@ def _run(
                 submit(job, _JOIN, plans[job.name])
         if job.name in results:
             manifest.record(job, options, results[job.name])
+            manifest.save()
             progress.add(job, results[job.name])
-        manifest.save()
     return results
 
 
