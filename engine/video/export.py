@@ -284,7 +284,7 @@ def _with_context(
     """
     if frames is None or not isinstance(reader, VideoReader):
         raise ValueError(f"segment_of is the range of a file that frames are a segment of; got frames {frames}")
-    if whole.step != 1 or not 0 <= whole.start <= frames.start < frames.stop <= min(whole.stop, len(reader)):
+    if whole.step != 1 or not 0 <= whole.start <= frames.start < frames.stop <= whole.stop <= len(reader):
         raise ValueError(f"segment_of must be a range(first, stop) of the clip holding {frames}, got {whole}")
     before, after = context
     read = range(max(whole.start, frames.start - before), min(whole.stop, frames.stop + after))

@@ -21,6 +21,10 @@ from clips import CLI
 from test_batch import _batch, _manifest, _read_until, _start
 
 from nlmeans_studio.engine import read_frames
+from nlmeans_studio.engine.cli.batch.plan import segment_frames
+from nlmeans_studio.engine.media.reader import VideoReader
+from nlmeans_studio.engine.video.export import denoise_file
+from nlmeans_studio.engine.video.params import NLMParams
 
 # An asymmetric window (Dp = 2, Df = 1): a segment's context before and after differ.
 FILTER = ["--noise", "none", "--h", "10", "--search-radius", "1", "--patch-radius", "1", "--backend", "cpu",
@@ -122,3 +126,54 @@ def test_a_killed_batch_rerun_redoes_only_the_segments_not_done(clip, whole_ffv1
     assert np.array_equal(read_frames(out / "long.mp4"), read_frames(whole_ffv1))
     _same_timing(out / "long.mp4", whole_ffv1)
     assert not (out / ".nlmeans-segments").exists()
+
+
+def test_a_failed_segment_fails_its_file_with_its_reason_and_the_others_complete(clip, whole_ffv1, tmp_path) -> None:
+    """Segment 3's file cannot be written (a folder is in its place): the file fails, naming it; the short
+    file beside it is done. Once the folder is gone, a rerun redoes that segment alone."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "long.mp4").symlink_to(clip)
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=10", "-t", "1", "-c:v", "ffv1",
+         str(tmp_path / "in" / "short.mkv")],
+        check=True, timeout=60,
+    )  # fmt: skip
+    out = tmp_path / "out"
+    blocker = out / ".nlmeans-segments" / "long.mp4" / "00002.mp4"
+    blocker.mkdir(parents=True)
+    arguments = [str(tmp_path / "in"), "--out", str(out), "--jobs", "2", *FILTER, *SEGMENTS, "--codec", "ffv1"]
+    run = _batch(*arguments)
+    assert run.returncode == 1
+    reason = r"segment 3 \(frames 72\.\.107\): .*00002\.mp4: is not a regular file"
+    assert re.search(rf"^long\.mp4\s+failed: {reason}", run.stdout, re.MULTILINE), run.stdout
+    assert re.search(r"^short\.mkv\s+10\s+[\d.]+\s+done$", run.stdout, re.MULTILINE), run.stdout
+    assert _segments(out) == ["done", "done", "failed", "done", "done"] and not (out / "long.mp4").exists()
+    blocker.rmdir()
+    rerun = _batch(*arguments)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "long.mp4: 5 segments, 4 done before" in rerun.stderr
+    assert re.findall(r"^long\.mp4: segment (\d) done", rerun.stderr, re.MULTILINE) == ["3"]
+    assert np.array_equal(read_frames(out / "long.mp4"), read_frames(whole_ffv1))
+
+
+def test_a_file_is_cut_at_keyframes_into_segments_of_at_least_the_seconds_given(clip) -> None:
+    with VideoReader(clip) as reader:
+        assert segment_frames(reader, range(180), 1.0) == CUTS  # keyframes every 12 frames (0.4 s)
+        assert segment_frames(reader, range(180), 2.5) == [(0, 84), (84, 180)]  # 2.8 s, then 3.2 s
+        assert segment_frames(reader, range(180), 3.1) == [(0, 180)]  # shorter than two segments: whole
+        assert segment_frames(reader, range(180), 0.0) == [(0, 180)]  # 0: never cut
+        assert segment_frames(reader, range(30, 150), 1.0) == [(30, 60), (60, 96), (96, 150)]  # --start, --duration
+
+
+@pytest.mark.parametrize(
+    ("frames", "whole", "message"),
+    [
+        (None, range(0, 180), "segment_of is the range of a file that frames are a segment of"),
+        (range(30, 60), range(40, 180), r"segment_of must be a range\(first, stop\) of the clip holding"),
+        (range(30, 60), range(0, 200), r"segment_of must be a range\(first, stop\) of the clip holding"),
+    ],
+)
+def test_a_segment_outside_its_whole_is_refused(clip, tmp_path, frames, whole, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        denoise_file(clip, tmp_path / "part.mkv", NLMParams(), backend="cpu", frames=frames, segment_of=whole)
+    assert not list(tmp_path.iterdir())
