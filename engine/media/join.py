@@ -78,12 +78,15 @@ def join_segments(
     packets = 0
     try:
         with contextlib.ExitStack() as stack:
-            opened = [stack.enter_context(av.open(str(segment))) for segment in segments]
             container = stack.enter_context(av.open(str(output.staged), mode="w", format=muxer))
-            video = container.add_stream_from_template(opened[0].streams.video[0])
+            with av.open(str(segments[0])) as first:  # the segments' stream, as each was encoded
+                video = container.add_stream_from_template(first.streams.video[0])
             copied = CopiedStreams(like, container, span) if like.other_streams else None
-            for segment, start in zip(opened, starts, strict=True):
-                packets += _copy_video(segment, _rescaled(start, like.time_base, video.time_base), video, container)
+            if copied is not None:
+                stack.callback(copied.close)
+            for segment, start in zip(segments, starts, strict=True):  # one open at a time, however many
+                with av.open(str(segment)) as opened:
+                    packets += _copy_video(opened, _rescaled(start, like.time_base, video.time_base), video, container)
             if frames is not None and packets != frames:  # before anything is published
                 raise VideoError(f"{target}: its segments hold {packets} of its {frames} frames; denoise them again")
             if copied is not None:
