@@ -6,7 +6,10 @@ device is missing. Qt runs offscreen.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
 
 import pytest
 
@@ -36,3 +39,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(params=BACKEND_METHODS)
 def backend_method(request: pytest.FixtureRequest) -> tuple[str, str]:
     return request.param
+
+
+@pytest.fixture
+def started_processes():
+    """Processes a test starts, each in a session of its own: ended with all they started, whatever the test did."""
+    started: list[subprocess.Popen] = []
+    yield started
+    for process in started:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # whatever of its session is left
+        process.wait(timeout=10)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()

@@ -27,6 +27,7 @@ from ..video.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS
 from ..video.presets import shipped_presets
 from ..volume import cli as volume_cli
 from .batch.manifest import BATCH_MANIFEST
+from .batch.plan import DEFAULT_SEGMENT_SECONDS
 
 ESTIMATE_FRAMES = 3  # estimate-noise --frame: consecutive frames, so that still blocks give a temporal estimate
 
@@ -298,6 +299,15 @@ def _add_batch_parser(commands: argparse._SubParsersAction) -> None:
         metavar="ADDRESS",
         help="a Dask scheduler (tcp://HOST:8786) whose workers see INPUT and DIR at the same paths, instead of a "
         "cluster on this machine",
+    )
+    batch.add_argument(
+        "--segment-seconds",
+        type=_seconds,
+        default=DEFAULT_SEGMENT_SECONDS,
+        metavar="S",
+        help="cut a video at least twice as long into segments of S seconds or more, at its keyframes, each a task "
+        f"(its window's frames of context read around it), joined by stream copy (default {DEFAULT_SEGMENT_SECONDS:g}; "
+        "0: never)",
     )
     add_denoise_options(batch)
     batch.add_argument("--quiet", action="store_true", help="no progress; the summary table still ends the run")

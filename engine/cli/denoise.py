@@ -218,35 +218,54 @@ class Stop:
             signal.signal(stop, handler)
 
 
-def run_denoise(args: argparse.Namespace, stop: Stop) -> ExportSummary:
-    """Run ``denoise`` on ``args`` and return what the export did.
+def open_source(args: argparse.Namespace) -> None:
+    """Check the devices and backend ``args`` ask for, and open INPUT as ``args.source`` (the caller closes it).
 
-    ``args`` are the parser's, or a batch's for one of its files; errors propagate to the caller's
-    handler.
+    A GPU asked for and unavailable, or a CPU run that cannot fit an address-space limit, is said
+    before any reading.
     """
     show_ffmpeg_messages(verbose=args.verbose)
-    if is_still_image(Path(args.input)) and is_still_image(Path(args.output)):
-        return run_still(args)
+    if args.devices is not None:  # before any reading: a combination refused, or no GPU
+        asked = args.luma_chroma is not UNSET and args.luma_chroma is not None
+        refused = refusal(luma_chroma=asked, guide=args.guide, devices=True, backend=args.backend, command_line=True)
+        if refused is not None:
+            raise ValueError(refused)
+        args.devices = resolve_devices(args.devices)
+    # A GPU asked for and unavailable, or a CPU run that cannot fit an address-space limit (numba
+    # and its threads): said before the noise estimate, whose FFmpeg threads take room.
+    on_gpu = resolve_backend(args.backend) == "gpu"
+    if not on_gpu:
+        require_cpu_room(0, compiles=cpu_filter_compiles)
+    # One reader, opened once, for the file's facts, the noise, SURE's sample and the export (a
+    # pipe is read once, by all); the export's frames decoded on NVDEC on the GPU.
+    args.source = PipeReader() if args.input == PIPE else VideoReader(args.input, hardware_decoding=on_gpu)
+
+
+def chosen_filter(args: argparse.Namespace) -> FilterChoice:
+    """Return the filter ``args`` ask for on ``args.source`` (``open_source``), its noise estimated as they say.
+
+    What was chosen, and what a person should know of the source, is said on stderr.
+    """
+    preset = None if args.filter_preset is None else load_preset(find_preset(args.filter_preset))
+    return _chosen_filter(args, preset, _source_info(args))
+
+
+def export_denoised(
+    args: argparse.Namespace,
+    choice: FilterChoice,
+    stop: Stop,
+    *,
+    frames: range | None = None,
+    segment_of: range | None = None,
+) -> ExportSummary:
+    """Denoise ``args.source`` into ``args.output`` with ``choice``, its progress on stderr; return what was done.
+
+    ``frames`` and ``segment_of`` as ``denoise_file`` takes them: a segment of a longer output,
+    by frame number (``args.start`` and ``args.duration`` are then not used).
+    """
     progress = None if args.quiet else _ProgressBar()
+    part = frames is not None
     try:
-        preset = None if args.filter_preset is None else load_preset(find_preset(args.filter_preset))
-        if args.devices is not None:  # before any reading: a combination refused, or no GPU
-            asked = args.luma_chroma is not UNSET and args.luma_chroma is not None
-            refused = refusal(
-                luma_chroma=asked, guide=args.guide, devices=True, backend=args.backend, command_line=True
-            )
-            if refused is not None:
-                raise ValueError(refused)
-            args.devices = resolve_devices(args.devices)
-        # A GPU asked for and unavailable, or a CPU run that cannot fit an address-space limit
-        # (numba and its threads): said before the noise estimate, whose FFmpeg threads take room.
-        on_gpu = resolve_backend(args.backend) == "gpu"
-        if not on_gpu:
-            require_cpu_room(0, compiles=cpu_filter_compiles)
-        # One reader, opened once, for the file's facts, the noise, SURE's sample and the export
-        # (a pipe is read once, by all); the export's frames decoded on NVDEC on the GPU.
-        args.source = PipeReader() if args.input == PIPE else VideoReader(args.input, hardware_decoding=on_gpu)
-        choice = _chosen_filter(args, preset, _source_info(args))
         if not args.quiet and filter_compiles(args.backend):
             print(COMPILING, file=sys.stderr)
         stop.exporting = True
@@ -260,21 +279,19 @@ def run_denoise(args: argparse.Namespace, stop: Stop) -> ExportSummary:
             preset=args.preset,
             overwrite=args.overwrite,
             rgb=args.rgb,
-            start=args.start,
-            duration=args.duration,
+            start=0.0 if part else args.start,
+            duration=None if part else args.duration,
+            frames=frames,
+            segment_of=segment_of,
             progress=progress,
             cancel=stop.cancel,
             luma_chroma=choice.luma_chroma,
             guide=args.guide,
             devices=args.devices,
         )
-    except KeyboardInterrupt:
-        raise ExportCancelledError(f"cancelled; {args.output} was not written") from None
     finally:
         if progress is not None:
             progress.close()
-        if isinstance(getattr(args, "source", None), VideoReader):
-            args.source.close()
     if not args.quiet:
         print(
             f"denoised {summary.frames} frames in {summary.seconds:.1f} s ({summary.fps:.1f} fps) on the "
@@ -282,3 +299,22 @@ def run_denoise(args: argparse.Namespace, stop: Stop) -> ExportSummary:
             file=sys.stderr,
         )
     return summary
+
+
+def run_denoise(args: argparse.Namespace, stop: Stop) -> ExportSummary:
+    """Run ``denoise`` on ``args`` and return what the export did.
+
+    ``args`` are the parser's, or a batch's for one of its files; errors propagate to the caller's
+    handler.
+    """
+    if is_still_image(Path(args.input)) and is_still_image(Path(args.output)):
+        show_ffmpeg_messages(verbose=args.verbose)
+        return run_still(args)
+    try:
+        open_source(args)
+        return export_denoised(args, chosen_filter(args), stop)
+    except KeyboardInterrupt:
+        raise ExportCancelledError(f"cancelled; {args.output} was not written") from None
+    finally:
+        if isinstance(getattr(args, "source", None), VideoReader):
+            args.source.close()

@@ -275,6 +275,20 @@ class VideoReader:
         """When frame ``index`` is shown, in seconds from frame 0."""
         return float(self.frame_times[index])
 
+    def timestamp(self, index: int) -> int:
+        """When frame ``index`` is shown, in ``info.time_base`` units as the file has it.
+
+        At the nominal rate for a stream without timestamps.
+        """
+        if self._index.has_timestamps:
+            return int(self._index.timestamps[index])
+        return round(Fraction(index) / self.info.frame_rate / self.info.time_base)
+
+    @property
+    def keyframes(self) -> np.ndarray:
+        """The numbers of the frames decoding can start at (int64, increasing, 0 first): the stream's keyframes."""
+        return self._index.entries
+
     def frame_at(self, seconds: float) -> int:
         """Return the first frame shown at or after ``seconds`` from frame 0 (``frame_count`` if none)."""
         return int(np.searchsorted(self.frame_times, seconds - 1e-9))
@@ -302,11 +316,9 @@ class VideoReader:
             decoder.close()
 
     def _timestamp(self, number: int, frame: Any) -> int:
-        if self._index.has_timestamps:
-            return int(self._index.timestamps[number])
-        if frame.pts is not None:
+        if not self._index.has_timestamps and frame.pts is not None:
             return frame.pts
-        return round(Fraction(number) / self.info.frame_rate / self.info.time_base)
+        return self.timestamp(number)
 
     def frame(self, index: int) -> np.ndarray:
         """Frame ``index`` (0-based), by decoding forward.

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..frames import FULL_SCALE_BITS, check_bit_depth, checked_frame
+from .copied_streams import CopiedStreams
 from .ffmpeg import CODEC_THREADS, VideoError, ffmpeg_reason, pyav, said_in_our_words
 from .formats import (
     ANY_SIZE_ENCODERS,
@@ -32,7 +33,7 @@ from .formats import (
     output_pixel_format,
 )
 from .image_sequence import is_image_sequence, numbered_images, sequence_files
-from .probe import HIGH_BIT_DEPTH, VideoInfo, open_input
+from .probe import HIGH_BIT_DEPTH, VideoInfo
 from .reader import TimedFrame, VideoReader
 from .staged_output import OutputBusyError, StagedOutput, dangling_link, folder_problem
 from .y4m import Y4M_FORMATS
@@ -76,6 +77,13 @@ class VideoWriter:
         The part of the source the frames are, in seconds from its frame 0 (start, end): the
         copied audio and subtitles are cut to it and start with the video. The whole source by
         default.
+    origin : int, optional
+        The source timestamp (in its ``time_base`` units) the output's clock starts at: a
+        ``TimedFrame`` is shown at its timestamp minus ``origin``. By default the first frame
+        written's; a segment of a longer output gives the whole's, so that its frames keep their
+        times in it (``media.join``).
+    copy_streams : bool
+        Copy the source's audio and subtitles (the default); a segment leaves them to the join.
     bit_depth : int
         Bits per sample of the uint16 frames written, 9..16: 16 (the default) for 16-bit full
         scale, as ``VideoReader`` gives deep sources; 10 for 10-bit samples held in uint16
@@ -109,6 +117,8 @@ class VideoWriter:
         span: tuple[float, float] = (0.0, math.inf),
         rgb: bool = False,
         bit_depth: int = FULL_SCALE_BITS,
+        origin: int | None = None,
+        copy_streams: bool = True,
     ) -> None:
         av = pyav()
         self.path = Path(path)
@@ -163,7 +173,7 @@ class VideoWriter:
                 check_subsampled_size(self.path, self._stream.pix_fmt, like.width, like.height)
             self._made_frame = _frame_maker(self._stream.pix_fmt, self._frame_format, color, like.height)
             self._open_encoder(codec)
-            self._copied = self._add_copied_streams()
+            self._copied = self._copied_streams(span) if copy_streams else None
         except VideoError:
             self._discard()
             raise
@@ -174,8 +184,7 @@ class VideoWriter:
             self._discard()
             raise VideoError(f"{self.path}: cannot write here: {error.strerror or error}") from error
         self._written, self._closed = 0, False
-        self._origin: int | None = None  # the first TimedFrame's timestamp: the output starts at 0
-        self._span = (like.start_time + span[0], like.start_time + span[1])  # on the source's clock
+        self._origin = origin  # None: the first TimedFrame's timestamp, so that the output starts at 0
 
     def _pixel_format(self, codec: str, *, gray: bool, rgb: bool) -> str:
         if self._pipe:
@@ -206,16 +215,12 @@ class VideoWriter:
                 "choose --codec ffv1 (lossless, any size) or scale the clip down"
             ) from error
 
-    def _add_copied_streams(self) -> tuple[Any, dict[int, Any]] | None:
-        """Return a demuxer of the source at its start, and its audio and subtitle streams.
-
-        The streams as a map from their indices in the source to the output's streams.
-        """
+    def _copied_streams(self, span: tuple[float, float]) -> CopiedStreams | None:
+        """Return the source's audio and subtitle streams, added to the output, or None where it has none or cannot."""
         if not self.info.other_streams or self._sequence or self._pipe:
             return None
-        source = open_input(self.info.path) if self._reader is None else self._reader.demuxer()
-        streams = [*source.streams.audio, *source.streams.subtitles]
-        return source, {stream.index: self._container.add_stream_from_template(stream) for stream in streams}
+        demuxer = None if self._reader is None else self._reader.demuxer()
+        return CopiedStreams(self.info, self._container, span, demuxer)
 
     def __enter__(self) -> VideoWriter:
         return self
@@ -270,20 +275,6 @@ class VideoWriter:
             self.abort()
             raise VideoError(f"{self.path}: writing failed: {error.strerror or error}") from error
 
-    def _shift_into_span(self, packet: Any) -> bool:
-        """Whether a copied packet starts within the span.
-
-        If so, its timestamps are made relative to the span's start, as the video's are. A packet
-        that starts before the span is left out whole: sound stays in sync, and may start up to one
-        audio frame late.
-        """
-        start, end = self._span
-        if not start <= packet.pts * packet.time_base < end:
-            return False
-        offset = round(start / packet.time_base)
-        packet.pts, packet.dts = packet.pts - offset, max(0, packet.dts - offset)
-        return True
-
     def close(self) -> None:
         """Flush the encoder, copy the other streams, close, and rename into place (idempotent)."""
         if self._closed:
@@ -291,11 +282,7 @@ class VideoWriter:
         self._closed = True
         self._mux(self._stream.encode(None))
         if self._copied is not None:
-            source, outputs = self._copied
-            for packet in source.demux([source.streams[index] for index in outputs]):  # one pass for all
-                if packet.dts is not None and packet.pts is not None and self._shift_into_span(packet):
-                    packet.stream = outputs[packet.stream.index]
-                    self._mux(packet)
+            self._copied.copy(self._mux)
         self._close_sources()
         try:
             self._container.close()
@@ -327,7 +314,7 @@ class VideoWriter:
 
     def _close_sources(self) -> None:
         if self._copied is not None:
-            self._copied[0].close()
+            self._copied.close()
         self._copied = None
 
     def _discard(self) -> None:

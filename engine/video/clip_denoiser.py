@@ -70,6 +70,16 @@ def runs_plain(*, guide: str | None, devices: object | None) -> bool:
     return guide is not None or devices is not None
 
 
+def context_frames(params: NLMParams, *, guide: str | None) -> tuple[int, int]:
+    """Frames a part of a clip is read with before and after it, so that its outputs equal the whole clip's.
+
+    The window's Dp and Df; twice them with the guide, whose first pass's outputs are the second
+    pass's window. Context frames are read and filtered, not written.
+    """
+    passes = 1 if guide is None else 2
+    return passes * params.frames_past, passes * params.frames_future
+
+
 def refusal(
     *, luma_chroma: bool, guide: str | None, devices: bool, backend: str, command_line: bool = False
 ) -> str | None:

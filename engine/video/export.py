@@ -28,7 +28,7 @@ from ..media.probe import VideoInfo
 from ..media.reader import TimedFrame, VideoReader
 from ..media.writer import VideoWriter
 from ..memory import require_cpu_room
-from .clip_denoiser import denoiser_for
+from .clip_denoiser import context_frames, denoiser_for
 from .filters import cpu_filter_compiles
 from .noise import estimate_noise_over
 from .noise_estimate import NoiseEstimate
@@ -178,13 +178,18 @@ def _opened(source: Source, hardware_decoding: bool = False) -> contextlib.Abstr
     return VideoReader(source, hardware_decoding=hardware_decoding)
 
 
-def _frame_range(
+def frame_range(
     reader: VideoReader | PipeReader, start: float, duration: float | None, frames: range | None = None
 ) -> tuple[int, int | None]:
-    """[first, last) frame numbers: ``frames`` as given, else those shown from ``start`` for ``duration``.
+    """Return [first, last) frame numbers: ``frames`` as given, else those shown from ``start`` for ``duration``.
 
     ``start`` and ``duration`` in seconds (to the end if None: last is None where the end is not
     known, in a pipe), by the frames' own timestamps (variable frame rates too).
+
+    Raises
+    ------
+    ValueError
+        ``frames`` outside the clip or given with ``start`` or ``duration``; no frames in the range.
     """
     info = reader.info
     if frames is not None:
@@ -239,7 +244,7 @@ def estimate_clip_noise(
         The file cannot be read.
     """
     with _opened(source) as reader:
-        first, last = _frame_range(reader, start, duration)
+        first, last = frame_range(reader, start, duration)
         if isinstance(reader, PipeReader):  # measured on the frames its lookahead holds, whatever the duration
             if first + 2 > LOOKAHEAD:
                 raise ValueError("from a pipe the noise is estimated on its first frames: give --h, or start at 0")
@@ -261,13 +266,29 @@ def clip_sample(source: Source, count: int, start: float = 0.0, duration: float 
         As ``estimate_clip_noise``.
     """
     with _opened(source) as reader:
-        first, last = _frame_range(reader, start, duration)
+        first, last = frame_range(reader, start, duration)
         if isinstance(reader, PipeReader):
             last = reader.frames_ahead(first + count)
         elif last is None:
             last = first + count
         middle = max(first, (first + last - count) // 2)
         return np.array([reader.frame(i) for i in range(middle, min(middle + count, last))])
+
+
+def _with_context(
+    reader: VideoReader | PipeReader, frames: range | None, whole: range, context: tuple[int, int]
+) -> tuple[range, int]:
+    """Return the frames a segment ``frames`` of ``whole`` is read as (``context``: before, after), and the origin.
+
+    The origin is the timestamp of the whole's first frame, at which the segment's clock starts.
+    """
+    if frames is None or not isinstance(reader, VideoReader):
+        raise ValueError(f"segment_of is the range of a file that frames are a segment of; got frames {frames}")
+    if whole.step != 1 or not 0 <= whole.start <= frames.start < frames.stop <= whole.stop <= len(reader):
+        raise ValueError(f"segment_of must be a range(first, stop) of the clip holding {frames}, got {whole}")
+    before, after = context
+    read = range(max(whole.start, frames.start - before), min(whole.stop, frames.stop + after))
+    return read, reader.timestamp(whole.start)
 
 
 def _denoised(denoiser: Any, frames: Iterable[TimedFrame], dtype: np.dtype) -> Iterator[TimedFrame]:
@@ -307,6 +328,7 @@ def denoise_file(
     start: float = 0.0,
     duration: float | None = None,
     frames: range | None = None,
+    segment_of: range | None = None,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
     luma_chroma: tuple[float, float, str] | None = None,
@@ -350,6 +372,12 @@ def denoise_file(
         The part of the clip to denoise by frame number, ``range(first, stop)`` (``stop``
         excluded), instead of ``start`` and ``duration``: exact where seconds are rounded (at
         29.97 fps frame 10 begins at 0.33367 s, so a start of 0.334 s is frame 11).
+    segment_of : range, optional
+        With ``frames``: the whole range that ``frames`` is a segment of, ``range(first, stop)``.
+        The segment is read with the frames of context its window needs on each side within the
+        whole (``context_frames``: Dp before, Df after), which are filtered but not written, so
+        its frames equal the whole's; they keep their times in the whole (its first frame at 0),
+        and the audio and subtitles are left out, for ``media.join.join_segments`` to copy once.
     progress : callable, optional
         Called after each frame with (frames done, frames in all or 0 when unknown (a pipe),
         seconds elapsed).
@@ -369,7 +397,8 @@ def denoise_file(
     ValueError
         An unknown ``guide``, ``guide`` or ``devices`` with the luma/chroma mode, ``devices``
         with ``guide`` or off the GPU backend, no frames between ``start`` and
-        ``start + duration``, or ``frames`` outside the clip or given with them.
+        ``start + duration``, ``frames`` outside the clip or given with them, or ``segment_of``
+        without ``frames`` or not holding them.
     BackendUnavailableError
         backend="gpu" (or ``devices``) where the GPU cannot run.
     ExportCancelledError
@@ -386,18 +415,32 @@ def denoise_file(
         if denoiser.backend == "cpu":
             smaller = "use a smaller temporal window (frames_past, frames_future)"
             require_cpu_room(cpu_export_bytes(info, params), compiles=cpu_filter_compiles, smaller=smaller)
-        first, last = _frame_range(reader, start, duration, frames)
+        first, last = frame_range(reader, start, duration, frames)
         total = 0 if last is None else last - first  # 0: unknown until the pipe ends
         done = 0
         span = (reader.start_time(first), reader.start_time(last) if last and last < info.frame_count else math.inf)
         like = reader if isinstance(reader, VideoReader) else info  # a file's sound is copied through its reader
+        read, origin = range(first, last or first), None  # the frames decoded and filtered
+        if segment_of is not None:
+            read, origin = _with_context(reader, frames, segment_of, context_frames(params, guide=guide))
         with (
             VideoWriter(
-                target, like, codec=codec, crf=crf, preset=preset, overwrite=overwrite, span=span, rgb=rgb
+                target,
+                like,
+                codec=codec,
+                crf=crf,
+                preset=preset,
+                overwrite=overwrite,
+                span=span,
+                rgb=rgb,
+                origin=origin,
+                copy_streams=segment_of is None,
             ) as writer,
-            _Prefetch(itertools.islice(reader.timed_frames(first), total or None)) as decoded,
-            contextlib.closing(_denoised(denoiser, decoded, info.dtype)) as outputs,
+            _Prefetch(itertools.islice(reader.timed_frames(read.start), len(read) or None)) as decoded,
+            contextlib.closing(_denoised(denoiser, decoded, info.dtype)) as filtered,
         ):
+            lead = first - read.start  # the context's outputs, before and after, are not written
+            outputs = itertools.islice(filtered, lead, lead + total if total else None)
             encoder = _BackgroundWriter(writer)
             try:
                 for frame in outputs:

@@ -8,7 +8,6 @@ what is tested is the batch's plumbing, and the whole file must stay within abou
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -100,24 +99,6 @@ def _same_outputs(out: Path, expected: Path) -> None:
             assert np.array_equal(np.load(out / name), np.load(expected / name)), name
         else:
             assert np.array_equal(read_frames(out / name), read_frames(expected / name)), name
-
-
-@pytest.fixture
-def started_processes():
-    """Processes a test starts, each in a session of its own: ended with all they started, whatever the test did."""
-    started: list[subprocess.Popen] = []
-    yield started
-    for process in started:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=10)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)  # whatever of its session is left
-        process.wait(timeout=10)
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
 
 
 def _start(started: list, command: list[str], **options) -> subprocess.Popen:

@@ -1,12 +1,14 @@
 """``nlmeans-studio batch INPUT... --out DIR``: many files on a Dask cluster.
 
 The files found, those done before skipped, the rest denoised one a task on a Dask cluster, each
-recorded in DIR's manifest as it finishes.
+recorded in DIR's manifest as it finishes. A long file's task plans it instead (``plan``): then
+each of its segments not done before is a task, and once all are done, the task that joins them.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,8 +17,10 @@ from ...backend import resolve_backend
 from ...video.export import ExportCancelledError
 from .cluster import ALLOWED_FAILURES, batch_client
 from .jobs import Job, find_jobs
-from .manifest import FAILED, PENDING, JobResult, Manifest
+from .manifest import DONE, FAILED, PENDING, JobResult, Manifest
+from .plan import SegmentPlan
 from .report import BatchProgress, summary_table
+from .segments import join_job, run_segment
 from .task import run_job
 
 if TYPE_CHECKING:
@@ -79,21 +83,73 @@ def _say_where(client: Client) -> None:
     )
 
 
+_JOIN = -1  # the step of a file's task that joins its segments; a segment's is its index, the file's own None
+
+
 def _run(
     client: Client, todo: list[Job], options: dict[str, Any], manifest: Manifest, progress: BatchProgress
 ) -> dict[str, JobResult]:
-    """Each job a task; each result recorded (the manifest saved) as it comes, in any order."""
+    """Each job a task, or its plan's segments and their join; each result recorded (the manifest saved) as it comes.
+
+    In any order. A segment that fails fails its file, once its other segments are finished.
+    """
     from distributed import as_completed
 
-    futures = {client.submit(run_job, job, options, pure=False): job for job in todo}
+    steps: dict[Any, tuple[Job, int | None]] = {}
+    completed = as_completed()
+
+    def submit(job: Job, step: int | None, *arguments: Any) -> None:
+        task = run_job if step is None else join_job if step == _JOIN else run_segment
+        future = client.submit(task, job, options, *arguments, pure=False)
+        steps[future] = (job, step)
+        completed.add(future)
+
+    plans: dict[str, SegmentPlan] = {}
+    left: dict[str, set[int]] = {}  # each planned file's segments not finished
+    failed: dict[str, JobResult] = {}  # each planned file's first failed segment
     results = {}
-    for future in as_completed(futures):
-        job = futures[future]
-        results[job.name] = result = _result_of(future)
-        manifest.record(job, options, result)
-        manifest.save()
-        progress.add(job, result)
+    for job in todo:
+        submit(job, None)
+    for future in completed:
+        job, step = steps.pop(future)
+        outcome = _result_of(future)
+        if isinstance(outcome, SegmentPlan):
+            plans[job.name], left[job.name] = outcome, set(manifest.record_plan(job, outcome))
+            manifest.save()  # before it is said: a batch killed on hearing it finds it recorded
+            progress.planned(job, len(outcome.frames), len(outcome.frames) - len(left[job.name]))
+            for index in sorted(left[job.name]):
+                submit(job, index, outcome, index)
+        elif step is not None and step != _JOIN:
+            manifest.record_segment(job, step, outcome)
+            manifest.save()
+            progress.segment(job, step, outcome)
+            left[job.name].discard(step)
+            if outcome.state == FAILED:
+                first, stop = plans[job.name].frames[step]
+                reason = f"segment {step + 1} (frames {first}..{stop - 1}): {outcome.reason}"
+                failed.setdefault(job.name, JobResult(FAILED, reason=reason))
+        else:
+            results[job.name] = _with_plan_seconds(outcome, manifest, job, plans.get(job.name))
+        if job.name in left and not left[job.name]:  # every segment finished: joined, or the file failed
+            del left[job.name]
+            if job.name in failed:
+                results[job.name] = failed[job.name]
+            else:
+                submit(job, _JOIN, plans[job.name])
+        if job.name in results:
+            manifest.record(job, options, results[job.name])
+            manifest.save()
+            progress.add(job, results[job.name])
     return results
+
+
+def _with_plan_seconds(result: JobResult, manifest: Manifest, job: Job, plan: SegmentPlan | None) -> JobResult:
+    """Return a joined file's result with the seconds of all its tasks: its plan's, its segments' and the join's."""
+    if plan is None or result.state != DONE:
+        return result
+    segments = manifest.entries[job.name]["segments"]
+    seconds = plan.seconds + sum(segment["seconds"] or 0.0 for segment in segments) + (result.seconds or 0.0)
+    return dataclasses.replace(result, seconds=seconds)
 
 
 def _result_of(future: Any) -> JobResult:

@@ -19,6 +19,7 @@ from ...media.reader import VIDEO_SUFFIXES
 from ...volume.io import VOLUME_SUFFIXES
 
 LOG_FOLDER = ".nlmeans-logs"  # in the output folder: one log a file, at its output's relative path
+SEGMENT_FOLDER = ".nlmeans-segments"  # in the output folder: a long file's segments until they are joined
 ANY_CODEC_SUFFIX = ".mkv"  # Matroska holds every codec the writer has
 
 
@@ -39,6 +40,9 @@ class Job:
         The file the run's messages (``denoise``'s stderr) go to.
     volume : bool
         Whether it goes through ``denoise-volume`` rather than ``denoise``.
+    segments : str
+        The folder its segments are written to, where it is long enough to be cut (``segments``),
+        removed once they are joined.
     """
 
     input: str
@@ -46,6 +50,15 @@ class Job:
     name: str
     log: str
     volume: bool
+    segments: str
+
+    def segment(self, index: int) -> Path:
+        """Return where segment ``index`` is written: a file of the output's container."""
+        return Path(self.segments) / f"{index:05d}{Path(self.output).suffix}"
+
+    def segment_log(self, index: int) -> str:
+        """Return the log of segment ``index``: beside the file's."""
+        return f"{self.log.removesuffix('.log')}.segment{index:05d}.log"
 
 
 def find_jobs(inputs: list[str], out: Path, *, codec: str) -> list[Job]:
@@ -132,4 +145,5 @@ def _job(path: Path, relative: Path, out: Path, codec: str) -> Job:
         name=name,
         log=str(out / LOG_FOLDER / f"{name}.log"),
         volume=volume,
+        segments=str(out / SEGMENT_FOLDER / name),
     )

@@ -1,12 +1,13 @@
 """The record a batch keeps in its output folder.
 
 Each file's input, output, options, state (done, failed with the reason, or pending), frames and
-seconds.
+seconds; for a long file cut into segments (``plan``), the plan and each segment's state too.
 
 It is rewritten whole after each file, under a temporary name renamed over the old one, so that a
 batch killed at any moment leaves the last complete record. A rerun skips a file that is done
 with the same options, from the same input (its size and modification time), and whose output
-is still there; it redoes the rest.
+is still there; it redoes the rest, and of a file cut into segments, only the segments not done
+(where the plan is the same and their files still there).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .jobs import Job
+from .plan import SegmentPlan
 
 BATCH_MANIFEST = ".nlmeans-batch.json"
 DONE, FAILED, PENDING = "done", "failed", "pending"
@@ -75,8 +77,11 @@ class Manifest:
         )
 
     def record(self, job: Job, options: dict[str, Any], result: JobResult) -> None:
-        """Set ``job``'s entry to ``result`` (not yet saved)."""
-        self.entries[job.name] = {
+        """Set ``job``'s entry to ``result`` (not yet saved).
+
+        Until the file is done, the segments an earlier run of it (same input and options) did are kept.
+        """
+        entry = {
             "input": job.input,
             "output": job.output,
             "log": job.log,
@@ -84,6 +89,31 @@ class Manifest:
             "source": _stamp(job.input),
             **asdict(result),
         }
+        earlier = self.entries.get(job.name, {})
+        same_run = all(earlier.get(name) == entry[name] for name in ("input", "options", "source"))
+        if result.state != DONE and same_run and "plan" in earlier:
+            entry["plan"], entry["segments"] = earlier["plan"], earlier["segments"]
+        self.entries[job.name] = entry
+
+    def record_plan(self, job: Job, plan: SegmentPlan) -> list[int]:
+        """Set ``job``'s segments to ``plan``'s (not yet saved); return those to do.
+
+        All of them, but those an earlier run of the same plan did whose files are still there.
+        """
+        entry = self.entries[job.name]
+        recorded = plan.recorded()
+        if entry.get("plan") != recorded:
+            entry["plan"], entry["segments"] = recorded, [asdict(JobResult(PENDING)) for _ in plan.frames]
+        segments = entry["segments"]
+        return [
+            index
+            for index in range(len(segments))
+            if segments[index]["state"] != DONE or not job.segment(index).exists()
+        ]
+
+    def record_segment(self, job: Job, index: int, result: JobResult) -> None:
+        """Set segment ``index`` of ``job`` to ``result`` (not yet saved)."""
+        self.entries[job.name]["segments"][index] = asdict(result)
 
     def save(self) -> None:
         """Write the record atomically: a temporary file beside it, flushed to disk, renamed over it."""

@@ -17,6 +17,8 @@ class BatchProgress:
 
     The ETA is the wall-clock time a file has taken on average (the workers side by side) times the
     files left: the batch's total frames are not known before each file is opened.
+
+    A long file cut into segments says so, and in a log each of its segments as it finishes.
     """
 
     def __init__(self, todo: int, *, quiet: bool) -> None:
@@ -24,6 +26,17 @@ class BatchProgress:
         self.finished = self.failed = self.frames = 0
         self._start = time.perf_counter()
         self._terminal = sys.stderr.isatty()
+
+    def planned(self, job: Job, segments: int, done_before: int) -> None:
+        """Say that ``job``'s file is cut into ``segments``, of which an earlier run did ``done_before``."""
+        if not self.quiet:
+            before = f", {done_before} done before" if done_before else ""
+            print(f"{job.name}: {segments} segments{before}", file=sys.stderr, flush=True)
+
+    def segment(self, job: Job, index: int, result: JobResult) -> None:
+        """Say, in a log (not on a terminal, where the files' line is redrawn), that a segment finished."""
+        if not self.quiet and not self._terminal:
+            print(f"{job.name}: segment {index + 1} {result.state}", file=sys.stderr, flush=True)
 
     def add(self, job: Job, result: JobResult) -> None:
         """Count ``job``'s ``result`` and say where the batch is."""

@@ -1,4 +1,4 @@
-"""One file of a batch, denoised on a Dask worker.
+"""One file of a batch on a Dask worker: denoised whole, or where it is long, cut into a plan of segments.
 
 By the functions behind ``denoise`` and ``denoise-volume``, in the worker's process; its messages
 go to the file's log.
@@ -8,20 +8,25 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import math
 import socket
 import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ...video.export import frame_range
 from ...volume import cli as volume_cli
 from ..arguments import build_parser
-from ..denoise import Stop, run_denoise
+from ..denoise import Stop, chosen_filter, export_denoised, open_source
 from ..errors import FAILURES, error_message
 from .jobs import Job
 from .manifest import DONE, FAILED, JobResult
+from .plan import SegmentPlan, segment_frames
 
 # The options of denoise that denoise-volume has too; a volume takes its own defaults for the others.
 VOLUME_OPTIONS = ("h", "patch_radius", "search_radius", "weighting", "center_weight", "backend", "quiet", "debug")
@@ -31,10 +36,12 @@ VOLUME_OPTIONS = ("h", "patch_radius", "search_radius", "weighting", "center_wei
 _ONE_AT_A_TIME = threading.Lock()
 
 
-def run_job(job: Job, options: dict[str, Any]) -> JobResult:
-    """Denoise ``job``'s file with ``options`` (``denoise``'s, by their argparse names).
+def run_job(job: Job, options: dict[str, Any]) -> JobResult | SegmentPlan:
+    """Denoise ``job``'s file with ``options`` (``denoise``'s, by their argparse names), or plan its segments.
 
-    An output an earlier, unfinished run left is replaced.
+    A video longer than two segments of ``options["segment_seconds"]`` is not denoised here: its
+    filter is chosen (the noise estimated once) and its cuts found, for a task a segment
+    (``segments``). An output an earlier, unfinished run left is replaced.
 
     Parameters
     ----------
@@ -45,9 +52,10 @@ def run_job(job: Job, options: dict[str, Any]) -> JobResult:
 
     Returns
     -------
-    JobResult
+    JobResult or SegmentPlan
         DONE with the frames written (a volume's slices), or FAILED with the one-line reason
-        ``denoise`` would have printed (a corrupt or unsupported file, a value it refuses).
+        ``denoise`` would have printed (a corrupt or unsupported file, a value it refuses); or
+        the plan of a long file.
 
     Raises
     ------
@@ -55,12 +63,24 @@ def run_job(job: Job, options: dict[str, Any]) -> JobResult:
         Anything else (a bug): its traceback is written to the log first, and Dask reports it.
     """
     Path(job.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(job.log).parent.mkdir(parents=True, exist_ok=True)
-    with _ONE_AT_A_TIME, open(job.log, "w") as log, contextlib.redirect_stderr(log):
-        print(f"{job.input} -> {job.output} on {socket.gethostname()}", file=sys.stderr, flush=True)
+    work = (lambda: _denoise_volume(job, options)) if job.volume else (lambda: _denoise_video(job, options))
+    return run_logged(job.log, f"{job.input} -> {job.output}", options, work)
+
+
+def run_logged(
+    log: str, heading: str, options: dict[str, Any], work: Callable[[], int | SegmentPlan], *, append: bool = False
+) -> JobResult | SegmentPlan:
+    """Run ``work`` (which returns the frames it wrote, or a plan) with stderr going to ``log``.
+
+    Returns the plan with its seconds, or DONE with the frames; FAILED with the one-line reason
+    where ``work`` raised one of the command line's FAILURES. ``append``: after what is in ``log``.
+    """
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    with _ONE_AT_A_TIME, open(log, "a" if append else "w") as file, contextlib.redirect_stderr(file):
+        print(f"{heading} on {socket.gethostname()}", file=sys.stderr, flush=True)
         start = time.perf_counter()
         try:
-            frames = _denoise_volume(job, options) if job.volume else _denoise_video(job, options)
+            outcome = work()
         except FAILURES as error:
             if options["debug"]:
                 traceback.print_exc()
@@ -70,12 +90,38 @@ def run_job(job: Job, options: dict[str, Any]) -> JobResult:
         except Exception:
             traceback.print_exc()
             raise
-        return JobResult(DONE, frames=frames, seconds=time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        if isinstance(outcome, SegmentPlan):
+            return dataclasses.replace(outcome, seconds=seconds)
+        return JobResult(DONE, frames=outcome, seconds=seconds)
 
 
-def _denoise_video(job: Job, options: dict[str, Any]) -> int:
-    args = argparse.Namespace(**options, command="denoise", input=job.input, output=job.output, overwrite=True)
-    return run_denoise(args, Stop()).frames  # off the main thread, Stop sets no signal handler
+def denoise_args(job: Job, options: dict[str, Any], output: str | None = None) -> argparse.Namespace:
+    """Return ``denoise``'s arguments for ``job`` (to ``output``, by default the job's), replacing what is there."""
+    return argparse.Namespace(
+        **options, command="denoise", input=job.input, output=output or job.output, overwrite=True
+    )
+
+
+def _denoise_video(job: Job, options: dict[str, Any]) -> int | SegmentPlan:
+    args = denoise_args(job, options)
+    try:
+        open_source(args)
+        choice = chosen_filter(args)
+        reader = args.source
+        first, last = frame_range(reader, args.start, args.duration)
+        whole = range(first, last)
+        frames = segment_frames(reader, whole, options["segment_seconds"] or 0.0)
+        if len(frames) > 1:
+            starts = tuple(reader.timestamp(start) - reader.timestamp(first) for start, _ in frames)
+            span = (reader.start_time(first), reader.start_time(last) if last < len(reader) else math.inf)
+            if not args.quiet:
+                print(f"cut into {len(frames)} segments at keyframes, each a task", file=sys.stderr)
+            return SegmentPlan(tuple(frames), starts, span, choice)
+        return export_denoised(args, choice, Stop()).frames  # off the main thread, Stop sets no signal handler
+    finally:
+        if hasattr(args, "source"):
+            args.source.close()
 
 
 def _denoise_volume(job: Job, options: dict[str, Any]) -> int:

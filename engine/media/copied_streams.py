@@ -1,0 +1,68 @@
+"""A source's audio and subtitle streams, copied untouched into an output and cut to a span.
+
+``VideoWriter`` copies them after the frames it encodes; ``join_segments`` after the segments it
+joins. Either way they are copied once, in one pass over the source, in sync with the picture.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from .probe import VideoInfo, open_input
+
+
+class CopiedStreams:
+    """The audio and subtitle streams of ``info``'s file, added to ``container``; ``copy`` muxes their packets.
+
+    Parameters
+    ----------
+    info : VideoInfo
+        The source.
+    container : av.container.OutputContainer
+        The output, before its header is written.
+    span : (float, float)
+        The part of the source the output's picture is, in seconds from its frame 0 (start, end):
+        packets are cut to it and shifted to start with the picture.
+    demuxer : av.container.InputContainer, optional
+        The source opened at its start (``VideoReader.demuxer``); by default ``info.path`` is
+        opened again. Closed by ``close``.
+    """
+
+    def __init__(
+        self, info: VideoInfo, container: Any, span: tuple[float, float] = (0.0, math.inf), demuxer: Any = None
+    ) -> None:
+        self._source = open_input(info.path) if demuxer is None else demuxer
+        streams = [*self._source.streams.audio, *self._source.streams.subtitles]
+        self._outputs = {stream.index: container.add_stream_from_template(stream) for stream in streams}
+        self._span = (info.start_time + span[0], info.start_time + span[1])  # on the source's clock
+
+    def copy(self, mux: Callable[[Any], None]) -> None:
+        """Pass each packet within the span, retimed and restreamed, to ``mux``; then close the source."""
+        try:
+            streams = [self._source.streams[index] for index in self._outputs]
+            for packet in self._source.demux(streams):  # one pass for all
+                if packet.dts is not None and packet.pts is not None and self._shift_into_span(packet):
+                    packet.stream = self._outputs[packet.stream.index]
+                    mux(packet)
+        finally:
+            self.close()
+
+    def _shift_into_span(self, packet: Any) -> bool:
+        """Whether a packet starts within the span.
+
+        If so, its timestamps are made relative to the span's start, as the video's are. A packet
+        that starts before the span is left out whole: sound stays in sync, and may start up to one
+        audio frame late.
+        """
+        start, end = self._span
+        if not start <= packet.pts * packet.time_base < end:
+            return False
+        offset = round(start / packet.time_base)
+        packet.pts, packet.dts = packet.pts - offset, max(0, packet.dts - offset)
+        return True
+
+    def close(self) -> None:
+        """Close the source (idempotent)."""
+        self._source.close()
