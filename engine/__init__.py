@@ -29,7 +29,8 @@ Files
     ``VideoReader``, ``VideoWriter``, ``read_frames``, ``denoise_file``, ``read_volume``,
     ``write_volume``.
 The window's engine
-    ``Previewer`` (before/after previews, playback), ``RenderAhead``, ``difference_image``.
+    ``Previewer`` (before/after previews, playback), ``render_passes`` (a still in passes, the
+    shown region first), ``RenderAhead``, ``difference_image``.
 """
 
 if __name__ != "nlmeans_studio.engine":
@@ -88,6 +89,7 @@ from .video.presets import (
     shipped_presets,
 )
 from .video.preview import LumaChroma, Preview, Previewer, SyntheticNoise, difference_image
+from .video.preview_passes import STAGES, render_passes
 from .video.synthetic_noise import add_noise, add_realistic_noise
 from .volume.denoise import denoise_volume, denoise_volume_slice
 from .volume.denoise import filter_compiles as volume_filter_compiles
@@ -160,6 +162,7 @@ __all__ = [
     "PRESET_FOLDER",
     "SAMPLE_CLIP",
     "SEARCH_RADIUS_MAX",
+    "STAGES",
     "VIDEO_SUFFIXES",
     "VOLUME_SUFFIXES",
     "WEIGHTINGS",
@@ -215,6 +218,7 @@ __all__ = [
     "psnr",
     "read_frames",
     "read_volume",
+    "render_passes",
     "resolve_backend",
     "save_preset",
     "shipped_presets",
