@@ -16,7 +16,7 @@ from ..backend import (
     resolve_backend,
     resolve_devices,
 )
-from ..cpu.compiled import COMPILING
+from ..cpu.compiled import announce_compile
 from ..media.ffmpeg import show_ffmpeg_messages
 from ..media.formats import check_encoding, output_format
 from ..media.image_sequence import is_image_sequence
@@ -38,7 +38,7 @@ from ..video.default_filter import (
     sure_sample_length,
 )
 from ..video.export import ExportCancelledError, ExportSummary, clip_sample, denoise_file, estimate_clip_noise
-from ..video.filters import cpu_filter_compiles, filter_compiles
+from ..video.filters import cpu_filter_compiles
 from ..video.luma_chroma import (
     matrix_for,
 )
@@ -247,8 +247,8 @@ def run_denoise(args: argparse.Namespace, stop: Stop) -> ExportSummary:
         # (a pipe is read once, by all); the export's frames decoded on NVDEC on the GPU.
         args.source = PipeReader() if args.input == PIPE else VideoReader(args.input, hardware_decoding=on_gpu)
         choice = _chosen_filter(args, preset, _source_info(args))
-        if not args.quiet and filter_compiles(args.backend):
-            print(COMPILING, file=sys.stderr)
+        if not args.quiet and resolve_backend(args.backend) == "cpu":
+            announce_compile(cpu_filter_compiles)  # before SURE's first frame; the Denoisers' say nothing again
         stop.exporting = True
         summary = denoise_file(
             args.source,
