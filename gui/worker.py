@@ -41,9 +41,12 @@ from nlmeans_studio.engine import (
     VideoInfo,
     VideoReader,
     choose_filter,
+    compile_cpu_filter,
     estimate_noise_over,
     filter_compiles,
+    render_passes,
     sure_sample_length,
+    unfiltered_preview,
 )
 
 
@@ -60,6 +63,7 @@ class PreviewRequest:
     noise: SyntheticNoise | None
     backend: str
     luma_chroma: LumaChroma | None = None  # (h_luma, h_chroma, matrix): filter in Y'CbCr
+    shown: tuple[int, int, int, int] | None = None  # (x, y, width, height) on screen, filtered first; None: all
 
 
 @dataclass(frozen=True)
@@ -187,7 +191,7 @@ class PreviewWorker(Worker):
     ORDER = ("open", "estimate", "preview", "play")  # a new clip first; an estimate before a preview
 
     opened = Signal(int, object, object)  # request number, VideoInfo, each frame's time in seconds
-    rendered = Signal(int, object)  # request number, engine.video.preview.Preview
+    rendered = Signal(int, object)  # request number, engine.video.preview.Preview: several a request, each better
     estimated = Signal(int, int, object, float)  # request number, first frame measured, NoiseEstimate, SURE's factor
     playback_started = Signal(int, object)  # request number, engine.video.playback.RenderAhead
     failed = Signal(int, str, str)  # request number, kind ("open", "preview", "estimate", "backend"), message
@@ -196,6 +200,9 @@ class PreviewWorker(Worker):
 
     def __init__(self) -> None:
         super().__init__()
+        self._compiled: bool | None = None  # whether the CPU filter is compiled; None: not asked yet
+        self._parked: tuple[int, tuple[int, object]] | None = None  # the preview waiting for the compile
+        self._last_still: tuple[int, object] | None = None  # (frame, noise) of the last still asked for
         self._clip = 0  # the number of the open request whose clip is open
         self._readers: list[VideoReader] = []
         self._previewer: Previewer | None = None
@@ -251,13 +258,12 @@ class PreviewWorker(Worker):
             if isinstance(request, OpenRequest):
                 self._stop_playback()
                 opened = self._open(request)
-                self._clip = number
+                self._clip, self._last_still = number, None
                 self.opened.emit(number, *opened)
             elif isinstance(request, EstimateRequest):
                 self.estimated.emit(number, *self._estimate(request))
             elif isinstance(request, PreviewRequest):
-                self._say_if_compiling(request.backend)
-                self.rendered.emit(number, self._render(request))
+                self._preview(number, request)
             elif isinstance(request, PlayRequest):
                 self._stop_playback()
                 self._say_if_compiling(request.backend)
@@ -301,10 +307,61 @@ class PreviewWorker(Worker):
         self._readers, self._previewer = readers, previewer
         return readers[0].info, readers[0].frame_times
 
-    def _render(self, request: PreviewRequest):  # -> Preview
-        return self._on_backend(request.backend).render(
-            request.index, request.params, request.noise, request.luma_chroma
+    def _preview(self, number: int, request: PreviewRequest) -> None:
+        """Answer a still: the input at once (unless the frame and its noise are those of the last
+        still, shown filtered already), then the passes (``render_passes``) until a newer request
+        supersedes it; parked while the CPU filter compiles on a thread of its own."""
+        still = (request.index, request.noise)
+        if still != self._last_still:
+            self._last_still = still
+            self.rendered.emit(number, unfiltered_preview(self._require_clip(), request.index, request.noise))
+        previewer = self._on_backend(request.backend)
+        if previewer.denoiser.backend == "cpu" and not self._compiled_or_parked(number, request):
+            return
+        passes = render_passes(
+            previewer,
+            request.index,
+            request.params,
+            request.noise,
+            request.luma_chroma,
+            shown=request.shown,
+            abandoned=lambda: self._superseded(number),
         )
+        for preview in passes:
+            self.rendered.emit(number, preview)
+
+    def _compiled_or_parked(self, number: int, request: PreviewRequest) -> bool:
+        """Whether the CPU filter is compiled; if not, park ``request`` until it is, compiling it
+        on a thread of its own (the first time), so that the worker keeps showing frames."""
+        with self._lock:
+            if self._compiled is None:
+                self._compiled = not filter_compiles("cpu")
+                if not self._compiled:
+                    self.compiling.emit()
+                    # A daemon: a window closed mid-compile exits at once (numba writes its cache whole or not).
+                    threading.Thread(target=self._compile, name="nlmeans-compile", daemon=True).start()
+            if not self._compiled:
+                self._parked = (number, (self._clip, request))
+            return self._compiled
+
+    def _compile(self) -> None:
+        """The compile thread: compile, then queue the parked preview unless a newer one waits."""
+        try:
+            compile_cpu_filter()
+        finally:
+            with self._lock:
+                self._compiled = True
+                parked, self._parked = self._parked, None
+                if parked is not None and "preview" not in self._pending:
+                    self._pending["preview"] = parked
+                    self._cancels[parked[0]] = threading.Event()
+            self._wake.emit()
+
+    def _superseded(self, number: int) -> bool:
+        """Whether still ``number`` should stop: a newer still, a clip or playback waits, or it was cancelled."""
+        with self._lock:
+            cancelled = number in self._cancels and self._cancels[number].is_set()
+            return cancelled or any(kind in self._pending for kind in ("open", "preview", "play"))
 
     def _play(self, request: PlayRequest) -> RenderAhead:
         previewer = self._on_backend(request.backend)

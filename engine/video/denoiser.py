@@ -15,7 +15,7 @@ from ..frames import at_bit_depth, check_bit_depth, check_same_shape, checked_fr
 from .filters import METHODS, WindowFilter, cpu_filter_compiles, window_filter
 from .params import NLMParams, check_frame_shape, window_indices
 
-__all__ = ["METHODS", "Denoiser"]
+__all__ = ["METHODS", "Denoiser", "compile_cpu_filter"]
 
 
 class Denoiser:
@@ -247,6 +247,15 @@ class Denoiser:
 
 
 _NONE = object()
+
+
+def compile_cpu_filter() -> None:
+    """Compile the CPU filter now, on a small frame: once per machine, 1-2 minutes on 2 cores.
+
+    Every radius, weighting and frame size then runs without compiling (they are run-time
+    arguments). For a window, which runs this on a thread of its own and shows the input meanwhile.
+    """
+    Denoiser(NLMParams(h=10), "cpu").warm_up(16, 16)
 
 
 def _shaped_as_given(result: np.ndarray, frame: np.ndarray) -> np.ndarray:

@@ -1,15 +1,14 @@
 """The still preview in passes, the part on screen first: what the window shows while a person tunes.
 
 A 720p frame takes about a second on a laptop's two cores, too long to follow a slider. So
-``render_passes`` gives, in order:
+the window first shows ``unfiltered_preview``, ``BEFORE``: the filter's input, before any filter
+ran (or compiled), so the picture is there at once. Then ``render_passes`` gives, in order:
 
-1. ``BEFORE``: the filter's input, before any filter ran (or compiled), so the picture is there
-   at once;
-2. ``QUICK``: the shown region filtered at half size (2 x 2 means), with half the radii and h
+1. ``QUICK``: the shown region filtered at half size (2 x 2 means), with half the radii and h
    (the mean of four pixels has half the noise), on the centre frame alone: about a fortieth of
    the exact filter's work, for a first look at what the strength does;
-3. ``SHOWN``: the shown region exact, where it is not the whole frame;
-4. ``EXACT``: the whole frame exact, with PSNR, equal to ``Previewer.render``'s.
+2. ``SHOWN``: the shown region exact, where it is not the whole frame;
+3. ``EXACT``: the whole frame exact, with PSNR, equal to ``Previewer.render``'s.
 
 The exact passes filter bands of PIECE_ROWS rows, each cropped with a margin of A + B pixels
 (the search and patch radii): every pixel a band's pixels read is inside the crop, so a band
@@ -35,7 +34,7 @@ from .preview import Preview, Previewer, SyntheticNoise
 
 BEFORE, QUICK, SHOWN, EXACT = "not filtered yet", "quick", "exact in the shown region", "exact"
 STAGES = (BEFORE, QUICK, SHOWN, EXACT)
-PIECE_ROWS = 96  # an exact piece's rows: a tenth of a second or two on one core at 720p, so a new request waits little
+PIECE_ROWS = 144  # an exact piece's rows: 0.1-0.3 s on one core at 720p, so a new request waits little
 QUICK_NOTE = "quick pass: PSNR comes with the exact frame"
 
 Box = tuple[int, int, int, int]  # (x, y, width, height) in frame pixels
@@ -69,9 +68,10 @@ def render_passes(
     Yields
     ------
     Preview
-        With ``stage`` one of ``STAGES``, in that order (``SHOWN`` only where ``shown`` is not
-        the whole frame, ``QUICK`` only where the shown region is large enough to halve).
-        Before ``EXACT``, the rows not yet filtered show the input; PSNR comes with ``EXACT``.
+        With ``stage`` one of ``STAGES`` after ``BEFORE``, in that order (``SHOWN`` only where
+        ``shown`` is not the whole frame, ``QUICK`` only where the shown region is large enough
+        to halve). Before ``EXACT``, the pixels not filtered yet show the input; PSNR comes with
+        ``EXACT``.
     """
     clip = previewer.clip(noise)
     given = clip[index]  # decoded (or made noisy) once
@@ -79,25 +79,26 @@ def render_passes(
     height, width = before.shape[:2]
     frame_box = (0, 0, width, height)
     shown = frame_box if shown is None else _inside(shown, width, height)
-    after = from_float32(before, np.dtype(np.uint8))
-    unfiltered = Preview(index, after.copy(), after, None, None, BEFORE, 0.0, "-", "-", stage=BEFORE)
-    yield unfiltered
-    window = window_indices(index, len(clip), params)
-    frames = {position: given if position == index else clip[position] for position in window}
     started = time.perf_counter()
+    after = np.asarray(given) if given.dtype == np.uint8 else from_float32(before, np.dtype(np.uint8))
+    template = Preview(index, after, after, None, None, QUICK_NOTE, 0.0, "-", "-", stage=BEFORE)
     denoiser = previewer.filter_for(params, luma_chroma)
     with _threads(denoiser.backend):
         quick = _quick_params(params, luma_chroma)
         if quick is not None and _halvable(shown, quick[0]):
+            after = after.copy()
             _put(after, shown, _quick_pass(previewer.filter_for(*quick), before, shown))
-            yield _partial(unfiltered, after, QUICK, started, denoiser)
+            yield _partial(template, after, QUICK, started, denoiser)
+        window = window_indices(index, len(clip), params)
+        frames = {position: given if position == index else clip[position] for position in window}
         denoiser = previewer.filter_for(params, luma_chroma)  # the preview's Denoiser again, with params
         if shown != frame_box:
+            after = after.copy()
             for piece in _pieces(shown):
                 if abandoned():
                     return
                 _put(after, piece, _exact_piece(denoiser, frames, len(clip), index, piece, params))
-            yield _partial(unfiltered, after, SHOWN, started, denoiser)
+            yield _partial(template, after, SHOWN, started, denoiser)
         exact = np.empty(before.shape, np.float32)
         for piece in _pieces(frame_box):
             if abandoned():
@@ -139,6 +140,15 @@ def _margin_box(box: Box, margin: int, width: int, height: int) -> Box:
     x, y, w, h = box
     left, top = max(0, x - margin), max(0, y - margin)
     return left, top, min(width, x + w + margin) - left, min(height, y + h + margin) - top
+
+
+def unfiltered_preview(previewer: Previewer, index: int, noise: SyntheticNoise | None = None) -> Preview:
+    """Return frame ``index`` as the filter gets it, ``after`` the same, stage ``BEFORE``: no filter ran.
+
+    For the window to show at once, while the filter runs or compiles (numba, once per machine).
+    """
+    before = from_float32(to_float32(np.asarray(previewer.filter_input(index, noise))), np.dtype(np.uint8))
+    return Preview(index, before, before.copy(), None, None, BEFORE, 0.0, "-", "-", stage=BEFORE)
 
 
 class _Cropped(Sequence):
@@ -192,12 +202,12 @@ def _halvable(box: Box, quick: NLMParams) -> bool:
 def _quick_pass(denoiser: FrameDenoiser, frame: np.ndarray, box: Box) -> np.ndarray:
     """``box`` of ``frame`` (float32) filtered at half size and brought back; uint8 (h, w, C)."""
     x, y, w, h = box
-    region = frame[y : y + h - h % 2, x : x + w - w % 2].reshape(h // 2, 2, w // 2, 2, -1)
-    halved = region.mean(axis=(1, 3), dtype=np.float32)
+    region = frame[y : y + h - h % 2, x : x + w - w % 2]
+    halved = (region[0::2, 0::2] + region[1::2, 0::2] + region[0::2, 1::2] + region[1::2, 1::2]) * np.float32(0.25)
     filtered = denoiser.denoise_frame(halved[np.newaxis], 0).reshape(halved.shape)
-    doubled = np.repeat(np.repeat(filtered, 2, axis=0), 2, axis=1)
-    doubled = np.pad(doubled, ((0, h % 2), (0, w % 2), (0, 0)), mode="edge")
-    return from_float32(doubled, np.dtype(np.uint8))
+    small = from_float32(filtered, np.dtype(np.uint8))  # rounded at half size: a quarter of the work
+    doubled = np.repeat(np.repeat(small, 2, axis=0), 2, axis=1)
+    return np.pad(doubled, ((0, h % 2), (0, w % 2)) + ((0, 0),) * (doubled.ndim - 2), mode="edge")
 
 
 def _put(after: np.ndarray, box: Box, pixels: np.ndarray) -> None:
@@ -208,13 +218,12 @@ def _put(after: np.ndarray, box: Box, pixels: np.ndarray) -> None:
     after[y : y + h, x : x + w] = pixels.reshape(after[y : y + h, x : x + w].shape)
 
 
-def _partial(unfiltered: Preview, after: np.ndarray, stage: str, started: float, denoiser: FrameDenoiser) -> Preview:
-    """Return a pass before the exact one: ``after`` so far, no PSNR."""
+def _partial(template: Preview, after: np.ndarray, stage: str, started: float, denoiser: FrameDenoiser) -> Preview:
+    """Return a pass before the exact one: ``after`` so far (not written to again), no PSNR."""
     return dataclasses.replace(
-        unfiltered,
-        after=after.copy(),
+        template,
+        after=after,
         stage=stage,
-        psnr_note=QUICK_NOTE,
         engine_ms=(time.perf_counter() - started) * 1000,
         backend=denoiser.backend,
         device_name=denoiser.device_name,
