@@ -45,6 +45,7 @@ from nlmeans_studio.engine import (
     estimate_noise_over,
     filter_compiles,
     render_passes,
+    resolve_backend,
     sure_sample_length,
     unfiltered_preview,
 )
@@ -201,7 +202,7 @@ class PreviewWorker(Worker):
     def __init__(self) -> None:
         super().__init__()
         self._compiled: bool | None = None  # whether the CPU filter is compiled; None: not asked yet
-        self._parked: tuple[int, tuple[int, object]] | None = None  # the preview waiting for the compile
+        self._parked: dict[str, tuple[int, tuple[int, object]]] = {}  # kind: the request waiting for the compile
         self._last_still: tuple[int, object] | None = None  # (frame, noise) of the last still asked for
         self._clip = 0  # the number of the open request whose clip is open
         self._readers: list[VideoReader] = []
@@ -261,7 +262,8 @@ class PreviewWorker(Worker):
                 self._clip, self._last_still = number, None
                 self.opened.emit(number, *opened)
             elif isinstance(request, EstimateRequest):
-                self.estimated.emit(number, *self._estimate(request))
+                if self._compiled_or_parked("estimate", number, request):  # SURE runs the filter
+                    self.estimated.emit(number, *self._estimate(request))
             elif isinstance(request, PreviewRequest):
                 self._preview(number, request)
             elif isinstance(request, PlayRequest):
@@ -315,9 +317,9 @@ class PreviewWorker(Worker):
         if still != self._last_still:
             self._last_still = still
             self.rendered.emit(number, unfiltered_preview(self._require_clip(), request.index, request.noise))
-        previewer = self._on_backend(request.backend)
-        if previewer.denoiser.backend == "cpu" and not self._compiled_or_parked(number, request):
+        if not self._compiled_or_parked("preview", number, request):
             return
+        previewer = self._on_backend(request.backend)
         passes = render_passes(
             previewer,
             request.index,
@@ -330,9 +332,12 @@ class PreviewWorker(Worker):
         for preview in passes:
             self.rendered.emit(number, preview)
 
-    def _compiled_or_parked(self, number: int, request: PreviewRequest) -> bool:
-        """Whether the CPU filter is compiled; if not, park ``request`` until it is, compiling it
-        on a thread of its own (the first time), so that the worker keeps showing frames."""
+    def _compiled_or_parked(self, kind: str, number: int, request: PreviewRequest | EstimateRequest) -> bool:
+        """Whether ``request`` may run its filter now: on the GPU, or with the CPU filter compiled. If
+        not, it waits (the latest of its ``kind``) while the filter compiles on a thread of its own,
+        started the first time, so that the worker keeps showing frames meanwhile."""
+        if resolve_backend(request.backend) != "cpu":
+            return True
         with self._lock:
             if self._compiled is None:
                 self._compiled = not filter_compiles("cpu")
@@ -341,20 +346,21 @@ class PreviewWorker(Worker):
                     # A daemon: a window closed mid-compile exits at once (numba writes its cache whole or not).
                     threading.Thread(target=self._compile, name="nlmeans-compile", daemon=True).start()
             if not self._compiled:
-                self._parked = (number, (self._clip, request))
+                self._parked[kind] = (number, (self._clip, request))
             return self._compiled
 
     def _compile(self) -> None:
-        """The compile thread: compile, then queue the parked preview unless a newer one waits."""
+        """The compile thread: compile, then queue each waiting request unless a newer one of its kind waits."""
         try:
             compile_cpu_filter()
         finally:
             with self._lock:
                 self._compiled = True
-                parked, self._parked = self._parked, None
-                if parked is not None and "preview" not in self._pending:
-                    self._pending["preview"] = parked
-                    self._cancels[parked[0]] = threading.Event()
+                for kind, (number, asked) in self._parked.items():
+                    if kind not in self._pending:
+                        self._pending[kind] = (number, asked)
+                        self._cancels[number] = threading.Event()
+                self._parked = {}
             self._wake.emit()
 
     def _superseded(self, number: int) -> bool:

@@ -119,4 +119,5 @@ def test_the_input_shows_before_the_filter_has_compiled(qtbot, window, clip, mon
     assert window.preview.stage == UNFILTERED and not compiled.is_set()
     compiled.set()
     qtbot.waitUntil(lambda: window.preview.stage == EXACT, timeout=WAIT_MS)
-    assert window.preview.index == 1 and window.statusBar().currentMessage() == ""
+    assert window.preview.index == 1 and window.statusBar().currentMessage() != COMPILING
+    qtbot.waitUntil(lambda: "nlmeans-compile" not in [thread.name for thread in threading.enumerate()])

@@ -33,6 +33,7 @@ from window_driver import (
 )
 
 from nlmeans_studio.engine import (
+    COMPILING,
     NLMParams,
     NoiseEstimate,
     apply_estimate,
@@ -1269,8 +1270,10 @@ def test_the_first_frame_says_when_it_waits_for_a_compile(qtbot, window, clip, m
     messages = []
     window.statusBar().messageChanged.connect(messages.append)
     opened(qtbot, window, clip[0])
+    qtbot.waitUntil(lambda: window.timed is not None, timeout=WAIT_MS)  # the filtered frame, after the compile
     assert [message for message in messages if message.startswith("Compiling the CPU filter")]
-    assert window.statusBar().currentMessage() == ""  # gone with the frame
+    assert window.statusBar().currentMessage() != COMPILING  # gone with the frame
+    qtbot.waitUntil(lambda: "nlmeans-compile" not in [thread.name for thread in threading.enumerate()])
 
 
 def test_memory_short_for_the_preview_is_said_without_a_traceback(qtbot, window, clip, monkeypatch, capfd) -> None:
