@@ -14,13 +14,13 @@ The exact passes filter bands of PIECE_ROWS rows, each cropped with a margin of 
 (the search and patch radii): every pixel a band's pixels read is inside the crop, so a band
 equals the same rows of the whole frame's result (to float32 rounding, which the running sums
 accumulate from another first row; within one 8-bit level). Between pieces, ``abandoned()`` is
-asked: a newer request stops an older one there. On the CPU the filter runs on
-``preview_threads()``, the free cores but one.
+asked: a newer request stops an older one there. The filter runs on ``preview_threads()``, the
+free cores but one. On the GPU, where a frame takes milliseconds, the exact frame comes alone
+(``Previewer.render``, from the frames kept on the device).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -70,8 +70,8 @@ def render_passes(
     Preview
         With ``stage`` one of ``STAGES`` after ``BEFORE``, in that order (``SHOWN`` only where
         ``shown`` is not the whole frame, ``QUICK`` only where the shown region is large enough
-        to halve). Before ``EXACT``, the pixels not filtered yet show the input; PSNR comes with
-        ``EXACT``.
+        to halve; on the GPU ``EXACT`` alone). Before ``EXACT``, the pixels not filtered yet show
+        the input; PSNR comes with ``EXACT``.
     """
     clip = previewer.clip(noise)
     given = clip[index]  # decoded (or made noisy) once
@@ -83,7 +83,12 @@ def render_passes(
     after = np.asarray(given) if given.dtype == np.uint8 else from_float32(before, np.dtype(np.uint8))
     template = Preview(index, after, after, None, None, QUICK_NOTE, 0.0, "-", "-", stage=BEFORE)
     denoiser = previewer.filter_for(params, luma_chroma)
-    with _threads(denoiser.backend):
+    if denoiser.backend != "cpu":  # milliseconds a frame, from the frames kept on the GPU: no passes
+        yield previewer.render(index, params, noise, luma_chroma)
+        return
+    from ..cpu.threads import cpu_threads, preview_threads  # loads numba: the CPU's alone
+
+    with cpu_threads(preview_threads()):
         quick = _quick_params(params, luma_chroma)
         if quick is not None and _halvable(shown, quick[0]):
             after = after.copy()
@@ -109,15 +114,6 @@ def render_passes(
     engine_ms = (time.perf_counter() - started) * 1000
     result = from_float32(exact, np.dtype(np.uint8))
     yield previewer.measured(index, noise, given, result, exact, engine_ms, denoiser)
-
-
-def _threads(backend: str) -> contextlib.AbstractContextManager[object]:
-    """On the CPU, the filter's launches on ``preview_threads()`` (numba imported only there)."""
-    if backend != "cpu":
-        return contextlib.nullcontext()
-    from ..cpu.threads import cpu_threads, preview_threads
-
-    return cpu_threads(preview_threads())
 
 
 def _inside(box: Box, width: int, height: int) -> Box:
