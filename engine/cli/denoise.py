@@ -16,7 +16,7 @@ from ..backend import (
     resolve_backend,
     resolve_devices,
 )
-from ..cpu.compiled import announce_compile
+from ..cpu.compiled import announce_compile, silence_compile_notice
 from ..media.ffmpeg import show_ffmpeg_messages
 from ..media.formats import check_encoding, output_format
 from ..media.image_sequence import is_image_sequence
@@ -246,9 +246,11 @@ def run_denoise(args: argparse.Namespace, stop: Stop) -> ExportSummary:
         # One reader, opened once, for the file's facts, the noise, SURE's sample and the export
         # (a pipe is read once, by all); the export's frames decoded on NVDEC on the GPU.
         args.source = PipeReader() if args.input == PIPE else VideoReader(args.input, hardware_decoding=on_gpu)
-        choice = _chosen_filter(args, preset, _source_info(args))
-        if not args.quiet and resolve_backend(args.backend) == "cpu":
-            announce_compile(cpu_filter_compiles)  # before SURE's first frame; the Denoisers' say nothing again
+        if args.quiet:
+            silence_compile_notice()  # the Denoisers too
+        choice = _chosen_filter(args, preset, _source_info(args))  # SURE's Denoiser says it, where it compiles
+        if not on_gpu:
+            announce_compile(cpu_filter_compiles)  # else before the export's first frame
         stop.exporting = True
         summary = denoise_file(
             args.source,

@@ -35,6 +35,11 @@ def announce_compile(compiles: Callable[[], bool]) -> None:
             _ANNOUNCED.set()
 
 
+def silence_compile_notice() -> None:
+    """Log no COMPILING in this process from now on: a command run with ``--quiet``."""
+    _ANNOUNCED.set()
+
+
 def in_numba_cache(*functions: Any) -> bool:
     """Whether each numba ``cache=True`` function is compiled in this process already, or its code is cached.
 
