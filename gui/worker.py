@@ -202,6 +202,7 @@ class PreviewWorker(Worker):
     def __init__(self) -> None:
         super().__init__()
         self._compiled: bool | None = None  # whether the CPU filter is compiled; None: not asked yet
+        self._compiler: threading.Thread | None = None  # the thread compiling it, once started
         self._parked: dict[str, tuple[int, tuple[int, object]]] = {}  # kind: the request waiting for the compile
         self._last_still: tuple[int, object] | None = None  # (frame, noise) of the last still asked for
         self._clip = 0  # the number of the open request whose clip is open
@@ -224,6 +225,9 @@ class PreviewWorker(Worker):
             self._answer(number, request)
 
     def _idle(self) -> None:
+        if self._compiled is False and self._compiler is None:  # once the waiting requests showed their frames
+            self._compiler = threading.Thread(target=self._compile, name="nlmeans-compile", daemon=True)
+            self._compiler.start()  # a daemon: a window closed mid-compile exits at once
         if self._playback is not None and self._render_ahead():
             self._wake.emit()  # the next frame after any new request
         else:
@@ -335,7 +339,8 @@ class PreviewWorker(Worker):
     def _compiled_or_parked(self, kind: str, number: int, request: PreviewRequest | EstimateRequest) -> bool:
         """Whether ``request`` may run its filter now: on the GPU, or with the CPU filter compiled. If
         not, it waits (the latest of its ``kind``) while the filter compiles on a thread of its own,
-        started the first time, so that the worker keeps showing frames meanwhile."""
+        started once no request waits (``_idle``: the stills' frames are shown first, not slowed by
+        the compile), so that the worker keeps showing frames meanwhile."""
         if resolve_backend(request.backend) != "cpu":
             return True
         with self._lock:
@@ -343,8 +348,6 @@ class PreviewWorker(Worker):
                 self._compiled = not filter_compiles("cpu")
                 if not self._compiled:
                     self.compiling.emit()
-                    # A daemon: a window closed mid-compile exits at once (numba writes its cache whole or not).
-                    threading.Thread(target=self._compile, name="nlmeans-compile", daemon=True).start()
             if not self._compiled:
                 self._parked[kind] = (number, (self._clip, request))
             return self._compiled
