@@ -29,7 +29,8 @@ Files
     ``VideoReader``, ``VideoWriter``, ``read_frames``, ``denoise_file``, ``read_volume``,
     ``write_volume``.
 The window's engine
-    ``Previewer`` (before/after previews, playback), ``RenderAhead``, ``difference_image``.
+    ``Previewer`` (before/after previews, playback), ``render_passes`` (a still in passes, the
+    shown region first, after ``unfiltered_preview``), ``compile_cpu_filter``, ``RenderAhead``, ``difference_image``.
 """
 
 if __name__ != "nlmeans_studio.engine":
@@ -55,7 +56,7 @@ from .resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
 from .version import __version__
 from .video.choose_h import apply_estimate, decorrelation_decision, suggest_h
 from .video.default_filter import FilterChoice, choose_filter, sure_sample_length
-from .video.denoiser import METHODS, Denoiser
+from .video.denoiser import METHODS, Denoiser, compile_cpu_filter
 from .video.export import ExportCancelledError, denoise_file, estimate_clip_noise
 from .video.filters import filter_compiles as video_filter_compiles
 from .video.guided import GuidedDenoiser
@@ -88,6 +89,7 @@ from .video.presets import (
     shipped_presets,
 )
 from .video.preview import LumaChroma, Preview, Previewer, SyntheticNoise, difference_image
+from .video.preview_passes import STAGES, render_passes, unfiltered_preview
 from .video.synthetic_noise import add_noise, add_realistic_noise
 from .volume.denoise import denoise_volume, denoise_volume_slice
 from .volume.denoise import filter_compiles as volume_filter_compiles
@@ -113,7 +115,7 @@ def filter_compiles(backend: str = "auto", *, volume: bool = False) -> bool:
     Returns
     -------
     bool
-        True where the CPU's numba filter will compile first (up to a minute, once per machine and
+        True where the CPU's numba filter will compile first (one to two minutes, once per machine and
         version); False where it is cached, and on the GPU, whose kernels CuPy compiles in a
         few seconds and keeps.
     """
@@ -160,6 +162,7 @@ __all__ = [
     "PRESET_FOLDER",
     "SAMPLE_CLIP",
     "SEARCH_RADIUS_MAX",
+    "STAGES",
     "VIDEO_SUFFIXES",
     "VOLUME_SUFFIXES",
     "WEIGHTINGS",
@@ -195,6 +198,7 @@ __all__ = [
     "check_volume_output",
     "choose_filter",
     "command_line",
+    "compile_cpu_filter",
     "decorrelation_decision",
     "denoise",
     "denoise_file",
@@ -215,6 +219,7 @@ __all__ = [
     "psnr",
     "read_frames",
     "read_volume",
+    "render_passes",
     "resolve_backend",
     "save_preset",
     "shipped_presets",
@@ -223,6 +228,7 @@ __all__ = [
     "suggest_luma_chroma_h",
     "suggest_volume_h",
     "sure_sample_length",
+    "unfiltered_preview",
     "volume_format",
     "write_volume",
 ]

@@ -122,14 +122,14 @@ def check_window() -> str:
             window.show()
             window.open_clip(SAMPLE_CLIP)
             deadline = time.monotonic() + WINDOW_SECONDS
-            while window.preview is None and not window.banner.isVisibleTo(window):
+            while window.timed is None and not window.banner.isVisibleTo(window):  # the exact frame
                 if time.monotonic() > deadline:
                     raise AssertionError(f"no preview within {WINDOW_SECONDS:.0f} s")
                 QCoreApplication.processEvents()
                 time.sleep(0.01)
-            if window.preview is None:
+            if window.timed is None:
                 raise AssertionError(f"the window shows an error: {window.banner.text()}")
-            preview = window.preview
+            preview = window.timed
         finally:
             window.close()
             window.deleteLater()  # now, not when the interpreter finalizes (PySide6 aborts there)

@@ -128,6 +128,7 @@ class ComparisonView(pg.GraphicsLayoutWidget):
         self._before: np.ndarray | None = None
         self._after: np.ndarray | None = None
         self._shape: tuple[int, ...] | None = None
+        self._note = ""  # what the after half says of the pass it shows ("" for the exact frame)
         self._linking = False
         self.mode = "split"
         self.main_view.sigRangeChangedManually.connect(self._user_moved)
@@ -137,10 +138,14 @@ class ComparisonView(pg.GraphicsLayoutWidget):
         self.main_view.rectangle_drawn.connect(self._drawn)
         self.set_mode("split")
 
-    def set_images(self, before: np.ndarray, after: np.ndarray) -> None:
-        """Show uint8 frames (H, W[, C]); the view fits them when their size changes."""
+    def set_images(self, before: np.ndarray, after: np.ndarray, note: str = "") -> None:
+        """Show uint8 frames (H, W[, C]), ``note`` in the titles where after shows (which pass
+        it is: "quick pass ..."); the view fits them when their size changes."""
         resized = before.shape != self._shape
         self._shape, self._before, self._after = before.shape, before, after
+        if note != self._note:
+            self._note = note
+            self._show_titles()
         if resized:
             self.main_view.frame_rect = QRectF(0, 0, before.shape[1], before.shape[0])
             self.divider.setBounds((0, before.shape[1]))
@@ -174,11 +179,23 @@ class ComparisonView(pg.GraphicsLayoutWidget):
         if mode == "side":
             self.addItem(self.after_view, row=0, col=1)
         self.ci.setGeometry(self.range)  # the layout's own size, not the one it shrank to while emptied
-        self.main_label.setHtml(_title_html("Before (noisy)" if mode == "side" else TITLES[mode]))
+        self._show_titles()
         self.divider.setVisible(mode == "split")
         self.split_image.setVisible(mode == "split")
         self._draw()
         QTimer.singleShot(0, self, self._after_layout)
+
+    def _show_titles(self) -> None:
+        """Each pane's title, with the note on the pass shown where after shows."""
+        note = f" · after: {self._note}" if self._note else ""
+        main = "Before (noisy)" if self.mode == "side" else TITLES[self.mode] + ("" if self.mode == "before" else note)
+        self.main_label.setHtml(_title_html(main))
+        self.after_label.setHtml(_title_html(TITLES["after"] + note))
+
+    def titles(self) -> str:
+        """The titles shown, as text: the left pane's, and in side by side the right one's."""
+        shown = [self.main_label] + ([self.after_label] if self.mode == "side" else [])
+        return " | ".join(label.toPlainText().strip() for label in shown)
 
     def _draw(self) -> None:
         if self._after is None:
@@ -226,6 +243,17 @@ class ComparisonView(pg.GraphicsLayoutWidget):
         if self._shape is not None:
             self.main_view.setRange(QRectF(0, 0, self._shape[1], self._shape[0]), padding=0)
             self._sync_after()
+
+    def shown_box(self) -> tuple[int, int, int, int] | None:
+        """The part of the frame on screen as (x, y, width, height) in whole pixels; None while
+        the whole frame is fitted, or before any frame."""
+        if self._fitted or self._shape is None:
+            return None
+        rect = self.main_view.viewRect().intersected(QRectF(0, 0, self._shape[1], self._shape[0]))
+        if rect.isEmpty():
+            return None
+        left, top = math.floor(rect.left()), math.floor(rect.top())
+        return left, top, math.ceil(rect.right()) - left, math.ceil(rect.bottom()) - top
 
     def _user_moved(self, *_: object) -> None:
         self._fitted = False

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from nlmeans_studio.engine import (
     COMPILING,
     SAMPLE_CLIP,
+    STAGES,
     VIDEO_SUFFIXES,
     VOLUME_SUFFIXES,
     LumaChroma,
@@ -55,6 +56,13 @@ from .window_layout import build_actions, lay_out
 from .worker import EstimateRequest, OpenRequest, PlayRequest, PreviewRequest, PreviewWorker, WorkerThread
 
 DEBOUNCE_MS = 40  # a slider's movements within this time make one request
+UNFILTERED, QUICK, SHOWN, EXACT = STAGES  # the passes of a still, in the order they come
+STAGE_NOTES = {  # what the after half says of the pass it shows (nothing for the exact frame)
+    UNFILTERED: "not filtered yet",
+    QUICK: "quick pass at half size, the exact frame follows",
+    SHOWN: "exact on screen, the rest of the frame follows",
+    EXACT: "",
+}
 VIDEO_PATTERNS = " ".join(f"*{suffix}" for suffix in VIDEO_SUFFIXES)
 VOLUME_PATTERNS = " ".join(f"*{suffix}" for suffix in VOLUME_SUFFIXES)
 VIDEO_FILTER = f"Videos ({VIDEO_PATTERNS});;All files (*)"
@@ -84,7 +92,8 @@ class MainWindow(QMainWindow):
         self._opening: Path | None = None
         self.info: VideoInfo | None = None
         self.frame_times = np.zeros(0)  # seconds from frame 0 of each frame of the clip
-        self.preview: Preview | None = None
+        self.preview: Preview | None = None  # the preview shown, of any pass
+        self.timed: Preview | None = None  # the last exact one, whose time and device the readouts show
         self._busy_since: float | None = None
         self._requests = 0
         self._clip = 0  # the number of the open request whose clip is shown: requests are asked of it
@@ -322,7 +331,12 @@ class MainWindow(QMainWindow):
             return self.show_error(str(error))
         self._say_if_h_weighs_nothing(params)
         request = PreviewRequest(
-            self.frame_slider.value(), params, noise, self.parameters.backend_name(), self.current_luma_chroma()
+            self.frame_slider.value(),
+            params,
+            noise,
+            self.parameters.backend_name(),
+            self.current_luma_chroma(),
+            self.view.shown_box(),
         )
         self._pending_preview = self._submit(request)
 
@@ -365,9 +379,10 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(COMPILING)  # until a frame comes
 
     def _rendered(self, number: int, preview: Preview) -> None:
-        if self.statusBar().currentMessage() == COMPILING:
+        """A pass of still ``number`` came (each better than the last): shown unless a newer still's is."""
+        if preview.stage != UNFILTERED and self.statusBar().currentMessage() == COMPILING:
             self.statusBar().clearMessage()
-        if number <= self._shown:
+        if number < self._shown:
             return  # older than what is on screen
         self._shown = number
         if not self.playing:
@@ -375,7 +390,9 @@ class MainWindow(QMainWindow):
 
     def _show(self, preview: Preview) -> None:
         self.preview = preview
-        self.view.set_images(preview.before, preview.after)
+        if preview.stage == EXACT:
+            self.timed = preview
+        self.view.set_images(preview.before, preview.after, STAGE_NOTES[preview.stage])
         self.readouts.show_psnr(preview)
 
     def _estimated(self, number: int, first: int, estimate: NoiseEstimate, factor: float) -> None:
@@ -501,8 +518,8 @@ class MainWindow(QMainWindow):
     def _show_speed(self) -> None:
         if self.playing:
             return self.readouts.show_playback(*self.player.speed())
-        engine_ms = self.preview.engine_ms if self.preview is not None else None
-        device = f"{self.preview.backend.upper()}: {self.preview.device_name}" if self.preview else ""
+        engine_ms = self.timed.engine_ms if self.timed is not None else None
+        device = f"{self.timed.backend.upper()}: {self.timed.device_name}" if self.timed else ""
         rendering = None if self._busy_since is None else time.perf_counter() - self._busy_since
         self.readouts.show_still(engine_ms, device, rendering)
 

@@ -95,7 +95,7 @@ def build_actions(window: MainWindow) -> None:
     window.regions_action.setCheckable(True)
     window.regions_action.setChecked(True)
     window.type_h_action = _action(window, "Type h (the strength)", "H", window._type_h)
-    about = _action(window, "About NLMeans Studio", None, lambda: show_about(window, window.preview))
+    about = _action(window, "About NLMeans Studio", None, lambda: show_about(window, window.timed))
     toolbar = QToolBar("Main")
     toolbar.setObjectName("main-toolbar")
     for action in (

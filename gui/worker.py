@@ -41,9 +41,13 @@ from nlmeans_studio.engine import (
     VideoInfo,
     VideoReader,
     choose_filter,
+    compile_cpu_filter,
     estimate_noise_over,
     filter_compiles,
+    render_passes,
+    resolve_backend,
     sure_sample_length,
+    unfiltered_preview,
 )
 
 
@@ -60,6 +64,7 @@ class PreviewRequest:
     noise: SyntheticNoise | None
     backend: str
     luma_chroma: LumaChroma | None = None  # (h_luma, h_chroma, matrix): filter in Y'CbCr
+    shown: tuple[int, int, int, int] | None = None  # (x, y, width, height) on screen, filtered first; None: all
 
 
 @dataclass(frozen=True)
@@ -187,7 +192,7 @@ class PreviewWorker(Worker):
     ORDER = ("open", "estimate", "preview", "play")  # a new clip first; an estimate before a preview
 
     opened = Signal(int, object, object)  # request number, VideoInfo, each frame's time in seconds
-    rendered = Signal(int, object)  # request number, engine.video.preview.Preview
+    rendered = Signal(int, object)  # request number, engine.video.preview.Preview: several a request, each better
     estimated = Signal(int, int, object, float)  # request number, first frame measured, NoiseEstimate, SURE's factor
     playback_started = Signal(int, object)  # request number, engine.video.playback.RenderAhead
     failed = Signal(int, str, str)  # request number, kind ("open", "preview", "estimate", "backend"), message
@@ -196,6 +201,10 @@ class PreviewWorker(Worker):
 
     def __init__(self) -> None:
         super().__init__()
+        self._compiled: bool | None = None  # whether the CPU filter is compiled; None: not asked yet
+        self._compiler: threading.Thread | None = None  # the thread compiling it, once started
+        self._parked: dict[str, tuple[int, tuple[int, object]]] = {}  # kind: the request waiting for the compile
+        self._last_still: tuple[int, object] | None = None  # (frame, noise) of the last still asked for
         self._clip = 0  # the number of the open request whose clip is open
         self._readers: list[VideoReader] = []
         self._previewer: Previewer | None = None
@@ -216,6 +225,9 @@ class PreviewWorker(Worker):
             self._answer(number, request)
 
     def _idle(self) -> None:
+        if self._compiled is False and self._compiler is None:  # once the waiting requests showed their frames
+            self._compiler = threading.Thread(target=self._compile, name="nlmeans-compile", daemon=True)
+            self._compiler.start()  # a daemon: a window closed mid-compile exits at once
         if self._playback is not None and self._render_ahead():
             self._wake.emit()  # the next frame after any new request
         else:
@@ -251,13 +263,13 @@ class PreviewWorker(Worker):
             if isinstance(request, OpenRequest):
                 self._stop_playback()
                 opened = self._open(request)
-                self._clip = number
+                self._clip, self._last_still = number, None
                 self.opened.emit(number, *opened)
             elif isinstance(request, EstimateRequest):
-                self.estimated.emit(number, *self._estimate(request))
+                if self._compiled_or_parked("estimate", number, request):  # SURE runs the filter
+                    self.estimated.emit(number, *self._estimate(request))
             elif isinstance(request, PreviewRequest):
-                self._say_if_compiling(request.backend)
-                self.rendered.emit(number, self._render(request))
+                self._preview(number, request)
             elif isinstance(request, PlayRequest):
                 self._stop_playback()
                 self._say_if_compiling(request.backend)
@@ -301,10 +313,64 @@ class PreviewWorker(Worker):
         self._readers, self._previewer = readers, previewer
         return readers[0].info, readers[0].frame_times
 
-    def _render(self, request: PreviewRequest):  # -> Preview
-        return self._on_backend(request.backend).render(
-            request.index, request.params, request.noise, request.luma_chroma
+    def _preview(self, number: int, request: PreviewRequest) -> None:
+        """Answer a still: the input at once (unless the frame and its noise are those of the last
+        still, shown filtered already), then the passes (``render_passes``) until a newer request
+        supersedes it; parked while the CPU filter compiles on a thread of its own."""
+        still = (request.index, request.noise)
+        if still != self._last_still:
+            self._last_still = still
+            self.rendered.emit(number, unfiltered_preview(self._require_clip(), request.index, request.noise))
+        if not self._compiled_or_parked("preview", number, request):
+            return
+        previewer = self._on_backend(request.backend)
+        passes = render_passes(
+            previewer,
+            request.index,
+            request.params,
+            request.noise,
+            request.luma_chroma,
+            shown=request.shown,
+            abandoned=lambda: self._superseded(number),
         )
+        for preview in passes:
+            self.rendered.emit(number, preview)
+
+    def _compiled_or_parked(self, kind: str, number: int, request: PreviewRequest | EstimateRequest) -> bool:
+        """Whether ``request`` may run its filter now: on the GPU, or with the CPU filter compiled. If
+        not, it waits (the latest of its ``kind``) while the filter compiles on a thread of its own,
+        started once no request waits (``_idle``: the stills' frames are shown first, not slowed by
+        the compile), so that the worker keeps showing frames meanwhile."""
+        if resolve_backend(request.backend) != "cpu":
+            return True
+        with self._lock:
+            if self._compiled is None:
+                self._compiled = not filter_compiles("cpu")
+                if not self._compiled:
+                    self.compiling.emit()
+            if not self._compiled:
+                self._parked[kind] = (number, (self._clip, request))
+            return self._compiled
+
+    def _compile(self) -> None:
+        """The compile thread: compile, then queue each waiting request unless a newer one of its kind waits."""
+        try:
+            compile_cpu_filter()
+        finally:
+            with self._lock:
+                self._compiled = True
+                for kind, (number, asked) in self._parked.items():
+                    if kind not in self._pending:
+                        self._pending[kind] = (number, asked)
+                        self._cancels[number] = threading.Event()
+                self._parked = {}
+            self._wake.emit()
+
+    def _superseded(self, number: int) -> bool:
+        """Whether still ``number`` should stop: a newer still, a clip or playback waits, or it was cancelled."""
+        with self._lock:
+            cancelled = number in self._cancels and self._cancels[number].is_set()
+            return cancelled or any(kind in self._pending for kind in ("open", "preview", "play"))
 
     def _play(self, request: PlayRequest) -> RenderAhead:
         previewer = self._on_backend(request.backend)

@@ -16,7 +16,7 @@ from ..backend import (
     resolve_backend,
     resolve_devices,
 )
-from ..cpu.compiled import COMPILING
+from ..cpu.compiled import announce_compile, silence_compile_notice
 from ..media.ffmpeg import show_ffmpeg_messages
 from ..media.formats import check_encoding, output_format
 from ..media.image_sequence import is_image_sequence
@@ -38,7 +38,7 @@ from ..video.default_filter import (
     sure_sample_length,
 )
 from ..video.export import ExportCancelledError, ExportSummary, clip_sample, denoise_file, estimate_clip_noise
-from ..video.filters import cpu_filter_compiles, filter_compiles
+from ..video.filters import cpu_filter_compiles
 from ..video.luma_chroma import (
     matrix_for,
 )
@@ -225,6 +225,8 @@ def open_source(args: argparse.Namespace) -> None:
     before any reading.
     """
     show_ffmpeg_messages(verbose=args.verbose)
+    if args.quiet:
+        silence_compile_notice()  # the Denoisers' too
     if args.devices is not None:  # before any reading: a combination refused, or no GPU
         asked = args.luma_chroma is not UNSET and args.luma_chroma is not None
         refused = refusal(luma_chroma=asked, guide=args.guide, devices=True, backend=args.backend, command_line=True)
@@ -266,8 +268,8 @@ def export_denoised(
     progress = None if args.quiet else _ProgressBar()
     part = frames is not None
     try:
-        if not args.quiet and filter_compiles(args.backend):
-            print(COMPILING, file=sys.stderr)
+        if resolve_backend(args.backend) != "gpu":
+            announce_compile(cpu_filter_compiles)  # once: where SURE's Denoiser compiled, it said so
         stop.exporting = True
         summary = denoise_file(
             args.source,

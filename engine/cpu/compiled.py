@@ -1,8 +1,8 @@
 """Whether a CPU filter's first call compiles it, so that a run says so only when it does.
 
 numba keeps what it compiles in an on-disk cache (``cache=True``), per machine and per version
-of the code: only a first run, or the first after an update, waits for the compile (15-60 s
-for the video filter, as long for the volume's, on 2 cores); every later run loads it in a
+of the code: only a first run, or the first after an update, waits for the compile (16-126 s
+for the video filter on 2 cores, by how busy they are; as long for the volume's); every later run loads it in a
 fraction of a second. Telling beforehand means reading numba's cache index, a peek at numba's internals: where
 they have moved, no compile is announced, rather than a wrong one on every run.
 """
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 # What a run says before a first frame that compiles (``engine.filter_compiles``): the wait is once.
-COMPILING = "Compiling the CPU filter for this machine, once: up to a minute (later runs start at once)."
+COMPILING = "Compiling the CPU filter, once for this machine: one to two minutes (later runs start at once)."
 _LOGGER = logging.getLogger(__name__)
 _ANNOUNCED = threading.Event()  # set once COMPILING has been logged: a process says it once
 _ANNOUNCING = threading.Lock()  # one thread asks numba's cache and logs; the others wait and find it said
@@ -33,6 +33,11 @@ def announce_compile(compiles: Callable[[], bool]) -> None:
         if not _ANNOUNCED.is_set() and compiles():
             _LOGGER.warning(COMPILING)
             _ANNOUNCED.set()
+
+
+def silence_compile_notice() -> None:
+    """Log no COMPILING in this process from now on: a command run with ``--quiet``."""
+    _ANNOUNCED.set()
 
 
 def in_numba_cache(*functions: Any) -> bool:

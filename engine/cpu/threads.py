@@ -32,6 +32,23 @@ def threads_available() -> int:
     return int(numba.config.NUMBA_NUM_THREADS)
 
 
+def free_cores() -> int:
+    """Return the CPUs this process may run on (its affinity: a container's or ``taskset``'s share), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS and Windows have no affinity call
+        return os.cpu_count() or 1
+
+
+def preview_threads() -> int:
+    """Return the threads an interactive preview filters on: the free cores but one, left to the window.
+
+    At least 1 and at most numba's pool. A preview the window waits for is small work (a few tenths
+    of a second); the core left free keeps the window drawing and answering while it runs.
+    """
+    return max(1, min(threads_available(), free_cores() - 1))
+
+
 def check_threads(threads: object) -> int | None:
     """Return ``threads`` as an int (None stays None), or ValueError unless it is in 1..``threads_available()``."""
     if threads is None:

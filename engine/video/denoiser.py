@@ -10,11 +10,12 @@ from typing import Any
 import numpy as np
 
 from ..backend import cpu_name, cupy_module, gpu_name, resolve_backend
+from ..cpu.compiled import announce_compile
 from ..frames import at_bit_depth, check_bit_depth, check_same_shape, checked_frame, from_float32
-from .filters import METHODS, WindowFilter, window_filter
+from .filters import METHODS, WindowFilter, cpu_filter_compiles, window_filter
 from .params import NLMParams, check_frame_shape, window_indices
 
-__all__ = ["METHODS", "Denoiser"]
+__all__ = ["METHODS", "Denoiser", "compile_cpu_filter"]
 
 
 class Denoiser:
@@ -71,6 +72,8 @@ class Denoiser:
         check_bit_depth(bit_depth)
         self.bit_depth = bit_depth
         resolved = resolve_backend(backend)
+        if resolved == "cpu":  # a first frame waits for the compile: said once, before it
+            announce_compile(cpu_filter_compiles)
         self._window_filter: WindowFilter = window_filter(resolved, method or METHODS[0])
         self.device_name = cpu_name() if resolved == "cpu" else gpu_name()
 
@@ -244,6 +247,15 @@ class Denoiser:
 
 
 _NONE = object()
+
+
+def compile_cpu_filter() -> None:
+    """Compile the CPU filter now, on a small frame: once per machine, 1-2 minutes on 2 cores.
+
+    Every radius, weighting and frame size then runs without compiling (they are run-time
+    arguments). For a window, which runs this on a thread of its own and shows the input meanwhile.
+    """
+    Denoiser(NLMParams(h=10), "cpu").warm_up(16, 16)
 
 
 def _shaped_as_given(result: np.ndarray, frame: np.ndarray) -> np.ndarray:

@@ -133,6 +133,9 @@ class Preview:
         Milliseconds the filter took for this frame.
     backend, device_name : str
         Where it ran: "cpu" or "gpu", and the processor's or GPU's name.
+    stage : str
+        Which of ``render_passes``' passes ``after`` is (``preview_passes.STAGES``): "exact" for the
+        filter's result over the whole frame, as ``render`` gives it.
     """
 
     index: int
@@ -144,6 +147,7 @@ class Preview:
     engine_ms: float
     backend: str
     device_name: str
+    stage: str = "exact"
 
 
 def _uint8(frame: np.ndarray) -> np.ndarray:
@@ -357,6 +361,24 @@ class Previewer:
             after_float = denoiser.denoise_frame(clip, index).reshape(before.shape)
             after = from_float32(after_float, np.dtype(np.uint8))
         engine_ms = (time.perf_counter() - started) * 1000
+        return self.measured(index, noise, before, after, after_float, engine_ms, denoiser)
+
+    def measured(
+        self,
+        index: int,
+        noise: SyntheticNoise | None,
+        before: np.ndarray,
+        after: np.ndarray,
+        after_float: np.ndarray | None,
+        engine_ms: float,
+        denoiser: FrameDenoiser,
+    ) -> Preview:
+        """Return frame ``index``'s exact Preview, with PSNR against the clean frame where there is one.
+
+        ``before`` is the filter's input, ``after`` its uint8 result and ``after_float`` the float32
+        one (None: the GPU's kept output), ``engine_ms`` the filter's milliseconds.
+        """
+        has_noise = noise is not None and noise.sigma > 0
         clean, note = None, "no clean reference: add synthetic noise or load a reference clip"
         if has_noise:
             clean = to_float32(np.asarray(self.source.frame(index)))
@@ -377,6 +399,10 @@ class Previewer:
             backend=denoiser.backend,
             device_name=denoiser.device_name,
         )
+
+    def clip(self, noise: SyntheticNoise | None) -> Sequence[np.ndarray]:
+        """Return the clip as the filter sees it (``filter_input`` of each frame), made on demand."""
+        return _NoisyClip(self, noise)
 
     def _render_on_device(self, index: int, params: NLMParams, noise: SyntheticNoise | None) -> np.ndarray:
         """Render with ``render``'s GPU filter.

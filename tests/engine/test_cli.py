@@ -1,5 +1,6 @@
 """The command line: the benchmark table, and clear errors on bad arguments."""
 
+import logging
 import os
 import subprocess
 from pathlib import Path
@@ -10,7 +11,10 @@ from clips import CLI
 from test_video import make_clip
 
 from nlmeans_studio.engine import COMPILING, Denoiser, NLMParams, __version__, denoise_volume
+from nlmeans_studio.engine.cli import denoise as denoise_command
 from nlmeans_studio.engine.cli import main
+from nlmeans_studio.engine.cpu import compiled
+from nlmeans_studio.engine.video import denoiser as denoiser_module
 from nlmeans_studio.engine.video.sample import SAMPLE_CLIP, load_clean_frames, resize_bilinear
 
 TINY_BENCH = ["bench", "--backend", "cpu", "--size", "48x40", "--frames", "1", "--search-radii", "1"]
@@ -132,6 +136,19 @@ def test_the_compile_is_announced_only_when_the_filter_compiles(tmp_path, comman
         first = child.stderr.readline()
         child.kill()
     assert first == COMPILING + "\n"
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_first_compile_is_said_once_and_not_with_quiet(tmp_path, monkeypatch, caplog, quiet) -> None:
+    # The Denoisers say it too (the Python API): the command said it twice, and with --quiet once.
+    make_clip(tmp_path / "in.mkv", frames=3, size=(16, 24))
+    monkeypatch.setattr(compiled, "_ANNOUNCED", type(compiled._ANNOUNCED)())  # a fresh process's
+    for module in (denoise_command, denoiser_module):
+        monkeypatch.setattr(module, "cpu_filter_compiles", lambda: True)  # numba's cache cold
+    arguments = ["denoise", str(tmp_path / "in.mkv"), str(tmp_path / "out.mkv"), "--backend", "cpu"]
+    with caplog.at_level(logging.WARNING, logger="nlmeans_studio.engine"):
+        assert main([*arguments, "--noise", "none", *(["--quiet"] if quiet else [])]) == 0
+    assert caplog.messages == ([] if quiet else [COMPILING])
 
 
 def test_a_run_with_numba_jit_disabled_says_nothing_of_a_compile(tmp_path) -> None:

@@ -1,5 +1,6 @@
 """Denoiser semantics: streaming, invariants, input checks and backend selection."""
 
+import logging
 import os
 import subprocess
 import sys
@@ -9,8 +10,10 @@ import numpy as np
 import pytest
 from clips import noisy_clip
 
-from nlmeans_studio.engine import BackendUnavailableError, Denoiser, NLMParams, resolve_backend
+from nlmeans_studio.engine import COMPILING, BackendUnavailableError, Denoiser, NLMParams, resolve_backend
 from nlmeans_studio.engine import backend as backend_module
+from nlmeans_studio.engine.cpu import compiled
+from nlmeans_studio.engine.video import denoiser as denoiser_module
 
 
 @pytest.mark.parametrize(("past", "future"), [(0, 0), (2, 1), (1, 3)])
@@ -297,3 +300,16 @@ def test_threads_take_turns_on_numbas_own_threading_layer() -> None:
     run = subprocess.run([sys.executable, "-c", THREADED_SCRIPT], capture_output=True, text=True, env=environment,
                          timeout=240)  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_a_cpu_denoiser_says_once_that_its_first_frame_compiles(monkeypatch, caplog) -> None:
+    # From the Python API the first compile (1-2 minutes on 2 cores) came with no word.
+    monkeypatch.setattr(compiled, "_ANNOUNCED", type(compiled._ANNOUNCED)())  # a fresh process's
+    monkeypatch.setattr(denoiser_module, "cpu_filter_compiles", lambda: False)
+    with caplog.at_level(logging.WARNING, logger="nlmeans_studio.engine"):
+        Denoiser(NLMParams(h=10), "cpu")
+        assert caplog.messages == []  # numba's cache holds the filter: nothing to say
+        monkeypatch.setattr(denoiser_module, "cpu_filter_compiles", lambda: True)
+        for _ in range(2):
+            Denoiser(NLMParams(h=10), "cpu")
+    assert caplog.messages == [COMPILING]

@@ -33,6 +33,7 @@ from window_driver import (
 )
 
 from nlmeans_studio.engine import (
+    COMPILING,
     NLMParams,
     NoiseEstimate,
     apply_estimate,
@@ -542,9 +543,11 @@ def test_scrub_to_the_last_frame(qtbot, window, clip) -> None:
 
 def test_a_parameter_change_renders_off_the_gui_thread(qtbot, window, clip, monkeypatch) -> None:
     threads = []
-    render = Previewer.render
+    render_passes = worker_module.render_passes
     monkeypatch.setattr(
-        Previewer, "render", lambda self, *a: threads.append(QThread.currentThread()) or render(self, *a)
+        worker_module,
+        "render_passes",
+        lambda *a, **k: threads.append(QThread.currentThread()) or render_passes(*a, **k),
     )
     opened(qtbot, window, clip[0])
     add_synthetic_noise(qtbot, window)
@@ -996,12 +999,14 @@ def test_play_shows_every_frame_in_order_then_the_still_with_its_psnr(qtbot, win
     settle(qtbot, window)
     shown = []
     set_images = window.view.set_images
-    monkeypatch.setattr(window.view, "set_images", lambda b, a: shown.append((window.preview, a)) or set_images(b, a))
+    monkeypatch.setattr(
+        window.view, "set_images", lambda b, a, note="": shown.append((window.preview, a)) or set_images(b, a, note)
+    )
     press(qtbot, window, KEY.Key_Space)
     assert window.playing and window.play_action.text() == "Pause"
     qtbot.waitUntil(lambda: not window.playing, timeout=WAIT_MS)
     settle(qtbot, window)
-    played = [preview for preview, _ in shown if preview.psnr_after is None]
+    played = [preview for preview, _ in shown if preview.psnr_after is None and preview.stage == "exact"]
     assert [preview.index for preview in played] == list(range(3, 12))
     still = Previewer(ArrayFrames(frames), "cpu")
     for preview in played[::4]:
@@ -1055,7 +1060,9 @@ def test_a_change_while_playing_plays_on_with_it(qtbot, window, clip, monkeypatc
     monkeypatch.setattr(Previewer, "play", paced_play)
     shown = []
     set_images = window.view.set_images
-    monkeypatch.setattr(window.view, "set_images", lambda b, a: shown.append(window.preview) or set_images(b, a))
+    monkeypatch.setattr(
+        window.view, "set_images", lambda b, a, note="": shown.append(window.preview) or set_images(b, a, note)
+    )
     press(qtbot, window, KEY.Key_Space)
     allowed.release()
     qtbot.waitUntil(lambda: window.frame_slider.value() == 1, timeout=WAIT_MS)
@@ -1064,7 +1071,7 @@ def test_a_change_while_playing_plays_on_with_it(qtbot, window, clip, monkeypatc
         allowed.release()
     qtbot.waitUntil(lambda: not window.playing, timeout=WAIT_MS)
     settle(qtbot, window)
-    played = [preview.index for preview in shown if preview.psnr_after is None]
+    played = [preview.index for preview in shown if preview.psnr_after is None and preview.stage == "exact"]
     assert played == list(range(1, 12))  # every frame, once, in order, across the change
     expected = Previewer(ArrayFrames(frames), "cpu").render(
         11, window.current_params(), window.noise.noise(), window.current_luma_chroma()
@@ -1077,8 +1084,10 @@ def test_a_change_while_playing_plays_on_with_it(qtbot, window, clip, monkeypatc
 def test_a_busy_indicator_shows_while_the_engine_works(qtbot, window, clip, monkeypatch) -> None:
     opened(qtbot, window, clip[0])
     release = threading.Event()
-    render = Previewer.render
-    monkeypatch.setattr(Previewer, "render", lambda self, *a: release.wait(WAIT_MS / 1000) and render(self, *a))
+    render_passes = worker_module.render_passes
+    monkeypatch.setattr(
+        worker_module, "render_passes", lambda *a, **k: release.wait(WAIT_MS / 1000) and render_passes(*a, **k)
+    )
     press(qtbot, window, KEY.Key_Right)
     qtbot.waitUntil(lambda: window.busy.isVisibleTo(window), timeout=WAIT_MS)
     window._show_speed()
@@ -1261,8 +1270,10 @@ def test_the_first_frame_says_when_it_waits_for_a_compile(qtbot, window, clip, m
     messages = []
     window.statusBar().messageChanged.connect(messages.append)
     opened(qtbot, window, clip[0])
+    qtbot.waitUntil(lambda: window.timed is not None, timeout=WAIT_MS)  # the filtered frame, after the compile
     assert [message for message in messages if message.startswith("Compiling the CPU filter")]
-    assert window.statusBar().currentMessage() == ""  # gone with the frame
+    assert window.statusBar().currentMessage() != COMPILING  # gone with the frame
+    qtbot.waitUntil(lambda: "nlmeans-compile" not in [thread.name for thread in threading.enumerate()])
 
 
 def test_memory_short_for_the_preview_is_said_without_a_traceback(qtbot, window, clip, monkeypatch, capfd) -> None:
@@ -1272,7 +1283,7 @@ def test_memory_short_for_the_preview_is_said_without_a_traceback(qtbot, window,
     def short(*arguments: object) -> None:
         raise MemoryError(message)
 
-    monkeypatch.setattr(Previewer, "render", short)
+    monkeypatch.setattr(Previewer, "filter_for", short)
     window.open_clip(clip[0])
     qtbot.waitUntil(lambda: window.banner.isVisibleTo(window), timeout=WAIT_MS)
     assert message in window.banner.text()
