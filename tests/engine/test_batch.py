@@ -207,12 +207,15 @@ def _alive(group: int) -> bool:
 
 
 def _client(address: str):
-    """A Dask client of ``address``, in this process (Dask's own warnings are not this test's)."""
+    """A Dask client of ``address``, in this process (Dask's own warnings are not this test's).
+
+    Its connection may wait 60 s: with the suite on every core, 10 s timed out while the batch's
+    workers were still importing."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from distributed import Client
 
-        return Client(address, timeout=10)
+        return Client(address, timeout=60)
 
 
 def test_a_worker_killed_midway_leaves_the_batch_complete_and_the_same(tmp_path, started_processes) -> None:
@@ -232,7 +235,7 @@ def test_a_worker_killed_midway_leaves_the_batch_complete_and_the_same(tmp_path,
     batch = _start(started_processes, command, stderr=subprocess.PIPE, stdout=subprocess.PIPE)
     said, found = _read_until(batch, SCHEDULER_LINE.pattern)
     with _client(found[1]) as client:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while not (busy := [worker for worker, keys in client.processing().items() if keys]):
             assert time.monotonic() < deadline, "no worker took a file"
             time.sleep(0.05)
