@@ -219,12 +219,13 @@ def _client(address: str):
 
 
 def test_a_worker_killed_midway_leaves_the_batch_complete_and_the_same(tmp_path, started_processes) -> None:
-    """One clip long enough (300 frames) that its worker is still at it when found and killed: the
-    small clips of the other tests were all done, and the cluster gone, before a client connected."""
+    """One clip long enough (600 frames) that its worker is still at it when found and killed: the
+    small clips of the other tests were all done, and the cluster gone, before a client connected
+    (300 frames were too few with the suite on every core)."""
     clip = tmp_path / "in" / "long.mkv"
     clip.parent.mkdir()
     subprocess.run(
-        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10", "-t", "30", "-c:v",
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10", "-t", "60", "-c:v",
          "ffv1", str(clip)],
         check=True, timeout=60,
     )  # fmt: skip
