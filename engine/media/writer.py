@@ -80,6 +80,9 @@ class VideoWriter:
         Bits per sample of the uint16 frames written, 9..16: 16 (the default) for 16-bit full
         scale, as ``VideoReader`` gives deep sources; 10 for 10-bit samples held in uint16
         (0..1023, as VapourSynth hands them).
+    low_delay : bool
+        For a live output: H.264 / H.265 tuned for zero latency (x264's ``zerolatency``: no
+        lookahead and no B-frames, each frame encoded as it comes, at some cost in size).
 
     Attributes
     ----------
@@ -109,6 +112,7 @@ class VideoWriter:
         span: tuple[float, float] = (0.0, math.inf),
         rgb: bool = False,
         bit_depth: int = FULL_SCALE_BITS,
+        low_delay: bool = False,
     ) -> None:
         av = pyav()
         self.path = Path(path)
@@ -149,6 +153,8 @@ class VideoWriter:
             self._stream.thread_type = CODEC_THREADS
             if codec in ("h264", "h265"):
                 self._stream.options = {"crf": str(crf), "preset": preset, **_hdr10_options(codec, like.hdr10)}
+                if low_delay:  # no lookahead nor B-frames: each frame's packet comes out as it goes in
+                    self._stream.options["tune"] = "zerolatency"
             elif codec in NVENC_CODECS:
                 self._stream.options = {"rc": "vbr", "cq": str(crf), "preset": preset}
             context = self._stream.codec_context
