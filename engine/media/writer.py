@@ -30,6 +30,7 @@ from .formats import (
     check_subsampled_size,
     output_format,
     output_pixel_format,
+    stream_muxer,
 )
 from .image_sequence import is_image_sequence, numbered_images, sequence_files
 from .probe import HIGH_BIT_DEPTH, VideoInfo, open_input
@@ -46,7 +47,9 @@ class VideoWriter:
     Parameters
     ----------
     path : str or Path
-        The output; refused when it is the source, or exists without ``overwrite``. A name
+        The output; refused when it is the source, or exists without ``overwrite``. A stream's
+        URL (``udp://HOST:PORT``, ``srt://``, ``tcp://``, ``rtp://``: MPEG-TS; ``rtmp://``: FLV)
+        is sent to as frames are written, H.264 or H.265 (``stream_muxer``). A name
         with a frame number's place (``restored/%06d.png``, .tif, .dpx or .exr) is an image
         sequence: RGB, 8 or 16 bits as the source (EXR: float), numbered from 1 as FFmpeg does,
         without the source's sound; ``codec`` is then ignored. ``-`` writes y4m
@@ -122,8 +125,9 @@ class VideoWriter:
         like = self.info = like.info if isinstance(like, VideoReader) else like
         check_encoding(codec, crf, preset, rgb=rgb)
         self._pipe = str(path) == STANDARD_OUTPUT
-        muxer = None if self._pipe else output_format(self.path, codec, like)
-        if not self._pipe:
+        streamed = None if self._pipe else stream_muxer(str(path), codec)  # a URL: sent as it is written
+        muxer = None if self._pipe else streamed or output_format(self.path, codec, like)
+        if not self._pipe and streamed is None:
             check_output_path(self.path, like.path, overwrite)
         self._sequence = is_image_sequence(self.path)
         if self._sequence and self.path.suffix.lower() not in IMAGE_FORMATS:
@@ -136,12 +140,18 @@ class VideoWriter:
         gray = like.channels == 1 and codec in GRAY_FORMATS and not self._sequence and not self._pipe
         self._frame_format = array_format(1 if gray else 3, like.bit_depth)
         try:
-            self._output = None if self._pipe else StagedOutput(self.path, sequence=self._sequence, overwrite=overwrite)
+            self._output = (
+                None
+                if self._pipe or streamed
+                else StagedOutput(self.path, sequence=self._sequence, overwrite=overwrite)
+            )
         except OSError as error:
             raise VideoError(str(error) if isinstance(error, OutputBusyError) else f"{self.path}: {error}") from error
         try:
-            if self._output is None:
+            if self._pipe:
                 self._container = av.open("pipe:1", mode="w", format="yuv4mpegpipe", options={"strict": "-1"})
+            elif streamed:
+                self._container = av.open(str(path), mode="w", format=streamed)
             else:
                 self._container = av.open(str(self._output.staged), mode="w", format=muxer)
             self._stream = self._container.add_stream(encoder, rate=like.frame_rate)
