@@ -18,7 +18,7 @@ from ..backend import (
 )
 from ..cpu.compiled import COMPILING
 from ..media.ffmpeg import show_ffmpeg_messages
-from ..media.formats import check_encoding, output_format
+from ..media.formats import check_encoding, output_format, stream_muxer
 from ..media.image_sequence import is_image_sequence
 from ..media.pipe import PIPE, PipeReader
 from ..media.probe import VideoInfo
@@ -103,6 +103,19 @@ class ProgressBar:
             self._line_open = False
 
 
+def check_output(args: argparse.Namespace, info: VideoInfo | None = None) -> None:
+    """Refuse an OUTPUT that could not be written, before any work: its codec, name, container, place.
+
+    ``info``: the source's, whose streams the output must hold; None before a live source is open.
+    """
+    if args.output == STANDARD_OUTPUT:
+        return
+    check_encoding(args.codec, args.crf, args.preset, rgb=args.rgb)
+    if stream_muxer(args.output, args.codec) is None:  # a file, not a stream's URL
+        check_output_path(Path(args.output), Path(args.input), args.overwrite)
+        output_format(Path(args.output), args.codec, info)
+
+
 def window_params(args: argparse.Namespace, preset: Preset | None) -> NLMParams:
     """Return the filter's parameters asked for before any noise is measured.
 
@@ -121,10 +134,7 @@ def chosen_filter(args: argparse.Namespace, preset: Preset | None, info: VideoIn
     unless --h or --noise none. ``info``: the source's, whose streams the output must hold.
     """
     params = window_params(args, preset)
-    if args.output != STANDARD_OUTPUT:  # before the slower estimate
-        check_encoding(args.codec, args.crf, args.preset, rgb=args.rgb)
-        check_output_path(Path(args.output), Path(args.input), args.overwrite)
-        output_format(Path(args.output), args.codec, info)
+    check_output(args, info)  # before the slower estimate
     matrix = matrix_for(info.color.get("colorspace", 2), info.height)
     mode = _luma_chroma_asked(args, preset)
     strength = 1.0 if preset is None else preset.strength

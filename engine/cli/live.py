@@ -22,7 +22,7 @@ from ..video.denoiser import Denoiser
 from ..video.filters import cpu_filter_compiles, filter_compiles
 from ..video.live import LiveStatus, denoise_live
 from ..video.presets import find_preset, load_preset
-from .denoise import ProgressBar, Stop, chosen_filter, source_info, window_params
+from .denoise import ProgressBar, Stop, check_output, chosen_filter, source_info, window_params
 
 STOPPED = 130  # the status of a run ended by a signal, as a cancelled export's
 
@@ -76,6 +76,7 @@ def run_live(args: argparse.Namespace, stop: Stop) -> int:
     if refused is not None:
         raise ValueError(refused)
     show_ffmpeg_messages(verbose=args.verbose)
+    check_output(args)  # before a source that may take its time to send
     if args.frames_future is None:
         args.frames_future = 0  # no frame waits for later ones: zero delay
     preset = None if args.filter_preset is None else load_preset(find_preset(args.filter_preset))

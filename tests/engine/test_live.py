@@ -22,6 +22,7 @@ import pytest
 from clips import CLI, default_signals
 
 from nlmeans_studio.engine.cli import main
+from nlmeans_studio.engine.media.live import LiveReader
 from nlmeans_studio.engine.media.reader import TimedFrame
 from nlmeans_studio.engine.video import live
 from nlmeans_studio.engine.video.live import LIVE_QUEUE_FRAMES, LatencyMeter
@@ -48,7 +49,7 @@ def _testsrc2(seconds: float, size: tuple[int, int] = SIZE) -> list[str]:
 class _Listener:
     """``denoise URL OUTPUT --live ...`` as a subprocess, its stderr collected line by line on a thread."""
 
-    def __init__(self, url: str, output: Path, *options: str, stdin: int | None = None) -> None:
+    def __init__(self, url: str, output: Path | str, *options: str, stdin: int | None = None) -> None:
         command = [*CLI, "denoise", url, str(output), "--live", *options]
         self.child = subprocess.Popen(
             command, stdin=stdin, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals
@@ -175,18 +176,28 @@ def test_ctrl_c_mid_stream_keeps_a_playable_file(tmp_path) -> None:
     assert not list(tmp_path.glob(".*"))  # no temporary file left beside it
 
 
-def test_stdin_y4m_is_read_live(tmp_path) -> None:
-    """``-`` as y4m on standard input, at its sender's pace."""
-    seconds, output = 2, tmp_path / "out.mkv"
-    listener = _Listener("-", output, *SMALL_WINDOW, stdin=subprocess.PIPE)
+def test_stdin_y4m_is_read_live_and_sent_as_a_udp_stream() -> None:
+    """``-`` as y4m on standard input at its sender's pace, out as MPEG-TS over UDP to a receiver."""
+    seconds, port = 2, _free_port()
+    received: list[int] = []
+
+    def receive() -> None:
+        with LiveReader(f"udp://127.0.0.1:{port}", timeout=1) as stream:
+            received.extend(frame.number for frame in stream.timed_frames())
+
+    receiver = threading.Thread(target=receive)
+    receiver.start()
+    listener = _Listener("-", f"udp://127.0.0.1:{port}", *SMALL_WINDOW, stdin=subprocess.PIPE)
     listener.wait_for("live: opening")  # started first: FFmpeg would send the frames it held back in a burst
     feed = ["ffmpeg", "-loglevel", "error", "-re", *_testsrc2(seconds), "-f", "yuv4mpegpipe", "-"]
     subprocess.run(feed, stdout=listener.child.stdin, check=True, timeout=60)
     listener.child.stdin.close()
     status, err, _ = listener.finish()
+    receiver.join(30)
     assert status == 0, err
     written = int(SUMMARY.search(err).group(1))
-    assert len(_frames(output)) == written >= 0.9 * seconds * RATE
+    assert written >= 0.9 * seconds * RATE, err
+    assert len(received) == written  # every frame sent reached the receiver: a stream of H.264 in MPEG-TS
 
 
 @pytest.mark.parametrize(
@@ -197,6 +208,13 @@ def test_stdin_y4m_is_read_live(tmp_path) -> None:
         (["udp://127.0.0.1:9", "out.mkv", "--live", "--duration", "5"], "leave out --start and --duration"),
         (["udp://127.0.0.1:9", "out.mkv", "--live", "--devices", "all"], "leave out --devices and --guide"),
         (["in.mkv", "out.mkv", "--live-timeout", "3"], "--format and --live-timeout are for live sources: add --live"),
+        (["udp://127.0.0.1:9", "out.mkv", "--live", "--crf", "60"], "--crf must be an integer in 0..51"),
+        (["udp://127.0.0.1:9", "out.webm", "--live"], "out.webm"),  # a file name: checked before the source is opened
+        (
+            ["udp://127.0.0.1:9", "udp://127.0.0.1:10", "--live", "--codec", "ffv1"],
+            "a udp stream carries h264, h265, h264-nvenc, h265-nvenc, not ffv1: choose --codec h264",
+        ),
+        (["udp://127.0.0.1:9", "http://127.0.0.1:10/x", "--live"], "streams are written over udp, srt, tcp, rtp, rtmp"),
         (
             ["rtmp://127.0.0.1:9/live", "out.mkv", "--live", "--backend", "cpu"],
             "rtmp://127.0.0.1:9/live: cannot open the live source (",
