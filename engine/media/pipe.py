@@ -75,7 +75,8 @@ def _header(stream: BinaryIO) -> bytes:
 class PipeReader:
     """y4m frames from ``stream`` (standard input by default): the first LOOKAHEAD by number, then all in order once.
 
-    ``info.frame_count`` is 0: a pipe's length is unknown until it ends.
+    ``info.frame_count`` is 0: a pipe's length is unknown until it ends. ``name`` is what messages
+    call the stream ("standard input"; a live source's URL or device for ``LiveReader``).
 
     Raises
     ------
