@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..media.ffmpeg import VideoError
 from ..media.pipe import PipeReader
 from ..media.reader import TimedFrame
 from ..media.writer import VideoWriter
@@ -222,7 +223,8 @@ def denoise_live(
     Raises
     ------
     VideoError
-        The source fails while read, or the target cannot be written; the output is not kept.
+        The source failed while read (a device unplugged, a stream cut: the output is finished with
+        the frames denoised before, and kept), or the target cannot be written (nothing is kept).
     BackendUnavailableError
         backend="gpu" where the GPU cannot run.
 
@@ -237,6 +239,7 @@ def denoise_live(
     cancel = cancel or threading.Event()
     denoiser = denoiser_for(params, backend=backend, luma_chroma=luma_chroma)
     meter, arrived = LatencyMeter(), {}  # arrival time by frame number, for the frames in the filter
+    failures: list[VideoError] = []  # what the source raised, if it failed
     started = time.perf_counter()
     done = 0
     with (
@@ -247,9 +250,12 @@ def denoise_live(
     ):
 
         def frames() -> Iterator[TimedFrame]:
-            for seconds, frame in arrivals:
-                arrived[frame.number] = seconds
-                yield frame
+            try:
+                for seconds, frame in arrivals:
+                    arrived[frame.number] = seconds
+                    yield frame
+            except VideoError as error:  # the source failed: the frames written so far are kept
+                failures.append(error)
 
         with contextlib.closing(_denoised(denoiser, frames(), reader.info.dtype)) as outputs:
             for frame in outputs:
@@ -259,6 +265,8 @@ def denoise_live(
                 if progress is not None:
                     elapsed = time.perf_counter() - started
                     progress(LiveStatus(done, arrivals.dropped, elapsed, meter.recent(), meter.percentile(95)))
+    if failures:
+        raise VideoError(f"{failures[0]}; {target} holds the {done} frames denoised before") from failures[0]
     return LiveStatus(
         done,
         arrivals.dropped,

@@ -200,6 +200,26 @@ def test_stdin_y4m_is_read_live_and_sent_as_a_udp_stream() -> None:
     assert len(received) == written  # every frame sent reached the receiver: a stream of H.264 in MPEG-TS
 
 
+def test_a_source_that_fails_mid_stream_leaves_the_frames_denoised_before(tmp_path) -> None:
+    """A y4m stream cut in a frame: one line saying so, status 1, and a playable file of what came before."""
+    y4m = subprocess.run(
+        ["ffmpeg", "-loglevel", "error", *_testsrc2(0.4), "-f", "yuv4mpegpipe", "-"], capture_output=True, check=True
+    ).stdout
+    output = tmp_path / "out.mkv"
+    result = subprocess.run(
+        [*CLI, "denoise", "-", str(output), "--live", *SMALL_WINDOW],
+        input=y4m[:-1000],
+        capture_output=True,
+        timeout=60,
+    )
+    err = result.stderr.decode()
+    assert result.returncode == 1, err
+    assert "nlmeans-studio: error: standard input: the y4m stream ends in the middle of frame 10" in err, err
+    assert f"{output} holds the" in err and "Traceback" not in err
+    kept = int(re.search(r"holds the (\d+) frames", err).group(1))
+    assert len(_frames(output)) == kept > 0  # finished: every frame it holds decodes
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
