@@ -176,7 +176,7 @@ class _Arrivals:
 
 def denoise_live(
     reader: PipeReader,
-    target: str | Path,
+    target: str | Path | None,
     params: NLMParams,
     *,
     backend: str = "auto",
@@ -187,6 +187,7 @@ def denoise_live(
     rgb: bool = False,
     luma_chroma: tuple[float, float, str] | None = None,
     progress: LiveProgress | None = None,
+    shown: Callable[[np.ndarray], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> LiveStatus:
     """Denoise a live source into ``target`` as its frames arrive, dropping those the filter has no time for.
@@ -196,9 +197,10 @@ def denoise_live(
     reader : PipeReader
         The source, open: a ``LiveReader`` (a stream or a device) or a ``PipeReader`` (y4m on
         standard input, at its own pace). Its frames are read here, once.
-    target : str or Path
-        The output, as ``VideoWriter`` takes it: written under a temporary name and renamed
-        into place when the run ends, by the stream's end or by ``cancel``.
+    target : str or Path, optional
+        The output, as ``VideoWriter`` takes it: a file written under a temporary name and renamed
+        into place when the run ends, by the stream's end or by ``cancel``, or a stream's URL.
+        None: nothing written (the frames go to ``shown``).
     params : NLMParams
         The filter. Its future frames (Df, ``frames_future``) delay every frame by as many
         frames; ``denoise --live`` sets Df 0 unless given.
@@ -210,6 +212,9 @@ def denoise_live(
         Filter in Y'CbCr with a strength for Y and one for Cb/Cr (``engine.video.luma_chroma``).
     progress : callable, optional
         Called after each frame written with a ``LiveStatus`` (latency: the recent frames' median).
+    shown : callable, optional
+        Called with each denoised frame, (H, W, C) of the source's dtype, after it is written:
+        the window shows them.
     cancel : threading.Event, optional
         Set it from another thread to end the run: the frames written so far make a complete,
         playable file.
@@ -242,10 +247,9 @@ def denoise_live(
     failures: list[VideoError] = []  # what the source raised, if it failed
     started = time.perf_counter()
     done = 0
+    encoding = {"codec": codec, "crf": crf, "preset": preset, "overwrite": overwrite, "rgb": rgb, "low_delay": True}
     with (
-        VideoWriter(
-            target, reader.info, codec=codec, crf=crf, preset=preset, overwrite=overwrite, rgb=rgb, low_delay=True
-        ) as writer,
+        contextlib.nullcontext() if target is None else VideoWriter(target, reader.info, **encoding) as writer,
         _Arrivals(reader, cancel, max_wait=LIVE_QUEUE_FRAMES / float(reader.info.frame_rate)) as arrivals,
     ):
 
@@ -259,7 +263,10 @@ def denoise_live(
 
         with contextlib.closing(_denoised(denoiser, frames(), reader.info.dtype)) as outputs:
             for frame in outputs:
-                writer.write(frame)
+                if writer is not None:
+                    writer.write(frame)
+                if shown is not None:
+                    shown(frame.array)
                 meter.record(time.perf_counter() - arrived.pop(frame.number))
                 done += 1
                 if progress is not None:
