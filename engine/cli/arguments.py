@@ -166,8 +166,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="denoise a video file into a new one",
         description="Denoise INPUT into OUTPUT (written to a temporary file, renamed when complete).",
     )
-    denoise.add_argument("input", help="a video file, an image sequence (scans/%%06d.png) or - for y4m on stdin")
-    denoise.add_argument("output", help="a video file, an image sequence (.png .tif .dpx .exr) or - for y4m on stdout")
+    denoise.add_argument(
+        "input",
+        help="a video file, an image sequence (scans/%%06d.png) or - for y4m on stdin; with --live, a stream's URL or "
+        "a capture device",
+    )
+    denoise.add_argument(
+        "output",
+        help="a video file, an image sequence (.png .tif .dpx .exr), - for y4m on stdout, or a stream's URL "
+        "(udp://HOST:PORT, srt://, tcp://, rtp://: MPEG-TS; rtmp://: FLV)",
+    )
     add_denoise_options(denoise)
     denoise.add_argument(
         "--overwrite",
