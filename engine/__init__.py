@@ -28,6 +28,9 @@ Noise and h
 Files
     ``VideoReader``, ``VideoWriter``, ``read_frames``, ``denoise_file``, ``read_volume``,
     ``write_volume``.
+Live video
+    ``LiveReader`` (a stream or a capture device), ``denoise_live`` and its ``LiveStatus``
+    (frames dropped, latency).
 The window's engine
     ``Previewer`` (before/after previews, playback), ``render_passes`` (a still in passes, the
     shown region first, after ``unfiltered_preview``), ``compile_cpu_filter``, ``RenderAhead``, ``difference_image``.
@@ -48,6 +51,7 @@ from .backend import (
 from .cpu.compiled import COMPILING
 from .media.ffmpeg import VideoError
 from .media.formats import CODECS, CodecNotHeldError, output_format
+from .media.live import LiveReader
 from .media.probe import VideoInfo
 from .media.reader import VIDEO_SUFFIXES, VideoReader, read_frames
 from .media.writer import VideoWriter, check_output_path
@@ -60,6 +64,7 @@ from .video.denoiser import METHODS, Denoiser, compile_cpu_filter
 from .video.export import ExportCancelledError, denoise_file, estimate_clip_noise
 from .video.filters import filter_compiles as video_filter_compiles
 from .video.guided import GuidedDenoiser
+from .video.live import LiveStatus, denoise_live
 from .video.luma_chroma import (
     LumaChromaDenoiser,
     matrix_for,
@@ -173,6 +178,8 @@ __all__ = [
     "FilterChoice",
     "GpuOutOfMemoryError",
     "GuidedDenoiser",
+    "LiveReader",
+    "LiveStatus",
     "LumaChroma",
     "LumaChromaDenoiser",
     "NLMParams",
@@ -202,6 +209,7 @@ __all__ = [
     "decorrelation_decision",
     "denoise",
     "denoise_file",
+    "denoise_live",
     "denoise_volume",
     "denoise_volume_slice",
     "difference_image",

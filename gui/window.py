@@ -18,6 +18,7 @@ from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QFileDialog,
+    QInputDialog,
     QLabel,
     QMainWindow,
     QProgressBar,
@@ -50,6 +51,7 @@ from .panels import NoisePanel, Readouts
 from .player import Player
 from .saved_settings import ClipSettings, load_clip_settings, params_from_json, params_to_json, save_clip_settings
 from .spin_box_keys import SpinBoxKeys
+from .stream_window import StreamWindow
 from .views import ComparisonView
 from .volume_window import VolumeWindow
 from .window_layout import build_actions, lay_out
@@ -211,6 +213,24 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getOpenFileName(self, "Open a video or a volume", str(folder), OPEN_FILTER)
         if path:
             self.open_file(path)
+
+    def _choose_stream(self) -> None:
+        """File > Open stream…: ask for a stream's URL or a device, and open it."""
+        url, chosen = QInputDialog.getText(
+            self, "Open stream", "A live stream's URL or a capture device (udp://127.0.0.1:5000, /dev/video0):"
+        )
+        if chosen and url.strip():
+            try:
+                self.open_stream(url.strip())
+            except ValueError as error:  # the filter's settings as typed
+                self.show_error(str(error))
+
+    def open_stream(self, url: str) -> StreamWindow:
+        """Show the live source ``url`` denoised with the filter as set here, without future frames (no delay)."""
+        params = dataclasses.replace(self.current_params(), frames_future=0)
+        stream = StreamWindow(url, params, self.parameters.backend_name(), self)
+        stream.show()
+        return stream
 
     def _choose_reference(self) -> None:
         if self.path is None:
@@ -611,7 +631,8 @@ class MainWindow(QMainWindow):
         return not self.exports.rows or stop_exports_asked(self, len(self.exports.rows))
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's naming)
-        if not self._exports_may_stop() or not all(volume.close() for volume in self.findChildren(VolumeWindow)):
+        windows = [*self.findChildren(VolumeWindow), *self.findChildren(StreamWindow)]
+        if not self._exports_may_stop() or not all(window.close() for window in windows):
             event.ignore()  # the user keeps the window, and its exports run on
             return
         self._save_settings()

@@ -123,6 +123,7 @@ def build_actions(window: MainWindow) -> None:
     menus = window.menuBar()
     file_menu = menus.addMenu("&File")
     file_menu.addAction(window.open_action)
+    file_menu.addAction(_action(window, "Open stream…", None, window._choose_stream))
     window.recent_menu = RecentFilesMenu(window.settings, window)
     window.recent_menu.chosen.connect(window.open_file)
     file_menu.addMenu(window.recent_menu)

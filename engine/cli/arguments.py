@@ -19,6 +19,7 @@ from ..bench.measure import (
     PAPER_TEMPORAL,
 )
 from ..media.formats import CODECS
+from ..media.live import END_TIMEOUT
 from ..version import __version__
 from ..video.luma_chroma import (
     parse_luma_chroma,
@@ -166,14 +167,45 @@ def build_parser() -> argparse.ArgumentParser:
         help="denoise a video file into a new one",
         description="Denoise INPUT into OUTPUT (written to a temporary file, renamed when complete).",
     )
-    denoise.add_argument("input", help="a video file, an image sequence (scans/%%06d.png) or - for y4m on stdin")
-    denoise.add_argument("output", help="a video file, an image sequence (.png .tif .dpx .exr) or - for y4m on stdout")
+    denoise.add_argument(
+        "input",
+        help="a video file, an image sequence (scans/%%06d.png) or - for y4m on stdin; with --live, a stream's URL or "
+        "a capture device",
+    )
+    denoise.add_argument(
+        "output",
+        help="a video file, an image sequence (.png .tif .dpx .exr), - for y4m on stdout, or a stream's URL "
+        "(udp://HOST:PORT, srt://, tcp://, rtp://: MPEG-TS; rtmp://: FLV)",
+    )
     add_denoise_options(denoise)
     denoise.add_argument(
         "--overwrite",
         action="store_true",
         help="replace OUTPUT if it exists; for an image sequence, every image of its name: those an older, longer "
         "sequence left past the new last number are removed with it",
+    )
+    denoise.add_argument(
+        "--live",
+        action="store_true",
+        help="INPUT is a live source, read as it arrives: a stream (udp://, rtp://, srt://, rtmp://), a device "
+        "(/dev/video0 with --format v4l2) or - (y4m on stdin at its pace); Df 0 unless given, frames the filter has "
+        "no time for dropped and counted, the latency measured; it ends with the stream, or on Ctrl-C with OUTPUT "
+        "complete",
+    )
+    denoise.add_argument(
+        "--format",
+        dest="input_format",
+        default=None,
+        metavar="FORMAT",
+        help="with --live: FFmpeg's input format or device, where INPUT's name does not say it (v4l2)",
+    )
+    denoise.add_argument(
+        "--live-timeout",
+        type=_span,
+        default=None,
+        metavar="SECONDS",
+        help=f"with --live: seconds without data that end the stream (default {END_TIMEOUT:g}; UDP has no end "
+        "of its own)",
     )
     denoise.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     denoise.add_argument("--verbose", action="store_true", help="show FFmpeg's warnings and notes on stderr")

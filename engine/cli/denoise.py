@@ -18,7 +18,7 @@ from ..backend import (
 )
 from ..cpu.compiled import announce_compile, silence_compile_notice
 from ..media.ffmpeg import show_ffmpeg_messages
-from ..media.formats import check_encoding, output_format
+from ..media.formats import check_encoding, output_format, stream_muxer
 from ..media.image_sequence import is_image_sequence
 from ..media.pipe import PIPE, PipeReader
 from ..media.probe import VideoInfo
@@ -52,7 +52,7 @@ from .still import run_still
 WINDOW_OPTIONS = tuple(name for name in PRESET_FIELDS if name != "h")  # the filter's options a preset also sets
 
 
-class _ProgressBar:
+class ProgressBar:
     """Frames, fps and ETA on stderr.
 
     One line redrawn at most four times a second on a terminal, a line every LOG_PROGRESS_SECONDS
@@ -69,24 +69,30 @@ class _ProgressBar:
         self._width = 0  # characters of the longest line drawn
 
     def __call__(self, done: int, total: int, seconds: float) -> None:
+        """Draw an export's progress: ``done`` of ``total`` frames (0: unknown) at ``seconds`` since the start."""
         if self._first is None and done > 0:
             self._first = (done, seconds)
-        interval = 0.25 if self._terminal else LOG_PROGRESS_SECONDS
-        if (done < total or not total) and self._drawn is not None and seconds - self._drawn < interval:
-            return
-        self._drawn = seconds
         first_done, first_seconds = self._first or (done, seconds)
         fps = (done - first_done) / (seconds - first_seconds) if seconds > first_seconds else 0.0
         rate = f"{fps:.1f} fps" if fps > 0 else "starting"
         if total:
             eta = f"  ETA {(total - done) / fps:.0f} s" if fps > 0 else ""
-            line = f"\r{done}/{total} frames ({100 * done / total:.0f} %)  {rate}{eta}  "
+            line = f"{done}/{total} frames ({100 * done / total:.0f} %)  {rate}{eta}"
         else:  # a pipe, of unknown length
-            line = f"\r{done} frames  {rate}  "
-        if not self._terminal:
-            print(line[1:].rstrip(), file=sys.stderr, flush=True)
+            line = f"{done} frames  {rate}"
+        self.show(line, seconds, last=bool(total) and done >= total)
+
+    def show(self, line: str, seconds: float, *, last: bool = False) -> None:
+        """Draw ``line`` at ``seconds`` since the start, unless one was drawn within the interval; ``last`` always."""
+        interval = 0.25 if self._terminal else LOG_PROGRESS_SECONDS
+        if not last and self._drawn is not None and seconds - self._drawn < interval:
             return
-        self._line_open = done < total or not total
+        self._drawn = seconds
+        if not self._terminal:
+            print(line, file=sys.stderr, flush=True)
+            return
+        line = f"\r{line}  "
+        self._line_open = not last
         line, self._width = line.ljust(self._width), max(self._width, len(line))  # no tail of a longer line
         print(line, end="" if self._line_open else "\n", file=sys.stderr, flush=True)
 
@@ -97,20 +103,38 @@ class _ProgressBar:
             self._line_open = False
 
 
-def _chosen_filter(args: argparse.Namespace, preset: Preset | None, info: VideoInfo) -> FilterChoice:
+def check_output(args: argparse.Namespace, info: VideoInfo | None = None) -> None:
+    """Refuse an OUTPUT that could not be written, before any work: its codec, name, container, place.
+
+    ``info``: the source's, whose streams the output must hold; None before a live source is open.
+    """
+    if args.output == STANDARD_OUTPUT:
+        return
+    check_encoding(args.codec, args.crf, args.preset, rgb=args.rgb)
+    if stream_muxer(args.output, args.codec) is None:  # a file, not a stream's URL
+        check_output_path(Path(args.output), Path(args.input), args.overwrite)
+        output_format(Path(args.output), args.codec, info)
+
+
+def window_params(args: argparse.Namespace, preset: Preset | None) -> NLMParams:
+    """Return the filter's parameters asked for before any noise is measured.
+
+    The options, over ``preset``'s, over the defaults.
+    """
+    base = NLMParams() if preset is None else preset.params
+    chosen = {name: getattr(args, name) for name in WINDOW_OPTIONS if getattr(args, name) is not None}
+    return dataclasses.replace(base, **chosen, h=base.h if args.h is None else args.h)
+
+
+def filter_asked(args: argparse.Namespace, preset: Preset | None, info: VideoInfo) -> FilterChoice:
     """Return the filter asked for.
 
     The options, over ``preset``'s, over the defaults; its strengths from the noise
     (``automatic.choose_filter``: luma/chroma for a colour clip, SURE where the noise is white)
     unless --h or --noise none. ``info``: the source's, whose streams the output must hold.
     """
-    base = NLMParams() if preset is None else preset.params
-    chosen = {name: getattr(args, name) for name in WINDOW_OPTIONS if getattr(args, name) is not None}
-    params = dataclasses.replace(base, **chosen, h=base.h if args.h is None else args.h)
-    if args.output != STANDARD_OUTPUT:  # before the slower estimate
-        check_encoding(args.codec, args.crf, args.preset, rgb=args.rgb)
-        check_output_path(Path(args.output), Path(args.input), args.overwrite)
-        output_format(Path(args.output), args.codec, info)
+    params = window_params(args, preset)
+    check_output(args, info)  # before the slower estimate
     matrix = matrix_for(info.color.get("colorspace", 2), info.height)
     mode = _luma_chroma_asked(args, preset)
     strength = 1.0 if preset is None else preset.strength
@@ -173,7 +197,7 @@ def _luma_chroma_asked(args: argparse.Namespace, preset: Preset | None) -> str |
     return None if plain else AUTO
 
 
-def _source_info(args: argparse.Namespace) -> VideoInfo:
+def source_info(args: argparse.Namespace) -> VideoInfo:
     """Return what INPUT holds, with what a person should know before its frames are used said on stderr.
 
     Such as a truncated file, an interlaced pipe, sound that an image sequence OUTPUT cannot carry.
@@ -249,7 +273,7 @@ def chosen_filter(args: argparse.Namespace) -> FilterChoice:
     What was chosen, and what a person should know of the source, is said on stderr.
     """
     preset = None if args.filter_preset is None else load_preset(find_preset(args.filter_preset))
-    return _chosen_filter(args, preset, _source_info(args))
+    return filter_asked(args, preset, source_info(args))
 
 
 def export_denoised(
@@ -265,7 +289,7 @@ def export_denoised(
     ``frames`` and ``segment_of`` as ``denoise_file`` takes them: a segment of a longer output,
     by frame number (``args.start`` and ``args.duration`` are then not used).
     """
-    progress = None if args.quiet else _ProgressBar()
+    progress = None if args.quiet else ProgressBar()
     part = frames is not None
     try:
         if resolve_backend(args.backend) != "gpu":

@@ -23,6 +23,7 @@ from .batch.command import run_batch
 from .denoise import Stop, run_denoise
 from .errors import FAILURES, error_message, memory_error_within
 from .estimate import run_estimate_noise
+from .live import live_refusal, run_live
 
 
 def _denoise_volume(args: argparse.Namespace) -> int:
@@ -59,7 +60,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     share_malloc_arenas()  # under ulimit -v: threads cheap in address space, from the first
     stop = Stop()
     try:
+        if args.command == "denoise" and args.live:
+            return run_live(args, stop)
         if args.command == "denoise":
+            if (refused := live_refusal(args)) is not None:
+                raise ValueError(refused)
             run_denoise(args, stop)
             return 0
         if args.command == "batch":

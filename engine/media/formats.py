@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from .ffmpeg import VideoError, pyav
 from .image_sequence import is_image_sequence
@@ -36,6 +37,8 @@ IMAGE_FORMATS: dict[str, tuple[str, str, str]] = {
 }
 GRAY_FORMATS = {"ffv1": ("gray", "gray16le")}
 NVENC_CODECS = ("h264-nvenc", "h265-nvenc")
+# A stream output's protocol -> FFmpeg's muxer: MPEG-TS where the protocol carries bytes, FLV for RTMP
+STREAM_MUXERS = {"udp": "mpegts", "srt": "mpegts", "tcp": "mpegts", "rtp": "rtp_mpegts", "rtmp": "flv"}
 X26X_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 NVENC_PRESETS = ("p1", "p2", "p3", "p4", "p5", "p6", "p7", "fast", "medium", "slow")
 
@@ -84,6 +87,28 @@ def check_encoding(codec: str, crf: int, preset: str, *, rgb: bool = False) -> N
     presets = NVENC_PRESETS if codec in NVENC_CODECS else X26X_PRESETS
     if codec in ("h264", "h265", *NVENC_CODECS) and preset not in presets:
         raise VideoError(f"preset must be one of {', '.join(presets)} for {codec}, got {preset!r}")
+
+
+def stream_muxer(url: str, codec: str) -> str | None:
+    """Return FFmpeg's muxer for a stream output (``udp://HOST:PORT``), None where ``url`` names no stream.
+
+    MPEG-TS over UDP, SRT and TCP, over RTP as RTP's MPEG-TS payload, FLV over RTMP; H.264 or H.265
+    (RTMP: H.264), which every receiver of them plays.
+
+    Raises
+    ------
+    VideoError
+        A protocol no stream is written over, or a codec the stream does not carry.
+    """
+    if "://" not in url:
+        return None
+    protocol = urlsplit(url).scheme
+    if protocol not in STREAM_MUXERS:
+        raise VideoError(f"{url}: streams are written over {', '.join(STREAM_MUXERS)}, not {protocol}")
+    carried = ("h264", "h264-nvenc") if protocol == "rtmp" else ("h264", "h265", *NVENC_CODECS)
+    if codec not in carried:
+        raise VideoError(f"{url}: a {protocol} stream carries {', '.join(carried)}, not {codec}: choose --codec h264")
+    return STREAM_MUXERS[protocol]
 
 
 class CodecNotHeldError(VideoError):

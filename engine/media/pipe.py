@@ -75,7 +75,8 @@ def _header(stream: BinaryIO) -> bytes:
 class PipeReader:
     """y4m frames from ``stream`` (standard input by default): the first LOOKAHEAD by number, then all in order once.
 
-    ``info.frame_count`` is 0: a pipe's length is unknown until it ends.
+    ``info.frame_count`` is 0: a pipe's length is unknown until it ends. ``name`` is what messages
+    call the stream ("standard input"; a live source's URL or device for ``LiveReader``).
 
     Raises
     ------
@@ -86,17 +87,24 @@ class PipeReader:
 
     def __init__(self, stream: BinaryIO | None = None) -> None:
         av = pyav()
-        self.path = Path(PIPE)
         stream = stream or sys.stdin.buffer
         header = _header(stream)
         shown = header.decode("ascii", "replace").strip()
         self._input, self._header_length = _Counted(stream, header), len(header)
         try:
-            self._container = av.open(self._input, format="yuv4mpegpipe")
+            container = av.open(self._input, format="yuv4mpegpipe")
         except av.error.FFmpegError as error:
             raise VideoError(
                 f"standard input: FFmpeg cannot read the y4m stream {shown!r}: {ffmpeg_reason(error)}"
             ) from error
+        self._begin(container, "standard input", f"the y4m stream holds no frame (its header {shown!r}, then its end)")
+
+    def _begin(self, container: Any, name: str, empty: str) -> None:
+        """Take ``container``'s first video stream: its facts, and its first frame decoded for ``info``.
+
+        ``name`` is what messages call the stream; ``empty`` what they say of one without a frame.
+        """
+        self.path, self.name, self._container = Path(PIPE), name, container
         facts = stream_facts(self.path, self._container)
         width, height = facts.pop("size")
         facts.pop("declared_frames")
@@ -104,7 +112,7 @@ class PipeReader:
         first = next(self._frames, None)
         if first is None:
             self.close()
-            raise VideoError(f"standard input: the y4m stream holds no frame (its header {shown!r}, then its end)")
+            raise VideoError(f"{name}: {empty}")
         warning = INTERLACED if first.interlaced_frame else ""  # the header's It or Ib, as a file's
         self.info = VideoInfo(
             path=self.path, width=width, height=height, frame_count=0, duration=0.0, warning=warning, **facts
@@ -165,7 +173,7 @@ class PipeReader:
         """How many of the stream's first ``count`` frames (at most LOOKAHEAD) it holds."""
         while len(self._lookahead) < min(count, LOOKAHEAD):
             if self._consumed:
-                raise VideoError("standard input: the stream was already read")
+                raise VideoError(f"{self.name}: the stream was already read")
             decoded = next(self._frames, None)
             if decoded is None:
                 break
@@ -186,7 +194,7 @@ class PipeReader:
         The timestamps are at the stream's frame rate.
         """
         if self._consumed:
-            raise VideoError("standard input: the stream was already read")
+            raise VideoError(f"{self.name}: the stream was already read")
         self._consumed = True
         frames = itertools.chain(self._lookahead, (decoded_array(decoded, self.info) for decoded in self._frames))
         for index, frame in enumerate(frames):

@@ -31,6 +31,7 @@ from .formats import (
     check_subsampled_size,
     output_format,
     output_pixel_format,
+    stream_muxer,
 )
 from .image_sequence import is_image_sequence, numbered_images, sequence_files
 from .probe import HIGH_BIT_DEPTH, VideoInfo
@@ -47,7 +48,9 @@ class VideoWriter:
     Parameters
     ----------
     path : str or Path
-        The output; refused when it is the source, or exists without ``overwrite``. A name
+        The output; refused when it is the source, or exists without ``overwrite``. A stream's
+        URL (``udp://HOST:PORT``, ``srt://``, ``tcp://``, ``rtp://``: MPEG-TS; ``rtmp://``: FLV)
+        is sent to as frames are written, H.264 or H.265 (``stream_muxer``). A name
         with a frame number's place (``restored/%06d.png``, .tif, .dpx or .exr) is an image
         sequence: RGB, 8 or 16 bits as the source (EXR: float), numbered from 1 as FFmpeg does,
         without the source's sound; ``codec`` is then ignored. ``-`` writes y4m
@@ -88,6 +91,9 @@ class VideoWriter:
         Bits per sample of the uint16 frames written, 9..16: 16 (the default) for 16-bit full
         scale, as ``VideoReader`` gives deep sources; 10 for 10-bit samples held in uint16
         (0..1023, as VapourSynth hands them).
+    low_delay : bool
+        For a live output: H.264 / H.265 tuned for zero latency (x264's ``zerolatency``: no
+        lookahead and no B-frames, each frame encoded as it comes, at some cost in size).
 
     Attributes
     ----------
@@ -119,6 +125,7 @@ class VideoWriter:
         bit_depth: int = FULL_SCALE_BITS,
         origin: int | None = None,
         copy_streams: bool = True,
+        low_delay: bool = False,
     ) -> None:
         av = pyav()
         self.path = Path(path)
@@ -128,8 +135,9 @@ class VideoWriter:
         like = self.info = like.info if isinstance(like, VideoReader) else like
         check_encoding(codec, crf, preset, rgb=rgb)
         self._pipe = str(path) == STANDARD_OUTPUT
-        muxer = None if self._pipe else output_format(self.path, codec, like)
-        if not self._pipe:
+        streamed = None if self._pipe else stream_muxer(str(path), codec)  # a URL: sent as it is written
+        muxer = None if self._pipe else streamed or output_format(self.path, codec, like)
+        if not self._pipe and streamed is None:
             check_output_path(self.path, like.path, overwrite)
         self._sequence = is_image_sequence(self.path)
         if self._sequence and self.path.suffix.lower() not in IMAGE_FORMATS:
@@ -142,12 +150,18 @@ class VideoWriter:
         gray = like.channels == 1 and codec in GRAY_FORMATS and not self._sequence and not self._pipe
         self._frame_format = array_format(1 if gray else 3, like.bit_depth)
         try:
-            self._output = None if self._pipe else StagedOutput(self.path, sequence=self._sequence, overwrite=overwrite)
+            self._output = (
+                None
+                if self._pipe or streamed
+                else StagedOutput(self.path, sequence=self._sequence, overwrite=overwrite)
+            )
         except OSError as error:
             raise VideoError(str(error) if isinstance(error, OutputBusyError) else f"{self.path}: {error}") from error
         try:
-            if self._output is None:
+            if self._pipe:
                 self._container = av.open("pipe:1", mode="w", format="yuv4mpegpipe", options={"strict": "-1"})
+            elif streamed:
+                self._container = av.open(str(path), mode="w", format=streamed)
             else:
                 self._container = av.open(str(self._output.staged), mode="w", format=muxer)
             self._stream = self._container.add_stream(encoder, rate=like.frame_rate)
@@ -159,6 +173,8 @@ class VideoWriter:
             self._stream.thread_type = CODEC_THREADS
             if codec in ("h264", "h265"):
                 self._stream.options = {"crf": str(crf), "preset": preset, **_hdr10_options(codec, like.hdr10)}
+                if low_delay:  # no lookahead nor B-frames: each frame's packet comes out as it goes in
+                    self._stream.options["tune"] = "zerolatency"
             elif codec in NVENC_CODECS:
                 self._stream.options = {"rc": "vbr", "cq": str(crf), "preset": preset}
             context = self._stream.codec_context

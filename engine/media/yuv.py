@@ -172,3 +172,16 @@ def planes_frame(planes: list[np.ndarray], layout: YuvLayout) -> Any:
         padded[:, : plane.width] = samples
         plane.update(padded.tobytes())
     return frame
+
+
+def warm_up_writing(pixel_format: str = "yuv420p") -> None:
+    """Load (on a first run, compile) the conversion of RGB to ``pixel_format`` now, on a tiny frame.
+
+    A live run does so before its source sends: loading it takes a second or more on the first frame
+    written, and frames that arrive meanwhile would be dropped. (The other way is loaded as the
+    reader decodes its first frame: its planes' strides, part of what numba compiles for, are the
+    decoder's.)
+    """
+    layout = yuv_layout(pixel_format, {}, 16)
+    if layout is not None:
+        rgb_to_planes(np.zeros((16, 16, 3), layout.sample_dtype), layout)

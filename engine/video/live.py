@@ -1,0 +1,286 @@
+"""Denoising a live source as it arrives: frames dropped, never queued, when the filter is slower.
+
+A capture thread decodes the source into a queue of LIVE_QUEUE_FRAMES; when the filter falls
+behind, a newly decoded frame replaces the oldest waiting one, and a frame that waited longer than
+the queue's span in frame times gives way to a newer one: both are counted as dropped. Memory
+stays flat however long the run, and the delay from a frame's arrival to its denoised output stays
+bounded. Each frame's latency (decoded to written) is measured; the run ends with the stream, or
+when ``cancel`` is set, and the output is finished and kept either way.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..media.ffmpeg import VideoError
+from ..media.pipe import PipeReader
+from ..media.reader import TimedFrame
+from ..media.writer import VideoWriter
+from .clip_denoiser import denoiser_for
+from .export import _denoised
+from .params import NLMParams
+
+LIVE_QUEUE_FRAMES = 8  # decoded frames waiting for the filter: a stall of 0.3 s at 25 fps absorbed, no more
+LATENCY_BINS_MS = 60_000  # latencies are counted in 1 ms bins up to a minute: flat memory for a run of any length
+RECENT_FRAMES = 50  # the progress line's latency: the median of the last frames
+JOIN_SECONDS = 5.0  # how long the end waits for the capture thread (it waits at most the source's timeout)
+LiveProgress = Callable[["LiveStatus"], None]
+
+
+@dataclass(frozen=True)
+class LiveStatus:
+    """How a live run stands: what its progress line and its summary say.
+
+    Attributes
+    ----------
+    frames : int
+        Frames denoised and written.
+    dropped : int
+        Frames that arrived while the filter was busy and were replaced by newer ones.
+    seconds : float
+        Wall-clock time since the run started, in seconds.
+    latency_ms : float
+        Median delay from a frame's decoding to its denoised frame written, in milliseconds: of
+        the last RECENT_FRAMES frames in a progress report, of the whole run in the summary.
+    latency_p95_ms : float
+        The 95th percentile of that delay over the whole run, in milliseconds.
+    stopped : bool
+        The run was stopped (``cancel``) before the stream ended; its output is complete up to there.
+    backend, device_name : str
+        Where the frames were filtered.
+    """
+
+    frames: int
+    dropped: int
+    seconds: float
+    latency_ms: float
+    latency_p95_ms: float
+    stopped: bool = False
+    backend: str = ""
+    device_name: str = ""
+
+    @property
+    def fps(self) -> float:
+        """Frames written a second, 0 where no time has passed."""
+        return self.frames / self.seconds if self.seconds > 0 else 0.0
+
+
+class LatencyMeter:
+    """Latencies counted in 1 ms bins: the median and percentiles of a run of any length, in flat memory."""
+
+    def __init__(self) -> None:
+        self._bins = np.zeros(LATENCY_BINS_MS + 1, np.int64)
+        self._recent: collections.deque[float] = collections.deque(maxlen=RECENT_FRAMES)
+
+    def record(self, seconds: float) -> None:
+        """Count one frame's latency, in seconds (those over a minute in the last bin)."""
+        milliseconds = seconds * 1000
+        self._bins[min(round(milliseconds), LATENCY_BINS_MS)] += 1
+        self._recent.append(milliseconds)
+
+    def percentile(self, percent: float) -> float:
+        """Return the ``percent`` percentile of the latencies recorded, in milliseconds to the nearest; 0 for none."""
+        counts = np.cumsum(self._bins)
+        if counts[-1] == 0:
+            return 0.0
+        return float(np.searchsorted(counts, percent / 100 * counts[-1]))
+
+    def recent(self) -> float:
+        """Median latency of the last RECENT_FRAMES frames, in milliseconds; 0 for none."""
+        return float(np.median(self._recent)) if self._recent else 0.0
+
+
+_END = object()
+
+
+class _Arrivals:
+    """The source's frames decoded on a thread of their own, each with its arrival time, the newest kept.
+
+    At most LIVE_QUEUE_FRAMES wait: a frame decoded when they are that many makes the oldest one
+    dropped. A frame that waited more than ``max_wait`` seconds gives way to a newer one waiting,
+    and is dropped too: where the filter is slower than the source, the frame it takes next is one
+    that just came, not one of those it fell behind on. Iterating gives (seconds of
+    ``time.perf_counter`` when decoded, TimedFrame) until the source ends, raises what it raised,
+    or ``cancel`` is set. Use as a context manager: leaving it stops the thread and waits for it (up
+    to JOIN_SECONDS: a blocked read ends at the source's timeout).
+    """
+
+    def __init__(self, reader: PipeReader, cancel: threading.Event, *, max_wait: float) -> None:
+        self.dropped = 0
+        self._cancel, self._stop, self._max_wait = cancel, threading.Event(), max_wait
+        self._waiting: collections.deque[tuple[float, TimedFrame]] = collections.deque()
+        self._ended: object = None  # _END, or the error the source raised, after the frames waiting
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._capture, args=(reader,), name="nlmeans-live", daemon=True)
+        self._thread.start()
+
+    def _capture(self, reader: PipeReader) -> None:
+        try:
+            for frame in reader.timed_frames():
+                if self._stop.is_set():
+                    return
+                self._arrive((time.perf_counter(), frame))
+            self._end(_END)
+        except BaseException as error:  # handed to the consumer, raised there
+            self._end(error)
+
+    def _arrive(self, item: tuple[float, TimedFrame]) -> None:
+        with self._changed:
+            if len(self._waiting) == LIVE_QUEUE_FRAMES:
+                self._waiting.popleft()
+                self.dropped += 1
+            self._waiting.append(item)
+            self._changed.notify()
+
+    def _end(self, item: object) -> None:
+        with self._changed:
+            self._ended = item
+            self._changed.notify()
+
+    def _next(self) -> tuple[float, TimedFrame] | None:
+        """Return the frame to filter next, None at the end; wait at most 0.1 s for one (then None too)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._waiting or self._ended is not None, timeout=0.1)
+            if not self._waiting:
+                if isinstance(self._ended, BaseException):
+                    raise self._ended
+                return None
+            while len(self._waiting) > 1 and time.perf_counter() - self._waiting[0][0] > self._max_wait:
+                self._waiting.popleft()
+                self.dropped += 1
+            return self._waiting.popleft()
+
+    def __iter__(self) -> Iterator[tuple[float, TimedFrame]]:
+        while not self._cancel.is_set():
+            item = self._next()
+            if item is not None:
+                yield item
+            elif self._ended is not None:
+                return
+
+    def __enter__(self) -> _Arrivals:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self._stop.set()
+        self._thread.join(JOIN_SECONDS)
+
+
+def denoise_live(
+    reader: PipeReader,
+    target: str | Path | None,
+    params: NLMParams,
+    *,
+    backend: str = "auto",
+    codec: str = "h264",
+    crf: int = 18,
+    preset: str = "medium",
+    overwrite: bool = False,
+    rgb: bool = False,
+    luma_chroma: tuple[float, float, str] | None = None,
+    progress: LiveProgress | None = None,
+    shown: Callable[[np.ndarray], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> LiveStatus:
+    """Denoise a live source into ``target`` as its frames arrive, dropping those the filter has no time for.
+
+    Parameters
+    ----------
+    reader : PipeReader
+        The source, open: a ``LiveReader`` (a stream or a device) or a ``PipeReader`` (y4m on
+        standard input, at its own pace). Its frames are read here, once.
+    target : str or Path, optional
+        The output, as ``VideoWriter`` takes it: a file written under a temporary name and renamed
+        into place when the run ends, by the stream's end or by ``cancel``, or a stream's URL.
+        None: nothing written (the frames go to ``shown``).
+    params : NLMParams
+        The filter. Its future frames (Df, ``frames_future``) delay every frame by as many
+        frames; ``denoise --live`` sets Df 0 unless given.
+    backend : {"auto", "cpu", "gpu"}
+        As ``Denoiser`` takes it.
+    codec, crf, preset, overwrite, rgb
+        The output's encoding, as ``VideoWriter`` takes it.
+    luma_chroma : (h_luma, h_chroma, matrix), optional
+        Filter in Y'CbCr with a strength for Y and one for Cb/Cr (``engine.video.luma_chroma``).
+    progress : callable, optional
+        Called after each frame written with a ``LiveStatus`` (latency: the recent frames' median).
+    shown : callable, optional
+        Called with each denoised frame, (H, W, C) of the source's dtype, after it is written:
+        the window shows them.
+    cancel : threading.Event, optional
+        Set it from another thread to end the run: the frames written so far make a complete,
+        playable file.
+
+    Returns
+    -------
+    LiveStatus
+        Frames written and dropped, seconds, the latency's median and 95th percentile over the
+        run, and whether it was stopped.
+
+    Raises
+    ------
+    VideoError
+        The source failed while read (a device unplugged, a stream cut: the output is finished with
+        the frames denoised before, and kept), or the target cannot be written (nothing is kept).
+    BackendUnavailableError
+        backend="gpu" where the GPU cannot run.
+
+    Notes
+    -----
+    The latency is from the moment a frame is decoded to the moment its denoised frame has gone
+    to the encoder, tuned for zero latency (H.264 / H.265 without lookahead nor B-frames). At most
+    LIVE_QUEUE_FRAMES frames wait for the filter, so a filter slower than the source adds at
+    most that many frames of delay and drops the rest. With past frames (Dp) the window holds the
+    frames kept, not those dropped.
+    """
+    cancel = cancel or threading.Event()
+    denoiser = denoiser_for(params, backend=backend, luma_chroma=luma_chroma)
+    meter, arrived = LatencyMeter(), {}  # arrival time by frame number, for the frames in the filter
+    failures: list[VideoError] = []  # what the source raised, if it failed
+    started = time.perf_counter()
+    done = 0
+    encoding = {"codec": codec, "crf": crf, "preset": preset, "overwrite": overwrite, "rgb": rgb, "low_delay": True}
+    with (
+        contextlib.nullcontext() if target is None else VideoWriter(target, reader.info, **encoding) as writer,
+        _Arrivals(reader, cancel, max_wait=LIVE_QUEUE_FRAMES / float(reader.info.frame_rate)) as arrivals,
+    ):
+
+        def frames() -> Iterator[TimedFrame]:
+            try:
+                for seconds, frame in arrivals:
+                    arrived[frame.number] = seconds
+                    yield frame
+            except VideoError as error:  # the source failed: the frames written so far are kept
+                failures.append(error)
+
+        with contextlib.closing(_denoised(denoiser, frames(), reader.info.dtype)) as outputs:
+            for frame in outputs:
+                if writer is not None:
+                    writer.write(frame)
+                if shown is not None:
+                    shown(frame.array)
+                meter.record(time.perf_counter() - arrived.pop(frame.number))
+                done += 1
+                if progress is not None:
+                    elapsed = time.perf_counter() - started
+                    progress(LiveStatus(done, arrivals.dropped, elapsed, meter.recent(), meter.percentile(95)))
+    if failures:
+        raise VideoError(f"{failures[0]}; {target} holds the {done} frames denoised before") from failures[0]
+    return LiveStatus(
+        done,
+        arrivals.dropped,
+        time.perf_counter() - started,
+        meter.percentile(50),
+        meter.percentile(95),
+        stopped=cancel.is_set(),
+        backend=denoiser.backend,
+        device_name=denoiser.device_name,
+    )
