@@ -142,6 +142,20 @@ def unfiltered_preview(previewer: Previewer, index: int, noise: SyntheticNoise |
     """Return frame ``index`` as the filter gets it, ``after`` the same, stage ``BEFORE``: no filter ran.
 
     For the window to show at once, while the filter runs or compiles (numba, once per machine).
+
+    Parameters
+    ----------
+    previewer : Previewer
+        The clip's previewer, whose frames it reads.
+    index : int
+        The frame, 0-based.
+    noise : SyntheticNoise or None
+        Noise added to the frame as the filter would get it (the window's synthetic noise).
+
+    Returns
+    -------
+    Preview
+        Its ``before`` and ``after`` both the frame in uint8.
     """
     before = from_float32(to_float32(np.asarray(previewer.filter_input(index, noise))), np.dtype(np.uint8))
     return Preview(index, before, before.copy(), None, None, BEFORE, 0.0, "-", "-", stage=BEFORE)
