@@ -38,6 +38,7 @@ COARSE_SEARCH_RADII = (1, 3, 5, 8)  # A, pixels: the first pass; the radii betwe
 TEMPORAL = ((0, 0), (1, 1), (2, 2))  # (Dp, Df): a spatial filter, then one and two frames each side
 TIMED_FRAMES = 16  # frames each candidate exports, from the clip's middle; the first is not timed
 TIMED_RUNS, TIMED_SECONDS = 3, 1.0  # exports of a candidate: the fastest of 2, or of 3 where 2 took under 1 s
+SURE_LEAST_SIGMA = 1.0  # 8-bit levels of noise under which a clip is taken as clean (as ``sure_applies``)
 REALTIME = "realtime"  # the target that is the clip's own frame rate
 
 
@@ -176,7 +177,8 @@ def tune_for_fps(
     TargetNotReachedError
         No window reaches ``fps`` (a ValueError; its message names the fastest and the ways out).
     ValueError
-        ``fps`` not a positive number or "realtime"; a clip too short or too small for the grid.
+        ``fps`` not a positive number or "realtime"; a clip too short or too small for the grid, or
+        one that looks clean (noise under 1 level: SURE has nothing to tell the windows apart by).
     VideoError
         The clip cannot be read.
     ExportCancelledError
@@ -207,6 +209,11 @@ def tune_for_fps(
         if info.frame_count < max(span, 2):
             raise ValueError(f"{info.path}: {info.frame_count} frames; tuning scores {span} consecutive frames")
         estimate = estimate_clip_noise(reader)
+        if estimate.average_sigma < SURE_LEAST_SIGMA:
+            raise ValueError(
+                f"{info.path}: its noise reads {estimate.average_sigma:.2f} levels, too little for SURE to tell the "
+                "windows apart: the clip looks clean; denoise it with the defaults, or tune a noisier part"
+            )
         sample = to_float32(_centre(clip_sample(reader, span), SURE_CROP))
         matrix = matrix_for(info.color.get("colorspace", 2), info.height)
         middle = max(0, (info.frame_count - TIMED_FRAMES) // 2)

@@ -203,3 +203,11 @@ def test_the_command_refuses_a_rate_that_is_not_one(text, capsys) -> None:
         main(["tune", "clip.mkv", "--fps", text])
     assert exit_info.value.code == 2
     assert "a rate is a number of frames a second > 0 or realtime" in capsys.readouterr().err
+
+
+def test_a_clean_clip_is_refused_before_any_timing(tmp_path) -> None:
+    rows, columns = np.mgrid[0:HEIGHT, 0:WIDTH]
+    clean = np.stack([moving_gratings(t, rows, columns) for t in range(FRAMES)]).clip(0, 255).round()
+    write_clip(tmp_path / "clean.mkv", clean.astype(np.uint8))
+    with pytest.raises(ValueError, match=r"its noise reads 0\.\d\d levels, too little for SURE .* looks clean"):
+        tune_for_fps(tmp_path / "clean.mkv", 25)
