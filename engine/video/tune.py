@@ -224,24 +224,23 @@ def tune_for_fps(
         pruned = 0
         backend_name = device_name = ""
 
-        def tried(candidate_window: NLMParams) -> TuneCandidate | None:
+        def tried(candidate_window: NLMParams) -> None:
+            """Time ``candidate_window`` unless pruned, and score it where it reaches the target."""
             nonlocal pruned, backend_name, device_name
             if cancel.is_set():
                 raise ExportCancelledError("tuning cancelled")
             if any(_at_least(candidate_window, smaller) for smaller in slow):
                 pruned += 1
-                return None
-            timing = choose_filter(estimate, candidate_window, matrix=matrix, luma_chroma=AUTO)
-            rate, backend_name, device_name = _export_rate(reader, timing, timed, backend, codec, cancel)
-            if rate < target:
-                slow.append(candidate_window)
-                candidate = TuneCandidate(timing.params, rate)
             else:
-                candidate = _scored(candidate_window, rate, estimate, sample, most_past, matrix, backend)
-            candidates.append(candidate)
+                timing = choose_filter(estimate, candidate_window, matrix=matrix, luma_chroma=AUTO)
+                rate, backend_name, device_name = _export_rate(reader, timing, timed, backend, codec, cancel)
+                if rate < target:
+                    slow.append(candidate_window)
+                    candidates.append(TuneCandidate(timing.params, rate))
+                else:
+                    candidates.append(_scored(candidate_window, rate, estimate, sample, most_past, matrix, backend))
             if progress is not None:
                 progress(len(candidates) + pruned, max(total, len(candidates) + pruned))
-            return candidate
 
         warm_up = choose_filter(estimate, grid[0], matrix=matrix, luma_chroma=AUTO)
         _export_rate(reader, warm_up, timed[:3], backend, codec, cancel)  # loads or compiles what the first needs
