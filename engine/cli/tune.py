@@ -26,8 +26,10 @@ def run_tune(args: argparse.Namespace) -> int:
         if filter_compiles(args.backend):
             print(COMPILING, file=sys.stderr)
 
+    drawn = not args.json and sys.stderr.isatty()  # one line redrawn on a terminal; none in a log
+
     def progress(done: int, total: int) -> None:
-        if not args.json:
+        if drawn:
             print(f"\rwindows tried: {done}", end="", file=sys.stderr, flush=True)
 
     try:
@@ -36,7 +38,7 @@ def run_tune(args: argparse.Namespace) -> int:
         _report(error.result, args)
         raise
     finally:
-        if not args.json:
+        if drawn:
             print(file=sys.stderr)
     _report(result, args)
     return 0
