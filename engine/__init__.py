@@ -25,6 +25,10 @@ Noise and h
     spread over a clip, as ``denoise --noise auto`` and the window measure it), ``suggest_h``,
     ``apply_estimate``, ``decorrelation_decision``, the luma/chroma mode's helpers,
     ``estimate_volume_noise``.
+Tuning
+    ``tune_for_fps`` (the window and strengths of best estimated quality that export at a frame
+    rate on this machine; ``tune`` on the command line), ``TuneResult``, ``TuneCandidate``,
+    ``TargetNotReachedError``.
 Files
     ``VideoReader``, ``VideoWriter``, ``read_frames``, ``denoise_file``, ``read_volume``,
     ``write_volume``.
@@ -96,6 +100,7 @@ from .video.presets import (
 from .video.preview import LumaChroma, Preview, Previewer, SyntheticNoise, difference_image
 from .video.preview_passes import STAGES, render_passes, unfiltered_preview
 from .video.synthetic_noise import add_noise, add_realistic_noise
+from .video.tune import TargetNotReachedError, TuneCandidate, TuneResult, tune_for_fps
 from .volume.denoise import denoise_volume, denoise_volume_slice
 from .volume.denoise import filter_compiles as volume_filter_compiles
 from .volume.io import VOLUME_SUFFIXES, OneImageError, VolumeFile, check_volume_output, read_volume, volume_format
@@ -191,6 +196,9 @@ __all__ = [
     "Previewer",
     "RenderAhead",
     "SyntheticNoise",
+    "TargetNotReachedError",
+    "TuneCandidate",
+    "TuneResult",
     "VideoError",
     "VideoInfo",
     "VideoReader",
@@ -236,6 +244,7 @@ __all__ = [
     "suggest_luma_chroma_h",
     "suggest_volume_h",
     "sure_sample_length",
+    "tune_for_fps",
     "unfiltered_preview",
     "volume_format",
     "write_volume",

@@ -37,6 +37,7 @@ from nlmeans_studio.engine import (
     OneImageError,
     PresetError,
     Preview,
+    TuneResult,
     VideoInfo,
     load_preset,
     matrix_for,
@@ -52,6 +53,7 @@ from .player import Player
 from .saved_settings import ClipSettings, load_clip_settings, params_from_json, params_to_json, save_clip_settings
 from .spin_box_keys import SpinBoxKeys
 from .stream_window import StreamWindow
+from .tune import FpsTuner, TuneRequest
 from .views import ComparisonView
 from .volume_window import VolumeWindow
 from .window_layout import build_actions, lay_out
@@ -124,6 +126,9 @@ class MainWindow(QMainWindow):
         self.frame_label = QLabel("no clip")
         self.banner = ErrorBanner()
         self.exports = ExportQueue()
+        self.tuner = FpsTuner(self)
+        self.tuner.tuned.connect(self.apply_tuned)
+        self.tuner.failed.connect(self.show_error)
         self.busy = QProgressBar()
         self.busy.setRange(0, 0)  # an indicator that moves while the engine works
         self.busy.setMaximumWidth(120)
@@ -598,6 +603,37 @@ class MainWindow(QMainWindow):
         )
         dialog.open()
 
+    # Tuning for a frame rate
+
+    def tune_for_fps(self) -> None:
+        """Ask for a frame rate (the clip's by default) and tune the window for it in the background:
+        each search window timed exporting this clip here, the best-estimated one that reaches the rate
+        applied to the sliders when it is found."""
+        if self.path is None or self.info is None:
+            return self.show_error("Open a clip first.")
+        if self.tuner.running:
+            return self.show_error("A tune is running: wait for it, or cancel it, first.")
+        fps = self.tuner.ask_fps(float(self.info.frame_rate))
+        if fps is not None:
+            self.tuner.start(TuneRequest(self.path, fps, self.current_params(), self.parameters.backend_name()))
+
+    def apply_tuned(self, result: TuneResult) -> None:
+        """Show the tune's choice: its radii and frames, and its strengths (the two of the luma/chroma mode
+        for a colour clip, as given ones)."""
+        chosen = result.chosen
+        window, choice = chosen.window, chosen.choice
+        radii = ("patch_radius", "search_radius", "frames_past", "frames_future")
+        params = dataclasses.replace(
+            self.parameters.params(), h=choice.params.h, **{name: getattr(window, name) for name in radii}
+        )
+        self.parameters.set_params(params)
+        self.parameters.set_luma_chroma_mode(None if choice.luma_chroma is None else choice.luma_chroma[:2])
+        self.statusBar().showMessage(
+            f"Tuned for {result.target_fps:g} fps: {chosen.describe()} exports at {chosen.fps:.1f} fps here, "
+            f"estimated {chosen.estimated_psnr:.1f} dB ({len(result.candidates)} windows timed)",
+            30000,
+        )
+
     # Settings, closing
 
     def _restore_settings(self) -> None:
@@ -640,5 +676,6 @@ class MainWindow(QMainWindow):
         self.speed_timer.stop()
         self.debounce.stop()
         self.exports.stop()
+        self.tuner.stop()
         self.worker_thread.stop()
         super().closeEvent(event)

@@ -78,7 +78,7 @@ def _action(
 
 
 def build_actions(window: MainWindow) -> None:
-    """Make the window's actions, its toolbar and its menus (File, View, Playback, Presets, Help)."""
+    """Make the window's actions, its toolbar and its menus (File, View, Filter, Playback, Presets, Help)."""
     pixmap = QStyle.StandardPixmap
     window.open_action = _action(window, "Open…", "Ctrl+O", window._choose_file, pixmap.SP_DialogOpenButton)
     window.export_action = _action(window, "Export…", "Ctrl+E", window.export_dialog, pixmap.SP_DialogSaveButton)
@@ -95,6 +95,10 @@ def build_actions(window: MainWindow) -> None:
     window.regions_action.setCheckable(True)
     window.regions_action.setChecked(True)
     window.type_h_action = _action(window, "Type h (the strength)", "H", window._type_h)
+    window.tune_action = _action(window, "Tune for N fps…", None, window.tune_for_fps)
+    window.tune_action.setStatusTip(
+        "Time each search window exporting this clip here and choose the best-estimated one that reaches a frame rate"
+    )
     about = _action(window, "About NLMeans Studio", None, lambda: show_about(window, window.timed))
     toolbar = QToolBar("Main")
     toolbar.setObjectName("main-toolbar")
@@ -135,6 +139,8 @@ def build_actions(window: MainWindow) -> None:
     window.view_actions.add_to(view_menu, window.regions_action)
     view_menu.addSeparator()
     view_menu.addAction(window.type_h_action)
+    window.filter_menu = menus.addMenu("F&ilter")
+    window.filter_menu.addAction(window.tune_action)
     play_menu = menus.addMenu("P&layback")
     for action in (
         window.play_action,

@@ -1,7 +1,7 @@
 """The command line's arguments.
 
-The parser of ``nlmeans-studio bench | denoise | denoise-volume | batch | estimate-noise`` and the
-types of its options.
+The parser of ``nlmeans-studio bench | denoise | denoise-volume | batch | estimate-noise | tune`` and
+the types of its options.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ..video.luma_chroma import (
 )
 from ..video.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS
 from ..video.presets import shipped_presets
+from ..video.tune import REALTIME
 from ..volume import cli as volume_cli
 from .batch.manifest import BATCH_MANIFEST
 from .batch.plan import DEFAULT_SEGMENT_SECONDS
@@ -231,7 +232,41 @@ def build_parser() -> argparse.ArgumentParser:
     )
     estimate.add_argument("--roi", type=_box, default=None, help="X,Y,W,H: a flat region, in pixels")
     estimate.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    tune = commands.add_parser(
+        "tune",
+        help="choose the window and h of best estimated quality that exports INPUT at --fps on this machine",
+        description="Time each window (search radius, past and future frames) exporting INPUT here, as denoise "
+        "would, and estimate its quality without a clean reference (SURE, with its strengths chosen by SURE); "
+        "print each window's fps and estimated PSNR, and the best that reaches --fps.",
+    )
+    tune.add_argument("input", help="a video file or an image sequence (scans/%%06d.png)")
+    tune.add_argument(
+        "--fps", type=_rate, required=True, help=f"frames a second the export must reach, or {REALTIME}: the clip's"
+    )
+    tune.add_argument("--backend", choices=BACKENDS, default="auto")
+    tune.add_argument(
+        "--codec",
+        choices=tuple(CODECS),
+        default="h264",
+        help="the codec the timed exports write, as denoise's --codec (default h264; ffv1 costs least)",
+    )
+    tune.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    tune.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser
+
+
+def _rate(text: str) -> float | str:
+    """Return a frame rate in frames a second (> 0), or "realtime"."""
+    if text == REALTIME:
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"a rate is a number of frames a second > 0 or {REALTIME}, got {text!r}")
+    return value
 
 
 def add_denoise_options(parser: argparse.ArgumentParser) -> None:

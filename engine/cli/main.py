@@ -24,6 +24,7 @@ from .denoise import Stop, run_denoise
 from .errors import FAILURES, error_message, memory_error_within
 from .estimate import run_estimate_noise
 from .live import live_refusal, run_live
+from .tune import run_tune
 
 
 def _denoise_volume(args: argparse.Namespace) -> int:
@@ -73,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_estimate_noise(args)
         if args.command == "denoise-volume":
             return _denoise_volume(args)
+        if args.command == "tune":
+            return run_tune(args)
         if args.preview:
             height, width = args.size
             params = NLMParams(h=args.h if args.h is not None else DEFAULT_H, patch_radius=args.patch_radius)

@@ -1,0 +1,125 @@
+"""``nlmeans-studio tune``: the window and h of best estimated quality at a frame rate, as a table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..cpu.compiled import COMPILING
+from ..media.ffmpeg import show_ffmpeg_messages
+from ..video.filters import filter_compiles
+from ..video.tune import TargetNotReachedError, TuneCandidate, TuneResult, tune_for_fps
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    """Run ``tune``: print every window timed, and the one chosen; 0, or raise where none reaches --fps.
+
+    Raises
+    ------
+    TargetNotReachedError
+        No window reaches --fps, after the table (or the JSON) of those timed is printed.
+    """
+    show_ffmpeg_messages(verbose=False)
+    if not args.json:
+        print(f"tuning {args.input} for {args.fps} fps: each window is timed exporting it here", file=sys.stderr)
+        if filter_compiles(args.backend):
+            print(COMPILING, file=sys.stderr)
+
+    drawn = not args.json and sys.stderr.isatty()  # one line redrawn on a terminal; none in a log
+
+    def progress(done: int, total: int) -> None:
+        if drawn:
+            print(f"\rwindows tried: {done}", end="", file=sys.stderr, flush=True)
+
+    try:
+        result = tune_for_fps(args.input, args.fps, backend=args.backend, codec=args.codec, progress=progress)
+    except TargetNotReachedError as error:
+        _report(error.result, args)
+        raise
+    finally:
+        if drawn:
+            print(file=sys.stderr)
+    _report(result, args)
+    return 0
+
+
+def _report(result: TuneResult, args: argparse.Namespace) -> None:
+    """Print the table (or the JSON) of the windows timed, and the command that exports with the chosen one."""
+    if args.json:
+        print(json.dumps(as_json(result)))
+        return
+    print(
+        f"# {result.width}x{result.height}, target {result.target_fps:g} fps; exports timed on the {result.backend} "
+        f"({result.device_name}), {args.codec}; PSNR estimated by SURE, no clean reference"
+    )
+    print("candidate | fps | estimated PSNR dB | strengths | chosen")
+    for candidate in result.candidates:
+        psnr = "-" if candidate.estimated_psnr is None else f"{candidate.estimated_psnr:.2f}"
+        strengths = "-" if candidate.choice is None else _strengths(candidate)
+        chosen = "yes" if candidate is result.chosen else ""
+        print(f"{candidate.describe()} | {candidate.fps:.1f} | {psnr} | {strengths} | {chosen}")
+    if result.pruned:
+        print(f"# {result.pruned} larger windows not timed: each searches all a slower one does")
+    if result.warning:
+        print(f"warning: {result.warning}", file=sys.stderr)
+    if result.chosen is not None:
+        print(f"denoise with it: nlmeans-studio denoise {args.input} OUTPUT {' '.join(options(result.chosen))}")
+
+
+def _strengths(candidate: TuneCandidate) -> str:
+    """Return the candidate's strengths in words: "h_Y 5.4, h_UV 4.7" or "h 6.1"."""
+    if candidate.choice.luma_chroma is not None:
+        h_luma, h_chroma, _ = candidate.choice.luma_chroma
+        return f"h_Y {h_luma:.1f}, h_UV {h_chroma:.1f}"
+    return f"h {candidate.choice.params.h:.1f}"
+
+
+def options(candidate: TuneCandidate) -> list[str]:
+    """Return ``denoise``'s options that filter with ``candidate``'s window and strengths."""
+    window = candidate.window
+    chosen = [
+        f"--search-radius {window.search_radius}",
+        f"--frames-past {window.frames_past}",
+        f"--frames-future {window.frames_future}",
+        f"--patch-radius {window.patch_radius}",
+    ]
+    if candidate.choice.luma_chroma is not None:
+        h_luma, h_chroma, _ = candidate.choice.luma_chroma
+        return [*chosen, f"--luma-chroma {h_luma:.2f},{h_chroma:.2f}"]
+    return [*chosen, f"--h {window.h:.2f}"]
+
+
+def _rounded(luma_chroma: tuple[float, float, str]) -> list:
+    h_luma, h_chroma, matrix = luma_chroma
+    return [round(h_luma, 3), round(h_chroma, 3), matrix]
+
+
+def as_json(result: TuneResult) -> dict:
+    """Return ``result`` as the JSON ``tune --json`` prints: the table's rows and the choice."""
+
+    def row(candidate: TuneCandidate) -> dict:
+        window, choice = candidate.window, candidate.choice
+        return {
+            "search_radius": window.search_radius,
+            "frames_past": window.frames_past,
+            "frames_future": window.frames_future,
+            "patch_radius": window.patch_radius,
+            "fps": round(candidate.fps, 2),
+            "estimated_psnr": None if candidate.estimated_psnr is None else round(candidate.estimated_psnr, 3),
+            "h": None if choice is None or choice.luma_chroma is not None else round(choice.params.h, 3),
+            "luma_chroma": None if choice is None or choice.luma_chroma is None else _rounded(choice.luma_chroma),
+            "chosen": candidate is result.chosen,
+        }
+
+    return {
+        "target_fps": result.target_fps,
+        "width": result.width,
+        "height": result.height,
+        "backend": result.backend,
+        "device": result.device_name,
+        "candidates": [row(candidate) for candidate in result.candidates],
+        "pruned": result.pruned,
+        "chosen": None if result.chosen is None else row(result.chosen),
+        "warning": result.warning,
+    }

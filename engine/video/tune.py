@@ -1,0 +1,369 @@
+"""Tuning for a frame rate: the window and h of best estimated quality that exports at a rate here.
+
+The closing method of Goossens et al. (2010): fix the frame rate the user needs, then take the
+search window and temporal frames that give the best quality at that rate. Each candidate window
+(search radius A, past frames Dp, future frames Df) is timed for real, as ``denoise_file`` exports
+the clip on this machine (decoding, the filter the default chooses for the clip's noise, encoding),
+and scored without a clean reference: its strengths are chosen by Stein's unbiased risk estimate
+on the clip's middle frames (``choose_filter``), and SURE's mean squared error at them is its
+estimated PSNR.
+
+The grid is searched coarse to fine, cheapest window first: a window at least as large as one
+already too slow is not timed (it can only be slower); the search radii between the coarse ones
+are tried next to the best window that reaches the rate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..frames import to_float32
+from ..media.reader import VideoReader
+from .default_filter import AUTO, SURE_CROP, SURE_FRAMES, FilterChoice, _centre, choose_filter, sure_applies
+from .export import ExportCancelledError, Source, _opened, clip_sample, denoise_file, estimate_clip_noise
+from .luma_chroma import matrix_for
+from .noise_estimate import NoiseEstimate
+from .params import NLMParams
+from .sure import sure_mse
+
+COARSE_SEARCH_RADII = (1, 3, 5, 8)  # A, pixels: the first pass; the radii between are tried near the best
+TEMPORAL = ((0, 0), (1, 1), (2, 2))  # (Dp, Df): a spatial filter, then one and two frames each side
+TIMED_FRAMES = 16  # frames each candidate exports, from the clip's middle; the first is not timed
+# A window this many times slower than the target, or less, is timed again before it is taken as too slow:
+# on 2 cores shared with other work one window's rate differed up to 1.5x from one tune to the next, and a
+# window wrongly too slow prunes the larger ones (0.53 dB lost at 25 fps in the study's first run).
+NEAR_MISS = 1.5
+TIMED_RUNS, TIMED_SECONDS = 3, 1.0  # exports of a candidate: the fastest of 2, or of 3 where 2 took under 1 s
+SURE_LEAST_SIGMA = 1.0  # 8-bit levels of noise under which a clip is taken as clean (as ``sure_applies``)
+REALTIME = "realtime"  # the target that is the clip's own frame rate
+
+
+@dataclass(frozen=True)
+class TuneCandidate:
+    """One window tried: its export rate, and its filter and estimated quality where it reached the target.
+
+    Attributes
+    ----------
+    window : NLMParams
+        The window (``search_radius``, ``frames_past``, ``frames_future``, ``patch_radius``) with the
+        weighting and centre weight; its h is the one timed.
+    fps : float
+        Frames a second the export ran at, measured here (after its first frame).
+    choice : FilterChoice or None
+        The filter chosen for the window (its strengths by SURE where the noise is white); None
+        where the window is slower than the target (not scored).
+    estimated_psnr : float or None
+        PSNR in dB the filter is estimated to give, from SURE's mean squared error; None where not
+        scored.
+    """
+
+    window: NLMParams
+    fps: float
+    choice: FilterChoice | None = None
+    estimated_psnr: float | None = None
+
+    def describe(self) -> str:
+        """Return the window in the paper's symbols, e.g. "A 3, Dp 1, Df 1, B 4"."""
+        w = self.window
+        return f"A {w.search_radius}, Dp {w.frames_past}, Df {w.frames_future}, B {w.patch_radius}"
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """What ``tune_for_fps`` tried and chose.
+
+    Attributes
+    ----------
+    target_fps : float
+        The rate asked for, in frames a second.
+    candidates : list of TuneCandidate
+        Every window timed, in the order tried.
+    chosen : TuneCandidate or None
+        The one of best estimated PSNR among those reaching the target; None where none does.
+    pruned : int
+        Windows not timed: at least as large as one already slower than the target.
+    width, height : int
+        The clip's frame size, in pixels.
+    backend, device_name : str
+        Where the exports ran.
+    warning : str or None
+        Why the estimates may rank the windows poorly (noise SURE does not model).
+    """
+
+    target_fps: float
+    candidates: list[TuneCandidate]
+    chosen: TuneCandidate | None
+    pruned: int
+    width: int
+    height: int
+    backend: str
+    device_name: str
+    warning: str | None = None
+
+    @property
+    def fastest(self) -> TuneCandidate:
+        """The candidate that exported fastest."""
+        return max(self.candidates, key=lambda candidate: candidate.fps)
+
+
+class TargetNotReachedError(ValueError):
+    """No window exports at the target rate here; ``result`` holds what was timed.
+
+    Parameters
+    ----------
+    result : TuneResult
+        The tune, its ``chosen`` None.
+    """
+
+    def __init__(self, result: TuneResult) -> None:
+        fastest = result.fastest
+        way_out = "a smaller frame size (scale the clip down first)"
+        if result.backend == "cpu":
+            way_out += ", or the GPU backend (--backend gpu)"
+        super().__init__(
+            f"no window exports {result.width}x{result.height} at {result.target_fps:g} fps on the "
+            f"{result.backend} here: the fastest, {fastest.describe()}, ran at {fastest.fps:.1f} fps; "
+            f"ask for {math.floor(fastest.fps * 10) / 10:g} fps or less, or use {way_out}"
+        )
+        self.result = result
+
+
+Progress = Callable[[int, int], None]  # windows tried, windows in all (a guess: pruning ends it early)
+
+
+def tune_for_fps(
+    source: Source,
+    fps: float | str,
+    *,
+    backend: str = "auto",
+    window: NLMParams | None = None,
+    codec: str = "h264",
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> TuneResult:
+    """Choose the window and strengths of best estimated quality among those that export at ``fps`` here.
+
+    Parameters
+    ----------
+    source : str, Path or VideoReader
+        The clip (a file or an image sequence's pattern), or an open reader of it (left open).
+    fps : float or "realtime"
+        The rate the export must reach, in frames a second; "realtime": the clip's own rate.
+    backend : {"auto", "cpu", "gpu"}
+        Where the filter runs, as ``denoise_file`` takes it.
+    window : NLMParams, optional
+        The patch radius, weighting and centre weight the windows keep (its radii and frames are
+        tried, its h chosen); None: ``NLMParams()``'s.
+    codec : str
+        The codec the timed exports write (``CODECS``), at its default quality: the export's own,
+        whose encoder shares the CPU with the filter (``"ffv1"`` costs least).
+    progress : callable, optional
+        Called with (windows tried, windows in all) after each window; the total is the grid's
+        before pruning, so the tune may end before it.
+    cancel : threading.Event, optional
+        Set from another thread to stop; ``ExportCancelledError`` is raised.
+
+    Returns
+    -------
+    TuneResult
+        The windows timed and the one chosen.
+
+    Raises
+    ------
+    TargetNotReachedError
+        No window reaches ``fps`` (a ValueError; its message names the fastest and the ways out).
+    ValueError
+        ``fps`` not a positive number or "realtime"; a clip too short or too small for the grid, or
+        one that looks clean (noise under 1 level: SURE has nothing to tell the windows apart by).
+    VideoError
+        The clip cannot be read.
+    ExportCancelledError
+        ``cancel`` was set.
+
+    Notes
+    -----
+    The cost grows with the window: (2A+1)^2 (Dp + Df + 1) offsets per pixel, so a window at least
+    as large as a slower one is never timed. Each window scored costs SURE's search of its
+    strengths (about 20 filter runs of two frames' 192 x 192 centre) besides its timed export of
+    ``TIMED_FRAMES`` frames. SURE assumes noise independent from pixel to pixel: for compressed,
+    demosaiced or brightness-dependent noise the estimates are biased and ``warning`` says so.
+    """
+    window = NLMParams() if window is None else window
+    cancel = cancel or threading.Event()
+    with _opened(source) as reader:
+        if not isinstance(reader, VideoReader):
+            raise ValueError("tuning times exports of a file: give a video file or an image sequence, not a pipe")
+        info = reader.info
+        target = _target_fps(fps, float(info.frame_rate))
+        side = min(info.width, info.height)
+        grid = [_window(window, a, past, future) for past, future in TEMPORAL for a in COARSE_SEARCH_RADII]
+        grid = sorted((w for w in grid if w.min_frame_size <= side), key=_offsets)
+        if not grid:
+            raise ValueError(f"{info.path}: frames of {info.width}x{info.height} are too small to tune on")
+        most_past = max(past for past, _ in TEMPORAL)
+        span = SURE_FRAMES + most_past + max(future for _, future in TEMPORAL)
+        if info.frame_count < max(span, 2):
+            raise ValueError(f"{info.path}: {info.frame_count} frames; tuning scores {span} consecutive frames")
+        estimate = estimate_clip_noise(reader)
+        if estimate.average_sigma < SURE_LEAST_SIGMA:
+            raise ValueError(
+                f"{info.path}: its noise reads {estimate.average_sigma:.2f} levels, too little for SURE to tell the "
+                "windows apart: the clip looks clean; denoise it with the defaults, or tune a noisier part"
+            )
+        sample = to_float32(_centre(clip_sample(reader, span), SURE_CROP))
+        matrix = matrix_for(info.color.get("colorspace", 2), info.height)
+        middle = max(0, (info.frame_count - TIMED_FRAMES) // 2)
+        timed = range(middle, min(middle + TIMED_FRAMES, info.frame_count))
+        candidates: list[TuneCandidate] = []
+        slow: list[NLMParams] = []
+        total = len(grid) + 2
+        pruned = 0
+        backend_name = device_name = ""
+
+        def tried(candidate_window: NLMParams) -> None:
+            """Time ``candidate_window`` unless pruned, and score it where it reaches the target."""
+            nonlocal pruned, backend_name, device_name
+            if cancel.is_set():
+                raise ExportCancelledError("tuning cancelled")
+            if any(_at_least(candidate_window, smaller) for smaller in slow):
+                pruned += 1
+            else:
+                timing = choose_filter(estimate, candidate_window, matrix=matrix, luma_chroma=AUTO)
+                rate, backend_name, device_name = _export_rate(reader, timing, timed, backend, codec, cancel)
+                if target / NEAR_MISS <= rate < target:  # before it prunes larger windows: timed once more
+                    rate = max(rate, _export_rate(reader, timing, timed, backend, codec, cancel)[0])
+                if rate < target:
+                    slow.append(candidate_window)
+                    candidates.append(TuneCandidate(timing.params, rate))
+                else:
+                    candidates.append(_scored(candidate_window, rate, estimate, sample, most_past, matrix, backend))
+            if progress is not None:
+                progress(len(candidates) + pruned, max(total, len(candidates) + pruned))
+
+        warm_up = choose_filter(estimate, grid[0], matrix=matrix, luma_chroma=AUTO)
+        _export_rate(reader, warm_up, timed[:3], backend, codec, cancel)  # loads or compiles what the first needs
+        for candidate_window in grid:
+            tried(candidate_window)
+        best = _best(candidates)
+        if best is not None:  # the search radii next to the best's, between the coarse ones
+            radius = best.window.search_radius
+            for a in (radius - 1, radius + 1):
+                refined = dataclasses.replace(best.window, search_radius=a)
+                if a > 0 and a not in COARSE_SEARCH_RADII and refined.min_frame_size <= side:
+                    tried(refined)
+        result = TuneResult(
+            target,
+            candidates,
+            _best(candidates),
+            pruned,
+            info.width,
+            info.height,
+            backend_name,
+            device_name,
+            None if sure_applies(estimate) else _NOT_WHITE,
+        )
+    if result.chosen is None:
+        raise TargetNotReachedError(result)
+    return result
+
+
+_NOT_WHITE = (
+    "the noise is not white (compressed, demosaiced or growing with brightness): SURE's estimates are biased, "
+    "and the ranking of the windows less sure"
+)
+
+
+def _target_fps(fps: float | str, clip_rate: float) -> float:
+    """Return the rate asked for in frames a second: ``fps``, or the clip's for "realtime"."""
+    if fps == REALTIME:
+        return clip_rate
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not (math.isfinite(fps) and fps > 0):
+        raise ValueError(f"fps must be a number of frames a second > 0 or 'realtime', got {fps!r}")
+    return float(fps)
+
+
+def _window(window: NLMParams, search_radius: int, past: int, future: int) -> NLMParams:
+    return dataclasses.replace(window, search_radius=search_radius, frames_past=past, frames_future=future)
+
+
+def _offsets(window: NLMParams) -> int:
+    """Offsets per pixel, (2A+1)^2 (Dp + Df + 1): what the filter's time grows with."""
+    return (2 * window.search_radius + 1) ** 2 * (window.frames_past + window.frames_future + 1)
+
+
+def _at_least(window: NLMParams, other: NLMParams) -> bool:
+    """Whether ``window`` searches at least all ``other`` does (so it cannot be faster)."""
+    return (
+        window.search_radius >= other.search_radius
+        and window.frames_past >= other.frames_past
+        and window.frames_future >= other.frames_future
+    )
+
+
+def _export_rate(
+    reader: VideoReader, choice: FilterChoice, frames: range, backend: str, codec: str, cancel: threading.Event
+) -> tuple[float, str, str]:
+    """Frames a second ``choice`` exports ``frames`` at, after the first; with the backend and device.
+
+    The export's fixed start (opening the encoder, a first compile) is left out, its drain kept.
+    Two exports, a third while their timed parts add up to under TIMED_SECONDS, and the fastest
+    counts: on a shared machine another program's burst slowed a 0.1 s export of small
+    frames up to 10 times.
+    """
+    rates: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="nlmeans-tune-") as folder:
+        spent = 0.0
+        while len(rates) < TIMED_RUNS and (len(rates) < 2 or spent < TIMED_SECONDS):
+            handed: list[float] = []  # seconds at which each frame went to the encoder, this export's
+            summary = denoise_file(
+                reader,
+                Path(folder) / "timed.mkv",
+                choice.params,
+                backend=backend,
+                codec=codec,
+                overwrite=True,
+                frames=frames,
+                luma_chroma=choice.luma_chroma,
+                progress=lambda done, total, seconds, handed=handed: handed.append(seconds),
+                cancel=cancel,
+            )
+            spent += summary.seconds - handed[0]
+            rates.append((summary.frames - 1) / (summary.seconds - handed[0]) if summary.frames > 1 else summary.fps)
+    return max(rates), summary.backend, summary.device_name
+
+
+def _scored(
+    window: NLMParams,
+    rate: float,
+    estimate: NoiseEstimate,
+    sample: np.ndarray,
+    most_past: int,
+    matrix: str,
+    backend: str,
+) -> TuneCandidate:
+    """``window``'s filter with its strengths chosen by SURE, and SURE's PSNR at them.
+
+    The same SURE_FRAMES frames of ``sample`` are scored for every window, each with its own
+    window's frames around it.
+    """
+    frames = sample[most_past - window.frames_past : most_past + SURE_FRAMES + window.frames_future]
+    choice = choose_filter(estimate, window, matrix=matrix, luma_chroma=AUTO, sample=frames, backend=backend)
+    denoiser = choice.denoiser(backend)
+    risks = [
+        sure_mse(denoiser, frames, window.frames_past + k, estimate.covariance, seed=k) for k in range(SURE_FRAMES)
+    ]
+    mse = max(float(np.mean(risks)), 1e-12)  # SURE scatters; a tiny crop of a clean clip may read <= 0
+    return TuneCandidate(choice.params, rate, choice, -10 * math.log10(mse))
+
+
+def _best(candidates: list[TuneCandidate]) -> TuneCandidate | None:
+    scored = [candidate for candidate in candidates if candidate.estimated_psnr is not None]
+    return max(scored, key=lambda candidate: candidate.estimated_psnr, default=None)
