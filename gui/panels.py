@@ -214,9 +214,11 @@ class Readouts(QWidget):
         self.sigma.setText("not estimated")
 
     def show_psnr(self, preview: Preview) -> None:
-        if preview.psnr_after is None:
-            self.psnr.setText(f"- ({preview.psnr_note})")
+        if preview.psnr_after is None:  # the note's first words, one line at the panel's width; all of it on hover
+            self.psnr.setText(f"- ({(preview.psnr_note or '').split(':')[0]})")
+            self.psnr.setToolTip(preview.psnr_note or "")
         else:
+            self.psnr.setToolTip("")
             gain = preview.psnr_after - preview.psnr_before
             self.psnr.setText(
                 f"noisy {preview.psnr_before:.2f} dB → denoised {preview.psnr_after:.2f} dB ({gain:+.2f})"
