@@ -9,12 +9,28 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
 DATA = Path(__file__).parent / "data"
 CLI = (sys.executable, "-m", "nlmeans_studio.engine")  # the command line, as a subprocess
+
+
+def write_ffv1(path: Path, frames: np.ndarray) -> None:
+    """A lossless FFV1 clip of (T, H, W, 3) uint8 RGB frames at 25 fps, written with PyAV."""
+    import av
+
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("ffv1", rate=25)
+        stream.height, stream.width = frames.shape[1:3]
+        stream.pix_fmt = "bgr0"
+        for index, frame in enumerate(frames):
+            video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
+            video_frame.pts, video_frame.time_base = index, Fraction(1, 25)
+            container.mux(stream.encode(video_frame))
+        container.mux(stream.encode(None))
 
 
 def default_signals() -> None:

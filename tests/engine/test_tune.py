@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
-from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -18,6 +17,7 @@ from nlmeans_studio.engine.video.default_filter import SURE_FRAMES, choose_filte
 from nlmeans_studio.engine.video.export import estimate_clip_noise
 
 av = pytest.importorskip("av", reason="the clips are written with PyAV")
+from clips import write_ffv1  # noqa: E402
 
 FRAMES, HEIGHT, WIDTH = 12, 48, 64  # small: every window of the grid is timed and filtered on 2 cores
 FLAT_ROWS = 16  # a flat band at the top, where the noise is measured as in real footage
@@ -61,19 +61,6 @@ def panning_texture(t: int, rows: np.ndarray, columns: np.ndarray) -> np.ndarray
 CLIPS = {"moving gratings": moving_gratings, "panning texture": panning_texture}
 
 
-def write_clip(path, frames: np.ndarray) -> None:
-    """A lossless FFV1 clip of uint8 RGB frames at 25 fps."""
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("ffv1", rate=25)
-        stream.height, stream.width = frames.shape[1:3]
-        stream.pix_fmt = "bgr0"
-        for index, frame in enumerate(frames):
-            video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
-            video_frame.pts, video_frame.time_base = index, Fraction(1, 25)
-            container.mux(stream.encode(video_frame))
-        container.mux(stream.encode(None))
-
-
 def made_clip(name: str, folder) -> tuple:
     """(path, clean frames, noisy frames) as float32 in [0, 1]; the file holds the noisy ones."""
     rows, columns = np.mgrid[0:HEIGHT, 0:WIDTH]
@@ -81,7 +68,7 @@ def made_clip(name: str, folder) -> tuple:
     clean[:, :FLAT_ROWS] = 100 + columns[:FLAT_ROWS, :, None] / 2
     noisy = np.clip(np.rint(clean + np.random.default_rng(1).normal(0, SIGMA, clean.shape)), 0, 255).astype(np.uint8)
     path = folder / "clip.mkv"
-    write_clip(path, noisy)
+    write_ffv1(path, noisy)
     return path, clean.astype(np.float32) / 255, noisy.astype(np.float32) / 255
 
 
@@ -208,6 +195,6 @@ def test_the_command_refuses_a_rate_that_is_not_one(text, capsys) -> None:
 def test_a_clean_clip_is_refused_before_any_timing(tmp_path) -> None:
     rows, columns = np.mgrid[0:HEIGHT, 0:WIDTH]
     clean = np.stack([moving_gratings(t, rows, columns) for t in range(FRAMES)]).clip(0, 255).round()
-    write_clip(tmp_path / "clean.mkv", clean.astype(np.uint8))
+    write_ffv1(tmp_path / "clean.mkv", clean.astype(np.uint8))
     with pytest.raises(ValueError, match=r"its noise reads 0\.\d\d levels, too little for SURE .* looks clean"):
         tune_for_fps(tmp_path / "clean.mkv", 25)

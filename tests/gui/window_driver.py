@@ -10,14 +10,14 @@ signals: qtbot.waitSignal would run its callback on the worker's thread.
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 import pytest
 
 pytest.importorskip("PySide6", reason="the window needs PySide6")
+
 av = pytest.importorskip("av", reason="the window opens videos with PyAV")
 
+from clips import write_ffv1 as write_clip  # noqa: E402, F401 (re-exported: the window's tests write clips with it)
 from PySide6.QtCore import QPoint, QPointF, Qt, QTimer  # noqa: E402
 from PySide6.QtGui import QWheelEvent  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
@@ -30,19 +30,6 @@ from PySide6.QtWidgets import (  # noqa: E402
 )
 
 WAIT_MS = 20000  # CPU previews of a tiny clip take milliseconds; first ones compile numba code
-
-
-def write_clip(path, frames: np.ndarray) -> None:
-    """A lossless FFV1 clip of uint8 RGB frames at 25 fps."""
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("ffv1", rate=25)
-        stream.height, stream.width = frames.shape[1:3]
-        stream.pix_fmt = "bgr0"
-        for index, frame in enumerate(frames):
-            video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
-            video_frame.pts, video_frame.time_base = index, Fraction(1, 25)
-            container.mux(stream.encode(video_frame))
-        container.mux(stream.encode(None))
 
 
 def clip_frames(seed: int = 0) -> np.ndarray:
