@@ -126,6 +126,18 @@ def window_params(args: argparse.Namespace, preset: Preset | None) -> NLMParams:
     return dataclasses.replace(base, **chosen, h=base.h if args.h is None else args.h)
 
 
+def output_options(args: argparse.Namespace) -> dict[str, object]:
+    """Return how the command writes OUTPUT (backend, codec and its options), as the engine's exports take them."""
+    return {
+        "backend": args.backend,
+        "codec": args.codec,
+        "crf": args.crf,
+        "preset": args.preset,
+        "overwrite": args.overwrite,
+        "rgb": args.rgb,
+    }
+
+
 def filter_asked(args: argparse.Namespace, preset: Preset | None, info: VideoInfo) -> FilterChoice:
     """Return the filter asked for.
 
@@ -299,12 +311,7 @@ def export_denoised(
             args.source,
             args.output,
             choice.params,
-            backend=args.backend,
-            codec=args.codec,
-            crf=args.crf,
-            preset=args.preset,
-            overwrite=args.overwrite,
-            rgb=args.rgb,
+            **output_options(args),
             start=0.0 if part else args.start,
             duration=None if part else args.duration,
             frames=frames,

@@ -22,7 +22,7 @@ from ..video.denoiser import Denoiser
 from ..video.filters import cpu_filter_compiles
 from ..video.live import LiveStatus, denoise_live
 from ..video.presets import find_preset, load_preset
-from .denoise import ProgressBar, Stop, check_output, filter_asked, source_info, window_params
+from .denoise import ProgressBar, Stop, check_output, filter_asked, output_options, source_info, window_params
 
 STOPPED = 130  # the status of a run ended by a signal, as a cancelled export's
 
@@ -101,12 +101,7 @@ def run_live(args: argparse.Namespace, stop: Stop) -> int:
             args.source,
             args.output,
             choice.params,
-            backend=args.backend,
-            codec=args.codec,
-            crf=args.crf,
-            preset=args.preset,
-            overwrite=args.overwrite,
-            rgb=args.rgb,
+            **output_options(args),
             luma_chroma=choice.luma_chroma,
             progress=None if progress is None else lambda now: progress.show(_described(now), now.seconds),
             cancel=stop.cancel,
