@@ -77,6 +77,11 @@ def exports_done(qtbot, window) -> None:
     qtbot.waitUntil(lambda: window.exports.running is None and not window.exports.rows, timeout=WAIT_MS)
 
 
+def menu_named(window, title: str):
+    """The menu bar's menu whose title reads ``title`` (its & shortcut marker left out)."""
+    return next(action.menu() for action in window.menuBar().actions() if action.text().replace("&", "") == title)
+
+
 def menu_action(menu, text: str):
     return next(action for action in menu.actions() if action.text() == text)
 
@@ -646,7 +651,7 @@ def test_luma_chroma_mode_previews_exports_and_is_kept_by_clip_and_preset(
     # Saved as a preset (Save preset…), and with the clip's own settings.
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a: (str(tmp_path / "lc.json"), ""))
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a: (str(tmp_path / "lc.json"), ""))
-    presets = window.menuBar().actions()[3].menu()
+    presets = menu_named(window, "Presets")
     menu_action(presets, "Save preset…").trigger()
     assert load_preset(tmp_path / "lc.json").luma_chroma == (12.0, 40.0)
     choose_luma_chroma(qtbot, window, "Off")
@@ -671,7 +676,7 @@ def test_synthetic_noise_and_presets_set_h_from_sigma(qtbot, window, clip) -> No
     noise = SyntheticNoise(25).estimate()
     assert window.parameters.h.value() == pytest.approx(apply_estimate(window.current_params(), noise).h, abs=0.05)
     assert window.preview.psnr_after > window.preview.psnr_before + 1
-    menu_action(window.menuBar().actions()[3].menu(), "Light").trigger()
+    menu_action(menu_named(window, "Presets"), "Light").trigger()
     settle(qtbot, window)
     light = load_preset(PRESET_FOLDER / "light.json")
     expected = light.strength * apply_estimate(light.params, noise).h
@@ -703,7 +708,7 @@ def test_a_preset_that_turns_auto_luma_chroma_on_sets_both_strengths_for_its_win
     preset = tmp_path / "auto.json"
     preset.write_text('{"h": 15, "patch_radius": 4, "luma_chroma": "auto"}')
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a: (str(preset), ""))
-    menu_action(window.menuBar().actions()[3].menu(), "Load preset…").trigger()
+    menu_action(menu_named(window, "Presets"), "Load preset…").trigger()
     settle(qtbot, window)
     panel, params = window.parameters, window.current_params()
     suggested = suggest_luma_chroma_h(split_estimate(SyntheticNoise(20).estimate(), "bt601"), params)
@@ -761,7 +766,7 @@ def test_a_reopened_clip_shows_the_h_its_noise_suggests_beside_the_h_typed(qtbot
     suggested = apply_estimate(window.current_params(), window.estimate).h
     assert window.parameters.h.value() == 30 and round(suggested, 1) != 30
     assert f"Suggested h: {suggested:.1f}" in window.noise.result.text()
-    menu_action(window.menuBar().actions()[3].menu(), "VHS").trigger()  # h follows the noise: 1.2 x its suggestion
+    menu_action(menu_named(window, "Presets"), "VHS").trigger()  # h follows the noise: 1.2 x its suggestion
     vhs_suggested = apply_estimate(window.current_params(), window.estimate).h
     assert window.parameters.h.value() == pytest.approx(1.2 * vhs_suggested, abs=0.05)
     assert f"Suggested h: {vhs_suggested:.1f}" in window.noise.result.text()
