@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
 
 import numpy as np
 import pytest
@@ -108,44 +107,38 @@ def small_grid(monkeypatch):
     monkeypatch.setattr(tune, "TIMED_FRAMES", TIMED_FRAMES)
 
 
-def test_the_chosen_window_is_near_the_best_that_reaches_each_target(clip, small_grid) -> None:
+def modelled_rate(window: NLMParams) -> float:
+    """Frames a second of a window in the test's model of the CPU: proportional to the pairs it compares."""
+    return 2.0e4 / ((2 * window.search_radius + 1) ** 2 * (1 + window.frames_past + window.frames_future))
+
+
+def test_the_chosen_window_is_near_the_best_that_reaches_each_target(clip, small_grid, monkeypatch) -> None:
     """At a target every window reaches and at one just above the best window's rate, the chosen
-    window's true PSNR is within 0.3 dB of the best window reaching the target (timed and scored
-    against the clean frames over the whole grid), and it runs at the target at least."""
+    window's true PSNR is within 0.3 dB of the best window reaching the target (scored against the
+    clean frames over the whole grid), and its rate is the target at least. The rates are a model
+    (real timings on shared cores differed by 40 % from one run to the next; the study script and
+    the test of the command time real exports)."""
+
+    def timed(reader, choice, frames, backend, codec, cancel) -> tuple[float, str, str]:
+        return modelled_rate(choice.params), "cpu", "CPU"
+
+    monkeypatch.setattr(tune, "_export_rate", timed)
     path, clean, noisy = clip
     base = NLMParams(patch_radius=PATCH_RADIUS)
     every = tune_for_fps(path, 1.0, backend="cpu", window=base, codec="ffv1")
     assert every.pruned == 0 and every.chosen is not None
-    rates = {_key(c.window): c.fps for c in every.candidates}
     choice_for = {_key(c.window): c.choice for c in every.candidates}
     with VideoReader(path) as reader:  # the windows between the coarse radii the tune did not try
         estimate = estimate_clip_noise(reader)
-        for window in WHOLE_GRID:
-            if _key(window) not in rates:
-                timing = choose_filter(estimate, window, matrix=matrix_for(2, HEIGHT))
-                rates[_key(window)] = tune._export_rate(
-                    reader, timing, range(2, 2 + TIMED_FRAMES), "cpu", "ffv1", threading.Event()
-                )[0]
-                choice_for[_key(window)] = timing
-    quality = {
-        key: best_true_psnr(next(w for w in WHOLE_GRID if _key(w) == key), choice_for[key], clean, noisy)
-        for key in rates
-    }
+    for window in WHOLE_GRID:
+        choice_for.setdefault(_key(window), choose_filter(estimate, window, matrix=matrix_for(2, HEIGHT)))
+    quality = {_key(window): best_true_psnr(window, choice_for[_key(window)], clean, noisy) for window in WHOLE_GRID}
+    rates = {_key(window): modelled_rate(window) for window in WHOLE_GRID}
     best_window = max(quality, key=quality.get)
-    fastest = max(rates, key=rates.get)
-    # Just above the best window's rate, so that it is given up, and well below the fastest's: the rates of
-    # these small frames lie within 1.5x of each other, and on 2 cores shared with other work a run's
-    # timing differed from another's by up to 40 %.
-    middle = min(1.1 * rates[best_window], rates[fastest] / 1.6)
+    middle = 1.1 * rates[best_window]  # just above the best window's rate: it is given up
+    assert middle < max(rates.values())
     for result, target in ((every, 1.0), (None, middle)):
-        for _ in range(3):  # a loaded machine timed every window below its first rates: a lower target
-            try:
-                result = result or tune_for_fps(path, target, backend="cpu", window=base, codec="ffv1")
-                break
-            except TargetNotReachedError:
-                target *= 0.8
-        for candidate in result.candidates:  # this run's timings are the ones it chose by
-            rates[_key(candidate.window)] = candidate.fps
+        result = result or tune_for_fps(path, target, backend="cpu", window=base, codec="ffv1")
         reaching = [key for key, rate in rates.items() if rate >= target]
         chosen = result.chosen
         assert chosen.fps >= target

@@ -175,7 +175,7 @@ def test_export_writes_the_whole_volume_in_the_input_format(qtbot, volume_window
     target = tmp_path / "out.nii.gz"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(target), ""))
     qtbot.keyClick(window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: window.status.text() == f"Exported {target}", timeout=120_000)
+    qtbot.waitUntil(lambda: window.status.text() == f"Exported {target}", timeout=300_000)  # a first compile, loaded
     written = read_volume(target)
     source = read_volume(window.path)
     assert written.data.dtype == np.int16 and written.data.shape == source.data.shape
@@ -469,7 +469,7 @@ def test_a_hyperstacks_channels_are_shown_one_at_a_time_and_filtered_each_with_i
     target = tmp_path / "out.tif"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(target), ""))
     qtbot.keyClick(window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: window.status.text() == f"Exported {target}", timeout=120_000)
+    qtbot.waitUntil(lambda: window.status.text() == f"Exported {target}", timeout=300_000)  # a first compile, loaded
     strengths = [window.h.value(), 150.0]
     filtered = denoise_volume(
         volume, h=strengths, patch_radius=1, search_radius=1, channels="separately", backend="cpu", channel_axis=3
