@@ -26,6 +26,18 @@ BACKEND_METHODS = [
 ]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (-n), the controller fills numba's cache with the CPU filters before the
+    workers start: in a fresh clone every worker compiled them at once (1-2 minutes of every core)."""
+    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
+        import numpy as np
+
+        from nlmeans_studio.engine import compile_cpu_filter, denoise_volume
+
+        compile_cpu_filter()
+        denoise_volume(np.zeros((8, 8, 8), np.float32), h=1.0, search_radius=1, backend="cpu")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     reason = gpu_unavailable_reason()
     if reason is None:
