@@ -1,7 +1,7 @@
 """Frames per second of the fused GPU filter on a 4K clip held in memory, on one GPU and dealt
 over several in chunks (engine/video/several_gpus.py), with a window that makes the filter the bottleneck.
 
-    python scripts/bench_video_devices.py --frames 48 --devices 0 1
+    python scripts/bench_video_devices.py --frames 256 --devices 0 1 2 3
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from nlmeans_studio.engine.video.several_gpus import DevicesDenoiser
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=48)
+    parser.add_argument("--frames", type=int, default=256, help="enough for several chunks a device")
     parser.add_argument("--devices", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--search-radius", type=int, default=8)
     parser.add_argument("--temporal", type=int, default=2, help="Dp = Df")
@@ -31,12 +31,14 @@ def main() -> None:
           f"{len(frames)} frames from memory")  # fmt: skip
     results = {}
     for devices in ([arguments.devices[0]], arguments.devices):
+        warm = 2 * arguments.temporal + 2
+        list(DevicesDenoiser(params, devices, chunk=warm).export_stream(frames[: warm * len(devices)]))  # every device
         denoiser = DevicesDenoiser(params, devices)
-        list(denoiser.export_stream(frames[: 2 * arguments.temporal + 2]))  # compile, warm
         start = time.perf_counter()
         results[len(devices)] = list(denoiser.export_stream(frames))
         seconds = time.perf_counter() - start
-        print(f"GPUs {devices}: {len(frames) / seconds:.2f} fps ({seconds:.2f} s)")
+        chunk = denoiser.chunk_size(frames[0])
+        print(f"GPUs {devices}: {len(frames) / seconds:.2f} fps ({seconds:.2f} s, chunks of {chunk} frames)")
     one, several = np.array(results[1], dtype=np.int16), np.array(results[len(arguments.devices)], dtype=np.int16)
     print(f"{len(arguments.devices)} GPUs vs one: max difference {np.abs(one - several).max()} levels")
 

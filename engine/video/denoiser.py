@@ -207,7 +207,9 @@ class Denoiser:
             yield self._filter_held(held, next_output, arrived, on_device)
             next_output += 1
 
-    def export_stream(self, frames: Iterable[np.ndarray], dtype: Any = np.uint8) -> Iterator[np.ndarray]:
+    def export_stream(
+        self, frames: Iterable[np.ndarray], dtype: Any = np.uint8, *, views: bool = False
+    ) -> Iterator[np.ndarray]:
         """Denoise a whole clip at full speed; yields (H, W, C) frames of ``dtype`` in order.
 
         The same outputs as ``stream``, but (H, W, 1) for gray (rounded and clamped to
@@ -215,14 +217,16 @@ class Denoiser:
         within one level where float32 rounding sits on a half step), for export: on the GPU
         (fused method) frames are read a few ahead of the filter, the copies overlap it
         (``GpuPipeline``) and the conversion to ``dtype`` happens on the device. ``params`` are
-        taken when the run starts.
+        taken when the run starts. ``views``: on the GPU, each frame is the pipeline's own pinned
+        buffer, valid until the next frame is asked for (a host copy a frame less, for a consumer
+        that copies or encodes each frame at once); elsewhere it changes nothing.
         """
         dtype = np.dtype(dtype)
         if self.backend == "gpu" and self.method == "fused":
             from .gpu_pipeline import GpuPipeline
 
             with contextlib.closing(GpuPipeline(cupy_module(), self.params, dtype)) as pipeline:
-                for frame in pipeline.run(checked_frame(frame, self.bit_depth) for frame in frames):
+                for frame in pipeline.run((checked_frame(frame, self.bit_depth) for frame in frames), views=views):
                     yield at_bit_depth(frame, self.bit_depth)
             return
         for frame in self._stream(frames):

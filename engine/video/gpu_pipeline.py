@@ -14,7 +14,8 @@ from ..gpu.device import empty_device_frame
 from .filters.fused_gpu import FusedGpuFilter
 from .params import NLMParams, check_frame_shape
 
-STAGED_FRAMES = 4  # pinned input buffers of a pipeline: frames read and staged ahead of the GPU
+STAGING_THREADS = 3  # frames copied into pinned memory at once: one thread copies 7-11 GB/s, the bus takes 50
+STAGED_FRAMES = STAGING_THREADS + 2  # pinned input buffers of a pipeline: frames read and staged ahead of the GPU
 OUTPUT_BUFFERS = 3  # device and pinned output buffers of a pipeline: outputs in flight
 
 
@@ -22,12 +23,14 @@ class GpuPipeline:
     """Host frames in, host frames out, with uploads, filtering and downloads overlapped.
 
     Each input frame crosses the bus once, in its own dtype (uint8 / uint16 / float32), from a
-    pinned staging buffer (filled by a helper thread, frames ahead) on the upload stream, and
+    pinned staging buffer (filled by one of STAGING_THREADS helper threads, frames ahead, several
+    frames at once: one thread's copy takes longer than the filter at small windows) on the upload stream, and
     is converted into a slot of a ring of Dp + Df + 2 device frames that every output needing
     it reads. Outputs are filtered on the compute stream straight into ``out_dtype`` and come
     back on the download stream through pinned buffers, copied into the returned arrays by a
-    second helper thread. Buffers are made once, for the first frame's shape; nothing is
-    allocated per frame after that but the returned host arrays. ``close`` stops the threads.
+    second helper thread, or handed out as they are (``views``). Buffers are made once, for the
+    first frame's shape; nothing is allocated per frame after that but the returned host arrays
+    (none with ``views``). ``close`` stops the threads.
     """
 
     def __init__(self, cupy: Any, params: NLMParams, out_dtype: Any = np.uint8) -> None:
@@ -39,7 +42,7 @@ class GpuPipeline:
         self.compute_stream = cupy.cuda.Stream(non_blocking=True)
         self.download_stream = cupy.cuda.Stream(non_blocking=True)
         self._buffers: _PipelineBuffers | None = None
-        self._helper = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nlmeans-staging")
+        self._helper = concurrent.futures.ThreadPoolExecutor(STAGING_THREADS, thread_name_prefix="nlmeans-staging")
         self._collector = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nlmeans-collect")
 
     def close(self) -> None:
@@ -56,9 +59,20 @@ class GpuPipeline:
             buffers = self._buffers = _PipelineBuffers(self.cupy, frame.shape, frame.dtype, self.out_dtype, ring_size)
         return buffers
 
-    def run(self, host_frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
-        """Yield the denoised frames in order; frame t once frame t + Df has been read."""
-        yield from _PipelineRun(self, host_frames).outputs()
+    def run(
+        self, host_frames: Iterable[np.ndarray], *, views: bool = False, outputs: range | None = None
+    ) -> Iterator[np.ndarray]:
+        """Yield the denoised frames in order; frame t once frame t + Df has been read.
+
+        ``views``: yield the pipeline's own pinned output buffers instead of new arrays (one host
+        copy a frame less), each valid until the output after it is asked for. ``outputs``: only
+        the frames with these indices are filtered and yielded, the others are read as the
+        window's context alone (a chunk of a longer clip).
+        """
+        wanted = range(0, 2**62) if outputs is None else outputs
+        if wanted.step != 1:
+            raise ValueError(f"outputs must be a range of consecutive frames, got {outputs}")
+        yield from _PipelineRun(self, host_frames, views, wanted).outputs()
 
 
 class _PipelineRun:
@@ -71,8 +85,10 @@ class _PipelineRun:
     streams; the buffers are the pipeline's, made when the first frame shows their shape.
     """
 
-    def __init__(self, pipeline: GpuPipeline, host_frames: Iterable[np.ndarray]) -> None:
+    def __init__(self, pipeline: GpuPipeline, host_frames: Iterable[np.ndarray], views: bool, wanted: range) -> None:
         self.pipeline = pipeline
+        self.views = views
+        self.wanted = wanted
         self.params = params = pipeline.params
         self.ring_size = params.frames_past + params.frames_future + 2
         self.source = iter(host_frames)
@@ -151,7 +167,7 @@ class _PipelineRun:
         self.arrived += 1
 
     def filter_next(self) -> np.ndarray | None:
-        """Filter the next output and start its download.
+        """Filter the next output and start its download (an output not wanted: none of it).
 
         Return the oldest output once OUTPUT_BUFFERS - 1 are in flight, else None.
 
@@ -163,6 +179,10 @@ class _PipelineRun:
         first = max(0, index - params.frames_past)
         last = min(self.arrived - 1, index + params.frames_future)
         compute, download = self.pipeline.compute_stream, self.pipeline.download_stream
+        if index not in self.wanted:
+            buffers.computed[index % ring_size].record(compute)  # after the outputs before it, which read the ring
+            self.filtered += 1
+            return None
         for position in range(first, last + 1):
             compute.wait_event(buffers.uploaded[position % ring_size])
         compute.wait_event(buffers.downloaded[slot])  # device_out[slot] was read
@@ -180,9 +200,10 @@ class _PipelineRun:
         return None
 
     def collect(self, index: int) -> np.ndarray:
-        """Output ``index`` as a new host array (on the second helper thread)."""
+        """Output ``index`` as a new host array, or its pinned buffer with ``views`` (on the second helper thread)."""
         self.buffers.downloaded[index % OUTPUT_BUFFERS].synchronize()
-        return self.buffers.pinned_out[index % OUTPUT_BUFFERS].copy()
+        output = self.buffers.pinned_out[index % OUTPUT_BUFFERS]
+        return output if self.views else output.copy()
 
 
 class _PipelineBuffers:

@@ -2,8 +2,9 @@
 
 Chunk k outputs frames [kK, (k+1)K) and is read with its Dp frames before and Df after (the
 temporal window, truncated at the clip's ends as DESIGN.md §1 does), so its outputs equal the
-whole clip's; the lead-in and lead-out outputs a chunk's own pipeline makes are dropped, which
-costs (Dp + Df) / K of the work. The devices filter chunks concurrently, each with its own
+whole clip's; the context frames are uploaded but not filtered (``GpuPipeline.run``'s
+``outputs``), so the chunks cost (Dp + Df) / K more uploads and no more filtering, and K can be
+small enough that every device gets chunks of a short clip. The devices filter chunks concurrently, each with its own
 ``GpuPipeline``; chunks are yielded in order, and at most one chunk per device waits or runs,
 so memory stays bounded however long the clip (unlike contiguous ranges, one per device, which
 would hold a device's whole range until the ranges before it were written).
@@ -23,17 +24,17 @@ import numpy as np
 from ..backend import cupy_module, gpu_name, resolve_devices
 from .params import NLMParams
 
-CHUNK_BYTES = 1 << 30  # input frames of one chunk: K is as many frames as fit (at least MIN_CHUNK)
+CHUNK_BYTES = 1 << 28  # input frames of one chunk: K is as many frames as fit (at least MIN_CHUNK)
 MIN_CHUNK = 8
 
-ChunkFilter = Callable[[list[np.ndarray]], list[np.ndarray]]  # a window's frames in -> their outputs, in order
+ChunkFilter = Callable[[list[np.ndarray], range], list[np.ndarray]]  # frames read, outputs wanted -> those outputs
 
 
 def chunk_frames(frame_bytes: int, params: NLMParams) -> int:
     """K for frames of ``frame_bytes``.
 
-    CHUNK_BYTES of frames, and at least 4 (Dp + Df) so that the overlap costs at most a fifth of the
-    work.
+    CHUNK_BYTES of frames (10 at 4K, 43 at 1080p, RGB uint8), and at least 4 (Dp + Df) so that
+    the context frames are at most a fifth of the uploads.
     """
     return max(MIN_CHUNK, 4 * (params.frames_past + params.frames_future), CHUNK_BYTES // max(frame_bytes, 1))
 
@@ -62,7 +63,7 @@ def filter_in_chunks(
         window = list(held)[read_start - first_held :]
         lead = start - read_start
         filter_ = filters[submitted % len(filters)]
-        pending.append(workers[submitted % len(filters)].submit(lambda: filter_(window)[lead : lead + stop - start]))
+        pending.append(workers[submitted % len(filters)].submit(filter_, window, range(lead, lead + stop - start)))
         submitted += 1
         while held and first_held < submitted * chunk - past:  # no later chunk reads these
             held.popleft()
@@ -129,12 +130,15 @@ class DevicesDenoiser:
                     )
 
             def on_device(device: int, pipeline: GpuPipeline) -> ChunkFilter:
-                def run(window: list[np.ndarray]) -> list[np.ndarray]:
+                def run(window: list[np.ndarray], outputs: range) -> list[np.ndarray]:
                     with self.cupy.cuda.Device(device):
-                        return list(pipeline.run(window))
+                        return list(pipeline.run(window, outputs=outputs))
 
                 return run
 
             filters = [on_device(device, pipeline) for device, pipeline in zip(self.devices, pipelines, strict=True)]
-            chunk = self.chunk or chunk_frames(np.asarray(first).nbytes, self.params)
-            yield from filter_in_chunks(itertools.chain([first], source), self.params, filters, chunk)
+            yield from filter_in_chunks(itertools.chain([first], source), self.params, filters, self.chunk_size(first))
+
+    def chunk_size(self, frame: np.ndarray) -> int:
+        """K, the outputs of a chunk, for a clip of frames like ``frame``."""
+        return self.chunk or chunk_frames(np.asarray(frame).nbytes, self.params)

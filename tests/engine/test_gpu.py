@@ -182,6 +182,31 @@ def test_a_pipeline_runs_again_on_its_buffers_after_a_whole_and_an_abandoned_run
     np.testing.assert_array_equal(first, expected)
 
 
+def test_pipeline_views_and_chosen_outputs_equal_the_whole_run() -> None:
+    """Pinned views (copied here before the next is asked for) and a range of outputs (the rest read as
+    context only, as a chunk of a longer clip) give the frames of a whole run of copies; many frames
+    staged at once on a long clip, buffers recycled many times over."""
+    from nlmeans_studio.engine.video.gpu_pipeline import GpuPipeline
+
+    clip = (noisy_clip("random", seed=8, frames=24, shape=(36, 44)).clip(0, 1) * 255).round().astype(np.uint8)
+    params = NLMParams(h=40, patch_radius=2, search_radius=2, frames_past=2, frames_future=1)
+    pipeline = GpuPipeline(cupy_module(), params, np.uint8)
+    try:
+        whole = np.stack(list(pipeline.run(iter(clip))))
+        views = []
+        for view in pipeline.run(iter(clip), views=True):
+            assert not view.flags.owndata
+            views.append(view.copy())
+        middle = list(pipeline.run(iter(clip[3:20]), outputs=range(2, 15)))
+        with pytest.raises(ValueError, match="consecutive"):
+            list(pipeline.run(iter(clip), outputs=range(0, 10, 2)))
+    finally:
+        pipeline.close()
+    np.testing.assert_array_equal(np.stack(views), whole)
+    assert len(middle) == 13
+    np.testing.assert_array_equal(np.stack(middle), whole[5:18])
+
+
 def test_pipeline_refuses_bad_frames() -> None:
     from nlmeans_studio.engine.video.gpu_pipeline import GpuPipeline
 

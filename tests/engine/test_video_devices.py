@@ -16,12 +16,14 @@ from nlmeans_studio.engine.video.several_gpus import chunk_frames, filter_in_chu
 WINDOWS = [(0, 0), (1, 1), (2, 0), (0, 2), (3, 1)]
 
 
-def _cpu_chunk_filter(params: NLMParams, calls: list[int]):
+def _cpu_chunk_filter(params: NLMParams, calls: list[int], wanted: list[range] | None = None):
     denoiser = Denoiser(params, backend="cpu")
 
-    def run(window: list[np.ndarray]) -> list[np.ndarray]:
+    def run(window: list[np.ndarray], outputs: range) -> list[np.ndarray]:
         calls.append(len(window))
-        return list(denoiser.export_stream(window))
+        if wanted is not None:
+            wanted.append(outputs)
+        return list(denoiser.export_stream(window))[outputs.start : outputs.stop]
 
     return run
 
@@ -34,12 +36,15 @@ def test_chunks_dealt_over_devices_equal_one_pass(past, future, chunk) -> None:
     params = NLMParams(h=30.0, patch_radius=1, search_radius=2, frames_past=past, frames_future=future)
     one = list(Denoiser(params, backend="cpu").export_stream(frames))
     calls: list[int] = []
-    filters = [_cpu_chunk_filter(params, calls) for _ in range(3)]
+    wanted: list[range] = []
+    filters = [_cpu_chunk_filter(params, calls, wanted) for _ in range(3)]
     several = list(filter_in_chunks(iter(frames), params, filters, chunk))
     assert len(several) == len(frames)
     np.testing.assert_array_equal(np.array(several), np.array(one))
     assert len(calls) == -(-len(frames) // chunk)
     assert max(calls) <= chunk + past + future  # a chunk reads its own frames and the overlap only
+    assert sorted(len(outputs) for outputs in wanted)[-1] <= chunk  # and asks for its own outputs alone
+    assert sum(len(outputs) for outputs in wanted) == len(frames)
 
 
 def test_the_frames_held_stay_bounded() -> None:
@@ -62,7 +67,7 @@ def test_the_frames_held_stay_bounded() -> None:
 def test_a_device_error_reaches_the_caller() -> None:
     params = NLMParams(h=30.0, patch_radius=1, search_radius=1)
 
-    def broken(window: list[np.ndarray]) -> list[np.ndarray]:
+    def broken(window: list[np.ndarray], outputs: range) -> list[np.ndarray]:
         raise MemoryError("out of GPU memory on device 1")
 
     frames = [np.zeros((8, 8, 3), np.uint8)] * 20
@@ -72,8 +77,9 @@ def test_a_device_error_reaches_the_caller() -> None:
 
 def test_chunk_size_follows_the_frame_size() -> None:
     params = NLMParams(frames_past=2, frames_future=2)
-    assert chunk_frames(3840 * 2160 * 3, params) == 43  # 1 GiB of 4K uint8 frames
-    assert chunk_frames(1 << 30, params) == 16  # at least 4 (Dp + Df): the overlap at most a fifth
+    assert chunk_frames(3840 * 2160 * 3, params) == 16  # 256 MiB of 4K uint8 frames is 10; at least 4 (Dp + Df)
+    assert chunk_frames(1920 * 1080 * 3, params) == 43  # 256 MiB of 1080p uint8 frames
+    assert chunk_frames(1 << 30, params) == 16  # the context at most a fifth of the uploads
 
 
 def test_the_cli_refuses_devices_with_another_mode_or_without_a_gpu(tmp_path) -> None:
