@@ -1,8 +1,10 @@
 """``denoise`` (engine.video.one_call), through the public API: the filter the command line chooses,
-the given array's shape, dtype and range back, refusals that name the axis, threads, the doctest."""
+the given array's shape, dtype and range back, refusals that name the axis, threads, the doctest,
+and CuPy arrays filtered on their GPU with the copies over the bus counted."""
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 import logging
 from concurrent.futures import ThreadPoolExecutor
@@ -30,12 +32,17 @@ WINDOW = NLMParams(**SMALL)
 MATRIX = matrix_for(2, 48)  # an untagged 48-line picture: BT.601, as denoise reads an untagged file
 
 
-def _picture(seed: int, frames: int = 1, channels: int = 3, sigma: object = 10) -> np.ndarray:
-    """(T, 48, 64, C) uint8: a smooth ramp, moving one pixel a frame, with white noise.
+def _picture(
+    seed: int, frames: int = 1, channels: int = 3, sigma: object = 10, size: tuple[int, int] = (48, 64)
+) -> np.ndarray:
+    """(T, H, W, C) uint8 of ``size`` (H, W): a smooth ramp, moving one pixel a frame, with white noise.
 
-    Of ``sigma`` levels, or sigmas broadcast over (T, 1, 1, C): one a frame or one a channel.
+    Of ``sigma`` levels, or sigmas broadcast over (T, 1, 1, C): one a frame or one a channel. The
+    ramp rises 48 and 64 levels over the height and width, whatever the size.
     """
-    rows, columns = np.mgrid[0:48, 0:64]
+    height, width = size
+    rows, columns = np.mgrid[0:height, 0:width]
+    rows, columns = rows * 48 // height, columns * 64 // width
     clean = np.stack(
         [np.stack([90 + rows + t, 80 + columns, 150 + 0 * rows][:channels], axis=-1) for t in range(frames)]
     )
@@ -213,3 +220,154 @@ def test_a_cupy_array_comes_back_a_cupy_array_on_its_device() -> None:
     floats = cupy.asarray(clip[..., 0].astype(np.float32) / 255)
     result = denoise(floats, time_axis=0, backend="gpu", **SMALL)  # the noise measured on a host copy
     assert isinstance(result, cupy.ndarray) and result.shape == floats.shape and result.dtype == cupy.float32
+
+
+@dataclasses.dataclass(frozen=True)
+class _BusCopy:
+    """A copy between the host and a GPU: its direction, and the shape and bytes of the array copied."""
+
+    to_host: bool
+    shape: tuple[int, ...]
+    nbytes: int
+
+    def of_frames(self, height: int, width: int) -> bool:
+        """Whether it holds whole height x width frames (the picture), not a table, a matrix or a crop."""
+        return any(self.shape[axis : axis + 2] == (height, width) for axis in range(len(self.shape) - 1))
+
+
+@pytest.fixture
+def bus_copies(monkeypatch) -> list[_BusCopy]:
+    """The host <-> GPU copies made through CuPy while the test runs, in order.
+
+    CuPy moves data from Cython, where no Python wrapper sees the CUDA runtime's copies; but each
+    move the engine can ask for starts at one of CuPy's Python entry points, and those are wrapped
+    here, still calling the originals: ``ndarray.get`` (which ``cupy.asnumpy`` calls: to the
+    host), and ``ndarray.set``, assignment of a NumPy array into a CuPy one, and
+    ``cupy.array`` / ``asarray`` / ``asanyarray`` / ``ascontiguousarray`` of host data (to the
+    GPU). A NumPy function cannot copy a CuPy array unseen: CuPy refuses the implicit conversion
+    (``__array__`` raises TypeError).
+    """
+    import cupy
+
+    copies: list[_BusCopy] = []
+
+    def on_host(data: object) -> bool:
+        return not isinstance(data, cupy.ndarray) and not hasattr(data, "__cuda_array_interface__")
+
+    get, set_, setitem = cupy.ndarray.get, cupy.ndarray.set, cupy.ndarray.__setitem__
+
+    def counted_get(self, *args, **kwargs):
+        copies.append(_BusCopy(True, self.shape, self.nbytes))
+        return get(self, *args, **kwargs)
+
+    def counted_set(self, array, *args, **kwargs):
+        copies.append(_BusCopy(False, self.shape, self.nbytes))
+        return set_(self, array, *args, **kwargs)
+
+    def counted_setitem(self, key, value):
+        if isinstance(value, np.ndarray):
+            copies.append(_BusCopy(False, value.shape, value.nbytes))
+        return setitem(self, key, value)
+
+    def counted(convert):
+        def counted_convert(data, *args, **kwargs):
+            result = convert(data, *args, **kwargs)
+            if on_host(data):
+                copies.append(_BusCopy(False, result.shape, result.nbytes))
+            return result
+
+        return counted_convert
+
+    try:
+        monkeypatch.setattr(cupy.ndarray, "get", counted_get)
+    except TypeError:  # CuPy before 13, whose ndarray is an extension type
+        pytest.skip("cupy.ndarray's methods cannot be wrapped in this CuPy (an extension type before CuPy 13)")
+    monkeypatch.setattr(cupy.ndarray, "set", counted_set)
+    monkeypatch.setattr(cupy.ndarray, "__setitem__", counted_setitem)
+    for name in ("array", "asarray", "asanyarray", "ascontiguousarray"):
+        monkeypatch.setattr(cupy, name, counted(getattr(cupy, name)))
+    return copies
+
+
+LARGE = (208, 256)  # frames larger than SURE's 192 x 192 crop, so that a crop is told from a frame
+# layout: (dtype, its picture from _picture at LARGE, the call's axes)
+CUPY_INPUTS = {
+    "gray clip uint8": (np.uint8, lambda: _picture(10, frames=4, channels=1, size=LARGE)[..., 0], {"time_axis": 0}),
+    "colour clip uint8": (np.uint8, lambda: _picture(11, frames=4, size=LARGE), {}),
+    "gray image float32": (np.float32, lambda: _picture(12, channels=1, size=LARGE)[0, ..., 0], {}),
+    "colour image float32": (np.float32, lambda: _picture(13, size=LARGE)[0], {}),
+}
+
+
+def _on_the_last_gpu(layout: str):
+    """The layout's picture as a CuPy array on the last GPU: one other than the current where there are several."""
+    import cupy
+
+    dtype, make, _ = CUPY_INPUTS[layout]
+    picture = make()
+    picture = picture if dtype == np.uint8 else picture.astype(np.float32) / 255
+    with cupy.cuda.Device(cupy.cuda.runtime.getDeviceCount() - 1):
+        return cupy.asarray(picture)
+
+
+def _as_measured(given, layout: str) -> _BusCopy:
+    """The copy to the host of ``given`` as ``denoise`` measures its noise: as (T, H, W, C) frames."""
+    frames = given if "clip" in layout else given[None]
+    frames = frames if "colour" in layout else frames[..., None]
+    return _BusCopy(True, frames.shape, frames.nbytes)
+
+
+def _filtered_counting(layout: str, copies: list[_BusCopy], **options) -> tuple[object, list[_BusCopy], list[_BusCopy]]:
+    """``denoise`` the layout's CuPy array; return the array, the copies of whole frames made, and the others.
+
+    Also checks that the result is a CuPy array of the input's shape and dtype on its device, and
+    that the counting sees a copy: the result's own download afterwards.
+    """
+    import cupy
+
+    given = _on_the_last_gpu(layout)
+    copies.clear()
+    result = denoise(given, backend="gpu", **SMALL, **CUPY_INPUTS[layout][2], **options)
+    made = list(copies)
+    assert isinstance(result, cupy.ndarray) and result.device == given.device
+    assert result.shape == given.shape and result.dtype == given.dtype
+    cupy.asnumpy(result)
+    assert copies[len(made) :] == [_BusCopy(True, result.shape, result.nbytes)]  # the hooks are live
+    height, width = LARGE
+    frames = [copy for copy in made if copy.of_frames(height, width)]
+    return given, frames, [copy for copy in made if not copy.of_frames(height, width)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", CUPY_INPUTS)
+def test_with_h_a_cupy_array_stays_on_its_gpu_but_for_the_colour_noise_estimate(layout, bus_copies) -> None:
+    """With h, a gray array never crosses the bus; a colour one goes to the host once, whole.
+
+    ``denoise(h=...)`` decorrelates a colour array's channels where its noise lies off the gray
+    axis, as ``denoise --h`` does: the noise is measured (``estimate_noise``, NumPy) on a host copy
+    of the frames, one copy of the array. A gray array has no channels to decorrelate and is not
+    measured. The filtering itself (conversion to float32 and back, the kernels) stays on the GPU;
+    what goes up is the kernels' small launch tables: the frames' addresses and the colour matrix.
+    """
+    given, frames, others = _filtered_counting(layout, bus_copies, h=8.0)
+    assert frames == ([_as_measured(given, layout)] if "colour" in layout else [])
+    assert all(not copy.to_host and copy.nbytes <= 1024 for copy in others)  # addresses, a 3 x 3 matrix
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", CUPY_INPUTS)
+def test_with_h_automatic_a_cupy_array_goes_to_the_host_once_for_the_noise(layout, bus_copies) -> None:
+    """Without h or sigma, the array goes to the host once, whole; only SURE's crops cross otherwise.
+
+    The noise is measured (``estimate_noise``, NumPy) on a host copy of the frames: one copy of
+    the array to the host. Where the noise suits Stein's unbiased risk estimate (this white noise
+    does), ``choose_filter`` scores about 20 strengths on the centre SURE_CROP x SURE_CROP pixels
+    of the middle frames of that host copy, each run sending its crops to the GPU and its output
+    back: many copies, each at most a float32 RGB crop, whatever the frames' size. Then the array
+    is filtered where it is, as with h.
+    """
+    from nlmeans_studio.engine.video.default_filter import SURE_CROP
+
+    given, frames, others = _filtered_counting(layout, bus_copies)
+    assert frames == [_as_measured(given, layout)]
+    assert all(copy.nbytes <= SURE_CROP * SURE_CROP * 3 * 4 for copy in others)
