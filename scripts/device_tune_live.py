@@ -138,8 +138,8 @@ def send_paced(stream, header: bytes, frames: list[bytes], rate: int, seconds: f
 def run_live(noisy: np.ndarray, chosen: dict, args: argparse.Namespace) -> None:
     """The paced y4m stream into ``denoise - OUT --live`` with ``chosen``'s window; its summary said."""
     output = args.out / "live.mkv"
-    strengths = (
-        ["--luma-chroma", f"{chosen['luma_chroma'][0]:.2f},{chosen['luma_chroma'][1]:.2f}"]
+    strengths = (  # Y'CbCr strengths say the whole filter: no noise estimate on the stream's first frames
+        ["--luma-chroma", f"{chosen['luma_chroma'][0]:.2f},{chosen['luma_chroma'][1]:.2f}", "--noise", "none"]
         if chosen["luma_chroma"] is not None
         else ["--h", f"{chosen['h']:.2f}"]
     )
