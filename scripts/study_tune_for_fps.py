@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import tempfile
 import threading
 import time
@@ -45,7 +46,11 @@ FACTORS = np.geomspace(0.5, 2.0, 7)
 
 
 def clean_clip(name: str, height: int, width: int) -> np.ndarray:
-    """(T, H, W, 3) float64 levels: motion and texture, a flat band at the top for the noise estimate."""
+    """(T, H, W, 3) float64 levels: motion and texture, a flat band at the top for the noise estimate.
+
+    ``name``: "texture pan", "moving objects", "gratings" or "textured pan" (grain, blobs, shading and
+    sharp-edged patches of a larger scene, panned).
+    """
     rows, columns = np.mgrid[0:height, 0:width]
     rng = np.random.default_rng(11)
     frames = []
@@ -64,6 +69,19 @@ def clean_clip(name: str, height: int, width: int) -> np.ndarray:
                 y, x = centre + t * speed
                 frame[(rows - y) ** 2 + (columns - x) ** 2 < 60] = colour
             frames.append(frame)
+    elif name == "textured pan":  # a camera panning 3 px right and 1 px down a frame over a larger scene
+        down, right = 1, 3
+        scene = np.zeros((height + down * FRAMES, width + right * FRAMES, 3))
+        for radius, amplitude in ((1, 12), (6, 35), (30, 50)):  # fine grain, mid-scale blobs, broad shading
+            layer = box_blur(rng.normal(0, 1, (*scene.shape[:2], 1)) + 0.3 * rng.normal(0, 1, scene.shape), radius)
+            scene += amplitude * layer / layer.std()  # mostly brightness, some colour: as scenes are
+        scene_rows, scene_columns = np.mgrid[0 : scene.shape[0], 0 : scene.shape[1]]
+        for _ in range(12):  # sharp-edged patches: the edges the filter must keep
+            top, left = rng.uniform(0, 1, 2) * scene.shape[:2]
+            size = rng.uniform(0.03, 0.15) * min(scene.shape[:2])
+            inside = (abs(scene_rows - top) < size) & (abs(scene_columns - left) < size * 1.5)
+            scene[inside] = rng.uniform(-80, 80, 3)
+        frames = [128 + scene[down * t : down * t + height, right * t : right * t + width] for t in range(FRAMES)]
     else:  # "gratings"
         frames = [
             np.stack(
@@ -81,9 +99,29 @@ def clean_clip(name: str, height: int, width: int) -> np.ndarray:
     return clean.round()
 
 
+def box_blur(image: np.ndarray, radius: int) -> np.ndarray:
+    """``image`` averaged over (2 radius + 1)^2 pixels around each, edges clamped."""
+    for axis in (0, 1):
+        padded = np.concatenate(
+            [
+                np.repeat(image.take([0], axis), radius + 1, axis),
+                image,
+                np.repeat(image.take([-1], axis), radius, axis),
+            ],
+            axis,
+        )
+        sums = np.cumsum(padded, axis)
+        size = image.shape[axis]
+        image = (sums.take(range(2 * radius + 1, 2 * radius + 1 + size), axis) - sums.take(range(size), axis)) / (
+            2 * radius + 1
+        )
+    return image
+
+
 def write_clip(path: Path, frames: np.ndarray) -> None:
+    """Write (T, H, W, 3) uint8 frames losslessly: FFV1 in a .mkv, uncompressed in a .nut."""
     with av.open(str(path), "w") as container:
-        stream = container.add_stream("ffv1", rate=25)
+        stream = container.add_stream("rawvideo" if path.suffix == ".nut" else "ffv1", rate=25)
         stream.height, stream.width = frames.shape[1:3]
         stream.pix_fmt = "bgr0"
         for index, frame in enumerate(frames):
@@ -115,19 +153,52 @@ def pseudo_clean_psnr(choice, reference: np.ndarray, renoised: np.ndarray, windo
     return float(np.mean([psnr(reference[i], denoiser.denoise_frame(renoised, i)) for i in scored]))
 
 
-def study_clip(name: str, args: argparse.Namespace, folder: Path) -> None:
-    height, width = args.size
+def make_clip(
+    name: str, height: int, width: int, folder: Path, *, suffix: str = ".mkv"
+) -> tuple[Path, np.ndarray, np.ndarray]:
+    """Write clip ``name`` with noise of SIGMA levels losslessly; return its path, clean and noisy frames.
+
+    ``suffix``: ".mkv" for FFV1, ".nut" for uncompressed frames (no decoding in the exports' time:
+    FFV1 decoded 960x540 at 15 fps on this loaded 2-core machine). The frames are (T, H, W, 3)
+    float32 on the 0..1 scale, the noisy ones as the file holds them.
+    """
     clean = clean_clip(name, height, width)
     noisy8 = np.clip(np.rint(clean + np.random.default_rng(5).normal(0, SIGMA, clean.shape)), 0, 255)
-    path = folder / f"{name.replace(' ', '-')}.mkv"
+    path = folder / f"{name.replace(' ', '-')}{suffix}"
     write_clip(path, noisy8.astype(np.uint8))
-    clean, noisy = (clean / 255).astype(np.float32), (noisy8 / 255).astype(np.float32)
+    return path, (clean / 255).astype(np.float32), (noisy8 / 255).astype(np.float32)
+
+
+def window_key(window: NLMParams) -> tuple[int, int, int]:
+    """The grid's key of a window: its offsets per pixel (the grid's order), A and Dp."""
+    return tune._offsets(window), window.search_radius, window.frames_past
+
+
+def score_grid(
+    path: Path,
+    clean: np.ndarray,
+    noisy: np.ndarray,
+    backend: str,
+    codec: str,
+    *,
+    factors: np.ndarray = FACTORS,
+    pseudo: bool = True,
+    shown=None,
+    until: float = math.inf,
+) -> tuple[dict, float]:
+    """Time and score every window of the grid (A 1..8 with each (Dp, Df) of ``tune.TEMPORAL``) on the clip.
+
+    Returns the rows by ``window_key`` (window, fps, SURE dB, true dB at SURE's strengths and at
+    the best of ``factors`` on them, SURE's choice, and the pseudo-clean dB where ``pseudo``), and
+    the noise sigma the clip's estimate reads. ``shown`` is called with each row as it is made; no
+    window is begun after ``until`` (seconds of ``time.perf_counter``), the rows then a part of the grid.
+    """
+    height = clean.shape[1]
     grid = [
         NLMParams(search_radius=a, frames_past=past, frames_future=future)
         for past, future in tune.TEMPORAL
         for a in range(1, max(tune.COARSE_SEARCH_RADII) + 1)
     ]
-    started = time.perf_counter()
     with VideoReader(path) as reader:
         estimate = estimate_clip_noise(reader)
         matrix = matrix_for(reader.info.color.get("colorspace", 2), height)
@@ -136,27 +207,52 @@ def study_clip(name: str, args: argparse.Namespace, folder: Path) -> None:
         sample = to_float32(clip_sample(reader, span))
         middle = (FRAMES - tune.TIMED_FRAMES) // 2
         timed = range(middle, middle + tune.TIMED_FRAMES)
-        tune._export_rate(reader, choose_filter(estimate, grid[0], matrix=matrix), timed[:3], args.backend,
-                          args.codec, threading.Event())  # fmt: skip
-        strongest = tune._scored(grid[-1], 0.0, estimate, sample, most_past, matrix, args.backend).choice
-        reference = at_factor(strongest, 2.0).denoiser(args.backend)
-        reference = np.stack([reference.denoise_frame(sample, i) for i in range(len(sample))])
-        renoised = np.clip(add_noise(reference, estimate.covariance, seed=9), 0, 1).astype(np.float32)
+        tune._export_rate(reader, choose_filter(estimate, grid[0], matrix=matrix), timed[:3], backend,
+                          codec, threading.Event())  # fmt: skip
+        if pseudo:
+            strongest = tune._scored(grid[-1], 0.0, estimate, sample, most_past, matrix, backend).choice
+            reference = at_factor(strongest, 2.0).denoiser(backend)
+            reference = np.stack([reference.denoise_frame(sample, i) for i in range(len(sample))])
+            renoised = np.clip(add_noise(reference, estimate.covariance, seed=9), 0, 1).astype(np.float32)
         rows = {}
         for window in grid:
+            if time.perf_counter() > until:
+                break
             timing = choose_filter(estimate, window, matrix=matrix)
-            rate = tune._export_rate(reader, timing, timed, args.backend, args.codec, threading.Event())[0]
-            scored = tune._scored(window, rate, estimate, sample, most_past, matrix, args.backend)
-            truths = [true_psnr(at_factor(scored.choice, f), clean, noisy, args.backend) for f in FACTORS]
-            rows[tune._offsets(window), window.search_radius, window.frames_past] = {
+            rate = tune._export_rate(reader, timing, timed, backend, codec, threading.Event())[0]
+            scored = tune._scored(window, rate, estimate, sample, most_past, matrix, backend)
+            truths = [true_psnr(at_factor(scored.choice, f), clean, noisy, backend) for f in factors]
+            row = {
                 "window": window,
                 "fps": rate,
                 "sure": scored.estimated_psnr,
-                "pseudo": pseudo_clean_psnr(scored.choice, reference, renoised, window, args.backend),
-                "true": true_psnr(scored.choice, clean, noisy, args.backend),
+                "choice": scored.choice,
+                "true": true_psnr(scored.choice, clean, noisy, backend),
                 "best": max(truths),
             }
-    print(f"\n## {name}, {width}x{height}, {FRAMES} frames, sigma {SIGMA:g} (estimated {estimate.average_sigma:.1f})")
+            if pseudo:
+                row["pseudo"] = pseudo_clean_psnr(scored.choice, reference, renoised, window, backend)
+            rows[window_key(window)] = row
+            if shown is not None:
+                shown(row)
+    return rows, estimate.average_sigma
+
+
+def reaching(rows: dict, target: float, tune_rates: dict) -> list[dict]:
+    """The grid's rows whose window reaches ``target`` fps in the grid's timing or the tune's (the larger).
+
+    ``tune_rates`` holds the rates the tune measured, by ``window_key``.
+    """
+    rates = {key: max(row["fps"], tune_rates.get(key, 0.0)) for key, row in rows.items()}
+    return [rows[key] for key, rate in rates.items() if rate >= target]
+
+
+def study_clip(name: str, args: argparse.Namespace, folder: Path) -> None:
+    height, width = args.size
+    path, clean, noisy = make_clip(name, height, width, folder)
+    started = time.perf_counter()
+    rows, sigma = score_grid(path, clean, noisy, args.backend, args.codec)
+    print(f"\n## {name}, {width}x{height}, {FRAMES} frames, sigma {SIGMA:g} (estimated {sigma:.1f})")
     print(f"grid timed and scored in {time.perf_counter() - started:.0f} s\n")
     print("| window | fps | SURE dB | pseudo-clean dB | true dB (SURE's h) | true dB (best h) |")
     print("|---|---|---|---|---|---|")
@@ -179,16 +275,16 @@ def study_clip(name: str, args: argparse.Namespace, folder: Path) -> None:
             print(f"| {target:g} | none: {error} | | | | | | | | {time.perf_counter() - started:.0f} |")
             continue
         seconds = time.perf_counter() - started
-        rates = {key: row["fps"] for key, row in rows.items()}
+        tune_rates: dict = {}
         for candidate in result.candidates:
-            key = (tune._offsets(candidate.window), candidate.window.search_radius, candidate.window.frames_past)
-            rates[key] = max(rates[key], candidate.fps)
-        reaching = [rows[key] for key, rate in rates.items() if rate >= target]
-        best = max(reaching, key=lambda r: r["best"])
+            key = window_key(candidate.window)
+            tune_rates[key] = max(tune_rates.get(key, 0.0), candidate.fps)
+        reached = reaching(rows, target, tune_rates)
+        best = max(reached, key=lambda r: r["best"])
         chosen = result.chosen
         chosen_true = true_psnr(chosen.choice, clean, noisy, args.backend)
-        sure_pick = max(reaching, key=lambda r: r["sure"])
-        pseudo_pick = max(reaching, key=lambda r: r["pseudo"])
+        sure_pick = max(reached, key=lambda r: r["sure"])
+        pseudo_pick = max(reached, key=lambda r: r["pseudo"])
         bw = best["window"]
         print(
             f"| {target:g} | {chosen.describe()} | {chosen.fps:.1f} | {chosen_true:.2f} | "

@@ -45,7 +45,9 @@ class _Counted:
         if self._pending:
             chunk, self._pending = self._pending[:size], self._pending[size:]
             return chunk
-        data = self._stream.read(size)
+        # read1 gives what has come, up to ``size``; read waits for ``size`` bytes, and FFmpeg asks for whole
+        # buffers: a live sender's frames waited for the bytes of its next ones (small frames, for its end).
+        data = self._stream.read1(size) if hasattr(self._stream, "read1") else self._stream.read(size)
         self.count += len(data)
         return data
 

@@ -7,6 +7,8 @@ The stream is FFmpeg's testsrc2 sent at its pace (``-re``) as MPEG-TS over UDP t
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
 import queue
 import re
 import signal
@@ -23,6 +25,7 @@ from clips import CLI, default_signals
 
 from nlmeans_studio.engine.cli import main
 from nlmeans_studio.engine.media.live import LiveReader
+from nlmeans_studio.engine.media.pipe import LOOKAHEAD, PipeReader
 from nlmeans_studio.engine.media.reader import TimedFrame
 from nlmeans_studio.engine.video import live
 from nlmeans_studio.engine.video.live import LIVE_QUEUE_FRAMES, LatencyMeter
@@ -198,6 +201,40 @@ def test_stdin_y4m_is_read_live_and_sent_as_a_udp_stream() -> None:
     written = int(SUMMARY.search(err).group(1))
     assert written >= 0.8 * seconds * RATE, err  # most, on 2 cores busy with the sender and the receiver too
     assert len(received) == written  # every frame sent reached the receiver: a stream of H.264 in MPEG-TS
+
+
+def test_stdin_y4m_frames_come_when_their_bytes_do_not_when_a_read_is_filled() -> None:
+    """A paced y4m sender's frames are read once they came, while it holds the pipe open for the next.
+
+    Frames of 64x48 (4.6 KB): the reads waited for whole buffers, and the 11 frames sent came only
+    when the sender closed the pipe, 7 s later in a script (a latency the live run did not see: it
+    counts from the frame's decoding).
+    """
+    width, height, count, held = 64, 48, LOOKAHEAD + 3, 20.0
+    read_end, write_end = os.pipe()
+    closing = threading.Event()
+
+    def send() -> None:
+        with os.fdopen(write_end, "wb", buffering=0) as sink:
+            sink.write(f"YUV4MPEG2 W{width} H{height} F25:1 Ip A1:1 C420jpeg\n".encode())
+            for _ in range(count):
+                sink.write(b"FRAME\n" + bytes(width * height * 3 // 2))
+            closing.wait(held)  # the sender's next frame is not due yet
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    started = time.perf_counter()
+    try:
+        with os.fdopen(read_end, "rb") as stream:
+            reader = PipeReader(stream)
+            numbers = [frame.number for frame in itertools.islice(reader.timed_frames(), count)]
+            seconds = time.perf_counter() - started
+            reader.close()
+    finally:
+        closing.set()
+        sender.join(5)
+    assert numbers == list(range(count))
+    assert seconds < held / 2, f"the frames came after {seconds:.1f} s: the reader waited for the pipe's end"
 
 
 def test_a_source_that_fails_mid_stream_leaves_the_frames_denoised_before(tmp_path) -> None:
