@@ -15,6 +15,9 @@ from ..frames import at_bit_depth, check_bit_depth, check_same_shape, checked_fr
 from .filters import METHODS, WindowFilter, cpu_filter_compiles, window_filter
 from .params import NLMParams, check_frame_shape, window_indices
 
+FLOAT32 = np.dtype(np.float32)
+OUTPUT_DTYPES = (FLOAT32, np.dtype(np.uint8), np.dtype(np.uint16))  # denoise_frame's
+
 __all__ = ["METHODS", "Denoiser", "compile_cpu_filter"]
 
 
@@ -113,6 +116,7 @@ class Denoiser:
         index: int,
         *,
         guide: np.ndarray | Sequence[np.ndarray] | None = None,
+        dtype: Any = np.float32,
     ) -> np.ndarray:
         """Frame ``index`` of ``clip``, denoised with the frames around it.
 
@@ -127,11 +131,15 @@ class Denoiser:
             A clip of the same shape the patch distances are taken from while ``clip`` is
             averaged (KNLMeansCL's rclip): a pre-filtered pass of the same clip makes the
             weights robust at high noise. Every backend and method.
+        dtype : {numpy.float32, numpy.uint8, numpy.uint16}
+            The output's: float32 (0..1), or integers rounded and clamped to their full range
+            (uint16 as ``bit_depth``-bit samples), as ``export_stream`` gives them. On the GPU the
+            fused method rounds there and sends back a quarter or half of float32's bytes.
 
         Returns
         -------
         numpy.ndarray
-            (H, W, C) float32 on the host; (H, W) where frame ``index`` was given as (H, W).
+            (H, W, C) of ``dtype`` on the host; (H, W) where frame ``index`` was given as (H, W).
 
         Raises
         ------
@@ -152,15 +160,18 @@ class Denoiser:
             raise IndexError(f"index must be an integer in 0..{length - 1}, got {index!r}")
         window = window_indices(int(index), length, self.params)
         given = [clip[i] for i in window]
+        dtype = np.dtype(dtype)
+        if dtype not in OUTPUT_DTYPES:
+            raise ValueError(f"dtype must be float32, uint8 or uint16, got {dtype}")
         center = int(index) - window.start
         frames = self._uploaded(given)
-        if guide is None:
-            return _shaped_as_given(self._filter(frames, center), given[center])
-        if len(guide) != length:
-            raise ValueError(f"the guide must have the clip's {length} frames, got {len(guide)}")
-        guides = self._uploaded([guide[i] for i in window])
-        check_same_shape(frames[0].shape, guides[0].shape)
-        return _shaped_as_given(self._filter(frames, center, guides), given[center])
+        guides = None
+        if guide is not None:
+            if len(guide) != length:
+                raise ValueError(f"the guide must have the clip's {length} frames, got {len(guide)}")
+            guides = self._uploaded([guide[i] for i in window])
+            check_same_shape(frames[0].shape, guides[0].shape)
+        return _shaped_as_given(self._filter(frames, center, guides, dtype), given[center])
 
     def stream(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
         """Denoise frames as they arrive.
@@ -245,9 +256,18 @@ class Denoiser:
         check_frame_shape(hosts[0].shape, self.params)
         return [self._window_filter.upload(host) for host in hosts]
 
-    def _filter(self, frames: Sequence[Any], center: int, guides: Sequence[Any] | None = None) -> np.ndarray:
+    def _filter(
+        self, frames: Sequence[Any], center: int, guides: Sequence[Any] | None = None, dtype: np.dtype = FLOAT32
+    ) -> np.ndarray:
+        """Filter the window into ``dtype``: on the GPU's fused method rounded there, elsewhere on the host."""
         chosen = self._window_filter
-        return chosen.download(chosen(frames, center, self.params, guides))
+        if dtype == FLOAT32:
+            return chosen.download(chosen(frames, center, self.params, guides))
+        if self.backend == "gpu" and self.method == "fused":
+            output = chosen.download(chosen(frames, center, self.params, guides, out_dtype=dtype))
+        else:
+            output = from_float32(chosen.download(chosen(frames, center, self.params, guides)), dtype)
+        return at_bit_depth(output, self.bit_depth)
 
 
 _NONE = object()

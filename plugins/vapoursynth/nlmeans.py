@@ -157,6 +157,9 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
     with device.selected():
         denoiser = Denoiser(params, device.backend)
     peak = (1 << fmt.bits_per_sample) - 1 if fmt.sample_type == vs.INTEGER else None
+    # 8 and 16-bit samples come back as they are stored, rounded where the filter ran (on the GPU:
+    # a quarter or half of float32's bytes over the bus); 9 to 15-bit ones as float32, scaled here.
+    out_dtype = {255: np.uint8, 65535: np.uint16}.get(peak, np.float32)
     length = clip.num_frames
     neighbours = [_shifted(clip, k) for k in range(-d, d + 1)]
     guides = [] if rclip is None else [_shifted(rclip, k) for k in range(-d, d + 1)]
@@ -167,11 +170,12 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
         frames = [_stacked(f[k], planes, peak) for k in kept]
         guide = [_stacked(f[len(neighbours) + k], planes, peak) for k in kept] if guides else None
         with device.selected():
-            result = denoiser.denoise_frame(frames, center, guide=guide)
+            result = denoiser.denoise_frame(frames, center, guide=guide, dtype=out_dtype)
         out = f[d].copy()
         for index, plane in enumerate(planes):
             values = result if result.ndim == 2 else result[:, :, index]
-            np.asarray(out[plane])[...] = values if peak is None else np.clip(np.rint(values * peak), 0, peak)
+            scaled = peak is not None and out_dtype == np.float32
+            np.asarray(out[plane])[...] = np.clip(np.rint(values * peak), 0, peak) if scaled else values
         return out
 
     return clip.std.ModifyFrame(neighbours + guides, filtered)

@@ -58,6 +58,24 @@ def test_export_stream_rounds_the_stream_to_integers(dtype) -> None:
         assert np.abs(difference).max() <= 1 and np.mean(difference != 0) < 0.01
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_a_frame_comes_back_rounded_to_integers_where_asked(backend_method, dtype) -> None:
+    """On every backend and method, as the float32 frame rounded (either level on a half step's
+    float32 rounding); gray frames keep their shape; other dtypes are refused."""
+    clip = noisy_clip("bigbuckbunny", seed=5, frames=3, shape=(19, 23))
+    backend, method = backend_method
+    denoiser = Denoiser(NLMParams(h=40, patch_radius=2, frames_past=1, frames_future=1), backend, method=method)
+    full_scale = np.iinfo(dtype).max
+    rounded = denoiser.denoise_frame(clip, 1, dtype=dtype)
+    expected = np.clip(np.round(denoiser.denoise_frame(clip, 1).astype(np.float64) * full_scale), 0, full_scale)
+    assert rounded.dtype == dtype and rounded.shape == clip[1].shape
+    difference = rounded - expected
+    assert np.abs(difference).max() <= 1 and np.mean(difference != 0) < 0.01
+    assert denoiser.denoise_frame(clip[:, :, :, 0], 1, dtype=dtype).shape == clip[1].shape[:2]
+    with pytest.raises(ValueError, match="dtype must be float32, uint8 or uint16, got float64"):
+        denoiser.denoise_frame(clip, 1, dtype=np.float64)
+
+
 def test_params_replaced_between_frames() -> None:
     clip = noisy_clip("random", seed=8, frames=4, shape=(14, 14))
     first, second = NLMParams(h=30, frames_past=1, frames_future=0), NLMParams(h=60, frames_past=1, frames_future=0)
