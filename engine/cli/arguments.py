@@ -251,6 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="h264",
         help="the codec the timed exports write, as denoise's --codec (default h264; ffv1 costs least)",
     )
+    tune.add_argument(
+        "--playback",
+        action="store_true",
+        help="time each window as the window plays INPUT (decoded and filtered, nothing encoded): the rate of a "
+        "preview or a live feed on screen, where an export's encoder would bound every window alike",
+    )
     tune.add_argument("--json", action="store_true", help="print JSON instead of a table")
     tune.add_argument("--debug", action="store_true", help="show tracebacks")
     return parser

@@ -22,7 +22,8 @@ def run_tune(args: argparse.Namespace) -> int:
     """
     show_ffmpeg_messages(verbose=False)
     if not args.json:
-        print(f"tuning {args.input} for {args.fps} fps: each window is timed exporting it here", file=sys.stderr)
+        timed = "playing it" if args.playback else "exporting it"
+        print(f"tuning {args.input} for {args.fps} fps: each window is timed {timed} here", file=sys.stderr)
         if filter_compiles(args.backend):
             print(COMPILING, file=sys.stderr)
 
@@ -33,7 +34,8 @@ def run_tune(args: argparse.Namespace) -> int:
             print(f"\rwindows tried: {done}", end="", file=sys.stderr, flush=True)
 
     try:
-        result = tune_for_fps(args.input, args.fps, backend=args.backend, codec=args.codec, progress=progress)
+        codec = None if args.playback else args.codec
+        result = tune_for_fps(args.input, args.fps, backend=args.backend, codec=codec, progress=progress)
     except TargetNotReachedError as error:
         _report(error.result, args)
         raise
@@ -50,8 +52,8 @@ def _report(result: TuneResult, args: argparse.Namespace) -> None:
         print(json.dumps(as_json(result)))
         return
     print(
-        f"# {result.width}x{result.height}, target {result.target_fps:g} fps; exports timed on the {result.backend} "
-        f"({result.device_name}), {args.codec}; PSNR estimated by SURE, no clean reference"
+        f"# {result.width}x{result.height}, target {result.target_fps:g} fps; {_timed(args)} on the {result.backend} "
+        f"({result.device_name}); PSNR estimated by SURE, no clean reference"
     )
     print("candidate | fps | estimated PSNR dB | strengths | chosen")
     for candidate in result.candidates:
@@ -65,6 +67,11 @@ def _report(result: TuneResult, args: argparse.Namespace) -> None:
         print(f"warning: {result.warning}", file=sys.stderr)
     if result.chosen is not None:
         print(f"denoise with it: nlmeans-studio denoise {args.input} OUTPUT {' '.join(options(result.chosen))}")
+
+
+def _timed(args: argparse.Namespace) -> str:
+    """Return what each window's rate is: "playback (decoded and filtered)" or "exports to ffv1"."""
+    return "playback (decoded and filtered)" if args.playback else f"exports to {args.codec}"
 
 
 def _strengths(candidate: TuneCandidate) -> str:

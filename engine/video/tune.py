@@ -16,9 +16,11 @@ are tried next to the best window that reaches the rate.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,7 +147,7 @@ def tune_for_fps(
     *,
     backend: str = "auto",
     window: NLMParams | None = None,
-    codec: str = "h264",
+    codec: str | None = "h264",
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
 ) -> TuneResult:
@@ -162,9 +164,12 @@ def tune_for_fps(
     window : NLMParams, optional
         The patch radius, weighting and centre weight the windows keep (its radii and frames are
         tried, its h chosen); None: ``NLMParams()``'s.
-    codec : str
+    codec : str or None
         The codec the timed exports write (``CODECS``), at its default quality: the export's own,
-        whose encoder shares the CPU with the filter (``"ffv1"`` costs least).
+        whose encoder shares the CPU with the filter (``"ffv1"`` costs least). None: the windows
+        are timed as the window plays the clip (decoded and filtered, nothing encoded), the rate
+        that counts for a preview or a live feed on screen; on a GPU the encoder, not the filter,
+        bounds an export at 1080p (26-38 fps with FFV1 on 16 cores, every window alike).
     progress : callable, optional
         Called with (windows tried, windows in all) after each window; the total is the grid's
         before pruning, so the tune may end before it.
@@ -237,9 +242,9 @@ def tune_for_fps(
                 pruned += 1
             else:
                 timing = choose_filter(estimate, candidate_window, matrix=matrix, luma_chroma=AUTO)
-                rate, backend_name, device_name = _export_rate(reader, timing, timed, backend, codec, cancel)
+                rate, backend_name, device_name = _rate(reader, timing, timed, backend, codec, cancel)
                 if target / NEAR_MISS <= rate < target:  # before it prunes larger windows: timed once more
-                    rate = max(rate, _export_rate(reader, timing, timed, backend, codec, cancel)[0])
+                    rate = max(rate, _rate(reader, timing, timed, backend, codec, cancel)[0])
                 if rate < target:
                     slow.append(candidate_window)
                     candidates.append(TuneCandidate(timing.params, rate))
@@ -249,7 +254,7 @@ def tune_for_fps(
                 progress(len(candidates) + pruned, max(total, len(candidates) + pruned))
 
         warm_up = choose_filter(estimate, grid[0], matrix=matrix, luma_chroma=AUTO)
-        _export_rate(reader, warm_up, timed[:3], backend, codec, cancel)  # loads or compiles what the first needs
+        _rate(reader, warm_up, timed[:3], backend, codec, cancel)  # loads or compiles what the first needs
         for candidate_window in grid:
             tried(candidate_window)
         best = _best(candidates)
@@ -306,6 +311,37 @@ def _at_least(window: NLMParams, other: NLMParams) -> bool:
         and window.frames_past >= other.frames_past
         and window.frames_future >= other.frames_future
     )
+
+
+def _rate(
+    reader: VideoReader, choice: FilterChoice, frames: range, backend: str, codec: str | None, cancel: threading.Event
+) -> tuple[float, str, str]:
+    """Frames a second ``choice`` runs ``frames`` at, exported with ``codec`` or played (None); backend, device."""
+    if codec is None:
+        return _playback_rate(reader, choice, frames, backend, cancel)
+    return _export_rate(reader, choice, frames, backend, codec, cancel)
+
+
+def _playback_rate(
+    reader: VideoReader, choice: FilterChoice, frames: range, backend: str, cancel: threading.Event
+) -> tuple[float, str, str]:
+    """Frames a second ``choice`` plays ``frames`` at (decoded and filtered), after the first; backend, device.
+
+    The fastest of TIMED_RUNS runs, as ``_export_rate``.
+    """
+    denoiser = choice.denoiser(backend)
+    rates: list[float] = []
+    for _ in range(TIMED_RUNS):
+        started, count = 0.0, 0
+        played = denoiser.export_stream(itertools.islice(reader.frames(frames.start), len(frames)), reader.info.dtype)
+        for count, _frame in enumerate(played, start=1):
+            if cancel.is_set():
+                raise ExportCancelledError("tuning cancelled")
+            if count == 1:
+                started = time.perf_counter()
+        seconds = time.perf_counter() - started
+        rates.append((count - 1) / seconds if count > 1 and seconds > 0 else math.inf)
+    return max(rates), denoiser.backend, denoiser.device_name
 
 
 def _export_rate(

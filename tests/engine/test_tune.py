@@ -163,6 +163,24 @@ def test_the_command_prints_the_windows_as_json_for_the_clip_s_own_rate(gratings
     assert len(report["chosen"]["luma_chroma"]) == 3  # a colour clip: the default filter's two strengths
 
 
+def test_playback_times_the_windows_without_an_encoder(gratings, monkeypatch, capsys) -> None:
+    """--playback: decoded and filtered only (no export is written), and the table says so."""
+    monkeypatch.setattr(tune, "COARSE_SEARCH_RADII", (1, 3))
+    monkeypatch.setattr(tune, "TEMPORAL", ((0, 0),))
+    monkeypatch.setattr(tune, "TIMED_FRAMES", TIMED_FRAMES)
+
+    def no_export(*args, **kwargs):
+        raise AssertionError("playback timed an export")
+
+    monkeypatch.setattr(tune, "denoise_file", no_export)
+    assert main(["tune", str(gratings), "--fps", "realtime", "--backend", "cpu", "--playback"]) == 0
+    out = capsys.readouterr().out
+    assert "target 25 fps; playback (decoded and filtered) on the cpu" in out
+    assert out.count("| yes") == 1 and "denoise with it: nlmeans-studio denoise" in out
+    result = tune_for_fps(gratings, 25, backend="cpu", codec=None)
+    assert result.chosen is not None and result.chosen.fps >= 25
+
+
 def test_a_rate_no_window_reaches_is_said_in_one_line(gratings, small_grid, capsys) -> None:
     assert main(["tune", str(gratings), "--fps", "1e6", "--backend", "cpu", "--codec", "ffv1"]) == 1
     captured = capsys.readouterr()
