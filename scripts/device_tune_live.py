@@ -43,7 +43,7 @@ import av
 import numpy as np
 import study_tune_for_fps as study
 
-from nlmeans_studio.engine import NLMParams
+from nlmeans_studio.engine import NLMParams, psnr
 from nlmeans_studio.engine.video.default_filter import FilterChoice
 
 GAP_DB = 0.3  # issue 37: the choice's true PSNR within this of the best window reaching the target
@@ -319,9 +319,11 @@ def main() -> None:
     say(args.out, f"device_tune_live: {width}x{height}, targets {targets}, backend {args.backend}, codec {args.codec}")
     with tempfile.TemporaryDirectory(prefix="device-tune-") as folder:
         clip, clean, noisy = study.make_clip(args.clip, height, width, Path(folder), suffix=".nut")
-        say(
+        noisy_psnr = np.mean([psnr(truth, frame) for truth, frame in zip(clean, noisy, strict=True)])
+        say(  # the noisy frames' own score checks the truth: sigma 15 alone is about 24.6 dB
             args.out,
-            f"clip {args.clip!r}: {len(clean)} frames, sigma {study.SIGMA:g}, uncompressed",
+            f"clip {args.clip!r}: {len(clean)} frames, sigma {study.SIGMA:g}, uncompressed; the noisy frames "
+            f"score {noisy_psnr:.2f} dB against the clean",
         )
         tunes = {target: run_tune(clip, target, args) for target in targets}
         chosen = live_tune(tunes, args.live_fps)
