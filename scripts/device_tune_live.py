@@ -75,7 +75,7 @@ def run_tune(clip: Path, target: float, args: argparse.Namespace) -> dict | None
     """``tune --json`` for ``target``: its JSON (``chosen`` None where no window reached it), None where it failed."""
     command = engine_command(
         "tune", str(clip), "--fps", f"{target:g}", "--backend", args.backend, "--codec", args.codec, "--json"
-    )
+    ) + (["--playback"] if args.playback else [])
     began = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=args.tune_timeout)
@@ -298,6 +298,7 @@ def main() -> None:
     parser.add_argument("--targets", default="25,60,120,240", help="frames a second (default 25,60,120,240)")
     parser.add_argument("--backend", default="gpu")
     parser.add_argument("--codec", default="h264", help="what the timed exports and the live output write")
+    parser.add_argument("--playback", action="store_true", help="windows timed as tune --playback times them")
     parser.add_argument("--clip", default="textured pan", help="a clip of study_tune_for_fps.clean_clip")
     parser.add_argument("--live-fps", type=int, default=60)
     parser.add_argument("--live-seconds", type=float, default=10.0)
@@ -343,8 +344,9 @@ def main() -> None:
                 f"true {row['true']:.2f} dB (best h {row['best']:.2f})",
             )
 
+        timed_codec = None if args.playback else args.codec  # None: played, as tune --playback times
         rows, sigma = study.score_grid(
-            clip, clean, noisy, args.backend, args.codec, factors=FACTORS, pseudo=False, shown=shown, until=until
+            clip, clean, noisy, args.backend, timed_codec, factors=FACTORS, pseudo=False, shown=shown, until=until
         )
         whole = len(rows) == GRID_WINDOWS
         part = "" if whole else f" PARTIAL: {len(rows)} of {GRID_WINDOWS} windows by the deadline (--deadline)"

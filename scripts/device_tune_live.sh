@@ -7,7 +7,8 @@
 # LIMIT bounds the whole run in seconds (default 270; no grid window is begun after LIMIT - 30 s, so the
 # verdicts are printed, on a part of the grid if need be); CODEC (default h264) is what the timed exports and the
 # live output write; LIVE_PRESET (the live output's H.264 preset, default denoise's: medium); LIVE_SECONDS
-# (default 10), LIVE_DF (default 0), CLIP (default "textured pan"),
+# (default 10), LIVE_DF (default 0), CLIP (default "textured pan"), PLAYBACK (set: the windows timed as
+# tune --playback times them, decoded and filtered, nothing encoded),
 # TUNE_TIMEOUT (seconds one tune may take, default 75).
 set -u
 cd "$(dirname "$0")/.."
@@ -21,7 +22,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 targets=${FPS_TARGETS:-25 60 120 240}
 limit=${LIMIT:-270}
 timeout -k 10 "$limit" "$PYTHON" scripts/device_tune_live.py \
-  --size "${SIZE:-1920x1080}" --targets "${targets// /,}" --backend "${BACKEND:-gpu}" --codec "${CODEC:-h264}" \
+  --size "${SIZE:-1920x1080}" --targets "${targets// /,}" --backend "${BACKEND:-gpu}" --codec "${CODEC:-h264}" ${PLAYBACK:+--playback} \
   --live-fps "${LIVE_FPS:-60}" --live-seconds "${LIVE_SECONDS:-10}" --live-df "${LIVE_DF:-0}" \
   --live-preset "${LIVE_PRESET:-}" \
   --clip "${CLIP:-textured pan}" --tune-timeout "${TUNE_TIMEOUT:-75}" --deadline $((limit - 30)) --out "$out" \

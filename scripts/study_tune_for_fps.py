@@ -209,8 +209,8 @@ def score_grid(
         sample = to_float32(clip_sample(reader, span))
         middle = (FRAMES - tune.TIMED_FRAMES) // 2
         timed = range(middle, middle + tune.TIMED_FRAMES)
-        tune._export_rate(reader, choose_filter(estimate, grid[0], matrix=matrix), timed[:3], backend,
-                          codec, threading.Event())  # fmt: skip
+        tune._rate(reader, choose_filter(estimate, grid[0], matrix=matrix), timed[:3], backend,
+                   codec, threading.Event())  # fmt: skip
         if pseudo:
             strongest = tune._scored(grid[-1], 0.0, estimate, sample, most_past, matrix, backend).choice
             reference = at_factor(strongest, 2.0).denoiser(backend)
@@ -221,7 +221,7 @@ def score_grid(
             if time.perf_counter() > until:
                 break
             timing = choose_filter(estimate, window, matrix=matrix)
-            rate = tune._export_rate(reader, timing, timed, backend, codec, threading.Event())[0]
+            rate = tune._rate(reader, timing, timed, backend, codec, threading.Event())[0]
             scored = tune._scored(window, rate, estimate, sample, most_past, matrix, backend)
             truths = [true_psnr(at_factor(scored.choice, f), clean, noisy, backend) for f in factors]
             row = {
