@@ -37,7 +37,8 @@ Live video
     (frames dropped, latency).
 The window's engine
     ``Previewer`` (before/after previews, playback), ``render_passes`` (a still in passes, the
-    shown region first, after ``unfiltered_preview``), ``compile_cpu_filter``, ``RenderAhead``, ``difference_image``.
+    shown region first, after ``unfiltered_preview``; ``quick_preview`` while the CPU filter
+    compiles), ``compile_cpu_filter``, ``RenderAhead``, ``difference_image``.
 """
 
 if __name__ != "nlmeans_studio.engine":
@@ -98,7 +99,7 @@ from .video.presets import (
     shipped_presets,
 )
 from .video.preview import LumaChroma, Preview, Previewer, SyntheticNoise, difference_image
-from .video.preview_passes import STAGES, render_passes, unfiltered_preview
+from .video.preview_passes import STAGES, quick_preview, render_passes, unfiltered_preview
 from .video.synthetic_noise import add_noise, add_realistic_noise
 from .video.tune import TargetNotReachedError, TuneCandidate, TuneResult, tune_for_fps
 from .volume.denoise import denoise_volume, denoise_volume_slice
@@ -233,6 +234,7 @@ __all__ = [
     "output_format",
     "parse_luma_chroma",
     "psnr",
+    "quick_preview",
     "read_frames",
     "read_volume",
     "render_passes",

@@ -405,8 +405,8 @@ class MainWindow(QMainWindow):
 
     def _rendered(self, number: int, preview: Preview) -> None:
         """A pass of still ``number`` came (each better than the last): shown unless a newer still's is."""
-        if preview.stage != UNFILTERED and self.statusBar().currentMessage() == COMPILING:
-            self.statusBar().clearMessage()
+        if preview.stage not in (UNFILTERED, QUICK) and self.statusBar().currentMessage() == COMPILING:
+            self.statusBar().clearMessage()  # the compiled filter's: a quick pass comes during the compile too
         if number < self._shown:
             return  # older than what is on screen
         self._shown = number

@@ -44,6 +44,7 @@ from nlmeans_studio.engine import (
     compile_cpu_filter,
     estimate_noise_over,
     filter_compiles,
+    quick_preview,
     render_passes,
     resolve_backend,
     sure_sample_length,
@@ -316,12 +317,21 @@ class PreviewWorker(Worker):
     def _preview(self, number: int, request: PreviewRequest) -> None:
         """Answer a still: the input at once (unless the frame and its noise are those of the last
         still, shown filtered already), then the passes (``render_passes``) until a newer request
-        supersedes it; parked while the CPU filter compiles on a thread of its own."""
+        supersedes it; while the CPU filter compiles on a thread of its own, a quick pass
+        (``quick_preview``) and the request parked."""
         still = (request.index, request.noise)
         if still != self._last_still:
             self._last_still = still
             self.rendered.emit(number, unfiltered_preview(self._require_clip(), request.index, request.noise))
         if not self._compiled_or_parked("preview", number, request):
+            # Meanwhile a quick pass on the cascade, which needs no compile: a first launch shows the
+            # strength's effect in seconds, not after the compile.
+            quick = quick_preview(
+                self._require_clip(), request.index, request.params, request.noise, request.luma_chroma,
+                shown=request.shown,
+            )  # fmt: skip
+            if quick is not None:
+                self.rendered.emit(number, quick)
             return
         previewer = self._on_backend(request.backend)
         passes = render_passes(

@@ -191,6 +191,8 @@ class LumaChromaDenoiser:
         As ``Denoiser`` takes it; both passes run on it.
     bit_depth : int, optional
         Bits per sample of uint16 frames, as ``Denoiser`` takes it.
+    method : {"fused", "cascade"}, optional
+        As ``Denoiser`` takes it, for both passes.
 
     Attributes
     ----------
@@ -218,14 +220,17 @@ class LumaChromaDenoiser:
         backend: str = "auto",
         *,
         bit_depth: int | None = None,
+        method: str | None = None,
     ) -> None:
         check_bit_depth(bit_depth)
         self.bit_depth = bit_depth
         self.matrix = yuv_matrix(matrix).astype(np.float32)
         self.inverse = np.linalg.inv(yuv_matrix(matrix)).astype(np.float32)
         window = dataclasses.replace(params, color_transform=None)
-        self.luma = Denoiser(dataclasses.replace(window, h=h_luma), backend)
-        self.chroma = Denoiser(dataclasses.replace(window, h=max(h_chroma * math.sqrt(2 / 3), H_MIN)), backend)
+        self.luma = Denoiser(dataclasses.replace(window, h=h_luma), backend, method=method)
+        self.chroma = Denoiser(
+            dataclasses.replace(window, h=max(h_chroma * math.sqrt(2 / 3), H_MIN)), backend, method=method
+        )
 
     def denoise_frame(self, clip: np.ndarray | Sequence[np.ndarray], index: int) -> np.ndarray:
         """Frame ``index`` of the RGB ``clip``, denoised; float32 (H, W, 3)."""

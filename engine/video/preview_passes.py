@@ -29,6 +29,9 @@ import numpy as np
 
 from ..frames import from_float32, to_float32
 from .clip_denoiser import FrameDenoiser, LumaChroma
+from .denoiser import Denoiser
+from .filters import cpu_filter_compiles
+from .luma_chroma import LumaChromaDenoiser
 from .params import NLMParams, window_indices
 from .preview import Preview, Previewer, SyntheticNoise
 
@@ -89,10 +92,10 @@ def render_passes(
     from ..cpu.threads import cpu_threads, preview_threads  # loads numba: the CPU's alone
 
     with cpu_threads(preview_threads()):
-        quick = _quick_params(params, luma_chroma)
-        if quick is not None and _halvable(shown, quick[0]):
+        quick = _quick(previewer, before, shown, params, luma_chroma)
+        if quick is not None:
             after = after.copy()
-            _put(after, shown, _quick_pass(previewer.filter_for(*quick), before, shown))
+            _put(after, shown, quick)
             yield _partial(template, after, QUICK, started, denoiser)
         window = window_indices(index, len(clip), params)
         frames = {position: given if position == index else clip[position] for position in window}
@@ -114,6 +117,46 @@ def render_passes(
     engine_ms = (time.perf_counter() - started) * 1000
     result = from_float32(exact, np.dtype(np.uint8))
     yield previewer.measured(index, noise, given, result, exact, engine_ms, denoiser)
+
+
+def quick_preview(
+    previewer: Previewer,
+    index: int,
+    params: NLMParams,
+    noise: SyntheticNoise | None = None,
+    luma_chroma: LumaChroma | None = None,
+    *,
+    shown: Box | None = None,
+) -> Preview | None:
+    """Return ``render_passes``' ``QUICK`` pass alone, or None where it has none; on the CPU.
+
+    For the window while the CPU filter compiles (numba, once per machine: 20-30 s on 2 cores):
+    the quick pass then runs the cascade (plain NumPy, the same filter), which needs no compile.
+    Arguments as ``render_passes``'.
+    """
+    given = previewer.clip(noise)[index]
+    before = to_float32(np.asarray(given))
+    height, width = before.shape[:2]
+    shown = (0, 0, width, height) if shown is None else _inside(shown, width, height)
+    started = time.perf_counter()
+    quick = _quick(previewer, before, shown, params, luma_chroma)
+    if quick is None:
+        return None
+    unfiltered = np.asarray(given) if given.dtype == np.uint8 else from_float32(before, np.dtype(np.uint8))
+    after = unfiltered.copy()
+    _put(after, shown, quick)
+    template = Preview(index, unfiltered, after, None, None, QUICK_NOTE, 0.0, "-", "-", stage=BEFORE)
+    return _partial(template, after, QUICK, started, _quick_filter(previewer, params, luma_chroma))
+
+
+def _quick(
+    previewer: Previewer, before: np.ndarray, shown: Box, params: NLMParams, luma_chroma: LumaChroma | None
+) -> np.ndarray | None:
+    """Return the quick pass of ``shown`` (uint8), or None where the filter has none or the box is too small."""
+    quick = _quick_params(params, luma_chroma)
+    if quick is None or not _halvable(shown, quick[0]):
+        return None
+    return _quick_pass(_quick_filter(previewer, *quick), before, shown)
 
 
 def _inside(box: Box, width: int, height: int) -> Box:
@@ -202,6 +245,20 @@ def _quick_params(params: NLMParams, luma_chroma: LumaChroma | None) -> tuple[NL
         return None  # no cheaper than the exact pass
     halved = None if luma_chroma is None else (luma_chroma[0] / 2, luma_chroma[1] / 2, luma_chroma[2])
     return quick, halved
+
+
+def _quick_filter(previewer: Previewer, params: NLMParams, luma_chroma: LumaChroma | None) -> FrameDenoiser:
+    """Return the quick pass's filter: the preview's, or the cascade while the CPU filter compiles.
+
+    The cascade is the same filter as plain NumPy (DESIGN.md §2): slower, but it needs no compile,
+    so a first launch shows a denoised picture in seconds instead of after numba's 20-30 s compile
+    (2 cores). The exact passes wait for the compile.
+    """
+    if not cpu_filter_compiles():
+        return previewer.filter_for(params, luma_chroma)
+    if luma_chroma is None:
+        return Denoiser(params, "cpu", method="cascade")
+    return LumaChromaDenoiser(params, *luma_chroma, backend="cpu", method="cascade")
 
 
 def _halvable(box: Box, quick: NLMParams) -> bool:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from clips import noisy_clip
 
-from nlmeans_studio.engine import Denoiser, NLMParams, psnr, suggest_h
+from nlmeans_studio.engine import Denoiser, NLMParams, psnr, quick_preview, suggest_h
 from nlmeans_studio.engine.frames import from_float32, to_float32
 from nlmeans_studio.engine.gpu.device import DeviceFrame, ResidentFrames
 from nlmeans_studio.engine.video.luma_chroma import LumaChromaDenoiser
@@ -28,6 +28,30 @@ def test_a_preview_is_the_denoiser_output_as_uint8(clip) -> None:
     np.testing.assert_array_equal(preview.before, clip[2])
     assert preview.psnr_after is None and "no clean reference" in preview.psnr_note
     assert preview.backend == "cpu" and preview.engine_ms > 0
+
+
+@pytest.mark.parametrize("luma_chroma", [None, (30.0, 20.0, "bt709")])
+def test_the_quick_pass_runs_while_the_cpu_filter_compiles_without_it(clip, monkeypatch, luma_chroma) -> None:
+    """A first launch: numba's cache holds no filter, so the quick pass takes the cascade (plain
+    NumPy, the same filter) and never waits for the compile; with the filter compiled, the same
+    picture within float32 rounding."""
+    from nlmeans_studio.engine.video import preview_passes
+    from nlmeans_studio.engine.video.filters import fused_cpu
+
+    previewer = Previewer(ArrayFrames(clip), "cpu")
+    params = NLMParams(h=40, patch_radius=2, search_radius=4, frames_past=1, frames_future=1)
+    compiled = quick_preview(previewer, 1, params, luma_chroma=luma_chroma)
+    monkeypatch.setattr(preview_passes, "cpu_filter_compiles", lambda: True)
+
+    def waits_for_the_compile(*args, **kwargs):
+        raise AssertionError("the quick pass called the compiled filter")
+
+    monkeypatch.setattr(fused_cpu, "_denoise", waits_for_the_compile)
+    compiling = quick_preview(previewer, 1, params, luma_chroma=luma_chroma)
+    assert compiling.stage == compiled.stage == "quick" and compiling.psnr_after is None
+    assert np.abs(compiling.after.astype(int) - compiled.after.astype(int)).max() <= 1
+    assert not np.array_equal(compiling.after, compiling.before)
+    np.testing.assert_array_equal(compiling.before, clip[1])
 
 
 def test_synthetic_noise_is_the_same_for_a_frame_whichever_frame_it_serves(clip) -> None:

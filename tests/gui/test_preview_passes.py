@@ -103,20 +103,27 @@ def test_a_stale_pass_never_replaces_a_newer_stills(qtbot, window, clip, shown, 
     assert np.abs(window.preview.after.astype(int) - expected.after.astype(int)).max() <= 1
 
 
-def test_the_input_shows_before_the_filter_has_compiled(qtbot, window, clip, monkeypatch) -> None:
-    # A first launch waited two minutes on an empty grey box while numba compiled.
+def test_the_input_then_a_quick_pass_show_before_the_filter_has_compiled(
+    qtbot, window, clip, shown, monkeypatch
+) -> None:
+    # A first launch waited two minutes on an empty grey box while numba compiled, then 25 s for
+    # a first denoised picture: the quick pass now runs the cascade (no compile) meanwhile.
     compiled = threading.Event()
     monkeypatch.setattr(worker_module, "filter_compiles", lambda backend: True)  # numba's cache cold
+    monkeypatch.setattr(passes_module, "cpu_filter_compiles", lambda: True)
     monkeypatch.setattr(worker_module, "compile_cpu_filter", lambda: compiled.wait(WAIT_MS / 1000))
     path, frames = clip
     window.open_clip(path)
-    qtbot.waitUntil(lambda: window.preview is not None, timeout=WAIT_MS)
-    assert window.preview.stage == UNFILTERED and window.statusBar().currentMessage() == COMPILING
-    np.testing.assert_array_equal(window.view.shown_image(), frames[0])  # the split view's left half: before
-    assert "not filtered yet" in window.view.titles()
-    press(qtbot, window, Qt.Key.Key_Right)  # the window answers meanwhile: the next frame's input
-    qtbot.waitUntil(lambda: window.preview.index == 1, timeout=WAIT_MS)
-    assert window.preview.stage == UNFILTERED and not compiled.is_set()
+    qtbot.waitUntil(lambda: window.preview is not None and window.preview.stage == QUICK, timeout=WAIT_MS)
+    assert window.statusBar().currentMessage() == COMPILING and not compiled.is_set()
+    (_, first, first_titles), *_ = shown
+    assert first.stage == UNFILTERED and "not filtered yet" in first_titles
+    np.testing.assert_array_equal(first.before, frames[0])  # the input at once
+    assert "after: quick pass" in window.view.titles()
+    press(qtbot, window, Qt.Key.Key_Right)  # the window answers meanwhile: the next frame, input then quick
+    qtbot.waitUntil(lambda: window.preview.index == 1 and window.preview.stage == QUICK, timeout=WAIT_MS)
+    assert next(preview.stage for _, preview, _ in shown if preview.index == 1) == UNFILTERED
+    assert not compiled.is_set()
     compiled.set()
     qtbot.waitUntil(lambda: window.preview.stage == EXACT, timeout=WAIT_MS)
     assert window.preview.index == 1 and window.statusBar().currentMessage() != COMPILING
