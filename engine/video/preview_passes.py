@@ -132,7 +132,23 @@ def quick_preview(
 
     For the window while the CPU filter compiles (numba, once per machine: 20-30 s on 2 cores):
     the quick pass then runs the cascade (plain NumPy, the same filter), which needs no compile.
-    Arguments as ``render_passes``'.
+
+    Parameters
+    ----------
+    previewer : Previewer
+        The clip and its denoiser.
+    index : int
+        The frame.
+    params, noise, luma_chroma
+        As ``Previewer.render``.
+    shown : tuple of int, optional
+        (x, y, width, height) of the frame on screen, in pixels; None: the whole frame.
+
+    Returns
+    -------
+    Preview or None
+        Stage ``QUICK``, the shown region filtered at half size and the rest the input, no PSNR;
+        None where the filter has no cheaper pass or the region is too small to halve.
     """
     given = previewer.clip(noise)[index]
     before = to_float32(np.asarray(given))
