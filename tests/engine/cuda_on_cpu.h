@@ -1,15 +1,16 @@
-// Runs engine/kernels/nlm.cu on the CPU for tests/engine/test_fused_kernel_on_cpu.py: the
-// CUDA features the kernel uses, emulated with one std::thread per CUDA thread and a
-// std::barrier per block. Slow, but it checks the kernel's indexing, layouts and barriers
-// against the float64 reference where there is no GPU.
+// Runs engine/kernels/nlm.cu and volume.cu on the CPU for tests/engine/test_fused_kernel_on_cpu.py
+// and test_volume_kernel_on_cpu.py: the CUDA features the kernels use, emulated with one fiber
+// (ucontext) per CUDA thread and a barrier per block. Slow, but it checks the kernels' indexing,
+// layouts and barriers against the float64 reference where there is no GPU.
 #include <algorithm>
 #include <atomic>
-#include <barrier>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <memory>
 #include <mutex>
-#include <thread>
+#include <functional>
+#include <ucontext.h>
 #include <vector>
 
 using std::max;
@@ -18,10 +19,62 @@ using std::min;
 struct Dim3 {
     int x = 0, y = 0, z = 0;
 };
-thread_local Dim3 threadIdx, blockIdx, blockDim;
-thread_local float* emulated_shared_memory;
-thread_local std::barrier<>* emulated_block_barrier;
-thread_local std::atomic<int>* emulated_block_vote;
+Dim3 threadIdx, blockIdx, blockDim;
+float* emulated_shared_memory;
+std::atomic<int>* emulated_block_vote;
+
+// A block's threads as fibers on one OS thread (one OS thread per CUDA thread spent minutes of
+// context switches at every barrier on two cores). Each runs up to its next barrier, then the
+// next; a phase ends when all have arrived. The phases alternate the threads' order, so that a
+// missing barrier shows whichever side of it a thread is on: a reader that runs before its writer
+// reads the NaN the shared memory starts with.
+class EmulatedBlock {
+public:
+    void arrive_and_wait() { swapcontext(&fibers_[current_].context, &scheduler_); }
+
+    // Run `body` as threads 0 .. threads - 1 of a one-dimensional block (threadIdx.x).
+    void run(int threads, std::function<void()> body) {
+        constexpr std::size_t stack_bytes = 256 * 1024;
+        body_ = std::move(body);
+        fibers_.resize(threads);
+        while (stacks_.size() < fibers_.size()) stacks_.emplace_back(new char[stack_bytes]);  // pages touched lazily
+        for (int t = 0; t < threads; ++t) {
+            Fiber& fiber = fibers_[t];
+            fiber.done = false;
+            getcontext(&fiber.context);
+            fiber.context.uc_stack = {stacks_[t].get(), 0, stack_bytes};
+            fiber.context.uc_link = &scheduler_;
+            makecontext(&fiber.context, reinterpret_cast<void (*)()>(&EmulatedBlock::start), 0);
+        }
+        running_ = this;
+        for (int alive = threads, phase = 0; alive > 0; ++phase)
+            for (int i = 0; i < threads; ++i) {
+                const int t = phase % 2 == 0 ? i : threads - 1 - i;
+                if (fibers_[t].done) continue;
+                current_ = t;
+                threadIdx = {t, 0, 0};
+                swapcontext(&scheduler_, &fibers_[t].context);
+                alive -= fibers_[t].done;
+            }
+    }
+
+private:
+    struct Fiber {
+        ucontext_t context;
+        bool done;
+    };
+    static inline EmulatedBlock* running_;
+    static void start() {
+        running_->body_();
+        running_->fibers_[running_->current_].done = true;  // then uc_link returns to the scheduler
+    }
+    std::vector<Fiber> fibers_;
+    std::vector<std::unique_ptr<char[]>> stacks_;
+    ucontext_t scheduler_;
+    int current_ = 0;
+    std::function<void()> body_;
+};
+EmulatedBlock* emulated_block_barrier;  // the block running: its threads' barrier
 
 #define __global__
 #define __device__
@@ -81,28 +134,20 @@ inline unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
     return c;
 }
 
-// Launch `kernel(thread)` over a grid of blocks of `threads` threads, a block at a time, each
-// block with `shared_bytes` of shared memory filled with NaN (so that reading what was never
-// written shows in the output).
+// Launch `kernel()` over a grid of blocks of `threads` threads, a block at a time, each block
+// with `shared_bytes` of shared memory filled with NaN (so that reading what was never written
+// shows in the output).
 template <typename Kernel>
 void launch(int grid_x, int grid_y, int threads, int shared_bytes, Kernel kernel) {
+    EmulatedBlock block;
     for (int by = 0; by < grid_y; ++by)
         for (int bx = 0; bx < grid_x; ++bx) {
             std::vector<float> shared(shared_bytes / sizeof(float), std::nanf(""));
-            std::barrier<> barrier(threads);
             std::atomic<int> vote{0};
-            std::vector<std::thread> block;
-            for (int t = 0; t < threads; ++t)
-                block.emplace_back([&, t] {
-                    threadIdx.x = t;
-                    blockIdx.x = bx;
-                    blockIdx.y = by;
-                    emulated_shared_memory = shared.data();
-                    emulated_block_barrier = &barrier;
-                    emulated_block_vote = &vote;
-                    kernel();
-                    barrier.arrive_and_drop();
-                });
-            for (auto& thread : block) thread.join();
+            blockIdx = {bx, by, 0};
+            emulated_shared_memory = shared.data();
+            emulated_block_barrier = &block;
+            emulated_block_vote = &vote;
+            block.run(threads, kernel);
         }
 }

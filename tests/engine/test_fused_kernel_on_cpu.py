@@ -1,7 +1,7 @@
 """The fused CUDA kernel, run on the CPU, against the float64 reference.
 
 CI has no GPU, so ``engine/kernels/nlm.cu`` is compiled here as C++ with ``cuda_on_cpu.h``
-(one thread per CUDA thread, a barrier per block) and run on small clips, with the tile layout
+(one fiber per CUDA thread, a barrier per block) and run on small clips, with the tile layout
 ``engine.video.filters.fused_layout`` picks. This checks the kernel's indexing, layouts, rounds and
 barriers on every commit; the GPU tests check the same kernel on the device.
 

@@ -91,6 +91,10 @@ def test_frames_from_the_middle_start_exactly_there(corpus: Path, name: str) -> 
             assert [frame_number(frame) for frame in reader.frames(start)] == truth[start:]
 
 
+# What this checks of PyAV, other tests check on every PyAV .ci/run tries: each file's reading
+# (test_every_frame_is_read_exactly_in_any_order) and the default codec's writing, 8- or 10-bit
+# 4:2:0 for all of them (test_y4m_pipes_in_and_out, tests/engine/test_export.py).
+@pytest.mark.pyav_once
 @pytest.mark.parametrize(
     "name",
     ["h264-bframes.mp4", "h264-ntsc.mp4", "mpeg2.ts", "mpeg2.vob", "mpeg4-bframes.avi", "prores.mov", "dv.avi",

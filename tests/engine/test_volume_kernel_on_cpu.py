@@ -1,7 +1,7 @@
 """volume.cu's tiled kernel (``volume_tiled``), run on the CPU, against the float64 reference.
 
-CI has no GPU, so the kernel is compiled here as C++ with ``cuda_on_cpu.h`` (one std::thread
-per CUDA thread, a barrier per block), its warp shuffles emulated through a per-block buffer
+CI has no GPU, so the kernel is compiled here as C++ with ``cuda_on_cpu.h`` (one fiber per
+CUDA thread, a barrier per block), its warp shuffles emulated through a per-block buffer
 between two barriers, and run on small volumes with the tile ``tiled_layout`` picks: partial
 tiles on every side, several blocks per axis, every option. The output starts as NaN, so an
 unwritten voxel fails. tests/engine/test_volume.py runs the same kernel on the GPU.
@@ -35,7 +35,7 @@ H100_SHARED_BYTES = 232448  # per block, opt-in
 pytestmark = pytest.mark.skipif(COMPILER is None, reason="needs g++ (C++20) to run the CUDA kernel on the CPU")
 
 SHUFFLES = """
-thread_local float* emulated_shuffle_slots;
+float* emulated_shuffle_slots;
 // A warp shuffle: every thread of the block writes its value, then reads its source lane's.
 inline float emulated_shuffle(float value, int source_lane) {
     emulated_block_barrier->arrive_and_wait();  // the last shuffle's reads are done
@@ -83,27 +83,22 @@ def run_tiled_on_cpu(
         for (int gy = 0; gy < {grid[1]}; ++gy)
             for (int gx = 0; gx < {grid[0]}; ++gx) {{
                 std::vector<float> shared({tile.shared_bytes // 4}, std::nanf("")), slots({threads});
-                std::barrier<> barrier({threads});
-                std::vector<std::thread> block;
-                for (int t = 0; t < {threads}; ++t)
-                    block.emplace_back([&, t] {{
-                        threadIdx = {{t, 0, 0}};
-                        blockIdx = {{gx, gy, gz}};
-                        blockDim = {{{threads}, 1, 1}};
-                        emulated_shared_memory = shared.data();
-                        emulated_block_barrier = &barrier;
-                        emulated_shuffle_slots = slots.data();
-                        {tiled_kernel_name(params, channels, tile)}(padded.data(), out.data(), {planes}, {rows},
-                            {columns}, {first_column}, {first_plane % tile.planes},
-                            {float(tiled_root(params, channels))!r}f);
-                        barrier.arrive_and_drop();
-                    }});
-                for (auto& thread : block) thread.join();
+                blockIdx = {{gx, gy, gz}};
+                blockDim = {{{threads}, 1, 1}};
+                emulated_shared_memory = shared.data();
+                emulated_block_barrier = &block;
+                emulated_shuffle_slots = slots.data();
+                block.run({threads}, [&] {{
+                    {tiled_kernel_name(params, channels, tile)}(padded.data(), out.data(), {planes}, {rows},
+                        {columns}, {first_column}, {first_plane % tile.planes},
+                        {float(tiled_root(params, channels))!r}f);
+                }});
             }}""")
     (folder / "main.cpp").write_text(f"""#include "{Path(__file__).with_name("cuda_on_cpu.h")}"
 #include "volume.inc"
 int main() {{
     std::vector<float> padded({padded.size}), out({data.size}, std::nanf(""));
+    EmulatedBlock block;
     FILE* file = fopen("padded.bin", "rb");
     if (fread(padded.data(), sizeof(float), padded.size(), file) != padded.size()) return 2;
     fclose(file);{"".join(launches)}

@@ -27,6 +27,7 @@ def test_a_stream_opened_from_the_window_is_shown_denoised_with_its_latency(wind
     sender = ["ffmpeg", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25"]
     with qtbot.waitSignal(stream.worker_thread.worker.finished, timeout=30_000):
         subprocess.run([*sender, "-t", str(SECONDS), "-f", "mpegts", f"udp://127.0.0.1:{port}"], check=True)
+    qtbot.waitUntil(lambda: stream.ended, timeout=5_000)  # the window's slot runs after the worker's signal, queued
     assert stream.ended and stream.status.frames > 0.5 * SECONDS * 25
     assert stream.image.image is not None and stream.image.image.shape == (120, 160, 3)
     text = stream.readout.text()
