@@ -78,12 +78,8 @@ def render_passes(
     """
     clip = previewer.clip(noise)
     given = clip[index]  # decoded (or made noisy) once
-    before = to_float32(np.asarray(given))
-    height, width = before.shape[:2]
-    frame_box = (0, 0, width, height)
-    shown = frame_box if shown is None else _inside(shown, width, height)
+    before, after, frame_box, shown = _still(given, shown)
     started = time.perf_counter()
-    after = np.asarray(given) if given.dtype == np.uint8 else from_float32(before, np.dtype(np.uint8))
     template = Preview(index, after, after, None, None, QUICK_NOTE, 0.0, "-", "-", stage=BEFORE)
     denoiser = previewer.filter_for(params, luma_chroma)
     if denoiser.backend != "cpu":  # milliseconds a frame, from the frames kept on the GPU: no passes
@@ -150,19 +146,24 @@ def quick_preview(
         Stage ``QUICK``, the shown region filtered at half size and the rest the input, no PSNR;
         None where the filter has no cheaper pass or the region is too small to halve.
     """
-    given = previewer.clip(noise)[index]
-    before = to_float32(np.asarray(given))
-    height, width = before.shape[:2]
-    shown = (0, 0, width, height) if shown is None else _inside(shown, width, height)
+    before, unfiltered, _, shown = _still(previewer.clip(noise)[index], shown)
     started = time.perf_counter()
     quick = _quick(previewer, before, shown, params, luma_chroma)
     if quick is None:
         return None
-    unfiltered = np.asarray(given) if given.dtype == np.uint8 else from_float32(before, np.dtype(np.uint8))
     after = unfiltered.copy()
     _put(after, shown, quick)
     template = Preview(index, unfiltered, after, None, None, QUICK_NOTE, 0.0, "-", "-", stage=BEFORE)
     return _partial(template, after, QUICK, started, _quick_filter(previewer, params, luma_chroma))
+
+
+def _still(given: np.ndarray, shown: Box | None) -> tuple[np.ndarray, np.ndarray, Box, Box]:
+    """Return a still's frame as float32 and as uint8, the whole frame's box, and ``shown`` cut to it."""
+    before = to_float32(np.asarray(given))
+    height, width = before.shape[:2]
+    frame_box = (0, 0, width, height)
+    unfiltered = np.asarray(given) if given.dtype == np.uint8 else from_float32(before, np.dtype(np.uint8))
+    return before, unfiltered, frame_box, frame_box if shown is None else _inside(shown, width, height)
 
 
 def _quick(
