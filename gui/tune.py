@@ -1,6 +1,7 @@
 """Filter > Tune for N fps: the engine's ``tune_for_fps`` on a worker of its own, with a progress dialog.
 
-The window asks for the rate (the clip's by default) and hands the clip and its filter's patch radius,
+The window asks for the rate (the clip's by default) and what must reach it (the export, or playback:
+decoded and filtered, nothing encoded) and hands the clip and its filter's patch radius,
 weighting and centre weight to ``FpsTuner.start``; the tune times and scores windows off the GUI thread
 (``worker.Worker``'s thread model), shows its progress in a dialog whose Cancel stops it, and ``tuned``
 carries the result for the window to apply to its sliders.
@@ -14,7 +15,15 @@ from pathlib import Path
 from typing import ClassVar
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QInputDialog, QProgressDialog, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QProgressDialog,
+    QWidget,
+)
 
 from nlmeans_studio.engine import (
     BackendUnavailableError,
@@ -28,6 +37,10 @@ from nlmeans_studio.engine import (
 from .worker import Worker, WorkerThread
 
 FPS_RANGE = (0.1, 10000.0)  # frames a second the dialog takes
+# What must reach the rate, as the dialog names it: an export (its encoder included) or playback
+# (decoded and filtered, as the window plays the clip and a live feed is shown; on a GPU at 1080p
+# the encoder held every window's export at 26-38 fps, 2026-11-27).
+TIMINGS = {"The export (decoded, filtered, encoded)": False, "Playback (decoded and filtered)": True}
 
 
 @dataclass(frozen=True)
@@ -38,6 +51,7 @@ class TuneRequest:
     fps: float
     window: NLMParams
     backend: str
+    playback: bool = False  # timed as playback (nothing encoded), else as the export
 
 
 class TuneWorker(Worker):
@@ -57,6 +71,7 @@ class TuneWorker(Worker):
                 request.fps,
                 backend=request.backend,
                 window=request.window,
+                codec=None if request.playback else "h264",
                 progress=lambda done, total: self.progressed.emit(number, done, total),
                 cancel=self.cancel_event(number),
             )
@@ -69,6 +84,29 @@ class TuneWorker(Worker):
             self.failed.emit(number, f"Tuning failed: {type(error).__name__}: {error}")
         else:
             self.tuned.emit(number, result)
+
+
+class RateDialog(QDialog):
+    """The rate to tune for, in frames a second, and what must reach it (``TIMINGS``)."""
+
+    def __init__(self, parent: QWidget, clip_rate: float) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Tune for a frame rate")
+        self.rate = QDoubleSpinBox(self)
+        self.rate.setRange(*FPS_RANGE)
+        self.rate.setDecimals(3)
+        self.rate.setValue(clip_rate)
+        self.rate.setSuffix(" fps")
+        self.rate.setToolTip("Frames a second on this machine; the clip's own rate plays in real time")
+        self.timing = QComboBox(self)
+        self.timing.addItems(list(TIMINGS))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form = QFormLayout(self)
+        form.addRow("Rate:", self.rate)
+        form.addRow("Must reach it:", self.timing)
+        form.addRow(buttons)
 
 
 class FpsTuner(QObject):
@@ -97,18 +135,10 @@ class FpsTuner(QObject):
         """Whether a tune runs."""
         return self.progress is not None
 
-    def ask_fps(self, clip_rate: float) -> float | None:
-        """The rate a person asks for in a dialog, the clip's by default; None where they cancel."""
-        dialog = QInputDialog(self._parent)
-        dialog.setWindowTitle("Tune for a frame rate")
-        dialog.setLabelText(
-            "Frames a second the export must reach on this machine (the clip's own rate plays in real time):"
-        )
-        dialog.setInputMode(QInputDialog.InputMode.DoubleInput)
-        dialog.setDoubleRange(*FPS_RANGE)
-        dialog.setDoubleDecimals(3)
-        dialog.setDoubleValue(clip_rate)
-        return dialog.doubleValue() if dialog.exec() else None
+    def ask_fps(self, clip_rate: float) -> tuple[float, bool] | None:
+        """The rate a person asks for (the clip's by default) and whether playback must reach it; None: cancelled."""
+        dialog = RateDialog(self._parent, clip_rate)
+        return (dialog.rate.value(), TIMINGS[dialog.timing.currentText()]) if dialog.exec() else None
 
     def start(self, request: TuneRequest) -> None:
         """Run ``request`` in the background, its progress in a dialog whose Cancel stops it."""

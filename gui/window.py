@@ -607,15 +607,17 @@ class MainWindow(QMainWindow):
 
     def tune_for_fps(self) -> None:
         """Ask for a frame rate (the clip's by default) and tune the window for it in the background:
-        each search window timed exporting this clip here, the best-estimated one that reaches the rate
-        applied to the sliders when it is found."""
+        each search window timed exporting or playing this clip here (as asked), the best-estimated one
+        that reaches the rate applied to the sliders when it is found."""
         if self.path is None or self.info is None:
             return self.show_error("Open a clip first.")
         if self.tuner.running:
             return self.show_error("A tune is running: wait for it, or cancel it, first.")
-        fps = self.tuner.ask_fps(float(self.info.frame_rate))
-        if fps is not None:
-            self.tuner.start(TuneRequest(self.path, fps, self.current_params(), self.parameters.backend_name()))
+        asked = self.tuner.ask_fps(float(self.info.frame_rate))
+        if asked is not None:
+            fps, playback = asked
+            backend = self.parameters.backend_name()
+            self.tuner.start(TuneRequest(self.path, fps, self.current_params(), backend, playback))
 
     def apply_tuned(self, result: TuneResult) -> None:
         """Show the tune's choice: its radii and frames, and its strengths (the two of the luma/chroma mode
@@ -629,7 +631,7 @@ class MainWindow(QMainWindow):
         self.parameters.set_params(params)
         self.parameters.set_luma_chroma_mode(None if choice.luma_chroma is None else choice.luma_chroma[:2])
         self.statusBar().showMessage(
-            f"Tuned for {result.target_fps:g} fps: {chosen.describe()} exports at {chosen.fps:.1f} fps here, "
+            f"Tuned for {result.target_fps:g} fps: {chosen.describe()} runs at {chosen.fps:.1f} fps here, "
             f"estimated {chosen.estimated_psnr:.1f} dB ({len(result.candidates)} windows timed)",
             30000,
         )

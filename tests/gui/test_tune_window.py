@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QApplication, QInputDialog, QPushButton
+from PySide6.QtWidgets import QApplication, QPushButton
 from window_driver import clip_frames, opened, settle, write_clip
 
 from nlmeans_studio.engine.video import tune
+from nlmeans_studio.gui.tune import RateDialog
 
 TUNE_MS = 120000  # a few windows timed and scored on 2 shared cores
 
@@ -30,18 +31,23 @@ def small_grid(monkeypatch):
     monkeypatch.setattr(tune, "TIMED_FRAMES", 8)
 
 
-def answer_rate(fps: float) -> list[float]:
-    """Type ``fps`` into the rate dialog the action opens and press OK; the list gets the rate it proposed."""
+def answer_rate(qtbot, fps: float, playback: bool = False) -> list[float]:
+    """Type ``fps`` into the rate dialog the action opens, choose what must reach it, and click OK; the
+    list gets the rate it proposed."""
     proposed: list[float] = []
 
     def answer() -> None:
         dialog = QApplication.activeModalWidget()
-        if not isinstance(dialog, QInputDialog):
+        if not isinstance(dialog, RateDialog):
             QTimer.singleShot(20, answer)
             return
-        proposed.append(dialog.doubleValue())
-        dialog.setDoubleValue(fps)
-        dialog.accept()
+        proposed.append(dialog.rate.value())
+        dialog.rate.lineEdit().selectAll()
+        qtbot.keyClicks(dialog.rate, f"{fps:g}")
+        if playback:  # the second choice, as a person picks it from the list with the keyboard
+            qtbot.keyClick(dialog.timing, Qt.Key.Key_Down)
+        ok = next(b for b in dialog.findChildren(QPushButton) if b.text().replace("&", "") == "OK")
+        qtbot.mouseClick(ok, Qt.MouseButton.LeftButton)
 
     QTimer.singleShot(0, answer)
     return proposed
@@ -53,7 +59,7 @@ def test_tuning_applies_the_chosen_window_to_the_sliders(qtbot, window, noisy_cl
     window.parameters.frames_past.setValue(3)
     results = []
     window.tuner.tuned.connect(results.append)
-    proposed = answer_rate(5)
+    proposed = answer_rate(qtbot, 5)
     window.tune_action.trigger()
     assert proposed == [25.0]  # the clip's own rate
     assert window.tuner.progress is not None and window.tuner.progress.isVisible()  # the GUI thread is free meanwhile
@@ -74,15 +80,32 @@ def test_tuning_applies_the_chosen_window_to_the_sliders(qtbot, window, noisy_cl
     settle(qtbot, window)  # the preview follows the new sliders
 
 
+def test_playback_asked_for_times_the_windows_without_exporting(qtbot, window, noisy_clip, monkeypatch) -> None:
+    def no_export(*args, **kwargs):
+        raise AssertionError("playback timed an export")
+
+    monkeypatch.setattr(tune, "denoise_file", no_export)
+    opened(qtbot, window, noisy_clip)
+    results = []
+    window.tuner.tuned.connect(results.append)
+    answer_rate(qtbot, 5, playback=True)
+    window.tune_action.trigger()
+    qtbot.waitUntil(lambda: not window.tuner.running, timeout=TUNE_MS)
+    assert "Tuning failed" not in window.banner.text()
+    [result] = results
+    assert result.target_fps == 5 and result.chosen.fps >= 5
+    assert window.statusBar().currentMessage().startswith("Tuned for 5 fps: A ")
+
+
 def test_a_rate_no_window_reaches_and_cancelling_are_said_in_the_banner(qtbot, window, noisy_clip) -> None:
     opened(qtbot, window, noisy_clip)
     before = window.current_params()
-    answer_rate(10000)
+    answer_rate(qtbot, 10000)
     window.tune_action.trigger()
     qtbot.waitUntil(lambda: not window.tuner.running, timeout=TUNE_MS)
     assert window.banner.text().startswith("Tuning failed: no window exports 96x64 at 10000 fps on the cpu here")
     assert "a smaller frame size" in window.banner.text()
-    answer_rate(1)
+    answer_rate(qtbot, 1)
     window.tune_action.trigger()
     cancel = next(b for b in window.tuner.progress.findChildren(QPushButton) if b.text() == "Cancel")
     qtbot.mouseClick(cancel, Qt.MouseButton.LeftButton)
