@@ -219,9 +219,11 @@ def _client(address: str):
 
 
 def test_a_worker_killed_midway_leaves_the_batch_complete_and_the_same(tmp_path, started_processes) -> None:
-    """One clip long enough (600 frames) that its worker is still at it when found and killed: the
-    small clips of the other tests were all done, and the cluster gone, before a client connected
-    (300 frames were too few with the suite on every core)."""
+    """One clip long enough (600 frames, a window of 405 offsets a pixel: seconds of work) that its
+    worker is still at it when found and killed: the small clips and window of the other tests were
+    all done, and the cluster gone, before a client connected (300 and then 600 frames at A 1 were
+    too few, the second once the suite ran faster)."""
+    options = [*OPTIONS, "--search-radius", "4", "--frames-past", "2", "--frames-future", "2"]
     clip = tmp_path / "in" / "long.mkv"
     clip.parent.mkdir()
     subprocess.run(
@@ -230,9 +232,9 @@ def test_a_worker_killed_midway_leaves_the_batch_complete_and_the_same(tmp_path,
         check=True, timeout=60,
     )  # fmt: skip
     expected = tmp_path / "expected.mkv"
-    subprocess.run([*CLI, "denoise", str(clip), str(expected), *OPTIONS, "--quiet"], check=True, timeout=300)
+    subprocess.run([*CLI, "denoise", str(clip), str(expected), *options, "--quiet"], check=True, timeout=300)
     out = tmp_path / "out"
-    command = [*CLI, "batch", str(clip.parent), "--out", str(out), "--jobs", "2", *OPTIONS]
+    command = [*CLI, "batch", str(clip.parent), "--out", str(out), "--jobs", "2", *options]
     batch = _start(started_processes, command, stderr=subprocess.PIPE, stdout=subprocess.PIPE)
     said, found = _read_until(batch, SCHEDULER_LINE.pattern)
     with _client(found[1]) as client:
