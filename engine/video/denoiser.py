@@ -149,7 +149,8 @@ class Denoiser:
             No clip (None, text) or one of no frame; frames of different shapes, too small for the
             radii, of an unsupported dtype, or float frames not on the 0..1 scale (values averaging
             outside -1..2: 0..255 values, say); uint16 frames beyond ``bit_depth``, or all within 12
-            bits without one; a guide of another length or frame shape than the clip.
+            bits without one; a guide of another length or frame shape than the clip; an output
+            ``dtype`` other than the three.
         """
         if clip is None or isinstance(clip, (str, bytes)) or not hasattr(clip, "__len__"):
             raise ValueError(f"clip must be an array of frames or a sequence of them, got {type(clip).__name__}")
