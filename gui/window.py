@@ -83,6 +83,11 @@ def timecode(index: int, frame_rate: Fraction) -> str:
     return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}:{frames:02d}"
 
 
+def _estimated(psnr: float | None) -> str:
+    """The tune's estimate in words: "estimated 31.2 dB", or that SURE read no error on this clip."""
+    return "SURE read no error on this clip" if psnr is None else f"estimated {psnr:.1f} dB"
+
+
 class MainWindow(QMainWindow):
     """NLMeans Studio's window. ``settings`` defaults to the user's QSettings."""
 
@@ -632,7 +637,7 @@ class MainWindow(QMainWindow):
         self.parameters.set_luma_chroma_mode(None if choice.luma_chroma is None else choice.luma_chroma[:2])
         self.statusBar().showMessage(
             f"Tuned for {result.target_fps:g} fps: {chosen.describe()} runs at {chosen.fps:.1f} fps here, "
-            f"estimated {chosen.estimated_psnr:.1f} dB ({len(result.candidates)} windows timed)",
+            f"{_estimated(chosen.estimated_psnr)} ({len(result.candidates)} windows timed)",
             30000,
         )
 

@@ -227,7 +227,7 @@ def score_grid(
             row = {
                 "window": window,
                 "fps": rate,
-                "sure": scored.estimated_psnr,
+                "sure": math.nan if scored.estimated_psnr is None else scored.estimated_psnr,  # SURE read no error
                 "choice": scored.choice,
                 "true": true_psnr(scored.choice, clean, noisy, backend),
                 "best": max(truths),

@@ -58,15 +58,25 @@ def _report(result: TuneResult, args: argparse.Namespace) -> None:
     print("candidate | fps | estimated PSNR dB | strengths | chosen")
     for candidate in result.candidates:
         psnr = "-" if candidate.estimated_psnr is None else f"{candidate.estimated_psnr:.2f}"
+        if candidate.estimated_mse is not None and candidate.estimated_psnr is None:
+            psnr = "no error read"
         strengths = "-" if candidate.choice is None else _strengths(candidate)
         chosen = "yes" if candidate is result.chosen else ""
         print(f"{candidate.describe()} | {candidate.fps:.1f} | {psnr} | {strengths} | {chosen}")
+    unread = sum(c.estimated_mse is not None and c.estimated_psnr is None for c in result.candidates)
+    if unread:
+        print(
+            f"# SURE read no error (0 or less) for {unread} windows: its noise model does not hold on this clip "
+            "(compressed or correlated noise); the windows are ranked by its error all the same"
+        )
     if result.pruned:
         print(f"# {result.pruned} larger windows not timed: each searches all a slower one does")
     if result.warning:
         print(f"warning: {result.warning}", file=sys.stderr)
     if result.chosen is not None:
-        print(f"denoise with it: nlmeans-studio denoise {args.input} OUTPUT {' '.join(options(result.chosen))}")
+        codec = [] if args.playback or args.codec == "h264" else [f"--codec {args.codec}"]  # as timed
+        chosen = " ".join([*options(result.chosen), *codec])
+        print(f"denoise with it: nlmeans-studio denoise {args.input} OUTPUT {chosen}")
 
 
 def _timed(args: argparse.Namespace) -> str:
@@ -114,6 +124,7 @@ def as_json(result: TuneResult) -> dict:
             "patch_radius": window.patch_radius,
             "fps": round(candidate.fps, 2),
             "estimated_psnr": None if candidate.estimated_psnr is None else round(candidate.estimated_psnr, 3),
+            "estimated_mse": candidate.estimated_mse,
             "h": None if choice is None or choice.luma_chroma is not None else round(choice.params.h, 3),
             "luma_chroma": None if choice is None or choice.luma_chroma is None else _rounded(choice.luma_chroma),
             "chosen": candidate is result.chosen,

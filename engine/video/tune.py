@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..backend import gpu_unavailable_reason
 from ..frames import to_float32
 from ..media.reader import VideoReader
 from .default_filter import AUTO, SURE_CROP, SURE_FRAMES, FilterChoice, _centre, choose_filter, sure_applies
@@ -62,15 +63,23 @@ class TuneCandidate:
     choice : FilterChoice or None
         The filter chosen for the window (its strengths by SURE where the noise is white); None
         where the window is slower than the target (not scored).
-    estimated_psnr : float or None
-        PSNR in dB the filter is estimated to give, from SURE's mean squared error; None where not
-        scored.
+    estimated_mse : float or None
+        SURE's mean squared error of the filter (full scale squared); None where not scored. It
+        reads 0 or less where SURE's noise model fails (compressed noise: the encoder smoothed
+        some of it away); the windows are ranked by it all the same.
     """
 
     window: NLMParams
     fps: float
     choice: FilterChoice | None = None
-    estimated_psnr: float | None = None
+    estimated_mse: float | None = None
+
+    @property
+    def estimated_psnr(self) -> float | None:
+        """PSNR in dB from ``estimated_mse``; None where not scored or SURE read no error (0 or less)."""
+        if self.estimated_mse is None or self.estimated_mse <= 0:
+            return None
+        return -10 * math.log10(self.estimated_mse)
 
     def describe(self) -> str:
         """Return the window in the paper's symbols, e.g. "A 3, Dp 1, Df 1, B 4"."""
@@ -98,6 +107,8 @@ class TuneResult:
         Where the exports ran.
     warning : str or None
         Why the estimates may rank the windows poorly (noise SURE does not model).
+    played : bool
+        The windows were timed as playback (``codec`` None), not as exports.
     """
 
     target_fps: float
@@ -109,6 +120,7 @@ class TuneResult:
     backend: str
     device_name: str
     warning: str | None = None
+    played: bool = False  # the windows timed as playback (decoded and filtered), not as exports
 
     @property
     def fastest(self) -> TuneCandidate:
@@ -128,10 +140,11 @@ class TargetNotReachedError(ValueError):
     def __init__(self, result: TuneResult) -> None:
         fastest = result.fastest
         way_out = "a smaller frame size (scale the clip down first)"
-        if result.backend == "cpu":
+        if result.backend == "cpu" and gpu_unavailable_reason() is None:
             way_out += ", or the GPU backend (--backend gpu)"
+        runs = "plays" if result.played else "exports"
         super().__init__(
-            f"no window exports {result.width}x{result.height} at {result.target_fps:g} fps on the "
+            f"no window {runs} {result.width}x{result.height} at {result.target_fps:g} fps on the "
             f"{result.backend} here: the fastest, {fastest.describe()}, ran at {fastest.fps:.1f} fps; "
             f"ask for {math.floor(fastest.fps * 10) / 10:g} fps or less, or use {way_out}"
         )
@@ -274,6 +287,7 @@ def tune_for_fps(
             backend_name,
             device_name,
             None if sure_applies(estimate) else _NOT_WHITE,
+            played=codec is None,
         )
     if result.chosen is None:
         raise TargetNotReachedError(result)
@@ -396,10 +410,10 @@ def _scored(
     risks = [
         sure_mse(denoiser, frames, window.frames_past + k, estimate.covariance, seed=k) for k in range(SURE_FRAMES)
     ]
-    mse = max(float(np.mean(risks)), 1e-12)  # SURE scatters; a tiny crop of a clean clip may read <= 0
-    return TuneCandidate(choice.params, rate, choice, -10 * math.log10(mse))
+    return TuneCandidate(choice.params, rate, choice, float(np.mean(risks)))
 
 
 def _best(candidates: list[TuneCandidate]) -> TuneCandidate | None:
-    scored = [candidate for candidate in candidates if candidate.estimated_psnr is not None]
-    return max(scored, key=lambda candidate: candidate.estimated_psnr, default=None)
+    """Return the scored candidate of least SURE error, its sign kept (it reads 0 or less on compressed noise)."""
+    scored = [candidate for candidate in candidates if candidate.estimated_mse is not None]
+    return min(scored, key=lambda candidate: candidate.estimated_mse, default=None)

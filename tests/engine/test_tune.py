@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from nlmeans_studio.engine import NLMParams, TargetNotReachedError, matrix_for, psnr, tune_for_fps
+from nlmeans_studio.engine.backend import gpu_unavailable_reason
 from nlmeans_studio.engine.cli import main
 from nlmeans_studio.engine.media.reader import VideoReader
 from nlmeans_studio.engine.video import tune
@@ -178,7 +179,31 @@ def test_playback_times_the_windows_without_an_encoder(gratings, monkeypatch, ca
     assert "target 25 fps; playback (decoded and filtered) on the cpu" in out
     assert out.count("| yes") == 1 and "denoise with it: nlmeans-studio denoise" in out
     result = tune_for_fps(gratings, 25, backend="cpu", codec=None)
-    assert result.chosen is not None and result.chosen.fps >= 25
+    assert result.chosen is not None and result.chosen.fps >= 25 and result.played
+    with pytest.raises(TargetNotReachedError, match=r"^no window plays 64x48 at 1e"):
+        tune_for_fps(gratings, 1e6, backend="cpu", codec=None)
+
+
+def test_windows_where_sure_reads_no_error_are_still_ranked_by_it(gratings, monkeypatch, capsys) -> None:
+    """On an H.264 clip SURE read 0 or less for most windows (its white-noise model fails); they
+    showed 120 dB each and the first, smallest, won every tune. Now the least error wins and the
+    table says SURE read none."""
+    monkeypatch.setattr(tune, "COARSE_SEARCH_RADII", (1, 3))
+    monkeypatch.setattr(tune, "TEMPORAL", ((0, 0),))
+    monkeypatch.setattr(tune, "TIMED_FRAMES", TIMED_FRAMES)
+
+    def no_error(denoiser, frames, index, covariance, seed) -> float:
+        return -float(getattr(denoiser, "luma", denoiser).params.search_radius)  # less the larger the window, <= 0
+
+    monkeypatch.setattr(tune, "sure_mse", no_error)
+    assert main(["tune", str(gratings), "--fps", "1", "--backend", "cpu", "--codec", "ffv1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    largest = max(row["search_radius"] for row in report["candidates"] if row["estimated_mse"] is not None)
+    assert report["chosen"]["search_radius"] == largest > 1 and report["chosen"]["estimated_psnr"] is None
+    assert main(["tune", str(gratings), "--fps", "1", "--backend", "cpu", "--codec", "ffv1"]) == 0
+    out = capsys.readouterr().out
+    assert "no error read" in out and "# SURE read no error (0 or less) for" in out and "120.00" not in out
+    assert out.rstrip().endswith("--codec ffv1")  # the command printed writes what was timed
 
 
 def test_a_rate_no_window_reaches_is_said_in_one_line(gratings, small_grid, capsys) -> None:
@@ -188,7 +213,8 @@ def test_a_rate_no_window_reaches_is_said_in_one_line(gratings, small_grid, caps
     assert error.startswith(
         "nlmeans-studio: error: no window exports 64x48 at 1e+06 fps on the cpu here: the fastest, A 1"
     )
-    assert "a smaller frame size" in error and "--backend gpu" in error and "Traceback" not in captured.err
+    assert "a smaller frame size" in error and "Traceback" not in captured.err
+    assert ("--backend gpu" in error) == (gpu_unavailable_reason() is None)  # only where a GPU could run it
     assert "candidate | fps | estimated PSNR dB" in captured.out  # the table of what was timed comes first
     with pytest.raises(TargetNotReachedError, match=r"ask for [\d.]+ fps or less"):
         tune_for_fps(gratings, 1e6, backend="cpu", codec="ffv1")
