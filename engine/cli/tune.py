@@ -58,12 +58,11 @@ def _report(result: TuneResult, args: argparse.Namespace) -> None:
     print("candidate | fps | estimated PSNR dB | strengths | chosen")
     for candidate in result.candidates:
         psnr = "-" if candidate.estimated_psnr is None else f"{candidate.estimated_psnr:.2f}"
-        if candidate.estimated_mse is not None and candidate.estimated_psnr is None:
-            psnr = "no error read"
+        psnr = "no error read" if candidate.read_no_error else psnr
         strengths = "-" if candidate.choice is None else _strengths(candidate)
         chosen = "yes" if candidate is result.chosen else ""
         print(f"{candidate.describe()} | {candidate.fps:.1f} | {psnr} | {strengths} | {chosen}")
-    unread = sum(c.estimated_mse is not None and c.estimated_psnr is None for c in result.candidates)
+    unread = sum(candidate.read_no_error for candidate in result.candidates)
     if unread:
         print(
             f"# SURE read no error (0 or less) for {unread} windows: its noise model does not hold on this clip "

@@ -91,7 +91,7 @@ def render_passes(
         quick = _quick(previewer, before, shown, params, luma_chroma)
         if quick is not None:
             after = after.copy()
-            _put(after, shown, quick)
+            _put(after, shown, quick[0])
             yield _partial(template, after, QUICK, started, denoiser)
         window = window_indices(index, len(clip), params)
         frames = {position: given if position == index else clip[position] for position in window}
@@ -151,10 +151,11 @@ def quick_preview(
     quick = _quick(previewer, before, shown, params, luma_chroma)
     if quick is None:
         return None
+    pixels, denoiser = quick
     after = unfiltered.copy()
-    _put(after, shown, quick)
+    _put(after, shown, pixels)
     template = Preview(index, unfiltered, after, None, None, QUICK_NOTE, 0.0, "-", "-", stage=BEFORE)
-    return _partial(template, after, QUICK, started, _quick_filter(previewer, params, luma_chroma))
+    return _partial(template, after, QUICK, started, denoiser)
 
 
 def _still(given: np.ndarray, shown: Box | None) -> tuple[np.ndarray, np.ndarray, Box, Box]:
@@ -168,12 +169,16 @@ def _still(given: np.ndarray, shown: Box | None) -> tuple[np.ndarray, np.ndarray
 
 def _quick(
     previewer: Previewer, before: np.ndarray, shown: Box, params: NLMParams, luma_chroma: LumaChroma | None
-) -> np.ndarray | None:
-    """Return the quick pass of ``shown`` (uint8), or None where the filter has none or the box is too small."""
+) -> tuple[np.ndarray, FrameDenoiser] | None:
+    """Return the quick pass of ``shown`` (uint8) and the filter that ran it, or None.
+
+    None where the filter has no cheaper pass or the box is too small to halve.
+    """
     quick = _quick_params(params, luma_chroma)
     if quick is None or not _halvable(shown, quick[0]):
         return None
-    return _quick_pass(_quick_filter(previewer, *quick), before, shown)
+    denoiser = _quick_filter(previewer, *quick)
+    return _quick_pass(denoiser, before, shown), denoiser
 
 
 def _inside(box: Box, width: int, height: int) -> Box:

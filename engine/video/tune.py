@@ -75,6 +75,11 @@ class TuneCandidate:
     estimated_mse: float | None = None
 
     @property
+    def read_no_error(self) -> bool:
+        """Whether the candidate was scored and SURE read 0 or less for it (its PSNR is then None)."""
+        return self.estimated_mse is not None and self.estimated_mse <= 0
+
+    @property
     def estimated_psnr(self) -> float | None:
         """PSNR in dB from ``estimated_mse``; None where not scored or SURE read no error (0 or less)."""
         if self.estimated_mse is None or self.estimated_mse <= 0:
@@ -341,7 +346,7 @@ def _playback_rate(
 ) -> tuple[float, str, str]:
     """Frames a second ``choice`` plays ``frames`` at (decoded and filtered), after the first; backend, device.
 
-    The fastest of TIMED_RUNS runs, as ``_export_rate``.
+    The fastest of TIMED_RUNS runs (a run is short: no encoder).
     """
     denoiser = choice.denoiser(backend)
     rates: list[float] = []
