@@ -41,6 +41,7 @@ from .noise_estimate import (
     CORRELATED_RATIO,
     LOW_CONFIDENCE,
     MIN_REGION,
+    MORE_NOISE_PLACES,
     NOISE_PLACES,
     REGION_CLIPPED_FRACTION,
     REGION_TILE,
@@ -131,8 +132,11 @@ def estimate_noise_over(
     NOISE_PLACES pairs of consecutive frames spread over them, each estimated alone
     (``estimate_noise``), and the estimate of median average sigma, so that one odd scene (a fade, a
     title) does not decide; pairs that look clean where another pair shows noise are left out (an
-    encoder's copied frames: MPEG-2 at qscale 5 read 0.05 levels for 5.8 on two pairs of three).
-    Fewer than 2 NOISE_PLACES frames, whose pairs would overlap, are measured together.
+    encoder's copied frames: MPEG-2 at qscale 5 read 0.05 levels for 5.8 on two pairs of three), and
+    so are pairs read with low confidence where another pair reads the noise with confidence. Where
+    none does (a picture mostly clipped: saturated colour bars), MORE_NOISE_PLACES pairs in all are
+    looked at: a test pattern read 1.7 times its noise on its bars and right where a grey box
+    passed. Fewer than 2 NOISE_PLACES frames, whose pairs would overlap, are measured together.
 
     Parameters
     ----------
@@ -158,15 +162,28 @@ def estimate_noise_over(
     """
     if last - first < 2 * NOISE_PLACES:  # the pairs would overlap: the few frames measured together
         return first, _estimate(np.stack([frame(i) for i in range(first, last)]), roi, bit_depth)
-    places = sorted({round(p) for p in np.linspace(first, max(first, last - 2), NOISE_PLACES)})
-    estimates = [
-        _estimate(np.stack([frame(i) for i in range(place, min(place + 2, last))]), roi, bit_depth) for place in places
-    ]
-    # A pair that sees no noise where another does shows frames an encoder copied (MPEG-2's P
-    # and B frames keep the I frame's noise: no change between them) or a fade: not the noise.
-    seen = [i for i in range(len(places)) if estimates[i].average_sigma >= CLEAN_SIGMA] or list(range(len(places)))
-    median = sorted(seen, key=lambda i: estimates[i].average_sigma)[len(seen) // 2]
-    return places[median], estimates[median]
+    estimates: dict[int, NoiseEstimate] = {}
+    for count in (NOISE_PLACES, MORE_NOISE_PLACES):
+        for place in sorted({round(p) for p in np.linspace(first, max(first, last - 2), count)}):
+            if place not in estimates:
+                pair = np.stack([frame(i) for i in range(place, min(place + 2, last))])
+                estimates[place] = _estimate(pair, roi, bit_depth)
+        if any(estimate.confidence >= LOW_CONFIDENCE for estimate in estimates.values()):
+            break
+    return _median_pair(estimates)
+
+
+def _median_pair(estimates: dict[int, NoiseEstimate]) -> tuple[int, NoiseEstimate]:
+    """Return the place and estimate of median average sigma among the pairs that tell most.
+
+    A pair that sees no noise where another does shows frames an encoder copied (MPEG-2's P and B
+    frames keep the I frame's noise: no change between them) or a fade: not the noise. Of the rest,
+    those read with confidence, where there are any.
+    """
+    places = [p for p, e in estimates.items() if e.average_sigma >= CLEAN_SIGMA] or list(estimates)
+    places = [p for p in places if estimates[p].confidence >= LOW_CONFIDENCE] or places
+    median = sorted(places, key=lambda p: estimates[p].average_sigma)[len(places) // 2]
+    return median, estimates[median]
 
 
 def _estimate(frames: np.ndarray, roi: tuple[int, int, int, int] | None, bit_depth: int | None) -> NoiseEstimate:

@@ -17,6 +17,8 @@ from ..frames import checked_frame, to_float32
 
 BLOCK = 16  # pixels on a side of the blocks automatic mode chooses among
 NOISE_PLACES = 3  # places in a clip (pairs of frames) the noise is estimated at
+# Where none of them reads the noise with confidence, this many places in all are looked at.
+MORE_NOISE_PLACES = 9
 MIN_REGION = 16  # pixels on a side of the smallest region an estimate is made from
 REGION_TILE = 8  # pixels on a side of the tiles a region's frame-to-frame change is read in
 # A tile of a region repeats the previous frame (a repeated frame, a block the encoder held) where
@@ -48,6 +50,9 @@ CLIPPED_FRACTION = 0.005
 # 25 on the held-out Hubble deep field: 9.9 and 22.3), not the picture's fine texture 2.8 times
 # high (28.2), nor its truncated noise 26 % low, as the flat blocks' residuals did.
 DARK_CLIPPED_FRACTIONS = (0.05, 0.2)
+# An estimate read there is of low confidence (under LOW_CONFIDENCE): the few blocks left may all
+# be one changing object's, and a clip's estimate prefers pairs of frames read elsewhere.
+CLIPPED_CONFIDENCE = 0.4
 # A user's region is measured as it is; past this fraction of clipped samples its noise reads
 # more than 2 % low (a region whose mean is 2 sigma from the range's end), which the warning says.
 REGION_CLIPPED_FRACTION = 0.02
