@@ -97,7 +97,7 @@ class _PipelineRun:
         self.arrived = 0  # frames uploaded into the ring
         self.filtered = 0  # outputs filtered
         self.staging: collections.deque[concurrent.futures.Future] = collections.deque()
-        self.collecting: collections.deque[concurrent.futures.Future] = collections.deque()
+        self.collecting: collections.deque[int | concurrent.futures.Future] = collections.deque()
 
     def outputs(self) -> Iterator[np.ndarray]:
         """Yield the run's outputs.
@@ -119,7 +119,7 @@ class _PipelineRun:
             if (output := self.filter_next()) is not None:
                 yield output
         while self.collecting:
-            yield self.collecting.popleft().result()
+            yield self._collected(self.collecting.popleft())
 
     def read_ahead(self) -> None:
         """Keep STAGED_FRAMES - 1 frames being staged ahead of the one uploading."""
@@ -196,13 +196,19 @@ class _PipelineRun:
         buffers.device_out[slot].get(stream=download, out=buffers.pinned_out[slot], blocking=False)
         buffers.downloaded[slot].record(download)
         self.filtered += 1
-        self.collecting.append(self.pipeline._collector.submit(self.collect, index))
+        # A view is waited for here (its copy is done by the time it is yielded, OUTPUT_BUFFERS - 2
+        # outputs later: a hand-off to the helper thread would cost more); a new array is made there.
+        self.collecting.append(index if self.views else self.pipeline._collector.submit(self.collect, index))
         if len(self.collecting) >= OUTPUT_BUFFERS - 1:
-            return self.collecting.popleft().result()
+            return self._collected(self.collecting.popleft())
         return None
 
+    def _collected(self, output: int | concurrent.futures.Future) -> np.ndarray:
+        """Return the output a ``collecting`` entry stands for: a view's index, or a copy's future."""
+        return self.collect(output) if isinstance(output, int) else output.result()
+
     def collect(self, index: int) -> np.ndarray:
-        """Output ``index`` as a new host array, or its pinned buffer with ``views`` (on the second helper thread)."""
+        """Output ``index``: its pinned buffer with ``views``, else a new host array (on the helper thread)."""
         self.buffers.downloaded[index % OUTPUT_BUFFERS].synchronize()
         output = self.buffers.pinned_out[index % OUTPUT_BUFFERS]
         return output if self.views else output.copy()
