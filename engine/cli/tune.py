@@ -9,6 +9,7 @@ import sys
 from ..backend import resolve_backend
 from ..cpu.compiled import announce_compile
 from ..media.ffmpeg import show_ffmpeg_messages
+from ..media.writer import check_encoder
 from ..video.filters import cpu_filter_compiles
 from ..video.tune import TargetNotReachedError, TuneCandidate, TuneResult, tune_for_fps
 
@@ -22,6 +23,8 @@ def run_tune(args: argparse.Namespace) -> int:
         No window reaches --fps, after the table (or the JSON) of those timed is printed.
     """
     show_ffmpeg_messages(verbose=False)
+    if not args.playback:
+        check_encoder(args.codec)  # one this machine lacks (NVENC without an NVIDIA encoder): before any reading
     if not args.json:
         timed = "playing it" if args.playback else "exporting it"
         print(f"tuning {args.input} for {args.fps} fps: each window is timed {timed} here", file=sys.stderr)
