@@ -2,8 +2,8 @@
 
 Every mode but side by side is one pane. Side by side is two panes of the same size showing the
 same area of the frame: zoom and pan in either moves both. The left pane also draws the regions
-the noise estimate used (which can be hidden) and the rectangle for "Use this region", drawn
-with the mouse.
+the noise estimate used, over the frame they were found on only (they can be hidden), and the
+rectangle for "Use this region", drawn with the mouse.
 """
 
 from __future__ import annotations
@@ -123,7 +123,8 @@ class ComparisonView(pg.GraphicsLayoutWidget):
         self.main_view.addItem(self.divider)
         self.divider.sigPositionChanged.connect(self._draw_split)
         self.region_items: list[QGraphicsRectItem] = []
-        self.regions_visible = True
+        self.regions_visible = True  # the user's choice, for the boxes and the drawn rectangle
+        self.regions_on_frame = False  # whether the picture shown is the frame the boxes were found on
         self.roi: pg.RectROI | None = None
         self._before: np.ndarray | None = None
         self._after: np.ndarray | None = None
@@ -272,7 +273,7 @@ class ComparisonView(pg.GraphicsLayoutWidget):
 
     def show_regions(self, regions: list[tuple[int, int, int, int]]) -> None:
         """Outline the boxes (x, y, w, h) the noise estimate used (an even sample of at most
-        REGIONS_DRAWN of them), shown or not as ``set_regions_visible`` says."""
+        REGIONS_DRAWN of them), shown where ``set_regions_visible`` and ``set_regions_on_frame`` say."""
         for item in self.region_items:
             self.main_view.removeItem(item)
         self.region_items = []
@@ -282,15 +283,26 @@ class ComparisonView(pg.GraphicsLayoutWidget):
             item = QGraphicsRectItem(x, y, w, h)
             item.setPen(pen)
             item.setZValue(5)
-            item.setVisible(self.regions_visible)
             self.main_view.addItem(item)
             self.region_items.append(item)
+        self._show_region_items()
 
     def set_regions_visible(self, visible: bool) -> None:
         """Show or hide the estimate's boxes and the drawn rectangle."""
         self.regions_visible = visible
-        for item in [*self.region_items, *([self.roi] if self.roi is not None else [])]:
-            item.setVisible(visible)
+        if self.roi is not None:
+            self.roi.setVisible(visible)
+        self._show_region_items()
+
+    def set_regions_on_frame(self, on_frame: bool) -> None:
+        """Whether the picture shown is the frame the boxes were found on: elsewhere they outline
+        nothing of the picture, and are hidden."""
+        self.regions_on_frame = on_frame
+        self._show_region_items()
+
+    def _show_region_items(self) -> None:
+        for item in self.region_items:
+            item.setVisible(self.regions_visible and self.regions_on_frame)
 
     def start_drawing_region(self) -> None:
         """The next left drag on the (left) pane draws the region; panning resumes after it."""

@@ -103,6 +103,7 @@ class MainWindow(QMainWindow):
         self.frame_times = np.zeros(0)  # seconds from frame 0 of each frame of the clip
         self.preview: Preview | None = None  # the preview shown, of any pass
         self.timed: Preview | None = None  # the last exact one, whose time and device the readouts show
+        self._regions_frame: int | None = None  # the frame the noise estimate's boxes were found on
         self._busy_since: float | None = None
         self._requests = 0
         self._clip = 0  # the number of the open request whose clip is shown: requests are asked of it
@@ -262,6 +263,7 @@ class MainWindow(QMainWindow):
         index = self.frame_slider.value() if self._opening == self.path else 0
         self.path, self.info, self.frame_times = self._opening, info, frame_times
         self.noise_follower.new_clip(matrix_for(info.color.get("colorspace", 2), info.height))
+        self._regions_frame = None
         self.view.show_regions([])
         self.view.clear_roi()
         self.noise.allow_region(False)
@@ -423,17 +425,24 @@ class MainWindow(QMainWindow):
         if preview.stage == EXACT:
             self.timed = preview
         self.view.set_images(preview.before, preview.after, STAGE_NOTES[preview.stage])
+        self._tie_regions_to_frame()
         self.readouts.show_psnr(preview)
 
+    def _tie_regions_to_frame(self) -> None:
+        """The estimate's boxes show over the frame they were found on only."""
+        self.view.set_regions_on_frame(self.preview is not None and self.preview.index == self._regions_frame)
+
     def _estimated(self, number: int, first: int, estimate: NoiseEstimate, factor: float) -> None:
-        """The estimate arrived: its flat blocks are drawn (they were found on frame ``first``, as
-        the status bar says where that is another frame), h follows it."""
+        """The estimate arrived: its flat blocks are drawn over frame ``first``, where they were
+        found (the status bar says which where another frame is shown), h follows it."""
         if estimate.method != "region":
+            self._regions_frame = first
             self.view.show_regions(estimate.regions)
-            if self.frame_slider.value() not in (first, first + 1):
+            self._tie_regions_to_frame()
+            if self.frame_slider.value() != first:
                 self.statusBar().showMessage(
                     f"Noise measured over the clip, as denoise does; the boxes are its flat blocks on frame "
-                    f"{first + 1}.",
+                    f"{first + 1}, drawn over that frame.",
                     10000,
                 )
         self.readouts.show_sigma(estimate)

@@ -24,7 +24,7 @@ from ..media.pipe import PIPE, PipeReader
 from ..media.probe import VideoInfo
 from ..media.reader import VideoReader
 from ..media.still_image import is_still_image
-from ..media.writer import STANDARD_OUTPUT, check_output_path
+from ..media.writer import STANDARD_OUTPUT, check_encoder, check_output_path
 from ..memory import (
     require_cpu_room,
 )
@@ -104,13 +104,14 @@ class ProgressBar:
 
 
 def check_output(args: argparse.Namespace, info: VideoInfo | None = None) -> None:
-    """Refuse an OUTPUT that could not be written, before any work: its codec, name, container, place.
+    """Refuse an OUTPUT that could not be written, before any work: its codec, encoder, name, container, place.
 
-    ``info``: the source's, whose streams the output must hold; None before a live source is open.
+    ``info``: the source's, whose streams the output must hold; None before a source is open.
     """
     if args.output == STANDARD_OUTPUT:
         return
     check_encoding(args.codec, args.crf, args.preset, rgb=args.rgb)
+    check_encoder(args.codec, args.output)  # one this machine lacks: NVENC without an NVIDIA encoder
     if stream_muxer(args.output, args.codec) is None:  # a file, not a stream's URL
         check_output_path(Path(args.output), Path(args.input), args.overwrite)
         output_format(Path(args.output), args.codec, info)
@@ -257,10 +258,12 @@ class Stop:
 def open_source(args: argparse.Namespace) -> None:
     """Check the devices and backend ``args`` ask for, and open INPUT as ``args.source`` (the caller closes it).
 
-    A GPU asked for and unavailable, or a CPU run that cannot fit an address-space limit, is said
-    before any reading.
+    An OUTPUT that could not be written (``check_output``: a codec this machine cannot encode), a GPU
+    asked for and unavailable, or a CPU run that cannot fit an address-space limit, is said before
+    any reading.
     """
     show_ffmpeg_messages(verbose=args.verbose)
+    check_output(args)  # again with the source's streams once it is open
     if args.quiet:
         silence_compile_notice()  # the Denoisers' too
     if args.devices is not None:  # before any reading: a combination refused, or no GPU

@@ -6,9 +6,11 @@ import argparse
 import json
 import sys
 
-from ..cpu.compiled import COMPILING
+from ..backend import resolve_backend
+from ..cpu.compiled import announce_compile
 from ..media.ffmpeg import show_ffmpeg_messages
-from ..video.filters import filter_compiles
+from ..media.writer import check_encoder
+from ..video.filters import cpu_filter_compiles
 from ..video.tune import TargetNotReachedError, TuneCandidate, TuneResult, tune_for_fps
 
 
@@ -21,11 +23,13 @@ def run_tune(args: argparse.Namespace) -> int:
         No window reaches --fps, after the table (or the JSON) of those timed is printed.
     """
     show_ffmpeg_messages(verbose=False)
+    if not args.playback:
+        check_encoder(args.codec)  # one this machine lacks (NVENC without an NVIDIA encoder): before any reading
     if not args.json:
         timed = "playing it" if args.playback else "exporting it"
         print(f"tuning {args.input} for {args.fps} fps: each window is timed {timed} here", file=sys.stderr)
-        if filter_compiles(args.backend):
-            print(COMPILING, file=sys.stderr)
+        if resolve_backend(args.backend) == "cpu":
+            announce_compile(cpu_filter_compiles)  # once: the Denoisers timed after it say it no more
 
     drawn = not args.json and sys.stderr.isatty()  # one line redrawn on a terminal; none in a log
 

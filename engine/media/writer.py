@@ -10,8 +10,10 @@ on.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -142,11 +144,8 @@ class VideoWriter:
         self._sequence = is_image_sequence(self.path)
         if self._sequence and self.path.suffix.lower() not in IMAGE_FORMATS:
             raise VideoError(f"{self.path}: image sequences are written as {', '.join(IMAGE_FORMATS)}")
-        encoder = "wrapped_avframe" if self._pipe else CODECS[codec][0]
-        if self._sequence:
-            encoder = IMAGE_FORMATS[self.path.suffix.lower()][0]
-        if encoder not in av.codecs_available:
-            raise VideoError(f"this FFmpeg build has no {encoder} encoder; choose another codec")
+        encoder = _encoder(str(path), codec)
+        _check_built(encoder)
         gray = like.channels == 1 and codec in GRAY_FORMATS and not self._sequence and not self._pipe
         self._frame_format = array_format(1 if gray else 3, like.bit_depth)
         try:
@@ -220,10 +219,7 @@ class VideoWriter:
         except pyav().error.FFmpegError as error:
             self._container.close()
             if codec in NVENC_CODECS:
-                raise VideoError(
-                    f"{codec}: this machine has no NVIDIA video encoder it can use (no NVIDIA driver, or a GPU "
-                    "without NVENC, such as the H100 or A100); choose h264 or h265"
-                ) from error
+                raise VideoError(_no_nvenc(codec)) from error
             stream = self._stream
             raise VideoError(
                 f"{self.path}: the {codec} encoder refuses {stream.width}x{stream.height} {stream.pix_fmt} frames "
@@ -342,6 +338,67 @@ class VideoWriter:
 # BT.470BG and as SMPTE 170M), SMPTE 240M, BT.2020 (constant and non-constant luminance).
 SWSCALE_MATRICES = {1: 1, 4: 4, 5: 5, 6: 5, 7: 7, 9: 9, 10: 9}
 BT601, LIMITED_RANGE = 5, 1
+
+
+def check_encoder(codec: str, output: str | Path | None = None) -> None:
+    """Refuse an encoder this machine lacks, before any work.
+
+    ``VideoWriter`` meets it only as it opens, after a command's noise estimate (seconds to
+    minutes); the command line asks here first.
+
+    Parameters
+    ----------
+    codec : str
+        One of CODECS (``check_encoding`` checks it).
+    output : str or Path, optional
+        The output written: ``-`` and an image sequence have encoders of their own, ``codec`` is
+        then not used; None: ``codec``'s encoder.
+
+    Raises
+    ------
+    VideoError
+        An encoder this FFmpeg build has not; an NVENC codec where no NVIDIA video encoder opens.
+    """
+    encoder = CODECS[codec][0] if output is None else _encoder(str(output), codec)
+    _check_built(encoder)
+    if encoder == CODECS[codec][0] and codec in NVENC_CODECS and not _nvenc_opens(encoder):
+        raise VideoError(_no_nvenc(codec))
+
+
+def _encoder(output: str, codec: str) -> str:
+    """FFmpeg's encoder for ``output``: y4m's frames on standard output, an image sequence's images, else ``codec``."""
+    if output == STANDARD_OUTPUT:
+        return "wrapped_avframe"
+    if is_image_sequence(Path(output)) and Path(output).suffix.lower() in IMAGE_FORMATS:
+        return IMAGE_FORMATS[Path(output).suffix.lower()][0]
+    return CODECS[codec][0]
+
+
+def _check_built(encoder: str) -> None:
+    if encoder not in pyav().codecs_available:
+        raise VideoError(f"this FFmpeg build has no {encoder} encoder; choose another codec")
+
+
+@functools.cache
+def _nvenc_opens(encoder: str) -> bool:
+    """Whether the NVENC ``encoder`` opens on this machine: its driver and a GPU with NVENC, asked once a process."""
+    av = pyav()
+    context = av.CodecContext.create(encoder, "w")
+    context.width, context.height, context.pix_fmt = 256, 256, "yuv420p"  # within every NVENC's sizes
+    context.time_base = Fraction(1, 25)
+    try:
+        with said_in_our_words():
+            context.open()
+    except av.error.FFmpegError:
+        return False
+    return True
+
+
+def _no_nvenc(codec: str) -> str:
+    return (
+        f"{codec}: this machine has no NVIDIA video encoder it can use (no NVIDIA driver, or a GPU "
+        "without NVENC, such as the H100 or A100); choose h264 or h265"
+    )
 
 
 def _hdr10_options(codec: str, hdr10: dict[str, str]) -> dict[str, str]:

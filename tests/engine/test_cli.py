@@ -14,6 +14,8 @@ from nlmeans_studio.engine import COMPILING, Denoiser, NLMParams, __version__, d
 from nlmeans_studio.engine.cli import denoise as denoise_command
 from nlmeans_studio.engine.cli import main
 from nlmeans_studio.engine.cpu import compiled
+from nlmeans_studio.engine.media.ffmpeg import VideoError
+from nlmeans_studio.engine.media.writer import check_encoder
 from nlmeans_studio.engine.video import denoiser as denoiser_module
 from nlmeans_studio.engine.video.sample import SAMPLE_CLIP, load_clean_frames, resize_bilinear
 
@@ -199,3 +201,44 @@ def test_denoise_opens_its_source_once_and_hands_it_on(tmp_path, monkeypatch, op
     arguments = ["denoise", source, str(tmp_path / "out.mkv"), "--backend", "cpu", "--quiet", *options]
     assert main(arguments) == 0
     assert len(opened) == expected
+
+
+def nvenc_runs_here() -> bool:
+    """Whether this machine has an NVIDIA video encoder (an H100 has none)."""
+    try:
+        check_encoder("h264-nvenc")
+    except VideoError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("command", ["denoise", "tune"])
+def test_nvenc_without_an_nvidia_encoder_is_refused_before_the_clip_is_read(tmp_path, command) -> None:
+    """A laptop without NVENC was refused h264-nvenc only after the noise estimate (seconds to minutes)."""
+    if nvenc_runs_here():
+        pytest.skip("this machine has an NVIDIA video encoder")
+    make_clip(tmp_path / "in.mkv", frames=3, size=(16, 24))
+    output = [str(tmp_path / "out.mp4")] if command == "denoise" else ["--fps", "5"]
+    run = subprocess.run(
+        [*CLI, command, str(tmp_path / "in.mkv"), *output, "--codec", "h264-nvenc", "--backend", "cpu"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 1 and run.stderr == (  # one line: no noise measured, no window timed
+        "nlmeans-studio: error: h264-nvenc: this machine has no NVIDIA video encoder it can use (no NVIDIA driver, "
+        "or a GPU without NVENC, such as the H100 or A100); choose h264 or h265\n"
+    )
+
+
+def test_a_codec_this_ffmpeg_lacks_is_refused_before_the_clip_is_read(tmp_path, monkeypatch, capsys) -> None:
+    make_clip(tmp_path / "in.mkv", frames=3, size=(16, 24))
+    av = pytest.importorskip("av")
+    monkeypatch.setattr(av, "codecs_available", av.codecs_available - {"libx265"})
+
+    def read(*args, **kwargs):
+        raise AssertionError("the clip was read")
+
+    monkeypatch.setattr(denoise_command.VideoReader, "__init__", read)
+    assert main(["denoise", str(tmp_path / "in.mkv"), str(tmp_path / "out.mkv"), "--codec", "h265"]) == 1
+    assert capsys.readouterr().err == (
+        "nlmeans-studio: error: this FFmpeg build has no libx265 encoder; choose another codec\n"
+    )

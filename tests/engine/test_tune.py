@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
 
 import numpy as np
 import pytest
 
-from nlmeans_studio.engine import NLMParams, TargetNotReachedError, matrix_for, psnr, tune_for_fps
+from nlmeans_studio.engine import COMPILING, NLMParams, TargetNotReachedError, matrix_for, psnr, tune_for_fps
 from nlmeans_studio.engine.backend import gpu_unavailable_reason
 from nlmeans_studio.engine.cli import main
 from nlmeans_studio.engine.media.reader import VideoReader
@@ -17,7 +19,7 @@ from nlmeans_studio.engine.video.default_filter import SURE_FRAMES, choose_filte
 from nlmeans_studio.engine.video.export import estimate_clip_noise
 
 av = pytest.importorskip("av", reason="the clips are written with PyAV")
-from clips import write_ffv1  # noqa: E402
+from clips import CLI, write_ffv1  # noqa: E402
 
 FRAMES, HEIGHT, WIDTH = 12, 48, 64  # small: every window of the grid is timed and filtered on 2 cores
 FLAT_ROWS = 16  # a flat band at the top, where the noise is measured as in real footage
@@ -218,6 +220,15 @@ def test_a_rate_no_window_reaches_is_said_in_one_line(gratings, small_grid, caps
     assert "candidate | fps | estimated PSNR dB" in captured.out  # the table of what was timed comes first
     with pytest.raises(TargetNotReachedError, match=r"ask for [\d.]+ fps or less"):
         tune_for_fps(gratings, 1e6, backend="cpu", codec="ffv1")
+
+
+def test_a_first_run_says_the_compile_once(gratings, tmp_path) -> None:
+    """tune printed the compile notice, and the first Denoiser it timed logged it again."""
+    cold = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "empty cache")}
+    command = [*CLI, "tune", str(gratings), "--fps", "1e6", "--backend", "cpu", "--codec", "ffv1"]  # one window timed
+    run = subprocess.run(command, capture_output=True, text=True, timeout=240, env=cold)
+    assert "nlmeans-studio: error: no window exports" in run.stderr  # the run went through the compile
+    assert run.stderr.count(COMPILING) == 1, run.stderr
 
 
 @pytest.mark.parametrize("fps", [0, -3, float("nan"), "fast", True])

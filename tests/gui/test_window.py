@@ -39,6 +39,7 @@ from nlmeans_studio.engine import (
     apply_estimate,
     choose_filter,
     estimate_clip_noise,
+    estimate_noise_over,
     psnr,
     sure_sample_length,
 )
@@ -937,10 +938,41 @@ def test_a_region_stays_inside_the_frame_and_boxes_can_be_hidden(qtbot, window, 
     assert x + w <= 96 and y + h <= 64 and (w, h) == (26, 34)
     qtbot.mouseClick(window.noise.estimate, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: bool(window.view.region_items), timeout=WAIT_MS)
+    show_frame(qtbot, window, boxes_frame(clip[0]))
     press(qtbot, window, KEY.Key_R)
     assert not any(item.isVisible() for item in [*window.view.region_items, window.view.roi])
     press(qtbot, window, KEY.Key_R)
-    assert all(item.isVisible() for item in window.view.region_items)
+    assert all(item.isVisible() for item in [*window.view.region_items, window.view.roi])
+
+
+def boxes_frame(path: Path) -> int:
+    """The frame the clip's noise estimate finds its flat blocks on, as the window measures it."""
+    frames = read_frames(path)
+    return estimate_noise_over(lambda index: frames[index], 0, len(frames))[0]
+
+
+def show_frame(qtbot, window, index: int) -> None:
+    """Go to frame ``index`` with the arrow keys, and wait for its picture."""
+    key = KEY.Key_Right if index > window.frame_slider.value() else KEY.Key_Left
+    while window.frame_slider.value() != index:
+        press(qtbot, window, key)
+    settle(qtbot, window)
+    assert window.preview.index == index
+
+
+def test_the_estimates_boxes_show_over_the_frame_they_were_found_on_only(qtbot, window, clip) -> None:
+    """The boxes stayed drawn over every frame shown, outlining nothing there (found by a first-time user)."""
+    opened(qtbot, window, clip[0])
+    found_on = boxes_frame(clip[0])
+    assert 1 <= found_on < len(clip[1]) - 1  # frames on both sides to move to
+    qtbot.mouseClick(window.noise.estimate, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(window.view.region_items), timeout=WAIT_MS)
+    settle(qtbot, window)
+    assert not any(item.isVisible() for item in window.view.region_items)  # frame 0
+    assert f"flat blocks on frame {found_on + 1}" in window.statusBar().currentMessage()
+    for index, drawn in ((found_on, True), (found_on + 1, False), (found_on, True), (found_on - 1, False)):
+        show_frame(qtbot, window, index)
+        assert all(item.isVisible() == drawn for item in window.view.region_items), index
 
 
 # The picture
