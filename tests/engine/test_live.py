@@ -316,7 +316,7 @@ def test_frames_the_filter_has_no_time_for_are_dropped_the_newest_kept(monkeypat
         time.sleep(0.2)  # the capture thread has met the full queue
         taken = []
         for _, frame in arrivals:
-            waiting.append(len(arrivals._waiting))
+            waiting.append(len(arrivals.waiting))
             taken.append(frame.number)
             time.sleep(0.001)
     assert max(waiting) < LIVE_QUEUE_FRAMES
