@@ -18,7 +18,7 @@ from ..backend import (
 )
 from ..cpu.compiled import announce_compile, silence_compile_notice
 from ..media.ffmpeg import show_ffmpeg_messages
-from ..media.formats import check_encoding, output_format, stream_muxer
+from ..media.formats import check_encoding, encoder_preset, output_format, stream_muxer
 from ..media.image_sequence import is_image_sequence
 from ..media.pipe import PIPE, PipeReader
 from ..media.probe import VideoInfo
@@ -110,7 +110,7 @@ def check_output(args: argparse.Namespace, info: VideoInfo | None = None) -> Non
     """
     if args.output == STANDARD_OUTPUT:
         return
-    check_encoding(args.codec, args.crf, args.preset, rgb=args.rgb)
+    check_encoding(args.codec, args.crf, _preset(args), rgb=args.rgb)
     check_encoder(args.codec, args.output)  # one this machine lacks: NVENC without an NVIDIA encoder
     if stream_muxer(args.output, args.codec) is None:  # a file, not a stream's URL
         check_output_path(Path(args.output), Path(args.input), args.overwrite)
@@ -127,13 +127,18 @@ def window_params(args: argparse.Namespace, preset: Preset | None) -> NLMParams:
     return dataclasses.replace(base, **chosen, h=base.h if args.h is None else args.h)
 
 
+def _preset(args: argparse.Namespace) -> str:
+    """Return the encoder's speed preset: --preset, else the codec's default for the run (live or not)."""
+    return args.preset or encoder_preset(args.codec, live=getattr(args, "live", False))
+
+
 def output_options(args: argparse.Namespace) -> dict[str, object]:
     """Return how the command writes OUTPUT (backend, codec and its options), as the engine's exports take them."""
     return {
         "backend": args.backend,
         "codec": args.codec,
         "crf": args.crf,
-        "preset": args.preset,
+        "preset": _preset(args),
         "overwrite": args.overwrite,
         "rgb": args.rgb,
     }

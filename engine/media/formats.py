@@ -41,6 +41,10 @@ NVENC_CODECS = ("h264-nvenc", "h265-nvenc")
 STREAM_MUXERS = {"udp": "mpegts", "srt": "mpegts", "tcp": "mpegts", "rtp": "rtp_mpegts", "rtmp": "flv"}
 X26X_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 NVENC_PRESETS = ("p1", "p2", "p3", "p4", "p5", "p6", "p7", "fast", "medium", "slow")
+DEFAULT_PRESET = "medium"  # x264's, x265's and NVENC's own default
+# A live output's x264 / x265 preset unless one is given: tuned for zero latency (sliced threads, no
+# lookahead), medium took 123 ms a 1080p frame on 2 cores and veryfast 63 (scripts/bench_live_host.py)
+LIVE_X26X_PRESET = "veryfast"
 
 X26X_AND_NVENC = ("h264", "h265", "h264-nvenc", "h265-nvenc")
 # The containers an output may be, by extension: FFmpeg's muxer, and the codecs whose files the
@@ -71,6 +75,15 @@ def array_format(channels: int, bit_depth: int) -> str:
     if channels == 1:
         return "gray16le" if bit_depth > HIGH_BIT_DEPTH else "gray"
     return "rgb48le" if bit_depth > HIGH_BIT_DEPTH else "rgb24"
+
+
+def encoder_preset(codec: str, *, live: bool) -> str:
+    """Return the speed preset an output of ``codec`` gets where none is given.
+
+    DEFAULT_PRESET, but LIVE_X26X_PRESET for a ``live`` output's H.264 / H.265: a live encoder
+    must keep up with the source's rate, and drops the frames it has no time for.
+    """
+    return LIVE_X26X_PRESET if live and codec in ("h264", "h265") else DEFAULT_PRESET
 
 
 def check_encoding(codec: str, crf: int, preset: str, *, rgb: bool = False) -> None:

@@ -28,7 +28,7 @@ from nlmeans_studio.engine.media.live import LiveReader
 from nlmeans_studio.engine.media.pipe import LOOKAHEAD, PipeReader
 from nlmeans_studio.engine.media.reader import TimedFrame
 from nlmeans_studio.engine.video import live
-from nlmeans_studio.engine.video.live import LIVE_QUEUE_FRAMES, LatencyMeter
+from nlmeans_studio.engine.video.live import HANDOFF_FRAMES, LIVE_QUEUE_FRAMES, LatencyMeter
 
 RATE = 25  # frames a second the sender sends
 SIZE = (320, 240)
@@ -136,6 +136,7 @@ def test_a_udp_stream_is_denoised_live_in_order_and_ends_with_it(tmp_path) -> No
     assert written + dropped <= seconds * RATE + 1, err  # +1: FFmpeg's -t may round up a frame
     assert 0 < median <= p95 < 1000, err  # a small window on 320x240: milliseconds, not seconds
     assert re.search(r"\d+ frames, \d+ dropped .* latency \d+ ms \(p95 \d+\)", err)  # the progress line
+    assert b"subme=2" in output.read_bytes()  # x264's settings in the stream: veryfast, live's preset (medium: 7)
 
 
 def test_a_window_too_slow_for_real_time_drops_frames_in_flat_memory(tmp_path) -> None:
@@ -316,7 +317,7 @@ def test_frames_the_filter_has_no_time_for_are_dropped_the_newest_kept(monkeypat
         time.sleep(0.2)  # the capture thread has met the full queue
         taken = []
         for _, frame in arrivals:
-            waiting.append(len(arrivals._waiting))
+            waiting.append(len(arrivals.waiting))
             taken.append(frame.number)
             time.sleep(0.001)
     assert max(waiting) < LIVE_QUEUE_FRAMES
@@ -330,6 +331,36 @@ def test_a_frame_that_waited_too_long_gives_way_to_the_newest() -> None:
         time.sleep(0.2)  # all have waited longer than max_wait
         taken = [frame.number for _, frame in arrivals]
     assert taken == [LIVE_QUEUE_FRAMES - 1] and arrivals.dropped == LIVE_QUEUE_FRAMES - 1
+
+
+def test_frames_the_encoder_has_no_time_for_are_dropped_the_newest_kept() -> None:
+    """A slow encoder: at most HANDOFF_FRAMES wait for it, the oldest dropped and counted, the rest in order."""
+    consumed, waiting = [], []
+
+    def encode(arrived: float, frame: TimedFrame) -> None:
+        waiting.append(len(handoff.waiting))
+        consumed.append(frame.number)
+        time.sleep(0.02)
+
+    with live._Handoff(encode) as handoff:
+        for number in range(50):
+            handoff.give(time.perf_counter(), TimedFrame(number, number, np.zeros((2, 2, 3), np.uint8)))
+            time.sleep(0.001)
+        handoff.finish()
+    assert max(waiting) <= HANDOFF_FRAMES
+    assert consumed[-1] == 49 and (np.diff(consumed) > 0).all()
+    assert handoff.dropped == 50 - len(consumed) > 0
+
+
+def test_what_the_encoder_raised_comes_back_to_the_filter() -> None:
+    def encode(arrived: float, frame: TimedFrame) -> None:
+        raise OSError("disk full")
+
+    frame = TimedFrame(0, 0, np.zeros((2, 2, 3), np.uint8))
+    with live._Handoff(encode) as handoff:
+        handoff.give(0.0, frame)
+        with pytest.raises(OSError, match="disk full"):
+            handoff.finish()
 
 
 def test_latency_percentiles_in_milliseconds() -> None:
