@@ -17,7 +17,8 @@ that an import says how far up or across the floors it reaches.
 
 Filtering
     ``denoise`` (an image or a clip in an array, in one call; also ``nlmeans_studio.denoise``),
-    ``NLMParams``, ``Denoiser``, ``LumaChromaDenoiser``, ``GuidedDenoiser``, the volume filter
+    ``NLMParams``, ``Denoiser``, ``PlanarDenoiser`` (planar frames, as VapourSynth holds them, from
+    many threads), ``LumaChromaDenoiser``, ``GuidedDenoiser``, the volume filter
     ``denoise_volume``.
 Noise and h
     ``choose_filter`` (the filter ``denoise`` and the window choose for a clip's noise),
@@ -89,6 +90,7 @@ from .video.params import (
     WEIGHTINGS,
     NLMParams,
 )
+from .video.planar import PlanarDenoiser
 from .video.playback import RenderAhead
 from .video.presets import (
     Preset,
@@ -191,6 +193,7 @@ __all__ = [
     "NLMParams",
     "NoiseEstimate",
     "OneImageError",
+    "PlanarDenoiser",
     "Preset",
     "PresetError",
     "Preview",

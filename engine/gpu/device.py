@@ -3,8 +3,8 @@
 A frame on the GPU is a ``DeviceFrame``: planar float32, plus its bytes packed one word per
 pixel when it came as 8-bit. With those, and no color transform, the fused kernel measures
 distances on the packed bytes, exactly in integers and with fewer instructions.
-``ResidentFrames`` keeps such frames by key for random access that comes back to the same
-frames (the preview), each uploaded once into a reused slot.
+``resident.ResidentFrames`` keeps such frames by key for random access that comes back to the
+same frames, each uploaded once into a reused slot.
 
 CuPy is imported by the caller (``backend.cupy_module``) and handed in, so importing this
 module costs nothing where there is no GPU. Kernels compile once per device and template
@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,6 @@ from ..frames import integer_scale
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 BLOCK = 256  # threads per block of the element-wise kernels
 CUDA_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.uint16): "unsigned short", np.dtype(np.float32): "float"}
-SPARE_FRAMES = 2  # frames ResidentFrames keeps beyond a window: a step to the next frame and back re-uploads none
 
 
 @functools.cache
@@ -174,71 +172,3 @@ def round_to_integers(cupy: Any, frame: Any, out: Any, scratch: Any) -> None:
     cupy.rint(scratch, out=scratch)
     cupy.clip(scratch, 0, full_scale, out=scratch)
     cupy.copyto(out, scratch, casting="unsafe")
-
-
-class ResidentFrames:
-    """Host frames kept on the GPU as DeviceFrames, by key.
-
-    For random access that keeps coming back to the same frames, as the preview does while a slider
-    moves on one frame.
-
-    A frame is uploaded the first time its key is asked for (``DeviceFrames.upload_into``: in
-    its own dtype, 8-bit frames as uint8, converted and packed on the GPU) into a slot of a ring
-    of DeviceFrames that are made once per frame shape and reused: when a window needs a slot,
-    the least recently used key outside it gives its own up. The ring holds a window and
-    ``spare`` frames more. ``uploads`` counts the frames that crossed the bus, so that a caller
-    or a test can tell whether a frame was sent again.
-
-    Parameters
-    ----------
-    frames : DeviceFrames
-        Uploads and allocates the slots (its ``empty`` and ``upload_into``).
-    spare : int
-        Frames kept beyond the current window, least recently used given up first.
-    """
-
-    def __init__(self, frames: DeviceFrames, spare: int = SPARE_FRAMES) -> None:
-        self.frames, self.spare = frames, spare
-        self.uploads = 0
-        self._resident: OrderedDict[Hashable, DeviceFrame] = OrderedDict()  # least recently used first
-        self._free: list[DeviceFrame] = []  # slots whose frames were given up
-
-    def __len__(self) -> int:
-        """Frames resident now."""
-        return len(self._resident)
-
-    def __contains__(self, key: Hashable) -> bool:
-        return key in self._resident
-
-    def window(self, keys: Sequence[Hashable], read: Callable[[Hashable], np.ndarray]) -> list[DeviceFrame]:
-        """Return the DeviceFrames of ``keys``, in their order, uploading those not resident.
-
-        ``read(key)`` gives a key's checked (H, W, C) host frame (``frames.checked_frame``); it
-        is called only for the keys not resident.
-        """
-        wanted = dict.fromkeys(keys)
-        for key in wanted:
-            if key in self._resident:
-                self._resident.move_to_end(key)
-        missing = [key for key in wanted if key not in self._resident]
-        # The keys outside the window are now the least recently used: give up the oldest of them.
-        while len(self._resident) + len(missing) > len(wanted) + self.spare:
-            self._free.append(self._resident.popitem(last=False)[1])
-        for key in missing:
-            host = read(key)
-            slot = self._slot_for(host)
-            self.frames.upload_into(host, slot)
-            self._resident[key] = slot
-            self.uploads += 1
-        return [self._resident[key] for key in keys]
-
-    def _slot_for(self, host: np.ndarray) -> DeviceFrame:
-        """Return a free slot that fits ``host`` (its shape, and packed words for 8-bit frames), else a new one."""
-        height, width, channels = host.shape
-        packed = host.dtype == np.uint8
-        for position, slot in enumerate(self._free):
-            if slot.shape == (channels, height, width) and (slot.packed is not None) == packed:
-                return self._free.pop(position)
-        if self._free:
-            self._free.pop(0)  # a slot of another shape: let it go rather than hold both
-        return self.frames.empty(host.shape, host.dtype)

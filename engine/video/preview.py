@@ -5,7 +5,7 @@ times without Qt. In synthetic-noise mode the clip is taken as clean and noise o
 covariance is added (the same noise for a frame whichever frame it serves), so PSNR can be
 shown; a separate clean reference clip gives PSNR for real footage.
 
-On the GPU a still preview keeps its frames there (``gpu.device.ResidentFrames``, by frame
+On the GPU a still preview keeps its frames there (``gpu.resident.ResidentFrames``, by frame
 and by the noise they carry): each crosses the bus once, in its own dtype, and a slider
 moved on one frame sends none again. The result is made uint8 on the GPU, rounded as on the
 host, and comes back as uint8, as in export (the float32 result too where PSNR is shown).
@@ -438,7 +438,7 @@ class _DevicePreview:
 
     def __init__(self) -> None:
         from ..backend import cupy_module
-        from ..gpu.device import ResidentFrames
+        from ..gpu.resident import ResidentFrames
         from .filters.fused_gpu import FusedGpuFilter
 
         self.cupy = cupy_module()

@@ -17,8 +17,8 @@ from nlmeans_studio.engine import (
     PATCH_RADIUS_MAX,
     SEARCH_RADIUS_MAX,
     BackendUnavailableError,
-    Denoiser,
     NLMParams,
+    PlanarDenoiser,
     resolve_backend,
 )
 
@@ -47,8 +47,9 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
     """Denoise ``clip`` with Non-Local Means, as KNLMeansCL's ``KNLMeansCL`` and ``nlm_ispc.NLMeans`` do.
 
     The engine's filter (docs/DESIGN.md §1) with KNLMeansCL's parameters and their meanings; one
-    ``Denoiser`` serves the whole clip, so that the GPU keeps its compiled kernels and buffers
-    from frame to frame.
+    ``PlanarDenoiser`` serves the whole clip, so that the GPU keeps its compiled kernels and buffers
+    from frame to frame, and each source frame crosses the bus once while the outputs that search
+    it are filtered (its planes as they are; the outputs rounded there and sent back plane by plane).
 
     Parameters
     ----------
@@ -144,7 +145,7 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
             weighting=_weighting(wmode),
             center_weight=_center_weight(wref),
         )
-        if len(planes) == 2:  # U and V: see _stacked
+        if len(planes) == 2:  # U and V go in as (U, V, 0): see PlanarDenoiser's planes
             params = dataclasses.replace(params, h=params.h * math.sqrt(2 / 3))
     except ValueError as error:  # h out of the engine's range
         raise vs.Error(f"{NAME}: {error}") from None
@@ -154,12 +155,12 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
         raise vs.Error(f"{NAME}: temporal_ends must be 'truncate' or 'clamp', got {temporal_ends!r}")
     _check_plane_size(fmt, clip.width, clip.height, planes, params)
     device = _Device(backend, device_id, num_streams)
-    with device.selected():
-        denoiser = Denoiser(params, device.backend)
     peak = (1 << fmt.bits_per_sample) - 1 if fmt.sample_type == vs.INTEGER else None
-    # 8 and 16-bit samples come back as they are stored, rounded where the filter ran (on the GPU:
-    # a quarter or half of float32's bytes over the bus); 9 to 15-bit ones as float32, scaled here.
-    out_dtype = {255: np.uint8, 65535: np.uint16}.get(peak, np.float32)
+    # On the GPU each source frame goes up once while it stays there: the windows of the frames that
+    # core.num_threads threads ask for at once, and 2d more, are kept (a copy of each clip's).
+    spare = (1 + (rclip is not None)) * (max(vs.core.num_threads, num_streams) + 2 * d)
+    with device.selected():
+        denoiser = PlanarDenoiser(params, device.backend, planes=len(planes), peak=peak, spare=spare)
     length = clip.num_frames
     neighbours = [_shifted(clip, k) for k in range(-d, d + 1)]
     guides = [] if rclip is None else [_shifted(rclip, k) for k in range(-d, d + 1)]
@@ -167,15 +168,20 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
     def filtered(n: int, f: vs.VideoFrame | list[vs.VideoFrame]) -> vs.VideoFrame:
         f = f if isinstance(f, list) else [f]  # ModifyFrame hands one clip's frame alone
         kept, center = _window(n, length, d, temporal_ends)
-        frames = [_stacked(f[k], planes, peak) for k in kept]
-        guide = [_stacked(f[len(neighbours) + k], planes, peak) for k in kept] if guides else None
-        with device.selected():
-            result = denoiser.denoise_frame(frames, center, guide=guide, dtype=out_dtype)
+        numbers = [min(max(n + k - d, 0), length - 1) for k in kept]  # neighbour k is frame n + k - d, clamped
+        frames = {(0, number): f[k] for number, k in zip(numbers, kept, strict=True)}  # keys: (clip 0, rclip 1)
+        if guides:
+            frames.update({(1, number): f[len(neighbours) + k] for number, k in zip(numbers, kept, strict=True)})
+        keys = [(0, number) for number in numbers]
         out = f[d].copy()
-        for index, plane in enumerate(planes):
-            values = result if result.ndim == 2 else result[:, :, index]
-            scaled = peak is not None and out_dtype == np.float32
-            np.asarray(out[plane])[...] = np.clip(np.rint(values * peak), 0, peak) if scaled else values
+        with device.selected():
+            denoiser.denoise_into(
+                keys,
+                center,
+                lambda key: [np.asarray(frames[key][plane]) for plane in planes],
+                [np.asarray(out[plane]) for plane in planes],
+                guide_keys=[(1, number) for _, number in keys] if guides else None,
+            )
         return out
 
     return clip.std.ModifyFrame(neighbours + guides, filtered)
@@ -271,26 +277,6 @@ def _check_plane_size(fmt: vs.VideoFormat, width: int, height: int, planes: tupl
             f"{NAME}: the filtered planes are {width}x{height} pixels, too small for a={params.search_radius} and "
             f"s={params.patch_radius}: both sides must be at least a + s + 1 = {smallest}"
         )
-
-
-def _stacked(frame: vs.VideoFrame, planes: tuple[int, ...], peak: int | None) -> np.ndarray:
-    """Return a frame's filtered planes as the engine takes them: (H, W) for one plane, else (H, W, 3).
-
-    8-bit and 16-bit samples go as they are (uint8, uint16: full scale, exactly KNLMeansCL's
-    1/255 and 1/65535), 9 to 15-bit ones as float32 divided by their peak, as KNLMeansCL scales
-    them (the engine would round them to 16-bit scale first, and put some outputs one sample
-    off). Two planes (U, V) go in as (U, V, 0): the engine's distance is the mean over
-    three channels, 2/3 of the mean over U and V, so ``NLMeans`` runs them at h * sqrt(2/3),
-    which weighs them exactly as KNLMeansCL's "UV" does.
-    """
-    arrays = [np.asarray(frame[plane]) for plane in planes]
-    if peak not in (None, 255, 65535):
-        arrays = [array.astype(np.float32) / np.float32(peak) for array in arrays]
-    if len(arrays) == 1:
-        return arrays[0]
-    if len(arrays) == 2:
-        arrays.append(np.zeros_like(arrays[0]))
-    return np.stack(arrays, axis=-1)
 
 
 def _shifted(clip: vs.VideoNode, k: int) -> vs.VideoNode:

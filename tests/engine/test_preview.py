@@ -8,7 +8,8 @@ from clips import noisy_clip
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr, quick_preview, suggest_h
 from nlmeans_studio.engine.frames import from_float32, to_float32
-from nlmeans_studio.engine.gpu.device import DeviceFrame, ResidentFrames
+from nlmeans_studio.engine.gpu.device import DeviceFrame
+from nlmeans_studio.engine.gpu.resident import ResidentFrames
 from nlmeans_studio.engine.video.luma_chroma import LumaChromaDenoiser
 from nlmeans_studio.engine.video.preview import ArrayFrames, Previewer, SyntheticNoise, difference_image
 
