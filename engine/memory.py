@@ -26,6 +26,8 @@ import sys
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
+from .cores import free_cores
+
 NUMBA_BYTES = 180 << 20  # numba and its LLVM, loaded
 COMPILE_BYTES = 96 << 20  # LLVM while it compiles the filter
 M_ARENA_MAX = -8  # glibc's mallopt parameter: the most malloc arenas
@@ -94,7 +96,7 @@ def pool_threads() -> int:
             return numba.config.NUMBA_NUM_THREADS
         return 0
     configured = os.environ.get("NUMBA_NUM_THREADS", "")
-    return int(configured) if configured.isdigit() and int(configured) > 0 else len(os.sched_getaffinity(0))
+    return int(configured) if configured.isdigit() and int(configured) > 0 else free_cores()
 
 
 def says_what_to_lower(ways: str) -> Callable[[Callable[P, R]], Callable[P, R]]:

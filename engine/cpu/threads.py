@@ -26,18 +26,12 @@ from collections.abc import Iterator
 
 import numba
 
+from ..cores import free_cores
+
 
 def threads_available() -> int:
     """Return the most threads a call may use: numba's pool (NUMBA_NUM_THREADS, one a CPU by default)."""
     return int(numba.config.NUMBA_NUM_THREADS)
-
-
-def free_cores() -> int:
-    """Return the CPUs this process may run on (its affinity: a container's or ``taskset``'s share), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # macOS and Windows have no affinity call
-        return os.cpu_count() or 1
 
 
 def preview_threads() -> int:

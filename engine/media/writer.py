@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cores import free_cores
 from ..frames import FULL_SCALE_BITS, check_bit_depth, checked_frame
 from .copied_streams import CopiedStreams
 from .ffmpeg import CODEC_THREADS, VideoError, ffmpeg_reason, pyav, said_in_our_words
@@ -426,8 +427,6 @@ def _ffv1_options(width: int, height: int) -> dict[str, str]:
     a 1080p frame encoded in 16 slices on 16 cores instead of 4. Odd sizes keep FFmpeg's choice,
     as its encoder refuses counts whose slice edges fall inside a chroma sample.
     """
-    from ..cpu.threads import free_cores
-
     if width * height < FFV1_SLICED_PIXELS or width % 2 or height % 2:
         return {}
     slices = next((count for count in FFV1_SLICES if count >= free_cores()), FFV1_SLICES[-1])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from nlmeans_studio.engine import cores as cores_module
 from nlmeans_studio.engine.cpu import threads
 
 
@@ -12,7 +13,7 @@ from nlmeans_studio.engine.cpu import threads
 )
 def test_the_preview_leaves_one_free_core_to_the_window(monkeypatch, cores, pool, expected) -> None:
     # A container or taskset gives the process fewer cores than the machine has (os.cpu_count).
-    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: cores, raising=False)
+    monkeypatch.setattr(cores_module.os, "sched_getaffinity", lambda pid: cores, raising=False)
     monkeypatch.setattr(threads, "threads_available", lambda: pool)  # numba's pool caps it
-    assert threads.free_cores() == len(cores)
+    assert cores_module.free_cores() == len(cores)
     assert threads.preview_threads() == expected
