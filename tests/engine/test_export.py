@@ -145,7 +145,7 @@ def test_cli_denoise_prints_a_summary_and_refuses_bad_outputs(noisy_clip_file, t
     assert "\r" not in printed and "1/10 frames (10 %)  starting" in printed  # a log's lines, not redraws
     for extra, message in [
         ([], "exists; pass --overwrite"),
-        (["--h", "-1"], "h must be a finite number > 0"),
+        (["--h", "-1", "--overwrite"], "h must be a finite number > 0"),
         (["--crf", "60", "--overwrite"], "crf must be an integer in 0..51, got 60"),
     ]:
         assert main([*arguments, *extra]) == 1
