@@ -74,6 +74,14 @@ def _header(stream: BinaryIO) -> bytes:
     return line
 
 
+def _declared_length(header: bytes) -> int | None:
+    """Return the frame count a y4m header declares (vspipe's ``XLENGTH=N``), None where it declares none."""
+    for token in header.split():
+        if token.startswith(b"XLENGTH=") and token[8:].isdigit():
+            return int(token[8:])
+    return None
+
+
 class PipeReader:
     """y4m frames from ``stream`` (standard input by default): the first LOOKAHEAD by number, then all in order once.
 
@@ -84,8 +92,11 @@ class PipeReader:
     ------
     VideoError
         The input is not a y4m stream FFmpeg reads (the message says what of its header), holds
-        no frame, is damaged or cut in a frame (the message names the frame), or is read twice.
+        no frame, is damaged or cut in a frame (the message names the frame), ends before the
+        frame count its header declares (vspipe's XLENGTH: the script failed), or is read twice.
     """
+
+    _declared: int | None = None  # the frames the header declares (a live source's: none)
 
     def __init__(self, stream: BinaryIO | None = None) -> None:
         av = pyav()
@@ -93,6 +104,7 @@ class PipeReader:
         header = _header(stream)
         shown = header.decode("ascii", "replace").strip()
         self._input, self._header_length = _Counted(stream, header), len(header)
+        self._declared = _declared_length(header)
         try:
             container = av.open(self._input, format="yuv4mpegpipe")
         except av.error.FFmpegError as error:
@@ -146,6 +158,12 @@ class PipeReader:
             raise VideoError(
                 f"standard input: the y4m stream ends in the middle of frame {count + 1} (counting from 1), "
                 f"{self._input.count - end} bytes into it; the stream was cut"
+            )
+        if self._declared is not None and count < self._declared:
+            raise VideoError(
+                f"standard input: the y4m stream ended after {count} of the {self._declared} frames its header "
+                f"declares (XLENGTH={self._declared}): its sender stopped early (a vspipe script that failed says "
+                "why on its own standard error)"
             )
 
     def __enter__(self) -> PipeReader:

@@ -29,6 +29,7 @@ from nlmeans_studio.engine import (  # noqa: E402
     NLMParams,
     estimate_noise,
     gpu_unavailable_reason,
+    read_frames,
     read_volume,
     suggest_h,
 )
@@ -236,14 +237,27 @@ def _y4m(header: str = "W32 H32 F25:1 Ip C420jpeg", frames: int = 3) -> bytes:
         (_y4m().replace(b"FRAME", b"FRAMX", 2).replace(b"FRAMX", b"FRAME", 1),
          "standard input: frame 2 (counting from 1) of the y4m stream cannot be read (Invalid data found"),
         (_y4m()[:-100], "standard input: the y4m stream ends in the middle of frame 3 (counting from 1), 1442 bytes"),
+        (_y4m("W32 H32 F25:1 Ip C420jpeg XLENGTH=5"),
+         "standard input: the y4m stream ended after 3 of the 5 frames its header declares (XLENGTH=5): its sender"),
     ],
 )  # fmt: skip
 def test_y4m_streams_that_hold_no_whole_clip_are_refused_saying_why(tmp_path, stream, message, noise) -> None:
     """A header and no frame exited 0 with an empty file (--noise auto: an IndexError); a wrong
-    header said "Device or resource busy", a bad FRAME marker a raw errno; a cut frame was dropped."""
+    header said "Device or resource busy", a bad FRAME marker a raw errno; a cut frame was dropped;
+    a vspipe script that failed after 3 of 5 frames (its header's XLENGTH) left a 3-frame file."""
     run = subprocess.run([*CLI, "denoise", "-", str(tmp_path / "out.mkv"), *noise], input=stream, capture_output=True)
     _one_clear_line(subprocess.CompletedProcess(run.args, run.returncode, "", run.stderr.decode()), message)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_y4m_stream_of_the_length_its_header_declares_is_denoised_whole(tmp_path) -> None:
+    run = subprocess.run(
+        [*CLI, "denoise", "-", str(tmp_path / "out.mkv"), *FAST],
+        input=_y4m("W32 H32 F25:1 Ip C420jpeg XLENGTH=3"),
+        capture_output=True,
+    )
+    assert run.returncode == 0, run.stderr.decode()
+    assert len(read_frames(tmp_path / "out.mkv")) == 3
 
 
 @pytest.mark.parametrize(
