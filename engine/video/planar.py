@@ -65,7 +65,9 @@ class PlanarDenoiser:
         self.params, self.planes, self.peak = params, planes, peak
         self.backend = resolve_backend(backend)
         if self.backend == "cpu":
-            self._denoiser = Denoiser(params, self.backend)
+            # 16-bit samples are 16-bit whatever their values: a black frame's all fit in 9 bits,
+            # which Denoiser refuses as ambiguous without bit_depth.
+            self._denoiser = Denoiser(params, self.backend, bit_depth=16 if peak == 65535 else None)
         else:
             from ..gpu.planes import PlaneTransfers
             from ..gpu.resident import ResidentFrames
