@@ -240,7 +240,9 @@ def test_only_the_clips_ends_depend_on_temporal_ends(temporal_ends) -> None:
 def test_a_dark_16_bit_frame_is_filtered(format_name, level) -> None:
     """A black or dark 16-bit frame (a fade's end) stopped the render: its samples all fit in 9 or 12 bits,
     which the engine refused as an ambiguous depth, naming a bit_depth NLMeans does not take."""
-    clip = core.std.BlankClip(format=getattr(vs, format_name), width=WIDTH, height=HEIGHT, length=3, color=level)
+    fmt = core.get_video_format(getattr(vs, format_name))
+    color = [level] * fmt.num_planes
+    clip = core.std.BlankClip(format=fmt.id, width=WIDTH, height=HEIGHT, length=3, color=color)
     for plane in planes_from(NLMeans(clip, d=1, a=2, s=1, h=6.0, backend="cpu"))[1]:
         np.testing.assert_array_equal(plane, level * 255 / 65535)  # a flat frame stays as it is
 
