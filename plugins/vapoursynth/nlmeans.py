@@ -26,6 +26,8 @@ WEIGHTINGS = {0: "exponential", 2: "bisquare"}  # KNLMeansCL's wmode: Welsch exp
 CHANNELS = ("Y", "UV", "YUV", "RGB", "AUTO")
 TEMPORAL_ENDS = ("truncate", "clamp")
 NAME = "nlmeans_studio.vapoursynth.NLMeans"
+# KNLMeansCL's device_type -> our backend
+DEVICE_TYPES = {"auto": "auto", "default": "auto", "gpu": "gpu", "accelerator": "gpu", "cpu": "cpu"}
 
 
 def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the namespace
@@ -43,6 +45,8 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
     *,
     backend: str = "auto",
     temporal_ends: str = "truncate",
+    device_type: str | None = None,
+    info: bool = False,
 ) -> vs.VideoNode:
     """Denoise ``clip`` with Non-Local Means, as KNLMeansCL's ``KNLMeansCL`` and ``nlm_ispc.NLMeans`` do.
 
@@ -91,6 +95,11 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
         Near the clip's ends, "truncate" (ours, DESIGN.md §1) searches only the frames there are;
         "clamp" (KNLMeansCL's) searches the first or last frame again in place of each missing
         one, which weighs it, the centre pixel included, twice or more.
+    device_type : {"auto", "default", "gpu", "accelerator", "cpu"}, optional
+        KNLMeansCL's, so that its scripts run unchanged: the backend ("auto" and "default": auto,
+        "gpu" and "accelerator": the GPU, "cpu": the CPU); give it or ``backend``, not both.
+    info : bool
+        KNLMeansCL's text over the frame: not drawn; only False is taken.
 
     Returns
     -------
@@ -131,6 +140,9 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
     """
     clip = _check_clip(clip, "clip")
     fmt = clip.format
+    backend = _backend(backend, device_type)
+    if info is not False:
+        raise vs.Error(f"{NAME}: info (KNLMeansCL's text over the frame) is not drawn here; leave it False")
     d = _checked_int("d", d, FRAMES_MAX, "the temporal radius: frames searched on each side")
     a = _checked_int("a", a, SEARCH_RADIUS_MAX, "the search radius in pixels")
     s = _checked_int("s", s, PATCH_RADIUS_MAX, "the patch radius in pixels")
@@ -185,6 +197,18 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
         return out
 
     return clip.std.ModifyFrame(neighbours + guides, filtered)
+
+
+def _backend(backend: str, device_type: object) -> str:
+    """Return the backend ``backend`` or KNLMeansCL's ``device_type`` asks for."""
+    if device_type is None:
+        return backend
+    named = DEVICE_TYPES.get(device_type.lower()) if isinstance(device_type, str) else None
+    if named is None:
+        raise vs.Error(f"{NAME}: device_type must be one of {', '.join(DEVICE_TYPES)}, got {device_type!r}")
+    if backend != "auto" and backend != named:
+        raise vs.Error(f"{NAME}: device_type={device_type!r} and backend={backend!r} disagree; give one of them")
+    return named
 
 
 def _checked_int(name: str, value: object, high: int, meaning: str) -> int:

@@ -302,12 +302,25 @@ def test_rgb_differs_from_nlm_ispc_only_by_its_redmean_distance() -> None:
         ("GRAYS", {"num_streams": 0}, r"num_streams \(CUDA streams on the GPU\) must be an integer in 1..64, got 0"),
         ("GRAYS", {"device_id": -1}, r"device_id \(the GPU's number\) must be an integer in 0..1023, got -1"),
         ("YUV420P8", {"channels": "UV", "a": 16, "s": 8}, r"planes are 32x24 .* a=16 and s=8: .* a \+ s \+ 1 = 25"),
+        ("GRAYS", {"device_type": "fpga"}, r"device_type must be one of auto, default, gpu, accelerator, cpu, got 'fpg"),
+        ("GRAYS", {"device_type": "gpu", "backend": "cpu"}, r"device_type='gpu' and backend='cpu' disagree"),
+        ("GRAYS", {"info": True}, r"info \(KNLMeansCL's text over the frame\) is not drawn here; leave it False"),
     ],
 )
 def test_what_it_cannot_do_is_refused_saying_why(format_name, arguments, match) -> None:
     clip = core.std.BlankClip(format=getattr(vs, format_name), width=WIDTH, height=HEIGHT, length=FRAMES)
     with pytest.raises(vs.Error, match=match):
         NLMeans(clip, **arguments)
+
+
+def test_knlmeanscls_device_type_chooses_the_backend() -> None:
+    """A KNLMeansCL script's device_type="cpu" (or info=False) was a TypeError."""
+    frames = planes_of(3, core.get_video_format(vs.GRAYS))
+    clip = clip_of(frames, core.get_video_format(vs.GRAYS))
+    by_type = planes_from(NLMeans(clip, a=2, s=1, h=6.0, device_type="CPU", info=False))
+    by_backend = planes_from(NLMeans(clip, a=2, s=1, h=6.0, backend="cpu"))
+    for mine, theirs in zip(by_type, by_backend, strict=True):
+        np.testing.assert_array_equal(mine[0], theirs[0])
 
 
 @pytest.mark.skipif(gpu_unavailable_reason() is None, reason="a GPU is here")
