@@ -135,8 +135,9 @@ def estimate_noise_over(
     encoder's copied frames: MPEG-2 at qscale 5 read 0.05 levels for 5.8 on two pairs of three), and
     so are pairs read with low confidence where another pair reads the noise with confidence. Where
     none does (a picture mostly clipped: saturated colour bars), MORE_NOISE_PLACES pairs in all are
-    looked at: a test pattern read 1.7 times its noise on its bars and right where a grey box
-    passed. Fewer than 2 NOISE_PLACES frames, whose pairs would overlap, are measured together.
+    looked at, and those read with confidence taken if there are any: a test pattern read 1.7 to 3
+    times its noise on its bars and right where a grey box passed. Fewer than 2 NOISE_PLACES
+    frames, whose pairs would overlap, are measured together.
 
     Parameters
     ----------
@@ -162,14 +163,20 @@ def estimate_noise_over(
     """
     if last - first < 2 * NOISE_PLACES:  # the pairs would overlap: the few frames measured together
         return first, _estimate(np.stack([frame(i) for i in range(first, last)]), roi, bit_depth)
-    estimates: dict[int, NoiseEstimate] = {}
-    for count in (NOISE_PLACES, MORE_NOISE_PLACES):
-        for place in sorted({round(p) for p in np.linspace(first, max(first, last - 2), count)}):
-            if place not in estimates:
-                pair = np.stack([frame(i) for i in range(place, min(place + 2, last))])
-                estimates[place] = _estimate(pair, roi, bit_depth)
-        if any(estimate.confidence >= LOW_CONFIDENCE for estimate in estimates.values()):
-            break
+
+    def read(count: int, known: dict[int, NoiseEstimate]) -> dict[int, NoiseEstimate]:
+        places = sorted({round(p) for p in np.linspace(first, max(first, last - 2), count)})
+        return {
+            place: known.get(place) or _estimate(np.stack([frame(i) for i in (place, place + 1)]), roi, bit_depth)
+            for place in places
+        }
+
+    estimates = read(NOISE_PLACES, {})
+    if all(estimate.confidence < LOW_CONFIDENCE for estimate in estimates.values()):
+        # Only a confident reading elsewhere is taken: the unsure ones of more places would outvote
+        # the first (a clean clip whose one scene change reads as compressed noise).
+        confident = {p: e for p, e in read(MORE_NOISE_PLACES, estimates).items() if e.confidence >= LOW_CONFIDENCE}
+        estimates = confident or estimates
     return _median_pair(estimates)
 
 

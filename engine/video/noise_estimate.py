@@ -50,9 +50,12 @@ CLIPPED_FRACTION = 0.005
 # 25 on the held-out Hubble deep field: 9.9 and 22.3), not the picture's fine texture 2.8 times
 # high (28.2), nor its truncated noise 26 % low, as the flat blocks' residuals did.
 DARK_CLIPPED_FRACTIONS = (0.05, 0.2)
-# An estimate read there is of low confidence (under LOW_CONFIDENCE): the few blocks left may all
-# be one changing object's, and a clip's estimate prefers pairs of frames read elsewhere.
-CLIPPED_CONFIDENCE = 0.4
+# A frame-to-frame change read on fewer than this share of the picture's blocks (the rest clipped:
+# saturated colour bars) is of low confidence (under LOW_CONFIDENCE): the few blocks left may all
+# be one changing object's, and a clip's estimate prefers pairs of frames read on more. Hubble's
+# dark sky, read on blocks up to a fifth clipped, keeps most of its blocks.
+FEW_BLOCKS_SHARE = 0.05
+FEW_BLOCKS_CONFIDENCE = 0.4
 # A user's region is measured as it is; past this fraction of clipped samples its noise reads
 # more than 2 % low (a region whose mean is 2 sigma from the range's end), which the warning says.
 REGION_CLIPPED_FRACTION = 0.02

@@ -20,10 +20,11 @@ from .noise_estimate import (
     BLOCK,
     CLEAN_SIGMA,
     CLIP_MARGIN,
-    CLIPPED_CONFIDENCE,
     CLIPPED_FRACTION,
     CORRELATED_RATIO,
     DARK_CLIPPED_FRACTIONS,
+    FEW_BLOCKS_CONFIDENCE,
+    FEW_BLOCKS_SHARE,
     HELD_FACTOR,
     ITERATIONS,
     LOW_CONFIDENCE,
@@ -259,15 +260,12 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
     change, degrees, means, clipped, places = map(np.concatenate, (changes, degrees, means, clipped, places))
     notes = []
     keep = clipped <= CLIPPED_FRACTION
-    partly_clipped = False
     for fraction in DARK_CLIPPED_FRACTIONS:
         if keep.sum() >= MIN_STATIC_BLOCKS or (clipped <= fraction).sum() < MIN_STATIC_BLOCKS:
             continue
-        keep, partly_clipped = clipped <= fraction, True
-        notes.append(
-            "the picture is dark or bright: the noise is read on the few blocks where less of it is clipped, "
-            "a little low where they are flat, high where the picture changes there"
-        )
+        keep = clipped <= fraction
+        notes.append("the picture is dark or bright: the noise is read where some of it is clipped, a little low")
+    few = int(keep.sum()) < FEW_BLOCKS_SHARE * len(keep)
     change, degrees, means = change[keep], degrees[keep], means[keep]
     used = [(int(x), int(y), BLOCK, BLOCK) for y, x in places[keep]]
     if len(change) < MIN_STATIC_BLOCKS:
@@ -295,10 +293,14 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
     variances = np.trace(covariances, axis1=1, axis2=2)
     quiet = variances <= np.median(variances)
     confidence = _agreement(covariances[quiet], round(samples))
-    if partly_clipped:
-        # The few blocks left may all be one moving or changing object's (a test pattern's
-        # animated checkerboard between saturated bars read 1.7 times the noise).
-        confidence = min(confidence, CLIPPED_CONFIDENCE)
+    if few:
+        # The few blocks left may all be one changing object's (a test pattern's animated
+        # checkerboard between saturated bars read 1.7 to 3 times the noise).
+        notes.append(
+            f"the noise is read on {int(keep.sum())} of the picture's {len(keep)} blocks, the rest clipped: "
+            "high where the picture changes there"
+        )
+        confidence = min(confidence, FEW_BLOCKS_CONFIDENCE)
     high_pass = _residuals(np.moveaxis(change[quiet], 0, 2).reshape(BLOCK, BLOCK, -1))
     ratio = np.mean(high_pass**2) / np.mean(change[quiet] ** 2)
     spatial_correlation = max(0.0, 1 - float(ratio))
