@@ -305,12 +305,14 @@ def _suggested_h(args: argparse.Namespace, data: np.ndarray, label: str) -> floa
 def estimate(path: str, *, as_json: bool) -> int:
     """Print a volume's noise as ``denoise-volume`` estimates it, and the h it suggests for each weighting.
 
-    Each channel's own noise where it filters them separately; errors propagate to the CLI's
-    handler.
+    Each channel's own noise where it filters them separately, each volume's own in a NIfTI time
+    series; errors propagate to the CLI's handler.
     """
     from .io import read_volume
 
-    source = read_volume(path)
+    source = read_volume(path, series=True)
+    if source.extra.get("series"):
+        return _estimate_series(path, source.data, as_json=as_json)
     mode = source.channel_mode()
     count = source.data.shape[3] if source.data.ndim == 4 else 1
     apart = mode == "separately" and count > 1
@@ -334,6 +336,31 @@ def estimate(path: str, *, as_json: bool) -> int:
             print(f"{label}suggested h: {h:.4g} for {weighting} weights, patch radius 1 and centre weight one")
         if report["warning"]:
             print(f"warning: {label}{report['warning']}")
+    return 0
+
+
+def _estimate_series(path: str, series: np.ndarray, *, as_json: bool) -> int:
+    """Print each (Z, Y, X) volume's noise of a (Z, Y, X, T) ``series``, as ``denoise-volume`` estimates each's h.
+
+    JSON: ``{"series": T, "estimates": [...]}``, one report a volume (numbered from 0, as FSL's
+    ``fslroi`` counts them); text: a line a volume.
+    """
+    reports = [_noise_report(f"{path}: volume {t}", series[..., t]) | {"volume": t} for t in range(series.shape[3])]
+    if as_json:
+        print(json.dumps({"series": series.shape[3], "estimates": reports}))
+        return 0
+    shape = " x ".join(str(n) for n in series.shape[:3])
+    print(f"a series of {series.shape[3]} volumes of {shape} (z, y, x), each filtered with h from its own noise")
+    for report in reports:
+        sigma = ", ".join(f"{s:.4g}" for s in report["sigma"])
+        h = report["suggested_h"]["exponential"]
+        clean = " (looks clean)" if report["clean"] else ""
+        print(
+            f"volume {report['volume']}: noise sigma {sigma} from {report['blocks']} blocks{clean}, suggested h "
+            f"{h:.4g} for exponential weights"
+        )
+        if report["warning"]:
+            print(f"warning: volume {report['volume']}: {report['warning']}")
     return 0
 
 

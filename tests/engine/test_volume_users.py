@@ -7,6 +7,7 @@ few variants.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -346,3 +347,26 @@ def test_the_command_takes_a_nifti_mask_in_the_scans_grid(tmp_path) -> None:
     written = np.asarray(nibabel.load(tmp_path / "out.nii").dataobj).transpose(2, 1, 0)
     np.testing.assert_array_equal(written, denoise_volume(volume, h=10.0, mask=inside, **SETTINGS))
     np.testing.assert_array_equal(written[~inside], volume[~inside])
+
+
+def test_estimate_noise_on_a_4d_nifti_prints_each_volumes_estimate_as_denoise_volume_reads_it(tmp_path) -> None:
+    nibabel = pytest.importorskip("nibabel")
+    series = _series()
+    nibabel.save(nibabel.Nifti1Image(series.transpose(2, 1, 0, 3), np.eye(4)), tmp_path / "bold.nii.gz")
+    command = [*CLI, "estimate-noise", "bold.nii.gz"]
+    run = subprocess.run([*command, "--json"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["series"] == 3 and [each["volume"] for each in report["estimates"]] == [0, 1, 2]
+    for t, each in enumerate(report["estimates"]):
+        estimate = estimate_volume_noise(series[..., t])
+        np.testing.assert_allclose(each["sigma"], estimate.sigma, rtol=1e-5)  # JSON rounds to 6 decimals
+        assert each["suggested_h"]["exponential"] == pytest.approx(suggest_volume_h(estimate), rel=1e-5)
+    sigmas = [each["sigma"][0] for each in report["estimates"]]
+    assert sigmas[0] < sigmas[1] < sigmas[2]  # noise of sigma 4, 8 and 12
+    text = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert text.returncode == 0, text.stderr
+    lines = [line for line in text.stdout.splitlines() if line.startswith("volume ")]
+    assert [line.split(":")[0] for line in lines] == ["volume 0", "volume 1", "volume 2"]
+    for line, sigma in zip(lines, sigmas, strict=True):
+        assert f"noise sigma {sigma:.4g} from" in line
