@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
     """
     from ..backend import resolve_backend, resolve_devices
     from ..cpu.compiled import COMPILING
-    from .checks import require_finite
+    from .checks import filled_outside, require_finite
     from .denoise import (
         checked_volume,
         denoise_volume,
@@ -192,14 +192,16 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
     source = read_volume(args.input, series=True)
     series = bool(source.extra.get("series"))  # a NIfTI time series (Z, Y, X, T): filtered volume by volume
     first = source.data[..., 0] if series else source.data  # a series' volumes share their shape
+    inside = None if args.mask is None else _mask(args.mask, source.data.shape[:3])
     try:
-        checked_volume(first, params)  # NaN voxels, a volume smaller than the window
-        require_finite(source.data)
+        checked_volume(first, params, finite=False)  # a volume smaller than the window
+        # NaN voxels: refused, unless all lie outside the mask (the estimate reads them as 0, as the filter does)
+        readable = source.data if inside is None else filled_outside(source.data, inside)
+        require_finite(readable)
     except ValueError as error:
         raise ValueError(f"{args.input}: {error}") from error
     if series and volume_format(args.output) == "tiff":
         raise ValueError(f"{args.output}: a time series is written as NIfTI (or .npy), not TIFF")
-    inside = None if args.mask is None else _mask(args.mask, source.data.shape[:3])
     mode = source.channel_mode(args.channels)
     count = source.data.shape[3] if source.data.ndim == 4 and not series else 1
     if count > 1 and not args.quiet:
@@ -221,11 +223,11 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
             print("h from each volume's own noise estimate", file=sys.stderr)
     elif h is None:
         apart = mode == "separately" and count > 1
-        parts = [source.data[..., c] for c in range(count)] if apart else [source.data]
+        parts = [readable[..., c] for c in range(count)] if apart else [readable]
         h = [_suggested_h(args, part, f"channel {c + 1}: " if apart else "") for c, part in enumerate(parts)]
         h = h if apart else h[0]
     elif not args.quiet:
-        low, high = float(np.min(source.data)), float(np.max(source.data))
+        low, high = float(np.min(readable)), float(np.max(readable))
         largest = max(h) if isinstance(h, list) else h
         if largest > high - low:
             print(

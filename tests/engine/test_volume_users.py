@@ -188,6 +188,50 @@ def test_the_command_takes_a_mask_file(tmp_path) -> None:
     assert "wrong.npy" in run.stderr and "(20, 14, 13), got (19, 14, 13)" in run.stderr
 
 
+def _nan_outside(inside: np.ndarray) -> np.ndarray:
+    """``_noisy`` of ``inside``'s shape with NaN and infinities in a slab outside ``inside``, next to its voxels."""
+    volume = _noisy(inside.shape)
+    volume[3:6] = np.nan  # planes 3..5: the first blob's (0..2) filter reads them, none of them inside
+    volume[4, 0, 0], volume[5, 1, 1] = np.inf, -np.inf
+    assert not np.isnan(volume[inside]).any()
+    return volume
+
+
+@pytest.mark.parametrize("h", [10.0, None])
+def test_nan_outside_the_mask_passes_through_and_the_filter_reads_it_as_0(h) -> None:
+    inside = _blobs()
+    volume = _nan_outside(inside)
+    masked = denoise_volume(volume, h=h, mask=inside, **SETTINGS)
+    np.testing.assert_array_equal(masked[~inside], volume[~inside])  # NaN and infinities too, where they were
+    assert np.isfinite(masked[inside]).all()
+    zeroed = np.where(np.isfinite(volume), volume, 0)
+    np.testing.assert_array_equal(masked[inside], denoise_volume(zeroed, h=h, mask=inside, **SETTINGS)[inside])
+
+
+def test_nan_inside_the_mask_is_refused_saying_how_many_lie_inside() -> None:
+    inside = _blobs()
+    volume = _nan_outside(inside)
+    volume[15, 7, 7] = volume[16, 8, 6] = np.nan
+    with pytest.raises(ValueError, match=r"finite inside the mask, got 2 NaN or infinite voxels inside it \(of 548 "):
+        denoise_volume(volume, h=10.0, mask=inside, **SETTINGS)
+
+
+def test_the_command_keeps_nan_outside_the_mask_and_refuses_nan_inside(tmp_path) -> None:
+    inside = _blobs()
+    volume = _nan_outside(inside)
+    np.save(tmp_path / "scan.npy", volume)
+    np.save(tmp_path / "brain.npy", inside.astype(np.uint8))
+    command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--search-radius", "2", "--backend", "cpu"]
+    run = subprocess.run([*command, "--mask", "brain.npy"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), denoise_volume(volume, mask=inside, **SETTINGS))
+    volume[15, 7, 7] = np.nan
+    np.save(tmp_path / "scan.npy", volume)
+    run = subprocess.run([*command, "--mask", "brain.npy", "--overwrite"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "scan.npy: volume must be finite inside the mask, got 1 NaN or infinite voxels inside it" in run.stderr
+
+
 def _series(count: int = 3) -> np.ndarray:
     """(Z, Y, X, T) float32: ``count`` time points of one scene, each with its own noise (sigma 4, 8, 12 ..)."""
     return np.stack([_noisy(seed=10 + t, sigma=4.0 * (t + 1)) for t in range(count)], axis=-1)
