@@ -283,14 +283,15 @@ def denoise_volume(
         result[~inside] = given[~inside]  # the NaN and infinities outside, read as 0, back as they were
         return result
     count = given.shape[3] if given.ndim == 4 else 1
+    # The volume is checked before the estimate: its refusals say to give h, which helps only there.
+    radii = VolumeParams.checked(1.0, patch_radius, search_radius, weighting, center_weight)
+    data = checked_volume(volume, radii, finite=False)
     if h is None:
-        VolumeParams.checked(1.0, patch_radius, search_radius, weighting, center_weight)  # before the estimate
-        check_channels(given.shape)
+        require_finite(data)
         h = suggested_strengths(given, channels, weighting, center_weight=center_weight, patch_radius=patch_radius)
     strengths = channel_strengths(h, count, channels)
     for strength in strengths:
         params = VolumeParams.checked(strength, patch_radius, search_radius, weighting, center_weight)
-    data = checked_volume(volume, params, finite=False)
     if rician:
         if backend == "gpu" or devices is not None:
             raise ValueError("noise_model='rician' runs on the CPU: use backend='cpu' or 'auto', without devices")

@@ -48,8 +48,27 @@ def test_h_none_gives_each_channel_filtered_separately_its_own_noises_h() -> Non
 
 
 def test_h_none_on_a_constant_volume_says_there_is_no_noise() -> None:
-    with pytest.raises(ValueError, match="constant"):
+    with pytest.raises(ValueError, match=r"constant.*; give h instead$"):
         denoise_volume(np.full(SHAPE, 7.0, dtype=np.float32), **SETTINGS)
+
+
+@pytest.mark.parametrize(
+    ("volume", "match"),
+    [
+        (np.zeros(SHAPE[1:], dtype=np.float32), r"\(Z, Y, X\) or \(Z, Y, X, C\) array, got 2 dimensions of shape"),
+        (np.zeros((*SHAPE, 1, 1), dtype=np.float32), r"\(Z, Y, X\) or \(Z, Y, X, C\) array, got 5 dimensions"),
+        (
+            np.where(_noisy() > 150, np.nan, _noisy()),
+            r"volume must be finite, got \d+ NaN .*\(replace or mask them first\)$",
+        ),
+    ],
+    ids=["2D", "5D", "NaN"],
+)
+def test_h_none_on_a_bad_volume_does_not_say_to_give_h(volume, match) -> None:
+    """Only a failed noise estimate says to give h: here h would be refused as well."""
+    with pytest.raises(ValueError, match=match) as refused:
+        denoise_volume(volume, **SETTINGS)
+    assert "give h" not in str(refused.value)
 
 
 def test_the_command_without_h_equals_python_with_h_none(tmp_path) -> None:
