@@ -221,7 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
         "a volume",
         description="The noise denoise --noise auto finds (frames spread over the clip), or that of the frames "
         "or the region you give; and the h it suggests for denoise's defaults. A volume (.nii, .nii.gz, .tif, "
-        ".tiff, .npy): the noise denoise-volume finds, and the h it suggests.",
+        ".tiff, .npy): the noise denoise-volume finds, and the h it suggests; each volume's of a 4D NIfTI time "
+        "series, as denoise-volume filters each with h from its own noise.",
     )
     estimate.add_argument("input")
     estimate.add_argument(

@@ -1,7 +1,7 @@
 """The checks of a volume that the driver (``denoise``), its filters and the noise estimate share.
 
-Finite voxels (and the error where they are not), the channels of a 4D array, and what a 4D
-array's fourth axis holds.
+Finite voxels (and the error where they are not; those outside a mask read as 0), the channels
+of a 4D array, and what a 4D array's fourth axis holds.
 """
 
 from __future__ import annotations
@@ -49,6 +49,27 @@ def non_finite_error(data: np.ndarray) -> ValueError:
     """Return the error for a volume holding NaN or infinite voxels, with their count."""
     count = int(np.count_nonzero(~np.isfinite(data)))
     return ValueError(f"volume must be finite, got {count} NaN or infinite voxels (replace or mask them first)")
+
+
+def filled_outside(data: np.ndarray, inside: np.ndarray) -> np.ndarray:
+    """Return ``data`` with its NaN and infinite voxels read as 0, or ValueError where any lies ``inside``.
+
+    ``data``: (Z, Y, X), or 4D with channels or a series last; ``inside``: a bool (Z, Y, X) mask.
+    ``data`` itself where every voxel is finite, else a copy: 0 is what the filter's patches near the
+    mask's edge and the noise estimate read there; the voxels outside the mask are returned as they
+    were, so no 0 reaches the output.
+    """
+    if all_finite(data):
+        return data
+    bad = ~np.isfinite(data)
+    count = int(np.count_nonzero(bad[inside]))
+    if count:
+        raise ValueError(
+            f"volume must be finite inside the mask, got {count} NaN or infinite voxels inside it (of "
+            f"{int(np.count_nonzero(bad))} in all; those outside are kept as they are): replace them or leave "
+            "them out of the mask"
+        )
+    return np.where(bad, 0, data)
 
 
 def check_channels(shape: tuple[int, ...]) -> None:

@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
     """
     from ..backend import resolve_backend, resolve_devices
     from ..cpu.compiled import COMPILING
-    from .checks import require_finite
+    from .checks import filled_outside, require_finite
     from .denoise import (
         checked_volume,
         denoise_volume,
@@ -192,14 +192,16 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
     source = read_volume(args.input, series=True)
     series = bool(source.extra.get("series"))  # a NIfTI time series (Z, Y, X, T): filtered volume by volume
     first = source.data[..., 0] if series else source.data  # a series' volumes share their shape
+    inside = None if args.mask is None else _mask(args.mask, source.data.shape[:3])
     try:
-        checked_volume(first, params)  # NaN voxels, a volume smaller than the window
-        require_finite(source.data)
+        checked_volume(first, params, finite=False)  # a volume smaller than the window
+        # NaN voxels: refused, unless all lie outside the mask (the estimate reads them as 0, as the filter does)
+        readable = source.data if inside is None else filled_outside(source.data, inside)
+        require_finite(readable)
     except ValueError as error:
         raise ValueError(f"{args.input}: {error}") from error
     if series and volume_format(args.output) == "tiff":
         raise ValueError(f"{args.output}: a time series is written as NIfTI (or .npy), not TIFF")
-    inside = None if args.mask is None else _mask(args.mask, source.data.shape[:3])
     mode = source.channel_mode(args.channels)
     count = source.data.shape[3] if source.data.ndim == 4 and not series else 1
     if count > 1 and not args.quiet:
@@ -221,11 +223,11 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
             print("h from each volume's own noise estimate", file=sys.stderr)
     elif h is None:
         apart = mode == "separately" and count > 1
-        parts = [source.data[..., c] for c in range(count)] if apart else [source.data]
+        parts = [readable[..., c] for c in range(count)] if apart else [readable]
         h = [_suggested_h(args, part, f"channel {c + 1}: " if apart else "") for c, part in enumerate(parts)]
         h = h if apart else h[0]
     elif not args.quiet:
-        low, high = float(np.min(source.data)), float(np.max(source.data))
+        low, high = float(np.min(readable)), float(np.max(readable))
         largest = max(h) if isinstance(h, list) else h
         if largest > high - low:
             print(
@@ -305,12 +307,14 @@ def _suggested_h(args: argparse.Namespace, data: np.ndarray, label: str) -> floa
 def estimate(path: str, *, as_json: bool) -> int:
     """Print a volume's noise as ``denoise-volume`` estimates it, and the h it suggests for each weighting.
 
-    Each channel's own noise where it filters them separately; errors propagate to the CLI's
-    handler.
+    Each channel's own noise where it filters them separately, each volume's own in a NIfTI time
+    series; errors propagate to the CLI's handler.
     """
     from .io import read_volume
 
-    source = read_volume(path)
+    source = read_volume(path, series=True)
+    if source.extra.get("series"):
+        return _estimate_series(path, source.data, as_json=as_json)
     mode = source.channel_mode()
     count = source.data.shape[3] if source.data.ndim == 4 else 1
     apart = mode == "separately" and count > 1
@@ -334,6 +338,31 @@ def estimate(path: str, *, as_json: bool) -> int:
             print(f"{label}suggested h: {h:.4g} for {weighting} weights, patch radius 1 and centre weight one")
         if report["warning"]:
             print(f"warning: {label}{report['warning']}")
+    return 0
+
+
+def _estimate_series(path: str, series: np.ndarray, *, as_json: bool) -> int:
+    """Print each (Z, Y, X) volume's noise of a (Z, Y, X, T) ``series``, as ``denoise-volume`` estimates each's h.
+
+    JSON: ``{"series": T, "estimates": [...]}``, one report a volume (numbered from 0, as FSL's
+    ``fslroi`` counts them); text: a line a volume.
+    """
+    reports = [_noise_report(f"{path}: volume {t}", series[..., t]) | {"volume": t} for t in range(series.shape[3])]
+    if as_json:
+        print(json.dumps({"series": series.shape[3], "estimates": reports}))
+        return 0
+    shape = " x ".join(str(n) for n in series.shape[:3])
+    print(f"a series of {series.shape[3]} volumes of {shape} (z, y, x), each filtered with h from its own noise")
+    for report in reports:
+        sigma = ", ".join(f"{s:.4g}" for s in report["sigma"])
+        h = report["suggested_h"]["exponential"]
+        clean = " (looks clean)" if report["clean"] else ""
+        print(
+            f"volume {report['volume']}: noise sigma {sigma} from {report['blocks']} blocks{clean}, suggested h "
+            f"{h:.4g} for exponential weights"
+        )
+        if report["warning"]:
+            print(f"warning: volume {report['volume']}: {report['warning']}")
     return 0
 
 

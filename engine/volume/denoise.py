@@ -24,7 +24,15 @@ import numpy as np
 from ..backend import check_devices, resolve_backend, resolve_devices
 from ..memory import require_cpu_room, says_what_to_lower
 from ..shared_params import check_choice, check_int
-from .checks import SPATIAL_ORDERS, channels_note, check_channels, fourth_axis, require_finite
+from .checks import (
+    SPATIAL_ORDERS,
+    all_finite,
+    channels_note,
+    check_channels,
+    filled_outside,
+    fourth_axis,
+    require_finite,
+)
 from .mask import checked_mask, mask_boxes, with_halo
 from .noise import suggested_strengths
 from .params import Radii, VolumeParams, channel_strengths
@@ -195,6 +203,8 @@ def denoise_volume(
         Only boxes around the mask's voxels (with their halos of A + B voxels) are filtered, so
         a mask of a small part of the volume costs a small part of the time; the voxels inside
         are those of the whole volume's filter. None: every voxel. A series' volumes share it.
+        NaN and infinite voxels outside it pass through as well; the filter's patches near its
+        edge and the noise estimate (h None) read them as 0. Inside it they are refused.
     channel_axis : int or None
         The axis of a 4D ``volume`` that holds its channels (3 or -1 for (Z, Y, X, C)), filtered
         as ``channels`` says; the result keeps the axis where it was.
@@ -226,10 +236,10 @@ def denoise_volume(
     ------
     ValueError
         A bad parameter, a volume that is not 3D or 4D, has more than 16 channels, has NaN or
-        infinite voxels, or is smaller than A + B + 1 on an axis, an ``out`` that cannot hold the
-        result, a mask not of the volume's (Z, Y, X) shape or not 0/1; with h None, a volume too
-        small (under 3 voxels an axis) or too flat (constant) to estimate its noise. The message
-        says which and how to fix it.
+        infinite voxels (inside the mask, with one), or is smaller than A + B + 1 on an axis, an
+        ``out`` that cannot hold the result, a mask not of the volume's (Z, Y, X) shape or not
+        0/1; with h None, a volume too small (under 3 voxels an axis) or too flat (constant) to
+        estimate its noise. The message says which and how to fix it.
     BackendUnavailableError
         backend="gpu" (or devices given) where CuPy or a GPU is missing.
     MemoryError
@@ -264,15 +274,24 @@ def denoise_volume(
         moved = np.ascontiguousarray(np.moveaxis(given, role[1], -1))
         result = np.moveaxis(denoise_volume(moved, progress=progress, channel_axis=3, **settings), -1, role[1])
         return _returned(result, given, out)
+    if mask is not None and given.ndim in (3, 4) and not all_finite(given):
+        inside = checked_mask(mask, given.shape[:3])
+        channel_axis = 3 if given.ndim == 4 else None
+        result = denoise_volume(
+            filled_outside(given, inside), progress=progress, out=out, channel_axis=channel_axis, **settings
+        )
+        result[~inside] = given[~inside]  # the NaN and infinities outside, read as 0, back as they were
+        return result
     count = given.shape[3] if given.ndim == 4 else 1
+    # The volume is checked before the estimate: its refusals say to give h, which helps only there.
+    radii = VolumeParams.checked(1.0, patch_radius, search_radius, weighting, center_weight)
+    data = checked_volume(volume, radii, finite=False)
     if h is None:
-        VolumeParams.checked(1.0, patch_radius, search_radius, weighting, center_weight)  # before the estimate
-        check_channels(given.shape)
+        require_finite(data)
         h = suggested_strengths(given, channels, weighting, center_weight=center_weight, patch_radius=patch_radius)
     strengths = channel_strengths(h, count, channels)
     for strength in strengths:
         params = VolumeParams.checked(strength, patch_radius, search_radius, weighting, center_weight)
-    data = checked_volume(volume, params, finite=False)
     if rician:
         if backend == "gpu" or devices is not None:
             raise ValueError("noise_model='rician' runs on the CPU: use backend='cpu' or 'auto', without devices")

@@ -7,6 +7,7 @@ few variants.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -47,8 +48,27 @@ def test_h_none_gives_each_channel_filtered_separately_its_own_noises_h() -> Non
 
 
 def test_h_none_on_a_constant_volume_says_there_is_no_noise() -> None:
-    with pytest.raises(ValueError, match="constant"):
+    with pytest.raises(ValueError, match=r"constant.*; give h instead$"):
         denoise_volume(np.full(SHAPE, 7.0, dtype=np.float32), **SETTINGS)
+
+
+@pytest.mark.parametrize(
+    ("volume", "match"),
+    [
+        (np.zeros(SHAPE[1:], dtype=np.float32), r"\(Z, Y, X\) or \(Z, Y, X, C\) array, got 2 dimensions of shape"),
+        (np.zeros((*SHAPE, 1, 1), dtype=np.float32), r"\(Z, Y, X\) or \(Z, Y, X, C\) array, got 5 dimensions"),
+        (
+            np.where(_noisy() > 150, np.nan, _noisy()),
+            r"volume must be finite, got \d+ NaN .*\(replace or mask them first\)$",
+        ),
+    ],
+    ids=["2D", "5D", "NaN"],
+)
+def test_h_none_on_a_bad_volume_does_not_say_to_give_h(volume, match) -> None:
+    """Only a failed noise estimate says to give h: here h would be refused as well."""
+    with pytest.raises(ValueError, match=match) as refused:
+        denoise_volume(volume, **SETTINGS)
+    assert "give h" not in str(refused.value)
 
 
 def test_the_command_without_h_equals_python_with_h_none(tmp_path) -> None:
@@ -185,6 +205,50 @@ def test_the_command_takes_a_mask_file(tmp_path) -> None:
     run = subprocess.run([*command, "--mask", "wrong.npy", "--overwrite"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode != 0
     assert "wrong.npy" in run.stderr and "(20, 14, 13), got (19, 14, 13)" in run.stderr
+
+
+def _nan_outside(inside: np.ndarray) -> np.ndarray:
+    """``_noisy`` of ``inside``'s shape with NaN and infinities in a slab outside ``inside``, next to its voxels."""
+    volume = _noisy(inside.shape)
+    volume[3:6] = np.nan  # planes 3..5: the first blob's (0..2) filter reads them, none of them inside
+    volume[4, 0, 0], volume[5, 1, 1] = np.inf, -np.inf
+    assert not np.isnan(volume[inside]).any()
+    return volume
+
+
+@pytest.mark.parametrize("h", [10.0, None])
+def test_nan_outside_the_mask_passes_through_and_the_filter_reads_it_as_0(h) -> None:
+    inside = _blobs()
+    volume = _nan_outside(inside)
+    masked = denoise_volume(volume, h=h, mask=inside, **SETTINGS)
+    np.testing.assert_array_equal(masked[~inside], volume[~inside])  # NaN and infinities too, where they were
+    assert np.isfinite(masked[inside]).all()
+    zeroed = np.where(np.isfinite(volume), volume, 0)
+    np.testing.assert_array_equal(masked[inside], denoise_volume(zeroed, h=h, mask=inside, **SETTINGS)[inside])
+
+
+def test_nan_inside_the_mask_is_refused_saying_how_many_lie_inside() -> None:
+    inside = _blobs()
+    volume = _nan_outside(inside)
+    volume[15, 7, 7] = volume[16, 8, 6] = np.nan
+    with pytest.raises(ValueError, match=r"finite inside the mask, got 2 NaN or infinite voxels inside it \(of 548 "):
+        denoise_volume(volume, h=10.0, mask=inside, **SETTINGS)
+
+
+def test_the_command_keeps_nan_outside_the_mask_and_refuses_nan_inside(tmp_path) -> None:
+    inside = _blobs()
+    volume = _nan_outside(inside)
+    np.save(tmp_path / "scan.npy", volume)
+    np.save(tmp_path / "brain.npy", inside.astype(np.uint8))
+    command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--search-radius", "2", "--backend", "cpu"]
+    run = subprocess.run([*command, "--mask", "brain.npy"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), denoise_volume(volume, mask=inside, **SETTINGS))
+    volume[15, 7, 7] = np.nan
+    np.save(tmp_path / "scan.npy", volume)
+    run = subprocess.run([*command, "--mask", "brain.npy", "--overwrite"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "scan.npy: volume must be finite inside the mask, got 1 NaN or infinite voxels inside it" in run.stderr
 
 
 def _series(count: int = 3) -> np.ndarray:
@@ -346,3 +410,26 @@ def test_the_command_takes_a_nifti_mask_in_the_scans_grid(tmp_path) -> None:
     written = np.asarray(nibabel.load(tmp_path / "out.nii").dataobj).transpose(2, 1, 0)
     np.testing.assert_array_equal(written, denoise_volume(volume, h=10.0, mask=inside, **SETTINGS))
     np.testing.assert_array_equal(written[~inside], volume[~inside])
+
+
+def test_estimate_noise_on_a_4d_nifti_prints_each_volumes_estimate_as_denoise_volume_reads_it(tmp_path) -> None:
+    nibabel = pytest.importorskip("nibabel")
+    series = _series()
+    nibabel.save(nibabel.Nifti1Image(series.transpose(2, 1, 0, 3), np.eye(4)), tmp_path / "bold.nii.gz")
+    command = [*CLI, "estimate-noise", "bold.nii.gz"]
+    run = subprocess.run([*command, "--json"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["series"] == 3 and [each["volume"] for each in report["estimates"]] == [0, 1, 2]
+    for t, each in enumerate(report["estimates"]):
+        estimate = estimate_volume_noise(series[..., t])
+        np.testing.assert_allclose(each["sigma"], estimate.sigma, rtol=1e-5)  # JSON rounds to 6 decimals
+        assert each["suggested_h"]["exponential"] == pytest.approx(suggest_volume_h(estimate), rel=1e-5)
+    sigmas = [each["sigma"][0] for each in report["estimates"]]
+    assert sigmas[0] < sigmas[1] < sigmas[2]  # noise of sigma 4, 8 and 12
+    text = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert text.returncode == 0, text.stderr
+    lines = [line for line in text.stdout.splitlines() if line.startswith("volume ")]
+    assert [line.split(":")[0] for line in lines] == ["volume 0", "volume 1", "volume 2"]
+    for line, sigma in zip(lines, sigmas, strict=True):
+        assert f"noise sigma {sigma:.4g} from" in line
