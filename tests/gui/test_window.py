@@ -9,6 +9,7 @@ import threading
 from fractions import Fraction
 from pathlib import Path
 
+import av
 import numpy as np
 import pytest
 from clips import FLAT_BOX, chroma_subsampled_clips, clip_with_audio
@@ -264,6 +265,27 @@ def test_the_export_dialog_refuses_mxf_for_audio_mxf_cannot_hold(qtbot, window, 
     assert "a .mxf file holds 48 kHz PCM audio only" in dialog.replaces.text() and dialog.replaces.isVisible()
     assert not dialog.export_button.isEnabled()
     dialog.reject()
+
+
+def test_the_export_dialog_keeps_24_bit_pcm_in_the_sources_mov_and_says_what_mp4_does(qtbot, window, tmp_path):
+    """An archivist's ProRes .mov with 24-bit PCM: the dialog proposed .mp4 and said "copied
+    unchanged"; MP4 keeps PCM as 'ipcm', which FFmpeg 5.1 read as 16-bit (full-scale noise)."""
+    source = clip_with_audio(tmp_path / "a.mov", "pcm_s24le", 48000, "prores_ks", "yuv422p10le")
+    opened(qtbot, window, source)
+    dialog = export_dialog_opened(qtbot, window)
+    assert dialog.path.text() == str(tmp_path / "a-denoised.mov")
+    assert dialog.streams.text() == "1 audio / subtitle stream(s) copied unchanged"
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "a-denoised.mp4"))
+    assert "copied as they are, but a .mp4 file keeps PCM audio (pcm_s24le) as 'ipcm'" in dialog.streams.text()
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "a-denoised.mov"))
+    qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
+    window.activateWindow()
+    exports_done(qtbot, window)
+    with av.open(str(tmp_path / "a-denoised.mov")) as output:
+        assert output.format.name.startswith("mov")
+        assert [stream.codec_context.name for stream in output.streams.audio] == ["pcm_s24le"]
 
 
 def test_cancel_stops_the_export_and_removes_its_file_and_the_next_export_runs(qtbot, window, clip, tmp_path):
