@@ -997,6 +997,20 @@ def test_the_estimates_boxes_show_over_the_frame_they_were_found_on_only(qtbot, 
         assert all(item.isVisible() == drawn for item in window.view.region_items), index
 
 
+def test_r_on_another_frame_than_the_boxes_says_which_frame_they_are_on(qtbot, window, clip) -> None:
+    """An archivist opened a clip and pressed R on frame 1: no boxes, and no word of where they were."""
+    opened(qtbot, window, clip[0])
+    found_on = boxes_frame(clip[0])
+    qtbot.waitUntil(lambda: bool(window.view.region_items), timeout=WAIT_MS)  # the estimate at open
+    settle(qtbot, window)
+    assert window.frame_slider.value() != found_on
+    window.statusBar().clearMessage()  # the estimate's note is gone: its 10 s are over, or a tooltip wiped it
+    press(qtbot, window, KEY.Key_R)
+    press(qtbot, window, KEY.Key_R)
+    assert window.regions_action.isChecked() and not any(item.isVisible() for item in window.view.region_items)
+    assert f"frame {found_on + 1}" in window.statusBar().currentMessage()
+
+
 # The picture
 
 
