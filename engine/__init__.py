@@ -56,7 +56,7 @@ from .backend import (
 )
 from .cpu.compiled import COMPILING
 from .media.ffmpeg import VideoError
-from .media.formats import CODECS, CodecNotHeldError, output_format
+from .media.formats import CODECS, CodecNotHeldError, misread_streams, output_format
 from .media.live import LiveReader
 from .media.probe import VideoInfo
 from .media.reader import VIDEO_SUFFIXES, VideoReader, read_frames
@@ -234,6 +234,7 @@ __all__ = [
     "gpu_unavailable_reason",
     "load_preset",
     "matrix_for",
+    "misread_streams",
     "output_format",
     "parse_luma_chroma",
     "psnr",

@@ -46,6 +46,7 @@ from nlmeans_studio.engine import (
     VideoInfo,
     check_output_path,
     denoise_file,
+    misread_streams,
     output_format,
 )
 
@@ -93,19 +94,29 @@ def _output_folder(source: Path) -> Path:
     return videos if videos.is_dir() and os.access(videos, os.W_OK) else Path.home()
 
 
-def _free_name(source: Path, queued: Collection[Path]) -> Path:
-    """NAME-denoised.mp4 in ``_output_folder``, or NAME-denoised-2.mp4, -3, .. where that exists
-    or an export in the queue (``queued``, resolved paths) will write it: a second export does not
-    replace the first unless the user names it."""
-    folder = _output_folder(source)
-    names = (f"{source.stem}-denoised{'' if n == 1 else f'-{n}'}.mp4" for n in itertools.count(1))
+def _suffix(source: Path, info: VideoInfo, codec: str) -> str:
+    """.mp4, unless it would keep the source's audio in a form older readers misread (PCM in MP4):
+    then the source's own container where it holds ``codec`` and those streams, else .mkv."""
+    for suffix in (".mp4", source.suffix.lower()):
+        if _holds(Path(f"out{suffix}"), codec, info) and not misread_streams(Path(f"out{suffix}"), info):
+            return suffix
+    return ".mkv"
+
+
+def _free_name(source: Path, info: VideoInfo, codec: str, queued: Collection[Path]) -> Path:
+    """NAME-denoised.mp4 (or ``_suffix``'s container) in ``_output_folder``, or NAME-denoised-2.mp4,
+    -3, .. where that exists or an export in the queue (``queued``, resolved paths) will write it: a
+    second export does not replace the first unless the user names it."""
+    folder, suffix = _output_folder(source), _suffix(source, info, codec)
+    names = (f"{source.stem}-denoised{'' if n == 1 else f'-{n}'}{suffix}" for n in itertools.count(1))
     return next(path for path in map(folder.joinpath, names) if not path.exists() and path.resolve() not in queued)
 
 
-def _holds(path: Path, codec: str) -> bool:
-    """Whether an output named ``path`` can hold ``codec`` (an image sequence holds any: it has none)."""
+def _holds(path: Path, codec: str, like: VideoInfo | None = None) -> bool:
+    """Whether an output named ``path`` can hold ``codec`` and ``like``'s copied streams (an image
+    sequence holds any: it has none)."""
     try:
-        output_format(path, codec)
+        output_format(path, codec, like)
     except VideoError:
         return False
     return True
@@ -145,12 +156,12 @@ class ExportDialog(QDialog):
         self.setMinimumWidth(560)  # room for the output's path
         self._info, self._source, self._frame_times = info, source, frame_times
         self._queued = frozenset(queued)
-        self.path = QLineEdit(str(_free_name(source, self._queued)))
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse)
         self.codec = QComboBox()
         for name in CODECS:
             self.codec.addItem(name, name)
+        self.path = QLineEdit(str(_free_name(source, info, self.codec.currentData(), self._queued)))
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
         self.codec.currentIndexChanged.connect(self._codec_changed)
         self.crf = QSpinBox()
         self.crf.setRange(0, 51)
@@ -185,6 +196,7 @@ class ExportDialog(QDialog):
         form.addRow("Last frame", self.last)
         form.addRow("", self.span)
         self.streams = QLabel()
+        self.streams.setWordWrap(True)
         form.addRow("", self.streams)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.export_button = buttons.button(QDialogButtonBox.StandardButton.Ok)
@@ -220,7 +232,7 @@ class ExportDialog(QDialog):
         self.replaces.setVisible(bool(problem) or exists)
         self._path_problem = problem
         self._allow_export()
-        self._show_what_is_written(images=container == "image2")
+        self._show_what_is_written(path, images=container == "image2")
         self.adjustSize()  # a wrapped message of several lines gets its height
 
     def _browse(self) -> None:
@@ -240,9 +252,9 @@ class ExportDialog(QDialog):
             self.renamed.show()
         self._path_changed()  # the same name may not fit the new codec
 
-    def _show_what_is_written(self, images: bool) -> None:
-        """The codec and quality in use, and the streams copied; an image sequence has neither a
-        codec nor sound."""
+    def _show_what_is_written(self, path: Path, images: bool) -> None:
+        """The codec and quality in use, and the streams copied, with what the container ``path``
+        names does to them; an image sequence has neither a codec nor sound."""
         self.codec.setEnabled(not images)
         self.codec_unused.setVisible(images)
         self.crf.setEnabled(not images and self.codec.currentData() in ("h264", "h265"))
@@ -251,8 +263,11 @@ class ExportDialog(QDialog):
             left_out = f": the clip's {count} audio / subtitle stream(s) are left out" if count else ""
             self.streams.setText(f"an image sequence carries no audio or subtitles{left_out}")
         else:
-            copied = f"{count} audio / subtitle stream(s) copied unchanged" if count else ""
-            self.streams.setText(copied or "no audio or subtitle streams to copy")
+            misread = misread_streams(path, self._info)
+            copied = f"{count} audio / subtitle stream(s) copied " + (
+                f"as they are, but {misread}" if misread else "unchanged"
+            )
+            self.streams.setText(copied if count else "no audio or subtitle streams to copy")
 
     def _range_changed(self) -> None:
         """Say the range's length and times, or that the last frame is before the first (then

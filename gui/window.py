@@ -440,11 +440,7 @@ class MainWindow(QMainWindow):
             self.view.show_regions(estimate.regions)
             self._tie_regions_to_frame()
             if self.frame_slider.value() != first:
-                self.statusBar().showMessage(
-                    f"Noise measured over the clip, as denoise does; the boxes are its flat blocks on frame "
-                    f"{first + 1}, drawn over that frame.",
-                    10000,
-                )
+                self._say_where_the_boxes_are("Noise measured over the clip, as denoise does; the boxes are its")
         self.readouts.show_sigma(estimate)
         self.noise_follower.estimated(estimate, factor)
 
@@ -565,7 +561,16 @@ class MainWindow(QMainWindow):
     # Views
 
     def _show_regions_changed(self) -> None:
+        """R: show or hide the boxes; shown over another frame than theirs, the status bar says which."""
         self.view.set_regions_visible(self.regions_action.isChecked())
+        if self.regions_action.isChecked() and self.view.region_items and not self.view.regions_on_frame:
+            self._say_where_the_boxes_are("No boxes on this frame: they are the noise estimate's")
+
+    def _say_where_the_boxes_are(self, lead: str) -> None:
+        """Name the frame the estimate's boxes were found on, after ``lead``, in the status bar."""
+        self.statusBar().showMessage(
+            f"{lead} flat blocks on frame {self._regions_frame + 1}, drawn over that frame.", 10000
+        )
 
     # Noise regions and presets
 

@@ -131,17 +131,19 @@ def chroma_subsampled_clips(folder: Path, frames: int = 2) -> tuple[Path, np.nda
     return folder / "noisy.mkv", np.cov(noise.T)
 
 
-def clip_with_audio(path: Path, audio_codec: str, rate: int) -> Path:
-    """Three FFV1 frames of noise and 0.12 s of a mono sine in ``audio_codec`` at ``rate`` Hz."""
+def clip_with_audio(
+    path: Path, audio_codec: str, rate: int, video_codec: str = "ffv1", pixel_format: str = "yuv420p"
+) -> Path:
+    """Three frames of noise (FFV1 unless ``video_codec``), 0.12 s of a mono sine in ``audio_codec`` at ``rate`` Hz."""
     import av
 
     with av.open(str(path), "w") as container:
-        video = container.add_stream("ffv1", rate=25)
-        video.width, video.height, video.pix_fmt = 32, 32, "yuv420p"
+        video = container.add_stream(video_codec, rate=25)
+        video.width, video.height, video.pix_fmt = 32, 32, pixel_format
         audio = container.add_stream(audio_codec, rate=rate, layout="mono")
         for index in range(3):
             image = np.random.default_rng(index).integers(0, 256, (32, 32, 3), dtype=np.uint8)
-            container.mux(video.encode(av.VideoFrame.from_ndarray(image, format="rgb24").reformat(format="yuv420p")))
+            container.mux(video.encode(av.VideoFrame.from_ndarray(image, format="rgb24").reformat(format=pixel_format)))
         container.mux(video.encode(None))
         samples = (np.sin(np.arange(rate * 12 // 100) / 5) * 0.3).astype(np.float32)[None]
         sound = av.AudioFrame.from_ndarray(samples, format="flt", layout="mono")

@@ -61,6 +61,9 @@ OUTPUT_CONTAINERS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 # Muxers that hold only uncompressed audio, in these codecs at this sample rate (Hz), and no subtitles
 PCM_ONLY = {"mxf": (("pcm_s16le", "pcm_s24le"), 48000)}
+# Muxer -> the start of the codec names it keeps in a form older readers misread: MP4 stores PCM as
+# ISO/IEC 23003-5 'ipcm', which FFmpeg 5.1 reads as 16-bit PCM (24-bit sound became full-scale noise)
+MISREAD_AUDIO = {"mp4": "pcm_"}
 
 # Encoders that take subsampled chroma at any size (an odd-sized 4:2:0 source stays 4:2:0 in
 # FFV1 and in a y4m pipe); the others need even sizes there.
@@ -208,6 +211,23 @@ def output_format(path: Path, codec: str, like: VideoInfo | None = None) -> str:
             f"convert the source's audio first (ffmpeg -i IN -c:v copy -c:a pcm_s24le -ar {rate} -sn IN.mkv)"
         )
     return muxer
+
+
+def misread_streams(path: Path, like: VideoInfo) -> str:
+    """Return what goes wrong with ``like``'s copied streams in the container ``path`` names, or "".
+
+    The bytes are copied unchanged, but some containers keep some codecs in a form older readers
+    take for another (``MISREAD_AUDIO``); the sentence names them and the containers that do not.
+    """
+    muxer = OUTPUT_CONTAINERS.get(path.suffix.lower(), ("",))[0]
+    prefix = MISREAD_AUDIO.get(muxer)
+    names = sorted({name for name, _ in like.other_formats if prefix and name.startswith(prefix)})
+    if not names:
+        return ""
+    return (
+        f"a {path.suffix.lower()} file keeps PCM audio ({', '.join(names)}) as 'ipcm', which older readers "
+        "(FFmpeg 5.1) take for 16-bit PCM; .mov and .mkv keep it as it is"
+    )
 
 
 def output_pixel_format(codec: str, like: VideoInfo, *, gray: bool, rgb: bool) -> str:

@@ -896,6 +896,21 @@ def test_an_interlaced_y4m_stream_is_said_to_be_filtered_as_progressive(tmp_path
     assert "warning: -: the video is interlaced: each frame's two fields are filtered as one" in run.stderr.decode()
 
 
+def test_24_bit_pcm_into_mp4_is_said_to_be_misread_by_older_readers(tmp_path) -> None:
+    """An archivist's 24-bit PCM, copied into .mp4 as 'ipcm', read as 16-bit noise in FFmpeg 5.1:
+    the command said nothing; into .mov it is kept as it is, and nothing is said."""
+    source = clip_with_audio(tmp_path / "a.mov", "pcm_s24le", 48000, "prores_ks", "yuv422p10le")
+    run = _cli("denoise", str(source), str(tmp_path / "out.mp4"), *FAST)
+    assert run.returncode == 0, run.stderr
+    assert f"warning: {tmp_path / 'out.mp4'}: the audio is copied unchanged, but a .mp4 file keeps PCM audio " in (
+        run.stderr
+    )
+    run = _cli("denoise", str(source), str(tmp_path / "out.mov"), *FAST)
+    assert run.returncode == 0 and "warning" not in run.stderr, run.stderr
+    with av.open(str(tmp_path / "out.mov")) as output:
+        assert [stream.codec_context.name for stream in output.streams.audio] == ["pcm_s24le"]
+
+
 def test_mxf_output_of_audio_it_cannot_hold_is_refused_before_any_work(tmp_path) -> None:
     """AAC audio failed at the end of the run: "[pcm_rechunk] Codec 'aac' ... is not supported",
     then "'.0742e491bef2.part.mxf' returned 22"; 48 kHz PCM is copied."""

@@ -9,6 +9,7 @@ import threading
 from fractions import Fraction
 from pathlib import Path
 
+import av
 import numpy as np
 import pytest
 from clips import FLAT_BOX, chroma_subsampled_clips, clip_with_audio
@@ -264,6 +265,27 @@ def test_the_export_dialog_refuses_mxf_for_audio_mxf_cannot_hold(qtbot, window, 
     assert "a .mxf file holds 48 kHz PCM audio only" in dialog.replaces.text() and dialog.replaces.isVisible()
     assert not dialog.export_button.isEnabled()
     dialog.reject()
+
+
+def test_the_export_dialog_keeps_24_bit_pcm_in_the_sources_mov_and_says_what_mp4_does(qtbot, window, tmp_path):
+    """An archivist's ProRes .mov with 24-bit PCM: the dialog proposed .mp4 and said "copied
+    unchanged"; MP4 keeps PCM as 'ipcm', which FFmpeg 5.1 read as 16-bit (full-scale noise)."""
+    source = clip_with_audio(tmp_path / "a.mov", "pcm_s24le", 48000, "prores_ks", "yuv422p10le")
+    opened(qtbot, window, source)
+    dialog = export_dialog_opened(qtbot, window)
+    assert dialog.path.text() == str(tmp_path / "a-denoised.mov")
+    assert dialog.streams.text() == "1 audio / subtitle stream(s) copied unchanged"
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "a-denoised.mp4"))
+    assert "copied as they are, but a .mp4 file keeps PCM audio (pcm_s24le) as 'ipcm'" in dialog.streams.text()
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "a-denoised.mov"))
+    qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
+    window.activateWindow()
+    exports_done(qtbot, window)
+    with av.open(str(tmp_path / "a-denoised.mov")) as output:
+        assert output.format.name.startswith("mov")
+        assert [stream.codec_context.name for stream in output.streams.audio] == ["pcm_s24le"]
 
 
 def test_cancel_stops_the_export_and_removes_its_file_and_the_next_export_runs(qtbot, window, clip, tmp_path):
@@ -973,6 +995,20 @@ def test_the_estimates_boxes_show_over_the_frame_they_were_found_on_only(qtbot, 
     for index, drawn in ((found_on, True), (found_on + 1, False), (found_on, True), (found_on - 1, False)):
         show_frame(qtbot, window, index)
         assert all(item.isVisible() == drawn for item in window.view.region_items), index
+
+
+def test_r_on_another_frame_than_the_boxes_says_which_frame_they_are_on(qtbot, window, clip) -> None:
+    """An archivist opened a clip and pressed R on frame 1: no boxes, and no word of where they were."""
+    opened(qtbot, window, clip[0])
+    found_on = boxes_frame(clip[0])
+    qtbot.waitUntil(lambda: bool(window.view.region_items), timeout=WAIT_MS)  # the estimate at open
+    settle(qtbot, window)
+    assert window.frame_slider.value() != found_on
+    window.statusBar().clearMessage()  # the estimate's note is gone: its 10 s are over, or a tooltip wiped it
+    press(qtbot, window, KEY.Key_R)
+    press(qtbot, window, KEY.Key_R)
+    assert window.regions_action.isChecked() and not any(item.isVisible() for item in window.view.region_items)
+    assert f"frame {found_on + 1}" in window.statusBar().currentMessage()
 
 
 # The picture
