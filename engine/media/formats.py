@@ -62,8 +62,10 @@ OUTPUT_CONTAINERS: dict[str, tuple[str, tuple[str, ...]]] = {
 # Muxers that hold only uncompressed audio, in these codecs at this sample rate (Hz), and no subtitles
 PCM_ONLY = {"mxf": (("pcm_s16le", "pcm_s24le"), 48000)}
 # Muxer -> the start of the codec names it keeps in a form older readers misread: MP4 stores PCM as
-# ISO/IEC 23003-5 'ipcm', which FFmpeg 5.1 reads as 16-bit PCM (24-bit sound became full-scale noise)
+# ISO/IEC 23003-5 'ipcm', which FFmpeg 5.1 reads as 16-bit little-endian PCM (24-bit sound became
+# full-scale noise); that one itself, READ_RIGHT, comes back as it was.
 MISREAD_AUDIO = {"mp4": "pcm_"}
+READ_RIGHT = ("pcm_s16le",)
 
 # Encoders that take subsampled chroma at any size (an odd-sized 4:2:0 source stays 4:2:0 in
 # FFV1 and in a y4m pipe); the others need even sizes there.
@@ -221,7 +223,9 @@ def misread_streams(path: Path, like: VideoInfo) -> str:
     """
     muxer = OUTPUT_CONTAINERS.get(path.suffix.lower(), ("",))[0]
     prefix = MISREAD_AUDIO.get(muxer)
-    names = sorted({name for name, _ in like.other_formats if prefix and name.startswith(prefix)})
+    names = sorted(
+        {name for name, _ in like.other_formats if prefix and name.startswith(prefix) and name not in READ_RIGHT}
+    )
     if not names:
         return ""
     return (

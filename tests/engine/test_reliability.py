@@ -909,6 +909,10 @@ def test_24_bit_pcm_into_mp4_is_said_to_be_misread_by_older_readers(tmp_path) ->
     assert run.returncode == 0 and "warning" not in run.stderr, run.stderr
     with av.open(str(tmp_path / "out.mov")) as output:
         assert [stream.codec_context.name for stream in output.streams.audio] == ["pcm_s24le"]
+    # 16-bit little-endian PCM is what those readers take 'ipcm' for: it comes back as it was.
+    source = clip_with_audio(tmp_path / "b.mov", "pcm_s16le", 48000, "prores_ks", "yuv422p10le")
+    run = _cli("denoise", str(source), str(tmp_path / "out16.mp4"), *FAST)
+    assert run.returncode == 0 and "ipcm" not in run.stderr, run.stderr
 
 
 def test_mxf_output_of_audio_it_cannot_hold_is_refused_before_any_work(tmp_path) -> None:
