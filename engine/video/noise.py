@@ -165,11 +165,12 @@ def estimate_noise_over(
         return first, _estimate(np.stack([frame(i) for i in range(first, last)]), roi, bit_depth)
 
     def read(count: int, known: dict[int, NoiseEstimate]) -> dict[int, NoiseEstimate]:
-        places = sorted({round(p) for p in np.linspace(first, max(first, last - 2), count)})
-        return {
-            place: known.get(place) or _estimate(np.stack([frame(i) for i in (place, place + 1)]), roi, bit_depth)
-            for place in places
-        }
+        """Return the estimates of ``count`` pairs spread over the frames, those ``known`` kept."""
+        estimates = dict(known)
+        for place in sorted({round(p) for p in np.linspace(first, max(first, last - 2), count)}):
+            if place not in estimates:
+                estimates[place] = _estimate(np.stack([frame(place), frame(place + 1)]), roi, bit_depth)
+        return estimates
 
     estimates = read(NOISE_PLACES, {})
     if all(estimate.confidence < LOW_CONFIDENCE for estimate in estimates.values()):
