@@ -220,6 +220,18 @@ def misread_streams(path: Path, like: VideoInfo) -> str:
 
     The bytes are copied unchanged, but some containers keep some codecs in a form older readers
     take for another (``MISREAD_AUDIO``); the sentence names them and the containers that do not.
+
+    Parameters
+    ----------
+    path : Path
+        The output; its suffix names the container.
+    like : VideoInfo
+        The source, whose other streams are copied.
+
+    Returns
+    -------
+    str
+        One sentence for a person, or "" where every copied stream is read back as it was.
     """
     muxer = OUTPUT_CONTAINERS.get(path.suffix.lower(), ("",))[0]
     prefix = MISREAD_AUDIO.get(muxer)
