@@ -68,6 +68,14 @@ def empty_device_frame(cupy: Any, shape: tuple[int, int, int], dtype: Any) -> De
     return DeviceFrame(cupy.empty((channels, height, width), dtype=cupy.float32), packed)
 
 
+def pinned_array(cupy: Any, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """Return a page-locked host array: copies to and from the GPU run asynchronously, at the bus's speed."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    memory = cupy.cuda.alloc_pinned_memory(count * dtype.itemsize)
+    return np.frombuffer(memory, dtype=dtype, count=count).reshape(shape)
+
+
 @functools.cache
 def device_attributes(cupy: Any, device: int) -> tuple[int, int, int]:
     """Shared memory per block (opt-in) and per multiprocessor, in bytes, and the multiprocessors."""

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..frames import FULL_SCALE_BITS, checked_frame
-from ..gpu.device import empty_device_frame
+from ..gpu.device import empty_device_frame, pinned_array
 from .filters.fused_gpu import FusedGpuFilter
 from .params import NLMParams, check_frame_shape
 
@@ -226,9 +226,9 @@ class _PipelineBuffers:
     def __init__(self, cupy: Any, shape: tuple[int, ...], in_dtype: Any, out_dtype: Any, ring_size: int) -> None:
         self.key = (shape, np.dtype(in_dtype), np.dtype(out_dtype), ring_size)
         self.ring = [empty_device_frame(cupy, shape, in_dtype) for _ in range(ring_size)]
-        self.pinned_in = [_pinned(cupy, shape, in_dtype) for _ in range(STAGED_FRAMES)]
+        self.pinned_in = [pinned_array(cupy, shape, in_dtype) for _ in range(STAGED_FRAMES)]
         self.device_in = cupy.empty(shape, in_dtype)  # the upload stream converts it before the next copy
-        self.pinned_out = [_pinned(cupy, shape, out_dtype) for _ in range(OUTPUT_BUFFERS)]
+        self.pinned_out = [pinned_array(cupy, shape, out_dtype) for _ in range(OUTPUT_BUFFERS)]
         self.device_out = [cupy.empty(shape, out_dtype) for _ in range(OUTPUT_BUFFERS)]
 
         def events(count: int) -> list[Any]:
@@ -238,11 +238,3 @@ class _PipelineBuffers:
         self.computed = events(ring_size)  # output index mod ring_size -> filtered
         self.staged = events(STAGED_FRAMES)  # pinned_in copied to the device
         self.downloaded = events(OUTPUT_BUFFERS)  # device_out copied to pinned_out
-
-
-def _pinned(cupy: Any, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    """Return a page-locked host array, so that copies to and from the GPU run asynchronously."""
-    dtype = np.dtype(dtype)
-    count = int(np.prod(shape))
-    memory = cupy.cuda.alloc_pinned_memory(count * dtype.itemsize)
-    return np.frombuffer(memory, dtype=dtype, count=count).reshape(shape)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..backend import GpuOutOfMemoryError, cupy_module
-from ..gpu.device import device_attributes, kernel_function
+from ..gpu.device import device_attributes, kernel_function, pinned_array
 from .checks import non_finite_error
 from .params import VolumeParams
 from .slabs import Finished, mirrored_indices, split_range
@@ -343,7 +343,7 @@ class SlabPipeline:
             self.staging = {  # page-locked, so that the copies run asynchronously; each with its last copy's event
                 stream: [
                     (
-                        np.frombuffer(cupy.cuda.alloc_pinned_memory(4 * size), np.float32, size),
+                        pinned_array(cupy, (size,), np.float32),
                         cupy.cuda.Event(disable_timing=True),
                     )
                     for _ in range(2)
