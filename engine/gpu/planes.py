@@ -1,9 +1,9 @@
-"""Planar host frames (VapourSynth's layout) to and from the GPU, each plane copied as it lies in memory.
+"""Planar host frames (VapourSynth's layout) to and from the GPU through page-locked buffers.
 
-A frame's planes go over the bus as they are, each a 2D array with its own row pitch (one
-``cudaMemcpy2DAsync`` a plane, no host-side stacking), and are interleaved and converted to a
-``DeviceFrame`` on the GPU; an output comes back plane by plane, rounded to the planes' dtype
-there, straight into the host planes given.
+A frame's planes, each a 2D array with its own row pitch, are gathered into one page-locked
+buffer and go over the bus in one copy; they are interleaved and converted to a ``DeviceFrame``
+on the GPU. An output is rounded to the planes' dtype there and comes back the same way into the
+host planes given.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .device import DeviceFrame, DeviceFrames
+from .device import DeviceFrame, DeviceFrames, pinned_array
 
 
 @dataclass(frozen=True)
@@ -44,18 +44,23 @@ class HostPlanes:
 
 
 class _ThreadBuffers(threading.local):
-    """A thread's device buffers by name, kept while the frames' shape and dtype stay."""
+    """A thread's device and page-locked host buffers by name, kept while the frames' shape and dtype stay."""
 
     def __init__(self) -> None:
-        self.arrays: dict[str, Any] = {}
+        self.device: dict[str, Any] = {}
+        self.pinned: dict[str, np.ndarray] = {}
 
 
 class PlaneTransfers:
     """Uploads planar host frames into DeviceFrames and downloads outputs into host planes, from many threads.
 
-    Each thread has its own device buffers, and its copies run on its current stream; an upload
-    ends with the stream synchronised, so that the frame is ready for any stream (the use
-    ``resident.ResidentFrames`` makes of it from many threads).
+    Each thread has its own buffers, and its copies run on its current stream. A frame's planes
+    are copied into a page-locked buffer of the thread's (NumPy's copy, which lets other threads
+    run) and go over the bus in one asynchronous copy; an output comes back the same way. A copy
+    from VapourSynth's pageable planes straight to the GPU would be staged by the driver, one
+    plane's rows at a time and one thread at a time. An upload ends with the stream synchronised,
+    so that the frame is ready for any stream (the use ``resident.ResidentFrames`` makes of it
+    from many threads) and the page-locked buffer free for the next.
     """
 
     def __init__(self, frames: DeviceFrames) -> None:
@@ -71,11 +76,14 @@ class PlaneTransfers:
         """Upload ``frame``'s planes into ``out``, interleave and convert them on the GPU, and wait for it."""
         cupy = self.cupy
         height, width, channels = frame.shape
+        given = len(frame.planes)
+        staged = self.pinned("planes in", (given, height, width), frame.dtype)
+        for into, plane in zip(staged, frame.planes, strict=True):
+            np.copyto(into, _checked(plane, into))
         staging = self.buffer("staging", (channels, height, width), frame.dtype)
-        for plane, host in zip(staging, frame.planes, strict=False):
-            self._copy(plane, host, to_device=True)
-        if len(frame.planes) < channels:
-            staging[len(frame.planes) :].fill(0)
+        staging[:given].set(staged, stream=cupy.cuda.get_current_stream())
+        if given < channels:
+            staging[given:].fill(0)
         floats = frame.peak is not None or frame.dtype == np.float16  # converted to float32 on the way
         interleaved = self.buffer("interleaved", (height, width, channels), np.float32 if floats else frame.dtype)
         cupy.copyto(interleaved, staging.transpose(1, 2, 0))
@@ -92,7 +100,7 @@ class PlaneTransfers:
         Returns once the planes are written.
         """
         cupy = self.cupy
-        height, width, channels = output.shape
+        height, width, _ = output.shape
         dtype = planes[0].dtype
         if output.dtype != dtype:
             converted = self.buffer("converted", output.shape, dtype)
@@ -105,36 +113,32 @@ class PlaneTransfers:
                 cupy.clip(scaled, 0, peak, out=scaled)
                 cupy.copyto(converted, scaled, casting="unsafe")
             output = converted
-        if channels == 1:
-            planar = output.reshape(1, height, width)
-        else:
-            planar = self.buffer("planar", (channels, height, width), dtype)
-            cupy.copyto(planar, output.transpose(2, 0, 1))
-        for plane, host in zip(planar, planes, strict=False):
-            self._copy(plane, host, to_device=False)
-        cupy.cuda.get_current_stream().synchronize()
+        wanted = len(planes)
+        planar = self.buffer("planar", (wanted, height, width), dtype)
+        cupy.copyto(planar, output.transpose(2, 0, 1)[:wanted])
+        staged = self.pinned("planes out", (wanted, height, width), dtype)
+        planar.get(stream=cupy.cuda.get_current_stream(), out=staged)  # returns once copied
+        for plane, back in zip(planes, staged, strict=True):
+            np.copyto(_checked(plane, back), back)
 
     def buffer(self, name: str, shape: tuple[int, ...], dtype: Any) -> Any:
         """Return this thread's device buffer ``name`` of ``shape`` and ``dtype``, made when either changes."""
-        array = self._buffers.arrays.get(name)
+        array = self._buffers.device.get(name)
         if array is None or array.shape != tuple(shape) or array.dtype != dtype:
             with self.frames.out_of_memory_as_error(tuple(shape)):
-                array = self._buffers.arrays[name] = self.cupy.empty(shape, dtype)
+                array = self._buffers.device[name] = self.cupy.empty(shape, dtype)
         return array
 
-    def _copy(self, device: Any, host: np.ndarray, *, to_device: bool) -> None:
-        """Copy a host plane to or from a contiguous (H, W) device array of its shape, row pitch as it lies."""
-        runtime = self.cupy.cuda.runtime
-        if host.shape != device.shape or host.dtype != device.dtype or host.strides[1] != host.itemsize:
-            raise ValueError(f"a plane must be (H, W) {device.dtype} of rows of adjacent samples, got {host.shape}")
-        row_bytes = host.shape[1] * host.itemsize
-        host_pointer, host_pitch = host.ctypes.data, host.strides[0]
-        stream = self.cupy.cuda.get_current_stream().ptr
-        if to_device:
-            arguments = (device.data.ptr, row_bytes, host_pointer, host_pitch, runtime.memcpyHostToDevice)
-        else:
-            arguments = (host_pointer, host_pitch, device.data.ptr, row_bytes, runtime.memcpyDeviceToHost)
-        destination, destination_pitch, source, source_pitch, kind = arguments
-        runtime.memcpy2DAsync(
-            destination, destination_pitch, source, source_pitch, row_bytes, host.shape[0], kind, stream
-        )
+    def pinned(self, name: str, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """Return this thread's page-locked host buffer ``name`` of ``shape`` and ``dtype`` (made as ``buffer``'s)."""
+        array = self._buffers.pinned.get(name)
+        if array is None or array.shape != tuple(shape) or array.dtype != dtype:
+            array = self._buffers.pinned[name] = pinned_array(self.cupy, shape, dtype)
+        return array
+
+
+def _checked(plane: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """Return ``plane`` where it has ``like``'s (H, W) and dtype (its rows in any pitch), else raise ValueError."""
+    if plane.shape != like.shape or plane.dtype != like.dtype:
+        raise ValueError(f"a plane must be (H, W) = {like.shape} of {like.dtype}, got {plane.shape} of {plane.dtype}")
+    return plane

@@ -5,9 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import queue
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 import vapoursynth as vs
@@ -53,7 +51,8 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
     The engine's filter (docs/DESIGN.md §1) with KNLMeansCL's parameters and their meanings; one
     ``PlanarDenoiser`` serves the whole clip, so that the GPU keeps its compiled kernels and buffers
     from frame to frame, and each source frame crosses the bus once while the outputs that search
-    it are filtered (its planes as they are; the outputs rounded there and sent back plane by plane).
+    it are filtered (its planes through page-locked memory; the outputs rounded on the GPU and sent
+    back the same way).
 
     Parameters
     ----------
@@ -87,8 +86,9 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
     device_id : int
         The GPU the filter runs on where the backend is the GPU.
     num_streams : int
-        On the GPU, how many frames may be filtered at once, each on its own CUDA stream
-        (VapourSynth asks for frames from several threads). Ignored on the CPU.
+        Taken (1..64) so that scripts written for vszipcu run unchanged; it changes nothing:
+        VapourSynth runs this filter's frames one at a time (a ModifyFrame's calls are), on one
+        CUDA stream.
     backend : {"auto", "cpu", "gpu"}
         "auto": the GPU where CuPy sees one (or NLMEANS_BACKEND says so), else the CPU.
     temporal_ends : {"truncate", "clamp"}
@@ -170,7 +170,7 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
     peak = (1 << fmt.bits_per_sample) - 1 if fmt.sample_type == vs.INTEGER else None
     # On the GPU each source frame goes up once while it stays there: the windows of the frames that
     # core.num_threads threads ask for at once, and 2d more, are kept (a copy of each clip's).
-    spare = (1 + (rclip is not None)) * (max(vs.core.num_threads, num_streams) + 2 * d)
+    spare = (1 + (rclip is not None)) * (vs.core.num_threads + 2 * d)
     with device.selected():
         denoiser = PlanarDenoiser(params, device.backend, planes=len(planes), peak=peak, spare=spare)
     length = clip.num_frames
@@ -185,7 +185,7 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
         if guides:
             frames.update({(1, number): f[len(neighbours) + k] for number, k in zip(numbers, kept, strict=True)})
         keys = [(0, number) for number in numbers]
-        out = f[d].copy()
+        out = _output_frame(f[d], planes)
         with device.selected():
             denoiser.denoise_into(
                 keys,
@@ -197,6 +197,19 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
         return out
 
     return clip.std.ModifyFrame(neighbours + guides, filtered)
+
+
+def _output_frame(source: vs.VideoFrame, planes: tuple[int, ...]) -> vs.VideoFrame:
+    """Return a writable frame for ``source``'s output: its properties, and the planes not filtered as they are.
+
+    Where every plane is filtered the frame is new (its planes are written whole); a copy of
+    ``source`` would copy each plane once more when it is written.
+    """
+    if len(planes) < source.format.num_planes:
+        return source.copy()
+    out = vs.core.create_video_frame(source.format, source.width, source.height)
+    out.props.update(source.props)
+    return out
 
 
 def _backend(backend: str, device_type: object) -> str:
@@ -324,7 +337,7 @@ def _window(n: int, length: int, d: int, temporal_ends: str) -> tuple[range, int
 
 
 class _Device:
-    """Where the filter runs: the CPU, or GPU ``device_id`` with at most ``num_streams`` frames on it at once."""
+    """Where the filter runs: the CPU, or GPU ``device_id`` on a CUDA stream of its own."""
 
     def __init__(self, backend: str, device_id: object, num_streams: object) -> None:
         self.device_id = _checked_int("device_id", device_id, 1023, "the GPU's number")
@@ -336,7 +349,6 @@ class _Device:
             self.backend = resolve_backend(backend)
         except (ValueError, BackendUnavailableError) as error:
             raise vs.Error(f"{NAME}: {error}") from None
-        self._streams: queue.SimpleQueue[Any] = queue.SimpleQueue()
         if self.backend == "gpu":
             import cupy
 
@@ -345,18 +357,13 @@ class _Device:
             if self.device_id >= count:
                 raise vs.Error(f"{NAME}: device_id must be below {count}, the GPUs here; got {self.device_id}")
             with cupy.cuda.Device(self.device_id):
-                for _ in range(num_streams):
-                    self._streams.put(cupy.cuda.Stream(non_blocking=True))
+                self._stream = cupy.cuda.Stream(non_blocking=True)
 
     @contextlib.contextmanager
     def selected(self) -> Iterator[None]:
-        """Run the block on this device: on the GPU on a stream no other thread uses meanwhile."""
+        """Run the block on this device: on the GPU on the filter's stream."""
         if self.backend == "cpu":
             yield
             return
-        stream = self._streams.get()  # waits while num_streams frames are on the GPU
-        try:
-            with self._cupy.cuda.Device(self.device_id), stream:
-                yield
-        finally:
-            self._streams.put(stream)
+        with self._cupy.cuda.Device(self.device_id), self._stream:
+            yield

@@ -247,6 +247,21 @@ def test_a_dark_16_bit_frame_is_filtered(format_name, level) -> None:
         np.testing.assert_array_equal(plane, level * 255 / 65535)  # a flat frame stays as it is
 
 
+@pytest.mark.parametrize("channels", ["Y", "YUV"])
+def test_outputs_keep_the_frames_properties_and_the_planes_not_filtered(channels) -> None:
+    """A frame all of whose planes are filtered is made anew (not copied), so its properties are copied by hand."""
+    fmt = core.get_video_format(vs.YUV444P8)
+    frames = planes_of(8, fmt)
+    clip = core.std.SetFrameProps(clip_of(frames, fmt), _Matrix=1, _SceneChangePrev=1, Tape="reel 7")
+    out = NLMeans(clip, d=1, a=2, s=1, h=6.0, channels=channels, backend="cpu")
+    for source, denoised in zip(clip.frames(close=True), out.frames(close=True), strict=True):
+        assert dict(denoised.props) == dict(source.props)
+        for plane in range(3):
+            filtered = channels == "YUV" or plane == 0
+            unchanged = np.array_equal(np.asarray(denoised[plane]), np.asarray(source[plane]))
+            assert unchanged != filtered, plane
+
+
 def test_half_float_equals_single_float_to_half_precision() -> None:
     frames = planes_of(5, core.get_video_format(vs.GRAYS))
     half, single = (
