@@ -216,15 +216,17 @@ def _nan_outside(inside: np.ndarray) -> np.ndarray:
     return volume
 
 
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("h", [10.0, None])
-def test_nan_outside_the_mask_passes_through_and_the_filter_reads_it_as_0(h) -> None:
+def test_nan_outside_the_mask_passes_through_and_the_filter_reads_it_as_0(h, backend) -> None:
     inside = _blobs()
     volume = _nan_outside(inside)
-    masked = denoise_volume(volume, h=h, mask=inside, **SETTINGS)
+    settings = {**SETTINGS, "backend": backend}
+    masked = denoise_volume(volume, h=h, mask=inside, **settings)
     np.testing.assert_array_equal(masked[~inside], volume[~inside])  # NaN and infinities too, where they were
     assert np.isfinite(masked[inside]).all()
     zeroed = np.where(np.isfinite(volume), volume, 0)
-    np.testing.assert_array_equal(masked[inside], denoise_volume(zeroed, h=h, mask=inside, **SETTINGS)[inside])
+    np.testing.assert_array_equal(masked[inside], denoise_volume(zeroed, h=h, mask=inside, **settings)[inside])
 
 
 def test_nan_inside_the_mask_is_refused_saying_how_many_lie_inside() -> None:
