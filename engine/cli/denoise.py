@@ -110,7 +110,8 @@ def check_output(args: argparse.Namespace, info: VideoInfo | None = None) -> Non
     """
     if args.output == STANDARD_OUTPUT:
         return
-    check_encoding(args.codec, args.crf, _preset(args), rgb=args.rgb)
+    live = getattr(args, "live", False)
+    check_encoding(args.codec, args.crf, args.preset or encoder_preset(args.codec, live=live), rgb=args.rgb)
     check_encoder(args.codec, args.output)  # one this machine lacks: NVENC without an NVIDIA encoder
     if stream_muxer(args.output, args.codec) is None:  # a file, not a stream's URL
         check_output_path(Path(args.output), Path(args.input), args.overwrite)
@@ -127,9 +128,11 @@ def window_params(args: argparse.Namespace, preset: Preset | None) -> NLMParams:
     return dataclasses.replace(base, **chosen, h=base.h if args.h is None else args.h)
 
 
-def _preset(args: argparse.Namespace) -> str:
-    """Return the encoder's speed preset: --preset, else the codec's default for the run (live or not)."""
-    return args.preset or encoder_preset(args.codec, live=getattr(args, "live", False))
+def _preset(args: argparse.Namespace) -> str | None:
+    """Return the encoder's speed preset: --preset, else the codec's default; None live (the stream's rate picks it)."""
+    if args.preset or getattr(args, "live", False):
+        return args.preset
+    return encoder_preset(args.codec, live=False)
 
 
 def output_options(args: argparse.Namespace) -> dict[str, object]:

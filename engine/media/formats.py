@@ -45,6 +45,12 @@ DEFAULT_PRESET = "medium"  # x264's, x265's and NVENC's own default
 # A live output's x264 / x265 preset unless one is given: tuned for zero latency (sliced threads, no
 # lookahead), medium took 123 ms a 1080p frame on 2 cores and veryfast 63 (scripts/bench_live_host.py)
 LIVE_X26X_PRESET = "veryfast"
+# Above LIVE_FAST_PIXEL_RATE (1080p at 30 fps, in pixels a second) LIVE_FAST_X26X_PRESET instead: a
+# 1080p60 stream on 16 cores, veryfast encoding 5 ms a frame beside the conversion to 4:2:0 (7-10 ms),
+# had a 95th percentile latency of 70 ms, ultrafast (2.5 ms) 47-52 ms in the same run
+# (docs/bench/2026-11-27c-vapoursynth-live-host-side.md).
+LIVE_FAST_PIXEL_RATE = 1920 * 1080 * 30
+LIVE_FAST_X26X_PRESET = "ultrafast"
 
 X26X_AND_NVENC = ("h264", "h265", "h264-nvenc", "h265-nvenc")
 # The containers an output may be, by extension: FFmpeg's muxer, and the codecs whose files the
@@ -82,13 +88,17 @@ def array_format(channels: int, bit_depth: int) -> str:
     return "rgb48le" if bit_depth > HIGH_BIT_DEPTH else "rgb24"
 
 
-def encoder_preset(codec: str, *, live: bool) -> str:
+def encoder_preset(codec: str, *, live: bool, pixel_rate: float = 0.0) -> str:
     """Return the speed preset an output of ``codec`` gets where none is given.
 
-    DEFAULT_PRESET, but LIVE_X26X_PRESET for a ``live`` output's H.264 / H.265: a live encoder
-    must keep up with the source's rate, and drops the frames it has no time for.
+    DEFAULT_PRESET, but for a ``live`` output's H.264 / H.265 LIVE_X26X_PRESET, or
+    LIVE_FAST_X26X_PRESET where its ``pixel_rate`` (width x height x frames a second) is above
+    LIVE_FAST_PIXEL_RATE: a live encoder must keep up with the source's rate, with time to spare
+    for the frames it takes longer over, and drops the frames it has no time for.
     """
-    return LIVE_X26X_PRESET if live and codec in ("h264", "h265") else DEFAULT_PRESET
+    if not live or codec not in ("h264", "h265"):
+        return DEFAULT_PRESET
+    return LIVE_FAST_X26X_PRESET if pixel_rate > LIVE_FAST_PIXEL_RATE else LIVE_X26X_PRESET
 
 
 def check_encoding(codec: str, crf: int, preset: str, *, rgb: bool = False) -> None:

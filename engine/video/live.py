@@ -307,8 +307,9 @@ def denoise_live(
     codec, crf, overwrite, rgb
         The output's encoding, as ``VideoWriter`` takes it.
     preset : str, optional
-        The encoder's speed, as ``VideoWriter`` takes it; None: ``encoder_preset(codec, live=True)``
-        (H.264 / H.265 at LIVE_X26X_PRESET, which keeps up with 1080p at 60 fps where medium may not).
+        The encoder's speed, as ``VideoWriter`` takes it; None: ``encoder_preset`` for a live
+        output of the source's size and rate (H.264 / H.265 at veryfast, ultrafast above 1080p at
+        30 fps: what keeps up with the source with time to spare).
     luma_chroma : (h_luma, h_chroma, matrix), optional
         Filter in Y'CbCr with a strength for Y and one for Cb/Cr (``engine.video.luma_chroma``).
     progress : callable, optional
@@ -352,7 +353,9 @@ def denoise_live(
     failures: list[VideoError] = []  # what the source raised, if it failed
     started = time.perf_counter()
     done = 0
-    preset = encoder_preset(codec, live=True) if preset is None else preset
+    info = reader.info
+    pixel_rate = info.width * info.height * float(info.frame_rate)
+    preset = encoder_preset(codec, live=True, pixel_rate=pixel_rate) if preset is None else preset
     encoding = {"codec": codec, "crf": crf, "preset": preset, "overwrite": overwrite, "rgb": rgb, "low_delay": True}
     with (
         contextlib.nullcontext() if target is None else VideoWriter(target, reader.info, **encoding) as writer,

@@ -363,6 +363,23 @@ def test_what_the_encoder_raised_comes_back_to_the_filter() -> None:
             handoff.finish()
 
 
+@pytest.mark.parametrize(
+    ("codec", "size", "rate", "preset"),
+    [
+        ("h264", (1920, 1080), 60, "ultrafast"),  # veryfast took two thirds of a 60 fps frame's time on 16 cores
+        ("h265", (3840, 2160), 25, "ultrafast"),
+        ("h264", (1920, 1080), 30, "veryfast"),
+        ("h264", (320, 240), 25, "veryfast"),
+        ("ffv1", (1920, 1080), 60, "medium"),  # not an x264 / x265 preset: the writer's default
+    ],
+)
+def test_a_live_encoders_preset_keeps_up_with_the_streams_pixel_rate(codec, size, rate, preset) -> None:
+    from nlmeans_studio.engine.media.formats import encoder_preset
+
+    assert encoder_preset(codec, live=True, pixel_rate=size[0] * size[1] * rate) == preset
+    assert encoder_preset(codec, live=False, pixel_rate=size[0] * size[1] * rate) == "medium"
+
+
 def test_latency_percentiles_in_milliseconds() -> None:
     meter = LatencyMeter()
     for milliseconds in range(1, 101):
