@@ -31,7 +31,7 @@ from ..memory import require_cpu_room
 from .clip_denoiser import context_frames, denoiser_for
 from .filters import cpu_filter_compiles
 from .noise import estimate_noise_over
-from .noise_estimate import NoiseEstimate
+from .noise_estimate import LOW_CONFIDENCE, NoiseEstimate
 from .params import NLMParams
 
 QUEUE_FRAMES = 8  # frames waiting between two stages
@@ -233,7 +233,8 @@ def estimate_clip_noise(
     Returns
     -------
     NoiseEstimate
-        The pairs' estimate of median average sigma.
+        The pairs' estimate of median average sigma. Where a range of a file reads with low
+        confidence and the whole file with confidence, the whole file's, its warning saying so.
 
     Raises
     ------
@@ -251,7 +252,16 @@ def estimate_clip_noise(
             last = reader.frames_ahead(first + 2 if last is None else last)
             if last <= first:
                 raise ValueError(f"standard input: the stream holds {last} frames, none from {start} s")
-        return estimate_noise_over(reader.frame, first, last, roi, bit_depth=FULL_SCALE_BITS)[1]
+        estimate = estimate_noise_over(reader.frame, first, last, roi, bit_depth=FULL_SCALE_BITS)[1]
+        unsure = estimate.confidence < LOW_CONFIDENCE and roi is None
+        if unsure and isinstance(reader, VideoReader) and (first, last) != (0, len(reader)):
+            # A range that reads unsure (a test pattern's flat box out of it): the clip's noise is
+            # the range's, and where the whole clip reads it with confidence, that reading stands.
+            whole = estimate_noise_over(reader.frame, 0, len(reader), bit_depth=FULL_SCALE_BITS)[1]
+            if whole.confidence >= LOW_CONFIDENCE:
+                note = f"read on the whole clip, where the range's frames read unsure ({estimate.confidence:.2f})"
+                return dataclasses.replace(whole, warning=note if whole.warning is None else f"{whole.warning}; {note}")
+        return estimate
 
 
 def clip_sample(source: Source, count: int, start: float = 0.0, duration: float | None = None) -> np.ndarray:

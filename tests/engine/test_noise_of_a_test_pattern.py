@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nlmeans_studio.engine import read_frames
+from nlmeans_studio.engine import estimate_clip_noise, read_frames
 
 # noise's strength, the size and seconds: strength 30 clips most of the bars' samples (a new user's
 # clip, read at 1.7 times its noise); 10 leaves 9 of 582 blocks unclipped in most frames, all on
@@ -74,3 +74,16 @@ def test_a_mostly_clipped_pattern_is_read_where_the_grey_box_is(pattern) -> None
     # smoothed): within 15 % per channel (the bars and the checkerboard read 1.2 to 1.7 times it).
     np.testing.assert_allclose(estimate["sigma"], truth, rtol=0.15)
     assert estimate["confidence"] >= 0.5
+
+
+def test_a_range_without_the_grey_box_takes_the_whole_clips_reading(pattern) -> None:
+    """denoise --start / --duration: one second of the pattern may never show the box (read 3.4 times the
+    noise, unsure, and the archivist's chroma came out 0.6 dB below the noisy clip's); the whole clip's
+    confident reading stands, and the warning says where it comes from."""
+    path, truth = pattern
+    for start in (0.0, 2.0):
+        estimate = estimate_clip_noise(path, start=start, duration=1.0)
+        np.testing.assert_allclose(estimate.sigma, truth, rtol=0.15)
+        assert estimate.confidence >= 0.5
+        if "read on the whole clip" in (estimate.warning or ""):
+            assert "where the range's frames read unsure" in estimate.warning
