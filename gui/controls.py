@@ -241,6 +241,7 @@ class ParameterPanel(QGroupBox):
         self.h_luma.setToolTip("Strength for Y (luma), in 8-bit levels")
         self.h_chroma = LinkedSlider(*H_RANGE, scale=H_STEPS, decimals=1)
         self.h_chroma.setToolTip("Strength for Cb and Cr (chroma), in 8-bit levels")
+        self._strengths_found = False  # the two strengths came from a noise estimate, or a person gave them
         self.decorrelate = QCheckBox("Color decorrelation (G from the noise estimate)")
         self.decorrelate.setEnabled(False)
         self._color_transform: np.ndarray | None = None  # the noise estimate's G, if it has one
@@ -354,6 +355,8 @@ class ParameterPanel(QGroupBox):
 
     def set_luma_chroma_h(self, h_luma: float, h_chroma: float) -> None:
         """Show the two strengths (those auto found, or given), within the sliders' range."""
+        self._strengths_found = True
+        self._show_pending_strengths()
         for slider, value in ((self.h_luma, h_luma), (self.h_chroma, h_chroma)):
             slider.setValue(min(max(value, H_RANGE[0]), H_RANGE[1]))
 
@@ -373,6 +376,7 @@ class ParameterPanel(QGroupBox):
 
     def _luma_chroma_strength_typed(self) -> None:
         """A person set a strength while auto chose them: from now on they are given."""
+        self._strengths_found = True
         if self.luma_chroma.currentData() == "auto":
             self.luma_chroma.setCurrentIndex(self.luma_chroma.findData("given"))
 
@@ -386,6 +390,13 @@ class ParameterPanel(QGroupBox):
             strength.setEnabled(mode != "off")
         self.h.setEnabled(mode == "off")
         self.decorrelate.setEnabled(mode == "off" and self._color_transform is not None)
+        self._show_pending_strengths()
+
+    def _show_pending_strengths(self) -> None:
+        """Auto's strengths read "auto" until a noise estimate finds them, not the sliders' least value."""
+        pending = self.luma_chroma.currentData() == "auto" and not self._strengths_found
+        for strength in (self.h_luma, self.h_chroma):
+            strength.spin.setSpecialValueText("auto" if pending else "")
 
     def backend_name(self) -> str:
         """Where the filter runs: "gpu" or "cpu"."""

@@ -635,6 +635,17 @@ def choose_luma_chroma(qtbot, window, text: str) -> None:
         settle(qtbot, window)
 
 
+def test_auto_strengths_read_auto_until_an_estimate_finds_them(qtbot, window, clip) -> None:
+    """Before any noise estimate the two strengths showed 0.5, the sliders' least value, as if chosen."""
+    panel = window.parameters
+    strengths = (panel.h_luma, panel.h_chroma)
+    assert [strength.spin.text() for strength in strengths] == ["auto", "auto"]
+    opened(qtbot, window, clip[0])  # the clip's noise is estimated as it opens
+    add_synthetic_noise(qtbot, window, sigma=20)  # a known noise: the strengths follow it
+    assert [strength.spin.text() for strength in strengths] == [f"{value:.1f}" for value in panel.luma_chroma_h()]
+    assert min(panel.luma_chroma_h()) > 1
+
+
 def test_luma_chroma_mode_previews_exports_and_is_kept_by_clip_and_preset(
     qtbot, window, clip, tmp_path, monkeypatch
 ) -> None:
