@@ -56,7 +56,7 @@ from .backend import (
 )
 from .cpu.compiled import COMPILING
 from .media.ffmpeg import VideoError
-from .media.formats import CODECS, CodecNotHeldError, misread_streams, output_format
+from .media.formats import CODECS, CodecNotHeldError, chroma_halved, misread_streams, output_format
 from .media.live import LiveReader
 from .media.probe import VideoInfo
 from .media.reader import VIDEO_SUFFIXES, VideoReader, read_frames
@@ -216,6 +216,7 @@ __all__ = [
     "check_output_path",
     "check_volume_output",
     "choose_filter",
+    "chroma_halved",
     "command_line",
     "compile_cpu_filter",
     "decorrelation_decision",

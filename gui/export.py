@@ -45,6 +45,7 @@ from nlmeans_studio.engine import (
     VideoError,
     VideoInfo,
     check_output_path,
+    chroma_halved,
     denoise_file,
     misread_streams,
     output_format,
@@ -198,6 +199,9 @@ class ExportDialog(QDialog):
         self.streams = QLabel()
         self.streams.setWordWrap(True)
         form.addRow("", self.streams)
+        self.chroma = QLabel()  # a 4:2:2 master written 4:2:0, said
+        self.chroma.setWordWrap(True)
+        form.addRow("", self.chroma)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.export_button = buttons.button(QDialogButtonBox.StandardButton.Ok)
         self.export_button.setText("Export")
@@ -253,10 +257,14 @@ class ExportDialog(QDialog):
         self._path_changed()  # the same name may not fit the new codec
 
     def _show_what_is_written(self, path: Path, images: bool) -> None:
-        """The codec and quality in use, and the streams copied, with what the container ``path``
-        names does to them; an image sequence has neither a codec nor sound."""
+        """The codec and quality in use, what the codec does to a 4:2:2 master's chroma, and the streams
+        copied, with what the container ``path`` names does to them; an image sequence has neither a
+        codec nor sound."""
         self.codec.setEnabled(not images)
         self.codec_unused.setVisible(images)
+        halved = "" if images else chroma_halved(self.codec.currentData(), self._info)
+        self.chroma.setText(halved[:1].upper() + halved[1:])
+        self.chroma.setVisible(bool(halved))
         self.crf.setEnabled(not images and self.codec.currentData() in ("h264", "h265"))
         count = self._info.other_streams
         if images:

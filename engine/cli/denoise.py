@@ -18,7 +18,14 @@ from ..backend import (
 )
 from ..cpu.compiled import announce_compile, silence_compile_notice
 from ..media.ffmpeg import show_ffmpeg_messages
-from ..media.formats import check_encoding, encoder_preset, misread_streams, output_format, stream_muxer
+from ..media.formats import (
+    check_encoding,
+    chroma_halved,
+    encoder_preset,
+    misread_streams,
+    output_format,
+    stream_muxer,
+)
 from ..media.image_sequence import is_image_sequence
 from ..media.pipe import PIPE, PipeReader
 from ..media.probe import VideoInfo
@@ -222,7 +229,7 @@ def source_info(args: argparse.Namespace) -> VideoInfo:
     """Return what INPUT holds, with what a person should know before its frames are used said on stderr.
 
     Such as a truncated file, an interlaced pipe, sound that an image sequence OUTPUT cannot carry
-    or that OUTPUT's container keeps in a form older readers misread.
+    or that OUTPUT's container keeps in a form older readers misread, a 4:2:2 master written 4:2:0.
     """
     info = args.source.info
     if info.warning and not args.quiet:
@@ -231,6 +238,8 @@ def source_info(args: argparse.Namespace) -> VideoInfo:
         print(f"warning: {args.output}: an image sequence carries no audio or subtitles", file=sys.stderr)
     if (misread := misread_streams(Path(args.output), info)) and not args.quiet:
         print(f"warning: {args.output}: the audio is copied unchanged, but {misread}", file=sys.stderr)
+    if (halved := chroma_halved(args.codec, info)) and not args.quiet:
+        print(f"warning: {args.output}: {halved}", file=sys.stderr)
     return info
 
 

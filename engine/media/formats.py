@@ -225,6 +225,39 @@ def output_format(path: Path, codec: str, like: VideoInfo | None = None) -> str:
     return muxer
 
 
+def chroma_halved(codec: str, like: VideoInfo) -> str:
+    """Return what an output of ``codec`` loses of ``like``'s chroma (4:2:2 or 4:4:4 written 4:2:0), or "".
+
+    H.264 and H.265 are written 4:2:0 (``CODECS``), as every player takes them; FFmpeg's own
+    command line would keep a 4:2:2 master's chroma, so a person should hear of it. RGB and gray
+    sources are not named: their output is 4:2:0 wherever they go.
+
+    Parameters
+    ----------
+    codec : str
+        The output's codec, a key of ``CODECS``.
+    like : VideoInfo
+        The source.
+
+    Returns
+    -------
+    str
+        One sentence for a person naming the source's sampling and the codecs that keep it, or
+        "" where the output keeps as many chroma rows as the source has.
+    """
+    if codec in KEEPS_SOURCE_SAMPLING:
+        return ""
+    form = pyav().VideoFormat(like.pixel_format, 4, 4)
+    if form.is_rgb or len(form.components) < 3 or form.components[1].height < 4:
+        return ""
+    sampling = "4:4:4" if form.components[1].width == 4 else "4:2:2" if form.components[1].width == 2 else "4:1:1"
+    name = codec.split("-")[0].upper().replace("H", "H.", 1)
+    return (
+        f"{name} is written 4:2:0, with half the source's chroma rows ({sampling}, {like.pixel_format}); "
+        "--codec prores or ffv1 keeps its sampling"
+    )
+
+
 def misread_streams(path: Path, like: VideoInfo) -> str:
     """Return what goes wrong with ``like``'s copied streams in the container ``path`` names, or "".
 

@@ -242,3 +242,30 @@ def test_a_codec_this_ffmpeg_lacks_is_refused_before_the_clip_is_read(tmp_path, 
     assert capsys.readouterr().err == (
         "nlmeans-studio: error: this FFmpeg build has no libx265 encoder; choose another codec\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("encoder", "pixel_format", "codec", "halved"),
+    [
+        ("prores_ks", "yuv422p10le", "h264", True),
+        ("prores_ks", "yuv422p10le", "ffv1", False),
+        ("ffv1", "yuv420p", "h264", False),
+    ],
+)
+def test_a_422_master_written_420_is_said(tmp_path, encoder, pixel_format, codec, halved) -> None:
+    """An archivist's 10-bit 4:2:2 ProRes came back H.264 4:2:0 without a word (FFmpeg's own command keeps 4:2:2)."""
+    source = tmp_path / "master.mov"
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-t", "0.16",
+         "-c:v", encoder, "-pix_fmt", pixel_format, str(source)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    output = tmp_path / f"out.{'mp4' if codec == 'h264' else 'mkv'}"
+    run = subprocess.run(
+        [*CLI, "denoise", str(source), str(output), "--codec", codec, "--h", "5", "--search-radius", "1",
+         "--backend", "cpu"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    said = f"warning: {output}: H.264 is written 4:2:0, with half the source's chroma rows (4:2:2, yuv422p10le)"
+    assert (said in run.stderr) == halved, run.stderr

@@ -288,6 +288,18 @@ def test_the_export_dialog_keeps_24_bit_pcm_in_the_sources_mov_and_says_what_mp4
         assert [stream.codec_context.name for stream in output.streams.audio] == ["pcm_s24le"]
 
 
+def test_the_export_dialog_says_when_h264_halves_a_422_masters_chroma(qtbot, window, tmp_path) -> None:
+    source = clip_with_audio(tmp_path / "a.mov", "pcm_s24le", 48000, "prores_ks", "yuv422p10le")
+    opened(qtbot, window, source)
+    dialog = export_dialog_opened(qtbot, window)
+    dialog.codec.setCurrentIndex(dialog.codec.findData("h264"))
+    assert dialog.chroma.isVisible()
+    assert dialog.chroma.text().startswith("H.264 is written 4:2:0, with half the source's chroma rows (4:2:2")
+    dialog.codec.setCurrentIndex(dialog.codec.findData("prores"))
+    assert not dialog.chroma.isVisible()
+    dialog.reject()
+
+
 def test_cancel_stops_the_export_and_removes_its_file_and_the_next_export_runs(qtbot, window, clip, tmp_path):
     opened(qtbot, window, clip[0])
     resume = threading.Event()
