@@ -99,6 +99,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "background goes to 0 instead of about 1.25 sigma (CPU only; default: gaussian)",
     )
     parser.add_argument(
+        "--sigma",
+        type=_strengths,
+        default=None,
+        help="with --noise-model rician: the noise's sigma in the volume's units (the Gaussian noise of each of the "
+        "magnitude's two parts), or one a channel (default: the noise estimate's, each channel's own)",
+    )
+    parser.add_argument(
         "--mask",
         default=None,
         help="a volume file of the input's grid (.nii, .nii.gz, .tif, .tiff, .npy) holding 1 (or true) where voxels "
@@ -184,6 +191,8 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
         )
     if isinstance(args.h, list) and args.channels == "together":
         raise ValueError("--h gives one h a channel: the channels must be filtered separately (--channels)")
+    if args.sigma is not None and args.noise_model != "rician":
+        raise ValueError("--sigma is the Rician model's (--noise-model rician); the Gaussian model's strength is --h")
     if args.devices is not None:  # before reading: a combination refused, or no GPU
         if args.backend == "cpu":
             raise ValueError("--devices spreads the volume over GPUs: not with --backend cpu")
@@ -257,6 +266,7 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
         channel_axis=3 if source.data.ndim == 4 and not series else None,
         series_axis=3 if series else None,
         noise_model=args.noise_model,
+        sigma=args.sigma,
     )
     write_volume(args.output, filtered, source, overwrite=args.overwrite)
     if lost_in(args.output, source) and not args.quiet:

@@ -378,6 +378,19 @@ def test_the_command_takes_the_rician_model(tmp_path) -> None:
     subprocess.run([*command, "--noise-model", "rician"], check=True, cwd=tmp_path, capture_output=True)
     expected = denoise_volume(noisy, h=20.0, noise_model="rician", **SETTINGS)
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)
+    given = [*command, "--noise-model", "rician", "--sigma", "14.5", "--overwrite"]  # a sigma known from the scanner
+    subprocess.run(given, check=True, cwd=tmp_path, capture_output=True)
+    expected = denoise_volume(noisy, h=20.0, noise_model="rician", sigma=14.5, **SETTINGS)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)
+
+
+def test_the_command_refuses_a_sigma_without_the_rician_model(tmp_path) -> None:
+    np.save(tmp_path / "scan.npy", _noisy())
+    command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--sigma", "5", "--backend", "cpu"]
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode != 0 and "Traceback" not in run.stderr and "noise sigma" not in run.stderr  # before it reads
+    assert "--sigma is the Rician model's (--noise-model rician)" in run.stderr, run.stderr
+    assert not (tmp_path / "out.npy").exists()
 
 
 def test_xyz_arrays_take_radii_on_the_axes_they_name() -> None:
