@@ -251,7 +251,7 @@ def chroma_halved(codec: str, like: VideoInfo) -> str:
     if form.is_rgb or len(form.components) < 3 or form.components[1].height < 4:
         return ""
     sampling = "4:4:4" if form.components[1].width == 4 else "4:2:2" if form.components[1].width == 2 else "4:1:1"
-    name = codec.split("-")[0].upper().replace("H", "H.", 1)
+    name = "H.264" if codec.startswith("h264") else "H.265"  # the codecs left, NVENC's included
     return (
         f"{name} is written 4:2:0, with half the source's chroma rows ({sampling}, {like.pixel_format}); "
         "--codec prores or ffv1 keeps its sampling"
