@@ -45,6 +45,9 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
     temporal_ends: str = "truncate",
     device_type: str | None = None,
     info: bool = False,
+    ocl_x: int = 0,
+    ocl_y: int = 0,
+    ocl_r: int = 0,
 ) -> vs.VideoNode:
     """Denoise ``clip`` with Non-Local Means, as KNLMeansCL's ``KNLMeansCL`` and ``nlm_ispc.NLMeans`` do.
 
@@ -100,6 +103,8 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
         "gpu" and "accelerator": the GPU, "cpu": the CPU); give it or ``backend``, not both.
     info : bool
         KNLMeansCL's text over the frame: not drawn; only False is taken.
+    ocl_x, ocl_y, ocl_r : int
+        KNLMeansCL's OpenCL work sizes, so that its scripts run unchanged: taken and ignored.
 
     Returns
     -------
@@ -258,7 +263,7 @@ def _check_clip(clip: object, name: str) -> vs.VideoNode:
     if not isinstance(clip, vs.VideoNode):
         raise vs.Error(f"{NAME}: {name} must be a video clip, got {type(clip).__name__}")
     fmt = clip.format
-    if fmt is None or clip.width == 0 or clip.height == 0:
+    if fmt is None or fmt.color_family == vs.UNDEFINED or clip.width == 0 or clip.height == 0:
         raise vs.Error(f"{NAME}: {name} must have a constant format and size")
     integer = fmt.sample_type == vs.INTEGER and 8 <= fmt.bits_per_sample <= 16
     floating = fmt.sample_type == vs.FLOAT and fmt.bits_per_sample in (16, 32)
@@ -299,8 +304,13 @@ def _planes(fmt: vs.VideoFormat, channels: object) -> tuple[int, ...]:
         "RGB": fmt.color_family == vs.RGB,
     }
     if not accepted[name]:
-        needs = {"Y": "GRAY or YUV", "UV": "YUV", "YUV": "YUV 4:4:4 (filter others with 'Y' and 'UV')", "RGB": "RGB"}
-        raise vs.Error(f"{NAME}: channels={name!r} needs a {needs[name]} clip, got {fmt.name}")
+        needs = {
+            "Y": "a GRAY or YUV",
+            "UV": "a YUV",
+            "YUV": "a YUV 4:4:4 (filter others with 'Y' and 'UV')",
+            "RGB": "an RGB",
+        }
+        raise vs.Error(f"{NAME}: channels={name!r} needs {needs[name]} clip, got {fmt.name}")
     return {"Y": (0,), "UV": (1, 2)}.get(name, (0, 1, 2))
 
 

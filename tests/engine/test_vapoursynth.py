@@ -307,7 +307,7 @@ def test_rgb_differs_from_nlm_ispc_only_by_its_redmean_distance() -> None:
         ("GRAYS", {"s": 1.5}, r"s \(the patch radius in pixels\) must be an integer in 0..8, got 1.5"),
         ("GRAYS", {"h": 0}, r"h must be a finite number > 0 \(8-bit levels\) in 0.001..10000, got 0"),
         ("GRAYS", {"channels": "UV"}, r"channels='UV' needs a YUV clip, got GrayS"),
-        ("GRAYS", {"channels": "RGB"}, r"channels='RGB' needs a RGB clip"),
+        ("GRAYS", {"channels": "RGB"}, r"channels='RGB' needs an RGB clip"),
         ("GRAYS", {"channels": "XYZ"}, r"channels must be one of Y, UV, YUV, RGB, AUTO, got 'XYZ'"),
         ("YUV420P8", {"channels": "YUV"}, r"channels='YUV' needs a YUV 4:4:4 \(filter others with 'Y' and 'UV'\) clip"),
         ("RGB24", {"channels": "Y"}, r"channels='Y' needs a GRAY or YUV clip, got RGB24"),
@@ -326,6 +326,24 @@ def test_what_it_cannot_do_is_refused_saying_why(format_name, arguments, match) 
     clip = core.std.BlankClip(format=getattr(vs, format_name), width=WIDTH, height=HEIGHT, length=FRAMES)
     with pytest.raises(vs.Error, match=match):
         NLMeans(clip, **arguments)
+
+
+def test_a_clip_of_variable_format_is_refused_as_such() -> None:
+    """It said "clip is None; 8 to 16-bit integer, half or single float samples are accepted"."""
+    mixed = core.std.Splice(
+        [core.std.BlankClip(format=vs.YUV420P8), core.std.BlankClip(format=vs.GRAY8)], mismatch=True
+    )
+    with pytest.raises(vs.Error, match=r"clip must have a constant format and size$"):
+        NLMeans(mixed, backend="cpu")
+
+
+def test_knlmeanscls_opencl_work_sizes_are_taken_and_change_nothing() -> None:
+    fmt = core.get_video_format(vs.GRAY8)
+    clip = clip_of(planes_of(6, fmt), fmt)
+    plain = planes_from(NLMeans(clip, a=2, s=1, h=6.0, backend="cpu"))
+    sized = planes_from(NLMeans(clip, a=2, s=1, h=6.0, backend="cpu", ocl_x=16, ocl_y=8, ocl_r=3))
+    for ours, theirs in zip(plain, sized, strict=True):
+        np.testing.assert_array_equal(ours[0], theirs[0])
 
 
 def test_knlmeanscls_device_type_chooses_the_backend() -> None:
