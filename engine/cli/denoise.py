@@ -86,7 +86,7 @@ class ProgressBar:
             eta = f"  ETA {(total - done) / fps:.0f} s" if fps > 0 else ""
             line = f"{done}/{total} frames ({100 * done / total:.0f} %)  {rate}{eta}"
         else:  # a pipe, of unknown length
-            line = f"{done} frames  {rate}"
+            line = f"{done} frame{'' if done == 1 else 's'}  {rate}"
         self.show(line, seconds, last=bool(total) and done >= total)
 
     def show(self, line: str, seconds: float, *, last: bool = False) -> None:
