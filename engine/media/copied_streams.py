@@ -39,12 +39,22 @@ class CopiedStreams:
         self._span = (info.start_time + span[0], info.start_time + span[1])  # on the source's clock
 
     def copy(self, mux: Callable[[Any], None]) -> None:
-        """Pass each packet within the span, retimed and restreamed, to ``mux``; then close the source."""
+        """Pass each packet within the span, retimed and restreamed, to ``mux``; then close the source.
+
+        A packet whose decoding time is not after its stream's last (a DVD's AC3 repeats one) is
+        moved one tick later, as FFmpeg's own command does: MP4 refuses it, at the file's end.
+        """
+        last_dts: dict[int, int] = {}
         try:
             streams = [self._source.streams[index] for index in self._outputs]
             for packet in self._source.demux(streams):  # one pass for all
                 if packet.dts is not None and packet.pts is not None and self._shift_into_span(packet):
-                    packet.stream = self._outputs[packet.stream.index]
+                    index = packet.stream.index
+                    if index in last_dts and packet.dts <= last_dts[index]:
+                        packet.dts = last_dts[index] + 1
+                        packet.pts = max(packet.pts, packet.dts)
+                    last_dts[index] = packet.dts
+                    packet.stream = self._outputs[index]
                     mux(packet)
         finally:
             self.close()

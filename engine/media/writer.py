@@ -286,18 +286,22 @@ class VideoWriter:
     def _mux(self, packets: Any) -> None:
         try:
             self._container.mux(packets)
-        except OSError as error:
+        except (OSError, pyav().error.FFmpegError) as error:  # a full disk; a packet the muxer refuses
             self.abort()
-            raise VideoError(f"{self.path}: writing failed: {error.strerror or error}") from error
+            raise VideoError(f"{self.path}: writing failed: {ffmpeg_reason(error)}") from error
 
     def close(self) -> None:
         """Flush the encoder, copy the other streams, close, and rename into place (idempotent)."""
         if self._closed:
             return
         self._closed = True
-        self._mux(self._stream.encode(None))
-        if self._copied is not None:
-            self._copied.copy(self._mux)
+        try:
+            self._mux(self._stream.encode(None))
+            if self._copied is not None:
+                self._copied.copy(self._mux)
+        except BaseException:
+            self.abort()  # nothing half written is left behind, whatever failed
+            raise
         self._close_sources()
         try:
             self._container.close()
