@@ -17,7 +17,7 @@ from ..backend import (
     resolve_devices,
 )
 from ..cpu.compiled import announce_compile, silence_compile_notice
-from ..media.ffmpeg import show_ffmpeg_messages
+from ..media.ffmpeg import VideoError, show_ffmpeg_messages
 from ..media.formats import (
     check_encoding,
     chroma_halved,
@@ -278,11 +278,14 @@ class Stop:
 def open_source(args: argparse.Namespace) -> None:
     """Check the devices and backend ``args`` ask for, and open INPUT as ``args.source`` (the caller closes it).
 
-    An OUTPUT that could not be written (``check_output``: a codec this machine cannot encode), a GPU
-    asked for and unavailable, or a CPU run that cannot fit an address-space limit, is said before
-    any reading.
+    An INPUT that does not exist, then an OUTPUT that could not be written (``check_output``: one
+    that exists without --overwrite, a codec this machine cannot encode), a GPU asked for and
+    unavailable, or a CPU run that cannot fit an address-space limit, is said before any reading.
     """
     show_ffmpeg_messages(verbose=args.verbose)
+    missing = Path(args.input)
+    if args.input != PIPE and not is_image_sequence(missing) and not missing.exists():
+        raise VideoError(f"{args.input}: no such file")  # named before anything about OUTPUT
     check_output(args)  # again with the source's streams once it is open
     if args.quiet:
         silence_compile_notice()  # the Denoisers' too

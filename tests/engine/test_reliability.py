@@ -977,3 +977,11 @@ def test_a_packet_the_muxer_refuses_at_the_end_leaves_nothing_behind(tmp_path, m
     with pytest.raises(av.error.FFmpegError):
         denoise_file(source, tmp_path / "out.mp4", NLMParams(h=20, patch_radius=1, search_radius=1), backend="cpu")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a.mkv"]
+
+
+def test_a_missing_input_is_named_before_an_output_that_exists(tmp_path) -> None:
+    """The archivist's mistyped input answered only "out.mp4: exists; pass --overwrite", and after that, the input."""
+    (tmp_path / "out.mp4").write_bytes(b"an earlier export")
+    run = _cli("denoise", str(tmp_path / "tape-07.mp4"), str(tmp_path / "out.mp4"))
+    _one_clear_line(run, f"{tmp_path / 'tape-07.mp4'}: no such file")
+    assert (tmp_path / "out.mp4").read_bytes() == b"an earlier export"
