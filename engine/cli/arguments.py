@@ -58,9 +58,12 @@ def _seconds(text: str) -> float:
 
 def _span(text: str) -> float:
     """Return a duration in seconds: finite and positive."""
-    value = _seconds(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"a duration is a number of seconds > 0, got {text!r}")
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"a duration is a finite number of seconds > 0, like 2.5, got {text!r}")
     return value
 
 

@@ -254,7 +254,7 @@ def chroma_halved(codec: str, like: VideoInfo) -> str:
     name = "H.264" if codec.startswith("h264") else "H.265"  # the codecs left, NVENC's included
     return (
         f"{name} is written 4:2:0, with half the source's chroma rows ({sampling}, {like.pixel_format}); "
-        "--codec prores or ffv1 keeps its sampling"
+        "ProRes and FFV1 keep its sampling"
     )
 
 
