@@ -45,12 +45,17 @@ def _size(text: str) -> tuple[int, int]:
     return height, width
 
 
+def _number(text: str) -> float:
+    """Return ``text`` as a float, NaN where it is none (the callers' checks then refuse it, naming what they take)."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
 def _seconds(text: str) -> float:
     """Return a time in seconds: finite and not negative."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
+    value = _number(text)
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"a time is a finite number of seconds >= 0, like 12.5, got {text!r}")
     return value
@@ -58,10 +63,7 @@ def _seconds(text: str) -> float:
 
 def _span(text: str) -> float:
     """Return a duration in seconds: finite and positive."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
+    value = _number(text)
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"a duration is a finite number of seconds > 0, like 2.5, got {text!r}")
     return value
@@ -270,10 +272,7 @@ def _rate(text: str) -> float | str:
     """Return a frame rate in frames a second (> 0), or "realtime"."""
     if text == REALTIME:
         return text
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
+    value = _number(text)
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"a rate is a number of frames a second > 0 or {REALTIME}, got {text!r}")
     return value
