@@ -209,10 +209,11 @@ def score_grid(
         sample = to_float32(clip_sample(reader, span))
         middle = (FRAMES - tune.TIMED_FRAMES) // 2
         timed = range(middle, middle + tune.TIMED_FRAMES)
-        tune._rate(reader, choose_filter(estimate, grid[0], matrix=matrix), timed[:3], backend,
-                   codec, threading.Event())  # fmt: skip
+        tune._timing(reader, choose_filter(estimate, grid[0], matrix=matrix), timed[:3], backend,
+                     codec, None, threading.Event())  # fmt: skip
         if pseudo:
-            strongest = tune._scored(grid[-1], 0.0, estimate, sample, most_past, matrix, backend).choice
+            untimed = tune._Timing(0.0, backend, "")
+            strongest = tune._scored(grid[-1], untimed, estimate, sample, most_past, matrix, backend).choice
             reference = at_factor(strongest, 2.0).denoiser(backend)
             reference = np.stack([reference.denoise_frame(sample, i) for i in range(len(sample))])
             renoised = np.clip(add_noise(reference, estimate.covariance, seed=9), 0, 1).astype(np.float32)
@@ -221,8 +222,9 @@ def score_grid(
             if time.perf_counter() > until:
                 break
             timing = choose_filter(estimate, window, matrix=matrix)
-            rate = tune._rate(reader, timing, timed, backend, codec, threading.Event())[0]
-            scored = tune._scored(window, rate, estimate, sample, most_past, matrix, backend)
+            timed_run = tune._timing(reader, timing, timed, backend, codec, None, threading.Event())
+            rate = timed_run.fps
+            scored = tune._scored(window, timed_run, estimate, sample, most_past, matrix, backend)
             truths = [true_psnr(at_factor(scored.choice, f), clean, noisy, backend) for f in factors]
             row = {
                 "window": window,

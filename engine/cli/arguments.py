@@ -26,7 +26,7 @@ from ..video.luma_chroma import (
 )
 from ..video.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS
 from ..video.presets import shipped_presets
-from ..video.tune import REALTIME
+from ..video.tune import LIVE_LATENCY_FRAMES, REALTIME
 from ..volume import cli as volume_cli
 from .batch.manifest import BATCH_MANIFEST
 from .batch.plan import DEFAULT_SEGMENT_SECONDS
@@ -257,11 +257,19 @@ def build_parser() -> argparse.ArgumentParser:
         default="h264",
         help="the codec the timed exports write, as denoise's --codec (default h264; ffv1 costs least)",
     )
-    tune.add_argument(
+    timed_as = tune.add_mutually_exclusive_group()
+    timed_as.add_argument(
         "--playback",
         action="store_true",
         help="time each window as the window plays INPUT (decoded and filtered, nothing encoded): the rate of a "
         "preview or a live feed on screen, where an export's encoder would bound every window alike",
+    )
+    timed_as.add_argument(
+        "--live",
+        action="store_true",
+        help="tune for denoise --live: each zero-delay window (no future frames) is fed INPUT's frames at --fps as a "
+        f"live source's come and encoded with --codec; it keeps up where its latency's 95th percentile is at most "
+        f"{LIVE_LATENCY_FRAMES} frame times and it drops almost no frame",
     )
     tune.add_argument("--json", action="store_true", help="print JSON instead of a table")
     tune.add_argument("--debug", action="store_true", help="show tracebacks")

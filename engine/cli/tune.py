@@ -26,7 +26,7 @@ def run_tune(args: argparse.Namespace) -> int:
     if not args.playback:
         check_encoder(args.codec)  # one this machine lacks (NVENC without an NVIDIA encoder): before any reading
     if not args.json:
-        timed = "playing it" if args.playback else "exporting it"
+        timed = "playing it" if args.playback else "feeding it live" if args.live else "exporting it"
         print(f"tuning {args.input} for {args.fps} fps: each window is timed {timed} here", file=sys.stderr)
         if resolve_backend(args.backend) == "cpu":
             announce_compile(cpu_filter_compiles)  # once: the Denoisers timed after it say it no more
@@ -39,7 +39,9 @@ def run_tune(args: argparse.Namespace) -> int:
 
     try:
         codec = None if args.playback else args.codec
-        result = tune_for_fps(args.input, args.fps, backend=args.backend, codec=codec, progress=progress)
+        result = tune_for_fps(
+            args.input, args.fps, backend=args.backend, codec=codec, live=args.live, progress=progress
+        )
     except TargetNotReachedError as error:
         _report(error.result, args)
         raise
@@ -59,13 +61,14 @@ def _report(result: TuneResult, args: argparse.Namespace) -> None:
         f"# {result.width}x{result.height}, target {result.target_fps:g} fps; {_timed(args)} on the {result.backend} "
         f"({result.device_name}); PSNR estimated by SURE, no clean reference"
     )
-    print("candidate | fps | estimated PSNR dB | strengths | chosen")
+    print(f"candidate | fps{' | latency p95 ms' if result.live else ''} | estimated PSNR dB | strengths | chosen")
     for candidate in result.candidates:
         psnr = "-" if candidate.estimated_psnr is None else f"{candidate.estimated_psnr:.2f}"
         psnr = "no error read" if candidate.read_no_error else psnr
         strengths = "-" if candidate.choice is None else _strengths(candidate)
         chosen = "yes" if candidate is result.chosen else ""
-        print(f"{candidate.describe()} | {candidate.fps:.1f} | {psnr} | {strengths} | {chosen}")
+        latency = f" | {candidate.latency_p95_ms:.0f}" if result.live else ""
+        print(f"{candidate.describe()} | {candidate.fps:.1f}{latency} | {psnr} | {strengths} | {chosen}")
     unread = sum(candidate.read_no_error for candidate in result.candidates)
     if unread:
         print(
@@ -79,11 +82,14 @@ def _report(result: TuneResult, args: argparse.Namespace) -> None:
     if result.chosen is not None:
         codec = [] if args.playback or args.codec == "h264" else [f"--codec {args.codec}"]  # as timed
         chosen = " ".join([*options(result.chosen), *codec])
-        print(f"denoise with it: nlmeans-studio denoise {args.input} OUTPUT {chosen}")
+        source = "SOURCE OUTPUT --live" if args.live else f"{args.input} OUTPUT"  # the stream it was tuned for
+        print(f"denoise with it: nlmeans-studio denoise {source} {chosen}")
 
 
 def _timed(args: argparse.Namespace) -> str:
-    """Return what each window's rate is: "playback (decoded and filtered)" or "exports to ffv1"."""
+    """Return how each window was timed: "playback (decoded and filtered)", "exports to ffv1" or live."""
+    if args.live:
+        return f"live, fed at the target rate and encoded to {args.codec}"
     return "playback (decoded and filtered)" if args.playback else f"exports to {args.codec}"
 
 
@@ -126,6 +132,7 @@ def as_json(result: TuneResult) -> dict:
             "frames_future": window.frames_future,
             "patch_radius": window.patch_radius,
             "fps": round(candidate.fps, 2),
+            "latency_p95_ms": candidate.latency_p95_ms,
             "estimated_psnr": None if candidate.estimated_psnr is None else round(candidate.estimated_psnr, 3),
             "estimated_mse": candidate.estimated_mse,
             "h": None if choice is None or choice.luma_chroma is not None else round(choice.params.h, 3),
@@ -143,4 +150,5 @@ def as_json(result: TuneResult) -> dict:
         "pruned": result.pruned,
         "chosen": None if result.chosen is None else row(result.chosen),
         "warning": result.warning,
+        "live": result.live,
     }

@@ -11,6 +11,10 @@ estimated PSNR.
 The grid is searched coarse to fine, cheapest window first: a window at least as large as one
 already too slow is not timed (it can only be slower); the search radii between the coarse ones
 are tried next to the best window that reaches the rate.
+
+For live video (``live``) the windows are the zero-delay ones (Df = 0), each fed the clip's frames
+at the target rate into ``denoise_live`` as a live source's come: a window keeps up where its
+latency's 95th percentile is at most LIVE_LATENCY_FRAMES frame times and it drops almost no frame.
 """
 
 from __future__ import annotations
@@ -21,17 +25,20 @@ import math
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
 from ..backend import gpu_unavailable_reason
 from ..frames import to_float32
-from ..media.reader import VideoReader
+from ..media.probe import VideoInfo
+from ..media.reader import TimedFrame, VideoReader
 from .default_filter import AUTO, SURE_CROP, SURE_FRAMES, FilterChoice, _centre, choose_filter, sure_applies
 from .export import ExportCancelledError, Source, _opened, clip_sample, denoise_file, estimate_clip_noise
+from .live import denoise_live
 from .luma_chroma import matrix_for
 from .noise_estimate import NoiseEstimate
 from .params import NLMParams
@@ -39,6 +46,10 @@ from .sure import sure_mse
 
 COARSE_SEARCH_RADII = (1, 3, 5, 8)  # A, pixels: the first pass; the radii between are tried near the best
 TEMPORAL = ((0, 0), (1, 1), (2, 2))  # (Dp, Df): a spatial filter, then one and two frames each side
+LIVE_TEMPORAL = ((0, 0), (1, 0), (2, 0))  # (Dp, Df) live: zero delay, as denoise --live filters
+LIVE_SECONDS = 2.0  # seconds of frames each window is fed live, at the target rate (the clip's middle, looped)
+LIVE_LATENCY_FRAMES = 2  # a live window keeps up where its latency's 95th percentile is at most this many frame times
+LIVE_DROPPED_SHARE = 0.02  # ... and it drops at most this share of the frames fed
 TIMED_FRAMES = 16  # frames each candidate exports, from the clip's middle; the first is not timed
 # A window this many times slower than the target, or less, is timed again before it is taken as too slow:
 # on 2 cores shared with other work one window's rate differed up to 1.5x from one tune to the next, and a
@@ -67,12 +78,16 @@ class TuneCandidate:
         SURE's mean squared error of the filter (full scale squared); None where not scored. It
         reads 0 or less where SURE's noise model fails (compressed noise: the encoder smoothed
         some of it away); the windows are ranked by it all the same.
+    latency_p95_ms : float or None
+        Live (``tune_for_fps(live=True)``): the 95th percentile of the delay from a frame's
+        arrival to its denoised frame encoded, in milliseconds; None otherwise.
     """
 
     window: NLMParams
     fps: float
     choice: FilterChoice | None = None
     estimated_mse: float | None = None
+    latency_p95_ms: float | None = None
 
     @property
     def read_no_error(self) -> bool:
@@ -114,6 +129,8 @@ class TuneResult:
         Why the estimates may rank the windows poorly (noise SURE does not model).
     played : bool
         The windows were timed as playback (``codec`` None), not as exports.
+    live : bool
+        The windows were timed live (``tune_for_fps(live=True)``).
     """
 
     target_fps: float
@@ -126,6 +143,7 @@ class TuneResult:
     device_name: str
     warning: str | None = None
     played: bool = False  # the windows timed as playback (decoded and filtered), not as exports
+    live: bool = False
 
     @property
     def fastest(self) -> TuneCandidate:
@@ -147,12 +165,22 @@ class TargetNotReachedError(ValueError):
         way_out = "a smaller frame size (scale the clip down first)"
         if result.backend == "cpu" and gpu_unavailable_reason() is None:
             way_out += ", or the GPU backend (--backend gpu)"
-        runs = "plays" if result.played else "exports"
-        super().__init__(
-            f"no window {runs} {result.width}x{result.height} at {result.target_fps:g} fps on the "
-            f"{result.backend} here: the fastest, {fastest.describe()}, ran at {fastest.fps:.1f} fps; "
-            f"ask for {math.floor(fastest.fps * 10) / 10:g} fps or less, or use {way_out}"
-        )
+        size, target, where = f"{result.width}x{result.height}", f"{result.target_fps:g} fps", result.backend
+        if result.live:
+            quickest = min(result.candidates, key=lambda candidate: candidate.latency_p95_ms or math.inf)
+            limit = LIVE_LATENCY_FRAMES * 1000 / result.target_fps
+            message = (
+                f"no zero-delay window keeps up with {size} at {target} live on the {where} here (its latency's "
+                f"95th percentile under {limit:.0f} ms, {LIVE_LATENCY_FRAMES} frame times, no frame dropped): the "
+                f"quickest, {quickest.describe()}, had {quickest.latency_p95_ms:.0f} ms; use {way_out}"
+            )
+        else:
+            runs = "plays" if result.played else "exports"
+            message = (
+                f"no window {runs} {size} at {target} on the {where} here: the fastest, {fastest.describe()}, ran "
+                f"at {fastest.fps:.1f} fps; ask for {math.floor(fastest.fps * 10) / 10:g} fps or less, or use {way_out}"
+            )
+        super().__init__(message)
         self.result = result
 
 
@@ -166,6 +194,7 @@ def tune_for_fps(
     backend: str = "auto",
     window: NLMParams | None = None,
     codec: str | None = "h264",
+    live: bool = False,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
 ) -> TuneResult:
@@ -188,6 +217,11 @@ def tune_for_fps(
         are timed as the window plays the clip (decoded and filtered, nothing encoded), the rate
         that counts for a preview or a live feed on screen; on a GPU the encoder, not the filter,
         bounds an export at 1080p (26-38 fps with FFV1 on 16 cores, every window alike).
+    live : bool
+        Tune for live video: the zero-delay windows (Df = 0), each fed the clip's frames at ``fps``
+        into ``denoise_live`` for LIVE_SECONDS, its output encoded with ``codec``; a window reaches
+        ``fps`` where its latency's 95th percentile is at most LIVE_LATENCY_FRAMES frame times and it
+        drops at most LIVE_DROPPED_SHARE of the frames.
     progress : callable, optional
         Called with (windows tried, windows in all) after each window; the total is the grid's
         before pruning, so the tune may end before it.
@@ -221,18 +255,21 @@ def tune_for_fps(
     """
     window = NLMParams() if window is None else window
     cancel = cancel or threading.Event()
+    if live and codec is None:
+        raise ValueError("a live tune encodes each window's frames, as denoise --live does: give a codec")
+    temporal = LIVE_TEMPORAL if live else TEMPORAL
     with _opened(source) as reader:
         if not isinstance(reader, VideoReader):
             raise ValueError("tuning times exports of a file: give a video file or an image sequence, not a pipe")
         info = reader.info
         target = _target_fps(fps, float(info.frame_rate))
         side = min(info.width, info.height)
-        grid = [_window(window, a, past, future) for past, future in TEMPORAL for a in COARSE_SEARCH_RADII]
+        grid = [_window(window, a, past, future) for past, future in temporal for a in COARSE_SEARCH_RADII]
         grid = sorted((w for w in grid if w.min_frame_size <= side), key=_offsets)
         if not grid:
             raise ValueError(f"{info.path}: frames of {info.width}x{info.height} are too small to tune on")
-        most_past = max(past for past, _ in TEMPORAL)
-        span = SURE_FRAMES + most_past + max(future for _, future in TEMPORAL)
+        most_past = max(past for past, _ in temporal)
+        span = SURE_FRAMES + most_past + max(future for _, future in temporal)
         if info.frame_count < max(span, 2):
             raise ValueError(f"{info.path}: {info.frame_count} frames; tuning scores {span} consecutive frames")
         estimate = estimate_clip_noise(reader)
@@ -259,20 +296,22 @@ def tune_for_fps(
             if any(_at_least(candidate_window, smaller) for smaller in slow):
                 pruned += 1
             else:
-                timing = choose_filter(estimate, candidate_window, matrix=matrix, luma_chroma=AUTO)
-                rate, backend_name, device_name = _rate(reader, timing, timed, backend, codec, cancel)
-                if target / NEAR_MISS <= rate < target:  # before it prunes larger windows: timed once more
-                    rate = max(rate, _rate(reader, timing, timed, backend, codec, cancel)[0])
-                if rate < target:
+                choice = choose_filter(estimate, candidate_window, matrix=matrix, luma_chroma=AUTO)
+                timing = _timing(reader, choice, timed, backend, codec, target if live else None, cancel)
+                if not live and target / NEAR_MISS <= timing.fps < target:  # before it prunes larger windows
+                    again = _timing(reader, choice, timed, backend, codec, None, cancel)
+                    timing = max(timing, again, key=lambda run: run.fps)
+                backend_name, device_name = timing.backend, timing.device_name
+                if not timing.reaches(target):
                     slow.append(candidate_window)
-                    candidates.append(TuneCandidate(timing.params, rate))
+                    candidates.append(TuneCandidate(choice.params, timing.fps, latency_p95_ms=timing.latency_p95_ms))
                 else:
-                    candidates.append(_scored(candidate_window, rate, estimate, sample, most_past, matrix, backend))
+                    candidates.append(_scored(candidate_window, timing, estimate, sample, most_past, matrix, backend))
             if progress is not None:
                 progress(len(candidates) + pruned, max(total, len(candidates) + pruned))
 
         warm_up = choose_filter(estimate, grid[0], matrix=matrix, luma_chroma=AUTO)
-        _rate(reader, warm_up, timed[:3], backend, codec, cancel)  # loads or compiles what the first needs
+        _timing(reader, warm_up, timed[:3], backend, codec, None, cancel)  # loads or compiles what the first needs
         for candidate_window in grid:
             tried(candidate_window)
         best = _best(candidates)
@@ -293,6 +332,7 @@ def tune_for_fps(
             device_name,
             None if sure_applies(estimate) else _NOT_WHITE,
             played=codec is None,
+            live=live,
         )
     if result.chosen is None:
         raise TargetNotReachedError(result)
@@ -332,13 +372,39 @@ def _at_least(window: NLMParams, other: NLMParams) -> bool:
     )
 
 
-def _rate(
-    reader: VideoReader, choice: FilterChoice, frames: range, backend: str, codec: str | None, cancel: threading.Event
-) -> tuple[float, str, str]:
-    """Frames a second ``choice`` runs ``frames`` at, exported with ``codec`` or played (None); backend, device."""
+@dataclass(frozen=True)
+class _Timing:
+    """How a window ran here: its rate, and live the latency's 95th percentile and the share it dropped."""
+
+    fps: float
+    backend: str
+    device_name: str
+    latency_p95_ms: float | None = None  # live only
+    dropped_share: float = 0.0
+
+    def reaches(self, target: float) -> bool:
+        """Whether the window keeps up with ``target`` frames a second (live: in time, dropping almost none)."""
+        if self.latency_p95_ms is None:
+            return self.fps >= target
+        in_time = self.latency_p95_ms <= LIVE_LATENCY_FRAMES * 1000 / target
+        return in_time and self.dropped_share <= LIVE_DROPPED_SHARE
+
+
+def _timing(
+    reader: VideoReader,
+    choice: FilterChoice,
+    frames: range,
+    backend: str,
+    codec: str | None,
+    live_rate: float | None,
+    cancel: threading.Event,
+) -> _Timing:
+    """How ``choice`` runs ``frames``: exported with ``codec``, played (None), or live at ``live_rate``."""
+    if live_rate is not None:
+        return _live_timing(reader, choice, frames, backend, codec, live_rate, cancel)
     if codec is None:
-        return _playback_rate(reader, choice, frames, backend, cancel)
-    return _export_rate(reader, choice, frames, backend, codec, cancel)
+        return _Timing(*_playback_rate(reader, choice, frames, backend, cancel))
+    return _Timing(*_export_rate(reader, choice, frames, backend, codec, cancel))
 
 
 def _playback_rate(
@@ -395,9 +461,61 @@ def _export_rate(
     return max(rates), summary.backend, summary.device_name
 
 
+def _live_timing(
+    reader: VideoReader,
+    choice: FilterChoice,
+    frames: range,
+    backend: str,
+    codec: str,
+    rate: float,
+    cancel: threading.Event,
+) -> _Timing:
+    """``choice`` run as ``denoise --live`` runs it: ``frames`` fed at ``rate`` frames a second for LIVE_SECONDS.
+
+    Its output is encoded with ``codec`` into a scratch file. A few frames go through the filter
+    first, so that loading or compiling its kernels is not taken for the window's latency.
+    """
+    arrays = [array for _, array in zip(frames, reader.frames(frames.start), strict=False)]
+    _playback_rate(reader, choice, frames[:3], backend, cancel)
+    frame_rate = Fraction(rate).limit_denominator(1001)
+    stream = dataclasses.replace(  # no sound: the picture alone is timed
+        reader.info, frame_rate=frame_rate, time_base=1 / frame_rate, other_formats=()
+    )
+    fed = max(len(arrays), round(rate * LIVE_SECONDS))
+    with tempfile.TemporaryDirectory(prefix="nlmeans-tune-") as folder:
+        status = denoise_live(
+            _PacedFrames(stream, arrays, fed),
+            Path(folder) / "live.mkv",
+            choice.params,
+            backend=backend,
+            codec=codec,
+            luma_chroma=choice.luma_chroma,
+            cancel=cancel,
+        )
+    return _Timing(status.fps, status.backend, status.device_name, status.latency_p95_ms, status.dropped / fed)
+
+
+class _PacedFrames:
+    """A clip's frames handed out at the stream's frame rate, as a live source's come (``denoise_live`` reads it).
+
+    ``count`` frames, ``arrays`` looped, frame n stamped n (the stream's time base is a frame); each
+    waits for its time, counted from the first.
+    """
+
+    def __init__(self, info: VideoInfo, arrays: Sequence[np.ndarray], count: int) -> None:
+        self.info, self._arrays, self._count = info, arrays, count
+
+    def timed_frames(self) -> Iterator[TimedFrame]:
+        """Yield the frames, each at its time."""
+        started, step = time.perf_counter(), 1 / float(self.info.frame_rate)
+        for number in range(self._count):
+            time.sleep(max(0.0, started + number * step - time.perf_counter()))
+            yield TimedFrame(number, number, self._arrays[number % len(self._arrays)])
+
+
 def _scored(
     window: NLMParams,
-    rate: float,
+    timing: _Timing,
     estimate: NoiseEstimate,
     sample: np.ndarray,
     most_past: int,
@@ -415,7 +533,7 @@ def _scored(
     risks = [
         sure_mse(denoiser, frames, window.frames_past + k, estimate.covariance, seed=k) for k in range(SURE_FRAMES)
     ]
-    return TuneCandidate(choice.params, rate, choice, float(np.mean(risks)))
+    return TuneCandidate(choice.params, timing.fps, choice, float(np.mean(risks)), timing.latency_p95_ms)
 
 
 def _best(candidates: list[TuneCandidate]) -> TuneCandidate | None:

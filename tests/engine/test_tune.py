@@ -186,6 +186,40 @@ def test_playback_times_the_windows_without_an_encoder(gratings, monkeypatch, ca
         tune_for_fps(gratings, 1e6, backend="cpu", codec=None)
 
 
+def test_live_feeds_zero_delay_windows_at_the_rate_and_keeps_those_in_time(gratings, monkeypatch, capsys) -> None:
+    """--live: each window as denoise --live runs it (Df 0, frames fed at --fps, encoded), chosen among
+    those whose latency's 95th percentile is at most two frame times (issue 37: live with tuned parameters)."""
+    monkeypatch.setattr(tune, "COARSE_SEARCH_RADII", (1, 3))
+    monkeypatch.setattr(tune, "LIVE_TEMPORAL", ((0, 0), (1, 0)))
+    monkeypatch.setattr(tune, "TIMED_FRAMES", TIMED_FRAMES)
+    monkeypatch.setattr(tune, "LIVE_SECONDS", 1.0)
+    runs, denoise_live = [], tune.denoise_live
+
+    def watched(source, target, params, **options):
+        status = denoise_live(source, target, params, **options)
+        runs.append((float(source.info.frame_rate), params.frames_future, options["codec"], status.frames))
+        return status
+
+    monkeypatch.setattr(tune, "denoise_live", watched)
+    command = ["tune", str(gratings), "--fps", "10", "--backend", "cpu", "--codec", "ffv1", "--live", "--json"]
+    assert main(command) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["live"] and len(runs) == len(report["candidates"]) >= 4
+    assert all(run[:3] == (10.0, 0, "ffv1") and run[3] >= 9 for run in runs)  # a second's frames, each written
+    assert all(row["frames_future"] == 0 and row["latency_p95_ms"] > 0 for row in report["candidates"])
+    in_time = [row for row in report["candidates"] if row["latency_p95_ms"] <= 200]  # two frame times at 10 fps
+    assert report["chosen"] in in_time
+    assert report["chosen"]["estimated_psnr"] == max(row["estimated_psnr"] for row in in_time)
+
+
+def test_live_is_refused_with_playback_or_without_a_codec(gratings, capsys) -> None:
+    with pytest.raises(SystemExit, match="2"):
+        main(["tune", str(gratings), "--fps", "10", "--live", "--playback"])
+    assert "argument --playback: not allowed with argument --live" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=r"^a live tune encodes each window's frames, as denoise --live does"):
+        tune_for_fps(gratings, 10, backend="cpu", codec=None, live=True)
+
+
 def test_windows_where_sure_reads_no_error_are_still_ranked_by_it(gratings, monkeypatch, capsys) -> None:
     """On an H.264 clip SURE read 0 or less for most windows (its white-noise model fails); they
     showed 120 dB each and the first, smallest, won every tune. Now the least error wins and the
