@@ -73,9 +73,13 @@ def engine_command(*arguments: str) -> list[str]:
 
 def run_tune(clip: Path, target: float, args: argparse.Namespace) -> dict | None:
     """``tune --json`` for ``target``: its JSON (``chosen`` None where no window reached it), None where it failed."""
-    command = engine_command(
-        "tune", str(clip), "--fps", f"{target:g}", "--backend", args.backend, "--codec", args.codec, "--json"
-    ) + (["--playback"] if args.playback else [])
+    command = (
+        engine_command(
+            "tune", str(clip), "--fps", f"{target:g}", "--backend", args.backend, "--codec", args.codec, "--json"
+        )
+        + (["--playback"] if args.playback else [])
+        + (["--live"] if args.live_tune else [])
+    )
     began = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=args.tune_timeout)
@@ -299,6 +303,9 @@ def main() -> None:
     parser.add_argument("--backend", default="gpu")
     parser.add_argument("--codec", default="h264", help="what the timed exports and the live output write")
     parser.add_argument("--playback", action="store_true", help="windows timed as tune --playback times them")
+    parser.add_argument(
+        "--live-tune", action="store_true", help="windows timed as tune --live times them (zero delay, fed live)"
+    )
     parser.add_argument("--clip", default="textured pan", help="a clip of study_tune_for_fps.clean_clip")
     parser.add_argument("--live-fps", type=int, default=60)
     parser.add_argument("--live-seconds", type=float, default=10.0)

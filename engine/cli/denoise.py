@@ -278,15 +278,12 @@ class Stop:
 def open_source(args: argparse.Namespace) -> None:
     """Check the devices and backend ``args`` ask for, and open INPUT as ``args.source`` (the caller closes it).
 
-    An INPUT that does not exist, then an OUTPUT that could not be written (``check_output``: one
-    that exists without --overwrite, a codec this machine cannot encode), a GPU asked for and
-    unavailable, or a CPU run that cannot fit an address-space limit, is said before any reading.
+    Options that cannot go together, a GPU asked for and unavailable, a CPU run that cannot fit an
+    address-space limit, then an INPUT that does not exist, then an OUTPUT that could not be
+    written (``check_output``: one that exists without --overwrite, a codec this machine cannot
+    encode) are said before any reading.
     """
     show_ffmpeg_messages(verbose=args.verbose)
-    missing = Path(args.input)
-    if args.input != PIPE and not is_image_sequence(missing) and not missing.exists():
-        raise VideoError(f"{args.input}: no such file")  # named before anything about OUTPUT
-    check_output(args)  # again with the source's streams once it is open
     if args.quiet:
         silence_compile_notice()  # the Denoisers' too
     if args.devices is not None:  # before any reading: a combination refused, or no GPU
@@ -300,6 +297,10 @@ def open_source(args: argparse.Namespace) -> None:
     on_gpu = resolve_backend(args.backend) == "gpu"
     if not on_gpu:
         require_cpu_room(0, compiles=cpu_filter_compiles)
+    missing = Path(args.input)
+    if args.input != PIPE and not is_image_sequence(missing) and not missing.exists():
+        raise VideoError(f"{args.input}: no such file")  # named before anything about OUTPUT
+    check_output(args)  # again with the source's streams once it is open
     # One reader, opened once, for the file's facts, the noise, SURE's sample and the export (a
     # pipe is read once, by all); the export's frames decoded on NVDEC on the GPU.
     args.source = PipeReader() if args.input == PIPE else VideoReader(args.input, hardware_decoding=on_gpu)

@@ -204,8 +204,11 @@ def test_live_feeds_zero_delay_windows_at_the_rate_and_keeps_those_in_time(grati
     command = ["tune", str(gratings), "--fps", "10", "--backend", "cpu", "--codec", "ffv1", "--live", "--json"]
     assert main(command) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["live"] and len(runs) == len(report["candidates"]) >= 4
-    assert all(run[:3] == (10.0, 0, "ffv1") and run[3] >= 9 for run in runs)  # a second's frames, each written
+    assert report["live"] and len(report["candidates"]) >= 4
+    assert all(run[:3] == (10.0, 0, "ffv1") for run in runs)
+    # Each window: half a second's frames untimed (what the path loads), then a second's timed, each written.
+    timed = [frames for *_, frames in runs if frames >= 9]
+    assert len(timed) >= len(report["candidates"]) and len(runs) >= 2 * len(report["candidates"])
     assert all(row["frames_future"] == 0 and row["latency_p95_ms"] > 0 for row in report["candidates"])
     in_time = [row for row in report["candidates"] if row["latency_p95_ms"] <= 200]  # two frame times at 10 fps
     assert report["chosen"] in in_time
