@@ -215,6 +215,17 @@ def test_live_feeds_zero_delay_windows_at_the_rate_and_keeps_those_in_time(grati
     assert report["chosen"]["estimated_psnr"] == max(row["estimated_psnr"] for row in in_time)
 
 
+def test_a_live_rate_no_window_keeps_up_with_is_said_with_the_quickest_latency(gratings, monkeypatch) -> None:
+    monkeypatch.setattr(tune, "LIVE_SECONDS", 0.5)
+    monkeypatch.setattr(tune, "LIVE_WARM_UP_SECONDS", 0.1)
+    with pytest.raises(TargetNotReachedError) as refused:
+        tune_for_fps(gratings, 2000, backend="cpu", codec="ffv1", live=True)
+    message = str(refused.value)
+    assert message.startswith("no zero-delay window keeps up with 64x48 at 2000 fps live on the cpu here (its ")
+    assert "under 1 ms, 2 frame times, and at most 2% of the frames dropped): the quickest, A 1, Dp 0" in message
+    assert refused.value.result.live and refused.value.result.chosen is None
+
+
 def test_live_is_refused_with_playback_or_without_a_codec(gratings, capsys) -> None:
     with pytest.raises(SystemExit, match="2"):
         main(["tune", str(gratings), "--fps", "10", "--live", "--playback"])
