@@ -81,9 +81,8 @@ def test_a_range_without_the_grey_box_takes_the_whole_clips_reading(pattern) -> 
     noise, unsure, and the archivist's chroma came out 0.6 dB below the noisy clip's); the whole clip's
     confident reading stands, and the warning says where it comes from."""
     path, truth = pattern
-    for start in (0.0, 2.0):
-        estimate = estimate_clip_noise(path, start=start, duration=1.0)
-        np.testing.assert_allclose(estimate.sigma, truth, rtol=0.15)
-        assert estimate.confidence >= 0.5
-        if "read on the whole clip" in (estimate.warning or ""):
-            assert "where the range's frames read unsure" in estimate.warning
+    estimate = estimate_clip_noise(path, start=2.0, duration=1.0)
+    np.testing.assert_allclose(estimate.sigma, truth, rtol=0.15)
+    assert estimate.confidence >= 0.5
+    if "read on the whole clip" in (estimate.warning or ""):
+        assert "where the range's frames read unsure" in estimate.warning

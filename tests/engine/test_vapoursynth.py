@@ -390,12 +390,13 @@ def test_a_guide_unlike_the_clip_is_refused(rclip, match) -> None:
         NLMeans(clip, rclip=rclip)
 
 
-def readme_script_and_pipe() -> tuple[str, list[str]]:
-    """The README's VapourSynth script and its pipe's two commands."""
+def readme_script_and_commands() -> tuple[str, list[str], list[list[str]]]:
+    """The README's VapourSynth script, its one-time set-up command and its pipe's two commands."""
     section = (ROOT / "README.md").read_text().split("## Use from VapourSynth", 1)[1].split("\n## ", 1)[0]
     script = re.findall(r"```py\n(.*?)```", section, re.DOTALL)[0]
-    pipe = re.findall(r"```bash\n(.*?)  +#", section, re.DOTALL)[0]
-    return script, [command.split() for command in pipe.split(" | ")]
+    block = re.findall(r"```bash\n(.*?)```", section, re.DOTALL)[0]
+    setup, pipe = (line.split("  #")[0].strip() for line in block.strip().splitlines())
+    return script, setup.split(), [command.split() for command in pipe.split(" | ")]
 
 
 def test_the_readmes_script_through_vspipe_into_the_command_line_gives_every_frame(tmp_path: Path) -> None:
@@ -403,16 +404,18 @@ def test_the_readmes_script_through_vspipe_into_the_command_line_gives_every_fra
     bin_folder = Path(sys.executable).parent
     if shutil.which("vspipe", path=str(bin_folder)) is None:
         pytest.skip("vspipe is not installed")
-    script, (vspipe, denoise) = readme_script_and_pipe()
-    assert vspipe[:4] == ["vspipe", "-c", "y4m", "denoise.vpy"] and denoise[:3] == [
-        ".venv/bin/nlmeans-studio",
-        "denoise",
-        "-",
+    script, setup, (vspipe, denoise) = readme_script_and_commands()
+    assert setup == [".venv/bin/vapoursynth", "config"] and vspipe[:4] == [
+        ".venv/bin/vspipe",
+        "-c",
+        "y4m",
+        "denoise.vpy",
     ]
+    assert denoise[:3] == [".venv/bin/nlmeans-studio", "denoise", "-"]
     (tmp_path / "denoise.vpy").write_text(script)
     # vspipe finds Python through `vapoursynth config`'s file, written here rather than in ~/.config; the CPU filters.
     environment = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path), "NLMEANS_BACKEND": "cpu"}
-    subprocess.run([str(bin_folder / "vapoursynth"), "config"], env=environment, check=True, capture_output=True)
+    subprocess.run([str(bin_folder / "vapoursynth"), *setup[1:]], env=environment, check=True, capture_output=True)
     piped = subprocess.Popen(
         [str(bin_folder / "vspipe"), *vspipe[1:]], stdout=subprocess.PIPE, cwd=tmp_path, env=environment
     )
