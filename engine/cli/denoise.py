@@ -121,8 +121,8 @@ def check_output(args: argparse.Namespace, info: VideoInfo | None = None) -> Non
     check_encoding(args.codec, args.crf, args.preset or encoder_preset(args.codec, live=live), rgb=args.rgb)
     check_encoder(args.codec, args.output)  # one this machine lacks: NVENC without an NVIDIA encoder
     if stream_muxer(args.output, args.codec) is None:  # a file, not a stream's URL
+        output_format(Path(args.output), args.codec, info)  # a name that cannot hold the codec: said first
         check_output_path(Path(args.output), Path(args.input), args.overwrite)
-        output_format(Path(args.output), args.codec, info)
 
 
 def window_params(args: argparse.Namespace, preset: Preset | None) -> NLMParams:
@@ -279,9 +279,9 @@ def open_source(args: argparse.Namespace) -> None:
     """Check the devices and backend ``args`` ask for, and open INPUT as ``args.source`` (the caller closes it).
 
     Options that cannot go together, a GPU asked for and unavailable, a CPU run that cannot fit an
-    address-space limit, then an INPUT that does not exist, then an OUTPUT that could not be
-    written (``check_output``: one that exists without --overwrite, a codec this machine cannot
-    encode) are said before any reading.
+    address-space limit, a window option out of range, then an INPUT that does not exist, then an
+    OUTPUT that could not be written (``check_output``: a codec this machine cannot encode, a name
+    that cannot hold it, one that exists without --overwrite) are said before any reading.
     """
     show_ffmpeg_messages(verbose=args.verbose)
     if args.quiet:
@@ -297,6 +297,7 @@ def open_source(args: argparse.Namespace) -> None:
     on_gpu = resolve_backend(args.backend) == "gpu"
     if not on_gpu:
         require_cpu_room(0, compiles=cpu_filter_compiles)
+    window_params(args, None)  # a radius or an h out of range, as given: before any file is looked at
     missing = Path(args.input)
     if args.input != PIPE and not is_image_sequence(missing) and not missing.exists():
         raise VideoError(f"{args.input}: no such file")  # named before anything about OUTPUT
