@@ -263,7 +263,7 @@ class ExportDialog(QDialog):
         self.codec.setEnabled(not images)
         self.codec_unused.setVisible(images)
         halved = "" if images else chroma_halved(self.codec.currentData(), self._info)
-        self.chroma.setText(halved[:1].upper() + halved[1:])
+        self.chroma.setText(halved)
         self.chroma.setVisible(bool(halved))
         self.crf.setEnabled(not images and self.codec.currentData() in ("h264", "h265"))
         count = self._info.other_streams
