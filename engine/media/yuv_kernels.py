@@ -67,9 +67,9 @@ def to_rgb(
             r = value + 2 * (1 - kr) * pr
             b = value + 2 * (1 - kb) * pb
             g = (value - kr * r - kb * b) / (1 - kr - kb)
-            out[y, x, 0] = round(min(max(r, 0.0), 1.0) * full_scale)
-            out[y, x, 1] = round(min(max(g, 0.0), 1.0) * full_scale)
-            out[y, x, 2] = round(min(max(b, 0.0), 1.0) * full_scale)
+            out[y, x, 0] = np.rint(min(max(r, 0.0), 1.0) * full_scale)
+            out[y, x, 1] = np.rint(min(max(g, 0.0), 1.0) * full_scale)
+            out[y, x, 2] = np.rint(min(max(b, 0.0), 1.0) * full_scale)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -81,7 +81,7 @@ def _full_resolution(rgb, scale, coefficients, luma, differences):
         for x in range(width):
             r, g, b = rgb[y, x, 0] * scale, rgb[y, x, 1] * scale, rgb[y, x, 2] * scale
             value = kr * r + (1 - kr - kb) * g + kb * b
-            luma[y, x] = min(max(round(value * luma_scale + luma_offset), 0), top)
+            luma[y, x] = min(max(np.rint(value * luma_scale + luma_offset), 0.0), top)
             differences[0, y, x] = (b - value) / (2 * (1 - kb))
             differences[1, y, x] = (r - value) / (2 * (1 - kr))
 
@@ -112,7 +112,7 @@ def _decimated(difference, vertical, horizontal, before_y, before_x, coefficient
             total = 0.0
             for j in range(len(horizontal)):
                 total += horizontal[j] * row[min(max(cx * stride_x + j - before_x, 0), width - 1)]
-            out[cy, cx] = min(max(round(total * chroma_scale + chroma_offset), 0), top)
+            out[cy, cx] = min(max(np.rint(total * chroma_scale + chroma_offset), 0.0), top)
 
 
 def to_planes(
