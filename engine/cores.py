@@ -11,3 +11,14 @@ def free_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # macOS and Windows have no affinity call
         return os.cpu_count() or 1
+
+
+def let_idle_threads_sleep() -> None:
+    """Have numba's OpenMP threads sleep between launches, unless the user set OMP_WAIT_POLICY.
+
+    libgomp lets idle threads spin by default: on a machine shared with other work (a batch's other
+    workers, the encoder's threads, another process) they spin on cores that work needs. Read once,
+    when numba's pool starts: call before a process's first parallel launch (engine.cpu.threads
+    measures both; waking a sleeping pool costs microseconds a launch).
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

@@ -99,7 +99,7 @@ def stages(header: bytes, frames: list[bytes], args: argparse.Namespace) -> None
     say(f"filter {args.window} on the {denoiser.backend}", median_ms(lambda: next(outputs), args.frames))
 
     def to_planes() -> object:
-        return yuv.planes_frame(yuv.rgb_to_planes(filtered, layout), layout)
+        return yuv.rgb_to_frame(filtered, layout)
 
     say("RGB to the planes", median_ms(to_planes, args.frames))
     with tempfile.TemporaryDirectory() as folder:

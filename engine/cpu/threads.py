@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import contextlib
 import numbers
-import os
 from collections.abc import Iterator
 
 import numba
 
-from ..cores import free_cores
+from ..cores import free_cores, let_idle_threads_sleep
 
 
 def threads_available() -> int:
@@ -63,7 +62,7 @@ def cpu_threads(threads: int | None) -> Iterator[None]:
     OpenMP's idle threads sleep unless OMP_WAIT_POLICY says otherwise (module docstring); the
     thread count in force before is restored on leaving.
     """
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read once, when numba's pool starts (next line)
+    let_idle_threads_sleep()  # before numba's pool starts (next line)
     before = numba.get_num_threads()
     numba.set_num_threads(threads_available() if threads is None else threads)
     try:

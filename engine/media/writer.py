@@ -449,7 +449,7 @@ def _frame_maker(
     To Y'CbCr through ``media.yuv`` (exact at every depth, the reader's inverse), to other formats
     through swscale.
     """
-    from .yuv import planes_frame, rgb_to_planes, yuv_layout
+    from .yuv import rgb_to_frame, yuv_layout
 
     av = pyav()
     planar = PLANAR_TWINS.get(pixel_format, pixel_format)
@@ -464,7 +464,7 @@ def _frame_maker(
         return through_swscale
 
     def through_yuv(array: np.ndarray) -> Any:
-        frame = planes_frame(rgb_to_planes(array, layout), layout)
+        frame = rgb_to_frame(array, layout)
         return _tagged(frame if planar == pixel_format else frame.reformat(format=pixel_format), color)
 
     return through_yuv

@@ -19,10 +19,13 @@ clipped by the caller's integer frames; in-range frames round-trip.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from ..cores import let_idle_threads_sleep
 
 # FFmpeg's color matrices (AVColorSpace) -> (Kr, Kb): BT.709, FCC, BT.601 (as BT.470BG and as
 # SMPTE 170M), SMPTE 240M, BT.2020 (non-constant luminance, and constant, approximated by it).
@@ -115,15 +118,21 @@ def _layout(pixel_format: str, colorspace: int, full: bool, high_definition: boo
     return YuvLayout(pixel_format, bits, shift, weights, full, alpha=len(components) == 4)
 
 
+def _kernels() -> Any:
+    """Return ``media.yuv_kernels``, imported (numba with it) at the first conversion, its idle threads sleeping."""
+    let_idle_threads_sleep()
+    from . import yuv_kernels
+
+    return yuv_kernels
+
+
 def planes_to_rgb(planes: list[np.ndarray], layout: YuvLayout, dtype: np.dtype) -> np.ndarray:
     """Y, Cb, Cr sample planes -> (H, W, 3) RGB of ``dtype``, rounded and clipped.
 
     ``dtype``: uint8 or uint16 at its full scale.
     """
-    from . import yuv_kernels
-
     rgb = np.empty((*planes[0].shape, 3), dtype)
-    yuv_kernels.to_rgb(*planes, *layout.chroma_shift, layout.coefficients(), float(np.iinfo(dtype).max), rgb)
+    _kernels().to_rgb(*planes, *layout.chroma_shift, layout.coefficients(), float(np.iinfo(dtype).max), rgb)
     return rgb
 
 
@@ -132,17 +141,64 @@ def rgb_to_planes(rgb: np.ndarray, layout: YuvLayout) -> list[np.ndarray]:
 
     Rounded and clamped to 0 .. 2^bits - 1.
     """
-    from . import yuv_kernels
-
     height, width = rgb.shape[:2]
     across, down = layout.chroma_shift
     chroma_shape = (-(-height >> down), -(-width >> across))
     planes = [np.empty((height, width), layout.sample_dtype)]
     planes += [np.empty(chroma_shape, layout.sample_dtype) for _ in range(2)]
-    differences = np.empty((2, height, width), np.float32)  # full-resolution Cb and Cr, before decimation
-    scale = 1.0 / np.iinfo(rgb.dtype).max
-    yuv_kernels.to_planes(rgb, scale, layout.coefficients(), *planes, differences, across, down)
+    _convert_to_planes(rgb, layout, planes)
     return planes
+
+
+def rgb_to_frame(rgb: np.ndarray, layout: YuvLayout) -> Any:
+    """(H, W, 3) RGB as ``rgb_to_planes`` takes it -> a PyAV frame of the layout's pixel format.
+
+    The samples are written into the frame's own planes (in this machine's byte order; the "be"
+    formats through ``rgb_to_planes``), and alpha, where the format has it, opaque.
+    """
+    import av
+
+    height, width = rgb.shape[:2]
+    frame = av.VideoFrame(width, height, layout.pixel_format)
+    views = [_plane_samples(plane, layout) for plane in frame.planes]
+    if layout.stored_dtype == layout.sample_dtype:
+        _convert_to_planes(rgb, layout, views[:3])
+    else:
+        for view, samples in zip(views, rgb_to_planes(rgb, layout), strict=False):
+            view[...] = samples
+    if layout.alpha:
+        views[3][...] = 2**layout.bits - 1
+    return frame
+
+
+def _convert_to_planes(rgb: np.ndarray, layout: YuvLayout, planes: list[np.ndarray]) -> None:
+    across, down = layout.chroma_shift
+    scale = 1.0 / np.iinfo(rgb.dtype).max
+    differences = _chroma_scratch(*rgb.shape[:2])
+    _kernels().to_planes(rgb, scale, layout.coefficients(), *planes, differences, across, down)
+
+
+_SCRATCH = threading.local()
+
+
+def _chroma_scratch(height: int, width: int) -> np.ndarray:
+    """Return this thread's (2, height, width) float32 array for Cb and Cr at full resolution, before decimation.
+
+    Kept from frame to frame: a new one each frame (16 MB at 1080p, 66 MB at 4K) is fresh pages
+    the kernel must fault in and zero wherever the allocator returns large blocks to the system
+    at once (above 32 MB always; below it too in a Dask worker, whose MALLOC_TRIM_THRESHOLD_ says
+    so), which took as long as the conversion itself at 1080p.
+    """
+    scratch = getattr(_SCRATCH, "differences", None)
+    if scratch is None or scratch.shape != (2, height, width):
+        scratch = _SCRATCH.differences = np.empty((2, height, width), np.float32)
+    return scratch
+
+
+def _plane_samples(plane: Any, layout: YuvLayout) -> np.ndarray:
+    """Return a PyAV frame plane's samples as an array of ``layout.stored_dtype``: a view, without the rows' padding."""
+    row = plane.line_size // layout.sample_dtype.itemsize
+    return np.frombuffer(plane, layout.stored_dtype).reshape(plane.height, row)[:, : plane.width]
 
 
 def frame_planes(frame: Any, layout: YuvLayout) -> list[np.ndarray]:
@@ -150,28 +206,7 @@ def frame_planes(frame: Any, layout: YuvLayout) -> list[np.ndarray]:
 
     Views where the frame stores them in this machine's byte order.
     """
-    planes = []
-    for plane in frame.planes[:3]:
-        row = plane.line_size // layout.sample_dtype.itemsize
-        samples = np.frombuffer(plane, layout.stored_dtype).reshape(plane.height, row)
-        planes.append(samples[:, : plane.width].astype(layout.sample_dtype, copy=False))
-    return planes
-
-
-def planes_frame(planes: list[np.ndarray], layout: YuvLayout) -> Any:
-    """Return a PyAV frame of the layout's pixel format holding ``planes`` (and opaque alpha where it has some)."""
-    import av
-
-    height, width = planes[0].shape
-    frame = av.VideoFrame(width, height, layout.pixel_format)
-    if layout.alpha:
-        planes = [*planes, np.full((height, width), 2**layout.bits - 1, layout.sample_dtype)]
-    for plane, samples in zip(frame.planes, planes, strict=True):
-        row = plane.line_size // layout.sample_dtype.itemsize
-        padded = np.zeros((plane.height, row), layout.stored_dtype)
-        padded[:, : plane.width] = samples
-        plane.update(padded.tobytes())
-    return frame
+    return [_plane_samples(plane, layout).astype(layout.sample_dtype, copy=False) for plane in frame.planes[:3]]
 
 
 def warm_up_writing(pixel_format: str = "yuv420p") -> None:

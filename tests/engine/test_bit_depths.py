@@ -220,3 +220,30 @@ def test_the_writer_takes_ten_bit_samples_in_uint16(tmp_path) -> None:
     with pytest.raises(ValueError, match=r"bit_depth=10 holds samples up to 1023, but this frame has 2000"):
         writer.write(beyond)
     writer.abort()
+
+
+def test_writers_on_several_threads_at_once_write_what_each_writes_alone(tmp_path) -> None:
+    """The conversion to Y'CbCr keeps its scratch from frame to frame, one a thread: two writers
+    converting frames of one size at once write the frames each writes alone."""
+    import concurrent.futures
+
+    write_yuv(tmp_path / "clean.mkv", "yuv420p", yuv_planes("yuv420p", frames=2, size=(360, 640)))
+    clean = read_frames(tmp_path / "clean.mkv")
+    rng = np.random.default_rng(3)
+    noisy = [np.clip(clean[t % 2] + rng.integers(-40, 41, clean[0].shape), 0, 255).astype(np.uint8) for t in range(16)]
+    clips = {"one": noisy[:8], "two": noisy[8:]}
+
+    def write(name: str, suffix: str) -> np.ndarray:
+        with (
+            VideoReader(tmp_path / "clean.mkv") as reader,
+            VideoWriter(tmp_path / f"{name}{suffix}.mkv", reader.info, codec="ffv1") as writer,
+        ):
+            for frame in clips[name]:
+                writer.write(frame)
+        return read_frames(tmp_path / f"{name}{suffix}.mkv")
+
+    alone = {name: write(name, "-alone") for name in clips}
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        together = dict(zip(clips, pool.map(write, clips, ["-together"] * 2), strict=True))
+    for name in clips:
+        np.testing.assert_array_equal(together[name], alone[name])
