@@ -326,7 +326,7 @@ class ExportWorker(Worker):
     ORDER: ClassVar[tuple[str, ...]] = ("export",)
 
     progressed = Signal(int, int, int, float)  # request number, frames done, frames in all, seconds elapsed
-    exported = Signal(int, str)  # request number, a summary line
+    exported = Signal(int, str, str)  # request number, a summary line, what to know of the source ("" or a warning)
     failed = Signal(int, str)  # request number, what went wrong in plain words ("cancelled" included)
 
     def _handle(self, number: int, request: ExportRequest) -> None:
@@ -353,10 +353,13 @@ class ExportWorker(Worker):
             traceback.print_exc()
             self.failed.emit(number, f"Export failed: {type(error).__name__}: {error}")
         else:
+            damaged = len(summary.damaged_frames)
+            note = f"; {damaged} frame{'s' * (damaged > 1)} damaged in the source" if damaged else ""
             self.exported.emit(
                 number,
                 f"Exported {summary.frames} frames to {settings.target.name} in {summary.seconds:.1f} s "
-                f"({summary.fps:.1f} fps, {summary.backend})",
+                f"({summary.fps:.1f} fps, {summary.backend}){note}",
+                summary.damage_warning or "",
             )
 
 
@@ -396,7 +399,7 @@ class ExportQueue(QWidget):
     (cancelling included). ``stop`` ends the queue's worker (the window is closing).
     """
 
-    finished = Signal(str)
+    finished = Signal(str, str)  # the summary line, and what to know of the source ("" or a warning)
     failed = Signal(str)
 
     def __init__(self) -> None:
@@ -454,9 +457,9 @@ class ExportQueue(QWidget):
         if self.running is not None and self.running.number == number:
             self.running.show_progress(done, total, seconds)
 
-    def _exported(self, number: int, summary: str) -> None:
+    def _exported(self, number: int, summary: str, warning: str) -> None:
         if self._ended(number):
-            self.finished.emit(summary)
+            self.finished.emit(summary, warning)
 
     def _failed(self, number: int, message: str) -> None:
         if self._ended(number):

@@ -163,7 +163,7 @@ class MainWindow(QMainWindow):
         self.view.region_drawn.connect(self._region_drawn)
         self.frame_slider.valueChanged.connect(self._frame_changed)
         self.frame_slider.marks_changed.connect(self._show_position)
-        self.exports.finished.connect(self.last_export.setText)
+        self.exports.finished.connect(self._export_finished)
         self.exports.failed.connect(self.show_error)
         self._restore_settings()
 
@@ -472,6 +472,12 @@ class MainWindow(QMainWindow):
         """Denoise on the CPU from now on (the banner's action after a GPU failure)."""
         self.parameters.set_backend("cpu")
         self.banner.hide()
+
+    def _export_finished(self, summary: str, warning: str) -> None:
+        """The last export's line in the status bar; what to know of its source, where anything, above the views."""
+        self.last_export.setText(summary)
+        if warning:
+            self.show_error(f"Exported: {warning}.")
 
     def show_error(
         self, message: str, action_text: str | None = None, action: Callable[[], None] | None = None

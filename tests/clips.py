@@ -152,3 +152,30 @@ def clip_with_audio(
             container.mux(audio.encode(resampled))
         container.mux(audio.encode(None))
     return path
+
+
+def damaged_dvd(folder: Path, how: str) -> tuple[Path, list[int]]:
+    """An MPEG-PS (DVD) file from the ffmpeg tool, cut short ("truncated") or with a run of its
+    bytes zeroed ("holed"), and the frames FFmpeg's decoder flags damaged in it (0-based, by
+    PyAV's own decode). The first cut or hole that damages a frame is taken: where it falls in
+    the file depends on the encoder's version."""
+    import av
+    import pytest
+
+    whole = folder / "whole.mpg"
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=176x144:rate=25", "-f", "lavfi",
+         "-i", "sine=frequency=440:sample_rate=48000", "-t", "2", "-c:v", "mpeg2video", "-q:v", "3", "-c:a", "mp2",
+         "-f", "dvd", str(whole)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    data = whole.read_bytes()
+    damaged = folder / f"{how}.mpg"
+    for step in range(40):
+        place = len(data) * (55 + step) // 100 if how == "truncated" else len(data) * (30 + step) // 100
+        damaged.write_bytes(data[:place] if how == "truncated" else data[:place] + bytes(600) + data[place + 600 :])
+        with av.open(str(damaged)) as container:
+            flagged = [n for n, frame in enumerate(container.decode(video=0)) if frame.is_corrupt]
+        if flagged:
+            return damaged, flagged
+    pytest.skip(f"no cut or hole damaged a frame of this ffmpeg's DVD file ({how})")

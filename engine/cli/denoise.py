@@ -359,6 +359,8 @@ def export_denoised(
             f"{summary.backend} ({summary.device_name}), decoded on the {summary.decoder} -> {args.output}",
             file=sys.stderr,
         )
+    if summary.damage_warning:
+        print(f"warning: {args.input}: {summary.damage_warning}", file=sys.stderr)
     return summary
 
 

@@ -200,6 +200,8 @@ class VideoReader:
         Where frames are decoded: "NVDEC" or "CPU".
     frame_times : numpy.ndarray
         When each frame is shown, in seconds from frame 0 (float64).
+    damaged_frames : tuple of int
+        The frames read so far that the decoder marked damaged (see the property).
 
     Raises
     ------
@@ -224,6 +226,16 @@ class VideoReader:
         self._cursor_next = 0  # the frame number the cursor decodes next
         self._closed = False
         self._cache: collections.OrderedDict[int, Any] = collections.OrderedDict()  # arrays or decoded frames
+        self._damaged: set[int] = set()
+
+    @property
+    def damaged_frames(self) -> tuple[int, ...]:
+        """The frames read so far (0-based, increasing) that the decoder marked damaged.
+
+        Data was missing or corrupt (a truncated file, a damaged tape capture, a broken packet) and
+        FFmpeg filled it in from around it: such a frame is returned as decoded, as players show it.
+        """
+        return tuple(sorted(self._damaged))
 
     @property
     def decoder(self) -> str:
@@ -369,6 +381,8 @@ class VideoReader:
         One of another size than the first (an image of another size in a sequence, a stream that
         changes its resolution) is a VideoError naming it, not a clip of frames of two shapes.
         """
+        if frame.is_corrupt:
+            self._damaged.add(number)
         if frame.format.name != self.info.pixel_format:  # NVDEC's NV12 / P010: repacked losslessly,
             frame = frame.reformat(format=self.info.pixel_format)  # so that RGB comes out as on the CPU
         array = np.rot90(decoded_array(frame, self.info), self.info.rotation // 90)

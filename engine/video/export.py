@@ -65,6 +65,9 @@ class ExportSummary:
         The processor or GPU(s) the frames were filtered on.
     decoder : str
         "NVDEC" or "CPU".
+    damaged_frames : tuple of int
+        The source's frames among those written that its decoder marked damaged (numbers in the
+        source, 0-based; ``VideoReader.damaged_frames``): written as decoded. Empty for a pipe.
     fps : float
         Frames per second over the run (0 for a run of no time).
     """
@@ -74,13 +77,32 @@ class ExportSummary:
     backend: str
     device_name: str
     decoder: str  # "NVDEC" or "CPU"
+    damaged_frames: tuple[int, ...] = ()
 
     @property
     def fps(self) -> float:
         """Frames a second, 0 where no time has passed."""
         return self.frames / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def damage_warning(self) -> str | None:
+        """What a person should know of ``damaged_frames``, in a sentence; None where there are none."""
+        count = len(self.damaged_frames)
+        if not count:
+            return None
+        numbers = ", ".join(str(n + 1) for n in self.damaged_frames[:DAMAGED_NAMED])
+        if count > DAMAGED_NAMED:
+            numbers += f" and {count - DAMAGED_NAMED} more"
+        which = f"{count} frame{'s' if count > 1 else ''} of the source {'are' if count > 1 else 'is'} damaged"
+        return (
+            f"{which} (frame{'s' if count > 1 else ''} {numbers}, counting from 1): data was missing or corrupt "
+            "(a truncated file, a damaged capture) and the decoder filled it in from around it; written as "
+            f"decoded. Leave {'them' if count > 1 else 'it'} out of the range exported, or repair or capture the "
+            "source again"
+        )
 
+
+DAMAGED_NAMED = 5  # damaged frames a warning names; it counts the rest
 _END = object()
 
 
@@ -472,4 +494,7 @@ def denoise_file(
                 raise VideoError(f"{source}: read {done} of the {total} frames to denoise; {target} was not written")
             if not done:  # a pipe that ended before --start (a file's range is checked above): no empty file
                 raise VideoError(f"standard input: the stream ended before {start} s; {target} was not written")
-    return ExportSummary(done, time.perf_counter() - started, denoiser.backend, denoiser.device_name, decoder)
+        written = range(first, first + done)
+        damaged = tuple(n for n in reader.damaged_frames if n in written) if isinstance(reader, VideoReader) else ()
+    seconds = time.perf_counter() - started
+    return ExportSummary(done, seconds, denoiser.backend, denoiser.device_name, decoder, damaged)

@@ -21,7 +21,7 @@ import pytest
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
 
-from clips import CLI, clip_with_audio, default_signals  # noqa: E402
+from clips import CLI, clip_with_audio, damaged_dvd, default_signals  # noqa: E402
 from media_corpus import ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
 from nlmeans_studio.engine import (  # noqa: E402
@@ -997,3 +997,31 @@ def test_what_is_wrong_is_said_before_an_output_that_exists(tmp_path, extra, mes
     _one_clear_line(run, message)
     assert "exists; pass --overwrite" not in run.stderr
     assert (tmp_path / "out.mp4").read_bytes() == b"an earlier export"
+
+
+@pytest.mark.parametrize("how", ["truncated", "holed"])
+def test_damaged_frames_are_named_after_an_export_not_passed_silently(tmp_path, how) -> None:
+    """An archivist's truncated DVD rip exported its damaged last frame without a word (only
+    FFmpeg's own 'ac-tex damaged' line): the frames the decoder filled in are named."""
+    source, flagged = damaged_dvd(tmp_path, how)
+    with VideoReader(source) as reader:
+        count = len(list(reader.frames()))
+        assert reader.damaged_frames == tuple(flagged)
+    output = tmp_path / "out.mkv"
+    run = subprocess.run(
+        [*CLI, "denoise", str(source), str(output), "--codec", "ffv1", "--h", "5", "--noise", "none",
+         "--search-radius", "1", "--patch-radius", "1", "--frames-past", "0", "--frames-future", "0"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert len(read_frames(output)) == count
+    numbers = ", ".join(str(n + 1) for n in flagged[:5])
+    said = f"warning: {source}: {len(flagged)} frame{'s' if len(flagged) > 1 else ''} of the source"
+    assert said in run.stderr
+    assert f"(frame{'s' if len(flagged) > 1 else ''} {numbers}" in run.stderr
+    assert "Traceback" not in run.stderr
+    clean = denoise_file(
+        source, tmp_path / "before.mkv", NLMParams(h=5.0, search_radius=1, patch_radius=1, frames_past=0,
+        frames_future=0), codec="ffv1", frames=range(0, flagged[0]),
+    )  # fmt: skip
+    assert clean.damaged_frames == () and clean.damage_warning is None  # a range before them: none to say

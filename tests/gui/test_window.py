@@ -12,7 +12,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from clips import FLAT_BOX, chroma_subsampled_clips, clip_with_audio
+from clips import FLAT_BOX, chroma_subsampled_clips, clip_with_audio, damaged_dvd
 from media_corpus import ClipSpec, plain_pyav_numbers
 from media_corpus import write_clip as write_corpus_clip
 from PySide6.QtCore import QPointF, QSettings, QStandardPaths, Qt, QThread
@@ -108,6 +108,21 @@ def test_export_from_each_entry_point_writes_a_playable_file(qtbot, window, clip
     qtbot.waitUntil(lambda: "Exported 12 frames to out.mkv" in window.last_export.text(), timeout=WAIT_MS)
     assert window.last_export.isVisible()
     assert len(read_frames(tmp_path / "out.mkv")) == len(frames)
+
+
+def test_an_export_of_a_truncated_file_names_its_damaged_frames(qtbot, window, tmp_path) -> None:
+    """A truncated DVD rip's last frame, filled in by the decoder, is named when its export ends."""
+    source, flagged = damaged_dvd(tmp_path, "truncated")
+    opened(qtbot, window, source)
+    export_with_dialog(qtbot, window, tmp_path / "out.mkv", lambda: window.export_action.trigger())
+    exports_done(qtbot, window)
+    count = len(flagged)
+    note = f"; {count} frame{'s' * (count > 1)} damaged in the source"
+    qtbot.waitUntil(lambda: note in window.last_export.text(), timeout=WAIT_MS)
+    assert window.banner.isVisible()
+    said = f"Exported: {count} frame{'s' * (count > 1)} of the source {'are' if count > 1 else 'is'} damaged (frame"
+    assert window.banner.text().startswith(said)
+    assert f" {flagged[0] + 1}" in window.banner.text()
 
 
 def test_a_second_export_is_offered_a_name_that_does_not_replace_the_first(qtbot, window, clip) -> None:
