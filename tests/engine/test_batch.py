@@ -22,7 +22,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from clips import CLI
+from clips import CLI, damaged_dvd
 
 from nlmeans_studio.engine import command_line, read_frames
 from nlmeans_studio.engine.cli.batch.jobs import find_jobs
@@ -136,6 +136,25 @@ def test_a_batch_writes_what_denoise_writes_for_each_file(inputs, first_batch, t
         assert (out / ".nlmeans-logs" / f"{name}.log").read_text().startswith(str(inputs / source))
     assert re.search(r"^a/b/two\.mp4\s+16\s+[\d.]+\s+done$", run.stdout, re.MULTILINE), run.stdout  # the table
     assert "4/4 files" in run.stderr and "dashboard http://" in run.stderr
+
+
+@pytest.mark.parametrize("segments", [False, True])
+def test_the_summary_counts_the_damaged_frames_of_each_file(inputs, tmp_path, segments) -> None:
+    """A tape capture with a hole in it is denoised, and the table says how many of its frames the
+    decoder filled in (its log names them, and holds FFmpeg's own lines), whole or in segments."""
+    source, flagged = damaged_dvd(tmp_path, "holed")
+    out = tmp_path / "out"
+    cut = ["--segment-seconds", "0.6"] if segments else []
+    run = _batch(str(source), "--out", str(out), "--jobs", "2", *OPTIONS, *cut, timeout=240)
+    assert run.returncode == 0, run.stderr
+    count = len(flagged)
+    assert f"done, {count} frame{'s' * (count > 1)} damaged in the source (its log names them)" in run.stdout
+    if segments:
+        assert "segments" in run.stderr
+    logs = "".join(log.read_text() for log in out.rglob("*.log"))
+    assert f"{count} frame{'s' * (count > 1)} of the source" in logs
+    assert "[mpeg2video @" in logs and "[mpeg2video @" not in run.stderr  # FFmpeg's own lines: in the file's log
+    assert _manifest(out)["holed.mkv"]["damaged"] == count
 
 
 def test_a_rerun_skips_every_file_done(inputs, first_batch, tmp_path) -> None:

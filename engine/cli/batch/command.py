@@ -144,12 +144,16 @@ def _run(
 
 
 def _with_plan_seconds(result: JobResult, manifest: Manifest, job: Job, plan: SegmentPlan | None) -> JobResult:
-    """Return a joined file's result with the seconds of all its tasks: its plan's, its segments' and the join's."""
+    """Return a joined file's result with its segments' damaged frames, and its tasks' seconds.
+
+    All its tasks': its plan's, its segments' and the join's.
+    """
     if plan is None or result.state != DONE:
         return result
     segments = manifest.entries[job.name]["segments"]
     seconds = plan.seconds + sum(segment["seconds"] or 0.0 for segment in segments) + (result.seconds or 0.0)
-    return dataclasses.replace(result, seconds=seconds)
+    damaged = sum(segment.get("damaged", 0) for segment in segments)  # a manifest of an older version has none
+    return dataclasses.replace(result, seconds=seconds, damaged=damaged)
 
 
 def _result_of(future: Any) -> JobResult:
@@ -173,4 +177,4 @@ def _result_of(future: Any) -> JobResult:
 def _earlier(manifest: Manifest, job: Job) -> JobResult:
     """Return the result an earlier run recorded for a job it did."""
     entry = manifest.entries[job.name]
-    return JobResult(entry["state"], entry["reason"], entry["frames"], entry["seconds"])
+    return JobResult(entry["state"], entry["reason"], entry["frames"], entry["seconds"], entry.get("damaged", 0))

@@ -33,13 +33,15 @@ class JobResult:
     """How one file's run ended.
 
     ``state`` DONE or FAILED (with the one-line ``reason``), the frames written (a volume's: its
-    slices) and the wall-clock seconds on the worker.
+    slices), the wall-clock seconds on the worker, and how many of the frames written the source's
+    decoder marked damaged (``ExportSummary.damaged_frames``; its log names them).
     """
 
     state: str
     reason: str | None = None
     frames: int | None = None
     seconds: float | None = None
+    damaged: int = 0
 
 
 def recorded_options(options: dict[str, Any]) -> dict[str, Any]:

@@ -62,7 +62,7 @@ def summary_table(rows: list[tuple[Job, JobResult, bool]]) -> str:
     """Return the summary: one line a file, under a header.
 
     Its name, frames, seconds and state ("done", "done earlier" where a rerun skipped it, or
-    "failed: " and the reason).
+    "failed: " and the reason), and the frames its source's decoder marked damaged, where any.
 
     Parameters
     ----------
@@ -72,6 +72,8 @@ def summary_table(rows: list[tuple[Job, JobResult, bool]]) -> str:
     table = [("file", "frames", "seconds", "state")]
     for job, result, earlier in rows:
         state = f"{FAILED}: {result.reason}" if result.state == FAILED else f"{result.state}{' earlier' * earlier}"
+        if result.damaged:
+            state += f", {result.damaged} frame{'s' * (result.damaged > 1)} damaged in the source (its log names them)"
         frames = "" if result.frames is None else str(result.frames)
         seconds = "" if result.seconds is None else f"{result.seconds:.1f}"
         table.append((job.name, frames, seconds, state))

@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from ...media.join import join_segments
 from ...media.probe import probe_video
+from ...video.export import ExportSummary
 from ..denoise import Stop, export_denoised, open_source
 from .jobs import SEGMENT_FOLDER, Job
 from .manifest import JobResult
@@ -34,11 +35,11 @@ def run_segment(job: Job, options: dict[str, Any], plan: SegmentPlan, index: int
     target = job.segment(index)
     target.parent.mkdir(parents=True, exist_ok=True)
 
-    def work() -> int:
+    def work() -> ExportSummary:
         args = denoise_args(job, options, output=str(target))
         try:
             open_source(args)
-            return export_denoised(args, plan.choice, Stop(), frames=range(first, stop), segment_of=plan.whole).frames
+            return export_denoised(args, plan.choice, Stop(), frames=range(first, stop), segment_of=plan.whole)
         finally:
             if hasattr(args, "source"):
                 args.source.close()

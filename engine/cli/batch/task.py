@@ -10,16 +10,17 @@ import argparse
 import contextlib
 import dataclasses
 import math
+import os
 import socket
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from ...video.export import frame_range
+from ...video.export import ExportSummary, frame_range
 from ...volume import cli as volume_cli
 from ..arguments import build_parser
 from ..denoise import Stop, chosen_filter, export_denoised, open_source
@@ -34,6 +35,7 @@ VOLUME_OPTIONS = ("h", "patch_radius", "search_radius", "weighting", "center_wei
 # A worker of several threads still denoises one file at a time: the filter uses every core (or
 # the GPU) it is given, and a file's log is the process's stderr while it runs.
 _ONE_AT_A_TIME = threading.Lock()
+STDERR = 2  # the file descriptor
 
 
 def run_job(job: Job, options: dict[str, Any]) -> JobResult | SegmentPlan:
@@ -68,15 +70,21 @@ def run_job(job: Job, options: dict[str, Any]) -> JobResult | SegmentPlan:
 
 
 def run_logged(
-    log: str, heading: str, options: dict[str, Any], work: Callable[[], int | SegmentPlan], *, append: bool = False
+    log: str,
+    heading: str,
+    options: dict[str, Any],
+    work: Callable[[], int | ExportSummary | SegmentPlan],
+    *,
+    append: bool = False,
 ) -> JobResult | SegmentPlan:
-    """Run ``work`` (which returns the frames it wrote, or a plan) with stderr going to ``log``.
+    """Run ``work`` (which returns the frames it wrote, its export's summary, or a plan) with stderr going to ``log``.
 
-    Returns the plan with its seconds, or DONE with the frames; FAILED with the one-line reason
-    where ``work`` raised one of the command line's FAILURES. ``append``: after what is in ``log``.
+    Returns the plan with its seconds, or DONE with the frames (and the damaged ones among them);
+    FAILED with the one-line reason where ``work`` raised one of the command line's FAILURES.
+    ``append``: after what is in ``log``.
     """
     Path(log).parent.mkdir(parents=True, exist_ok=True)
-    with _ONE_AT_A_TIME, open(log, "a" if append else "w") as file, contextlib.redirect_stderr(file):
+    with _ONE_AT_A_TIME, open(log, "a" if append else "w") as file, _stderr_to(file):
         print(f"{heading} on {socket.gethostname()}", file=sys.stderr, flush=True)
         start = time.perf_counter()
         try:
@@ -93,7 +101,29 @@ def run_logged(
         seconds = time.perf_counter() - start
         if isinstance(outcome, SegmentPlan):
             return dataclasses.replace(outcome, seconds=seconds)
+        if isinstance(outcome, ExportSummary):
+            return JobResult(DONE, frames=outcome.frames, seconds=seconds, damaged=len(outcome.damaged_frames))
         return JobResult(DONE, frames=outcome, seconds=seconds)
+
+
+@contextlib.contextmanager
+def _stderr_to(file: TextIO) -> Iterator[None]:
+    """Send this process's standard error to ``file``: Python's, and FFmpeg's own lines.
+
+    FFmpeg prints on the file descriptor itself ("[mpeg2video @ ..] ac-tex damaged"), which
+    ``contextlib.redirect_stderr`` leaves alone: they came out among the batch's progress, with no
+    word of which file they were about. The worker runs one task at a time (``_ONE_AT_A_TIME``).
+    """
+    sys.stderr.flush()
+    saved = os.dup(STDERR)
+    os.dup2(file.fileno(), STDERR)
+    try:
+        with contextlib.redirect_stderr(file):
+            yield
+    finally:
+        file.flush()
+        os.dup2(saved, STDERR)
+        os.close(saved)
 
 
 def denoise_args(job: Job, options: dict[str, Any], output: str | None = None) -> argparse.Namespace:
@@ -103,7 +133,7 @@ def denoise_args(job: Job, options: dict[str, Any], output: str | None = None) -
     )
 
 
-def _denoise_video(job: Job, options: dict[str, Any]) -> int | SegmentPlan:
+def _denoise_video(job: Job, options: dict[str, Any]) -> ExportSummary | SegmentPlan:
     args = denoise_args(job, options)
     try:
         open_source(args)
@@ -118,7 +148,7 @@ def _denoise_video(job: Job, options: dict[str, Any]) -> int | SegmentPlan:
             if not args.quiet:
                 print(f"cut into {len(frames)} segments at keyframes, each a task", file=sys.stderr)
             return SegmentPlan(tuple(frames), starts, span, choice)
-        return export_denoised(args, choice, Stop()).frames  # off the main thread, Stop sets no signal handler
+        return export_denoised(args, choice, Stop())  # off the main thread, Stop sets no signal handler
     finally:
         if hasattr(args, "source"):
             args.source.close()
