@@ -141,11 +141,7 @@ def rgb_to_planes(rgb: np.ndarray, layout: YuvLayout) -> list[np.ndarray]:
 
     Rounded and clamped to 0 .. 2^bits - 1.
     """
-    height, width = rgb.shape[:2]
-    across, down = layout.chroma_shift
-    chroma_shape = (-(-height >> down), -(-width >> across))
-    planes = [np.empty((height, width), layout.sample_dtype)]
-    planes += [np.empty(chroma_shape, layout.sample_dtype) for _ in range(2)]
+    planes = [np.empty(shape, layout.sample_dtype) for shape in _plane_shapes(rgb.shape[:2], layout)]
     _convert_to_planes(rgb, layout, planes)
     return planes
 
@@ -153,46 +149,57 @@ def rgb_to_planes(rgb: np.ndarray, layout: YuvLayout) -> list[np.ndarray]:
 def rgb_to_frame(rgb: np.ndarray, layout: YuvLayout) -> Any:
     """(H, W, 3) RGB as ``rgb_to_planes`` takes it -> a PyAV frame of the layout's pixel format.
 
-    The samples are written into the frame's own planes (in this machine's byte order; the "be"
-    formats through ``rgb_to_planes``), and alpha, where the format has it, opaque.
+    Alpha, where the format has it, opaque. The planes are converted into arrays this thread keeps
+    from frame to frame, then copied into the frame's (their rows padded, in the format's byte
+    order): the kernels always see contiguous planes, so that the conversion ``warm_up_writing``
+    compiled is the one every frame size uses.
     """
     import av
 
     height, width = rgb.shape[:2]
     frame = av.VideoFrame(width, height, layout.pixel_format)
+    shapes = _plane_shapes((height, width), layout)
+    planes = [_scratch(f"plane{index}", shape, layout.sample_dtype) for index, shape in enumerate(shapes)]
+    _convert_to_planes(rgb, layout, planes)
     views = [_plane_samples(plane, layout) for plane in frame.planes]
-    if layout.stored_dtype == layout.sample_dtype:
-        _convert_to_planes(rgb, layout, views[:3])
-    else:
-        for view, samples in zip(views, rgb_to_planes(rgb, layout), strict=False):
-            view[...] = samples
+    for view, samples in zip(views, planes, strict=False):
+        view[...] = samples
     if layout.alpha:
         views[3][...] = 2**layout.bits - 1
     return frame
 
 
+def _plane_shapes(size: tuple[int, int], layout: YuvLayout) -> list[tuple[int, int]]:
+    """Return the Y, Cb and Cr planes' shapes for a (height, width) frame."""
+    height, width = size
+    across, down = layout.chroma_shift
+    chroma = (-(-height >> down), -(-width >> across))
+    return [(height, width), chroma, chroma]
+
+
 def _convert_to_planes(rgb: np.ndarray, layout: YuvLayout, planes: list[np.ndarray]) -> None:
     across, down = layout.chroma_shift
     scale = 1.0 / np.iinfo(rgb.dtype).max
-    differences = _chroma_scratch(*rgb.shape[:2])
+    differences = _scratch("differences", (2, *rgb.shape[:2]), np.dtype(np.float32))  # Cb, Cr before decimation
     _kernels().to_planes(rgb, scale, layout.coefficients(), *planes, differences, across, down)
 
 
 _SCRATCH = threading.local()
 
 
-def _chroma_scratch(height: int, width: int) -> np.ndarray:
-    """Return this thread's (2, height, width) float32 array for Cb and Cr at full resolution, before decimation.
+def _scratch(name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Return this thread's array ``name`` of ``shape`` and ``dtype``, made again only when they change.
 
-    Kept from frame to frame: a new one each frame (16 MB at 1080p, 66 MB at 4K) is fresh pages
-    the kernel must fault in and zero wherever the allocator returns large blocks to the system
-    at once (above 32 MB always; below it too in a Dask worker, whose MALLOC_TRIM_THRESHOLD_ says
-    so), which took as long as the conversion itself at 1080p.
+    Kept from frame to frame: a new one each frame (the chroma scratch: 16 MB at 1080p, 66 MB at
+    4K) is fresh pages the kernel must fault in and zero wherever the allocator returns large
+    blocks to the system at once (above 32 MB always; below it too in a Dask worker, whose
+    MALLOC_TRIM_THRESHOLD_ says so), which took as long as the conversion itself at 1080p.
     """
-    scratch = getattr(_SCRATCH, "differences", None)
-    if scratch is None or scratch.shape != (2, height, width):
-        scratch = _SCRATCH.differences = np.empty((2, height, width), np.float32)
-    return scratch
+    kept = getattr(_SCRATCH, name, None)
+    if kept is None or kept.shape != shape or kept.dtype != dtype:
+        kept = np.empty(shape, dtype)
+        setattr(_SCRATCH, name, kept)
+    return kept
 
 
 def _plane_samples(plane: Any, layout: YuvLayout) -> np.ndarray:
