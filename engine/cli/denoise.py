@@ -44,7 +44,14 @@ from ..video.default_filter import (
     choose_filter,
     sure_sample_length,
 )
-from ..video.export import ExportCancelledError, ExportSummary, clip_sample, denoise_file, estimate_clip_noise
+from ..video.export import (
+    ExportCancelledError,
+    ExportSummary,
+    clip_sample,
+    denoise_file,
+    estimate_clip_noise,
+    frame_range,
+)
 from ..video.filters import cpu_filter_compiles
 from ..video.luma_chroma import (
     matrix_for,
@@ -110,10 +117,11 @@ class ProgressBar:
             self._line_open = False
 
 
-def check_output(args: argparse.Namespace, info: VideoInfo | None = None) -> None:
+def check_output(args: argparse.Namespace, info: VideoInfo | None = None, *, exists: bool = True) -> None:
     """Refuse an OUTPUT that could not be written, before any work: its codec, encoder, name, container, place.
 
     ``info``: the source's, whose streams the output must hold; None before a source is open.
+    ``exists``: an OUTPUT there already, without --overwrite, refused too.
     """
     if args.output == STANDARD_OUTPUT:
         return
@@ -122,7 +130,8 @@ def check_output(args: argparse.Namespace, info: VideoInfo | None = None) -> Non
     check_encoder(args.codec, args.output)  # one this machine lacks: NVENC without an NVIDIA encoder
     if stream_muxer(args.output, args.codec) is None:  # a file, not a stream's URL
         output_format(Path(args.output), args.codec, info)  # a name that cannot hold the codec: said first
-        check_output_path(Path(args.output), Path(args.input), args.overwrite)
+        if exists:
+            check_output_path(Path(args.output), Path(args.input), args.overwrite)
 
 
 def window_params(args: argparse.Namespace, preset: Preset | None) -> NLMParams:
@@ -301,10 +310,12 @@ def open_source(args: argparse.Namespace) -> None:
     missing = Path(args.input)
     if args.input != PIPE and not is_image_sequence(missing) and not missing.exists():
         raise VideoError(f"{args.input}: no such file")  # named before anything about OUTPUT
-    check_output(args)  # again with the source's streams once it is open
+    check_output(args, exists=False)  # checked again, an OUTPUT that exists too, with the source's streams
     # One reader, opened once, for the file's facts, the noise, SURE's sample and the export (a
     # pipe is read once, by all); the export's frames decoded on NVDEC on the GPU.
     args.source = PipeReader() if args.input == PIPE else VideoReader(args.input, hardware_decoding=on_gpu)
+    if isinstance(args.source, VideoReader):  # a range past the clip's end: said before an OUTPUT that exists
+        frame_range(args.source, args.start, args.duration)
 
 
 def chosen_filter(args: argparse.Namespace) -> FilterChoice:

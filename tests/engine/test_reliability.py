@@ -986,11 +986,13 @@ def test_a_packet_the_muxer_refuses_at_the_end_leaves_nothing_behind(tmp_path, m
         ([], "tape-07.mp4: no such file"),
         (["--search-radius", "500"], "--search-radius must be an integer in 0..16, got 500"),
         (["--codec", "prores"], "out.mp4: a .mp4 file holds h264, h265, h264-nvenc, h265-nvenc, ffv1 here, not prores"),
+        (["--start", "30"], "a.mkv: no frames between 30.0 s and the end of the clip"),
     ],
 )
 def test_what_is_wrong_is_said_before_an_output_that_exists(tmp_path, extra, message) -> None:
-    """The archivist's mistyped input, a radius of 500 or ProRes into .mp4 answered only
-    "out.mp4: exists; pass --overwrite", and what was wrong once --overwrite was added."""
+    """The archivist's mistyped input, a radius of 500, ProRes into .mp4 or a start past the clip's
+    end answered only "out.mp4: exists; pass --overwrite", and what was wrong once --overwrite was
+    added."""
     (tmp_path / "out.mp4").write_bytes(b"an earlier export")
     source = tmp_path / "tape-07.mp4" if not extra else clip_with_audio(tmp_path / "a.mkv", "aac", 48000)
     run = _cli("denoise", str(source), str(tmp_path / "out.mp4"), *extra)
