@@ -18,7 +18,7 @@ def let_idle_threads_sleep() -> None:
 
     libgomp lets idle threads spin by default: on a machine shared with other work (a batch's other
     workers, the encoder's threads, another process) they spin on cores that work needs. Read once,
-    when numba's pool starts: call before a process's first parallel launch (engine.cpu.threads
-    measures both; waking a sleeping pool costs microseconds a launch).
+    when numba's pool starts: call before a process's first parallel launch (engine.cpu.threads says
+    what was measured).
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
