@@ -56,7 +56,14 @@ from .backend import (
 )
 from .cpu.compiled import COMPILING
 from .media.ffmpeg import VideoError
-from .media.formats import CODECS, CodecNotHeldError, chroma_halved, misread_streams, output_format
+from .media.formats import (
+    CODECS,
+    CodecNotHeldError,
+    aspect_ratio_lost,
+    chroma_halved,
+    misread_streams,
+    output_format,
+)
 from .media.live import LiveReader
 from .media.probe import VideoInfo
 from .media.reader import VIDEO_SUFFIXES, VideoReader, read_frames
@@ -213,6 +220,7 @@ __all__ = [
     "add_noise",
     "add_realistic_noise",
     "apply_estimate",
+    "aspect_ratio_lost",
     "check_output_path",
     "check_volume_output",
     "choose_filter",

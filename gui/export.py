@@ -44,6 +44,7 @@ from nlmeans_studio.engine import (
     NLMParams,
     VideoError,
     VideoInfo,
+    aspect_ratio_lost,
     check_output_path,
     chroma_halved,
     denoise_file,
@@ -257,14 +258,16 @@ class ExportDialog(QDialog):
         self._path_changed()  # the same name may not fit the new codec
 
     def _show_what_is_written(self, path: Path, images: bool) -> None:
-        """The codec and quality in use, what the codec does to a 4:2:2 master's chroma, and the streams
-        copied, with what the container ``path`` names does to them; an image sequence has neither a
-        codec nor sound."""
+        """The codec and quality in use, what the codec does to a 4:2:2 master's chroma and the container
+        ``path`` names to anamorphic pixels, and the streams copied, with what that container does to
+        them; an image sequence has neither a codec nor sound."""
         self.codec.setEnabled(not images)
         self.codec_unused.setVisible(images)
-        halved = "" if images else chroma_halved(self.codec.currentData(), self._info)
-        self.chroma.setText(halved)
-        self.chroma.setVisible(bool(halved))
+        codec = self.codec.currentData()
+        losses = () if images else (chroma_halved(codec, self._info), aspect_ratio_lost(path, codec, self._info))
+        lost = " ".join(f"{sentence}." for sentence in losses if sentence)
+        self.chroma.setText(lost)
+        self.chroma.setVisible(bool(lost))
         self.crf.setEnabled(not images and self.codec.currentData() in ("h264", "h265"))
         count = self._info.other_streams
         if images:

@@ -19,6 +19,7 @@ from ..backend import (
 from ..cpu.compiled import announce_compile, silence_compile_notice
 from ..media.ffmpeg import VideoError, show_ffmpeg_messages
 from ..media.formats import (
+    aspect_ratio_lost,
     check_encoding,
     chroma_halved,
     encoder_preset,
@@ -238,7 +239,8 @@ def source_info(args: argparse.Namespace) -> VideoInfo:
     """Return what INPUT holds, with what a person should know before its frames are used said on stderr.
 
     Such as a truncated file, an interlaced pipe, sound that an image sequence OUTPUT cannot carry
-    or that OUTPUT's container keeps in a form older readers misread, a 4:2:2 master written 4:2:0.
+    or that OUTPUT's container keeps in a form older readers misread, a 4:2:2 master written 4:2:0,
+    anamorphic pixels written square.
     """
     info = args.source.info
     if info.warning and not args.quiet:
@@ -249,6 +251,8 @@ def source_info(args: argparse.Namespace) -> VideoInfo:
         print(f"warning: {args.output}: the audio is copied unchanged, but {misread}", file=sys.stderr)
     if (halved := chroma_halved(args.codec, info)) and not args.quiet:
         print(f"warning: {args.output}: {halved}", file=sys.stderr)
+    if (lost := aspect_ratio_lost(Path(args.output), args.codec, info)) and not args.quiet:
+        print(f"warning: {args.output}: {lost}", file=sys.stderr)
     return info
 
 

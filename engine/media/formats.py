@@ -8,6 +8,7 @@ format each writes frames like a source's in; checked before any work (``check_e
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -223,6 +224,37 @@ def output_format(path: Path, codec: str, like: VideoInfo | None = None) -> str:
             f"convert the source's audio first (ffmpeg -i IN -c:v copy -c:a pcm_s24le -ar {rate} -sn IN.mkv)"
         )
     return muxer
+
+
+# Containers whose FFmpeg muxer takes a stream's pixel aspect ratio from the stream alone, which
+# PyAV cannot set: the codec's own field carries it (H.264 and H.265's VUI, ProRes) except FFV1's.
+ASPECT_FROM_STREAM_ONLY = (".mkv", ".avi")
+
+
+def aspect_ratio_lost(output: Path, codec: str, like: VideoInfo) -> str:
+    """Return what an output of ``codec`` named ``output`` loses of ``like``'s pixel aspect ratio, or "".
+
+    FFV1 in .mkv or .avi is written with square pixels (measured: a 10:11 DV source came out N/A
+    there, 10:11 in every other codec and in FFV1's .mp4 and .mxf), so anamorphic DV and DVD
+    would play too narrow or too wide.
+
+    Returns
+    -------
+    str
+        One sentence for a person: the source's shape, what the output plays as, and the ways out
+        (another container or codec, or FFmpeg's command that sets it after); "" where it is kept.
+    """
+    ratio = like.sample_aspect_ratio
+    if codec != "ffv1" or ratio is None or ratio == 1 or output.suffix.lower() not in ASPECT_FROM_STREAM_ONLY:
+        return ""
+    shown = Fraction(like.width, like.height) * ratio
+    return (
+        f"FFV1 in {output.suffix.lower()} does not carry the source's pixel aspect ratio "
+        f"({ratio.numerator}:{ratio.denominator}, shown {shown.numerator}:{shown.denominator}): it would play "
+        f"{like.width}x{like.height} with square pixels; write .mxf or .mp4 (FFV1 keeps it there) or another "
+        f"codec, or set it after: ffmpeg -i {output.name} -c copy -aspect {shown.numerator}:{shown.denominator} "
+        f"fixed{output.suffix.lower()}"
+    )
 
 
 def chroma_halved(codec: str, like: VideoInfo) -> str:

@@ -269,3 +269,34 @@ def test_a_422_master_written_420_is_said(tmp_path, encoder, pixel_format, codec
     assert run.returncode == 0, run.stderr
     said = f"warning: {output}: H.264 is written 4:2:0, with half the source's chroma rows (4:2:2, yuv422p10le)"
     assert (said in run.stderr) == halved, run.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "codec", "warned", "kept"),
+    [("out.mkv", "ffv1", True, "N/A"), ("out.avi", "ffv1", True, "N/A"), ("out.mxf", "ffv1", False, "10:11"),
+     ("out.mkv", "h264", False, "10:11")],
+)  # fmt: skip
+def test_anamorphic_pixels_written_square_are_said(tmp_path, name, codec, warned, kept) -> None:
+    """An archivist's NTSC DV (10:11 pixels) written FFV1 into .avi played 3:2 instead of 15:11, though
+    the README said the pixel aspect ratio is kept: FFmpeg's .mkv and .avi muxers take it from the
+    stream, which PyAV cannot set, and FFV1's bitstream has none. The output is checked by ffprobe."""
+    source = tmp_path / "tape.avi"
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=720x480:rate=30000/1001", "-t", "0.1",
+         "-vf", "setsar=10/11", "-c:v", "dvvideo", "-pix_fmt", "yuv411p", str(source)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    output = tmp_path / name
+    run = subprocess.run(
+        [*CLI, "denoise", str(source), str(output), "--codec", codec, "--h", "5", "--search-radius", "1",
+         "--patch-radius", "1", "--noise", "none", "--backend", "cpu"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    said = f"warning: {output}: FFV1 in {output.suffix} does not carry the source's pixel aspect ratio (10:11, "
+    assert (said in run.stderr) == warned, run.stderr
+    if warned:
+        assert "-aspect 15:11" in run.stderr
+    probe = ["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "stream=sample_aspect_ratio", "-of",
+             "csv=p=0", str(output)]  # fmt: skip
+    assert subprocess.run(probe, capture_output=True, text=True, timeout=60).stdout.strip() == kept

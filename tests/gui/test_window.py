@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import subprocess
 import threading
 from fractions import Fraction
 from pathlib import Path
@@ -311,6 +312,26 @@ def test_the_export_dialog_says_when_h264_halves_a_422_masters_chroma(qtbot, win
     assert dialog.chroma.isVisible()
     assert dialog.chroma.text().startswith("H.264 is written 4:2:0, with half the source's chroma rows (4:2:2")
     dialog.codec.setCurrentIndex(dialog.codec.findData("prores"))
+    assert not dialog.chroma.isVisible()
+    dialog.reject()
+
+
+def test_the_export_dialog_says_when_ffv1_would_write_anamorphic_pixels_square(qtbot, window, tmp_path) -> None:
+    source = tmp_path / "tape.avi"
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=720x480:rate=30000/1001", "-t", "0.2",
+         "-vf", "setsar=10/11", "-c:v", "dvvideo", "-pix_fmt", "yuv411p", str(source)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    opened(qtbot, window, source)
+    dialog = export_dialog_opened(qtbot, window)
+    dialog.codec.setCurrentIndex(dialog.codec.findData("ffv1"))
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "tape-denoised.mkv"))
+    assert dialog.chroma.isVisible()
+    assert "FFV1 in .mkv does not carry the source's pixel aspect ratio (10:11, shown 15:11)" in dialog.chroma.text()
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "tape-denoised.mxf"))
     assert not dialog.chroma.isVisible()
     dialog.reject()
 
