@@ -28,7 +28,7 @@ from ..video.params import CENTER_WEIGHTS, DEFAULT_H, WEIGHTINGS
 from ..video.presets import shipped_presets
 from ..video.tune import LIVE_LATENCY_FRAMES, REALTIME
 from ..volume import cli as volume_cli
-from .batch.manifest import BATCH_MANIFEST
+from .batch.jobs import BATCH_MANIFEST
 from .batch.plan import DEFAULT_SEGMENT_SECONDS
 
 ESTIMATE_FRAMES = 3  # estimate-noise --frame: consecutive frames, so that still blocks give a temporal estimate
@@ -400,6 +400,11 @@ def _add_batch_parser(commands: argparse._SubParsersAction) -> None:
         "0: never)",
     )
     add_denoise_options(batch)
+    batch.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="denoise again, with these options, the files an earlier batch into DIR did with others (refused without)",
+    )
     batch.add_argument("--quiet", action="store_true", help="no progress; the summary table still ends the run")
     batch.add_argument("--verbose", action="store_true", help="FFmpeg's warnings and notes in each file's log")
     batch.add_argument("--debug", action="store_true", help="show tracebacks (in each file's log)")

@@ -167,9 +167,9 @@ def test_a_rerun_skips_every_file_done(inputs, first_batch, tmp_path) -> None:
     assert "4 files: 4 done before, 0 to denoise" in rerun.stderr and "scheduler" not in rerun.stderr
     assert rerun.stdout.count("done earlier") == 4
     assert {name: (out / name).stat().st_mtime_ns for name in OUTPUTS.values()} == written
-    # Another h makes other outputs: everything is done again.
+    # Another h makes other outputs: with --overwrite (refused without), everything is done again.
     shutil.copytree(out, tmp_path / "out")
-    changed = _batch(str(inputs), "--out", str(tmp_path / "out"), "--jobs", "1", *OPTIONS, "--h", "12")
+    changed = _batch(str(inputs), "--out", str(tmp_path / "out"), "--jobs", "1", *OPTIONS, "--h", "12", "--overwrite")
     assert changed.returncode == 0 and "4 files: 0 done before, 4 to denoise" in changed.stderr
     assert not np.array_equal(read_frames(tmp_path / "out" / "a/one.mkv"), read_frames(out / "a/one.mkv"))
 
@@ -362,3 +362,38 @@ def test_local_workers_share_the_cores_out_for_numba(gpus, jobs, cores, expected
 
     environments = worker_environments(gpus, jobs, cores)
     assert [(env.get("CUDA_VISIBLE_DEVICES"), env["NUMBA_NUM_THREADS"]) for env in environments] == expected
+
+
+def test_a_rerun_with_other_options_replaces_outputs_only_with_overwrite(inputs, tmp_path) -> None:
+    """An archivist's rerun at another --crf began replacing a finished batch without a word."""
+    out = tmp_path / "out"
+    clip = str(inputs / "a" / "one.mkv")
+    assert _batch(clip, "--out", str(out), "--jobs", "1", *OPTIONS).returncode == 0
+    written = (out / "one.mkv").read_bytes()
+    run = _batch(clip, "--out", str(out), "--jobs", "1", *FILTER, "--codec", "ffv1", "--search-radius", "2")
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines()[-1] == (
+        f"nlmeans-studio: error: 1 file was denoised into {out} with other options (--search-radius: one.mkv): "
+        "pass --overwrite to denoise again with these, or give another --out"
+    )
+    assert (out / "one.mkv").read_bytes() == written and _states(out) == {"one.mkv": "done"}
+    again = _batch(clip, "--out", str(out), "--jobs", "1", *FILTER, "--codec", "ffv1", "--search-radius", "2",
+                   "--overwrite")  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert _manifest(out)["one.mkv"]["options"]["search_radius"] == 2
+
+
+def test_outputs_are_never_inputs_whatever_the_folders(inputs, tmp_path) -> None:
+    """An --out that holds the inputs named no file ("no video or volume file in ..."); another
+    batch's output folder inside an input folder was denoised again as inputs."""
+    tapes = tmp_path / "tapes"
+    shutil.copytree(inputs / "a", tapes)
+    run = _batch(str(tapes), "--out", str(tmp_path), *OPTIONS)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert f"{tapes} is in --out {tmp_path}, where the outputs go" in run.stderr.strip().splitlines()[-1]
+    first = tapes / "denoised"
+    assert _batch(str(tapes), "--out", str(first), "--jobs", "2", *OPTIONS).returncode == 0
+    second = _batch(str(tapes), "--out", str(tmp_path / "again"), "--jobs", "2", *OPTIONS)
+    assert second.returncode == 0, second.stderr
+    assert f"left out {first}: another batch's outputs (its .nlmeans-batch.json)" in second.stderr
+    assert sorted(_states(tmp_path / "again")) == ["b/two.mp4", "one.mkv"]

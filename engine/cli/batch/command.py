@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ...backend import resolve_backend
 from ...video.export import ExportCancelledError
 from .cluster import ALLOWED_FAILURES, batch_client
-from .jobs import Job, find_jobs
+from .jobs import BATCH_MANIFEST, Job, find_jobs
 from .manifest import DONE, FAILED, PENDING, JobResult, Manifest
 from .plan import SegmentPlan
 from .report import BatchProgress, summary_table
@@ -26,7 +26,7 @@ from .task import run_job
 if TYPE_CHECKING:
     from distributed import Client
 
-BATCH_ARGUMENTS = ("command", "inputs", "out", "jobs", "scheduler")  # the batch's own; the rest are denoise's
+BATCH_ARGUMENTS = ("command", "inputs", "out", "jobs", "scheduler", "overwrite")  # the batch's own; the rest denoise's
 
 
 def run_batch(args: argparse.Namespace) -> int:
@@ -45,11 +45,16 @@ def run_batch(args: argparse.Namespace) -> int:
             "--jobs sizes the cluster on this machine: with --scheduler, the workers started there run the files"
         )
     options = {name: value for name, value in vars(args).items() if name not in BATCH_ARGUMENTS}
-    jobs = find_jobs(args.inputs, out, codec=args.codec)
+    left_out: list[Path] = []
+    jobs = find_jobs(args.inputs, out, codec=args.codec, left_out=left_out)
     if args.scheduler is None:
         resolve_backend(args.backend)  # a GPU asked for and missing: said once, not by every file
     manifest = Manifest(out)
     todo = [job for job in jobs if not manifest.is_done(job, options)]
+    if not args.overwrite:
+        _refuse_redoing(manifest, todo, options)
+    for folder in left_out if not args.quiet else ():
+        print(f"left out {folder}: another batch's outputs (its {BATCH_MANIFEST})", file=sys.stderr)
     if not args.quiet:
         print(f"{len(jobs)} files: {len(jobs) - len(todo)} done before, {len(todo)} to denoise", file=sys.stderr)
     results = {}
@@ -141,6 +146,20 @@ def _run(
             manifest.save()
             progress.add(job, results[job.name])
     return results
+
+
+def _refuse_redoing(manifest: Manifest, todo: list[Job], options: dict[str, Any]) -> None:
+    """Refuse to replace outputs an earlier batch finished with other options, naming the options that changed."""
+    changed = [(job, manifest.changed_options(job, options)) for job in todo]
+    changed = [(job, names) for job, names in changed if names]
+    if changed:
+        job, names = changed[0]
+        count = f"{len(changed)} file{'s were' if len(changed) > 1 else ' was'}"
+        options_named = ", ".join(f"--{name.replace('_', '-')}" for name in names)
+        raise ValueError(
+            f"{count} denoised into {manifest.path.parent} with other options ({options_named}: {job.name}"
+            f"{' first' * (len(changed) > 1)}): pass --overwrite to denoise again with these, or give another --out"
+        )
 
 
 def _with_plan_seconds(result: JobResult, manifest: Manifest, job: Job, plan: SegmentPlan | None) -> JobResult:

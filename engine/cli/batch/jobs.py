@@ -4,13 +4,15 @@ An input is a file (taken whatever its name), a folder (its video and volume fil
 or a glob (the video and volume files it matches). An output keeps its input's path relative to
 the folder, or to the glob's fixed leading folders (a file: its name alone), under the output
 folder; and its extension, unless the codec asked for cannot be held there (a .mov given
-``--codec ffv1``), where it becomes .mkv, which holds every codec.
+``--codec ffv1``), where it becomes .mkv, which holds every codec. A batch never reads outputs:
+neither the output folder's files nor those of a folder another batch wrote (its record there).
 """
 
 from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from ...media.formats import OUTPUT_CONTAINERS
 from ...media.reader import VIDEO_SUFFIXES
 from ...volume.io import VOLUME_SUFFIXES
 
+BATCH_MANIFEST = ".nlmeans-batch.json"  # in the output folder: the record of its batches (``manifest``)
 LOG_FOLDER = ".nlmeans-logs"  # in the output folder: one log a file, at its output's relative path
 SEGMENT_FOLDER = ".nlmeans-segments"  # in the output folder: a long file's segments until they are joined
 ANY_CODEC_SUFFIX = ".mkv"  # Matroska holds every codec the writer has
@@ -61,7 +64,7 @@ class Job:
         return f"{self.log.removesuffix('.log')}.segment{index:05d}.log"
 
 
-def find_jobs(inputs: list[str], out: Path, *, codec: str) -> list[Job]:
+def find_jobs(inputs: list[str], out: Path, *, codec: str, left_out: list[Path] | None = None) -> list[Job]:
     """Find the jobs of ``inputs`` (files, folders, globs) with outputs under ``out``, in input order.
 
     Parameters
@@ -72,17 +75,21 @@ def find_jobs(inputs: list[str], out: Path, *, codec: str) -> list[Job]:
         The output folder; files under it are never inputs (a rerun would denoise its outputs).
     codec : str
         The video codec asked for (``denoise --codec``): it decides the extension an output can have.
+    left_out : list of Path, optional
+        Gets the folders inside an input folder that another batch wrote (its BATCH_MANIFEST there):
+        their files are that batch's outputs, not inputs.
 
     Raises
     ------
     ValueError
-        An input that is neither a file, a folder nor a glob that matches; inputs that match no
-        file at all; two inputs whose outputs would have the same name.
+        An input that is neither a file, a folder nor a glob that matches, or that lies in ``out``;
+        inputs that match no file at all; two inputs whose outputs would have the same name.
     """
     out = _absolute(out)
+    left_out = [] if left_out is None else left_out
     jobs: dict[str, Job] = {}
     for given in inputs:
-        for path, root in _files_of(given, out):
+        for path, root in _files_of(given, out, left_out):
             job = _job(path, path.relative_to(root), out, codec)
             other = jobs.setdefault(job.name, job)
             if other.input != job.input:
@@ -98,20 +105,40 @@ def find_jobs(inputs: list[str], out: Path, *, codec: str) -> list[Job]:
     return list(jobs.values())
 
 
-def _files_of(given: str, out: Path) -> list[tuple[Path, Path]]:
-    """(file, root) pairs of one input, sorted by name; the root is what the output's path is relative to."""
+def _files_of(given: str, out: Path, left_out: list[Path]) -> list[tuple[Path, Path]]:
+    """(file, root) pairs of one input, sorted by name; the root is what the output's path is relative to.
+
+    The folders another batch wrote are not walked, but added to ``left_out``.
+    """
     path = _absolute(Path(given))
+    if path.exists() and path.is_relative_to(out):
+        raise ValueError(
+            f"{given} is in --out {out}, where the outputs go, and a batch never reads its outputs: give an "
+            "--out folder outside the inputs"
+        )
     if path.is_file():
         return [(path, path.parent)]
     if path.is_dir():
         root = path
-        files = (Path(folder) / name for folder, _, names in os.walk(root) for name in names)
+        files = (Path(folder) / name for folder, _, names in _walk_inputs(root, out, left_out) for name in names)
     elif glob.has_magic(given):
         root = _absolute(_fixed_part(given))
         files = (_absolute(Path(match)) for match in glob.glob(given, recursive=True) if os.path.isfile(match))
     else:
         raise ValueError(f"{given}: no such file or folder, and not a glob (*, ?, [...]): check the name")
     return sorted((file, root) for file in files if _is_media(file.relative_to(root)) and not file.is_relative_to(out))
+
+
+def _walk_inputs(root: Path, out: Path, left_out: list[Path]) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk(root)``, without the folders another batch wrote (added to ``left_out``) and ``out``."""
+    for folder, folders, names in os.walk(root):
+        here = Path(folder)
+        if here == out or (here != root and BATCH_MANIFEST in names):
+            if here != out:
+                left_out.append(here)
+            folders.clear()
+            continue
+        yield folder, folders, names
 
 
 def _absolute(path: Path) -> Path:

@@ -19,10 +19,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .jobs import Job
+from .jobs import BATCH_MANIFEST, Job
 from .plan import SegmentPlan
 
-BATCH_MANIFEST = ".nlmeans-batch.json"
 DONE, FAILED, PENDING = "done", "failed", "pending"
 # Options that change what a run says, not what it writes: a rerun with or without them skips what is done.
 MESSAGE_OPTIONS = ("quiet", "verbose", "debug")
@@ -77,6 +76,17 @@ class Manifest:
             and entry.get("source") == _stamp(job.input)
             and os.path.exists(job.output)
         )
+
+    def changed_options(self, job: Job, options: dict[str, Any]) -> list[str]:
+        """Return the options an earlier run finished ``job`` with that differ from ``options``, its output still there.
+
+        Empty where it was not finished, its output is gone, or it had the same options.
+        """
+        entry = self.entries.get(job.name)
+        if entry is None or entry["state"] != DONE or not os.path.exists(job.output):
+            return []
+        now, then = recorded_options(options), entry["options"]
+        return sorted(name for name in now.keys() | then.keys() if now.get(name) != then.get(name))
 
     def record(self, job: Job, options: dict[str, Any], result: JobResult) -> None:
         """Set ``job``'s entry to ``result`` (not yet saved).
