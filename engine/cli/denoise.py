@@ -319,7 +319,20 @@ def open_source(args: argparse.Namespace) -> None:
     # pipe is read once, by all); the export's frames decoded on NVDEC on the GPU.
     args.source = PipeReader() if args.input == PIPE else VideoReader(args.input, hardware_decoding=on_gpu)
     if isinstance(args.source, VideoReader):  # a range past the clip's end: said before an OUTPUT that exists
-        frame_range(args.source, args.start, args.duration)
+        _check_range(args)
+
+
+def _check_range(args: argparse.Namespace) -> None:
+    """Refuse --start past the end of ``args.source`` (a file); say where --duration runs past it."""
+    reader = args.source
+    first, last = frame_range(reader, args.start, args.duration)
+    length = reader.start_time(len(reader) - 1) + float(1 / reader.info.frame_rate)  # from frame 0, as --start
+    if args.duration is not None and args.start + args.duration > length + 1e-6 and not args.quiet:
+        print(
+            f"warning: {args.input}: the clip lasts {length:.3f} s: from {args.start:g} s there are "
+            f"{length - args.start:.3f} s of the {args.duration:g} s asked for ({last - first} frames)",
+            file=sys.stderr,
+        )
 
 
 def chosen_filter(args: argparse.Namespace) -> FilterChoice:

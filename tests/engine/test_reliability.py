@@ -1001,6 +1001,21 @@ def test_what_is_wrong_is_said_before_an_output_that_exists(tmp_path, extra, mes
     assert (tmp_path / "out.mp4").read_bytes() == b"an earlier export"
 
 
+def test_a_range_running_past_the_end_says_how_much_there_is(tmp_path) -> None:
+    """--start 7.5 --duration 1 on an 8 s DVD file wrote half a second without a word."""
+    source = clip_with_audio(tmp_path / "a.mkv", "aac", 48000)
+    frames = len(read_frames(source))
+    run = _cli("denoise", str(source), str(tmp_path / "out.mkv"), "--codec", "ffv1", "--h", "5", "--noise", "none",
+               "--start", "0.04", "--duration", "5")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    written = len(read_frames(tmp_path / "out.mkv"))
+    assert f"warning: {source}: the clip lasts " in run.stderr and f"s asked for ({written} frames)" in run.stderr
+    assert written < frames
+    whole = _cli("denoise", str(source), str(tmp_path / "all.mkv"), "--codec", "ffv1", "--h", "5", "--noise", "none",
+                 "--duration", "0.05")  # fmt: skip
+    assert whole.returncode == 0 and "the clip lasts" not in whole.stderr
+
+
 @pytest.mark.parametrize("how", ["truncated", "holed"])
 def test_damaged_frames_are_named_after_an_export_not_passed_silently(tmp_path, how) -> None:
     """An archivist's truncated DVD rip exported its damaged last frame without a word (only
