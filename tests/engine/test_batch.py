@@ -397,3 +397,20 @@ def test_outputs_are_never_inputs_whatever_the_folders(inputs, tmp_path) -> None
     assert second.returncode == 0, second.stderr
     assert f"left out {first}: another batch's outputs (its .nlmeans-batch.json)" in second.stderr
     assert sorted(_states(tmp_path / "again")) == ["b/two.mp4", "one.mkv"]
+
+
+def test_a_dashboard_port_taken_is_not_a_python_warning(inputs, tmp_path) -> None:
+    """With 8787 taken, the batch printed Dask's raw UserWarning (file, line, warnings.warn(...))."""
+    import socket
+
+    with socket.socket() as taken:
+        try:
+            taken.bind(("127.0.0.1", 8787))
+            taken.listen()
+        except OSError:
+            pass  # taken already: the case itself
+        run = _batch(str(inputs / "a" / "one.mkv"), "--out", str(tmp_path / "out"), "--jobs", "1", *OPTIONS)
+    assert run.returncode == 0, run.stderr
+    assert "UserWarning" not in run.stderr and "warnings.warn" not in run.stderr
+    assert "1 file: 0 done before, 1 to denoise" in run.stderr
+    assert re.search(r"dashboard http://127\.0\.0\.1:\d+/status", run.stderr)

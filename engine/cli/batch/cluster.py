@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -51,7 +52,10 @@ def batch_client(scheduler: str | None, *, jobs: int | None, backend: str) -> It
     from distributed import Client
 
     if scheduler is None:
-        with _local_cluster(jobs, backend) as cluster, Client(cluster) as client:
+        with warnings.catch_warnings():  # Dask's own when 8787 is taken: the dashboard's address is said after
+            warnings.filterwarnings("ignore", message="Port .* is already in use", category=UserWarning)
+            cluster = _local_cluster(jobs, backend)
+        with cluster, Client(cluster) as client:
             yield client
         return
     try:

@@ -56,7 +56,8 @@ def run_batch(args: argparse.Namespace) -> int:
     for folder in left_out if not args.quiet else ():
         print(f"left out {folder}: another batch's outputs (its {BATCH_MANIFEST})", file=sys.stderr)
     if not args.quiet:
-        print(f"{len(jobs)} files: {len(jobs) - len(todo)} done before, {len(todo)} to denoise", file=sys.stderr)
+        files = f"{len(jobs)} file{'s' * (len(jobs) != 1)}"
+        print(f"{files}: {len(jobs) - len(todo)} done before, {len(todo)} to denoise", file=sys.stderr)
     results = {}
     if todo:
         with batch_client(args.scheduler, jobs=args.jobs, backend=args.backend) as client:

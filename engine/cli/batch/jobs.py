@@ -61,7 +61,7 @@ class Job:
 
     def segment_log(self, index: int) -> str:
         """Return the log of segment ``index``: beside the file's."""
-        return f"{self.log.removesuffix('.log')}.segment{index:05d}.log"
+        return f"{self.log.removesuffix('.log')}.segment{index + 1:05d}.log"  # counted from 1, as the progress does
 
 
 def find_jobs(inputs: list[str], out: Path, *, codec: str, left_out: list[Path] | None = None) -> list[Job]:
