@@ -12,6 +12,8 @@ from typing import Any
 
 from .probe import VideoInfo, open_input
 
+TIMES_BEFORE_ZERO = 0x40000  # AVFMT_TS_NEGATIVE: a muxer that writes packets timed before 0 (MP4's edit list)
+
 
 class CopiedStreams:
     """The audio and subtitle streams of ``info``'s file, added to ``container``; ``copy`` muxes their packets.
@@ -37,6 +39,9 @@ class CopiedStreams:
         streams = [*self._source.streams.audio, *self._source.streams.subtitles]
         self._outputs = {stream.index: container.add_stream_from_template(stream) for stream in streams}
         self._span = (info.start_time + span[0], info.start_time + span[1])  # on the source's clock
+        # From the picture's first frame, into a container that holds times before 0 (MP4, MOV): the
+        # packets that end there are kept, as FFmpeg's command keeps them (AAC's priming packet).
+        self._lead_in = span[0] == 0 and bool(container.format.flags & TIMES_BEFORE_ZERO)
 
     def copy(self, mux: Callable[[Any], None]) -> None:
         """Pass each packet within the span, retimed and restreamed, to ``mux``; then close the source.
@@ -60,17 +65,22 @@ class CopiedStreams:
             self.close()
 
     def _shift_into_span(self, packet: Any) -> bool:
-        """Whether a packet starts within the span.
+        """Whether a packet starts within the span, or leads into it where the output holds times before 0.
 
         If so, its timestamps are made relative to the span's start, as the video's are. A packet
-        that starts before the span is left out whole: sound stays in sync, and may start up to one
-        audio frame late.
+        that starts before the span is left out whole, but one that ends at its start or later where
+        ``_lead_in`` (the codec's priming, which decoding needs for the first samples): sound stays in
+        sync, and a range's may start up to one audio frame late.
         """
         start, end = self._span
-        if not start <= packet.pts * packet.time_base < end:
+        begins = packet.pts * packet.time_base
+        leads = self._lead_in and begins < start <= (packet.pts + (packet.duration or 0)) * packet.time_base
+        if not (start <= begins < end or leads):
             return False
         offset = round(start / packet.time_base)
-        packet.pts, packet.dts = packet.pts - offset, max(0, packet.dts - offset)
+        packet.pts, packet.dts = packet.pts - offset, packet.dts - offset
+        if not self._lead_in:
+            packet.dts = max(0, packet.dts)
         return True
 
     def close(self) -> None:

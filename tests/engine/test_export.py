@@ -239,3 +239,27 @@ def test_a_stopped_run_leaves_no_file(tmp_path, stop) -> None:
     assert error.splitlines()[-1].startswith("nlmeans-studio: cancelled") and "Traceback" not in error
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.mkv"]
     assert (tmp_path / "clip.mkv").read_bytes() == before
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".mov"])
+def test_a_phones_aac_sound_decodes_as_the_source_does(tmp_path, suffix) -> None:
+    """The archivist's phone clip came back with its sound's first 10 ms silent: AAC's priming
+    packet (timed before the first frame) was left out. MP4 and MOV hold times before 0, and keep
+    it, as FFmpeg's own copy does: the decoded sound is the source's, sample for sample (FFmpeg's
+    md5 of it)."""
+    source = tmp_path / "phone.mp4"
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=30", "-f", "lavfi",
+         "-i", "sine=frequency=440:sample_rate=48000", "-t", "0.5", "-c:v", "libx264", "-c:a", "aac", "-shortest",
+         str(source)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    output = tmp_path / f"out{suffix}"
+    denoise_file(source, output, NLMParams(h=5.0, search_radius=1, patch_radius=1), backend="cpu")
+
+    def sound_md5(path: Path) -> str:
+        command = ["ffmpeg", "-loglevel", "error", "-i", str(path), "-map", "0:a", "-f", "md5", "-"]
+        return subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout
+
+    assert sound_md5(output) == sound_md5(source)
+    assert len(read_frames(output)) == len(read_frames(source))
