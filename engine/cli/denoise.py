@@ -314,6 +314,11 @@ def open_source(args: argparse.Namespace) -> None:
     missing = Path(args.input)
     if args.input != PIPE and not is_image_sequence(missing) and not missing.exists():
         raise VideoError(f"{args.input}: no such file")  # named before anything about OUTPUT
+    if missing.is_dir():
+        raise VideoError(
+            f"{args.input}: is a folder, not a video file: give one of its files, or denoise them all with "
+            f"'nlmeans-studio batch {args.input} --out DIR'"
+        )
     check_output(args, exists=False)  # checked again, an OUTPUT that exists too, with the source's streams
     # One reader, opened once, for the file's facts, the noise, SURE's sample and the export (a
     # pipe is read once, by all); the export's frames decoded on NVDEC on the GPU.

@@ -194,7 +194,10 @@ def test_only_regular_files_are_outputs(clip, tmp_path) -> None:
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda folder: folder, "is a folder, not a video file"),
+        (
+            lambda folder: folder,
+            "is a folder, not a video file: give one of its files, or denoise them all with 'nlmeans-studio batch",
+        ),
         (lambda folder: _fifo(folder / "in.mkv"), "is not a regular file (a pipe or a device); for a y4m pipe give -"),
         (lambda folder: _write(folder / "notes.txt", b"hello, world\n" * 300), "is text (ansi), not a video"),
         (lambda folder: _write(folder / "empty.mp4", b""), "not a video file FFmpeg can read"),
