@@ -238,6 +238,15 @@ def aspect_ratio_lost(output: Path, codec: str, like: VideoInfo) -> str:
     there, 10:11 in every other codec and in FFV1's .mp4 and .mxf), so anamorphic DV and DVD
     would play too narrow or too wide.
 
+    Parameters
+    ----------
+    output : Path
+        The output's name: its extension names the container.
+    codec : str
+        The output's codec, a key of ``CODECS``.
+    like : VideoInfo
+        The source.
+
     Returns
     -------
     str
