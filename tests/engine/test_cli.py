@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from clips import CLI
+from clips import CLI, anamorphic_dv
 from test_video import make_clip
 
 from nlmeans_studio.engine import COMPILING, Denoiser, NLMParams, __version__, denoise_volume
@@ -280,12 +280,7 @@ def test_anamorphic_pixels_written_square_are_said(tmp_path, name, codec, warned
     """An archivist's NTSC DV (10:11 pixels) written FFV1 into .avi played 3:2 instead of 15:11, though
     the README said the pixel aspect ratio is kept: FFmpeg's .mkv and .avi muxers take it from the
     stream, which PyAV cannot set, and FFV1's bitstream has none. The output is checked by ffprobe."""
-    source = tmp_path / "tape.avi"
-    subprocess.run(
-        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=720x480:rate=30000/1001", "-t", "0.1",
-         "-vf", "setsar=10/11", "-c:v", "dvvideo", "-pix_fmt", "yuv411p", str(source)],
-        check=True, timeout=60,
-    )  # fmt: skip
+    source = anamorphic_dv(tmp_path / "tape.avi")
     output = tmp_path / name
     run = subprocess.run(
         [*CLI, "denoise", str(source), str(output), "--codec", codec, "--h", "5", "--search-radius", "1",

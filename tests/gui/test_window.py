@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import subprocess
 import threading
 from fractions import Fraction
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from clips import FLAT_BOX, chroma_subsampled_clips, clip_with_audio, damaged_dvd
+from clips import FLAT_BOX, anamorphic_dv, chroma_subsampled_clips, clip_with_audio, damaged_dvd
 from media_corpus import ClipSpec, plain_pyav_numbers
 from media_corpus import write_clip as write_corpus_clip
 from PySide6.QtCore import QPointF, QSettings, QStandardPaths, Qt, QThread
@@ -317,12 +316,7 @@ def test_the_export_dialog_says_when_h264_halves_a_422_masters_chroma(qtbot, win
 
 
 def test_the_export_dialog_says_when_ffv1_would_write_anamorphic_pixels_square(qtbot, window, tmp_path) -> None:
-    source = tmp_path / "tape.avi"
-    subprocess.run(
-        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=720x480:rate=30000/1001", "-t", "0.2",
-         "-vf", "setsar=10/11", "-c:v", "dvvideo", "-pix_fmt", "yuv411p", str(source)],
-        check=True, timeout=60,
-    )  # fmt: skip
+    source = anamorphic_dv(tmp_path / "tape.avi", seconds=0.2)
     opened(qtbot, window, source)
     dialog = export_dialog_opened(qtbot, window)
     dialog.codec.setCurrentIndex(dialog.codec.findData("ffv1"))
