@@ -181,11 +181,11 @@ def damaged_dvd(folder: Path, how: str) -> tuple[Path, list[int]]:
     pytest.skip(f"no cut or hole damaged a frame of this ffmpeg's DVD file ({how})")
 
 
-def anamorphic_dv(path: Path, seconds: float = 0.1) -> Path:
-    """NTSC DV in AVI from the ffmpeg tool: 720x480 pixels of 10:11 (shown 15:11), 4:1:1."""
+def anamorphic_clip(path: Path, seconds: float = 0.1) -> Path:
+    """A clip of anamorphic pixels from the ffmpeg tool, as DV and DVD have: 10:11 (64x48 shown 40:33), H.264."""
     subprocess.run(
-        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=720x480:rate=30000/1001", "-t",
-         str(seconds), "-vf", "setsar=10/11", "-c:v", "dvvideo", "-pix_fmt", "yuv411p", str(path)],
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=30000/1001", "-t",
+         str(seconds), "-vf", "setsar=10/11", "-c:v", "libx264", "-pix_fmt", "yuv420p", str(path)],
         check=True, timeout=60,
     )  # fmt: skip
     return path

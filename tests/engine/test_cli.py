@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from clips import CLI, anamorphic_dv
+from clips import CLI, anamorphic_clip
 from test_video import make_clip
 
 from nlmeans_studio.engine import COMPILING, Denoiser, NLMParams, __version__, denoise_volume
@@ -280,7 +280,7 @@ def test_anamorphic_pixels_written_square_are_said(tmp_path, name, codec, warned
     """An archivist's NTSC DV (10:11 pixels) written FFV1 into .avi played 3:2 instead of 15:11, though
     the README said the pixel aspect ratio is kept: FFmpeg's .mkv and .avi muxers take it from the
     stream, which PyAV cannot set, and FFV1's bitstream has none. The output is checked by ffprobe."""
-    source = anamorphic_dv(tmp_path / "tape.avi")
+    source = anamorphic_clip(tmp_path / "tape.mkv")
     output = tmp_path / name
     run = subprocess.run(
         [*CLI, "denoise", str(source), str(output), "--codec", codec, "--h", "5", "--search-radius", "1",
@@ -291,7 +291,7 @@ def test_anamorphic_pixels_written_square_are_said(tmp_path, name, codec, warned
     said = f"warning: {output}: FFV1 in {output.suffix} does not carry the source's pixel aspect ratio (10:11, "
     assert (said in run.stderr) == warned, run.stderr
     if warned:
-        assert "-aspect 15:11" in run.stderr
+        assert "-aspect 40:33" in run.stderr
     probe = ["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "stream=sample_aspect_ratio", "-of",
              "csv=p=0", str(output)]  # fmt: skip
     assert subprocess.run(probe, capture_output=True, text=True, timeout=60).stdout.strip() == kept

@@ -12,7 +12,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from clips import FLAT_BOX, anamorphic_dv, chroma_subsampled_clips, clip_with_audio, damaged_dvd
+from clips import FLAT_BOX, anamorphic_clip, chroma_subsampled_clips, clip_with_audio, damaged_dvd
 from media_corpus import ClipSpec, plain_pyav_numbers
 from media_corpus import write_clip as write_corpus_clip
 from PySide6.QtCore import QPointF, QSettings, QStandardPaths, Qt, QThread
@@ -316,14 +316,14 @@ def test_the_export_dialog_says_when_h264_halves_a_422_masters_chroma(qtbot, win
 
 
 def test_the_export_dialog_says_when_ffv1_would_write_anamorphic_pixels_square(qtbot, window, tmp_path) -> None:
-    source = anamorphic_dv(tmp_path / "tape.avi", seconds=0.2)
+    source = anamorphic_clip(tmp_path / "tape.mkv", seconds=0.2)
     opened(qtbot, window, source)
     dialog = export_dialog_opened(qtbot, window)
     dialog.codec.setCurrentIndex(dialog.codec.findData("ffv1"))
     dialog.path.clear()
     qtbot.keyClicks(dialog.path, str(tmp_path / "tape-denoised.mkv"))
     assert dialog.chroma.isVisible()
-    assert "FFV1 in .mkv does not carry the source's pixel aspect ratio (10:11, shown 15:11)" in dialog.chroma.text()
+    assert "FFV1 in .mkv does not carry the source's pixel aspect ratio (10:11, shown 40:33)" in dialog.chroma.text()
     dialog.path.clear()
     qtbot.keyClicks(dialog.path, str(tmp_path / "tape-denoised.mxf"))
     assert not dialog.chroma.isVisible()
