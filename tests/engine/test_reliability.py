@@ -66,7 +66,9 @@ def test_a_second_run_to_the_same_output_is_refused_while_the_first_writes(clip,
     output = tmp_path / "out.mkv"
     extra = ["--overwrite"] if overwrite else []
     first_command = [*CLI, "denoise", str(clip), str(output), "--codec", "ffv1",
-                     "--noise", "none", "--h", "20", "--search-radius", "6", *extra]  # fmt: skip
+                     "--noise", "none", "--h", "20", "--search-radius", "10", "--frames-past", "1",
+                     "--frames-future", "1", *extra]  # fmt: skip
+    # Seconds of work (search radius 6 alone finished before the second run reached the output on CI).
     with subprocess.Popen(first_command, stderr=subprocess.PIPE, text=True) as first:
         deadline = time.monotonic() + 120
         while not _hidden_parts(tmp_path):  # the first run holds its output
