@@ -145,3 +145,14 @@ def check_same_shape(first: tuple[int, ...], shape: tuple[int, ...]) -> None:
     """Refuse a frame whose shape is not the clip's first frame's."""
     if shape != first:
         raise ValueError(f"all frames of a clip must have one shape, got {first} and then {shape}")
+
+
+def yuv_plane_shapes(height: int, width: int, chroma_shift: tuple[int, int]) -> list[tuple[int, int]]:
+    """Return the Y, Cb and Cr planes' (rows, columns) of a ``height`` x ``width`` frame.
+
+    ``chroma_shift``: log2 of the chroma subsampling (across, down), (1, 1) for 4:2:0; a chroma
+    plane covers an odd last column or row with a sample of its own.
+    """
+    across, down = chroma_shift
+    chroma = (-(-height >> down), -(-width >> across))
+    return [(height, width), chroma, chroma]

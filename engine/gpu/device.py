@@ -28,6 +28,8 @@ from ..frames import integer_scale
 KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 BLOCK = 256  # threads per block of the element-wise kernels
 CUDA_TYPES = {np.dtype(np.uint8): "unsigned char", np.dtype(np.uint16): "unsigned short", np.dtype(np.float32): "float"}
+# Sources whose arithmetic must round as NumPy's does, each operation on its own: no fused multiply-adds.
+NUMPY_ROUNDING = {"yuv.cu"}
 
 
 @functools.cache
@@ -35,6 +37,8 @@ def _module(cupy: Any, device: int, folder: Path, source: str, name_expressions:
     """Compile ``folder/source`` for these template instances on ``device`` (cached per process)."""
     code = (folder / source).read_text()
     options = ("-std=c++17", f"-I{folder}")  # for common.cuh
+    if source in NUMPY_ROUNDING:
+        options += ("--fmad=false",)
     return cupy.RawModule(code=code, options=options, name_expressions=name_expressions)
 
 

@@ -1,0 +1,53 @@
+"""Y'CbCr planes <-> interleaved RGB on the GPU, sample for sample as ``media.yuv`` converts on the CPU.
+
+A decoded frame's planes cross the bus as they are (4:2:0 8-bit: half the bytes of its RGB) and an
+encoder's come back the same way; the conversions run in kernels/yuv.cu, a fraction of a
+millisecond at 1080p where the CPU's take milliseconds of every core a worker has.
+
+The planes lie in one contiguous device buffer, luma then Cb then Cr (``frames.yuv_plane_shapes``). The
+layout is given as ``media.yuv.YuvLayout`` gives it (the GPU modules do not import the media
+ones): ``chroma_shift`` (across, down) and ``coefficients()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..frames import yuv_plane_shapes
+from .device import BLOCK, CUDA_TYPES, kernel_function
+
+
+def planes_to_rgb(cupy: Any, planes: Any, chroma_shift: tuple[int, int], coefficients: Any, out: Any) -> None:
+    """Planes (one device buffer, uint8 / uint16 samples) -> ``out``, (H, W, 3) uint8 / uint16 RGB at full scale.
+
+    Rounded and clipped, as ``media.yuv.planes_to_rgb``. ``coefficients``: the layout's, float64 on the device.
+    """
+    height, width, _ = out.shape
+    name = f"yuv_to_rgb<{CUDA_TYPES[np.dtype(planes.dtype)]}, {CUDA_TYPES[np.dtype(out.dtype)]}>"
+    kernel = kernel_function(cupy, name, "yuv.cu")
+    across, down = chroma_shift
+    full_scale = np.float64(np.iinfo(out.dtype).max)
+    arguments = (planes, out, np.int32(height), np.int32(width), np.int32(across), np.int32(down), coefficients)
+    kernel((-(-height * width // BLOCK),), (BLOCK,), (*arguments, full_scale))
+
+
+def rgb_to_planes(
+    cupy: Any, rgb: Any, chroma_shift: tuple[int, int], coefficients: Any, out: Any, differences: Any
+) -> None:
+    """(H, W, 3) uint8 / uint16 RGB at full scale -> ``out``, the planes (one device buffer) of its dtype.
+
+    Rounded and clamped, as ``media.yuv.rgb_to_planes``. ``differences``: float32 scratch of 2 x H x W.
+    """
+    height, width, _ = rgb.shape
+    pixel, sample = CUDA_TYPES[np.dtype(rgb.dtype)], CUDA_TYPES[np.dtype(out.dtype)]
+    luma = kernel_function(cupy, f"rgb_to_luma<{pixel}, {sample}>", "yuv.cu")
+    scale = np.float64(1.0 / np.iinfo(rgb.dtype).max)
+    pixels = height * width
+    luma((-(-pixels // BLOCK),), (BLOCK,), (rgb, scale, out, differences, np.int64(pixels), coefficients))
+    across, down = chroma_shift
+    rows, columns = yuv_plane_shapes(height, width, chroma_shift)[1]
+    chroma = kernel_function(cupy, f"decimated_chroma<{sample}>", "yuv.cu")
+    arguments = (np.int32(height), np.int32(width), np.int32(across), np.int32(down), coefficients)
+    chroma((-(-rows * columns // BLOCK), 2), (BLOCK,), (differences, out[pixels:], *arguments))
