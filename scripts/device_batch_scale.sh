@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # On a 4-GPU machine (issue 35): a batch of 8 clips of 1080p H.264 (FRAMES frames each, default 200),
 # and one 4K H.264 clip (LONG_FRAMES, default 240, a keyframe a second) cut into segments of a
-# second, each on 1, 2 and 4 GPUs (one Dask worker a GPU). OLD=DIR runs the tree in DIR (an
+# second, each on 1, 2 and 4 GPUs (one Dask worker a GPU; SETS="0 0,1,2,3" for 1 and 4 alone). OLD=DIR runs the tree in DIR (an
 # `git archive REV engine gui resources` unpacked) after this one, on 4 GPUs and 1, in turn.
 #     source scripts/device_env.sh && bash scripts/device_batch_scale.sh
 set -u
 FRAMES=${FRAMES:-200}
 LONG_FRAMES=${LONG_FRAMES:-240}
+SETS=${SETS:-"0 0,1 0,1,2,3"}
 python3 - <<PY
 import av, numpy as np, pathlib
 from concurrent.futures import ProcessPoolExecutor
@@ -41,8 +42,8 @@ batch() {  # GPUS, INPUT, OUTPUT, FRAMES, [extra options]
   echo "GPUs $1: $(python3 -c "print(f'{$end - $start:.1f} s, {$4 / ($end - $start):.1f} fps')"), seconds a task:" \
     "$(grep -E ' (done|failed)' /tmp/scale.log | awk '{print $3}' | tr '\n' ' ')"
 }
-for gpus in 0 0,1 0,1,2,3; do echo -n "8 x 1080p, "; batch $gpus /tmp/scale_in /tmp/scale_out_$gpus $((8 * FRAMES)); done
-for gpus in 0 0,1 0,1,2,3; do echo -n "4K in segments, "; batch $gpus /tmp/long4k /tmp/long_out $LONG_FRAMES --segment-seconds 1; done
+for gpus in $SETS; do echo -n "8 x 1080p, "; batch $gpus /tmp/scale_in /tmp/scale_out_$gpus $((8 * FRAMES)); done
+for gpus in $SETS; do echo -n "4K in segments, "; batch $gpus /tmp/long4k /tmp/long_out $LONG_FRAMES --segment-seconds 1; done
 if [ -n "${OLD:-}" ]; then
   mkdir -p /tmp/ns_old/nlmeans_studio
   for part in engine gui resources; do ln -sfn "$OLD/$part" "/tmp/ns_old/nlmeans_studio/$part"; done

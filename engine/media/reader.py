@@ -24,6 +24,7 @@ from .formats import array_format
 from .frame_index import FrameIndex
 from .image_sequence import is_image_sequence, sequence_files
 from .probe import VideoInfo, open_input, probe_video
+from .yuv import YuvFrame, YuvLayout, frame_planes, planes_to_rgb, yuv_layout
 
 # The names of video files, as the window's open dialog and ``batch``'s folders pick them out; any
 # file FFmpeg reads is read, whatever its name.
@@ -48,8 +49,8 @@ class TimedFrame:
         The frame's number in the clip, from 0.
     timestamp : int
         When it is shown, in the source's ``info.time_base`` units as the file has it.
-    array : numpy.ndarray
-        Its pixels, (H, W, C).
+    array : numpy.ndarray or YuvFrame
+        Its pixels, (H, W, C); or its Y'CbCr planes as decoded (``timed_frames(yuv=True)``).
     """
 
     number: int
@@ -63,8 +64,6 @@ def decoded_array(frame: Any, info: VideoInfo) -> np.ndarray:
     Y'CbCr converted to RGB by ``media.yuv`` (exact at every depth, where swscale keeps 8 bits of a
     10-bit source), others by swscale.
     """
-    from .yuv import frame_planes, planes_to_rgb, yuv_layout
-
     layout = yuv_layout(frame.format.name, info.color, frame.height) if info.channels == 3 else None
     if layout is not None:
         return planes_to_rgb(frame_planes(frame, layout), layout, info.dtype)
@@ -309,11 +308,23 @@ class VideoReader:
         """Decode frames start, start + 1, ... to the end, in order."""
         yield from (timed.array for timed in self.timed_frames(start))
 
-    def timed_frames(self, start: int = 0) -> Iterator[TimedFrame]:
+    @property
+    def yuv_layout(self) -> YuvLayout | None:
+        """The Y'CbCr layout of the decoded frames, in which ``timed_frames(yuv=True)`` gives them.
+
+        None where they are not converted by ``media.yuv`` (RGB, gray, packed formats) or come
+        rotated (a rotation applies to RGB).
+        """
+        if self.info.channels != 3 or self.info.rotation:
+            return None
+        return yuv_layout(self.info.pixel_format, self.info.color, self.info.height)
+
+    def timed_frames(self, start: int = 0, *, yuv: bool = False) -> Iterator[TimedFrame]:
         """Frames start, start + 1, ... with their numbers and timestamps.
 
         Each frame's presentation time in ``info.time_base`` units as the file has it (variable
-        frame rates kept).
+        frame rates kept). ``yuv``: each frame's array is a ``YuvFrame``, its planes as decoded
+        (for the GPU to convert), where ``yuv_layout`` is not None.
 
         Decodes with a demuxer of its own, so random access meanwhile does not disturb it.
         """
@@ -322,8 +333,10 @@ class VideoReader:
             raise IndexError(f"the first frame must be in 0..{self.info.frame_count - 1}, got {start}")
         decoder = _Decoder(self.path, self._index, self._hardware)
         try:
+            layout = self.yuv_layout if yuv else None
             for number, frame in decoder.frames_from(start):
-                yield TimedFrame(number, self._timestamp(number, frame), self._array(frame, number))
+                pixels = self._array(frame, number) if layout is None else self._planes(frame, number, layout)
+                yield TimedFrame(number, self._timestamp(number, frame), pixels)
         finally:
             decoder.close()
 
@@ -376,24 +389,38 @@ class VideoReader:
         return item
 
     def _array(self, frame: Any, number: int) -> np.ndarray:
-        """Return decoded frame ``number`` as an upright (H, W, C) array of ``info.dtype``.
+        """Return decoded frame ``number`` as an upright (H, W, C) array of ``info.dtype``."""
+        array = np.rot90(decoded_array(self._checked(frame, number), self.info), self.info.rotation // 90)
+        self._check_size(array.shape, number)
+        return np.ascontiguousarray(array)
 
-        One of another size than the first (an image of another size in a sequence, a stream that
-        changes its resolution) is a VideoError naming it, not a clip of frames of two shapes.
-        """
+    def _planes(self, frame: Any, number: int, layout: YuvLayout) -> YuvFrame:
+        """Return decoded frame ``number`` as its Y'CbCr planes (views of the frame's)."""
+        planes = YuvFrame(frame_planes(self._checked(frame, number), layout), layout)
+        self._check_size(planes.shape, number)
+        return planes
+
+    def _checked(self, frame: Any, number: int) -> Any:
+        """Return a decoded frame in ``info.pixel_format``, noting it if the decoder marked it damaged."""
         if frame.is_corrupt:
             self._damaged.add(number)
         if frame.format.name != self.info.pixel_format:  # NVDEC's NV12 / P010: repacked losslessly,
             frame = frame.reformat(format=self.info.pixel_format)  # so that RGB comes out as on the CPU
-        array = np.rot90(decoded_array(frame, self.info), self.info.rotation // 90)
-        if array.shape[:2] != (self.info.height, self.info.width):
+        return frame
+
+    def _check_size(self, shape: tuple[int, ...], number: int) -> None:
+        """Refuse frame ``number`` of another size than the first.
+
+        An image of another size in a sequence, a stream that changes its resolution: a VideoError
+        naming it, not a clip of frames of two shapes.
+        """
+        if shape[:2] != (self.info.height, self.info.width):
             image = f", the image {sequence_files(self.path)[number].name}," if is_image_sequence(self.path) else ""
             raise VideoError(
-                f"{self.path}: frame {number + 1} (counting from 1){image} is {array.shape[1]}x{array.shape[0]} "
+                f"{self.path}: frame {number + 1} (counting from 1){image} is {shape[1]}x{shape[0]} "
                 f"pixels, but the clip's first is {self.info.width}x{self.info.height}; a clip's frames must all "
                 "have one size: scale them to one first (FFmpeg's scale filter)"
             )
-        return np.ascontiguousarray(array)
 
 
 def read_frames(path: str | Path, count: int | None = None, *, start: int = 0) -> np.ndarray:

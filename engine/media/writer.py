@@ -41,6 +41,7 @@ from .probe import HIGH_BIT_DEPTH, VideoInfo
 from .reader import TimedFrame, VideoReader
 from .staged_output import OutputBusyError, StagedOutput, dangling_link, folder_problem
 from .y4m import Y4M_FORMATS
+from .yuv import YuvFrame, YuvLayout, planes_to_frame, rgb_to_frame, yuv_layout
 
 STANDARD_OUTPUT = "-"
 
@@ -104,6 +105,9 @@ class VideoWriter:
         The output.
     info : VideoInfo
         The source's (``like``, or ``like.info`` of a reader).
+    yuv_layout : YuvLayout or None
+        The Y'CbCr layout frames are converted to, in which ``write`` takes a ``YuvFrame`` as it
+        is; None for RGB, gray, image and y4m-less outputs, which take arrays alone.
 
     Raises
     ------
@@ -189,7 +193,8 @@ class VideoWriter:
                 context.sample_aspect_ratio = like.sample_aspect_ratio
             if encoder not in ANY_SIZE_ENCODERS:
                 check_subsampled_size(self.path, self._stream.pix_fmt, like.width, like.height)
-            self._made_frame = _frame_maker(self._stream.pix_fmt, self._frame_format, color, like.height)
+            pixel_format = self._stream.pix_fmt
+            self._made_frame, self.yuv_layout = _frame_maker(pixel_format, self._frame_format, color, like.height)
             self._open_encoder(codec)
             self._copied = self._copied_streams(span) if copy_streams else None
         except VideoError:
@@ -246,33 +251,36 @@ class VideoWriter:
         else:
             self.abort()
 
-    def write(self, frame: np.ndarray | TimedFrame) -> None:
+    def write(self, frame: np.ndarray | YuvFrame | TimedFrame) -> None:
         """Encode one (H, W, C) frame of the source's dtype (uint8, or uint16 of ``bit_depth`` for deep sources).
 
-        A ``TimedFrame`` (``VideoReader.timed_frames`` gives them) is shown at its timestamp,
-        counted from the first one written: variable frame rates are kept. A bare array: frame
-        n is shown at n / frame rate.
+        Or a ``YuvFrame`` in the writer's ``yuv_layout`` (the GPU's export converts there). A
+        ``TimedFrame`` (``VideoReader.timed_frames`` gives them) is shown at its timestamp,
+        counted from the first one written: variable frame rates are kept. A bare frame: frame n
+        is shown at n / frame rate.
 
         Raises
         ------
         VideoError
             A frame of another size, or the writer was closed.
         ValueError
-            uint16 samples beyond ``bit_depth``.
+            uint16 samples beyond ``bit_depth``; a ``YuvFrame`` of another layout.
         """
         timed = frame if isinstance(frame, TimedFrame) else None
-        array = np.ascontiguousarray(frame if timed is None else timed.array)
+        picture = frame if timed is None else timed.array
+        if not isinstance(picture, YuvFrame):
+            picture = np.ascontiguousarray(picture)
         if self._closed:
             raise VideoError(f"{self.path}: the writer is closed; frames go to an open VideoWriter")
-        if array.shape[:2] != (self.info.height, self.info.width):
-            wanted, size = f"{self.info.width}x{self.info.height}", "x".join(map(str, array.shape[1::-1]))
+        if picture.shape[:2] != (self.info.height, self.info.width):
+            wanted, size = f"{self.info.width}x{self.info.height}", "x".join(map(str, picture.shape[1::-1]))
             raise VideoError(f"{self.path}: frames must be {wanted}, as the source, got {size}")
-        if array.dtype == np.uint16:
-            array = checked_frame(array, self._bit_depth)  # at 16-bit full scale
-        if array.ndim == 3 and self._frame_format.startswith("gray"):
-            array = array[:, :, 0]
-        elif array.ndim == 3 and array.shape[2] == 1:
-            array = np.repeat(array, 3, axis=2)
+        if isinstance(picture, YuvFrame):
+            if picture.layout != self.yuv_layout:
+                raise ValueError(f"{self.path}: Y'CbCr frames must be {self.yuv_layout}, got {picture.layout}")
+            array: np.ndarray | YuvFrame = picture
+        else:
+            array = self._pixels(picture)
         video_frame = self._made_frame(array)
         if timed is None or self._pipe:
             timestamp = round(self._written / self.info.frame_rate / self._time_base)
@@ -282,6 +290,16 @@ class VideoWriter:
         video_frame.pts, video_frame.time_base = timestamp, self._time_base
         self._written += 1
         self._mux(self._stream.encode(video_frame))
+
+    def _pixels(self, array: np.ndarray) -> np.ndarray:
+        """Return a frame's array as its conversion takes it: 16-bit full scale, channels as the output has them."""
+        if array.dtype == np.uint16:
+            array = checked_frame(array, self._bit_depth)  # at 16-bit full scale
+        if array.ndim == 3 and self._frame_format.startswith("gray"):
+            return array[:, :, 0]
+        if array.ndim == 3 and array.shape[2] == 1:
+            return np.repeat(array, 3, axis=2)
+        return array
 
     def _mux(self, packets: Any) -> None:
         try:
@@ -443,14 +461,13 @@ PLANAR_TWINS = {"nv12": "yuv420p", "p010le": "yuv420p10le"}
 
 def _frame_maker(
     pixel_format: str, frame_format: str, color: dict[str, int], height: int
-) -> Callable[[np.ndarray], Any]:
+) -> tuple[Callable[[np.ndarray | YuvFrame], Any], YuvLayout | None]:
     """How the writer turns an array of ``frame_format`` (``height`` lines) into a frame of ``pixel_format``.
 
     To Y'CbCr through ``media.yuv`` (exact at every depth, the reader's inverse), to other formats
-    through swscale.
+    through swscale. With the Y'CbCr layout the frames are converted to, which a ``YuvFrame``
+    given instead of an array has (None for the other formats, which take arrays alone).
     """
-    from .yuv import rgb_to_frame, yuv_layout
-
     av = pyav()
     planar = PLANAR_TWINS.get(pixel_format, pixel_format)
     layout = yuv_layout(planar, color, height) if frame_format.startswith("rgb") else None
@@ -461,13 +478,16 @@ def _frame_maker(
             frame = av.VideoFrame.from_ndarray(array, format=frame_format)
             return _tagged(frame if conversion is None else frame.reformat(**conversion), color)
 
-        return through_swscale
+        return through_swscale, None
 
-    def through_yuv(array: np.ndarray) -> Any:
-        frame = rgb_to_frame(array, layout)
+    def through_yuv(picture: np.ndarray | YuvFrame) -> Any:
+        if isinstance(picture, YuvFrame):
+            frame = planes_to_frame(picture.planes, layout)
+        else:
+            frame = rgb_to_frame(picture, layout)
         return _tagged(frame if planar == pixel_format else frame.reformat(format=pixel_format), color)
 
-    return through_yuv
+    return through_yuv, layout
 
 
 def _output_color(color: dict[str, int], height: int) -> dict[str, int]:

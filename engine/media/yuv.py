@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..cores import let_idle_threads_sleep
+from ..frames import yuv_plane_shapes
 
 # FFmpeg's color matrices (AVColorSpace) -> (Kr, Kb): BT.709, FCC, BT.601 (as BT.470BG and as
 # SMPTE 170M), SMPTE 240M, BT.2020 (non-constant luminance, and constant, approximated by it).
@@ -141,7 +142,7 @@ def rgb_to_planes(rgb: np.ndarray, layout: YuvLayout) -> list[np.ndarray]:
 
     Rounded and clamped to 0 .. 2^bits - 1.
     """
-    planes = [np.empty(shape, layout.sample_dtype) for shape in _plane_shapes(rgb.shape[:2], layout)]
+    planes = [np.empty(shape, layout.sample_dtype) for shape in yuv_plane_shapes(*rgb.shape[:2], layout.chroma_shift)]
     _convert_to_planes(rgb, layout, planes)
     return planes
 
@@ -149,18 +150,26 @@ def rgb_to_planes(rgb: np.ndarray, layout: YuvLayout) -> list[np.ndarray]:
 def rgb_to_frame(rgb: np.ndarray, layout: YuvLayout) -> Any:
     """(H, W, 3) RGB as ``rgb_to_planes`` takes it -> a PyAV frame of the layout's pixel format.
 
-    Alpha, where the format has it, opaque. The planes are converted into arrays this thread keeps
-    from frame to frame, then copied into the frame's (their rows padded, in the format's byte
-    order): the kernels always see contiguous planes, so that the conversion ``warm_up_writing``
-    compiled is the one every frame size uses.
+    The planes are converted into arrays this thread keeps from frame to frame (the kernels always
+    see contiguous planes, so that the conversion ``warm_up_writing`` compiled is the one every
+    frame size uses), then copied into the frame (``planes_to_frame``).
+    """
+    shapes = yuv_plane_shapes(*rgb.shape[:2], layout.chroma_shift)
+    planes = [_scratch(f"plane{index}", shape, layout.sample_dtype) for index, shape in enumerate(shapes)]
+    _convert_to_planes(rgb, layout, planes)
+    return planes_to_frame(planes, layout)
+
+
+def planes_to_frame(planes: list[np.ndarray], layout: YuvLayout) -> Any:
+    """Y, Cb, Cr sample planes of ``layout.sample_dtype`` -> a PyAV frame of the layout's pixel format.
+
+    Copied into the frame's planes (their rows padded, in the format's byte order); alpha, where the
+    format has it, opaque.
     """
     import av
 
-    height, width = rgb.shape[:2]
+    height, width = planes[0].shape
     frame = av.VideoFrame(width, height, layout.pixel_format)
-    shapes = _plane_shapes((height, width), layout)
-    planes = [_scratch(f"plane{index}", shape, layout.sample_dtype) for index, shape in enumerate(shapes)]
-    _convert_to_planes(rgb, layout, planes)
     views = [_plane_samples(plane, layout) for plane in frame.planes]
     for view, samples in zip(views, planes, strict=False):
         view[...] = samples
@@ -169,12 +178,25 @@ def rgb_to_frame(rgb: np.ndarray, layout: YuvLayout) -> Any:
     return frame
 
 
-def _plane_shapes(size: tuple[int, int], layout: YuvLayout) -> list[tuple[int, int]]:
-    """Return the Y, Cb and Cr planes' shapes for a (height, width) frame."""
-    height, width = size
-    across, down = layout.chroma_shift
-    chroma = (-(-height >> down), -(-width >> across))
-    return [(height, width), chroma, chroma]
+@dataclass(frozen=True)
+class YuvFrame:
+    """A frame as Y'CbCr sample planes, unconverted: what the GPU's export takes and gives.
+
+    Attributes
+    ----------
+    planes : list of numpy.ndarray
+        Y, Cb, Cr, each 2D of ``layout.sample_dtype``, in the shapes ``frames.yuv_plane_shapes`` gives.
+    layout : YuvLayout
+        How the samples code the pixels.
+    """
+
+    planes: list[np.ndarray]
+    layout: YuvLayout
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """(H, W, 3): the RGB frame's shape."""
+        return (*self.planes[0].shape, 3)
 
 
 def _convert_to_planes(rgb: np.ndarray, layout: YuvLayout, planes: list[np.ndarray]) -> None:

@@ -27,8 +27,10 @@ from ..media.pipe import LOOKAHEAD, PIPE, PipeReader
 from ..media.probe import VideoInfo
 from ..media.reader import TimedFrame, VideoReader
 from ..media.writer import VideoWriter
+from ..media.yuv import YuvLayout
 from ..memory import require_cpu_room
 from .clip_denoiser import context_frames, denoiser_for
+from .denoiser import Denoiser
 from .filters import cpu_filter_compiles
 from .noise import estimate_noise_over
 from .noise_estimate import LOW_CONFIDENCE, NoiseEstimate
@@ -325,14 +327,37 @@ def _with_context(
     return read, reader.timestamp(whole.start)
 
 
-def _denoised(denoiser: Any, frames: Iterable[TimedFrame], dtype: np.dtype) -> Iterator[TimedFrame]:
+def _converted_on_gpu(denoiser: Any, reader: VideoReader | PipeReader, writer: VideoWriter) -> YuvLayout | None:
+    """Return the writer's Y'CbCr layout where the GPU converts the frames both ways, else None.
+
+    On the plain filter's GPU pipeline (``Denoiser.export_yuv``), from a file decoded to Y'CbCr
+    into an output encoded from it: the same samples as the CPU's conversions, none of its time.
+    """
+    if not (isinstance(denoiser, Denoiser) and denoiser.converts_yuv and isinstance(reader, VideoReader)):
+        return None
+    return writer.yuv_layout if reader.yuv_layout is not None else None
+
+
+def _decoded(reader: VideoReader | PipeReader, read: range, yuv: YuvLayout | None) -> Iterator[TimedFrame]:
+    """Frames ``read`` of the source (all from ``read.start`` where it is empty: a pipe), as planes where ``yuv``."""
+    frames = reader.timed_frames(read.start, yuv=True) if yuv is not None else reader.timed_frames(read.start)
+    return itertools.islice(frames, len(read) or None)
+
+
+def _denoised(
+    denoiser: Any, frames: Iterable[TimedFrame], dtype: np.dtype, yuv: YuvLayout | None = None
+) -> Iterator[TimedFrame]:
     """``frames`` through ``denoiser.export_stream``, each output in its input's TimedFrame.
+
+    Through ``export_yuv`` into Y'CbCr frames of ``yuv`` where given.
 
     Its number and timestamp kept, its array replaced: the stream gives one output per input, in
     order.
     """
     timed, inputs = itertools.tee(frames)  # the denoisers pull their inputs on this thread
-    with contextlib.closing(denoiser.export_stream((frame.array for frame in inputs), dtype)) as outputs:
+    arrays = (frame.array for frame in inputs)
+    stream = denoiser.export_stream(arrays, dtype) if yuv is None else denoiser.export_yuv(arrays, dtype, yuv)
+    with contextlib.closing(stream) as outputs:
         for frame, array in zip(timed, outputs, strict=True):
             yield dataclasses.replace(frame, array=array)
 
@@ -470,8 +495,8 @@ def denoise_file(
                 origin=origin,
                 copy_streams=segment_of is None,
             ) as writer,
-            _Prefetch(itertools.islice(reader.timed_frames(read.start), len(read) or None)) as decoded,
-            contextlib.closing(_denoised(denoiser, decoded, info.dtype)) as filtered,
+            _Prefetch(_decoded(reader, read, yuv := _converted_on_gpu(denoiser, reader, writer))) as decoded,
+            contextlib.closing(_denoised(denoiser, decoded, info.dtype, yuv)) as filtered,
         ):
             lead = first - read.start  # the context's outputs, before and after, are not written
             outputs = itertools.islice(filtered, lead, lead + total if total else None)

@@ -9,8 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from ..frames import FULL_SCALE_BITS, checked_frame
+from ..frames import FULL_SCALE_BITS, checked_frame, yuv_plane_shapes
 from ..gpu.device import empty_device_frame, pinned_array
+from ..gpu.yuv import planes_to_rgb, rgb_to_planes
+from ..media.yuv import YuvFrame, YuvLayout
 from .filters.fused_gpu import FusedGpuFilter
 from .params import NLMParams, check_frame_shape
 
@@ -21,6 +23,10 @@ OUTPUT_BUFFERS = 3  # device and pinned output buffers of a pipeline: outputs in
 
 class GpuPipeline:
     """Host frames in, host frames out, with uploads, filtering and downloads overlapped.
+
+    Frames are (H, W, C) arrays or ``YuvFrame``s: Y'CbCr planes cross the bus as decoded and are
+    converted to RGB of their samples' dtype on the GPU, and outputs come back as planes of a
+    layout the caller names (``run``'s ``yuv``): the same samples ``media.yuv`` gives on the CPU.
 
     Each input frame crosses the bus once, in its own dtype (uint8 / uint16 / float32), from a
     pinned staging buffer (filled by one of STAGING_THREADS helper threads, frames ahead, several
@@ -52,27 +58,35 @@ class GpuPipeline:
         self._helper.shutdown(wait=True)
         self._collector.shutdown(wait=True)
 
-    def _buffers_for(self, frame: np.ndarray, ring_size: int) -> _PipelineBuffers:
+    def _buffers_for(self, frame: np.ndarray | YuvFrame, ring_size: int, yuv: YuvLayout | None) -> _PipelineBuffers:
         """Return the buffers of the last run when they fit this frame and window (pinned memory is slow to make)."""
-        buffers = self._buffers
-        if buffers is None or buffers.key != (frame.shape, frame.dtype, self.out_dtype, ring_size):
-            buffers = self._buffers = _PipelineBuffers(self.cupy, frame.shape, frame.dtype, self.out_dtype, ring_size)
-        return buffers
+        planes_in = frame.layout if isinstance(frame, YuvFrame) else None
+        dtype = frame.layout.sample_dtype if planes_in is not None else frame.dtype
+        key = (frame.shape, np.dtype(dtype), self.out_dtype, ring_size, planes_in, yuv)
+        if self._buffers is None or self._buffers.key != key:
+            self._buffers = _PipelineBuffers(self.cupy, key)
+        return self._buffers
 
     def run(
-        self, host_frames: Iterable[np.ndarray], *, views: bool = False, outputs: range | None = None
-    ) -> Iterator[np.ndarray]:
+        self,
+        host_frames: Iterable[np.ndarray | YuvFrame],
+        *,
+        views: bool = False,
+        outputs: range | None = None,
+        yuv: YuvLayout | None = None,
+    ) -> Iterator[np.ndarray | YuvFrame]:
         """Yield the denoised frames in order; frame t once frame t + Df has been read.
 
         ``views``: yield the pipeline's own pinned output buffers instead of new arrays (one host
         copy a frame less), each valid until the output after it is asked for. ``outputs``: only
         the frames with these indices are filtered and yielded, the others are read as the
-        window's context alone (a chunk of a longer clip).
+        window's context alone (a chunk of a longer clip). ``yuv``: yield each output as a
+        ``YuvFrame`` of this layout, converted from the RGB of ``out_dtype`` on the GPU.
         """
         wanted = range(0, 2**62) if outputs is None else outputs
         if wanted.step != 1:
             raise ValueError(f"outputs must be a range of consecutive frames, got {outputs}")
-        yield from _PipelineRun(self, host_frames, views, wanted).outputs()
+        yield from _PipelineRun(self, host_frames, views, wanted, yuv).outputs()
 
 
 class _PipelineRun:
@@ -85,10 +99,18 @@ class _PipelineRun:
     streams; the buffers are the pipeline's, made when the first frame shows their shape.
     """
 
-    def __init__(self, pipeline: GpuPipeline, host_frames: Iterable[np.ndarray], views: bool, wanted: range) -> None:
+    def __init__(
+        self,
+        pipeline: GpuPipeline,
+        host_frames: Iterable[np.ndarray | YuvFrame],
+        views: bool,
+        wanted: range,
+        yuv: YuvLayout | None,
+    ) -> None:
         self.pipeline = pipeline
         self.views = views
         self.wanted = wanted
+        self.yuv = yuv
         self.params = params = pipeline.params
         self.ring_size = params.frames_past + params.frames_future + 2
         self.source = iter(host_frames)
@@ -129,26 +151,31 @@ class _PipelineRun:
                 return
             if self.buffers is None:
                 check_frame_shape(frame.shape, self.params)
-                self.buffers = self.pipeline._buffers_for(frame, self.ring_size)
+                self.buffers = self.pipeline._buffers_for(frame, self.ring_size, self.yuv)
             self.staging.append(self.pipeline._helper.submit(self._stage, frame, self.read))
             self.read += 1
 
-    def _next_frame(self) -> np.ndarray | None:
+    def _next_frame(self) -> np.ndarray | YuvFrame | None:
         frame = next(self.source, None)
         if frame is None:
             return None
-        frame = checked_frame(frame, FULL_SCALE_BITS)  # callers give uint16 frames at full scale
+        if not isinstance(frame, YuvFrame):
+            frame = checked_frame(frame, FULL_SCALE_BITS)  # callers give uint16 frames at full scale
         if self.buffers is not None and frame.shape != self.buffers.key[0]:
             raise ValueError(
                 f"all frames of a clip must have one shape, got {self.buffers.key[0]} and then {frame.shape}"
             )
         return frame
 
-    def _stage(self, frame: np.ndarray, index: int) -> None:
+    def _stage(self, frame: np.ndarray | YuvFrame, index: int) -> None:
         """Copy frame ``index`` into its pinned buffer (on the helper thread)."""
         staging = index % STAGED_FRAMES
         self.buffers.staged[staging].synchronize()  # its previous frame went to the device
-        np.copyto(self.buffers.pinned_in[staging], frame)
+        if isinstance(frame, YuvFrame):
+            for part, plane in zip(self.buffers.planes_in(staging), frame.planes, strict=True):
+                np.copyto(part, plane)
+        else:
+            np.copyto(self.buffers.pinned_in[staging], frame)
 
     def upload_next(self) -> None:
         """Upload the oldest staged frame and convert it into its slot of the ring."""
@@ -160,8 +187,11 @@ class _PipelineRun:
             # arrived - ring_size + Dp, which was filtered before: wait for it on the GPU.
             stream.wait_event(buffers.computed[(arrived - self.ring_size + self.params.frames_past) % self.ring_size])
         with stream:
-            buffers.device_in.set(buffers.pinned_in[staging], stream=stream)
+            buffers.device_staged.set(buffers.pinned_in[staging], stream=stream)
             buffers.staged[staging].record(stream)
+            if buffers.planes_layout is not None:
+                shift, coefficients = buffers.planes_layout.chroma_shift, buffers.planes_coefficients
+                planes_to_rgb(self.pipeline.cupy, buffers.device_staged, shift, coefficients, buffers.device_in)
             self.pipeline.filter.frames.convert(buffers.device_in, buffers.ring[slot])
             buffers.uploaded[slot].record(stream)
         self.arrived += 1
@@ -189,11 +219,16 @@ class _PipelineRun:
         with compute:
             window = [buffers.ring[position % ring_size] for position in range(first, last + 1)]
             self.pipeline.filter(window, index - first, params, out=buffers.device_out[slot])
+            if self.yuv is not None:
+                shift, coefficients = self.yuv.chroma_shift, buffers.yuv_coefficients
+                rgb_to_planes(self.pipeline.cupy, buffers.device_out[slot], shift, coefficients,
+                              buffers.device_yuv[slot], buffers.differences)  # fmt: skip
             buffers.computed[index % ring_size].record(compute)
         download.wait_event(buffers.computed[index % ring_size])
         # Not blocking: the collector thread waits for it (a blocking copy held this thread for the
         # filter and the copy, 0.3 ms of a 0.6 ms frame at 1080p, so that the next frame waited).
-        buffers.device_out[slot].get(stream=download, out=buffers.pinned_out[slot], blocking=False)
+        downloaded = buffers.device_out[slot] if self.yuv is None else buffers.device_yuv[slot]
+        downloaded.get(stream=download, out=buffers.pinned_out[slot], blocking=False)
         buffers.downloaded[slot].record(download)
         self.filtered += 1
         # A view is waited for here (its copy is done by the time it is yielded, OUTPUT_BUFFERS - 2
@@ -207,15 +242,27 @@ class _PipelineRun:
         """Return the output a ``collecting`` entry stands for: a view's index, or a copy's future."""
         return self.collect(output) if isinstance(output, int) else output.result()
 
-    def collect(self, index: int) -> np.ndarray:
-        """Output ``index``: its pinned buffer with ``views``, else a new host array (on the helper thread)."""
+    def collect(self, index: int) -> np.ndarray | YuvFrame:
+        """Output ``index``: its pinned buffer with ``views``, else a new host array (on the helper thread).
+
+        As a ``YuvFrame`` of that buffer's planes where ``run`` was given ``yuv``.
+        """
         self.buffers.downloaded[index % OUTPUT_BUFFERS].synchronize()
         output = self.buffers.pinned_out[index % OUTPUT_BUFFERS]
-        return output if self.views else output.copy()
+        output = output if self.views else output.copy()
+        if self.yuv is None:
+            return output
+        return YuvFrame(split_planes(output, self.buffers.key[0], self.yuv), self.yuv)
 
 
 class _PipelineBuffers:
     """The device ring, the pinned and device staging buffers and the events of a pipeline.
+
+    ``key``: the frames' (H, W, C), their dtype (a ``YuvFrame``'s samples'), the outputs' dtype,
+    the ring's size, the inputs' Y'CbCr layout (None for arrays) and the outputs' (``run``'s
+    ``yuv``). Y'CbCr frames are staged and uploaded as one buffer of their planes (``device_staged``)
+    and converted into ``device_in``; Y'CbCr outputs are converted from ``device_out`` into
+    ``device_yuv`` and downloaded from there.
 
     Events are made here too and recorded again for every frame. One not yet recorded is
     complete (waiting on it or synchronizing with it returns at once), as is one a previous run
@@ -223,13 +270,26 @@ class _PipelineBuffers:
     its work is merely ordered before the new run's.
     """
 
-    def __init__(self, cupy: Any, shape: tuple[int, ...], in_dtype: Any, out_dtype: Any, ring_size: int) -> None:
-        self.key = (shape, np.dtype(in_dtype), np.dtype(out_dtype), ring_size)
+    def __init__(self, cupy: Any, key: tuple) -> None:
+        self.key = key
+        shape, in_dtype, out_dtype, ring_size, self.planes_layout, yuv = key
+        height, width, _ = shape
+        staged = shape if self.planes_layout is None else _planes_shape(shape, self.planes_layout)
         self.ring = [empty_device_frame(cupy, shape, in_dtype) for _ in range(ring_size)]
-        self.pinned_in = [pinned_array(cupy, shape, in_dtype) for _ in range(STAGED_FRAMES)]
-        self.device_in = cupy.empty(shape, in_dtype)  # the upload stream converts it before the next copy
-        self.pinned_out = [pinned_array(cupy, shape, out_dtype) for _ in range(OUTPUT_BUFFERS)]
+        self.pinned_in = [pinned_array(cupy, staged, in_dtype) for _ in range(STAGED_FRAMES)]
+        self.device_staged = cupy.empty(staged, in_dtype)  # the upload stream converts it before the next copy
+        self.device_in = self.device_staged if self.planes_layout is None else cupy.empty(shape, in_dtype)
         self.device_out = [cupy.empty(shape, out_dtype) for _ in range(OUTPUT_BUFFERS)]
+        if self.planes_layout is not None:
+            self.planes_coefficients = cupy.asarray(self.planes_layout.coefficients())
+        if yuv is None:
+            self.pinned_out = [pinned_array(cupy, shape, out_dtype) for _ in range(OUTPUT_BUFFERS)]
+        else:
+            self.yuv_coefficients = cupy.asarray(yuv.coefficients())
+            planes = _planes_shape(shape, yuv)
+            self.device_yuv = [cupy.empty(planes, yuv.sample_dtype) for _ in range(OUTPUT_BUFFERS)]
+            self.pinned_out = [pinned_array(cupy, planes, yuv.sample_dtype) for _ in range(OUTPUT_BUFFERS)]
+            self.differences = cupy.empty((2, height, width), np.float32)  # the compute stream's chroma scratch
 
         def events(count: int) -> list[Any]:
             return [cupy.cuda.Event(disable_timing=True) for _ in range(count)]
@@ -238,3 +298,21 @@ class _PipelineBuffers:
         self.computed = events(ring_size)  # output index mod ring_size -> filtered
         self.staged = events(STAGED_FRAMES)  # pinned_in copied to the device
         self.downloaded = events(OUTPUT_BUFFERS)  # device_out copied to pinned_out
+
+    def planes_in(self, staging: int) -> list[np.ndarray]:
+        """Return the Y, Cb, Cr planes of staging buffer ``staging`` (views)."""
+        return split_planes(self.pinned_in[staging], self.key[0], self.planes_layout)
+
+
+def _planes_shape(shape: tuple[int, int, int], layout: YuvLayout) -> tuple[int]:
+    """Return the shape of one buffer holding a frame's three planes, one after the other."""
+    return (sum(rows * columns for rows, columns in yuv_plane_shapes(*shape[:2], layout.chroma_shift)),)
+
+
+def split_planes(buffer: np.ndarray, shape: tuple[int, int, int], layout: YuvLayout) -> list[np.ndarray]:
+    """Return the Y, Cb, Cr planes of a frame of ``shape`` held one after the other in ``buffer`` (views)."""
+    planes, start = [], 0
+    for rows, columns in yuv_plane_shapes(*shape[:2], layout.chroma_shift):
+        planes.append(buffer[start : start + rows * columns].reshape(rows, columns))
+        start += rows * columns
+    return planes

@@ -1,0 +1,87 @@
+"""Frames as Y'CbCr planes through the reader and the writer (the GPU's export converts them itself).
+
+The files come from the ffmpeg tool: 4:2:0 H.264, 10-bit 4:2:2 and 4:4:4 FFV1, a rotated phone
+clip, a gray one. tests/engine/test_gpu_yuv.py checks the GPU's side.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nlmeans_studio.engine.media.reader import VideoReader
+from nlmeans_studio.engine.media.writer import VideoWriter
+from nlmeans_studio.engine.media.yuv import YuvFrame, planes_to_rgb, rgb_to_planes, yuv_layout
+
+
+def ffmpeg_clip(path: Path, *options: str, size: str = "48x36") -> Path:
+    """Five frames of FFmpeg's moving test picture, encoded with ``options``."""
+    source = f"testsrc2=size={size}:rate=30000/1001"
+    command = ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", source, "-frames:v", "5", *options, str(path)]
+    subprocess.run(command, check=True, timeout=60)
+    return path
+
+
+CLIPS = {
+    "h264 4:2:0": ("clip.mp4", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-bf", "2"),
+    "ffv1 10-bit 4:2:2": ("clip.mkv", "-c:v", "ffv1", "-pix_fmt", "yuv422p10le"),
+    "ffv1 4:4:4 full range": ("clip.mkv", "-c:v", "ffv1", "-pix_fmt", "yuvj444p"),
+    "h264 odd size": ("clip.mkv", "-c:v", "libx264", "-pix_fmt", "yuv420p", "-vf", "crop=47:35:0:0"),
+}
+
+
+@pytest.mark.parametrize("kind", CLIPS)
+def test_the_planes_read_convert_to_the_frames_read(tmp_path, kind) -> None:
+    name, *options = CLIPS[kind]
+    with VideoReader(ffmpeg_clip(tmp_path / name, *options)) as reader:
+        layout = reader.yuv_layout
+        assert layout is not None and layout.pixel_format == reader.info.pixel_format
+        frames = list(reader.timed_frames(1))
+        planes = list(reader.timed_frames(1, yuv=True))
+    assert [(f.number, f.timestamp) for f in planes] == [(f.number, f.timestamp) for f in frames]
+    for frame, planar in zip(frames, planes, strict=True):
+        assert isinstance(planar.array, YuvFrame) and planar.array.shape == frame.array.shape
+        np.testing.assert_array_equal(planes_to_rgb(planar.array.planes, layout, frame.array.dtype), frame.array)
+
+
+def test_rotated_and_gray_clips_come_as_arrays(tmp_path) -> None:
+    upright = ffmpeg_clip(tmp_path / "upright.mp4", "-c:v", "libx264", "-pix_fmt", "yuv420p")
+    rotated = tmp_path / "rotated.mp4"
+    command = ["ffmpeg", "-loglevel", "error", "-i", str(upright), "-c", "copy", "-metadata:s:v:0", "rotate=90"]
+    subprocess.run([*command, str(rotated)], check=True, timeout=60)
+    gray = ffmpeg_clip(tmp_path / "gray.mkv", "-c:v", "ffv1", "-pix_fmt", "gray")
+    for path in (rotated, gray):
+        with VideoReader(path) as reader:
+            assert reader.yuv_layout is None
+            assert isinstance(next(reader.timed_frames(0, yuv=True)).array, np.ndarray)
+
+
+@pytest.mark.parametrize("pixel_format", ["yuv420p", "yuv422p10le"])
+def test_writing_planes_equals_writing_the_frames_they_convert_from(tmp_path, pixel_format) -> None:
+    source = ffmpeg_clip(tmp_path / "source.mkv", "-c:v", "ffv1", "-pix_fmt", pixel_format)
+    with VideoReader(source) as reader:
+        frames = list(reader.frames())
+        for name, planar in (("arrays.mkv", False), ("planes.mkv", True)):
+            with VideoWriter(tmp_path / name, reader, codec="ffv1") as writer:
+                for frame in frames[::-1]:  # not the source's own frames: each conversion has work to do
+                    writer.write(
+                        YuvFrame(rgb_to_planes(frame, writer.yuv_layout), writer.yuv_layout) if planar else frame
+                    )
+    with VideoReader(tmp_path / "arrays.mkv") as arrays, VideoReader(tmp_path / "planes.mkv") as planes:
+        assert arrays.info.pixel_format == planes.info.pixel_format == pixel_format
+        for ours, theirs in zip(arrays.timed_frames(0, yuv=True), planes.timed_frames(0, yuv=True), strict=True):
+            for a, b in zip(ours.array.planes, theirs.array.planes, strict=True):
+                np.testing.assert_array_equal(a, b)
+
+
+def test_the_writer_refuses_planes_of_another_layout(tmp_path) -> None:
+    source = ffmpeg_clip(tmp_path / "source.mkv", "-c:v", "ffv1", "-pix_fmt", "yuv420p")
+    with VideoReader(source) as reader, VideoWriter(tmp_path / "out.mkv", reader, codec="ffv1") as writer:
+        other = yuv_layout("yuv444p", {}, 36)
+        planes = rgb_to_planes(reader.frame(0), other)
+        with pytest.raises(ValueError, match="Y'CbCr frames must be"):
+            writer.write(YuvFrame(planes, other))
+        writer.write(reader.frame(0))
