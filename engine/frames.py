@@ -156,3 +156,17 @@ def yuv_plane_shapes(height: int, width: int, chroma_shift: tuple[int, int]) -> 
     across, down = chroma_shift
     chroma = (-(-height >> down), -(-width >> across))
     return [(height, width), chroma, chroma]
+
+
+def yuv_planes_size(height: int, width: int, chroma_shift: tuple[int, int]) -> int:
+    """Return the samples of a frame's three planes together (``yuv_plane_shapes``)."""
+    return sum(rows * columns for rows, columns in yuv_plane_shapes(height, width, chroma_shift))
+
+
+def split_yuv_planes(buffer: Any, height: int, width: int, chroma_shift: tuple[int, int]) -> list[Any]:
+    """Return the Y, Cb, Cr planes held one after the other in a flat ``buffer`` (views; NumPy or CuPy)."""
+    planes, start = [], 0
+    for rows, columns in yuv_plane_shapes(height, width, chroma_shift):
+        planes.append(buffer[start : start + rows * columns].reshape(rows, columns))
+        start += rows * columns
+    return planes

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..frames import yuv_plane_shapes
+from ..frames import split_yuv_planes, yuv_plane_shapes
 from .device import BLOCK, CUDA_TYPES, kernel_function
 
 
@@ -51,3 +51,41 @@ def rgb_to_planes(
     chroma = kernel_function(cupy, f"decimated_chroma<{sample}>", "yuv.cu")
     arguments = (np.int32(height), np.int32(width), np.int32(across), np.int32(down), coefficients)
     chroma((-(-rows * columns // BLOCK), 2), (BLOCK,), (differences, out[pixels:], *arguments))
+
+
+class YuvOnDevice:
+    """Frames' planes uploaded and converted to RGB, and RGB converted and downloaded as planes, a frame at a time.
+
+    For filters that hold one frame on the GPU at a time (the luma/chroma mode); the coefficients
+    and the chroma scratch are kept from frame to frame. Copies are on the current stream.
+    """
+
+    def __init__(self, cupy: Any) -> None:
+        self.cupy = cupy
+        self._coefficients: dict[bytes, Any] = {}
+        self._differences: Any = None
+
+    def _on_device(self, coefficients: np.ndarray) -> Any:
+        key = coefficients.tobytes()
+        if key not in self._coefficients:
+            self._coefficients[key] = self.cupy.asarray(coefficients)
+        return self._coefficients[key]
+
+    def to_rgb(self, planes: list[np.ndarray], chroma_shift: tuple[int, int], coefficients: np.ndarray) -> Any:
+        """Return host planes as (H, W, 3) RGB on the GPU, of the samples' dtype at its full scale."""
+        flat = self.cupy.asarray(np.concatenate([plane.ravel() for plane in planes]))
+        rgb = self.cupy.empty((*planes[0].shape, 3), planes[0].dtype)
+        planes_to_rgb(self.cupy, flat, chroma_shift, self._on_device(coefficients), rgb)
+        return rgb
+
+    def to_planes(
+        self, rgb: Any, chroma_shift: tuple[int, int], coefficients: np.ndarray, dtype: Any
+    ) -> list[np.ndarray]:
+        """Return (H, W, 3) uint8 / uint16 RGB on the GPU as host planes of ``dtype``."""
+        height, width, _ = rgb.shape
+        if self._differences is None or self._differences.shape[1:] != (height, width):
+            self._differences = self.cupy.empty((2, height, width), np.float32)
+        size = sum(rows * columns for rows, columns in yuv_plane_shapes(height, width, chroma_shift))
+        flat = self.cupy.empty(size, dtype)
+        rgb_to_planes(self.cupy, rgb, chroma_shift, self._on_device(coefficients), flat, self._differences)
+        return split_yuv_planes(flat.get(), height, width, chroma_shift)

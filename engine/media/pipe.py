@@ -25,6 +25,7 @@ from .ffmpeg import VideoError, ffmpeg_reason, pyav
 from .probe import INTERLACED, VideoInfo, stream_facts
 from .reader import TimedFrame, decoded_array
 from .y4m import Y4M_HEADER_LIMIT, Y4M_MAGIC, check_y4m_header
+from .yuv import YuvFrame, YuvLayout, frame_planes, yuv_layout
 
 PIPE = "-"
 LOOKAHEAD = 8  # frames kept from the stream's start for random access
@@ -131,7 +132,7 @@ class PipeReader:
         self.info = VideoInfo(
             path=self.path, width=width, height=height, frame_count=0, duration=0.0, warning=warning, **facts
         )
-        self._lookahead = [decoded_array(first, self.info)]
+        self._lookahead = [first]  # decoded frames, converted when asked for
         self._consumed = False
 
     def _decoded(self) -> Iterator[Any]:
@@ -197,7 +198,7 @@ class PipeReader:
             decoded = next(self._frames, None)
             if decoded is None:
                 break
-            self._lookahead.append(decoded_array(decoded, self.info))
+            self._lookahead.append(decoded)
         return min(count, len(self._lookahead))
 
     def frame(self, index: int) -> np.ndarray:
@@ -206,17 +207,32 @@ class PipeReader:
             raise IndexError(f"a pipe gives frames 0..{LOOKAHEAD - 1} by number, got {index}")
         if self.frames_ahead(index + 1) <= index:
             raise IndexError(f"the stream holds {len(self._lookahead)} frames, got {index}")
-        return self._lookahead[index]
+        return decoded_array(self._lookahead[index], self.info)
 
-    def timed_frames(self, start: int = 0) -> Iterator[TimedFrame]:
+    @property
+    def yuv_layout(self) -> YuvLayout | None:
+        """The Y'CbCr layout of the frames, in which ``timed_frames(yuv=True)`` gives them; None for gray."""
+        if self.info.channels != 3:
+            return None
+        return yuv_layout(self.info.pixel_format, self.info.color, self.info.height)
+
+    def _planes(self, decoded: Any, layout: YuvLayout) -> YuvFrame:
+        """Return a decoded frame's planes, in ``info.pixel_format`` (a live source may change its own)."""
+        if decoded.format.name != layout.pixel_format:
+            decoded = decoded.reformat(format=layout.pixel_format)
+        return YuvFrame(frame_planes(decoded, layout), layout)
+
+    def timed_frames(self, start: int = 0, *, yuv: bool = False) -> Iterator[TimedFrame]:
         """Frames start, start + 1, ... to the stream's end, with their numbers and timestamps; once.
 
-        The timestamps are at the stream's frame rate.
+        The timestamps are at the stream's frame rate. ``yuv``: each frame's array is a
+        ``YuvFrame``, its planes as decoded, where ``yuv_layout`` is not None.
         """
         if self._consumed:
             raise VideoError(f"{self.name}: the stream was already read")
         self._consumed = True
-        frames = itertools.chain(self._lookahead, (decoded_array(decoded, self.info) for decoded in self._frames))
-        for index, frame in enumerate(frames):
+        layout = self.yuv_layout if yuv else None
+        for index, decoded in enumerate(itertools.chain(self._lookahead, self._frames)):
             if index >= start:
-                yield TimedFrame(index, round(Fraction(index) / self.info.frame_rate / self.info.time_base), frame)
+                pixels = decoded_array(decoded, self.info) if layout is None else self._planes(decoded, layout)
+                yield TimedFrame(index, round(Fraction(index) / self.info.frame_rate / self.info.time_base), pixels)

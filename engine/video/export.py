@@ -32,6 +32,7 @@ from ..memory import require_cpu_room
 from .clip_denoiser import context_frames, denoiser_for
 from .denoiser import Denoiser
 from .filters import cpu_filter_compiles
+from .luma_chroma import LumaChromaDenoiser
 from .noise import estimate_noise_over
 from .noise_estimate import LOW_CONFIDENCE, NoiseEstimate
 from .params import NLMParams
@@ -327,24 +328,25 @@ def _with_context(
     return read, reader.timestamp(whole.start)
 
 
-def _converted_on_gpu(denoiser: Any, reader: VideoReader | PipeReader, writer: VideoWriter) -> YuvLayout | None:
+def converted_on_gpu(denoiser: Any, reader: VideoReader | PipeReader, writer: VideoWriter | None) -> YuvLayout | None:
     """Return the writer's Y'CbCr layout where the GPU converts the frames both ways, else None.
 
-    On the plain filter's GPU pipeline (``Denoiser.export_yuv``), from a file decoded to Y'CbCr
-    into an output encoded from it: the same samples as the CPU's conversions, none of its time.
+    On one GPU, the plain filter's pipeline or the luma/chroma mode (their ``export_yuv``), from a
+    source decoded to Y'CbCr into an output encoded from it: the same samples as the CPU's
+    conversions, none of its time.
     """
-    if not (isinstance(denoiser, Denoiser) and denoiser.converts_yuv and isinstance(reader, VideoReader)):
+    converts = isinstance(denoiser, (Denoiser, LumaChromaDenoiser)) and denoiser.converts_yuv
+    if not converts or writer is None or reader.yuv_layout is None:
         return None
-    return writer.yuv_layout if reader.yuv_layout is not None else None
+    return writer.yuv_layout
 
 
 def _decoded(reader: VideoReader | PipeReader, read: range, yuv: YuvLayout | None) -> Iterator[TimedFrame]:
     """Frames ``read`` of the source (all from ``read.start`` where it is empty: a pipe), as planes where ``yuv``."""
-    frames = reader.timed_frames(read.start, yuv=True) if yuv is not None else reader.timed_frames(read.start)
-    return itertools.islice(frames, len(read) or None)
+    return itertools.islice(reader.timed_frames(read.start, yuv=yuv is not None), len(read) or None)
 
 
-def _denoised(
+def denoised(
     denoiser: Any, frames: Iterable[TimedFrame], dtype: np.dtype, yuv: YuvLayout | None = None
 ) -> Iterator[TimedFrame]:
     """``frames`` through ``denoiser.export_stream``, each output in its input's TimedFrame.
@@ -495,8 +497,8 @@ def denoise_file(
                 origin=origin,
                 copy_streams=segment_of is None,
             ) as writer,
-            _Prefetch(_decoded(reader, read, yuv := _converted_on_gpu(denoiser, reader, writer))) as decoded,
-            contextlib.closing(_denoised(denoiser, decoded, info.dtype, yuv)) as filtered,
+            _Prefetch(_decoded(reader, read, yuv := converted_on_gpu(denoiser, reader, writer))) as decoded,
+            contextlib.closing(denoised(denoiser, decoded, info.dtype, yuv)) as filtered,
         ):
             lead = first - read.start  # the context's outputs, before and after, are not written
             outputs = itertools.islice(filtered, lead, lead + total if total else None)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..frames import FULL_SCALE_BITS, checked_frame, yuv_plane_shapes
+from ..frames import FULL_SCALE_BITS, checked_frame, split_yuv_planes, yuv_planes_size
 from ..gpu.device import empty_device_frame, pinned_array
 from ..gpu.yuv import planes_to_rgb, rgb_to_planes
 from ..media.yuv import YuvFrame, YuvLayout
@@ -252,7 +252,8 @@ class _PipelineRun:
         output = output if self.views else output.copy()
         if self.yuv is None:
             return output
-        return YuvFrame(split_planes(output, self.buffers.key[0], self.yuv), self.yuv)
+        height, width, _ = self.buffers.key[0]
+        return YuvFrame(split_yuv_planes(output, height, width, self.yuv.chroma_shift), self.yuv)
 
 
 class _PipelineBuffers:
@@ -274,7 +275,9 @@ class _PipelineBuffers:
         self.key = key
         shape, in_dtype, out_dtype, ring_size, self.planes_layout, yuv = key
         height, width, _ = shape
-        staged = shape if self.planes_layout is None else _planes_shape(shape, self.planes_layout)
+        staged = (
+            shape if self.planes_layout is None else (yuv_planes_size(height, width, self.planes_layout.chroma_shift),)
+        )
         self.ring = [empty_device_frame(cupy, shape, in_dtype) for _ in range(ring_size)]
         self.pinned_in = [pinned_array(cupy, staged, in_dtype) for _ in range(STAGED_FRAMES)]
         self.device_staged = cupy.empty(staged, in_dtype)  # the upload stream converts it before the next copy
@@ -286,7 +289,7 @@ class _PipelineBuffers:
             self.pinned_out = [pinned_array(cupy, shape, out_dtype) for _ in range(OUTPUT_BUFFERS)]
         else:
             self.yuv_coefficients = cupy.asarray(yuv.coefficients())
-            planes = _planes_shape(shape, yuv)
+            planes = (yuv_planes_size(height, width, yuv.chroma_shift),)
             self.device_yuv = [cupy.empty(planes, yuv.sample_dtype) for _ in range(OUTPUT_BUFFERS)]
             self.pinned_out = [pinned_array(cupy, planes, yuv.sample_dtype) for _ in range(OUTPUT_BUFFERS)]
             self.differences = cupy.empty((2, height, width), np.float32)  # the compute stream's chroma scratch
@@ -301,18 +304,5 @@ class _PipelineBuffers:
 
     def planes_in(self, staging: int) -> list[np.ndarray]:
         """Return the Y, Cb, Cr planes of staging buffer ``staging`` (views)."""
-        return split_planes(self.pinned_in[staging], self.key[0], self.planes_layout)
-
-
-def _planes_shape(shape: tuple[int, int, int], layout: YuvLayout) -> tuple[int]:
-    """Return the shape of one buffer holding a frame's three planes, one after the other."""
-    return (sum(rows * columns for rows, columns in yuv_plane_shapes(*shape[:2], layout.chroma_shift)),)
-
-
-def split_planes(buffer: np.ndarray, shape: tuple[int, int, int], layout: YuvLayout) -> list[np.ndarray]:
-    """Return the Y, Cb, Cr planes of a frame of ``shape`` held one after the other in ``buffer`` (views)."""
-    planes, start = [], 0
-    for rows, columns in yuv_plane_shapes(*shape[:2], layout.chroma_shift):
-        planes.append(buffer[start : start + rows * columns].reshape(rows, columns))
-        start += rows * columns
-    return planes
+        height, width, _ = self.key[0]
+        return split_yuv_planes(self.pinned_in[staging], height, width, self.planes_layout.chroma_shift)

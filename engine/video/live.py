@@ -30,7 +30,7 @@ from ..media.pipe import PipeReader
 from ..media.reader import TimedFrame
 from ..media.writer import VideoWriter
 from .clip_denoiser import denoiser_for
-from .export import _denoised
+from .export import converted_on_gpu, denoised
 from .params import NLMParams
 
 LIVE_QUEUE_FRAMES = 8  # decoded frames waiting for the filter: a stall of 0.3 s at 25 fps absorbed, no more
@@ -178,16 +178,17 @@ class _Arrivals:
     At most LIVE_QUEUE_FRAMES wait: a frame decoded when they are that many makes the oldest one
     dropped. A frame that waited more than ``max_wait`` seconds gives way to a newer one waiting,
     and is dropped too: where the filter is slower than the source, the frame it takes next is one
-    that just came, not one of those it fell behind on. Iterating gives (seconds of
+    that just came, not one of those it fell behind on. ``yuv``: the frames as their planes
+    (``timed_frames(yuv=True)``), for the GPU to convert. Iterating gives (seconds of
     ``time.perf_counter`` when decoded, TimedFrame) until the source ends, raises what it raised,
     or ``cancel`` is set. Use as a context manager: leaving it stops the thread and waits for it (up
     to JOIN_SECONDS: a blocked read ends at the source's timeout).
     """
 
-    def __init__(self, reader: PipeReader, cancel: threading.Event, *, max_wait: float) -> None:
+    def __init__(self, reader: PipeReader, cancel: threading.Event, *, max_wait: float, yuv: bool = False) -> None:
         self.waiting = _NewestQueue(LIVE_QUEUE_FRAMES)
         self._cancel, self._stop, self._max_wait = cancel, threading.Event(), max_wait
-        self._thread = threading.Thread(target=self._capture, args=(reader,), name="nlmeans-live", daemon=True)
+        self._thread = threading.Thread(target=self._capture, args=(reader, yuv), name="nlmeans-live", daemon=True)
         self._thread.start()
 
     @property
@@ -195,9 +196,9 @@ class _Arrivals:
         """Frames dropped before the filter took them."""
         return self.waiting.dropped
 
-    def _capture(self, reader: PipeReader) -> None:
+    def _capture(self, reader: PipeReader, yuv: bool) -> None:
         try:
-            for frame in reader.timed_frames():
+            for frame in reader.timed_frames(yuv=True) if yuv else reader.timed_frames():
                 if self._stop.is_set():
                     return
                 self.waiting.put((time.perf_counter(), frame))
@@ -359,7 +360,12 @@ def denoise_live(
     encoding = {"codec": codec, "crf": crf, "preset": preset, "overwrite": overwrite, "rgb": rgb, "low_delay": True}
     with (
         contextlib.nullcontext() if target is None else VideoWriter(target, reader.info, **encoding) as writer,
-        _Arrivals(reader, cancel, max_wait=LIVE_QUEUE_FRAMES / float(reader.info.frame_rate)) as arrivals,
+        _Arrivals(
+            reader,
+            cancel,
+            max_wait=LIVE_QUEUE_FRAMES / float(reader.info.frame_rate),
+            yuv=(yuv := None if shown else converted_on_gpu(denoiser, reader, writer)) is not None,
+        ) as arrivals,
     ):
 
         def written(arrived: float, frame: TimedFrame) -> None:
@@ -387,7 +393,7 @@ def denoise_live(
 
         with (
             _Handoff(written) as handoff,
-            contextlib.closing(_denoised(denoiser, frames(), reader.info.dtype)) as outputs,
+            contextlib.closing(denoised(denoiser, frames(), reader.info.dtype, yuv)) as outputs,
         ):
             for frame in outputs:
                 handoff.give(arrived.pop(frame.number), frame)

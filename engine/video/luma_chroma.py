@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 
 from ..backend import cupy_module
-from ..frames import at_bit_depth, check_bit_depth, checked_frame, integer_scale, to_float32
-from ..media.yuv import HD_LINES
+from ..frames import FULL_SCALE_BITS, at_bit_depth, check_bit_depth, checked_frame, integer_scale, to_float32
+from ..gpu.yuv import YuvOnDevice
+from ..media.yuv import HD_LINES, YuvFrame, YuvLayout
 from .choose_h import suggest_h
 from .denoiser import Denoiser
 from .noise import estimate_noise
@@ -263,6 +264,40 @@ class LumaChromaDenoiser:
                 result = xp.clip(xp.rint(result * full_scale), 0, full_scale).astype(dtype)
             host = result if xp is np else xp.asnumpy(result)
             yield host if dtype == np.float32 else at_bit_depth(host, self.bit_depth)
+
+    @property
+    def converts_yuv(self) -> bool:
+        """Whether ``export_yuv`` runs: on the GPU, frames at 16-bit full scale (or 8-bit)."""
+        return self.backend == "gpu" and self.bit_depth in (None, FULL_SCALE_BITS)
+
+    def export_yuv(self, frames: Iterable[YuvFrame], dtype: Any, layout: YuvLayout) -> Iterator[YuvFrame]:
+        """``export_stream`` for Y'CbCr frames, into Y'CbCr frames of ``layout``, converted on the GPU.
+
+        ``dtype``: uint8 or uint16, the RGB the filter's outputs are rounded to. Equal to
+        converting each frame to RGB of its samples' dtype (``media.yuv``), ``export_stream`` into
+        ``dtype`` and converting each output to ``layout`` (``media.yuv``); the planes cross the
+        bus, and the CPU converts nothing.
+
+        Raises
+        ------
+        ValueError
+            Where ``converts_yuv`` is False.
+        """
+        if not self.converts_yuv:
+            raise ValueError("export_yuv runs on the GPU only (converts_yuv)")
+        cupy, dtype = cupy_module(), np.dtype(dtype)
+        on_device = YuvOnDevice(cupy)
+        matrix = cupy.asarray(self.matrix)
+
+        def planes(frame: YuvFrame) -> tuple[Any, Any]:
+            rgb = on_device.to_rgb(frame.planes, frame.layout.chroma_shift, frame.layout.coefficients())
+            return self._split(rgb.astype(cupy.float32) * cupy.float32(integer_scale(rgb.dtype)), cupy, matrix)
+
+        full_scale = np.iinfo(dtype).max  # as from_float32 rounds
+        coefficients = layout.coefficients()
+        for result in self._rgb_stream((planes(frame) for frame in frames), cupy):
+            rounded = cupy.clip(cupy.rint(result * full_scale), 0, full_scale).astype(dtype)
+            yield YuvFrame(on_device.to_planes(rounded, layout.chroma_shift, coefficients, layout.sample_dtype), layout)
 
     def stream_on_device(self, frames: Iterable[Any]) -> Iterator[Any]:
         """Denoise (H, W, 3) float32 RGB frames in [0, 1] that are where the filter runs, in order.

@@ -19,6 +19,7 @@ from nlmeans_studio.engine.gpu.yuv import rgb_to_planes as gpu_rgb_to_planes
 from nlmeans_studio.engine.media.reader import VideoReader
 from nlmeans_studio.engine.media.yuv import YuvFrame, planes_to_rgb, rgb_to_planes, yuv_layout
 from nlmeans_studio.engine.video.export import denoise_file
+from nlmeans_studio.engine.video.luma_chroma import LumaChromaDenoiser
 
 pytestmark = pytest.mark.gpu
 
@@ -111,3 +112,20 @@ def test_a_gpu_export_writes_the_planes_the_cpus_conversions_give(tmp_path) -> N
         for timed, wanted in zip(written.timed_frames(0, yuv=True), expected, strict=True):
             for ours, theirs in zip(timed.array.planes, rgb_to_planes(wanted, layout), strict=True):
                 np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize(("codec", "pixel_format"), [("libx264", "yuv420p"), ("ffv1", "yuv422p10le")])
+def test_the_luma_chroma_modes_export_yuv_equals_the_cpus_conversions(tmp_path, codec, pixel_format) -> None:
+    params = NLMParams(h=1, search_radius=3, frames_past=1, frames_future=0, weighting="exponential")
+    with VideoReader(noisy_clip_file(tmp_path / "clip.mkv", codec, pixel_format)) as reader:
+        layout, dtype = reader.yuv_layout, reader.info.dtype
+        frames = list(reader.frames())
+        planes = [timed.array for timed in reader.timed_frames(0, yuv=True)]
+    denoiser = LumaChromaDenoiser(params, 9.0, 7.0, "bt601", "gpu", bit_depth=16)
+    assert denoiser.converts_yuv
+    expected = [rgb_to_planes(frame, layout) for frame in denoiser.export_stream(frames, dtype)]
+    outputs = list(denoiser.export_yuv(planes, dtype, layout))
+    assert len(outputs) == len(expected) == 12
+    for output, wanted in zip(outputs, expected, strict=True):
+        for ours, theirs in zip(output.planes, wanted, strict=True):
+            np.testing.assert_array_equal(ours, theirs)

@@ -6,12 +6,14 @@ clip, a gray one. tests/engine/test_gpu_yuv.py checks the GPU's side.
 
 from __future__ import annotations
 
+import io
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from nlmeans_studio.engine.media.pipe import PipeReader
 from nlmeans_studio.engine.media.reader import VideoReader
 from nlmeans_studio.engine.media.writer import VideoWriter
 from nlmeans_studio.engine.media.yuv import YuvFrame, planes_to_rgb, rgb_to_planes, yuv_layout
@@ -85,3 +87,16 @@ def test_the_writer_refuses_planes_of_another_layout(tmp_path) -> None:
         with pytest.raises(ValueError, match="Y'CbCr frames must be"):
             writer.write(YuvFrame(planes, other))
         writer.write(reader.frame(0))
+
+
+def test_a_y4m_pipes_planes_convert_to_its_frames(tmp_path) -> None:
+    """A pipe's first frames are held for the noise estimate (``frame``) and come again in its one pass."""
+    clip = ffmpeg_clip(tmp_path / "clip.y4m", "-pix_fmt", "yuv422p")
+    frames = [PipeReader(io.BytesIO(clip.read_bytes())).frame(i) for i in range(3)]
+    with PipeReader(io.BytesIO(clip.read_bytes())) as reader:
+        assert reader.yuv_layout.chroma_shift == (1, 0)
+        np.testing.assert_array_equal(reader.frame(1), frames[1])  # converted from the frame held
+        planes = list(reader.timed_frames(0, yuv=True))
+    assert [timed.number for timed in planes] == [0, 1, 2, 3, 4]
+    for timed, frame in zip(planes, frames, strict=False):
+        np.testing.assert_array_equal(planes_to_rgb(timed.array.planes, reader.yuv_layout, np.dtype(np.uint8)), frame)
