@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-import device_tune_live  # noqa: E402
-import study_tune_for_fps as study  # noqa: E402
+import device_tune_live
+import study_tune_for_fps as study
 
 WINDOW = {"luma_chroma": (7.19, 6.13), "search_radius": 3, "frames_past": 2, "patch_radius": 1}
 
