@@ -362,6 +362,20 @@ def test_local_workers_share_the_cores_out_for_numba(gpus, jobs, cores, expected
     assert [(env.get("CUDA_VISIBLE_DEVICES"), env["NUMBA_NUM_THREADS"]) for env in environments] == expected
 
 
+def test_local_workers_start_without_dasks_malloc_trim_threshold(monkeypatch) -> None:
+    """Set, it made every frame-sized array fresh pages in each worker; Dask's other variables stay."""
+    import os
+
+    from nlmeans_studio.engine.cli.batch.cluster import batch_client
+
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    with batch_client(None, jobs=1, backend="cpu") as client:
+        seen = client.submit(
+            lambda: {name: os.environ.get(name) for name in ("MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS")}
+        )
+        assert seen.result(timeout=60) == {"MALLOC_TRIM_THRESHOLD_": None, "OMP_NUM_THREADS": "1"}
+
+
 def test_a_rerun_with_other_options_replaces_outputs_only_with_overwrite(inputs, tmp_path) -> None:
     """An archivist's rerun at another --crf began replacing a finished batch without a word."""
     out = tmp_path / "out"
