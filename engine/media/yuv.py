@@ -13,7 +13,9 @@ with a matched pair of filters so that a frame read and written again comes back
   take out what a half-resolution plane cannot hold.
 
 Values out of RGB's range (saturated colors next to dark ones, after chroma interpolation) are
-clipped by the caller's integer frames; in-range frames round-trip.
+clipped by the caller's integer frames; in-range frames round-trip. The GPU's export converts with
+kernels/yuv.cu (``gpu.yuv``), the same arithmetic, the same samples; frames go to it as their
+planes (``YuvFrame``).
 """
 
 from __future__ import annotations
