@@ -1,6 +1,6 @@
 // Runs engine/kernels/nlm.cu and volume.cu on the CPU for tests/engine/test_fused_kernel_on_cpu.py
 // and test_volume_kernel_on_cpu.py: the CUDA features the kernels use, emulated with one fiber
-// (ucontext) per CUDA thread and a barrier per block. Slow, but it checks the kernels' indexing,
+// per CUDA thread and a barrier per block. Slow, but it checks the kernels' indexing,
 // layouts and barriers against the float64 reference where there is no GPU.
 #include <algorithm>
 #include <atomic>
@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <functional>
+#include <csetjmp>
 #include <ucontext.h>
 #include <vector>
 
@@ -30,7 +31,9 @@ std::atomic<int>* emulated_block_vote;
 // reads the NaN the shared memory starts with.
 class EmulatedBlock {
 public:
-    void arrive_and_wait() { swapcontext(&fibers_[current_].context, &scheduler_); }
+    void arrive_and_wait() {
+        if (_setjmp(fibers_[current_].resume) == 0) _longjmp(scheduler_, 1);
+    }
 
     // Run `body` as threads 0 .. threads - 1 of a one-dimensional block (threadIdx.x).
     void run(int threads, std::function<void()> body) {
@@ -40,10 +43,10 @@ public:
         while (stacks_.size() < fibers_.size()) stacks_.emplace_back(new char[stack_bytes]);  // pages touched lazily
         for (int t = 0; t < threads; ++t) {
             Fiber& fiber = fibers_[t];
-            fiber.done = false;
+            fiber.started = fiber.done = false;
             getcontext(&fiber.context);
             fiber.context.uc_stack = {stacks_[t].get(), 0, stack_bytes};
-            fiber.context.uc_link = &scheduler_;
+            fiber.context.uc_link = nullptr;  // a fiber ends by jumping back to the scheduler
             makecontext(&fiber.context, reinterpret_cast<void (*)()>(&EmulatedBlock::start), 0);
         }
         running_ = this;
@@ -53,7 +56,14 @@ public:
                 if (fibers_[t].done) continue;
                 current_ = t;
                 threadIdx = {t, 0, 0};
-                swapcontext(&scheduler_, &fibers_[t].context);
+                // Switches are _setjmp / _longjmp (no system call; swapcontext saves and restores
+                // the signal mask, a system call each way, half the tests' time); a fiber's first
+                // start is the one swapcontext, onto its own stack.
+                if (_setjmp(scheduler_) == 0) {
+                    if (fibers_[t].started) _longjmp(fibers_[t].resume, 1);
+                    fibers_[t].started = true;
+                    swapcontext(&starter_, &fibers_[t].context);
+                }
                 alive -= fibers_[t].done;
             }
     }
@@ -61,16 +71,19 @@ public:
 private:
     struct Fiber {
         ucontext_t context;
-        bool done;
+        std::jmp_buf resume;
+        bool started, done;
     };
     static inline EmulatedBlock* running_;
     static void start() {
         running_->body_();
-        running_->fibers_[running_->current_].done = true;  // then uc_link returns to the scheduler
+        running_->fibers_[running_->current_].done = true;
+        _longjmp(running_->scheduler_, 1);
     }
     std::vector<Fiber> fibers_;
     std::vector<std::unique_ptr<char[]>> stacks_;
-    ucontext_t scheduler_;
+    std::jmp_buf scheduler_;
+    ucontext_t starter_;  // what a fiber's first start saves; never resumed
     int current_ = 0;
     std::function<void()> body_;
 };
