@@ -36,6 +36,7 @@ from ..backend import gpu_unavailable_reason
 from ..frames import to_float32
 from ..media.probe import VideoInfo
 from ..media.reader import TimedFrame, VideoReader
+from ..media.yuv import YuvFrame
 from .default_filter import AUTO, SURE_CROP, SURE_FRAMES, FilterChoice, _centre, choose_filter, sure_applies
 from .export import ExportCancelledError, Source, _opened, clip_sample, denoise_file, estimate_clip_noise
 from .live import denoise_live
@@ -483,6 +484,9 @@ def _live_timing(
     that are not timed (loading or compiling what the path runs is not the window's latency).
     """
     arrays = [array for _, array in zip(frames, reader.frames(frames.start), strict=False)]
+    planes = None  # the frames as a GPU's live run takes them, where it converts them itself
+    if reader.yuv_layout is not None:
+        planes = [timed.array for _, timed in zip(frames, reader.timed_frames(frames.start, yuv=True), strict=False)]
     frame_rate = Fraction(rate).limit_denominator(1001)
     stream = dataclasses.replace(  # no sound: the picture alone is timed
         reader.info, frame_rate=frame_rate, time_base=1 / frame_rate, other_formats=()
@@ -491,7 +495,7 @@ def _live_timing(
         for seconds in (LIVE_WARM_UP_SECONDS, LIVE_SECONDS):
             fed = max(1, round(rate * seconds))
             status = denoise_live(
-                _PacedFrames(stream, arrays, fed),
+                _PacedFrames(stream, arrays, fed, planes),
                 Path(folder) / "live.mkv",
                 choice.params,
                 backend=backend,
@@ -507,18 +511,23 @@ class _PacedFrames:
     """A clip's frames handed out at the stream's frame rate, as a live source's come (``denoise_live`` reads it).
 
     ``count`` frames, ``arrays`` looped, frame n stamped n (the stream's time base is a frame); each
-    waits for its time, counted from the first.
+    waits for its time, counted from the first. ``planes``: the same frames as ``YuvFrame``s, given
+    instead where ``timed_frames`` is asked for them (``yuv_layout``, as a reader has it).
     """
 
-    def __init__(self, info: VideoInfo, arrays: Sequence[np.ndarray], count: int) -> None:
-        self.info, self._arrays, self._count = info, arrays, count
+    def __init__(
+        self, info: VideoInfo, arrays: Sequence[np.ndarray], count: int, planes: Sequence[YuvFrame] | None = None
+    ) -> None:
+        self.info, self._arrays, self._planes, self._count = info, arrays, planes, count
+        self.yuv_layout = planes[0].layout if planes else None
 
-    def timed_frames(self) -> Iterator[TimedFrame]:
-        """Yield the frames, each at its time."""
+    def timed_frames(self, *, yuv: bool = False) -> Iterator[TimedFrame]:
+        """Yield the frames, each at its time; as planes with ``yuv`` where there are planes."""
+        pictures = self._planes if yuv and self._planes else self._arrays
         started, step = time.perf_counter(), 1 / float(self.info.frame_rate)
         for number in range(self._count):
             time.sleep(max(0.0, started + number * step - time.perf_counter()))
-            yield TimedFrame(number, number, self._arrays[number % len(self._arrays)])
+            yield TimedFrame(number, number, pictures[number % len(pictures)])
 
 
 def _scored(
