@@ -194,6 +194,13 @@ def _median_pair(estimates: dict[int, NoiseEstimate]) -> tuple[int, NoiseEstimat
     return median, estimates[median]
 
 
+def _fits(w: int, h: int, width: int, height: int) -> str:
+    """Say where a region of w x h pixels fits in a width x height frame: X, Y, W, H as the user gives them."""
+    if w > width or h > height:
+        return f"a region is at most {width}x{height} pixels there (X,Y,W,H, from 0,0 at the top left)"
+    return f"a {w}x{h} region starts at X 0..{width - w} and Y 0..{height - h} (from 0,0 at the top left)"
+
+
 def _estimate(frames: np.ndarray, roi: tuple[int, int, int, int] | None, bit_depth: int | None) -> NoiseEstimate:
     """``estimate_noise`` of one frame or two."""
     images = _float_frames(frames, bit_depth)
@@ -203,7 +210,9 @@ def _estimate(frames: np.ndarray, roi: tuple[int, int, int, int] | None, bit_dep
         if w < MIN_REGION or h < MIN_REGION:
             raise ValueError(f"the region is {w}x{h} pixels; an estimate needs at least {MIN_REGION}x{MIN_REGION}")
         if x < 0 or y < 0 or x + w > width or y + h > height:
-            raise ValueError(f"the region ({x}, {y}, {w}, {h}) leaves the {width}x{height} frame")
+            raise ValueError(
+                f"the region ({x}, {y}, {w}, {h}) leaves the {width}x{height} frame: {_fits(w, h, width, height)}"
+            )
         return _region(images, (x, y, w, h))
     if height < BLOCK or width < BLOCK:
         raise ValueError(

@@ -218,7 +218,12 @@ def test_a_region_over_clipped_black_or_white_says_the_estimate_is_too_low(clips
     ("roi", "message"),
     [
         ((0, 0, 15, 40), r"the region is 15x40 pixels; an estimate needs at least 16x16"),
-        ((300, 0, 32, 32), r"the region \(300, 0, 32, 32\) leaves the 320x272 frame"),
+        (
+            (300, 0, 32, 32),
+            r"the region \(300, 0, 32, 32\) leaves the 320x272 frame: a 32x32 region starts at X "
+            r"0..288 and Y 0..240",
+        ),
+        ((0, 0, 400, 32), r"leaves the 320x272 frame: a region is at most 320x272 pixels there"),
     ],
 )
 def test_bad_regions_are_refused(clips, roi, message) -> None:
