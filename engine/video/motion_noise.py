@@ -22,8 +22,11 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+
+from ..cores import let_idle_threads_sleep
 
 BLOCK = 16  # pixels on a side of a matched block
 MAX_BLOCKS = 600  # blocks matched per frame pair, spread over the frame
@@ -55,29 +58,32 @@ def _windows(frame: np.ndarray, tops: np.ndarray, lefts: np.ndarray, height: int
     return frame[rows[:, :, None], cols[:, None, :]]
 
 
-def _mean_square(squares: np.ndarray) -> np.ndarray:
-    """Return the mean of each window's (N, h, w, C) squared differences."""
-    return squares.mean(axis=(1, 2, 3))
-
-
 def _best_match(
-    template: np.ndarray, region: np.ndarray, radius: int, cost: Callable[[np.ndarray], np.ndarray] = _mean_square
+    template: np.ndarray, region: np.ndarray, radius: int, tiled: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """For each template (N, h, w, C) and its region (N, h + 2 r, w + 2 r, C).
 
-    The smallest ``cost`` of the squared differences over the region's shifts and the shift (dy, dx)
-    that gives it.
+    The smallest cost over the region's shifts and the shift (dy, dx) that gives it, the first in
+    row order among equals. The cost is the mean squared difference over the window, or ``tiled``
+    the median of its TILE x TILE tiles' (a window smaller than TILE is one tile that way).
     """
     height, width = template.shape[1:3]
-    best = np.full(len(template), np.inf)
-    shift = np.zeros((len(template), 2), dtype=int)
-    for dy in range(2 * radius + 1):
-        for dx in range(2 * radius + 1):
-            difference = cost((template - region[:, dy : dy + height, dx : dx + width]) ** 2)
-            better = difference < best
-            best = np.where(better, difference, best)
-            shift[better] = (dy - radius, dx - radius)
-    return best, shift
+    tile = (min(TILE, height), min(TILE, width)) if tiled else (height, width)
+    squares = _kernels().tile_mean_squares(
+        np.ascontiguousarray(template, np.float32), np.ascontiguousarray(region, np.float32), radius, *tile
+    )
+    costs = np.median(squares, axis=-1).reshape(len(template), -1)  # one tile: its own cost
+    chosen = costs.argmin(axis=1)
+    shift = np.stack(np.divmod(chosen, 2 * radius + 1), axis=1) - radius
+    return costs[np.arange(len(costs)), chosen], shift
+
+
+def _kernels() -> Any:
+    """Return ``block_match_kernel``, imported (numba with it) at the first search, its idle threads sleeping."""
+    let_idle_threads_sleep()
+    from . import block_match_kernel
+
+    return block_match_kernel
 
 
 def _motion(
@@ -339,22 +345,13 @@ def _steady_match(template: np.ndarray, region: np.ndarray, radius: int) -> tupl
     of the 50 shifts tried read white noise 4 % low in a 45 x 26 region of a flat frame (blurred,
     1 %); by the whole window's mean, a bike crossing a fifth of it pulled the match off the rest.
     """
-    return _best_match(_blurred(template), _blurred(region), radius, _tile_median)
+    return _best_match(_blurred(template), _blurred(region), radius, tiled=True)
 
 
 def _blurred(windows: np.ndarray) -> np.ndarray:
     """(N, h, w, C) windows averaged over 3 x 3 pixels: (N, h - 2, w - 2, C)."""
     height, width = windows.shape[1] - 2, windows.shape[2] - 2
     return sum(windows[:, dy : dy + height, dx : dx + width] for dy in range(3) for dx in range(3)) / 9
-
-
-def _tile_median(squares: np.ndarray) -> np.ndarray:
-    """Return the median over TILE x TILE tiles of each window's (N, h, w, C) mean squared differences."""
-    count, height, width, channels = squares.shape
-    rows, cols = max(height // TILE, 1), max(width // TILE, 1)
-    size_y, size_x = min(TILE, height), min(TILE, width)
-    tiles = squares[:, : rows * size_y, : cols * size_x].reshape(count, rows, size_y, cols, size_x, channels)
-    return np.median(tiles.mean(axis=(2, 4, 5)).reshape(count, -1), axis=1)
 
 
 def _blurred_match(template: np.ndarray, region: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from clips import DATA
 
+from nlmeans_studio.engine.video.block_match_kernel import tile_mean_squares
 from nlmeans_studio.engine.video.motion_noise import ARTIFACT_SIGMA, BLOCK, MAX_BLOCKS, kept_noise, motion_residuals
 
 
@@ -90,3 +91,23 @@ def test_the_flat_blocks_estimate_stands_where_the_moving_blocks_change_no_more(
     frames = moved_pair(picture, (3, 4), 6, seed=6)
     assert kept_noise(frames, flat_sigma=5 / 255) is not None
     assert kept_noise(frames, flat_sigma=7 / 255) is None
+
+
+@pytest.mark.parametrize(
+    ("size", "radius", "tile"), [((17, 17), 8, (17, 17)), ((32, 30), 2, (8, 8)), ((5, 7), 1, (5, 7))]
+)
+def test_the_compiled_search_costs_each_shift_and_tile_as_float64_does(size, radius, tile) -> None:
+    """The mean squared difference per shift and per tile (whole tiles from the top left corner),
+    against float64 NumPy: a row of a tile is summed in float32, so within 1e-5 relative."""
+    rng = np.random.default_rng(sum(size) + radius)
+    height, width = size
+    template = rng.random((4, height, width, 3), dtype=np.float32)
+    region = rng.random((4, height + 2 * radius, width + 2 * radius, 3), dtype=np.float32)
+    costs = tile_mean_squares(template, region, radius, *tile)
+    rows, cols = height // tile[0], width // tile[1]
+    for dy in range(2 * radius + 1):
+        for dx in range(2 * radius + 1):
+            squares = (template.astype(np.float64) - region[:, dy : dy + height, dx : dx + width]) ** 2
+            tiles = squares[:, : rows * tile[0], : cols * tile[1]].reshape(4, rows, tile[0], cols, tile[1], 3)
+            expected = tiles.mean(axis=(2, 4, 5)).reshape(4, -1)
+            np.testing.assert_allclose(costs[:, dy, dx], expected, rtol=1e-5)
