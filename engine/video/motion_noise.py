@@ -72,7 +72,7 @@ def _best_match(
     squares = _kernels().tile_mean_squares(
         np.ascontiguousarray(template, np.float32), np.ascontiguousarray(region, np.float32), radius, *tile
     )
-    costs = np.median(squares, axis=-1).reshape(len(template), -1)  # one tile: its own cost
+    costs = np.median(squares, axis=-1).reshape(len(template), (2 * radius + 1) ** 2)  # one tile: its own cost
     chosen = costs.argmin(axis=1)
     shift = np.stack(np.divmod(chosen, 2 * radius + 1), axis=1) - radius
     return costs[np.arange(len(costs)), chosen], shift

@@ -5,7 +5,14 @@ import pytest
 from clips import DATA
 
 from nlmeans_studio.engine.video.block_match_kernel import tile_mean_squares
-from nlmeans_studio.engine.video.motion_noise import ARTIFACT_SIGMA, BLOCK, MAX_BLOCKS, kept_noise, motion_residuals
+from nlmeans_studio.engine.video.motion_noise import (
+    ARTIFACT_SIGMA,
+    BLOCK,
+    MAX_BLOCKS,
+    compensated_change,
+    kept_noise,
+    motion_residuals,
+)
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +118,9 @@ def test_the_compiled_search_costs_each_shift_and_tile_as_float64_does(size, rad
             tiles = squares[:, : rows * tile[0], : cols * tile[1]].reshape(4, rows, tile[0], cols, tile[1], 3)
             expected = tiles.mean(axis=(2, 4, 5)).reshape(4, -1)
             np.testing.assert_allclose(costs[:, dy, dx], expected, rtol=1e-5)
+
+
+def test_frames_too_small_for_a_block_and_its_margin_give_no_change() -> None:
+    frames = np.random.default_rng(4).random((2, 16, 24, 3))
+    change, degrees, corners = compensated_change(*frames)
+    assert change.shape == (0, BLOCK, BLOCK, 3) and degrees.shape == (0,) and corners.shape == (0, 2)
