@@ -175,7 +175,7 @@ def motion_residuals(current: np.ndarray, reference: np.ndarray) -> tuple[np.nda
     blocks = _windows(current, tops, lefts, BLOCK, BLOCK)
     matches = _windows(reference, tops + motion[:, 0], lefts + motion[:, 1], BLOCK, BLOCK)
     change = (blocks - matches).reshape(len(blocks), BLOCK * BLOCK, -1).astype(np.float64) / math.sqrt(2)
-    covariances = np.einsum("npi,npj->nij", change, change) / (BLOCK * BLOCK)
+    covariances = np.einsum("npi,npj->nij", change, change, optimize=True) / (BLOCK * BLOCK)
     return covariances, np.stack([tops, lefts], axis=1)
 
 

@@ -251,7 +251,7 @@ def _block_covariances(values: np.ndarray, size: int, *, border: int = 0, centre
     if centred:
         blocks = blocks - blocks.mean(axis=(1, 3), keepdims=True)
         samples -= 1
-    covariances = np.einsum("rycxi,rycxj->rcij", blocks, blocks) / samples
+    covariances = np.einsum("rycxi,rycxj->rcij", blocks, blocks, optimize=True) / samples
     return covariances.reshape(rows * cols, *covariances.shape[-2:])
 
 

@@ -89,7 +89,7 @@ def _plane_covariances(frame: np.ndarray, size: int) -> np.ndarray:
     y, x = np.mgrid[:size, :size]
     design = np.stack([np.ones(size * size), x.ravel(), y.ravel()], axis=1)
     residual = blocks - design @ (np.linalg.pinv(design) @ blocks)
-    return np.einsum("bpi,bpj->bij", residual, residual) / (size * size - 3)
+    return np.einsum("bpi,bpj->bij", residual, residual, optimize=True) / (size * size - 3)
 
 
 def _weak_texture(texture: np.ndarray, spatial: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -270,7 +270,7 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
     used = [(int(x), int(y), BLOCK, BLOCK) for y, x in places[keep]]
     if len(change) < MIN_STATIC_BLOCKS:
         return None, held
-    covariances = np.einsum("nyxi,nyxj->nij", change, change) / degrees[:, None, None]
+    covariances = np.einsum("nyxi,nyxj->nij", change, change, optimize=True) / degrees[:, None, None]
     samples = float(np.median(degrees))
     band_of = np.clip(np.searchsorted(BAND_EDGES, means, side="right") - 1, 0, len(BAND_EDGES) - 2)
     counts = np.bincount(band_of, minlength=len(BAND_EDGES) - 1)
