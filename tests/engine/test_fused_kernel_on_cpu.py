@@ -10,13 +10,13 @@ output within 1 level of the rounded reference. 8-bit clips run the kernel's pac
 (distances on the bytes, in integers) and are compared with the reference on bytes / 255.
 """
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from clips import noisy_clip, random_color_transform
+from emulated_cuda import COMPILER, compile_program
 from reference import reference_denoise
 
 from nlmeans_studio.engine import NLMParams
@@ -34,7 +34,7 @@ from nlmeans_studio.engine.video.filters.fused_layout import (
 )
 
 TOLERANCE = 1e-4
-COMPILER = shutil.which("g++")
+
 H100_SHARED_BYTES = 232448  # per block, opt-in
 H100_MULTIPROCESSORS = 132
 
@@ -73,9 +73,7 @@ def run_kernel_on_cpu(
     out_type = CUDA_TYPES[np.dtype(out_dtype)]
     kernel = fused_kernel_name(params, channels, layout, packed=packed, guided=guided, out_dtype=out_dtype)
     full_scale = 255.0 if out_dtype == np.uint8 else 1.0
-    (folder / "main.cpp").write_text(f"""#include "{Path(__file__).with_name("cuda_on_cpu.h")}"
-#include "nlm.inc"
-int main() {{
+    main = f"""int main() {{
     const int frames = {frames}, height = {height}, width = {width}, channels = {channels};
     std::vector<float> data((size_t)frames * channels * height * width), transform(channels * channels);
     std::vector<float> guide_data(data.size());
@@ -113,10 +111,8 @@ int main() {{
     fwrite(output.data(), sizeof(output[0]), output.size(), file);
     fclose(file);
 }}
-""")
-    subprocess.run(
-        [COMPILER, "-O1", "-std=c++20", "-pthread", f"-I{KERNELS}", "-o", "kernel", "main.cpp"], cwd=folder, check=True
-    )
+"""
+    compile_program(folder, "nlm.inc", main)
     for name, frames_of in (("frames", clip), ("guide", clip if guide is None else guide)):
         planes = frames_of.transpose(0, 3, 1, 2).astype(np.float32) * np.float32(integer_scale(frames_of.dtype))
         np.ascontiguousarray(planes).tofile(folder / f"{name}.bin")

@@ -6,13 +6,13 @@ GPUs, and the public boundary's errors."""
 from __future__ import annotations
 
 import itertools
-import shutil
 import subprocess
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
+from emulated_cuda import COMPILER, compile_program
 from test_volume_kernel_on_cpu import write_emulated_source
 from volume_reference import reference_denoise_volume
 
@@ -22,9 +22,8 @@ from nlmeans_studio.engine.volume.filter_gpu import copy_planes, kernel_name, so
 from nlmeans_studio.engine.volume.params import VolumeParams
 from nlmeans_studio.engine.volume.slabs import filter_in_slabs, split_range, tapered_ranges
 
-KERNELS = Path(__file__).parents[2] / "engine" / "kernels"
 TEMPLATE = Path(__file__).parents[1] / "data" / "mni152_t1_crop.npz"
-COMPILER = shutil.which("g++")
+
 TOLERANCE = 1e-4  # voxels in [0, 1]: float32 sums of up to 27 x 2 squared differences and 1330 weights
 
 CASES = [  # shape, patch radius, search radius, weighting, centre weight, h
@@ -349,9 +348,7 @@ def _run_kernel_on_cpu(folder: Path, volume: np.ndarray, params: VolumeParams) -
     az, ay, ax = params.search_radius
     run = voxel_run(params, channels)
     write_emulated_source(folder)
-    (folder / "main.cpp").write_text(f"""#include "{Path(__file__).with_name("cuda_on_cpu.h")}"
-#include "volume.inc"
-int main() {{
+    main = f"""int main() {{
     std::vector<float> padded({padded_volume(data, params.pad).size}), out({planes * rows * columns * channels});
     FILE* file = fopen("padded.bin", "rb");
     fread(padded.data(), sizeof(float), padded.size(), file);
@@ -369,8 +366,8 @@ int main() {{
     fwrite(out.data(), sizeof(float), out.size(), file);
     fclose(file);
 }}
-""")
-    subprocess.run([COMPILER, "-O1", "-std=c++20", f"-I{KERNELS}", "-o", "kernel", "main.cpp"], cwd=folder, check=True)
+"""
+    compile_program(folder, "volume.inc", main)
     subprocess.run(["./kernel"], cwd=folder, check=True)
     return np.fromfile(folder / "out.bin", dtype=np.float32).reshape(volume.shape)
 

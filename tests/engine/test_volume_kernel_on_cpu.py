@@ -9,12 +9,12 @@ unwritten voxel fails. tests/engine/test_volume.py runs the same kernel on the G
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from emulated_cuda import COMPILER, compile_program
 from volume_reference import reference_denoise_volume
 
 from nlmeans_studio.engine.gpu.device import KERNELS
@@ -28,7 +28,6 @@ from nlmeans_studio.engine.volume.filter_gpu import (
 )
 from nlmeans_studio.engine.volume.params import VolumeParams
 
-COMPILER = shutil.which("g++")
 TOLERANCE = 1e-4  # as tests/engine/test_volume.py
 H100_SHARED_BYTES = 232448  # per block, opt-in
 
@@ -94,9 +93,7 @@ def run_tiled_on_cpu(
                         {float(tiled_root(params, channels))!r}f);
                 }});
             }}""")
-    (folder / "main.cpp").write_text(f"""#include "{Path(__file__).with_name("cuda_on_cpu.h")}"
-#include "volume.inc"
-int main() {{
+    main = f"""int main() {{
     std::vector<float> padded({padded.size}), out({data.size}, std::nanf(""));
     EmulatedBlock block;
     FILE* file = fopen("padded.bin", "rb");
@@ -106,9 +103,8 @@ int main() {{
     fwrite(out.data(), sizeof(float), out.size(), file);
     fclose(file);
 }}
-""")
-    command = [COMPILER, "-O1", "-std=c++20", "-pthread", f"-I{KERNELS}", "-o", "kernel", "main.cpp"]
-    subprocess.run(command, cwd=folder, check=True)
+"""
+    compile_program(folder, "volume.inc", main)
     subprocess.run(["./kernel"], cwd=folder, check=True)
     return np.fromfile(folder / "out.bin", dtype=np.float32).reshape(data.shape if volume.ndim == 4 else data.shape[:3])
 
