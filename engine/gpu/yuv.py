@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..frames import split_yuv_planes, yuv_plane_shapes
+from ..frames import split_yuv_planes, yuv_plane_shapes, yuv_planes_size
 from .device import BLOCK, CUDA_TYPES, kernel_function
 
 
@@ -56,14 +56,16 @@ def rgb_to_planes(
 class YuvOnDevice:
     """Frames' planes uploaded and converted to RGB, and RGB converted and downloaded as planes, a frame at a time.
 
-    For filters that hold one frame on the GPU at a time (the luma/chroma mode); the coefficients
-    and the chroma scratch are kept from frame to frame. Copies are on the current stream.
+    For filters that hold one frame on the GPU at a time (the luma/chroma mode); the coefficients,
+    the chroma scratch and the host buffer the planes are gathered in for their one copy up are
+    kept from frame to frame. Copies are on the current stream.
     """
 
     def __init__(self, cupy: Any) -> None:
         self.cupy = cupy
         self._coefficients: dict[bytes, Any] = {}
         self._differences: Any = None
+        self._gathered = np.empty(0, np.uint8)
 
     def _on_device(self, coefficients: np.ndarray) -> Any:
         key = coefficients.tobytes()
@@ -73,7 +75,12 @@ class YuvOnDevice:
 
     def to_rgb(self, planes: list[np.ndarray], chroma_shift: tuple[int, int], coefficients: np.ndarray) -> Any:
         """Return host planes as (H, W, 3) RGB on the GPU, of the samples' dtype at its full scale."""
-        flat = self.cupy.asarray(np.concatenate([plane.ravel() for plane in planes]))
+        height, width = planes[0].shape
+        size = yuv_planes_size(height, width, chroma_shift)
+        if self._gathered.size != size or self._gathered.dtype != planes[0].dtype:
+            self._gathered = np.empty(size, planes[0].dtype)
+        np.concatenate([plane.ravel() for plane in planes], out=self._gathered)
+        flat = self.cupy.asarray(self._gathered)  # from pageable memory: copied before it returns
         rgb = self.cupy.empty((*planes[0].shape, 3), planes[0].dtype)
         planes_to_rgb(self.cupy, flat, chroma_shift, self._on_device(coefficients), rgb)
         return rgb
@@ -85,7 +92,6 @@ class YuvOnDevice:
         height, width, _ = rgb.shape
         if self._differences is None or self._differences.shape[1:] != (height, width):
             self._differences = self.cupy.empty((2, height, width), np.float32)
-        size = sum(rows * columns for rows, columns in yuv_plane_shapes(height, width, chroma_shift))
-        flat = self.cupy.empty(size, dtype)
+        flat = self.cupy.empty(yuv_planes_size(height, width, chroma_shift), dtype)
         rgb_to_planes(self.cupy, rgb, chroma_shift, self._on_device(coefficients), flat, self._differences)
         return split_yuv_planes(flat.get(), height, width, chroma_shift)

@@ -189,8 +189,8 @@ class _PipelineRun:
         with stream:
             buffers.device_staged.set(buffers.pinned_in[staging], stream=stream)
             buffers.staged[staging].record(stream)
-            if buffers.planes_layout is not None:
-                shift, coefficients = buffers.planes_layout.chroma_shift, buffers.planes_coefficients
+            if buffers.in_layout is not None:
+                shift, coefficients = buffers.in_layout.chroma_shift, buffers.in_coefficients
                 planes_to_rgb(self.pipeline.cupy, buffers.device_staged, shift, coefficients, buffers.device_in)
             self.pipeline.filter.frames.convert(buffers.device_in, buffers.ring[slot])
             buffers.uploaded[slot].record(stream)
@@ -220,7 +220,7 @@ class _PipelineRun:
             window = [buffers.ring[position % ring_size] for position in range(first, last + 1)]
             self.pipeline.filter(window, index - first, params, out=buffers.device_out[slot])
             if self.yuv is not None:
-                shift, coefficients = self.yuv.chroma_shift, buffers.yuv_coefficients
+                shift, coefficients = self.yuv.chroma_shift, buffers.out_coefficients
                 rgb_to_planes(self.pipeline.cupy, buffers.device_out[slot], shift, coefficients,
                               buffers.device_yuv[slot], buffers.differences)  # fmt: skip
             buffers.computed[index % ring_size].record(compute)
@@ -260,8 +260,9 @@ class _PipelineBuffers:
     """The device ring, the pinned and device staging buffers and the events of a pipeline.
 
     ``key``: the frames' (H, W, C), their dtype (a ``YuvFrame``'s samples'), the outputs' dtype,
-    the ring's size, the inputs' Y'CbCr layout (None for arrays) and the outputs' (``run``'s
-    ``yuv``). Y'CbCr frames are staged and uploaded as one buffer of their planes (``device_staged``)
+    the ring's size, the inputs' Y'CbCr layout (``in_layout``, None for arrays) and the outputs'
+    (``out_layout``: ``run``'s ``yuv``), with their coefficients on the device (None without a layout).
+    Y'CbCr frames are staged and uploaded as one buffer of their planes (``device_staged``)
     and converted into ``device_in``; Y'CbCr outputs are converted from ``device_out`` into
     ``device_yuv`` and downloaded from there.
 
@@ -273,25 +274,29 @@ class _PipelineBuffers:
 
     def __init__(self, cupy: Any, key: tuple) -> None:
         self.key = key
-        shape, in_dtype, out_dtype, ring_size, self.planes_layout, yuv = key
+        shape, in_dtype, out_dtype, ring_size, self.in_layout, self.out_layout = key
         height, width, _ = shape
-        staged = (
-            shape if self.planes_layout is None else (yuv_planes_size(height, width, self.planes_layout.chroma_shift),)
-        )
+
+        def planes(layout: Any) -> tuple[int]:
+            return (yuv_planes_size(height, width, layout.chroma_shift),)
+
+        def coefficients(layout: Any) -> Any:
+            return None if layout is None else cupy.asarray(layout.coefficients())
+
+        staged = shape if self.in_layout is None else planes(self.in_layout)
         self.ring = [empty_device_frame(cupy, shape, in_dtype) for _ in range(ring_size)]
         self.pinned_in = [pinned_array(cupy, staged, in_dtype) for _ in range(STAGED_FRAMES)]
         self.device_staged = cupy.empty(staged, in_dtype)  # the upload stream converts it before the next copy
-        self.device_in = self.device_staged if self.planes_layout is None else cupy.empty(shape, in_dtype)
+        self.device_in = self.device_staged if self.in_layout is None else cupy.empty(shape, in_dtype)
         self.device_out = [cupy.empty(shape, out_dtype) for _ in range(OUTPUT_BUFFERS)]
-        if self.planes_layout is not None:
-            self.planes_coefficients = cupy.asarray(self.planes_layout.coefficients())
-        if yuv is None:
+        self.in_coefficients, self.out_coefficients = coefficients(self.in_layout), coefficients(self.out_layout)
+        if self.out_layout is None:
+            self.device_yuv, self.differences = [], None
             self.pinned_out = [pinned_array(cupy, shape, out_dtype) for _ in range(OUTPUT_BUFFERS)]
         else:
-            self.yuv_coefficients = cupy.asarray(yuv.coefficients())
-            planes = (yuv_planes_size(height, width, yuv.chroma_shift),)
-            self.device_yuv = [cupy.empty(planes, yuv.sample_dtype) for _ in range(OUTPUT_BUFFERS)]
-            self.pinned_out = [pinned_array(cupy, planes, yuv.sample_dtype) for _ in range(OUTPUT_BUFFERS)]
+            out_planes, sample = planes(self.out_layout), self.out_layout.sample_dtype
+            self.device_yuv = [cupy.empty(out_planes, sample) for _ in range(OUTPUT_BUFFERS)]
+            self.pinned_out = [pinned_array(cupy, out_planes, sample) for _ in range(OUTPUT_BUFFERS)]
             self.differences = cupy.empty((2, height, width), np.float32)  # the compute stream's chroma scratch
 
         def events(count: int) -> list[Any]:
@@ -305,4 +310,4 @@ class _PipelineBuffers:
     def planes_in(self, staging: int) -> list[np.ndarray]:
         """Return the Y, Cb, Cr planes of staging buffer ``staging`` (views)."""
         height, width, _ = self.key[0]
-        return split_yuv_planes(self.pinned_in[staging], height, width, self.planes_layout.chroma_shift)
+        return split_yuv_planes(self.pinned_in[staging], height, width, self.in_layout.chroma_shift)
