@@ -8,8 +8,11 @@ gives its frames in order, random access in several orders gives the frame asked
 
 from __future__ import annotations
 
+import fcntl
 import io
+import os
 import random
+import shutil
 import subprocess
 from fractions import Fraction
 from pathlib import Path
@@ -32,9 +35,24 @@ SPECS = {spec.name: spec for spec in CORPUS}
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The corpus, written once, plus damaged copies: truncated files and transport streams
-    cut in the middle of a GOP (a broadcast capture), and a raw H.264 stream (no timestamps)."""
-    folder = tmp_path_factory.mktemp("corpus")
+    """The corpus, written once a test run (the first test process to ask writes it for the others,
+    which wait for it: 10 s of two cores each), plus damaged copies: truncated files and transport
+    streams cut in the middle of a GOP (a broadcast capture), and a raw H.264 stream (no timestamps)."""
+    run = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run = run.parent  # the run's folder, above each worker's own
+    folder = run / "corpus"
+    with open(run / "corpus.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "complete").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            _write_corpus(folder)
+            (folder / "complete").touch()
+    return folder
+
+
+def _write_corpus(folder: Path) -> None:
     for spec in CORPUS:
         write_clip(folder, spec)
     for name in ("h264.mkv", "mpeg2.ts", "hevc10.mkv"):
@@ -45,7 +63,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (folder / f"midgop-{name}").write_bytes(data[len(data) // 3 // 188 * 188 :])  # whole TS packets
     write_clip(folder, ClipSpec("raw.h264", "libx264", container="h264", options={"x264-params": "keyint=24"}))
     write_clip(folder, ClipSpec("wrap.ts", "mpeg2video", gop=15, options={"bf": "2"}, first_pts=2**33 // 3600 - 30))
-    return folder
 
 
 DAMAGED = ["truncated-h264.mkv", "truncated-mpeg2.ts", "truncated-hevc10.mkv", "midgop-h264.ts", "midgop-mpeg2.ts"]
