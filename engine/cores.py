@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+from types import ModuleType
 
 
 def free_cores() -> int:
@@ -22,3 +24,13 @@ def let_idle_threads_sleep() -> None:
     what was measured).
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def compiled_module(name: str, package: str) -> ModuleType:
+    """Return the module of numba kernels ``name`` (relative to ``package``), imported, numba with it, at first use.
+
+    Its idle threads sleep (``let_idle_threads_sleep``); importing numba takes a few tenths of a
+    second that commands which filter nothing on the CPU do not pay.
+    """
+    let_idle_threads_sleep()
+    return importlib.import_module(name, package)

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cores import let_idle_threads_sleep
+from ..cores import compiled_module
 from ..frames import yuv_plane_shapes
 
 # FFmpeg's color matrices (AVColorSpace) -> (Kr, Kb): BT.709, FCC, BT.601 (as BT.470BG and as
@@ -121,21 +121,14 @@ def _layout(pixel_format: str, colorspace: int, full: bool, high_definition: boo
     return YuvLayout(pixel_format, bits, shift, weights, full, alpha=len(components) == 4)
 
 
-def _kernels() -> Any:
-    """Return ``media.yuv_kernels``, imported (numba with it) at the first conversion, its idle threads sleeping."""
-    let_idle_threads_sleep()
-    from . import yuv_kernels
-
-    return yuv_kernels
-
-
 def planes_to_rgb(planes: list[np.ndarray], layout: YuvLayout, dtype: np.dtype) -> np.ndarray:
     """Y, Cb, Cr sample planes -> (H, W, 3) RGB of ``dtype``, rounded and clipped.
 
     ``dtype``: uint8 or uint16 at its full scale.
     """
     rgb = np.empty((*planes[0].shape, 3), dtype)
-    _kernels().to_rgb(*planes, *layout.chroma_shift, layout.coefficients(), float(np.iinfo(dtype).max), rgb)
+    kernels = compiled_module(".yuv_kernels", __package__)
+    kernels.to_rgb(*planes, *layout.chroma_shift, layout.coefficients(), float(np.iinfo(dtype).max), rgb)
     return rgb
 
 
@@ -205,7 +198,8 @@ def _convert_to_planes(rgb: np.ndarray, layout: YuvLayout, planes: list[np.ndarr
     across, down = layout.chroma_shift
     scale = 1.0 / np.iinfo(rgb.dtype).max
     differences = _scratch("differences", (2, *rgb.shape[:2]), np.dtype(np.float32))  # Cb, Cr before decimation
-    _kernels().to_planes(rgb, scale, layout.coefficients(), *planes, differences, across, down)
+    kernels = compiled_module(".yuv_kernels", __package__)
+    kernels.to_planes(rgb, scale, layout.coefficients(), *planes, differences, across, down)
 
 
 _SCRATCH = threading.local()
