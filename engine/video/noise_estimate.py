@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..cores import compiled_module
 from ..frames import checked_frame, to_float32
 
 BLOCK = 16  # pixels on a side of the blocks automatic mode chooses among
@@ -261,16 +262,12 @@ def _covariance(residuals: np.ndarray) -> np.ndarray:
 
 
 def _texture(frame: np.ndarray, size: int) -> np.ndarray:
-    """Largest eigenvalue of each block's summed 2 x 2 gradient covariance, channels summed."""
-    gy, gx = np.gradient(frame.astype(np.float64), axis=(0, 1))
-    rows, cols = frame.shape[0] // size, frame.shape[1] // size
+    """Largest eigenvalue of each block's summed 2 x 2 gradient covariance, channels summed.
 
-    def block_sum(values: np.ndarray) -> np.ndarray:
-        cropped = values[: rows * size, : cols * size].sum(axis=-1)
-        return cropped.reshape(rows, size, cols, size).sum(axis=(1, 3))
-
-    xx, yy, xy = block_sum(gx * gx), block_sum(gy * gy), block_sum(gx * gy)
-    return (xx + yy) / 2 + np.sqrt(((xx - yy) / 2) ** 2 + xy**2)
+    Computed by ``block_statistics_kernel``.
+    """
+    kernels = compiled_module(".block_statistics_kernel", __package__)
+    return kernels.gradient_structure(np.ascontiguousarray(frame, np.float32), size)
 
 
 def _as_array(frames: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ import statistics
 
 import numpy as np
 
+from ..cores import compiled_module
 from .motion_noise import compensated_change, kept_noise
 from .noise_estimate import (
     BAND_EDGES,
@@ -82,14 +83,14 @@ def _clipped(values: np.ndarray) -> np.ndarray:
 
 
 def _plane_covariances(frame: np.ndarray, size: int) -> np.ndarray:
-    """(blocks, C, C) covariances of the pixels around each block's least-squares plane."""
-    rows, cols = frame.shape[0] // size, frame.shape[1] // size
-    blocks = frame[: rows * size, : cols * size].astype(np.float64).reshape(rows, size, cols, size, -1)
-    blocks = blocks.transpose(0, 2, 1, 3, 4).reshape(rows * cols, size * size, -1)
+    """(blocks, C, C) covariances of the pixels around each block's least-squares plane.
+
+    Computed by ``block_statistics_kernel``.
+    """
     y, x = np.mgrid[:size, :size]
-    design = np.stack([np.ones(size * size), x.ravel(), y.ravel()], axis=1)
-    residual = blocks - design @ (np.linalg.pinv(design) @ blocks)
-    return np.einsum("bpi,bpj->bij", residual, residual, optimize=True) / (size * size - 3)
+    fit = np.linalg.pinv(np.stack([np.ones(size * size), x.ravel(), y.ravel()], axis=1))
+    kernels = compiled_module(".block_statistics_kernel", __package__)
+    return kernels.plane_covariances(np.ascontiguousarray(frame, np.float32), size, fit)
 
 
 def _weak_texture(texture: np.ndarray, spatial: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -108,14 +109,9 @@ def _weak_texture(texture: np.ndarray, spatial: np.ndarray, candidates: np.ndarr
 def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
     size = BLOCK
     textures = [_texture(image, size) for image in images]
-    # Per block, the residual covariance; the residuals are padded back to the frame's size and
-    # each block's edge left out (there they mix the neighbouring blocks).
-    spatial = np.concatenate(
-        [
-            _block_covariances(np.pad(_residuals(i), ((1, 1), (1, 1), (0, 0)), mode="edge"), size, border=1)
-            for i in images
-        ]
-    )
+    # Per block, the residual covariance, each block's edge left out (there they mix the neighbouring blocks).
+    kernels = compiled_module(".block_statistics_kernel", __package__)
+    spatial = np.concatenate([kernels.residual_covariances(np.ascontiguousarray(i, np.float32), size) for i in images])
     texture = np.concatenate([t.ravel() for t in textures])
     means = np.concatenate([_block_means(i, size) for i in images])
     unclipped = np.concatenate([_clipped_fractions(i, size) for i in images]) <= CLIPPED_FRACTION
