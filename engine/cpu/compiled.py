@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 # What a run says before a first frame that compiles (``engine.filter_compiles``): the wait is once.
-COMPILING = "Compiling the CPU filter, once for this machine: one to two minutes (later runs start at once)."
+COMPILING = "Compiling the CPU code, once for this machine: one to two minutes (later runs start at once)."
 _LOGGER = logging.getLogger(__name__)
 _ANNOUNCED = threading.Event()  # set once COMPILING has been logged: a process says it once
 _ANNOUNCING = threading.Lock()  # one thread asks numba's cache and logs; the others wait and find it said

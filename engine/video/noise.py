@@ -34,6 +34,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..cores import compiled_module
+from ..cpu.compiled import announce_compile, in_numba_cache
 from .motion_noise import region_change
 from .noise_estimate import (
     BLOCK,
@@ -113,6 +115,7 @@ def estimate_noise(
     Gaussian noise of sigma levels per channel is found within a few percent on footage with
     some flat areas; strong texture everywhere biases it upwards (the warning then says so).
     """
+    announce_compile(estimate_compiles)
     clip = _as_array(frames)
     if _is_clip(clip) and len(clip) > 2:
         return estimate_noise_over(clip.__getitem__, 0, len(clip), roi, bit_depth=bit_depth)[1]
@@ -161,6 +164,7 @@ def estimate_noise_over(
     ValueError
         Frames ``estimate_noise`` refuses, or a region that leaves them.
     """
+    announce_compile(estimate_compiles)
     if last - first < 2 * NOISE_PLACES:  # the pairs would overlap: the few frames measured together
         return first, _estimate(np.stack([frame(i) for i in range(first, last)]), roi, bit_depth)
 
@@ -179,6 +183,18 @@ def estimate_noise_over(
         confident = {p: e for p, e in read(MORE_NOISE_PLACES, estimates).items() if e.confidence >= LOW_CONFIDENCE}
         estimates = confident or estimates
     return _median_pair(estimates)
+
+
+def estimate_compiles() -> bool:
+    """Whether the estimate's first call compiles its kernels: numba's cache holds no build of them for this machine.
+
+    The block statistics and the block search (``block_statistics_kernel``, ``block_match_kernel``):
+    18-28 s on two cores, once, said as the filter's compile is.
+    """
+    statistics = compiled_module(".block_statistics_kernel", __package__)
+    search = compiled_module(".block_match_kernel", __package__)
+    kernels = (statistics.gradient_structure, statistics.plane_covariances, statistics.residual_covariances)
+    return not in_numba_cache(*kernels, search.tile_mean_squares)
 
 
 def _median_pair(estimates: dict[int, NoiseEstimate]) -> tuple[int, NoiseEstimate]:
