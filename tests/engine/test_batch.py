@@ -286,10 +286,13 @@ def dask_cluster(tmp_path, started_processes) -> str:
             stderr=subprocess.DEVNULL, env={**os.environ, "NUMBA_NUM_THREADS": "1"},
         )  # fmt: skip
     deadline = time.monotonic() + 60
-    while not scheduler_file.exists():
-        assert time.monotonic() < deadline, "the scheduler did not start"
-        time.sleep(0.1)
-    address = json.loads(scheduler_file.read_text())["address"]
+    while True:
+        try:
+            address = json.loads(scheduler_file.read_text())["address"]
+            break
+        except (FileNotFoundError, json.JSONDecodeError):  # not written yet, or half (CI read it empty once)
+            assert time.monotonic() < deadline, "the scheduler did not start"
+            time.sleep(0.1)
     with _client(address) as client:
         client.wait_for_workers(2, timeout=60)
     return address
