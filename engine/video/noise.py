@@ -115,10 +115,10 @@ def estimate_noise(
     Gaussian noise of sigma levels per channel is found within a few percent on footage with
     some flat areas; strong texture everywhere biases it upwards (the warning then says so).
     """
-    announce_compile(estimate_compiles)
     clip = _as_array(frames)
     if _is_clip(clip) and len(clip) > 2:
         return estimate_noise_over(clip.__getitem__, 0, len(clip), roi, bit_depth=bit_depth)[1]
+    announce_compile(estimate_compiles)  # estimate_noise_over says it for a clip
     return _estimate(clip, roi, bit_depth)
 
 

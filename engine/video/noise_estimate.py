@@ -239,16 +239,14 @@ def _residuals(frame: np.ndarray) -> np.ndarray:
     ) / 6  # fmt: skip
 
 
-def _block_covariances(values: np.ndarray, size: int, *, border: int = 0, centred: bool = False) -> np.ndarray:
+def _block_covariances(values: np.ndarray, size: int, *, centred: bool = False) -> np.ndarray:
     """(rows * cols, C, C) covariances of ``values`` over size x size blocks.
 
-    ``border`` pixels of each block's edge left out, about each block's own mean where ``centred``,
-    else about 0.
+    About each block's own mean where ``centred``, else about 0.
     """
     rows, cols = values.shape[0] // size, values.shape[1] // size
     blocks = values[: rows * size, : cols * size].reshape(rows, size, cols, size, -1).astype(np.float64)
-    blocks = blocks[:, border : size - border, :, border : size - border]
-    samples = (size - 2 * border) ** 2
+    samples = size * size
     if centred:
         blocks = blocks - blocks.mean(axis=(1, 3), keepdims=True)
         samples -= 1

@@ -36,7 +36,7 @@ from ..backend import gpu_unavailable_reason
 from ..frames import to_float32
 from ..media.probe import VideoInfo
 from ..media.reader import TimedFrame, VideoReader
-from ..media.yuv import YuvFrame
+from ..media.yuv import YuvFrame, planes_to_rgb
 from .default_filter import AUTO, SURE_CROP, SURE_FRAMES, FilterChoice, _centre, choose_filter, sure_applies
 from .export import ExportCancelledError, Source, _opened, clip_sample, denoise_file, estimate_clip_noise
 from .live import denoise_live
@@ -483,10 +483,12 @@ def _live_timing(
     Its output is encoded with ``codec`` into a scratch file, after LIVE_WARM_UP_SECONDS of the same
     that are not timed (loading or compiling what the path runs is not the window's latency).
     """
-    arrays = [array for _, array in zip(frames, reader.frames(frames.start), strict=False)]
     planes = None  # the frames as a GPU's live run takes them, where it converts them itself
-    if reader.yuv_layout is not None:
+    if reader.yuv_layout is None:
+        arrays = [array for _, array in zip(frames, reader.frames(frames.start), strict=False)]
+    else:  # decoded once: the arrays are the planes converted, as the reader converts them
         planes = [timed.array for _, timed in zip(frames, reader.timed_frames(frames.start, yuv=True), strict=False)]
+        arrays = [planes_to_rgb(frame.planes, frame.layout, reader.info.dtype) for frame in planes]
     frame_rate = Fraction(rate).limit_denominator(1001)
     stream = dataclasses.replace(  # no sound: the picture alone is timed
         reader.info, frame_rate=frame_rate, time_base=1 / frame_rate, other_formats=()
