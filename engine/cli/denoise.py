@@ -276,16 +276,35 @@ class Stop:
         if threading.current_thread() is not threading.main_thread():
             stops = []
         self._previous = {stop: signal.signal(stop, self._stop) for stop in stops}
+        self._previous_unraisable = sys.unraisablehook
+        if stops:
+            sys.unraisablehook = self._unraisable
 
     def _stop(self, signum: int, frame: object) -> None:
+        self.cancel.set()
         if not self.exporting:
             raise KeyboardInterrupt
-        self.cancel.set()
+
+    def _unraisable(self, unraisable: sys.UnraisableHookArgs) -> None:
+        """Print what Python drops, but a stop's KeyboardInterrupt: ``cancel`` keeps it for ``start_exporting``.
+
+        Python drops an exception raised in a callback of its own (a weak reference's, the garbage
+        collector's) and prints its traceback: the noise estimate went on to a whole export.
+        """
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            self._previous_unraisable(unraisable)
+
+    def start_exporting(self) -> None:
+        """From now on a signal stops the export at its next frame; one that came before stops the run now."""
+        self.exporting = True
+        if self.cancel.is_set():
+            raise KeyboardInterrupt
 
     def restore(self) -> None:
         """Put back the signal handlers that were there before this ``Stop``."""
         for stop, handler in self._previous.items():
             signal.signal(stop, handler)
+        sys.unraisablehook = self._previous_unraisable
 
 
 def open_source(args: argparse.Namespace) -> None:
@@ -367,7 +386,7 @@ def export_denoised(
     try:
         if resolve_backend(args.backend) != "gpu":
             announce_compile(cpu_filter_compiles)  # once: where SURE's Denoiser compiled, it said so
-        stop.exporting = True
+        stop.start_exporting()
         summary = denoise_file(
             args.source,
             args.output,

@@ -95,7 +95,7 @@ def run_live(args: argparse.Namespace, stop: Stop) -> int:
     args.source = _opened(args)
     choice = filter_asked(args, preset, source_info(args))
     progress = None if args.quiet else ProgressBar()
-    stop.exporting = True
+    stop.start_exporting()
     try:
         status = denoise_live(
             args.source,

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,7 @@ from nlmeans_studio.engine import (  # noqa: E402
     read_volume,
     suggest_h,
 )
+from nlmeans_studio.engine.cli.denoise import Stop  # noqa: E402
 from nlmeans_studio.engine.media.ffmpeg import VideoError  # noqa: E402
 from nlmeans_studio.engine.media.formats import IMAGE_FORMATS  # noqa: E402
 from nlmeans_studio.engine.media.reader import VideoReader  # noqa: E402
@@ -531,6 +533,33 @@ def test_a_signal_at_any_stage_leaves_nothing_and_no_traceback(long_clip, tmp_pa
     assert status in (130, -stop), error  # -stop: the signal came before Python could handle it
     assert "Traceback" not in error
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stop_python_drops_in_its_own_callback_still_stops_the_run(monkeypatch) -> None:
+    """A signal handled while Python ran a callback of its own (here an object's ``__del__``; in the run
+    above, an import lock's weak reference) raises where Python prints the exception and drops it: the
+    estimate went on to a whole export, with a traceback on stderr."""
+    printed = []
+    monkeypatch.setattr(sys, "unraisablehook", printed.append)  # what Python would print
+    stop = Stop()
+    try:
+
+        class Collected:
+            def __init__(self, raises: Callable[[], None]) -> None:
+                self.raises = raises
+
+            def __del__(self) -> None:
+                self.raises()
+
+        Collected(lambda: signal.raise_signal(signal.SIGINT))
+        assert printed == []
+        Collected(lambda: int("x"))  # any other error is printed as before
+        assert [type(dropped.exc_value) for dropped in printed] == [ValueError]
+        with pytest.raises(KeyboardInterrupt):
+            stop.start_exporting()
+    finally:
+        stop.restore()
+    assert sys.unraisablehook == printed.append
 
 
 def _ignore_hangups() -> None:
