@@ -10,10 +10,14 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from compile_kernels import GROUPS
 
 from nlmeans_studio.engine import gpu_unavailable_reason
 
@@ -27,15 +31,19 @@ BACKEND_METHODS = [
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Under pytest-xdist (-n), the controller fills numba's cache with the CPU filters before the
-    workers start: in a fresh clone every worker compiled them at once (1-2 minutes of every core)."""
+    """Under pytest-xdist (-n), the controller fills numba's cache with every CPU kernel before the
+    workers start, each group in a process of its own (compile_kernels.py): in a fresh clone every
+    worker compiled each group itself, at once, when a test first needed it."""
     if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
-        import numpy as np
-
-        from nlmeans_studio.engine import compile_cpu_filter, denoise_volume
-
-        compile_cpu_filter()
-        denoise_volume(np.zeros((8, 8, 8), np.float32), h=1.0, search_radius=1, backend="cpu")
+        script = Path(__file__).with_name("compile_kernels.py")
+        compiles = [
+            subprocess.Popen([sys.executable, str(script), group], stderr=subprocess.PIPE, text=True)
+            for group in GROUPS
+        ]
+        for process in compiles:
+            _, error = process.communicate()
+            if process.returncode:
+                raise pytest.UsageError(f"compiling the CPU kernels failed:\n{error}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
