@@ -99,11 +99,13 @@ def test_bench_refuses_a_npy_that_holds_no_frames_saying_what_it_takes(capsys, t
     assert error.startswith("nlmeans-studio: error: ") and message in error and "Traceback" not in error
 
 
+@pytest.mark.pyav_once  # nothing of PyAV
 def test_version_and_module_entry_point() -> None:
     result = subprocess.run([*CLI, "--version"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.strip() == f"nlmeans-studio {__version__}"
 
 
+@pytest.mark.pyav_once  # nothing of PyAV
 def test_resize_bilinear_keeps_constants_and_interpolates() -> None:
     constant = np.full((1, 7, 9, 3), 0.25, np.float32)
     assert np.array_equal(resize_bilinear(constant, 4, 5), np.full((1, 4, 5, 3), 0.25, np.float32))
@@ -112,12 +114,14 @@ def test_resize_bilinear_keeps_constants_and_interpolates() -> None:
     np.testing.assert_allclose(resize_bilinear(ramp, 2, 8)[0, 0, :, 0], [0, 0.25, 0.75, 1.25, 1.75, 2.25, 2.75, 3])
 
 
+@pytest.mark.pyav_once  # nothing of PyAV
 def test_resized_frames_are_c_contiguous() -> None:
     """Strided frames would make every copy to a device or a pinned buffer slow."""
     assert resize_bilinear(np.zeros((2, 9, 11, 3), np.float32), 6, 7).flags["C_CONTIGUOUS"]
     assert load_clean_frames(None, 1, 30, 40).flags["C_CONTIGUOUS"]
 
 
+@pytest.mark.pyav_once  # numba's cache, not PyAV
 @pytest.mark.parametrize("command", ["denoise", "denoise-volume", "estimate-noise"])
 def test_the_compile_is_announced_only_when_the_filter_compiles(tmp_path, command) -> None:
     """'a first run compiles the filter' was printed on every run, numba's cache warm or cold; the
@@ -147,6 +151,7 @@ def test_the_compile_is_announced_only_when_the_filter_compiles(tmp_path, comman
     assert first == COMPILING + "\n"
 
 
+@pytest.mark.pyav_once  # numba's cache, not PyAV
 @pytest.mark.parametrize("quiet", [False, True])
 def test_a_first_compile_is_said_once_and_not_with_quiet(tmp_path, monkeypatch, caplog, quiet) -> None:
     # The Denoisers say it too (the Python API): the command said it twice, and with --quiet once.
@@ -160,6 +165,7 @@ def test_a_first_compile_is_said_once_and_not_with_quiet(tmp_path, monkeypatch, 
     assert caplog.messages == ([] if quiet else [COMPILING])
 
 
+@pytest.mark.pyav_once  # nothing of PyAV
 def test_a_run_with_numba_jit_disabled_says_nothing_of_a_compile(tmp_path) -> None:
     # NUMBA_DISABLE_JIT=1 (numba's switch for debugging) leaves plain functions: the compile
     # check ended the run in an AttributeError traceback.
