@@ -5,14 +5,12 @@
 #   OLD_TREE: a folder with that version's engine/ gui/ resources/ (git archive COMMIT engine gui
 #   resources | tar -x -C OLD_TREE); ROUNDS: old/new pairs per clip (default 2).
 set -eu
-old_tree=$(realpath "$1")
+source scripts/old_tree.sh
 rounds=${2:-2}
 python=${PYTHON:-.venv/bin/python}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/old/nlmeans_studio"
-for part in engine gui resources; do ln -s "$old_tree/$part" "$work/old/nlmeans_studio/$part"; done
-cp package/__init__.py "$work/old/nlmeans_studio/__init__.py"
+old_tree_package "$1" "$work/old"
 # A test pattern at NTSC SD with noise, and 1080p with stronger noise, both H.264 as cameras write.
 ffmpeg -loglevel error -f lavfi -i testsrc2=size=720x486:rate=30000/1001 -t 10 -vf noise=alls=10:allf=t \
   -c:v libx264 -preset veryfast -crf 18 -pix_fmt yuv420p "$work/sd.mp4"

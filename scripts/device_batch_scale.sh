@@ -45,8 +45,8 @@ batch() {  # GPUS, INPUT, OUTPUT, FRAMES, [extra options]
 for gpus in $SETS; do echo -n "8 x 1080p, "; batch $gpus /tmp/scale_in /tmp/scale_out_$gpus $((8 * FRAMES)); done
 for gpus in $SETS; do echo -n "4K in segments, "; batch $gpus /tmp/long4k /tmp/long_out $LONG_FRAMES --segment-seconds 1; done
 if [ -n "${OLD:-}" ]; then
-  mkdir -p /tmp/ns_old/nlmeans_studio
-  for part in engine gui resources; do ln -sfn "$OLD/$part" "/tmp/ns_old/nlmeans_studio/$part"; done
+  source scripts/old_tree.sh
+  old_tree_package "$OLD" /tmp/ns_old
   for gpus in 0,1,2,3 0; do
     echo -n "8 x 1080p, this tree, "; batch $gpus /tmp/scale_in /tmp/scale_out $((8 * FRAMES))
     echo -n "8 x 1080p, $OLD, "

@@ -7,9 +7,8 @@ source scripts/device_env.sh
 out=${OUT:-/tmp/out}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/device.txt"
 nproc >> "$out/device.txt"
-mkdir -p /tmp/ns_old/nlmeans_studio
-for part in engine gui resources; do ln -sfn "$PWD/.bench/old/$part" "/tmp/ns_old/nlmeans_studio/$part"; done
-cp package/__init__.py /tmp/ns_old/nlmeans_studio/__init__.py
+source scripts/old_tree.sh
+old_tree_package .bench/old /tmp/ns_old
 new=$PYTHONPATH; old=${PYTHONPATH/\/tmp\/ns/\/tmp\/ns_old}
 python3 - <<'PY'
 import av, numpy as np
