@@ -12,7 +12,6 @@ import os
 import queue
 import re
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -22,6 +21,7 @@ import av
 import numpy as np
 import pytest
 from clips import CLI, default_signals
+from udp_ports import free_udp_port, udp_port_bound
 
 from nlmeans_studio.engine.cli import main
 from nlmeans_studio.engine.media.live import LiveReader
@@ -37,12 +37,6 @@ SMALL_WINDOW = ["--backend", "cpu", "--patch-radius", "1", "--search-radius", "1
 SUMMARY = re.compile(
     r"denoised (\d+) frames live in [\d.]+ s \([\d.]+ fps\), (\d+) dropped; latency median (\d+) ms, p95 (\d+) ms"
 )
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _testsrc2(seconds: float, size: tuple[int, int] = SIZE) -> list[str]:
@@ -89,12 +83,19 @@ def _send(port: int, seconds: float, size: tuple[int, int] = SIZE) -> subprocess
     return subprocess.Popen([*command, f"udp://127.0.0.1:{port}"], preexec_fn=default_signals)
 
 
+def _wait_until_bound(port: int, seconds: float = 60) -> None:
+    """Wait until a listener has bound UDP ``port``: what is sent before is lost."""
+    deadline = time.monotonic() + seconds
+    while not udp_port_bound(port):
+        assert time.monotonic() < deadline, f"nothing bound UDP port {port} in {seconds:g} s"
+        time.sleep(0.01)
+
+
 def _listen_and_send(output: Path, seconds: float, *options: str, size: tuple[int, int] = SIZE):
-    """Start the listener, then (once it says it opens the stream) the sender; return both."""
-    port = _free_port()
+    """Start the listener, then (once it has bound its port) the sender; return both."""
+    port = free_udp_port()
     listener = _Listener(f"udp://127.0.0.1:{port}", output, *options)
-    listener.wait_for("live: opening")
-    time.sleep(0.2)  # the socket is bound just after the line
+    _wait_until_bound(port)
     return listener, _send(port, seconds, size)
 
 
@@ -182,7 +183,7 @@ def test_ctrl_c_mid_stream_keeps_a_playable_file(tmp_path) -> None:
 
 def test_stdin_y4m_is_read_live_and_sent_as_a_udp_stream() -> None:
     """``-`` as y4m on standard input at its sender's pace, out as MPEG-TS over UDP to a receiver."""
-    seconds, port = 2, _free_port()
+    seconds, port = 2, free_udp_port()
     received: list[int] = []
 
     def receive() -> None:
@@ -191,6 +192,7 @@ def test_stdin_y4m_is_read_live_and_sent_as_a_udp_stream() -> None:
 
     receiver = threading.Thread(target=receive)
     receiver.start()
+    _wait_until_bound(port)
     listener = _Listener("-", f"udp://127.0.0.1:{port}", *SMALL_WINDOW, stdin=subprocess.PIPE)
     listener.wait_for("live: opening")  # started first: FFmpeg would send the frames it held back in a burst
     feed = ["ffmpeg", "-loglevel", "error", "-re", *_testsrc2(seconds), "-f", "yuv4mpegpipe", "-"]

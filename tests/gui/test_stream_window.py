@@ -2,28 +2,23 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
+
+from udp_ports import free_udp_port, udp_port_bound
 
 from nlmeans_studio.gui.stream_window import StreamWindow
 
 SECONDS = 2  # of testsrc2 at 25 fps, sent at its pace
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_a_stream_opened_from_the_window_is_shown_denoised_with_its_latency(window, qtbot) -> None:
     window.parameters.search_radius.setValue(1)
     window.parameters.patch_radius.setValue(1)
     assert any(action.text() == "Open stream…" for action in window.file_menu.actions())
-    port = _free_port()
+    port = free_udp_port()
     stream = window.open_stream(f"udp://127.0.0.1:{port}")
     assert isinstance(stream, StreamWindow) and stream.windowTitle().startswith(f"udp://127.0.0.1:{port}")
-    qtbot.wait(500)  # the worker listens
+    qtbot.waitUntil(lambda: udp_port_bound(port), timeout=30_000)  # it listens: what is sent before is lost
     sender = ["ffmpeg", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25"]
     with qtbot.waitSignal(stream.worker_thread.worker.finished, timeout=30_000):
         subprocess.run([*sender, "-t", str(SECONDS), "-f", "mpegts", f"udp://127.0.0.1:{port}"], check=True)
