@@ -4,6 +4,7 @@ Building takes minutes and needs PyInstaller (pip install -e ".[installer]"), so
 when asked: NLMEANS_TEST_INSTALLER=1 python -m pytest -m installer
 """
 
+import faulthandler
 import os
 import platform
 import subprocess
@@ -29,6 +30,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def build() -> subprocess.CompletedProcess:
     """installers/build.py --self-test, run once for the module."""
+    faulthandler.cancel_dump_traceback_later()  # it builds for minutes: no stack printed at faulthandler_timeout
     command = [sys.executable, str(ROOT / "installers" / "build.py"), "--self-test"]
     return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
 
