@@ -487,6 +487,7 @@ class VolumeWindow(QMainWindow):
             self._progress.setValue(int(100 * done / total))
 
     def _export_finished(self) -> None:
+        """The export ended: its outcome goes to the status bar, where the next preview's does not replace it."""
         if self._progress is not None:
             self._progress.reset()
             self._progress = None
@@ -494,7 +495,7 @@ class VolumeWindow(QMainWindow):
 
     def _export_done(self, number: int, target: str) -> None:
         self._export_finished()
-        self.status.setText(f"Exported {target}")
+        self.statusBar().showMessage(f"Exported {target}")
 
     def _export_failed(self, number: int, message: str) -> None:
         self._export_finished()
@@ -502,7 +503,7 @@ class VolumeWindow(QMainWindow):
 
     def _export_cancelled(self, number: int) -> None:
         self._export_finished()
-        self.status.setText("Export cancelled: nothing was written.")
+        self.statusBar().showMessage("Export cancelled: nothing was written.")
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
         if self._progress is not None and not stop_exports_asked(self, 1):
