@@ -24,10 +24,10 @@ MODAL_PATIENCE_S = 60  # no test leaves a question open this long
 def no_question_waits_forever(qapp):
     """Close a modal question nobody answers, and fail the test naming it.
 
-    A question's exec() runs Qt's own event loop, where pytest-timeout's signal never reaches the
-    test: a window closed with an export still running asks whether to stop it, and unanswered it
-    would hold its worker, and the whole run, until CI's own limit. A progress dialog is modal
-    too, but goes on by itself.
+    A question's exec() runs Qt's own event loop, where no Python signal handler ends the test: a
+    window closed with an export still running asks whether to stop it, and unanswered it would
+    hold its worker until pytest-timeout's thread method ended it, 300 s later, with no word of
+    the question. A progress dialog is modal too, but goes on by itself.
     """
     open_since: dict[int, float] = {}  # the modal widget open now, by id, and since when
     left_open: list[str] = []
