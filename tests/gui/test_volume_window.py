@@ -173,8 +173,8 @@ def test_a_typed_strength_re_renders(qtbot, volume_window) -> None:
 def _export_with_ctrl_e(qtbot, window, target, monkeypatch) -> None:
     """Export to ``target`` with Ctrl+E, the save dialog answered, and wait for the export's end.
 
-    A refusal or a failure is said in a message box: its text fails the test at once. (Once, in a
-    full run, an export waited for "Exported" for 300 s and the run could not tell why.)
+    A refusal or a failure is said in a message box: its text fails the test at once. (A full run
+    once waited 300 s for an "Exported" that a preview's status had already replaced.)
     """
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *args, **kwargs: (str(target), ""))
     said: list[str] = []
