@@ -487,7 +487,11 @@ class VolumeWindow(QMainWindow):
             self._progress.setValue(int(100 * done / total))
 
     def _export_finished(self) -> None:
-        """The export ended: its outcome goes to the status bar, where the next preview's does not replace it."""
+        """The export ended (done, failed or cancelled): its progress closes and Export is offered again.
+
+        Its outcome is said in the status bar (a failure in a message box), not in ``status``, the
+        previews' line: a preview ending just after an export replaced "Exported ..." there.
+        """
         if self._progress is not None:
             self._progress.reset()
             self._progress = None
