@@ -30,7 +30,7 @@ DISTINCT_FRAMES = 8
 SIGMA = 10.0  # noise, 8-bit levels
 H = 0.6 * SIGMA  # the Welsch weights' rule of thumb (the filter's docstring); the cost does not depend on it
 FORMATS = ("RGB24", "YUV444P8", "RGB48", "YUV444P16", "RGBS", "YUV444PS")
-STREAMS = {"ours": (1,), "vszipcu": (4, 8)}  # num_streams: ours takes and ignores it; vszipcu's best were 4 or 8
+STREAMS = {"ours": (1, 2, 4, 8), "vszipcu": (4, 8)}  # num_streams: frames filtered at once; vszipcu's best were 4 or 8
 
 
 @dataclass(frozen=True)
