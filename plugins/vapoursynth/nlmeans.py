@@ -95,8 +95,9 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
         vszipcu's: VapourSynth runs a Python filter's calls one at a time, so frame n goes
         through the (n % num_streams)-th of num_streams filters, which run side by side on
         VapourSynth's threads (at most ``core.num_threads`` at once). 4, the default, was the
-        fastest at 1080p on an H100 (1.4x one at a time; 8 was slower). Ignored on the CPU,
-        where each frame uses every core.
+        fastest or near it for 8- and 16-bit samples at 1080p on an H100 (1.5-2.8x one at a
+        time); float samples gained more from 8. Ignored on the CPU, where each frame uses
+        every core.
     backend : {"auto", "cpu", "gpu"}
         "auto": the GPU where CuPy sees one (or NLMEANS_BACKEND says so), else the CPU.
     temporal_ends : {"truncate", "clamp"}
