@@ -346,6 +346,41 @@ def test_a_clip_of_variable_format_is_refused_as_such() -> None:
         NLMeans(mixed, backend="cpu")
 
 
+@pytest.mark.parametrize("phases", [1, 2, 3, 11, 20])
+def test_frames_split_over_streams_come_back_in_order_each_with_its_own_window(phases) -> None:
+    """The GPU's num_streams (the split runs only there; here with a filter that names its inputs):
+    frame n is made once, from frame n of each window clip, at n, for any count of a clip's length."""
+    from nlmeans_studio.vapoursynth.nlmeans import _in_phases
+
+    length = 11
+    blank = core.std.BlankClip(format=vs.GRAY16, width=8, height=8, length=length)
+
+    def numbered(n, f):
+        out = f.copy()
+        np.asarray(out[0])[...] = n
+        return out
+
+    source = core.std.ModifyFrame(blank, blank, numbered)
+    windows = [source, source[1:] + source[length - 1]]  # frame n and its clamped successor
+    made = []
+
+    def filtered(n, f):
+        made.append(n)
+        out = f[0].copy()
+        np.asarray(out[0])[...] = 1000 * n + 10 * int(np.asarray(f[0][0])[0, 0]) + int(np.asarray(f[1][0])[0, 0])
+        return out
+
+    threads, core.num_threads = core.num_threads, 4
+    try:
+        split = _in_phases(source, windows, filtered, phases)
+        values = [int(np.asarray(frame[0])[0, 0]) for frame in split.frames()]
+    finally:
+        core.num_threads = threads
+    assert split.num_frames == length
+    assert values == [1000 * n + 10 * n + min(n + 1, length - 1) for n in range(length)]
+    assert sorted(made) == list(range(length))
+
+
 def test_knlmeanscls_opencl_work_sizes_are_taken_and_change_nothing() -> None:
     fmt = core.get_video_format(vs.GRAY8)
     clip = clip_of(planes_of(6, fmt), fmt)
