@@ -127,11 +127,13 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
     Notes
     -----
     Against nlm_ispc (a CPU port of KNLMeansCL) with the same arguments, pixels at least a + s
-    from the frame's edges are equal: float samples to float32 rounding, 8- and 10-bit samples
-    exactly, 16-bit ones within one sample (both sum in float32), for "Y", "UV" and "YUV", both
-    weightings, with and without ``rclip``; with ``temporal_ends="clamp"`` on every frame, with
-    the default away from the clip's first and last d frames (tests/engine/test_vapoursynth.py;
-    the figures in docs/bench/2026-11-26-vapoursynth-against-nlm-ispc.md). What differs, by design:
+    from the frame's edges are equal: float samples to float32 rounding, integer samples within
+    one sample (both sum in float32), for "Y", "UV" and "YUV", both weightings, with and without
+    ``rclip``; with ``temporal_ends="clamp"`` on every frame, with the default away from the
+    clip's first and last d frames (tests/engine/test_vapoursynth.py; the figures in
+    docs/bench/2026-11-26-vapoursynth-against-nlm-ispc.md). Not at small h, where nlm_ispc's
+    weights underflow, nor, with the bisquare, where a pixel's whole window lies at the cutoff,
+    where float32 rounding decides (the README's figures). What differs, by design:
 
     - Borders: ours mirror the frame without repeating the edge pixel; KNLMeansCL clamps
       coordinates into the frame, so pixels within a + s of an edge differ.
