@@ -15,7 +15,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-FAST = {"nnan", "ninf", "nsz", "arcp", "contract", "reassoc"}  # inputs are checked finite
+from .fastmath import FASTMATH
+
 NO_EXPONENT = np.float32(np.finfo(np.float32).max)  # u_min before any offset: finite, exp(-(it - u)) = 0
 # 2^f on [0, 1), least squares on Chebyshev nodes: relative error below 1e-7.
 EXP2_POLYNOMIAL = (0.0002187751670135185, 0.001238783122971654, 0.009684577584266663, 0.05548042804002762,
@@ -27,7 +28,7 @@ LOG2_E = np.float32(1.4426950408889634)
 RESCALE_MARGIN = np.float32(32.0)
 
 
-@numba.njit(cache=True, fastmath=FAST, inline="always")
+@numba.njit(cache=True, fastmath=FASTMATH, inline="always")
 def exp_negative(values, exponents):
     """Compute values = exp(-values) in place for values >= 0, in two loops that vectorize.
 
@@ -51,7 +52,7 @@ def exp_negative(values, exponents):
         bits[i] += exponents[i] << 23  # times 2^whole: result is in [1, 2), whole >= -126
 
 
-@numba.njit(cache=True, fastmath=FAST)
+@numba.njit(cache=True, fastmath=FASTMATH)
 def weights_row(column_sums, radius, scale, exponential, relative, exponents, out):
     """Box-sum ``column_sums`` horizontally over 2 radius + 1 and turn the sums into weights.
 
@@ -79,7 +80,7 @@ def weights_row(column_sums, radius, scale, exponential, relative, exponents, ou
             out[i] = left * left
 
 
-@numba.njit(cache=True, fastmath=FAST)
+@numba.njit(cache=True, fastmath=FASTMATH)
 def _lower_reference(u, accumulators, accumulator_row, rescale, exponents):
     """Lower r = min(r, u) for one row of relative weights, its sums rescaled by exp(-(r_old - r))."""
     width = u.shape[0]
@@ -110,7 +111,7 @@ def center_weight(largest, least, center_max, relative):
     return np.float32(1.0)
 
 
-@numba.njit(cache=True, fastmath=FAST, inline="always")
+@numba.njit(cache=True, fastmath=FASTMATH, inline="always")
 def _add_weighted(weights, y_frames, frame, row, start, accumulators, accumulator_row):
     """Accumulate the numerators += w Y_frame(row, start + i), the denominator += w, over one row."""
     width = weights.shape[0]
@@ -125,7 +126,7 @@ def _add_weighted(weights, y_frames, frame, row, start, accumulators, accumulato
         denominator[i] += weights[i]
 
 
-@numba.njit(cache=True, fastmath=FAST)
+@numba.njit(cache=True, fastmath=FASTMATH)
 def accumulate_row(
     weights, y_frames, frame, row, start, accumulators, accumulator_row, center_max, relative, factors, exponents
 ):

@@ -11,8 +11,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..cpu.fastmath import FASTMATH
 
-@numba.njit(cache=True, parallel=True, nogil=True, fastmath=True)
+
+@numba.njit(cache=True, parallel=True, nogil=True, fastmath=FASTMATH)
 def tile_mean_squares(
     template: np.ndarray, region: np.ndarray, radius: int, tile_height: int, tile_width: int
 ) -> np.ndarray:
@@ -22,7 +24,7 @@ def tile_mean_squares(
     tile_height x tile_width pixels from the top left corner (pixels past the last whole tile are
     left out). Returns (N, 2 r + 1, 2 r + 1, tiles) float64: at [n, dy, dx] the template against
     the region's window at (dy, dx), tiles in row order. A row of a tile is summed in float32 in
-    any order (fastmath: vectorised), the rows in float64.
+    order (``cpu.fastmath``: the same sums on every run), the rows in float64.
     """
     count, height, width, channels = template.shape
     rows, cols = height // tile_height, width // tile_width

@@ -20,12 +20,13 @@ import numba
 import numpy as np
 
 from ..cpu.compiled import in_numba_cache
+from ..cpu.fastmath import FASTMATH
 from ..cpu.launches import parallel_turn
-from ..cpu.weighted_rows import FAST, NO_EXPONENT, accumulate_row, center_weight, weights_row
+from ..cpu.weighted_rows import NO_EXPONENT, accumulate_row, center_weight, weights_row
 from .params import VolumeParams
 
 
-@numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
+@numba.njit(cache=True, parallel=True, fastmath=FASTMATH, nogil=True)
 def _row_sums(padded, offset, low, patch, pad, out):
     """out[k, j, i] = sum over dy and channels of (V(s + d) - V(s + q + d))^2, over the patch's rows.
 
@@ -58,7 +59,7 @@ def _row_sums(padded, offset, low, patch, pad, out):
                     target[i] += source[i]
 
 
-@numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
+@numba.njit(cache=True, parallel=True, fastmath=FASTMATH, nogil=True)
 def _weight_planes(row_sums, patch, scale, exponential, relative, out):
     """out[k, j] = the weights (u where ``relative``) of the z- then x-box sums of ``row_sums``."""
     planes, rows, columns = out.shape
@@ -75,7 +76,7 @@ def _weight_planes(row_sums, patch, scale, exponential, relative, out):
             weights_row(sums, bx, scale, exponential, relative, exponents, out[k, j])
 
 
-@numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
+@numba.njit(cache=True, parallel=True, fastmath=FASTMATH, nogil=True)
 def _accumulate_planes(weights, values, offset, low, pad, center_max, relative, accumulators):
     """Each voxel p of the slab takes w(p, q) V(p + q) and w(p - q, q) V(p - q), V the padded ``values``."""
     planes, _, rows, columns = accumulators.shape
@@ -115,7 +116,7 @@ def _accumulate_planes(weights, values, offset, low, pad, center_max, relative, 
             )
 
 
-@numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)
+@numba.njit(cache=True, parallel=True, fastmath=FASTMATH, nogil=True)
 def _finish(accumulators, values, pad, center_max, relative, out):
     """Compute out = (numerator + w_centre V(p)) / (denominator + w_centre), (Z, Y, X, C), V the padded ``values``."""
     planes, rows, columns, channels = out.shape

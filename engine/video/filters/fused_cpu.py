@@ -33,8 +33,9 @@ import numba
 import numpy as np
 
 from ...cpu.compiled import in_numba_cache
+from ...cpu.fastmath import FASTMATH
 from ...cpu.launches import parallel_turn
-from ...cpu.weighted_rows import FAST, NO_EXPONENT, accumulate_row, center_weight, weights_row
+from ...cpu.weighted_rows import NO_EXPONENT, accumulate_row, center_weight, weights_row
 from ...frames import to_float32
 from ..params import NLMParams
 
@@ -51,7 +52,7 @@ def _mirror(coordinate, size):
     return coordinate
 
 
-@numba.njit(cache=True, parallel=True, fastmath=FAST, nogil=True)  # the GUI thread runs meanwhile
+@numba.njit(cache=True, parallel=True, fastmath=FASTMATH, nogil=True)  # the GUI thread runs meanwhile
 def _pad_planar(frames, transform, pad, out):
     """out[k, c] = (transform @ frames[k])[c], mirrored by ``pad``; frames are (K, H, W, C).
 
@@ -78,7 +79,7 @@ def _pad_planar(frames, transform, pad, out):
                 target[pad + width - 1 + col] = target[pad + width - 1 - col]
 
 
-@numba.njit(cache=True, fastmath=FAST)
+@numba.njit(cache=True, fastmath=FASTMATH)
 def _difference_row(z_frames, reference, other, row, row_other, start, start_other, slot, sums):
     """Enter one row of ||Z_reference - Z_other||^2 into the vertical running ``sums``.
 
@@ -107,7 +108,7 @@ def _difference_row(z_frames, reference, other, row, row_other, start, start_oth
             slot[i] = difference
 
 
-@numba.njit(cache=True, fastmath=FAST)
+@numba.njit(cache=True, fastmath=FASTMATH)
 def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, tile, output):
     """Fill one tile of TILE_ROWS x TILE_COLUMNS pixels of ``output`` (H, W, C); one parallel task."""
     frame_count, channels, padded_height, padded_width = y_frames.shape
