@@ -61,6 +61,33 @@ def dangling_link(path: Path) -> str | None:
     return None
 
 
+def hidden_name(path: Path, *, sequence: bool) -> Path:
+    """Return where a run writes ``path`` until it is complete: ``.<digest>.part<suffix>``, or a sequence's folder."""
+    digest = hashlib.sha256(path.name.encode()).hexdigest()[:12]
+    return path.with_name(f".{digest}.part" if sequence else f".{digest}.part{path.suffix}")
+
+
+def remove_left_behind(path: Path) -> None:
+    """Remove the hidden file a stopped run left of the single-file output ``path``, unless a run holds it now.
+
+    For a batch cancelled while its workers wrote: a later run would take the file over, but
+    until then it sits in the user's folder.
+    """
+    hidden = hidden_name(path, sequence=False)
+    try:
+        descriptor = os.open(hidden, os.O_RDWR)
+    except OSError:  # none left, or not ours to open
+        return
+    try:
+        if fcntl is not None:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        hidden.unlink(missing_ok=True)
+    except OSError:  # a run holds it (BlockingIOError), or it cannot be removed: left as it is
+        pass
+    finally:
+        os.close(descriptor)
+
+
 class StagedOutput:
     """Where ``path`` is written until it is complete; ``path`` is ``staged`` once published.
 
@@ -81,13 +108,12 @@ class StagedOutput:
 
     def __init__(self, path: Path, *, sequence: bool, overwrite: bool) -> None:
         self.path, self._sequence, self._overwrite = path, sequence, overwrite
-        digest = hashlib.sha256(path.name.encode()).hexdigest()[:12]
+        self._hidden = hidden_name(path, sequence=sequence)
         if sequence:
-            self._hidden = path.with_name(f".{digest}.part")
             self._hidden.mkdir(exist_ok=True)
             self.staged = self._hidden / path.name
         else:
-            self._hidden = self.staged = path.with_name(f".{digest}.part{path.suffix}")
+            self.staged = self._hidden
         self._lock = self._claim()
 
     def _claim(self) -> int:

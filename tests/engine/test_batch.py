@@ -204,6 +204,9 @@ def test_a_killed_batch_rerun_finishes_only_what_was_missing(
     assert not _alive(batch.pid)
     done = {name for name, state in _states(out).items() if state == "done"}
     assert 1 <= len(done) < len(OUTPUTS), _states(out)
+    if stop == signal.SIGTERM:  # stopped, not killed: its workers with it, and what they were writing
+        assert {name for name in OUTPUTS.values() if (out / name).exists()} == done  # none published after
+        assert not [path for path in out.rglob(".*.part*")]
     written = {name: (out / name).stat().st_mtime_ns for name in done}
     rerun = _batch(str(inputs), "--out", str(out), "--jobs", "1", *OPTIONS)
     assert rerun.returncode == 0, rerun.stderr

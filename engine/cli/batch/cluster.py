@@ -72,6 +72,18 @@ def batch_client(scheduler: str | None, *, jobs: int | None, backend: str) -> It
         yield client
 
 
+def stop_local_workers() -> None:
+    """Kill the local cluster's worker processes (this process's children) at once.
+
+    On a cancel: Dask's own close lets a worker's running file go on for seconds, and a file
+    published after the batch said it stopped is one its record calls not done.
+    """
+    import multiprocessing
+
+    for child in multiprocessing.active_children():
+        child.kill()
+
+
 def _local_cluster(jobs: int | None, backend: str) -> SpecCluster:
     """Start worker processes on this machine, each with the environment it needs.
 

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...backend import resolve_backend
+from ...media.staged_output import remove_left_behind
 from ...video.export import ExportCancelledError
-from .cluster import ALLOWED_FAILURES, batch_client
+from .cluster import ALLOWED_FAILURES, batch_client, stop_local_workers
 from .jobs import BATCH_MANIFEST, Job, find_jobs
 from .manifest import DONE, FAILED, PENDING, JobResult, Manifest
 from .plan import SegmentPlan
@@ -60,6 +61,7 @@ def run_batch(args: argparse.Namespace) -> int:
         print(f"{files}: {len(jobs) - len(todo)} done before, {len(todo)} to denoise", file=sys.stderr)
     results = {}
     if todo:
+        cancelled = False
         with batch_client(args.scheduler, jobs=args.jobs, backend=args.backend) as client:
             if not args.quiet:
                 _say_where(client)
@@ -69,10 +71,17 @@ def run_batch(args: argparse.Namespace) -> int:
             manifest.save()
             try:
                 results = _run(client, todo, options, manifest, BatchProgress(len(todo), quiet=args.quiet))
-            except KeyboardInterrupt:  # Ctrl-C, SIGTERM: what finished is recorded
-                raise ExportCancelledError(
-                    f"cancelled; the files done are recorded in {manifest.path}: the same command does the rest"
-                ) from None
+            except KeyboardInterrupt:  # Ctrl-C, SIGTERM: what finished is recorded, nothing more is written
+                cancelled = True
+                if args.scheduler is None:
+                    stop_local_workers()
+        if cancelled:
+            for job in todo:
+                if not manifest.is_done(job, options):
+                    remove_left_behind(Path(job.output))
+            raise ExportCancelledError(
+                f"cancelled; the files done are recorded in {manifest.path}: the same command does the rest"
+            )
     rows = [(job, results.get(job.name) or _earlier(manifest, job), job.name not in results) for job in jobs]
     print(summary_table(rows))
     return 1 if any(result.state == FAILED for _, result, _ in rows) else 0
@@ -116,36 +125,40 @@ def _run(
     results = {}
     for job in todo:
         submit(job, None)
-    for future in completed:
-        job, step = steps.pop(future)
-        outcome = _result_of(future)
-        if isinstance(outcome, SegmentPlan):
-            plans[job.name], left[job.name] = outcome, set(manifest.record_plan(job, outcome))
-            manifest.save()  # before it is said: a batch killed on hearing it finds it recorded
-            progress.planned(job, len(outcome.frames), len(outcome.frames) - len(left[job.name]))
-            for index in sorted(left[job.name]):
-                submit(job, index, outcome, index)
-        elif step is not None and step != _JOIN:
-            manifest.record_segment(job, step, outcome)
-            manifest.save()
-            progress.segment(job, step, outcome)
-            left[job.name].discard(step)
-            if outcome.state == FAILED:
-                first, stop = plans[job.name].frames[step]
-                reason = f"segment {step + 1} (frames {first}..{stop - 1}): {outcome.reason}"
-                failed.setdefault(job.name, JobResult(FAILED, reason=reason))
-        else:
-            results[job.name] = _with_plan_seconds(outcome, manifest, job, plans.get(job.name))
-        if job.name in left and not left[job.name]:  # every segment finished: joined, or the file failed
-            del left[job.name]
-            if job.name in failed:
-                results[job.name] = failed[job.name]
+    try:
+        for future in completed:
+            job, step = steps.pop(future)
+            outcome = _result_of(future)
+            if isinstance(outcome, SegmentPlan):
+                plans[job.name], left[job.name] = outcome, set(manifest.record_plan(job, outcome))
+                manifest.save()  # before it is said: a batch killed on hearing it finds it recorded
+                progress.planned(job, len(outcome.frames), len(outcome.frames) - len(left[job.name]))
+                for index in sorted(left[job.name]):
+                    submit(job, index, outcome, index)
+            elif step is not None and step != _JOIN:
+                manifest.record_segment(job, step, outcome)
+                manifest.save()
+                progress.segment(job, step, outcome)
+                left[job.name].discard(step)
+                if outcome.state == FAILED:
+                    first, stop = plans[job.name].frames[step]
+                    reason = f"segment {step + 1} (frames {first}..{stop - 1}): {outcome.reason}"
+                    failed.setdefault(job.name, JobResult(FAILED, reason=reason))
             else:
-                submit(job, _JOIN, plans[job.name])
-        if job.name in results:
-            manifest.record(job, options, results[job.name])
-            manifest.save()
-            progress.add(job, results[job.name])
+                results[job.name] = _with_plan_seconds(outcome, manifest, job, plans.get(job.name))
+            if job.name in left and not left[job.name]:  # every segment finished: joined, or the file failed
+                del left[job.name]
+                if job.name in failed:
+                    results[job.name] = failed[job.name]
+                else:
+                    submit(job, _JOIN, plans[job.name])
+            if job.name in results:
+                manifest.record(job, options, results[job.name])
+                manifest.save()
+                progress.add(job, results[job.name])
+    except KeyboardInterrupt:  # what has not run is not run anywhere, nor again where a worker goes
+        client.cancel(list(steps), force=True)
+        raise
     return results
 
 
