@@ -10,4 +10,4 @@ writes the same bits. The kernels' inputs are checked finite, so the flags kept 
 
 from __future__ import annotations
 
-FASTMATH = {"nnan", "ninf", "nsz"}  # a set: numba takes no frozenset (0.6x: "either a bool, dict or set")
+FASTMATH = {"nnan", "ninf", "nsz"}  # a set: numba refuses a frozenset ("either a bool, dict or set")
