@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 CHANNEL_COUNTS = (1, 3)
+OUTPUT_DTYPES = (np.dtype(np.float32), np.dtype(np.uint8), np.dtype(np.uint16))  # the filter's outputs
 FULL_SCALE_BITS = 16  # uint16 frames at 16-bit full scale, as the video readers give deep sources
 BIT_DEPTHS = range(9, FULL_SCALE_BITS + 1)  # the depths uint16 frames may declare
 # An undeclared uint16 frame whose values all fit in this many bits is 9- to 12-bit samples, or a
@@ -49,6 +50,7 @@ def checked_frame(frame: np.ndarray, bit_depth: int | None = None) -> np.ndarray
     if array.dtype.kind in "OUSV":  # None, text, nested lists of different lengths
         got = repr(array.item())[:40] if array.ndim == 0 else f"an array of {array.dtype} of shape {array.shape}"
         raise ValueError(f"a frame must be an array of numbers, got {got}")
+    array = native_order(array)
     if array.ndim == 2:
         array = array[:, :, np.newaxis]
     if array.ndim != 3 or array.shape[2] not in CHANNEL_COUNTS:
@@ -85,7 +87,33 @@ def checked_frame(frame: np.ndarray, bit_depth: int | None = None) -> np.ndarray
 def check_bit_depth(bit_depth: int | None) -> None:
     """Refuse a ``bit_depth`` other than None or 9..16 (ValueError)."""
     if bit_depth is not None and (isinstance(bit_depth, bool) or bit_depth not in BIT_DEPTHS):
-        raise ValueError(f"bit_depth must be an integer in 9..16 (the bits of uint16 frames' samples), got {bit_depth}")
+        raise ValueError(
+            f"bit_depth must be an integer in 9..16 (the bits of uint16 frames' samples), got {bit_depth!r}"
+        )
+
+
+def output_dtype(dtype: Any) -> np.dtype:
+    """Return ``dtype`` as the dtype of the filter's outputs, or ValueError unless float32, uint8 or uint16.
+
+    The outputs' own: float32 in [0, 1], or integers at full scale; other types are the caller's
+    conversion to make (NumPy's ``astype``).
+    """
+    try:
+        chosen = np.dtype(dtype)
+    except TypeError:
+        chosen = None
+    if chosen not in OUTPUT_DTYPES:
+        shown = repr(dtype) if chosen is None else str(chosen)
+        raise ValueError(
+            f"the output dtype must be float32, uint8 or uint16, got {shown}: take float32 and convert it "
+            "(for example .astype(np.float64))"
+        )
+    return chosen
+
+
+def native_order(array: np.ndarray) -> np.ndarray:
+    """Return ``array`` in this machine's byte order: a big-endian file's samples, swapped (a copy), or itself."""
+    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 
 def at_full_scale(frame: Any, bit_depth: int | None) -> Any:

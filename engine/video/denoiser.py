@@ -11,13 +11,20 @@ import numpy as np
 
 from ..backend import cpu_name, cupy_module, gpu_name, resolve_backend
 from ..cpu.compiled import announce_compile
-from ..frames import FULL_SCALE_BITS, at_bit_depth, check_bit_depth, check_same_shape, checked_frame, from_float32
+from ..frames import (
+    FULL_SCALE_BITS,
+    at_bit_depth,
+    check_bit_depth,
+    check_same_shape,
+    checked_frame,
+    from_float32,
+    output_dtype,
+)
 from ..media.yuv import YuvFrame, YuvLayout
 from .filters import METHODS, WindowFilter, cpu_filter_compiles, window_filter
 from .params import NLMParams, check_frame_shape, window_indices
 
 FLOAT32 = np.dtype(np.float32)
-OUTPUT_DTYPES = (FLOAT32, np.dtype(np.uint8), np.dtype(np.uint16))  # denoise_frame's
 
 __all__ = ["METHODS", "Denoiser", "compile_cpu_filter"]
 
@@ -162,9 +169,7 @@ class Denoiser:
             raise IndexError(f"index must be an integer in 0..{length - 1}, got {index!r}")
         window = window_indices(int(index), length, self.params)
         given = [clip[i] for i in window]
-        dtype = np.dtype(dtype)
-        if dtype not in OUTPUT_DTYPES:
-            raise ValueError(f"dtype must be float32, uint8 or uint16, got {dtype}")
+        dtype = output_dtype(dtype)
         center = int(index) - window.start
         frames = self._uploaded(given)
         guides = None
@@ -234,7 +239,7 @@ class Denoiser:
         buffer, valid until the next frame is asked for (a host copy a frame less, for a consumer
         that copies or encodes each frame at once); elsewhere it changes nothing.
         """
-        dtype = np.dtype(dtype)
+        dtype = output_dtype(dtype)
         if self.backend == "gpu" and self.method == "fused":
             from .gpu_pipeline import GpuPipeline
 

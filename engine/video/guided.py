@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..frames import at_bit_depth, check_same_shape, checked_frame, from_float32
+from ..frames import at_bit_depth, check_same_shape, checked_frame, from_float32, output_dtype
 from .denoiser import Denoiser
 from .filters import METHODS, window_filter
 from .params import NLMParams, check_frame_shape, window_indices
@@ -95,7 +95,7 @@ class GuidedDenoiser:
         frames the two windows need are held, on the filter's device: each source frame crosses to
         it once and the guide never leaves it. ``params`` are taken when the run starts.
         """
-        dtype = np.dtype(dtype)
+        dtype = output_dtype(dtype)
         first, second = self.prefilter.params, self.filter.params
         chosen = self._window_filter  # both passes' frames are its own
         held: dict[int, Any] = {}  # source frames, uploaded

@@ -27,7 +27,15 @@ from typing import Any
 import numpy as np
 
 from ..backend import cupy_module
-from ..frames import FULL_SCALE_BITS, at_bit_depth, check_bit_depth, checked_frame, integer_scale, to_float32
+from ..frames import (
+    FULL_SCALE_BITS,
+    at_bit_depth,
+    check_bit_depth,
+    checked_frame,
+    integer_scale,
+    output_dtype,
+    to_float32,
+)
 from ..gpu.yuv import YuvOnDevice
 from ..media.yuv import HD_LINES, YuvFrame, YuvLayout
 from .choose_h import suggest_h
@@ -255,7 +263,7 @@ class LumaChromaDenoiser:
         Each frame crosses the bus once each way in its own dtype: the conversions to Y'CbCr and
         back, and to ``dtype``, are made where the filter runs.
         """
-        dtype = np.dtype(dtype)
+        dtype = output_dtype(dtype)
         xp = self._array_module()
         matrix = xp.asarray(self.matrix)
         for result in self._rgb_stream((self._planes(frame, xp, matrix) for frame in frames), xp):

@@ -15,12 +15,21 @@ import numpy as np
 
 from ..backend import cupy_module, resolve_backend
 from ..cpu.compiled import announce_compile
-from ..frames import CHANNEL_COUNTS, FULL_SCALE_BITS, at_bit_depth, at_full_scale, check_bit_depth, from_float32
+from ..frames import (
+    CHANNEL_COUNTS,
+    FULL_SCALE_BITS,
+    at_bit_depth,
+    at_full_scale,
+    check_bit_depth,
+    from_float32,
+    native_order,
+)
 from .choose_h import apply_estimate
 from .default_filter import GIVEN, FilterChoice, choose_filter, sure_sample_length
 from .filters import cpu_filter_compiles
 from .luma_chroma import matrix_for
 from .noise import estimate_noise
+from .noise_estimate import BLOCK
 from .params import NLMParams
 from .preview import SyntheticNoise
 
@@ -57,11 +66,12 @@ def denoise(
         object with ``__cuda_array_interface__`` or a CUDA DLPack capsule, is filtered on its GPU.
     h : float, optional
         Strength in 8-bit levels (1/255 of full scale, whatever the dtype), 0.001 to 10000: the
-        plain filter at this h, as ``denoise --h`` runs it. None: chosen from ``sigma``, else from
-        the noise measured on ``data``.
+        filter at this h in ``data``'s own channels, as ``denoise --h`` runs it (Notes). None:
+        chosen from ``sigma``, else from the noise measured on ``data``.
     sigma : float, optional
         The noise's standard deviation in 8-bit levels, 0 to 255, white and the same in every
-        channel: the strengths ``choose_filter`` suggests for it, without measuring. Not with ``h``.
+        channel: the strengths ``choose_filter`` suggests for it, without measuring. Not with
+        ``h``. 0: no noise, ``data`` comes back unchanged (a copy).
     patch_radius : int
         B in pixels, 0..8: patches are (2B+1) x (2B+1).
     search_radius : int
@@ -82,7 +92,9 @@ def denoise(
         Where the filter runs; "auto": NLMEANS_BACKEND, else the GPU where CuPy finds one.
     bit_depth : int, optional
         Bits per sample of uint16 ``data``, 9..16: 10 or 12 for such samples held in uint16
-        (0..1023, 0..4095), which come back at that depth. None: 16. Other dtypes ignore it.
+        (0..1023, 0..4095), which come back at that depth. None: 16, refused where every value
+        fits in 12 bits (the depth is then ambiguous, and decides what h means). Other dtypes
+        ignore it.
 
     Returns
     -------
@@ -96,8 +108,9 @@ def denoise(
         ``data`` of another dtype or number of dimensions, a colour axis of other than 1 or 3
         entries, a time or colour axis outside ``data`` or the same axis for both, frames smaller
         than ``search_radius + patch_radius + 1``, float values not on the 0..1 scale, uint16
-        values beyond ``bit_depth``; both ``h`` and ``sigma``, or either or a parameter out of its
-        range; frames too small to measure the noise on (16 x 16 pixels) without ``h`` or ``sigma``.
+        values beyond ``bit_depth`` or all within 12 bits without it; both ``h`` and ``sigma``, or
+        either or a parameter out of its range; frames too small to measure the noise on (16 x 16
+        pixels) without ``h`` or ``sigma``.
         The message names the value and the fix.
     BackendUnavailableError
         backend="gpu" where CuPy or a CUDA device is missing.
@@ -112,7 +125,8 @@ def denoise(
     pixels a frame, a second or so on the CPU). With ``sigma`` the strengths are those suggested
     for white noise of that sigma. With ``h`` the image is filtered in its own channels at that
     strength, decorrelated where its measured noise lies off the gray axis
-    (``decorrelation_decision``), as ``denoise --h`` does. For white noise of sigma levels, h of
+    (``decorrelation_decision``), as ``denoise --h`` does; frames under 16 x 16 pixels, too small
+    to measure, are filtered in their channels as they are. For white noise of sigma levels, h of
     about 0.55 to 0.85 sigma suits the default exponential weights, 1.5 to 2 sigma the bisquare.
 
     The cost grows with the window: (2A+1)^2 (Dp + Df + 1) offsets a pixel. The first call on the
@@ -142,13 +156,15 @@ def denoise(
     dtype('float32')
     """
     on_gpu = _on_gpu(data)
-    array = _device_array(data) if on_gpu else np.asarray(data)
+    array = _device_array(data) if on_gpu else _host_array(data)
     frames_axes = _frames_axes(array.shape, channel_axis, time_axis)
     if array.dtype not in _DTYPES:
         raise ValueError(
             f"data must be uint8, uint16, float32 or float64 (floats with 0..1 as full scale), got {array.dtype}"
         )
     check_bit_depth(bit_depth)
+    if array.dtype == np.uint16 and bit_depth is None:
+        at_full_scale(array, None)  # refuses values that all fit in 12 bits: their depth decides h's meaning
     depth = (bit_depth or FULL_SCALE_BITS) if array.dtype == np.uint16 else None
     if h is not None and sigma is not None:
         raise ValueError(f"give h or sigma, not both: got h={h!r} and sigma={sigma!r}")
@@ -164,6 +180,8 @@ def denoise(
     )
     frames = _as_frames(array, frames_axes)  # (T, H, W, C), a view
     chosen = resolve_backend(backend)
+    if sigma == 0:  # no noise: any filter would only move pixels towards their best match
+        return array.copy()
     if chosen == "cpu":  # before SURE, whose filter runs are the first
         announce_compile(cpu_filter_compiles)
     choice = _chosen_filter(frames, window, h, sigma, depth, chosen)
@@ -177,6 +195,18 @@ def _is_sigma(sigma: object) -> bool:
     """Whether ``sigma`` is a real number of 8-bit levels in 0..255."""
     number = not isinstance(sigma, bool) and isinstance(sigma, (int, float, np.integer, np.floating))
     return number and math.isfinite(sigma) and 0 <= sigma <= 255
+
+
+def _host_array(data: Any) -> np.ndarray:
+    """Return ``data`` as a NumPy array in this machine's byte order, or ValueError where it holds no numbers."""
+    array = np.asarray(data)
+    if array.dtype.kind in "OUSV":  # None, a path, text, ragged lists
+        shown = repr(data)[:40] if array.ndim == 0 else f"an array of {array.dtype} of shape {array.shape}"
+        raise ValueError(
+            f"data must be an array of numbers (NumPy, CuPy or anything array-like), got {shown}; "
+            "to denoise a file, read it first or run nlmeans-studio denoise"
+        )
+    return native_order(array)
 
 
 def _on_gpu(data: Any) -> bool:
@@ -277,7 +307,7 @@ def _chosen_filter(
         return choose_filter(SyntheticNoise(float(sigma)).estimate(channels), window, matrix=matrix)
     if h is not None:
         params = dataclasses.replace(window, h=h)  # validates h before the noise is measured
-        if channels == 1:  # no channels to decorrelate: the noise would not change the filter
+        if channels == 1 or min(frames.shape[1:3]) < BLOCK:  # nothing to decorrelate, or too small to measure
             return FilterChoice(params, None, how=GIVEN)
     host = frames if isinstance(frames, np.ndarray) else cupy_module().asnumpy(frames)  # the estimate's, on the CPU
     estimate = estimate_noise(host, bit_depth=depth)

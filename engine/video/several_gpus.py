@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..backend import cupy_module, gpu_name, resolve_devices
+from ..frames import output_dtype
 from .params import NLMParams
 
 CHUNK_BYTES = 1 << 28  # input frames of one chunk: K is as many frames as fit (at least MIN_CHUNK)
@@ -117,6 +118,7 @@ class DevicesDenoiser:
         """
         from .gpu_pipeline import GpuPipeline
 
+        dtype = output_dtype(dtype)
         source = iter(frames)
         first = next(source, None)
         if first is None:

@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 from clips import noisy_clip
 
-from nlmeans_studio.engine import COMPILING, BackendUnavailableError, Denoiser, NLMParams, resolve_backend
+from nlmeans_studio.engine import (
+    COMPILING,
+    BackendUnavailableError,
+    Denoiser,
+    LumaChromaDenoiser,
+    NLMParams,
+    resolve_backend,
+)
 from nlmeans_studio.engine import backend as backend_module
 from nlmeans_studio.engine.cpu import compiled
 from nlmeans_studio.engine.video import denoiser as denoiser_module
@@ -74,6 +81,16 @@ def test_a_frame_comes_back_rounded_to_integers_where_asked(backend_method, dtyp
     assert denoiser.denoise_frame(clip[:, :, :, 0], 1, dtype=dtype).shape == clip[1].shape[:2]
     with pytest.raises(ValueError, match="dtype must be float32, uint8 or uint16, got float64"):
         denoiser.denoise_frame(clip, 1, dtype=np.float64)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, bool, "text"])
+@pytest.mark.parametrize("kind", ["plain", "luma/chroma"])
+def test_an_export_into_another_dtype_is_refused_saying_how_to_convert(kind, dtype) -> None:
+    clip = noisy_clip("random", seed=4, frames=2, shape=(20, 20))
+    params = NLMParams(h=10, patch_radius=1, search_radius=1)
+    denoiser = Denoiser(params, "cpu") if kind == "plain" else LumaChromaDenoiser(params, 8.0, 6.0, backend="cpu")
+    with pytest.raises(ValueError, match=r"output dtype must be float32, uint8 or uint16, got .*astype"):
+        next(denoiser.export_stream(iter(clip), dtype))
 
 
 def test_params_replaced_between_frames() -> None:

@@ -120,8 +120,29 @@ def test_uint16_of_fewer_bits_comes_back_at_its_depth() -> None:
     result = denoise(image, sigma=10, bit_depth=10, backend="cpu", **SMALL)
     assert result.dtype == np.uint16 and result.max() <= 1023
     assert np.array_equal(result, _exported(choice, image[None], np.uint16, bit_depth=10)[0])
-    dark = (image // 32).astype(np.uint16)  # 16-bit values all under 2^12: 16 bits unless told otherwise
-    assert denoise(dark, sigma=1, backend="cpu", **SMALL).dtype == np.uint16
+    dark = (image // 32).astype(np.uint16)  # values all under 2^12: 16-bit only when told so
+    assert denoise(dark, sigma=1, bit_depth=16, backend="cpu", **SMALL).dtype == np.uint16
+    with pytest.raises(ValueError, match=r"values all fit in 9 bits .* pass bit_depth=9 .* or bit_depth=16"):
+        denoise(dark, h=10, backend="cpu", **SMALL)
+
+
+def test_sigma_0_gives_the_data_back_unchanged() -> None:
+    texture = np.random.default_rng(8).integers(0, 256, (2, 32, 40, 3), dtype=np.uint8)
+    result = denoise(texture, sigma=0, backend="cpu", **SMALL)
+    assert np.array_equal(result, texture) and not np.shares_memory(result, texture)
+
+
+def test_with_h_frames_too_small_to_measure_are_filtered_in_their_channels() -> None:
+    image = _picture(9, size=(10, 12))[0]
+    expected = Denoiser(NLMParams(h=8.0, **SMALL), "cpu").export_stream([image], np.uint8)
+    assert np.array_equal(denoise(image, h=8, backend="cpu", **SMALL), next(expected))
+
+
+def test_big_endian_samples_give_what_native_ones_give() -> None:
+    image = _picture(10)[0].astype(np.uint16) * 257
+    native = denoise(image, sigma=10, backend="cpu", **SMALL)
+    swapped = denoise(image.astype(">u2"), sigma=10, backend="cpu", **SMALL)
+    assert np.array_equal(swapped, native)
 
 
 def test_time_and_channel_axes_anywhere_give_the_same_frames() -> None:
@@ -157,6 +178,9 @@ def test_time_and_channel_axes_anywhere_give_the_same_frames() -> None:
         (np.zeros((48, 64, 3), np.uint8), {"h": 0}, r"h must be a finite number > 0"),
         (np.zeros((48, 64, 3), np.uint8), {"search_radius": 20}, r"search_radius must be an integer in 0..16, got 20"),
         (np.zeros((48, 64, 3), np.uint16), {"bit_depth": 8}, r"bit_depth must be an integer in 9..16"),
+        (np.zeros((48, 64, 3), np.uint16), {"bit_depth": "10"}, r"bit_depth must be .* got '10'"),
+        (None, {}, r"data must be an array of numbers .* got None"),
+        ("image.png", {}, r"got 'image.png'; to denoise a file, read it first or run nlmeans-studio denoise"),
         (np.full((48, 64), 1023, np.uint16), {"sigma": 1, "bit_depth": 9}, r"bit_depth=9 holds samples up to 511"),
         (np.zeros((12, 12, 3), np.uint8), {}, r"too small for the automatic noise estimate .* give the strength h"),
         (np.zeros((4, 4), np.uint8), {"h": 5}, r"too small for search_radius 3 and patch_radius 4"),
