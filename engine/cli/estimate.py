@@ -106,7 +106,8 @@ def run_estimate_noise(args: argparse.Namespace) -> int:
     print(f"effective noise channels: {report['effective_channels']:.2f} of {len(result.covariance)}{shared}")
     print(f"color decorrelation: {report['decorrelation']}")
     print(f"suggested h: {h:.1f} levels (for one strength: denoise --h, --luma-chroma off)")
-    refined = "; denoise refines it on the clip (SURE: the noise is white)" if report["sure_refines"] else ""
+    refined = "; denoise refines it on the clip (SURE, its probe shaped like the noise)"
+    refined = refined if report["sure_refines"] else ""
     print(f"denoise's default filter: {default.describe()}{refined}")
     if result.warning:
         print(f"warning: {result.warning}")

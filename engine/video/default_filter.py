@@ -8,11 +8,12 @@ within 0.5 dB of the best variant in 28 of 30 held-out cases; the paper's bisqua
 one in 13.
 
 The strengths are those ``suggest_h`` gives for each plane group's noise. Where the noise is
-what Stein's unbiased risk estimate assumes (independent from pixel to pixel and of one level
-over the picture: not demosaiced, not compressed, not growing with brightness), the factor on
-them is chosen from the clip itself (``strength.choose_strength`` on a few frames' centre):
-the table was calibrated on other pictures, and smooth ones want another h (held-out retina at
-sigma 25: -1.64 dB at the table's h, -0.00 at SURE's).
+what Stein's unbiased risk estimate assumes (added to the picture, of a covariance the clip
+shows: white, or correlated between neighbouring pixels as demosaicing and film grain leave
+it, or growing with brightness; not an encoder's), the factor on them is chosen from the clip
+itself (``sure.choose_strength`` on a few frames' centre, its probe shaped like the noise by
+``noise_shape``): the table was calibrated on other pictures, and smooth ones want another h
+(held-out retina at sigma 25: -1.64 dB at the table's h, -0.00 at SURE's).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .choose_h import apply_estimate
 from .denoiser import Denoiser
 from .luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
 from .noise_estimate import NoiseEstimate
+from .noise_shape import noise_shape
 from .params import NLMParams
 from .sure import choose_strength
 
@@ -89,18 +91,13 @@ class FilterChoice:
 
 
 def sure_applies(estimate: NoiseEstimate) -> bool:
-    """Whether SURE's assumption holds for this noise.
+    """Whether SURE can choose the strength for this noise: some, added to the picture.
 
-    Independent from pixel to pixel (not spatially correlated), from channel to channel (not an
-    encoder's, in luma alone) and of one level over the picture (not signal-dependent), and some
-    noise.
+    Its covariance and its shape between pixels and by brightness (``noise_shape``) are what
+    SURE's probe is drawn with; not an encoder's noise (``encoder_noise``), which is the
+    picture's detail as much as noise.
     """
-    return (
-        estimate.average_sigma >= 1.0
-        and not estimate.spatially_correlated
-        and not estimate.shared_by_channels
-        and not estimate.signal_dependent
-    )
+    return estimate.average_sigma >= 1.0 and not encoder_noise(estimate)
 
 
 def encoder_noise(estimate: NoiseEstimate) -> bool:
@@ -176,9 +173,14 @@ def choose_filter(
         return dataclasses.replace(at(strength), factor=encoder, how=ENCODER)
     if sample is None or len(sample) == 0 or not sure_applies(estimate):
         return at(strength)
+    shape = noise_shape(np.asarray(sample), estimate)
+    if shape is None:  # correlated noise without flat blocks in the sample to measure its shape on
+        return at(strength)
     frames = to_float32(_centre(np.asarray(sample), SURE_CROP))
     scored = _scored_frames(len(frames), window)
-    factor, _ = choose_strength(lambda f: at(f).denoiser(backend), frames, scored, estimate.covariance, *SURE_RANGE)
+    factor, _ = choose_strength(
+        lambda f: at(f).denoiser(backend), frames, scored, estimate.covariance, *SURE_RANGE, shape=shape
+    )
     return dataclasses.replace(at(strength * factor), factor=factor, how=SURE)  # a preset's multiple of the best
 
 

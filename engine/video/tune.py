@@ -42,6 +42,7 @@ from .export import ExportCancelledError, Source, _opened, clip_sample, denoise_
 from .live import denoise_live
 from .luma_chroma import matrix_for
 from .noise_estimate import NoiseEstimate
+from .noise_shape import WHITE, NoiseShape, noise_shape
 from .params import NLMParams
 from .sure import sure_mse
 
@@ -283,7 +284,9 @@ def tune_for_fps(
                 f"{info.path}: its noise reads {estimate.average_sigma:.2f} levels, too little for SURE to tell the "
                 "windows apart: the clip looks clean; denoise it with the defaults, or tune a noisier part"
             )
-        sample = to_float32(_centre(clip_sample(reader, span), SURE_CROP))
+        whole = clip_sample(reader, span)  # choose_filter's sample: the noise's shape is measured on its flat blocks
+        sample = to_float32(_centre(whole, SURE_CROP))
+        shape = noise_shape(whole, estimate) if sure_applies(estimate) else None
         matrix = matrix_for(info.color.get("colorspace", 2), info.height)
         middle = max(0, (info.frame_count - TIMED_FRAMES) // 2)
         timed = range(middle, min(middle + TIMED_FRAMES, info.frame_count))
@@ -314,7 +317,8 @@ def tune_for_fps(
                     slow.append(candidate_window)
                     candidates.append(TuneCandidate(choice.params, timing.fps, latency_p95_ms=timing.latency_p95_ms))
                 else:
-                    candidates.append(_scored(candidate_window, timing, estimate, sample, most_past, matrix, backend))
+                    scored = _Sample(whole, sample, shape, most_past)
+                    candidates.append(_scored(candidate_window, timing, estimate, scored, matrix, backend))
             if progress is not None:
                 progress(len(candidates) + pruned, max(total, len(candidates) + pruned))
 
@@ -338,7 +342,7 @@ def tune_for_fps(
             info.height,
             backend_name,
             device_name,
-            None if sure_applies(estimate) else _NOT_WHITE,
+            None if shape is not None else _NOT_WHITE,
             played=codec is None,
             live=live,
         )
@@ -348,8 +352,8 @@ def tune_for_fps(
 
 
 _NOT_WHITE = (
-    "the noise is not white (compressed, demosaiced or growing with brightness): SURE's estimates are biased, "
-    "and the ranking of the windows less sure"
+    "the noise is an encoder's (or correlated between pixels with no flat area to measure that on): SURE's "
+    "estimates are biased, and the ranking of the windows less sure"
 )
 
 
@@ -532,25 +536,33 @@ class _PacedFrames:
             yield TimedFrame(number, number, pictures[number % len(pictures)])
 
 
+@dataclass(frozen=True)
+class _Sample:
+    """The frames every window is scored on: whole, their centre in float32, the noise's shape."""
+
+    whole: np.ndarray  # (T, H, W, C) as read: choose_filter measures the noise's shape on them
+    centre: np.ndarray  # their SURE_CROP centre, float32: what SURE scores
+    shape: NoiseShape | None  # the noise's (``noise_shape``), None where SURE's estimates are biased
+    most_past: int  # frames before the first scored one: the most any window searches
+
+
 def _scored(
-    window: NLMParams,
-    timing: _Timing,
-    estimate: NoiseEstimate,
-    sample: np.ndarray,
-    most_past: int,
-    matrix: str,
-    backend: str,
+    window: NLMParams, timing: _Timing, estimate: NoiseEstimate, sample: _Sample, matrix: str, backend: str
 ) -> TuneCandidate:
     """``window``'s filter with its strengths chosen by SURE, and SURE's PSNR at them.
 
     The same SURE_FRAMES frames of ``sample`` are scored for every window, each with its own
     window's frames around it.
     """
-    frames = sample[most_past - window.frames_past : most_past + SURE_FRAMES + window.frames_future]
-    choice = choose_filter(estimate, window, matrix=matrix, luma_chroma=AUTO, sample=frames, backend=backend)
+    frames = slice(sample.most_past - window.frames_past, sample.most_past + SURE_FRAMES + window.frames_future)
+    choice = choose_filter(
+        estimate, window, matrix=matrix, luma_chroma=AUTO, sample=sample.whole[frames], backend=backend
+    )
     denoiser = choice.denoiser(backend)
+    shape = WHITE if sample.shape is None else sample.shape
     risks = [
-        sure_mse(denoiser, frames, window.frames_past + k, estimate.covariance, seed=k) for k in range(SURE_FRAMES)
+        sure_mse(denoiser, sample.centre[frames], window.frames_past + k, estimate.covariance, seed=k, shape=shape)
+        for k in range(SURE_FRAMES)
     ]
     return TuneCandidate(choice.params, timing.fps, choice, float(np.mean(risks)), timing.latency_p95_ms)
 

@@ -1,4 +1,5 @@
-"""SURE (engine.video.sure) against the true error on real frames with noise of a known covariance."""
+"""SURE (engine.video.sure) against the true error on real frames with noise of a known covariance,
+and the noise's shape its probe is drawn with (engine.video.noise_shape)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,17 @@ import numpy as np
 import pytest
 from clips import DATA
 
-from nlmeans_studio.engine import Denoiser, LumaChromaDenoiser, NLMParams, add_noise, psnr
+from nlmeans_studio.engine import (
+    Denoiser,
+    LumaChromaDenoiser,
+    NLMParams,
+    add_noise,
+    choose_filter,
+    estimate_noise,
+    psnr,
+)
+from nlmeans_studio.engine.video.default_filter import SURE_RANGE
+from nlmeans_studio.engine.video.noise_shape import LAG, WHITE, NoiseShape, noise_shape
 from nlmeans_studio.engine.video.sure import choose_strength, golden_minimum, sure_mse
 
 SIGMA = 10 / 255
@@ -66,3 +77,83 @@ def test_golden_minimum_finds_a_parabola_s_least() -> None:
     x, value = golden_minimum(lambda x: (x - 1.7) ** 2 + 3, -5.0, 5.0, 30)
     assert x == pytest.approx(1.7, abs=1e-4)
     assert value == pytest.approx(3.0, abs=1e-6)
+
+
+GRAIN_CORRELATION = {(0, 1): 2 / 3, (1, 1): 4 / 9, (0, 2): 1 / 6, (0, 3): 0.0}  # [1, 2, 1] / 4 along both axes
+
+
+def grain(shape: tuple[int, ...], sigma: float, seed: int) -> np.ndarray:
+    """Noise of ``sigma`` (full scale) smoothed as film grain is: [1, 2, 1] / 4 along rows and columns.
+
+    Over the last three axes but the channels: (..., H, W, C), its channels independent.
+    """
+    draw = np.random.default_rng(seed).standard_normal(shape)
+    for axis in (-3, -2):
+        draw = (np.roll(draw, 1, axis) + 2 * draw + np.roll(draw, -1, axis)) / 4
+    return (draw * sigma / draw.std()).astype(np.float32)
+
+
+def grain_autocorrelation() -> np.ndarray:
+    """The exact autocorrelation of ``grain``, lags -LAG..LAG."""
+    one_axis = np.zeros(2 * LAG + 1)
+    one_axis[LAG - 2 : LAG + 3] = np.array([1, 4, 6, 4, 1]) / 6
+    return np.outer(one_axis, one_axis)
+
+
+def test_the_noise_s_correlation_between_pixels_is_measured_on_the_flat_blocks() -> None:
+    rows, columns = np.mgrid[0:96, 0:128]
+    clean = np.stack([0.4 + rows / 960, 0.5 + columns / 1280, 0.45 + 0 * rows], axis=-1)  # gentle ramps
+    frames = np.stack([clean, clean]) + grain((2, 96, 128, 3), SIGMA, seed=5)
+    estimate = estimate_noise(frames)
+    assert estimate.spatially_correlated
+    shape = noise_shape(frames, estimate)
+    for (dy, dx), expected in GRAIN_CORRELATION.items():
+        # 24 blocks of 256 pixels, each less its plane: the median correlation scatters by a few hundredths.
+        assert shape.autocorrelation[LAG + dy, LAG + dx] == pytest.approx(expected, abs=0.06)
+        assert shape.autocorrelation[LAG + dx, LAG + dy] == pytest.approx(expected, abs=0.06)
+
+
+def test_white_noise_keeps_a_white_probe() -> None:
+    _, noisy = bikes_clip(COVARIANCES["white"])
+    assert noise_shape(noisy, estimate_noise(noisy)) == WHITE
+
+
+def test_a_probe_has_the_correlation_and_level_it_is_drawn_with() -> None:
+    covariance = COVARIANCES["correlated across channels"]
+    flat = np.full((256, 256, 3), 0.5, np.float32)
+    probe = NoiseShape(grain_autocorrelation()).probe(flat, covariance, np.random.default_rng(0)).astype(np.float64)
+    # 65k pixels: sample covariances and correlations within a few hundredths.
+    assert np.cov(probe.reshape(-1, 3).T) == pytest.approx(covariance, rel=0.05, abs=SIGMA**2 * 0.05)
+    for (dy, dx), expected in GRAIN_CORRELATION.items():
+        measured = np.mean(probe * np.roll(probe, (dy, dx), axis=(0, 1))) / np.mean(probe**2)
+        assert measured == pytest.approx(expected, abs=0.03)
+    half_and_half = np.concatenate([np.full((128, 256, 3), 0.2), np.full((128, 256, 3), 0.8)]).astype(np.float32)
+    bands = ((0.0, 0.5, 5.0, 10), (0.5, 1.0, 15.0, 10))  # sigma 5 levels in the dark, 15 in the light
+    levelled = NoiseShape(None, bands, reference=10.0).probe(half_and_half, covariance, np.random.default_rng(1))
+    dark, light = levelled[:124].std(), levelled[132:].std()  # away from the edge the brightness is averaged over
+    assert light / dark == pytest.approx(3.0, rel=0.05)
+    assert dark**2 == pytest.approx(np.trace(covariance) / 3 * 0.25, rel=0.05)  # (5 / 10)^2 of the covariance's
+
+
+@pytest.mark.parametrize("h", [4.0, 8.0, 16.0])
+def test_sure_with_the_noise_s_shape_reads_the_true_error_of_smooth_noise(h) -> None:
+    with np.load(DATA / "bikes_frames.npz") as archive:
+        clean = archive["frames"][:, 100:196, 100:228].astype(np.float32) / 255
+    noisy = clean + grain(clean.shape, SIGMA, seed=3)
+    covariance = SIGMA**2 * np.eye(3)
+    denoiser = LumaChromaDenoiser(NLMParams(weighting="exponential", center_weight="max"), h, h, backend="cpu")
+    true_error = float(np.mean((denoiser.denoise_frame(noisy, 1) - clean[1]) ** 2))
+    shaped = sure_mse(denoiser, noisy, 1, covariance, shape=NoiseShape(grain_autocorrelation()))
+    assert shaped == pytest.approx(true_error, rel=0.1)
+    white = sure_mse(denoiser, noisy, 1, covariance)
+    assert white < 0.8 * true_error  # why the shape: a white probe reads smooth noise's error too low
+
+
+def test_the_default_filter_chooses_the_strength_of_smooth_noise_by_sure() -> None:
+    with np.load(DATA / "bikes_frames.npz") as archive:
+        clean = archive["frames"][:, 60:252, 40:296].astype(np.float32) / 255
+    noisy = clean + grain(clean.shape, SIGMA, seed=4)
+    estimate = estimate_noise(noisy)
+    choice = choose_filter(estimate, NLMParams(), sample=noisy, backend="cpu")
+    assert estimate.spatially_correlated and choice.how == "SURE on the clip"
+    assert SURE_RANGE[0] <= choice.factor <= SURE_RANGE[1]

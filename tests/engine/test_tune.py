@@ -244,7 +244,7 @@ def test_windows_where_sure_reads_no_error_are_still_ranked_by_it(gratings, monk
     monkeypatch.setattr(tune, "TEMPORAL", ((0, 0),))
     monkeypatch.setattr(tune, "TIMED_FRAMES", TIMED_FRAMES)
 
-    def no_error(denoiser, frames, index, covariance, seed) -> float:
+    def no_error(denoiser, frames, index, covariance, seed, shape) -> float:
         return -float(getattr(denoiser, "luma", denoiser).params.search_radius)  # less the larger the window, <= 0
 
     monkeypatch.setattr(tune, "sure_mse", no_error)
