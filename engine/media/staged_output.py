@@ -16,7 +16,7 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 try:
@@ -67,23 +67,40 @@ def hidden_name(path: Path, *, sequence: bool) -> Path:
     return path.with_name(f".{digest}.part" if sequence else f".{digest}.part{path.suffix}")
 
 
-def remove_left_behind(path: Path) -> None:
+def remove_left_behind(path: Path, *, hidden: bool = False) -> None:
     """Remove the hidden file a stopped run left of the single-file output ``path``, unless a run holds it now.
 
-    For a batch cancelled while its workers wrote: a later run would take the file over, but
-    until then it sits in the user's folder.
+    ``hidden``: ``path`` is that hidden file itself. For a batch cancelled while its workers
+    wrote: a later run would take the file over, but until then it sits in the user's folder.
     """
-    hidden = hidden_name(path, sequence=False)
+    left = path if hidden else hidden_name(path, sequence=False)
+    with _unheld(left) as free, contextlib.suppress(OSError):  # one that cannot be removed is left as it is
+        if free:
+            left.unlink(missing_ok=True)
+
+
+def held_by_a_run(hidden: Path) -> bool:
+    """Whether a run is writing the hidden file ``hidden`` now (it holds the file's lock)."""
+    with _unheld(hidden) as free:
+        return hidden.exists() and not free
+
+
+@contextlib.contextmanager
+def _unheld(hidden: Path) -> Iterator[bool]:
+    """Yield whether ``hidden`` exists with no run holding it, holding its lock meanwhile where it does."""
     try:
         descriptor = os.open(hidden, os.O_RDWR)
-    except OSError:  # none left, or not ours to open
+    except OSError:  # none, or not ours to open
+        yield False
         return
     try:
         if fcntl is not None:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        hidden.unlink(missing_ok=True)
-    except OSError:  # a run holds it (BlockingIOError), or it cannot be removed: left as it is
-        pass
+        free = True
+    except OSError:  # a run holds it (BlockingIOError)
+        free = False
+    try:
+        yield free
     finally:
         os.close(descriptor)
 

@@ -238,19 +238,38 @@ def _client(address: str):
         return Client(address, timeout=60)
 
 
-def test_a_worker_killed_midway_leaves_the_batch_complete_and_the_same(tmp_path, started_processes) -> None:
-    """One clip long enough (600 frames, a window of 405 offsets a pixel: seconds of work) that its
-    worker is still at it when found and killed: the small clips and window of the other tests were
-    all done, and the cluster gone, before a client connected (300 and then 600 frames at A 1 were
-    too few, the second once the suite ran faster)."""
-    options = [*OPTIONS, "--search-radius", "4", "--frames-past", "2", "--frames-future", "2"]
-    clip = tmp_path / "in" / "long.mkv"
+SLOW = [*OPTIONS, "--search-radius", "4", "--frames-past", "2", "--frames-future", "2"]  # 405 offsets a pixel
+
+
+def _long_clip(folder: Path) -> Path:
+    """A clip long enough (600 frames) that its worker is still at it when a test acts: seconds of work at SLOW.
+
+    The small clips and window of the other tests were all done, and the cluster gone, before a
+    client connected (300 and then 600 frames at A 1 were too few, the second once the suite ran
+    faster).
+    """
+    clip = folder / "in" / "long.mkv"
     clip.parent.mkdir()
     subprocess.run(
         ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10", "-t", "60", "-c:v",
          "ffv1", str(clip)],
         check=True, timeout=60,
     )  # fmt: skip
+    return clip
+
+
+def _busy_workers(client, seconds: float = 120) -> list[str]:
+    """The workers of ``client``'s cluster running a task, once one is."""
+    deadline = time.monotonic() + seconds
+    while not (busy := [worker for worker, keys in client.processing().items() if keys]):
+        assert time.monotonic() < deadline, "no worker took a file"
+        time.sleep(0.05)
+    return busy
+
+
+def test_a_worker_killed_midway_leaves_the_batch_complete_and_the_same(tmp_path, started_processes) -> None:
+    options = SLOW
+    clip = _long_clip(tmp_path)
     expected = tmp_path / "expected.mkv"
     subprocess.run([*CLI, "denoise", str(clip), str(expected), *options, "--quiet"], check=True, timeout=300)
     out = tmp_path / "out"
@@ -258,10 +277,7 @@ def test_a_worker_killed_midway_leaves_the_batch_complete_and_the_same(tmp_path,
     batch = _start(started_processes, command, stderr=subprocess.PIPE, stdout=subprocess.PIPE)
     said, found = _read_until(batch, SCHEDULER_LINE.pattern)
     with _client(found[1]) as client:
-        deadline = time.monotonic() + 120
-        while not (busy := [worker for worker, keys in client.processing().items() if keys]):
-            assert time.monotonic() < deadline, "no worker took a file"
-            time.sleep(0.05)
+        busy = _busy_workers(client)
         pid = client.run(os.getpid, workers=busy[:1])[busy[0]]
         os.kill(pid, signal.SIGKILL)
     stdout, stderr = batch.communicate(timeout=300)
@@ -310,6 +326,28 @@ def test_a_batch_runs_on_a_scheduler_started_apart(inputs, first_batch, tmp_path
     _same_outputs(out, first_batch[0])
 
 
+def test_a_batch_on_a_scheduler_started_apart_stops_its_running_files_when_cancelled(
+    tmp_path, dask_cluster, started_processes
+) -> None:
+    """The workers are the user's, not the batch's to kill: its cancel reaches the running export,
+    which stops and removes what it wrote; nothing is published after the batch said it stopped."""
+    clip = _long_clip(tmp_path)
+    out = tmp_path / "out"
+    command = [*CLI, "batch", str(clip.parent), "--out", str(out), "--scheduler", dask_cluster, *SLOW]
+    batch = _start(started_processes, command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    with _client(dask_cluster) as client:
+        _busy_workers(client)
+        batch.send_signal(signal.SIGTERM)
+        assert batch.wait(timeout=60) == 130
+        assert "cancelled; the files done are recorded in" in batch.stderr.read()
+        assert not [path for path in out.rglob(".*.part*")]  # the export stopped and removed its file
+        deadline = time.monotonic() + 30
+        while any(client.processing().values()):  # the worker is free again: its file stopped, not finished
+            assert time.monotonic() < deadline, client.processing()
+            time.sleep(0.1)
+    assert not (out / "long.mkv").exists() and _states(out) == {"long.mkv": "pending"}
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
@@ -331,10 +369,38 @@ def test_bad_arguments_say_what_is_wrong_in_one_line(capsys, inputs, tmp_path, a
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--h", "-4"], "h must be a finite number > 0"),
+        (["--crf", "99"], "crf must be an integer in 0..51, got 99"),
+        (["--out", "/proc/nope"], "--out /proc/nope: the folder /proc is not writable"),
+        (["--out", "{inputs}/a/one.mkv/x"], "one.mkv is a file, not a folder"),
+    ],
+)
+def test_what_no_file_could_run_with_is_said_before_a_cluster_starts(
+    capsys, inputs, tmp_path, arguments, message
+) -> None:
+    filled = [part.format(inputs=inputs) for part in arguments]
+    assert command_line(["batch", str(inputs), "--out", str(tmp_path / "out"), *OPTIONS, *filled]) == 1
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error.startswith("nlmeans-studio: error: ") and message in error, error
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_batch_s_output_folder_is_not_an_input(first_batch, tmp_path) -> None:
+    out, _ = first_batch
+    with pytest.raises(ValueError, match=r"is a batch's output folder \(its \.nlmeans-batch\.json\)"):
+        find_jobs([str(out)], tmp_path / "again", codec="ffv1")
+
+
 def test_two_inputs_that_would_share_an_output_are_refused(inputs, tmp_path) -> None:
     shutil.copy(inputs / "a" / "one.mkv", tmp_path / "one.mkv")
     with pytest.raises(ValueError, match=r"one\.mkv and .*one\.mkv would both be written to .*: give the folder"):
         find_jobs([str(inputs / "a" / "one.mkv"), str(tmp_path / "one.mkv")], tmp_path / "out", codec="ffv1")
+    shutil.copy(inputs / "c" / "three.mov", tmp_path / "one.mov")  # beside one.mkv: FFV1 makes both one.mkv
+    with pytest.raises(ValueError, match=r"would both be written to .*one\.mkv: rename one of them, or run them"):
+        find_jobs([str(tmp_path)], tmp_path / "out", codec="ffv1")
 
 
 def test_outputs_keep_their_path_under_the_folder_or_the_glob_root(inputs, tmp_path) -> None:

@@ -10,12 +10,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import time
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...backend import resolve_backend
-from ...media.staged_output import remove_left_behind
+from ...media.formats import check_encoding, encoder_preset
+from ...media.staged_output import folder_problem, held_by_a_run, hidden_name, remove_left_behind
 from ...video.export import ExportCancelledError
+from ..denoise import window_params
 from .cluster import ALLOWED_FAILURES, batch_client, stop_local_workers
 from .jobs import BATCH_MANIFEST, Job, find_jobs
 from .manifest import DONE, FAILED, PENDING, JobResult, Manifest
@@ -39,6 +43,11 @@ def run_batch(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file: give a folder (it is made if missing)")
+    problem = _out_problem(out)
+    if problem is not None:
+        raise ValueError(f"--out {out}: {problem}: give a folder that can be written (it is made if missing)")
+    window_params(args, None)  # an option out of range, said once rather than by every file
+    check_encoding(args.codec, args.crf, args.preset or encoder_preset(args.codec, live=False), rgb=args.rgb)
     if args.devices is not None:
         raise ValueError("--devices spreads one file over GPUs; a batch gives each GPU files of its own: leave it out")
     if args.scheduler is not None and args.jobs is not None:
@@ -76,15 +85,28 @@ def run_batch(args: argparse.Namespace) -> int:
                 if args.scheduler is None:
                     stop_local_workers()
         if cancelled:
-            for job in todo:
-                if not manifest.is_done(job, options):
-                    remove_left_behind(Path(job.output))
+            unfinished = [job for job in todo if not manifest.is_done(job, options)]
+            _wait_for_stopped_writers(unfinished)
+            for job in unfinished:
+                remove_left_behind(Path(job.output))
+                for left in Path(job.segments).glob(".*"):  # a segment's hidden file
+                    remove_left_behind(left, hidden=True)
             raise ExportCancelledError(
                 f"cancelled; the files done are recorded in {manifest.path}: the same command does the rest"
             )
     rows = [(job, results.get(job.name) or _earlier(manifest, job), job.name not in results) for job in jobs]
     print(summary_table(rows))
     return 1 if any(result.state == FAILED for _, result, _ in rows) else 0
+
+
+def _out_problem(out: Path) -> str | None:
+    """Why ``out`` cannot be made or written in, or None: asked of the nearest folder above it that exists."""
+    existing = out
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    return folder_problem(existing / "probe")
 
 
 def _say_where(client: Client) -> None:
@@ -99,6 +121,23 @@ def _say_where(client: Client) -> None:
 
 
 _JOIN = -1  # the step of a file's task that joins its segments; a segment's is its index, the file's own None
+STOP_SECONDS = 15.0  # the longest a cancel waits for the files being written to stop (a frame, and the poll)
+
+
+def _wait_for_stopped_writers(jobs: list[Job]) -> None:
+    """Wait until no run holds a hidden file of ``jobs`` (their outputs' and segments'), at most STOP_SECONDS.
+
+    A worker of a cluster the user started goes on with its file until the batch's cancel event
+    reaches it (``task.cancellable``); it then removes its hidden file. Those still held after
+    STOP_SECONDS are left to the run holding them.
+    """
+    deadline = time.monotonic() + STOP_SECONDS
+    while time.monotonic() < deadline:
+        hidden = [hidden_name(Path(job.output), sequence=False) for job in jobs]
+        hidden += [left for job in jobs for left in Path(job.segments).glob(".*")]
+        if not any(held_by_a_run(path) for path in hidden):
+            return
+        time.sleep(0.1)
 
 
 def _run(
@@ -108,14 +147,18 @@ def _run(
 
     In any order. A segment that fails fails its file, once its other segments are finished.
     """
-    from distributed import as_completed
+    from distributed import Event, as_completed
 
     steps: dict[Any, tuple[Job, int | None]] = {}
     completed = as_completed()
+    cancel = Event(f"nlmeans-batch-cancel-{uuid.uuid4().hex}", client=client)  # set: the running files stop
 
     def submit(job: Job, step: int | None, *arguments: Any) -> None:
-        task = run_job if step is None else join_job if step == _JOIN else run_segment
-        future = client.submit(task, job, options, *arguments, pure=False)
+        if step == _JOIN:
+            future = client.submit(join_job, job, options, *arguments, pure=False)
+        else:
+            task = run_job if step is None else run_segment
+            future = client.submit(task, job, options, *arguments, cancel=cancel.name, pure=False)
         steps[future] = (job, step)
         completed.add(future)
 
@@ -157,6 +200,7 @@ def _run(
                 manifest.save()
                 progress.add(job, results[job.name])
     except KeyboardInterrupt:  # what has not run is not run anywhere, nor again where a worker goes
+        cancel.set()
         client.cancel(list(steps), force=True)
         raise
     return results

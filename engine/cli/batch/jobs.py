@@ -93,10 +93,14 @@ def find_jobs(inputs: list[str], out: Path, *, codec: str, left_out: list[Path] 
             job = _job(path, path.relative_to(root), out, codec)
             other = jobs.setdefault(job.name, job)
             if other.input != job.input:
-                raise ValueError(
-                    f"{other.input} and {job.input} would both be written to {job.output}: give the folder that "
-                    "holds both, so that their outputs keep their folders, or run them in two batches"
+                same_folder = Path(other.input).parent == Path(job.input).parent
+                way_out = (
+                    "rename one of them, or run them in two batches with other --out folders"
+                    if same_folder  # the same stem: a codec's container made their names one
+                    else "give the folder that holds both, so that their outputs keep their folders, or run them "
+                    "in two batches"
                 )
+                raise ValueError(f"{other.input} and {job.input} would both be written to {job.output}: {way_out}")
     if not jobs:
         raise ValueError(
             f"no video or volume file in {' '.join(inputs)}: give files, folders holding files named "
@@ -118,6 +122,11 @@ def _files_of(given: str, out: Path, left_out: list[Path]) -> list[tuple[Path, P
         )
     if path.is_file():
         return [(path, path.parent)]
+    if path.is_dir() and (path / BATCH_MANIFEST).exists():
+        raise ValueError(
+            f"{given} is a batch's output folder (its {BATCH_MANIFEST}), and a batch never reads outputs: give "
+            "the folder of the sources"
+        )
     if path.is_dir():
         root = path
         files = (Path(folder) / name for folder, _, names in _walk_inputs(root, out, left_out) for name in names)

@@ -20,11 +20,15 @@ from ..denoise import Stop, export_denoised, open_source
 from .jobs import SEGMENT_FOLDER, Job
 from .manifest import JobResult
 from .plan import SegmentPlan
-from .task import denoise_args, run_logged
+from .task import cancellable, denoise_args, run_logged
 
 
-def run_segment(job: Job, options: dict[str, Any], plan: SegmentPlan, index: int) -> JobResult:
+def run_segment(
+    job: Job, options: dict[str, Any], plan: SegmentPlan, index: int, *, cancel: str | None = None
+) -> JobResult:
     """Denoise segment ``index`` of ``plan`` into ``job.segment(index)``; its messages go to its own log.
+
+    ``cancel``: the batch's Dask ``Event``, as ``run_job`` takes it.
 
     Returns
     -------
@@ -35,17 +39,18 @@ def run_segment(job: Job, options: dict[str, Any], plan: SegmentPlan, index: int
     target = job.segment(index)
     target.parent.mkdir(parents=True, exist_ok=True)
 
-    def work() -> ExportSummary:
+    def work(stopped: Stop) -> ExportSummary:
         args = denoise_args(job, options, output=str(target))
         try:
             open_source(args)
-            return export_denoised(args, plan.choice, Stop(), frames=range(first, stop), segment_of=plan.whole)
+            return export_denoised(args, plan.choice, stopped, frames=range(first, stop), segment_of=plan.whole)
         finally:
             if hasattr(args, "source"):
                 args.source.close()
 
     heading = f"{job.input} frames {first}..{stop - 1} (segment {index + 1} of {len(plan.frames)}) -> {target}"
-    return cast(JobResult, run_logged(job.segment_log(index), heading, options, work))
+    stopped = cancellable(cancel)
+    return cast(JobResult, run_logged(job.segment_log(index), heading, options, lambda: work(stopped)))
 
 
 def join_job(job: Job, options: dict[str, Any], plan: SegmentPlan) -> JobResult:

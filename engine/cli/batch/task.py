@@ -38,7 +38,10 @@ _ONE_AT_A_TIME = threading.Lock()
 STDERR = 2  # the file descriptor
 
 
-def run_job(job: Job, options: dict[str, Any]) -> JobResult | SegmentPlan:
+CANCEL_POLL_SECONDS = 0.5  # how often a running file asks whether its batch was cancelled
+
+
+def run_job(job: Job, options: dict[str, Any], *, cancel: str | None = None) -> JobResult | SegmentPlan:
     """Denoise ``job``'s file with ``options`` (``denoise``'s, by their argparse names), or plan its segments.
 
     A video longer than two segments of ``options["segment_seconds"]`` is not denoised here: its
@@ -51,6 +54,9 @@ def run_job(job: Job, options: dict[str, Any]) -> JobResult | SegmentPlan:
         The file, its output and its log.
     options : dict
         ``denoise``'s options as the batch's command line parsed them.
+    cancel : str, optional
+        The name of the batch's Dask ``Event``: once set, a video's export stops at its next frame
+        and removes what it wrote (``cancellable``); a volume, a single call, runs to its end.
 
     Returns
     -------
@@ -65,8 +71,45 @@ def run_job(job: Job, options: dict[str, Any]) -> JobResult | SegmentPlan:
         Anything else (a bug): its traceback is written to the log first, and Dask reports it.
     """
     Path(job.output).parent.mkdir(parents=True, exist_ok=True)
-    work = (lambda: _denoise_volume(job, options)) if job.volume else (lambda: _denoise_video(job, options))
+    stop = cancellable(cancel)
+    work = (lambda: _denoise_volume(job, options)) if job.volume else (lambda: _denoise_video(job, options, stop))
     return run_logged(job.log, f"{job.input} -> {job.output}", options, work)
+
+
+def cancellable(cancel: str | None) -> Stop:
+    """Return the ``Stop`` an export runs under, set also once the Dask ``Event`` named ``cancel`` is.
+
+    A batch cancelled on the machine that runs it sets that event: the workers of a cluster the
+    user started (``--scheduler``) are not its to kill, and Dask lets a running task go on; the
+    export stops at its next frame instead, removing what it wrote, and publishes nothing.
+    """
+    stop = Stop()  # off the main thread: no signal handler
+    if cancel is not None:
+        stop.cancel = _BatchCancel(cancel)
+    return stop
+
+
+class _BatchCancel(threading.Event):
+    """Set here, or by the batch's Dask ``Event``: asked at ``is_set`` at most every CANCEL_POLL_SECONDS.
+
+    From the task's own thread, which the worker's client serves (a thread of our own could not
+    reach it).
+    """
+
+    def __init__(self, name: str) -> None:
+        from distributed import Event
+
+        super().__init__()
+        self._batch = Event(name)
+        self._next = 0.0
+
+    def is_set(self) -> bool:
+        """Whether the export is to stop: set here, or by the batch (asked again after CANCEL_POLL_SECONDS)."""
+        if not super().is_set() and time.monotonic() >= self._next:
+            self._next = time.monotonic() + CANCEL_POLL_SECONDS
+            if self._batch.is_set():
+                self.set()
+        return super().is_set()
 
 
 def run_logged(
@@ -133,7 +176,7 @@ def denoise_args(job: Job, options: dict[str, Any], output: str | None = None) -
     )
 
 
-def _denoise_video(job: Job, options: dict[str, Any]) -> ExportSummary | SegmentPlan:
+def _denoise_video(job: Job, options: dict[str, Any], stop: Stop) -> ExportSummary | SegmentPlan:
     args = denoise_args(job, options)
     try:
         open_source(args)
@@ -148,7 +191,7 @@ def _denoise_video(job: Job, options: dict[str, Any]) -> ExportSummary | Segment
             if not args.quiet:
                 print(f"cut into {len(frames)} segments at keyframes, each a task", file=sys.stderr)
             return SegmentPlan(tuple(frames), starts, span, choice)
-        return export_denoised(args, choice, Stop())  # off the main thread, Stop sets no signal handler
+        return export_denoised(args, choice, stop)
     finally:
         if hasattr(args, "source"):
             args.source.close()
