@@ -29,6 +29,7 @@ from typing import ParamSpec, TypeVar
 from .cores import free_cores
 
 NUMBA_BYTES = 180 << 20  # numba and its LLVM, loaded
+PYAV_BYTES = 100 << 20  # PyAV and FFmpeg's libraries, loaded (98 MB measured)
 COMPILE_BYTES = 96 << 20  # LLVM while it compiles the filter
 M_ARENA_MAX = -8  # glibc's mallopt parameter: the most malloc arenas
 DEFAULT_STACK_BYTES = 8 << 20  # a thread's stack where RLIMIT_STACK is unlimited
@@ -174,6 +175,15 @@ def require_cpu_room(data_bytes: int, *, compiles: Callable[[], bool], smaller: 
         _require(data_bytes + NUMBA_BYTES, pool_threads(), smaller)
     compiling = compiles()  # loads numba
     _require(data_bytes + (COMPILE_BYTES if compiling else 0), pool_threads(), smaller)
+
+
+def require_room(nbytes: int) -> None:
+    """Raise ShortOfMemoryError where ``nbytes`` more would not fit the process's address-space limit.
+
+    Nothing is checked where there is no limit. For libraries loaded on first use (PyAV's), whose
+    mapping under the limit otherwise fails as if they were missing.
+    """
+    _require(nbytes, 0, None)
 
 
 def _require(fixed_bytes: int, threads: int, smaller: str | None) -> None:

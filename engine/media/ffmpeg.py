@@ -7,8 +7,11 @@ own messages shown or held back; its reasons in words; and how many threads its 
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from typing import Any
+
+from ..memory import PYAV_BYTES, ShortOfMemoryError, require_room
 
 # Frame and slice threads in decoders and encoders. PyAV's default, slice threads only, leaves
 # H.264 decoding on one core (x264 writes one slice per frame) and makes x264 encode with
@@ -27,10 +30,21 @@ class VideoError(Exception):
 
 
 def pyav() -> Any:
-    """PyAV, imported on first use: the engine runs without it (VideoError where it is missing)."""
+    """PyAV, imported on first use: the engine runs without it (VideoError where it is missing).
+
+    Under an address-space limit too small for FFmpeg's libraries, ShortOfMemoryError: their
+    mapping failed as if PyAV were missing ("failed to map segment from shared object").
+    """
+    if "av" not in sys.modules:
+        require_room(PYAV_BYTES)
     try:
         import av
     except ImportError as error:
+        if "failed to map segment" in str(error):
+            raise ShortOfMemoryError(
+                f"not enough memory for this run: FFmpeg's libraries could not be loaded ({error}); raise the "
+                "limit (ulimit -v)"
+            ) from error
         raise VideoError(f"reading and writing video needs PyAV (pip install av): {error}") from error
     return av
 
