@@ -168,7 +168,7 @@ def filter_asked(args: argparse.Namespace, preset: Preset | None, info: VideoInf
     """Return the filter asked for.
 
     The options, over ``preset``'s, over the defaults; its strengths from the noise
-    (``automatic.choose_filter``: luma/chroma for a colour clip, SURE where the noise is white)
+    (``automatic.choose_filter``: luma/chroma for a colour clip, SURE unless an encoder's noise)
     unless --h or --noise none. ``info``: the source's, whose streams the output must hold.
     """
     params = window_params(args, preset)

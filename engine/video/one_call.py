@@ -120,8 +120,8 @@ def denoise(
     Without ``h`` or ``sigma`` the filter is the one ``nlmeans-studio denoise`` chooses for a file
     (``choose_filter``): the noise measured on ``data`` (``estimate_noise``); a colour image or
     clip filtered in Y'CbCr (BT.709 from 720 lines up, BT.601 below, as an untagged file is read)
-    with one strength for luma and one for chroma; where the noise is white, their factor chosen
-    by Stein's unbiased risk estimate on the middle frames' centre (20 filter runs of 192 x 192
+    with one strength for luma and one for chroma; unless it is an encoder's noise, their factor
+    chosen by Stein's unbiased risk estimate on the middle frames' centre (20 filter runs of 192 x 192
     pixels a frame, a second or so on the CPU). With ``sigma`` the strengths are those suggested
     for white noise of that sigma. With ``h`` the image is filtered in its own channels at that
     strength, decorrelated where its measured noise lies off the gray axis

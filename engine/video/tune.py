@@ -77,7 +77,7 @@ class TuneCandidate:
     fps : float
         Frames a second the export ran at, measured here (after its first frame).
     choice : FilterChoice or None
-        The filter chosen for the window (its strengths by SURE where the noise is white); None
+        The filter chosen for the window (its strengths by SURE unless an encoder's noise); None
         where the window is slower than the target (not scored).
     estimated_mse : float or None
         SURE's mean squared error of the filter (full scale squared); None where not scored. It
