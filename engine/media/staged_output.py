@@ -67,16 +67,15 @@ def hidden_name(path: Path, *, sequence: bool) -> Path:
     return path.with_name(f".{digest}.part" if sequence else f".{digest}.part{path.suffix}")
 
 
-def remove_left_behind(path: Path, *, hidden: bool = False) -> None:
-    """Remove the hidden file a stopped run left of the single-file output ``path``, unless a run holds it now.
+def remove_left_behind(hidden: Path) -> None:
+    """Remove the hidden file (``hidden_name``) a stopped run left, unless a run holds it now.
 
-    ``hidden``: ``path`` is that hidden file itself. For a batch cancelled while its workers
-    wrote: a later run would take the file over, but until then it sits in the user's folder.
+    For a batch cancelled while its workers wrote: a later run would take the file over, but
+    until then it sits in the user's folder.
     """
-    left = path if hidden else hidden_name(path, sequence=False)
-    with _unheld(left) as free, contextlib.suppress(OSError):  # one that cannot be removed is left as it is
+    with _unheld(hidden) as free, contextlib.suppress(OSError):  # one that cannot be removed is left as it is
         if free:
-            left.unlink(missing_ok=True)
+            hidden.unlink(missing_ok=True)
 
 
 def held_by_a_run(hidden: Path) -> bool:

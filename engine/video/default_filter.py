@@ -28,7 +28,7 @@ from .choose_h import apply_estimate
 from .denoiser import Denoiser
 from .luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
 from .noise_estimate import NoiseEstimate
-from .noise_shape import noise_shape
+from .noise_shape import NoiseShape, noise_shape
 from .params import NLMParams
 from .sure import choose_strength
 
@@ -124,6 +124,7 @@ def choose_filter(
     strength: float = 1.0,
     sample: Sequence[np.ndarray] | np.ndarray | None = None,
     backend: str = "auto",
+    shape: NoiseShape | None = None,
 ) -> FilterChoice:
     """Return the filter for a clip of noise ``estimate``: what ``denoise`` and the window use by default.
 
@@ -148,6 +149,9 @@ def choose_filter(
         to choose the factor on; None: the suggested strengths as they are.
     backend : {"auto", "cpu", "gpu"}
         Where SURE's filter runs.
+    shape : NoiseShape, optional
+        The noise's shape for SURE's probe, where the caller measured it once for many calls
+        (``noise_shape``); None: measured on ``sample``.
 
     Returns
     -------
@@ -173,7 +177,7 @@ def choose_filter(
         return dataclasses.replace(at(strength), factor=encoder, how=ENCODER)
     if sample is None or len(sample) == 0 or not sure_applies(estimate):
         return at(strength)
-    shape = noise_shape(np.asarray(sample), estimate)
+    shape = noise_shape(np.asarray(sample), estimate) if shape is None else shape
     if shape is None:  # correlated noise without flat blocks in the sample to measure its shape on
         return at(strength)
     frames = to_float32(_centre(np.asarray(sample), SURE_CROP))

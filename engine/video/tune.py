@@ -284,9 +284,10 @@ def tune_for_fps(
                 f"{info.path}: its noise reads {estimate.average_sigma:.2f} levels, too little for SURE to tell the "
                 "windows apart: the clip looks clean; denoise it with the defaults, or tune a noisier part"
             )
-        whole = clip_sample(reader, span)  # choose_filter's sample: the noise's shape is measured on its flat blocks
+        whole = clip_sample(reader, span)  # the noise's shape is measured on its flat blocks, SURE on the centre
         sample = to_float32(_centre(whole, SURE_CROP))
         shape = noise_shape(whole, estimate) if sure_applies(estimate) else None
+        scored = _Sample(whole, sample, shape, most_past)
         matrix = matrix_for(info.color.get("colorspace", 2), info.height)
         middle = max(0, (info.frame_count - TIMED_FRAMES) // 2)
         timed = range(middle, min(middle + TIMED_FRAMES, info.frame_count))
@@ -317,7 +318,6 @@ def tune_for_fps(
                     slow.append(candidate_window)
                     candidates.append(TuneCandidate(choice.params, timing.fps, latency_p95_ms=timing.latency_p95_ms))
                 else:
-                    scored = _Sample(whole, sample, shape, most_past)
                     candidates.append(_scored(candidate_window, timing, estimate, scored, matrix, backend))
             if progress is not None:
                 progress(len(candidates) + pruned, max(total, len(candidates) + pruned))
@@ -540,7 +540,7 @@ class _PacedFrames:
 class _Sample:
     """The frames every window is scored on: whole, their centre in float32, the noise's shape."""
 
-    whole: np.ndarray  # (T, H, W, C) as read: choose_filter measures the noise's shape on them
+    whole: np.ndarray  # (T, H, W, C) as read: choose_filter's sample, cut to the same centre there
     centre: np.ndarray  # their SURE_CROP centre, float32: what SURE scores
     shape: NoiseShape | None  # the noise's (``noise_shape``), None where SURE's estimates are biased
     most_past: int  # frames before the first scored one: the most any window searches
@@ -555,8 +555,14 @@ def _scored(
     window's frames around it.
     """
     frames = slice(sample.most_past - window.frames_past, sample.most_past + SURE_FRAMES + window.frames_future)
-    choice = choose_filter(
-        estimate, window, matrix=matrix, luma_chroma=AUTO, sample=sample.whole[frames], backend=backend
+    choice = choose_filter(  # with the noise's shape measured once, not again for every window
+        estimate,
+        window,
+        matrix=matrix,
+        luma_chroma=AUTO,
+        sample=sample.whole[frames],
+        backend=backend,
+        shape=sample.shape,
     )
     denoiser = choice.denoiser(backend)
     shape = WHITE if sample.shape is None else sample.shape

@@ -87,10 +87,8 @@ def run_batch(args: argparse.Namespace) -> int:
         if cancelled:
             unfinished = [job for job in todo if not manifest.is_done(job, options)]
             _wait_for_stopped_writers(unfinished)
-            for job in unfinished:
-                remove_left_behind(Path(job.output))
-                for left in Path(job.segments).glob(".*"):  # a segment's hidden file
-                    remove_left_behind(left, hidden=True)
+            for hidden in _hidden_files(unfinished):
+                remove_left_behind(hidden)
             raise ExportCancelledError(
                 f"cancelled; the files done are recorded in {manifest.path}: the same command does the rest"
             )
@@ -132,12 +130,14 @@ def _wait_for_stopped_writers(jobs: list[Job]) -> None:
     STOP_SECONDS are left to the run holding them.
     """
     deadline = time.monotonic() + STOP_SECONDS
-    while time.monotonic() < deadline:
-        hidden = [hidden_name(Path(job.output), sequence=False) for job in jobs]
-        hidden += [left for job in jobs for left in Path(job.segments).glob(".*")]
-        if not any(held_by_a_run(path) for path in hidden):
-            return
+    while time.monotonic() < deadline and any(held_by_a_run(hidden) for hidden in _hidden_files(jobs)):
         time.sleep(0.1)
+
+
+def _hidden_files(jobs: list[Job]) -> list[Path]:
+    """Return where runs of ``jobs`` write until complete: each output's hidden file, and its segments' ones."""
+    outputs = [hidden_name(Path(job.output), sequence=False) for job in jobs]
+    return outputs + [hidden for job in jobs for hidden in Path(job.segments).glob(".*")]
 
 
 def _run(
