@@ -18,17 +18,17 @@ DATA = Path(__file__).parent / "data"
 CLI = (sys.executable, "-m", "nlmeans_studio.engine")  # the command line, as a subprocess
 
 
-def write_ffv1(path: Path, frames: np.ndarray) -> None:
-    """A lossless FFV1 clip of (T, H, W, 3) uint8 RGB frames at 25 fps, written with PyAV."""
+def write_ffv1(path: Path, frames: np.ndarray, rate: int = 25) -> None:
+    """A lossless FFV1 clip of (T, H, W, 3) uint8 RGB frames at ``rate`` fps, written with PyAV."""
     import av
 
     with av.open(str(path), "w") as container:
-        stream = container.add_stream("ffv1", rate=25)
+        stream = container.add_stream("ffv1", rate=rate)
         stream.height, stream.width = frames.shape[1:3]
         stream.pix_fmt = "bgr0"
         for index, frame in enumerate(frames):
             video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
-            video_frame.pts, video_frame.time_base = index, Fraction(1, 25)
+            video_frame.pts, video_frame.time_base = index, Fraction(1, rate)
             container.mux(stream.encode(video_frame))
         container.mux(stream.encode(None))
 
@@ -119,7 +119,7 @@ def chroma_subsampled_clips(folder: Path, frames: int = 2) -> tuple[Path, np.nda
     decoded = []
     for name, frames in (("noisy.mkv", noisy), ("clean.mkv", clean)):
         with av.open(str(folder / name), "w") as container:
-            stream = container.add_stream("ffv1", rate=25)
+            stream = container.add_stream("ffv1", rate=rate)
             stream.height, stream.width = frames.shape[1:3]
             stream.pix_fmt = "yuv420p"
             for frame in frames:
