@@ -4,12 +4,16 @@ The noise in use is the synthetic noise while it is on, else the clip's latest e
 ``strength`` times the h the engine suggests for that noise and the window (1 by default; a
 preset's strength sets another multiple), times the factor ``choose_filter`` gives for the
 clip's estimate (SURE's best on the clip, or an encoder's noise's; as ``denoise`` chooses it),
-and so are the luma/chroma strengths unless they are given. Color decorrelation is offered when
-the noise gives a color transform, and ticked where the engine says it helps. A clip's saved h
-stands until its first estimate arrives.
+and so are the luma/chroma strengths unless they are given. The centre weight follows the noise
+in use too, set when it changes (light noise may get "one"; the one chosen with the clip's
+factor, or ``choose_filter``'s for the synthetic noise) and yours to change until it next does.
+Color decorrelation is offered when the noise gives a color transform, and ticked where the
+engine says it helps. A clip's saved h stands until its first estimate arrives.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from PySide6.QtCore import QObject, Signal
 
@@ -18,6 +22,7 @@ from nlmeans_studio.engine import (
     NoiseEstimate,
     Preset,
     apply_estimate,
+    choose_filter,
     parse_luma_chroma,
     split_estimate,
     suggest_luma_chroma_h,
@@ -48,6 +53,7 @@ class NoiseFollower(QObject):
         self.noise_in_use: NoiseEstimate | None = None  # what h follows: the synthetic noise or the estimate
         self.strength = 1.0  # h as a multiple of the h suggested for the noise (a preset's)
         self.chosen_factor = 1.0  # choose_filter's multiple of the suggested strengths: SURE's, or an encoder's noise's
+        self.chosen_center: str | None = None  # the centre weight choose_filter chose with it
         self.matrix: str | None = None  # the clip's Y'CbCr matrix; None until a clip is open
         self._keep_h = False  # the clip's saved h stands when its noise estimate arrives
         parameters.luma_chroma_mode_changed.connect(self._follow_in_luma_chroma)
@@ -80,11 +86,13 @@ class NoiseFollower(QObject):
             self.noise_in_use = None
             self.estimate_needed.emit()
 
-    def estimated(self, estimate: NoiseEstimate, factor: float = 1.0) -> None:
+    def estimated(self, estimate: NoiseEstimate, factor: float = 1.0, center: str | None = None) -> None:
         """The worker measured the clip's noise, and ``choose_filter``'s ``factor`` on the strengths it
-        suggests (SURE's, an encoder's noise's, else 1): h follows both (a saved h no longer stands)."""
+        suggests (SURE's, an encoder's noise's, else 1) and ``center`` weight chosen with it (None:
+        the one set stays): h follows them (a saved h and its centre weight no longer stand)."""
         self.estimate = estimate
         self.chosen_factor = factor
+        self.chosen_center = center
         self.apply_noise(estimate)
         self._keep_h = False
 
@@ -97,6 +105,9 @@ class NoiseFollower(QObject):
         if estimate is None:
             return
         self.noise_in_use = estimate
+        if not self._keep_h:
+            center = self._center_for(estimate)
+            self._parameters.set_params(dataclasses.replace(self._parameters.params(), center_weight=center))
         suggested = apply_estimate(self._parameters.params(), estimate)
         try:
             transform = estimate.color_transform() if len(estimate.covariance) > 1 else None
@@ -119,8 +130,10 @@ class NoiseFollower(QObject):
         self.apply_noise()
 
     def apply_preset(self, preset: Preset) -> None:
-        """A preset's parameters; its strength sets h from the noise (estimated first if unknown)."""
-        self._parameters.set_params(preset.params)
+        """A preset's parameters; its strength sets h from the noise (estimated first if unknown). Its
+        centre weight "auto" keeps the one chosen for the clip's noise."""
+        center = self._parameters.params().center_weight if preset.center_weight == "auto" else preset.center_weight
+        self._parameters.set_params(dataclasses.replace(preset.params, center_weight=center))
         self._parameters.set_luma_chroma_mode(preset.luma_chroma)
         self._follow_in_luma_chroma()  # for the preset's window, also where the mode was auto already
         if preset.strength is not None:
@@ -147,6 +160,13 @@ class NoiseFollower(QObject):
             return
         h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, self.matrix), self._parameters.params())
         self._parameters.set_luma_chroma_h(self._multiple() * h_luma, self._multiple() * h_chroma)
+
+    def _center_for(self, estimate: NoiseEstimate) -> str:
+        """The centre weight for ``estimate``: the one chosen with the clip's factor, else the one
+        ``choose_filter`` gives that noise without frames to score (the synthetic noise's)."""
+        if estimate is self.estimate and self.chosen_center is not None:
+            return self.chosen_center
+        return choose_filter(estimate, self._parameters.params()).params.center_weight
 
     def _factor(self) -> float:
         """choose_filter's factor where the noise in use is the clip's estimate (not the synthetic noise)."""

@@ -432,9 +432,10 @@ class MainWindow(QMainWindow):
         """The estimate's boxes show over the frame they were found on only."""
         self.view.set_regions_on_frame(self.preview is not None and self.preview.index == self._regions_frame)
 
-    def _estimated(self, number: int, first: int, estimate: NoiseEstimate, factor: float) -> None:
+    def _estimated(self, number: int, first: int, estimate: NoiseEstimate, factor: float, center: str) -> None:
         """The estimate arrived: its flat blocks are drawn over frame ``first``, where they were
-        found (the status bar says which where another frame is shown), h follows it."""
+        found (the status bar says which where another frame is shown), h and the centre weight
+        follow it."""
         if estimate.method != "region":
             self._regions_frame = first
             self.view.show_regions(estimate.regions)
@@ -442,7 +443,7 @@ class MainWindow(QMainWindow):
             if self.frame_slider.value() != first:
                 self._say_where_the_boxes_are("Noise measured over the clip, as denoise does; the boxes are its")
         self.readouts.show_sigma(estimate)
-        self.noise_follower.estimated(estimate, factor)
+        self.noise_follower.estimated(estimate, factor, center)
 
     def _synthetic_changed(self) -> None:
         """The synthetic noise changed: its sigma is the readout's, h follows the noise."""
@@ -645,13 +646,16 @@ class MainWindow(QMainWindow):
             self.tuner.start(TuneRequest(self.path, fps, self.current_params(), backend, playback))
 
     def apply_tuned(self, result: TuneResult) -> None:
-        """Show the tune's choice: its radii and frames, and its strengths (the two of the luma/chroma mode
-        for a colour clip, as given ones)."""
+        """Show the tune's choice: its radii and frames, its centre weight and its strengths (the two of
+        the luma/chroma mode for a colour clip, as given ones)."""
         chosen = result.chosen
         window, choice = chosen.window, chosen.choice
         radii = ("patch_radius", "search_radius", "frames_past", "frames_future")
         params = dataclasses.replace(
-            self.parameters.params(), h=choice.params.h, **{name: getattr(window, name) for name in radii}
+            self.parameters.params(),
+            h=choice.params.h,
+            center_weight=choice.params.center_weight,
+            **{name: getattr(window, name) for name in radii},
         )
         self.parameters.set_params(params)
         self.parameters.set_luma_chroma_mode(None if choice.luma_chroma is None else choice.luma_chroma[:2])

@@ -194,7 +194,8 @@ class PreviewWorker(Worker):
 
     opened = Signal(int, object, object)  # request number, VideoInfo, each frame's time in seconds
     rendered = Signal(int, object)  # request number, engine.video.preview.Preview: several a request, each better
-    estimated = Signal(int, int, object, float)  # request number, first frame measured, NoiseEstimate, SURE's factor
+    estimated = Signal(int, int, object, float, str)  # request number, first frame measured, NoiseEstimate, SURE's
+    # factor and the centre weight chosen with it
     playback_started = Signal(int, object)  # request number, engine.video.playback.RenderAhead
     failed = Signal(int, str, str)  # request number, kind ("open", "preview", "estimate", "backend"), message
     busy_changed = Signal(bool)  # the engine started or stopped working
@@ -397,13 +398,16 @@ class PreviewWorker(Worker):
             previewer.denoiser  # noqa: B018 (creates the backend now, so that its errors surface here)
         return previewer
 
-    def _estimate(self, request: EstimateRequest) -> tuple[int, NoiseEstimate, float]:
-        """The noise, the first frame of the pair it was measured on and SURE's factor on the
-        strengths it suggests: in the region, on the current frame and the next (the one before,
-        on the last frame: a region's estimate reads the change between two); without one, as
-        ``denoise --noise auto`` measures it (pairs spread over the clip, the median). SURE
-        scores the clip's middle frames, as ``denoise`` does: the window's strengths are the
-        command line's."""
+    def _estimate(self, request: EstimateRequest) -> tuple[int, NoiseEstimate, float, str]:
+        """The noise, the first frame of the pair it was measured on, and SURE's factor on the
+        strengths it suggests and the centre weight it chose (``choose_filter``).
+
+        In the region, on the current frame and the next (the one before, on the last frame: a
+        region's estimate reads the change between two); without one, as ``denoise --noise auto``
+        measures it (pairs spread over the clip, the median). SURE scores the clip's middle
+        frames, as ``denoise`` does: the window's strengths and centre weight are the command
+        line's.
+        """
         previewer = self._require_clip()
         count = len(previewer.source)
         first, last = 0, count
@@ -422,7 +426,7 @@ class PreviewWorker(Worker):
         choice = choose_filter(
             estimate, request.window, matrix=request.matrix, luma_chroma=mode, sample=sample, backend=request.backend
         )
-        return first, estimate, choice.factor
+        return first, estimate, choice.factor, choice.params.center_weight
 
     def _require_clip(self) -> Previewer:
         if self._previewer is None:

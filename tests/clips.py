@@ -119,7 +119,7 @@ def chroma_subsampled_clips(folder: Path, frames: int = 2) -> tuple[Path, np.nda
     decoded = []
     for name, frames in (("noisy.mkv", noisy), ("clean.mkv", clean)):
         with av.open(str(folder / name), "w") as container:
-            stream = container.add_stream("ffv1", rate=rate)
+            stream = container.add_stream("ffv1", rate=25)
             stream.height, stream.width = frames.shape[1:3]
             stream.pix_fmt = "yuv420p"
             for frame in frames:
@@ -189,3 +189,27 @@ def anamorphic_clip(path: Path, seconds: float = 0.1) -> Path:
         check=True, timeout=60,
     )  # fmt: skip
     return path
+
+
+def panning_texture(sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """(clean, noisy) uint8 (T, H, W, 3): four 96 x 128 frames of a fine random colour texture (no
+    patch has a twin) panning 0.4 and 0.7 pixels a frame, with white noise of ``sigma`` levels."""
+    rng = np.random.default_rng(5)
+    texture = rng.normal(0, 1, (104, 136, 3))
+    for axis in (0, 1):
+        texture = (np.roll(texture, 1, axis) + 2 * texture + np.roll(texture, -1, axis)) / 4
+    texture = 128 + 90 * texture
+    frames = []
+    for t in range(4):  # bilinear, at sub-pixel offsets
+        y, x = 4 + 0.4 * t, 4 + 0.7 * t
+        top, left, fy, fx = int(y), int(x), y % 1, x % 1
+        window = texture[top : top + 97, left : left + 129]
+        frames.append(
+            (1 - fy) * (1 - fx) * window[:-1, :-1]
+            + (1 - fy) * fx * window[:-1, 1:]
+            + fy * (1 - fx) * window[1:, :-1]
+            + fy * fx * window[1:, 1:]
+        )
+    clean = np.clip(np.rint(np.stack(frames)), 0, 255)
+    noisy = np.clip(np.rint(clean + np.random.default_rng(3).normal(0, sigma, clean.shape)), 0, 255)
+    return clean.astype(np.uint8), noisy.astype(np.uint8)

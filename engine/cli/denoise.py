@@ -205,6 +205,7 @@ def filter_asked(args: argparse.Namespace, preset: Preset | None, info: VideoInf
             strength=1.0 if strength is None else strength,
             sample=sample,
             backend=args.backend if args.devices is None else "gpu",
+            center_weight=args.center_weight or (AUTO if preset is None else preset.center_weight),
         )
         if strength not in (None, 1.0):
             note = f"{args.filter_preset}'s strength: x{strength:g}"

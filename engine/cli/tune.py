@@ -109,6 +109,7 @@ def options(candidate: TuneCandidate) -> list[str]:
         f"--frames-past {window.frames_past}",
         f"--frames-future {window.frames_future}",
         f"--patch-radius {window.patch_radius}",
+        f"--center-weight {candidate.choice.params.center_weight}",
     ]
     if candidate.choice.luma_chroma is not None:
         h_luma, h_chroma, _ = candidate.choice.luma_chroma
@@ -137,6 +138,7 @@ def as_json(result: TuneResult) -> dict:
             "estimated_mse": candidate.estimated_mse,
             "h": None if choice is None or choice.luma_chroma is not None else round(choice.params.h, 3),
             "luma_chroma": None if choice is None or choice.luma_chroma is None else _rounded(choice.luma_chroma),
+            "center_weight": None if choice is None else choice.params.center_weight,
             "chosen": candidate is result.chosen,
         }
 

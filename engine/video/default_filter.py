@@ -13,7 +13,9 @@ shows: white, or correlated between neighbouring pixels as demosaicing and film 
 it, or growing with brightness; not an encoder's), the factor on them is chosen from the clip
 itself (``sure.choose_strength`` on a few frames' centre, its probe shaped like the noise by
 ``noise_shape``): the table was calibrated on other pictures, and smooth ones want another h
-(held-out retina at sigma 25: -1.64 dB at the table's h, -0.00 at SURE's).
+(held-out retina at sigma 25: -1.64 dB at the table's h, -0.00 at SURE's). Light noise may
+get the centre weight "one" instead (``center_candidates``: the defaults study of 2026-11-28,
+docs/bench/2026-11-28b-light-noise-and-the-centre-weight.md).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ SURE_CROP = 192  # pixels: the side of the frames' centre SURE scores (its cost:
 SURE_FRAMES = 2  # frames scored (each with its window's frames around it)
 ENCODER_FACTOR = 1.5  # on the luma/chroma strengths for an encoder's noise (``encoder_noise``)
 SMOOTH_GRAIN = 0.8  # spatial_correlation from which suggest_h's smooth-noise factor has raised h
+CENTER_WEIGHTS = ("max", "one")  # what "auto" chooses among for light noise: SURE scores each at its best strength
+LIGHT_NOISE = 6.0  # 8-bit levels of average sigma: under it the centre weight "one" may win (``center_candidates``)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +129,7 @@ def choose_filter(
     sample: Sequence[np.ndarray] | np.ndarray | None = None,
     backend: str = "auto",
     shape: NoiseShape | None = None,
+    center_weight: str = AUTO,
 ) -> FilterChoice:
     """Return the filter for a clip of noise ``estimate``: what ``denoise`` and the window use by default.
 
@@ -152,40 +157,71 @@ def choose_filter(
     shape : NoiseShape, optional
         The noise's shape for SURE's probe, where the caller measured it once for many calls
         (``noise_shape``); None: measured on ``sample``.
+    center_weight : {"auto", "max", "one"}
+        The pixel's own weight. "auto" (the default): chosen with the strength among
+        ``center_candidates``, by SURE where it applies, else the last of them; "max" or "one":
+        that one, whatever ``window`` says.
 
     Returns
     -------
     FilterChoice
     """
     window = NLMParams() if window is None else window
+    if center_weight != AUTO:
+        window = dataclasses.replace(window, center_weight=center_weight)
     colour = len(estimate.covariance) == 3
     if colour and isinstance(luma_chroma, tuple):
         return FilterChoice(dataclasses.replace(window, color_transform=None), (*luma_chroma, matrix), 1.0, GIVEN)
-    suggested = apply_estimate(window, estimate)
-    h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, matrix), window) if colour else (0.0, 0.0)
     in_luma_chroma = colour and luma_chroma == AUTO
-
     encoder = ENCODER_FACTOR if in_luma_chroma and encoder_noise(estimate) else 1.0
 
-    def at(scale: float) -> FilterChoice:
+    def at(scale: float, centre: str) -> FilterChoice:
+        with_centre = dataclasses.replace(window, center_weight=centre)
         if in_luma_chroma:
-            params = dataclasses.replace(window, color_transform=None)
+            h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, matrix), with_centre)
+            params = dataclasses.replace(with_centre, color_transform=None)
             return FilterChoice(params, (scale * encoder * h_luma, scale * encoder * h_chroma, matrix))
+        suggested = apply_estimate(with_centre, estimate)
         return FilterChoice(dataclasses.replace(suggested, h=scale * suggested.h), None)
 
+    candidates = center_candidates(estimate) if center_weight == AUTO else (window.center_weight,)
+    unjudged = candidates[-1]  # "one" for light noise SURE cannot judge: the filter then tends to the frame
     if encoder != 1.0:
-        return dataclasses.replace(at(strength), factor=encoder, how=ENCODER)
+        return dataclasses.replace(at(strength, unjudged), factor=encoder, how=ENCODER)
     if sample is None or len(sample) == 0 or not sure_applies(estimate):
-        return at(strength)
+        return at(strength, unjudged)
     shape = noise_shape(np.asarray(sample), estimate) if shape is None else shape
     if shape is None:  # correlated noise without flat blocks in the sample to measure its shape on
-        return at(strength)
+        return at(strength, unjudged)
     frames = to_float32(_centre(np.asarray(sample), SURE_CROP))
     scored = _scored_frames(len(frames), window)
-    factor, _ = choose_strength(
-        lambda f: at(f).denoiser(backend), frames, scored, estimate.covariance, *SURE_RANGE, shape=shape
-    )
-    return dataclasses.replace(at(strength * factor), factor=factor, how=SURE)  # a preset's multiple of the best
+    covariance = estimate.covariance
+    best = {  # centre weight: (factor, risk)
+        centre: choose_strength(
+            lambda f, c=centre: at(f, c).denoiser(backend), frames, scored, covariance, *SURE_RANGE, shape=shape
+        )
+        for centre in candidates
+    }
+    centre = min(best, key=lambda c: best[c][1])
+    factor = best[centre][0]
+    return dataclasses.replace(at(strength * factor, centre), factor=factor, how=SURE)  # a preset's multiple of it
+
+
+def center_candidates(estimate: NoiseEstimate) -> tuple[str, ...]:
+    """Return the centre weights to choose among for this noise: both for light noise, else "max".
+
+    With "max" a pixel weighs as much as its best match, however far that is: as h falls the
+    filter tends to the mean of the two, not to the frame. Under light noise the frame's own
+    detail is much of what differs, and "max" blurs it (textured clips with white noise of sigma
+    2: 3-6 dB below "one"); over heavier noise "max" wins (sigma 10 and more: 0.5-2 dB). Between,
+    it depends on the picture: SURE chooses, and where it cannot (an encoder's noise, or none to
+    measure), "one". ``LIGHT_NOISE``, from the defaults study's calibration corpus (each mode at
+    its best strength): SURE chose the better of the two on all 12 cases read under 6 levels, and
+    "one" wrongly on 8 of the 11 where it chose it over 9.7; on an encoder's noise "one" was within
+    0.1 dB of "max" or better on all 12 cases read under 6 levels and lost on 10 of 11 read over 6.1
+    (up to 0.53 dB).
+    """
+    return CENTER_WEIGHTS if estimate.average_sigma < LIGHT_NOISE else ("max",)
 
 
 def sure_sample_length(window: NLMParams) -> int:

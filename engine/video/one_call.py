@@ -25,7 +25,7 @@ from ..frames import (
     native_order,
 )
 from .choose_h import apply_estimate
-from .default_filter import GIVEN, FilterChoice, choose_filter, sure_sample_length
+from .default_filter import AUTO, GIVEN, FilterChoice, choose_filter, sure_sample_length
 from .filters import cpu_filter_compiles
 from .luma_chroma import matrix_for
 from .noise import estimate_noise
@@ -51,7 +51,7 @@ def denoise(
     channel_axis: int | None = -1,
     time_axis: int | None = None,
     weighting: str = _DEFAULTS.weighting,
-    center_weight: str = _DEFAULTS.center_weight,
+    center_weight: str = AUTO,
     backend: str = "auto",
     bit_depth: int | None = None,
 ) -> Any:
@@ -70,8 +70,8 @@ def denoise(
         chosen from ``sigma``, else from the noise measured on ``data``.
     sigma : float, optional
         The noise's standard deviation in 8-bit levels, 0 to 255, white and the same in every
-        channel: the strengths ``choose_filter`` suggests for it, without measuring. Not with
-        ``h``. 0: no noise, ``data`` comes back unchanged (a copy).
+        channel: the filter ``choose_filter`` chooses for it, without measuring. Not with ``h``.
+        0: no noise, ``data`` comes back unchanged (a copy).
     patch_radius : int
         B in pixels, 0..8: patches are (2B+1) x (2B+1).
     search_radius : int
@@ -86,8 +86,9 @@ def denoise(
         whose first axis other than ``channel_axis`` is time. A gray clip (T, H, W) needs it.
     weighting : {"exponential", "bisquare"}
         The weight of a patch distance, as ``NLMParams`` takes it.
-    center_weight : {"max", "one"}
-        The weight of the pixel itself, as ``NLMParams`` takes it.
+    center_weight : {"auto", "max", "one"}
+        The weight of the pixel itself, as ``NLMParams`` takes it; "auto": chosen with the
+        strength (Notes), "max" where ``h`` is given.
     backend : {"auto", "cpu", "gpu"}
         Where the filter runs; "auto": NLMEANS_BACKEND, else the GPU where CuPy finds one.
     bit_depth : int, optional
@@ -121,8 +122,10 @@ def denoise(
     (``choose_filter``): the noise measured on ``data`` (``estimate_noise``); a colour image or
     clip filtered in Y'CbCr (BT.709 from 720 lines up, BT.601 below, as an untagged file is read)
     with one strength for luma and one for chroma; unless it is an encoder's noise, their factor
-    chosen by Stein's unbiased risk estimate on the middle frames' centre (20 filter runs of 192 x 192
-    pixels a frame, a second or so on the CPU). With ``sigma`` the strengths are those suggested
+    and the centre weight ("max" or "one") chosen by Stein's unbiased risk estimate on the middle
+    frames' centre (40 filter runs of 192 x 192 pixels a frame, a second or two on the CPU); for
+    an encoder's noise or noise under a level, the centre weight "one" (light noise: "max"
+    averages each pixel with its best match, the frame's own detail). With ``sigma`` the same,
     for white noise of that sigma. With ``h`` the image is filtered in its own channels at that
     strength, decorrelated where its measured noise lies off the gray axis
     (``decorrelation_decision``), as ``denoise --h`` does; frames under 16 x 16 pixels, too small
@@ -176,7 +179,7 @@ def denoise(
         frames_past=frames_past,
         frames_future=frames_future,
         weighting=weighting,
-        center_weight=center_weight,
+        center_weight=_DEFAULTS.center_weight if center_weight == AUTO else center_weight,
     )
     frames = _as_frames(array, frames_axes)  # (T, H, W, C), a view
     chosen = resolve_backend(backend)
@@ -184,7 +187,7 @@ def denoise(
         return array.copy()
     if chosen == "cpu":  # before SURE, whose filter runs are the first
         announce_compile(cpu_filter_compiles)
-    choice = _chosen_filter(frames, window, h, sigma, depth, chosen)
+    choice = _chosen_filter(frames, window, h, sigma, depth, chosen, center_weight)
     filtered = (
         _filtered_on_its_gpu(choice, frames, depth, chosen) if on_gpu else _exported(choice, frames, depth, chosen)
     )
@@ -298,25 +301,35 @@ def _as_given(frames: Any, shape: tuple[int, ...], axes: _FramesAxes) -> Any:
 
 
 def _chosen_filter(
-    frames: Any, window: NLMParams, h: float | None, sigma: float | None, depth: int | None, backend: str
+    frames: Any,
+    window: NLMParams,
+    h: float | None,
+    sigma: float | None,
+    depth: int | None,
+    backend: str,
+    center_weight: str,
 ) -> FilterChoice:
-    """Return the filter for (T, H, W, C) ``frames``: at ``h``, or for ``sigma``, or for the noise measured on them."""
+    """Return the filter for (T, H, W, C) ``frames``: at ``h``, for ``sigma``, or for their measured noise.
+
+    ``center_weight``: "auto" or pinned, as ``choose_filter`` takes it.
+    """
     channels = frames.shape[-1]
     matrix = matrix_for(_UNTAGGED, frames.shape[1])
-    if sigma is not None:
-        return choose_filter(SyntheticNoise(float(sigma)).estimate(channels), window, matrix=matrix)
     if h is not None:
         params = dataclasses.replace(window, h=h)  # validates h before the noise is measured
         if channels == 1 or min(frames.shape[1:3]) < BLOCK:  # nothing to decorrelate, or too small to measure
             return FilterChoice(params, None, how=GIVEN)
     host = frames if isinstance(frames, np.ndarray) else cupy_module().asnumpy(frames)  # the estimate's, on the CPU
-    estimate = estimate_noise(host, bit_depth=depth)
+    if sigma is not None:
+        estimate = SyntheticNoise(float(sigma)).estimate(channels)
+    else:
+        estimate = estimate_noise(host, bit_depth=depth)
     if h is not None:
         return FilterChoice(apply_estimate(window, estimate, h=h), None, how=GIVEN)
     count = sure_sample_length(window)
     middle = max(0, (len(host) - count) // 2)  # the middle frames, as ``denoise`` samples a file
     sample = np.stack([at_full_scale(frame, depth) if depth else frame for frame in host[middle : middle + count]])
-    return choose_filter(estimate, window, matrix=matrix, sample=sample, backend=backend)
+    return choose_filter(estimate, window, matrix=matrix, sample=sample, backend=backend, center_weight=center_weight)
 
 
 def _exported(choice: FilterChoice, frames: np.ndarray, depth: int | None, backend: str) -> np.ndarray:

@@ -7,8 +7,10 @@ finds best for the clip's noise (estimated, or the synthetic noise) and the pres
 0.7 is lighter, 1.3 stronger. An absolute ``"h"`` in levels is taken as it is.
 ``"luma_chroma"`` is the luma/chroma mode as the CLI writes it: "auto" (both strengths from the
 noise; what a colour clip gets by default), "off" or "H_Y,H_UV" in levels. A preset without it
-is "off": presets saved before luma/chroma became the default left "off" out. Fields left out
-take ``NLMParams``' defaults.
+is "off": presets saved before luma/chroma became the default left "off" out.
+``"center_weight": "auto"`` (also where it is left out) leaves the centre weight to the noise, as
+``choose_filter`` chooses it where the strengths follow the noise ("max" where h is given in
+levels). Other fields left out take ``NLMParams``' defaults.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..resources import PRESET_FOLDER
+from .default_filter import AUTO
 from .luma_chroma import parse_luma_chroma
 from .params import NLMParams
 
@@ -46,11 +49,15 @@ class Preset:
         h as a multiple of the h the noise suggests (``suggest_h``), or None: ``params.h`` stands.
     luma_chroma : "auto", (h_luma, h_chroma) or None
         The luma/chroma mode (``parse_luma_chroma``'s); None is off.
+    center_weight : {"auto", "max", "one"}
+        "auto": chosen with the strengths (``choose_filter``), ``params`` holding the default
+        until then; else the preset's, as ``params`` has it.
     """
 
     params: NLMParams
     strength: float | None = None
     luma_chroma: str | tuple[float, float] | None = None  # parse_luma_chroma's: None is off
+    center_weight: str = AUTO
 
 
 class PresetError(ValueError):
@@ -142,6 +149,8 @@ def load_preset(path: Path) -> Preset:
             kind = {NUMBER: "a number", INTEGER: "a whole number", TEXT: "text"}[FIELD_TYPES[name]]
             raise PresetError(f"{path}: {name} must be {kind}, got {_shortened(value)}")
     strength = fields.pop("strength", None)
+    if fields.get("center_weight") == AUTO:
+        del fields["center_weight"]
     try:
         luma_chroma = parse_luma_chroma(fields.pop("luma_chroma", "off"))
     except ValueError as error:
@@ -155,7 +164,8 @@ def load_preset(path: Path) -> Preset:
         raise PresetError(f"{path}: strength must be a number in {low}..{high}, got {strength!r}")
     try:
         params = NLMParams(**fields)  # without h: the default strength, a placeholder where strength is given
-        return Preset(params, None if strength is None else float(strength), luma_chroma)
+        center = fields.get("center_weight", AUTO)
+        return Preset(params, None if strength is None else float(strength), luma_chroma, center)
     except (TypeError, ValueError) as error:
         raise PresetError(f"{path}: {error}") from None
 

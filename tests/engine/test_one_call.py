@@ -26,6 +26,7 @@ from nlmeans_studio.engine import (
     matrix_for,
     sure_sample_length,
 )
+from nlmeans_studio.engine.frames import at_full_scale
 
 SMALL = {"patch_radius": 1, "search_radius": 1}  # the smallest window the tests allow: fast
 WINDOW = NLMParams(**SMALL)
@@ -78,10 +79,12 @@ def test_a_gray_clip_is_filtered_as_it_is() -> None:
     )
 
 
-def test_sigma_gives_the_strengths_suggested_for_white_noise_of_that_sigma() -> None:
+def test_sigma_gives_the_filter_chosen_for_white_noise_of_that_sigma() -> None:
+    """As for measured noise (SURE on the frames chooses the factor and centre weight), without measuring."""
     image = _picture(3)[0]
-    choice = choose_filter(SyntheticNoise(12.0).estimate(3), WINDOW, matrix=MATRIX)
-    assert choice.luma_chroma is not None and choice.how == "from the noise"
+    noise = SyntheticNoise(12.0).estimate(3)
+    choice = choose_filter(noise, WINDOW, matrix=MATRIX, sample=image[None], backend="cpu")
+    assert choice.luma_chroma is not None and choice.how == "SURE on the clip"
     assert np.array_equal(denoise(image, sigma=12, backend="cpu", **SMALL), _exported(choice, image[None])[0])
 
 
@@ -116,7 +119,8 @@ def test_the_dtype_shape_and_range_come_back(dtype, layout) -> None:
 
 def test_uint16_of_fewer_bits_comes_back_at_its_depth() -> None:
     image = _picture(6)[0].astype(np.uint16) * 4  # 10-bit samples, 0..1020
-    choice = choose_filter(SyntheticNoise(10.0).estimate(3), WINDOW, matrix=MATRIX)
+    sample = at_full_scale(image, 10)[None]  # SURE's frames, at 16-bit full scale
+    choice = choose_filter(SyntheticNoise(10.0).estimate(3), WINDOW, matrix=MATRIX, sample=sample, backend="cpu")
     result = denoise(image, sigma=10, bit_depth=10, backend="cpu", **SMALL)
     assert result.dtype == np.uint16 and result.max() <= 1023
     assert np.array_equal(result, _exported(choice, image[None], np.uint16, bit_depth=10)[0])

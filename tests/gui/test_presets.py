@@ -14,6 +14,7 @@ def test_shipped_presets_set_h_relative_to_the_noise() -> None:
     assert set(presets) == {"light", "medium", "strong", "vhs"}
     assert all(isinstance(preset.params, NLMParams) and preset.strength is not None for preset in presets.values())
     assert presets["light"].strength < presets["medium"].strength == 1 < presets["strong"].strength
+    assert all(preset.center_weight == "auto" for preset in presets.values())  # chosen with the strengths
 
 
 @pytest.mark.parametrize(
@@ -54,9 +55,10 @@ def test_a_huge_preset_is_refused_before_it_is_read(tmp_path) -> None:
 def test_a_saved_preset_loads_back(tmp_path) -> None:
     params = NLMParams(h=12.5, patch_radius=2, search_radius=7, frames_past=0, weighting="exponential")
     save_preset(tmp_path / "mine.json", params)
-    assert load_preset(tmp_path / "mine.json") == Preset(params)
+    assert load_preset(tmp_path / "mine.json") == Preset(params, center_weight="max")  # as saved: pinned
     save_preset(tmp_path / "relative.json", params, strength=1.25)
-    assert load_preset(tmp_path / "relative.json") == Preset(NLMParams(**{**vars(params), "h": DEFAULT_H}), 1.25)
+    relative = Preset(NLMParams(**{**vars(params), "h": DEFAULT_H}), 1.25, center_weight="max")
+    assert load_preset(tmp_path / "relative.json") == relative
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json", "relative.json"]
 
 
@@ -64,7 +66,7 @@ def test_the_luma_chroma_mode_is_saved_and_a_preset_without_it_is_off(tmp_path) 
     params = NLMParams(h=12.5)
     for text, mode in (("auto", "auto"), ("4.5,9", (4.5, 9.0)), ("off", None)):
         save_preset(tmp_path / "mine.json", params, luma_chroma=text)
-        assert load_preset(tmp_path / "mine.json") == Preset(params, None, mode)
+        assert load_preset(tmp_path / "mine.json") == Preset(params, None, mode, center_weight="max")
     assert '"luma_chroma": "off"' in (tmp_path / "mine.json").read_text()  # off is written: auto is the default
     # Saved before luma/chroma became the default, off was left out: such a preset stays off.
     (tmp_path / "old.json").write_text('{"h": 12.5}')

@@ -12,7 +12,15 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from clips import FLAT_BOX, anamorphic_clip, chroma_subsampled_clips, clip_with_audio, damaged_dvd
+from clips import (
+    FLAT_BOX,
+    anamorphic_clip,
+    chroma_subsampled_clips,
+    clip_with_audio,
+    damaged_dvd,
+    panning_texture,
+    write_ffv1,
+)
 from media_corpus import ClipSpec, plain_pyav_numbers
 from media_corpus import write_clip as write_corpus_clip
 from PySide6.QtCore import QPointF, QSettings, QStandardPaths, Qt, QThread
@@ -514,6 +522,21 @@ def test_the_window_measures_the_noise_over_the_clip_as_the_command_line_does(qt
     qtbot.waitUntil(lambda: "Sigma per channel" in window.noise.result.text(), timeout=WAIT_MS)
     assert window.estimate.average_sigma == pytest.approx(expected.average_sigma, rel=1e-6)
     assert "the boxes are its flat blocks on frame" in window.statusBar().currentMessage()
+
+
+def test_the_centre_weight_follows_the_noise_as_denoise_chooses_it(qtbot, window, tmp_path) -> None:
+    """Light noise over fine texture: the estimate sets the centre weight "one", as the command line
+    chooses it ("max" there blurred the picture below the noisy frames); it stays the user's to change."""
+    _, noisy = panning_texture(2.0)
+    write_ffv1(tmp_path / "texture.mkv", noisy)
+    opened(qtbot, window, tmp_path / "texture.mkv")
+    qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
+    params = window.current_params()
+    expected = choose_filter(window.estimate, params, matrix="bt601", sample=noisy, backend="cpu")
+    assert expected.params.center_weight == "one" == params.center_weight
+    assert window.parameters.center_weight.currentText() == "one"
+    window.parameters.center_weight.setCurrentText("max")
+    assert window.current_params().center_weight == "max"
 
 
 # Controls
