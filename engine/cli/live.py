@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ..backend import resolve_backend
 from ..cpu.compiled import announce_compile, silence_compile_notice
@@ -41,6 +42,8 @@ def live_refusal(args: argparse.Namespace) -> str | None:
         return None
     if args.start != 0 or args.duration is not None:
         return "--live reads a stream as it comes, from now to its end: leave out --start and --duration"
+    if "://" in args.input and not _has_a_valid_port(args.input):
+        return f"{args.input}: its port is not a number in 1..65535, as in udp://127.0.0.1:5000"
     if args.devices is not None or args.guide is not None:
         return "--live filters each frame once, on one device: leave out --devices and --guide"
     if args.input != PIPE and "://" not in args.input and Path(args.input).is_file():
@@ -49,6 +52,15 @@ def live_refusal(args: argparse.Namespace) -> str | None:
             "ffmpeg -re -i FILE -f mpegts udp://127.0.0.1:5000"
         )
     return None
+
+
+def _has_a_valid_port(url: str) -> bool:
+    """Whether ``url``'s port, if it gives one, is a number in 1..65535."""
+    try:
+        port = urlsplit(url).port
+    except ValueError:  # not a number, or out of 0..65535
+        return False
+    return port != 0
 
 
 def _opened(args: argparse.Namespace) -> PipeReader:

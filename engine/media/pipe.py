@@ -120,14 +120,18 @@ class PipeReader:
         ``name`` is what messages call the stream; ``empty`` what they say of one without a frame.
         """
         self.path, self.name, self._container = Path(PIPE), name, container
-        facts = stream_facts(self.path, self._container)
-        width, height = facts.pop("size")
-        facts.pop("declared_frames")
         self._frames = self._decoded()
-        first = next(self._frames, None)
+        first = next(self._frames, None)  # first: a live stream's headers may wait for its first keyframe
         if first is None:
             self.close()
             raise VideoError(f"{name}: {empty}")
+        try:
+            facts = stream_facts(name, self._container, first)
+        except VideoError:
+            self.close()
+            raise
+        width, height = facts.pop("size")
+        facts.pop("declared_frames")
         warning = INTERLACED if first.interlaced_frame else ""  # the header's It or Ib, as a file's
         self.info = VideoInfo(
             path=self.path, width=width, height=height, frame_count=0, duration=0.0, warning=warning, **facts
@@ -233,6 +237,14 @@ class PipeReader:
         self._consumed = True
         layout = self.yuv_layout if yuv else None
         for index, decoded in enumerate(itertools.chain(self._lookahead, self._frames)):
+            timestamp = self._timestamp(index, decoded)
             if index >= start:
                 pixels = decoded_array(decoded, self.info) if layout is None else self._planes(decoded, layout)
-                yield TimedFrame(index, round(Fraction(index) / self.info.frame_rate / self.info.time_base), pixels)
+                yield TimedFrame(index, timestamp, pixels)
+
+    def _timestamp(self, index: int, decoded: Any) -> int:
+        """Frame ``index``'s timestamp in ``info.time_base``: a pipe's frames at the stream's frame rate.
+
+        Called for every frame, in order.
+        """
+        return round(Fraction(index) / self.info.frame_rate / self.info.time_base)

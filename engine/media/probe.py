@@ -180,19 +180,25 @@ def hdr10_metadata(frame: Any) -> dict[str, str]:
     return metadata
 
 
-def stream_facts(path: Path, container: Any) -> dict[str, Any]:
-    """Return what the first video stream's headers say: pixel format, rates, colors, size."""
+def stream_facts(path: Path | str, container: Any, first: Any = None) -> dict[str, Any]:
+    """Return what the first video stream's headers say: pixel format, rates, colors, size.
+
+    ``first``: the stream's first frame, decoded, where its headers may not say them yet (a live
+    stream joined between keyframes, probed briefly): its format and size stand in for theirs.
+    """
     stream = container.streams.video[0]
     context = stream.codec_context
     if context is None:
         raise VideoError(f"{path}: FFmpeg has no decoder for its video stream")
     if context.name in TEXT_CODECS:
         raise VideoError(f"{path}: is text ({context.name}), not a video")
-    if context.pix_fmt is None or stream.format is None:
+    video_format = stream.format if stream.format is not None or first is None else first.format
+    if video_format is None:
         raise VideoError(f"{path}: the video stream has no pixel format FFmpeg can decode")
-    pixel_format, components = context.pix_fmt, stream.format.components
+    pixel_format, components = context.pix_fmt or video_format.name, video_format.components
+    size = (stream.width, stream.height) if stream.width or first is None else (first.width, first.height)
     return {
-        "size": (stream.width, stream.height),
+        "size": size,
         "channels": 1 if len(components) == 1 or pixel_format.startswith("gray") else 3,
         "bit_depth": max(component.bits for component in components),
         "pixel_format": pixel_format,

@@ -181,6 +181,45 @@ def test_ctrl_c_mid_stream_keeps_a_playable_file(tmp_path) -> None:
     assert not list(tmp_path.glob(".*"))  # no temporary file left beside it
 
 
+def test_ctrl_c_while_waiting_for_the_sender_stops_at_once(tmp_path) -> None:
+    """FFmpeg's open waits in C for up to 30 s; Ctrl-C there was ignored until then, and the run ended with 1."""
+    port = free_udp_port()
+    listener = _Listener(f"udp://127.0.0.1:{port}", tmp_path / "out.mkv", *SMALL_WINDOW)
+    listener.wait_for("live: opening")
+    _wait_until_bound(port)
+    listener.child.send_signal(signal.SIGINT)
+    asked = time.monotonic()
+    status, err, ended = listener.finish()
+    assert status == 130 and ended - asked < 3, err
+    assert "Traceback" not in err and not list(tmp_path.iterdir())
+
+
+def test_an_h264_stream_joined_between_keyframes_keeps_its_own_timing(tmp_path) -> None:
+    """A broadcast-like H.264 stream (noisy, 2.5 Mbit/s, a keyframe every 12 frames): probed briefly,
+    FFmpeg guessed 50 fps for its 25 and the output played twice as fast; a listener started after
+    the sender stopped on the packets before the first keyframe ("no pixel format"). Now the run
+    starts at the first keyframe, at the stream's rate, each frame at its own time."""
+    port, output, seconds = free_udp_port(), tmp_path / "out.mkv", 6
+    encoded = ["-vf", "noise=alls=25:allf=t", "-c:v", "libx264", "-g", "12", "-b:v", "2500k", "-f", "mpegts"]
+    sender = subprocess.Popen(
+        ["ffmpeg", "-loglevel", "error", "-re", *_testsrc2(seconds), *encoded, f"udp://127.0.0.1:{port}"],
+        preexec_fn=default_signals,
+    )
+    time.sleep(0.5)  # the listener starts after the sender: it joins the stream in the middle
+    listener = _Listener(f"udp://127.0.0.1:{port}", output, *SMALL_WINDOW, "--live-timeout", "1")
+    sender.wait(timeout=seconds + 30)
+    status, err, _ = listener.finish()
+    assert status == 0, err
+    written, dropped = map(int, SUMMARY.search(err).groups()[:2])
+    with av.open(str(output)) as container:
+        rate = container.streams.video[0].average_rate
+        times = np.array([frame.time for frame in container.decode(video=0)])
+    assert rate == RATE and len(times) == written >= RATE, err
+    steps = np.diff(times) * RATE  # frame times: 1, or more where frames were dropped
+    assert steps.min() > 0.99 and np.allclose(steps, np.round(steps), atol=0.01), steps
+    assert np.round(steps).sum() <= written + dropped  # no frame stamped later than its place
+
+
 def test_stdin_y4m_is_read_live_and_sent_as_a_udp_stream() -> None:
     """``-`` as y4m on standard input at its sender's pace, out as MPEG-TS over UDP to a receiver."""
     seconds, port = 2, free_udp_port()
@@ -267,6 +306,7 @@ def test_a_source_that_fails_mid_stream_leaves_the_frames_denoised_before(tmp_pa
         (["udp://127.0.0.1:9", "out.mkv", "--live", "--start", "5"], "leave out --start and --duration"),
         (["udp://127.0.0.1:9", "out.mkv", "--live", "--duration", "5"], "leave out --start and --duration"),
         (["udp://127.0.0.1:9", "out.mkv", "--live", "--devices", "all"], "leave out --devices and --guide"),
+        (["udp://127.0.0.1:99999", "out.mkv", "--live"], "its port is not a number in 1..65535"),
         (["in.mkv", "out.mkv", "--live-timeout", "3"], "--format and --live-timeout are for live sources: add --live"),
         (["udp://127.0.0.1:9", "out.mkv", "--live", "--crf", "60"], "--crf must be an integer in 0..51"),
         (["udp://127.0.0.1:9", "out.webm", "--live"], "out.webm"),  # a file name: checked before the source is opened
