@@ -119,3 +119,10 @@ def fourth_axis(shape: tuple[int, ...], *, channel_axis: object, series_axis: ob
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not -4 <= value <= 3:
         raise ValueError(f"{name} must be an axis of the 4D volume, -4..3, got {value!r}")
     return ("channels" if name == "channel_axis" else "series"), int(value) % 4
+
+
+def x_and_z_swapped(dimensions: int, extra: int | None) -> list[int]:
+    """Return the axes of a 3D or 4D array with its first and last spatial axes swapped (``extra``: not spatial)."""
+    space = [axis for axis in range(dimensions) if axis != extra]
+    swap = {space[0]: space[-1], space[-1]: space[0]}
+    return [swap.get(axis, axis) for axis in range(dimensions)]

@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,10 @@ from ..shared_params import CENTER_WEIGHTS, WEIGHTINGS
 from .params import CHANNEL_MODES
 from .rician import NOISE_MODELS
 
+if TYPE_CHECKING:
+    from .io import VolumeFile
+
+GRID_TOLERANCE = 1e-3  # world units (NIfTI: mm): a mask's affine within it of the volume's is on its grid
 LOG_PROGRESS_SECONDS = 10.0  # progress in a log (stderr not a terminal): a line this often, and the first at once
 
 
@@ -201,7 +206,7 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
     source = read_volume(args.input, series=True)
     series = bool(source.extra.get("series"))  # a NIfTI time series (Z, Y, X, T): filtered volume by volume
     first = source.data[..., 0] if series else source.data  # a series' volumes share their shape
-    inside = None if args.mask is None else _mask(args.mask, source.data.shape[:3])
+    inside = None if args.mask is None else _mask(args.mask, source)
     try:
         checked_volume(first, params, finite=False)  # a volume smaller than the window
         # NaN voxels: refused, unless all lie outside the mask (the estimate reads them as 0, as the filter does)
@@ -277,15 +282,52 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
     return source.data.shape
 
 
-def _mask(path: str, shape: tuple[int, int, int]) -> np.ndarray:
-    """Read ``--mask``: a bool (Z, Y, X) array of the input's ``shape``, or ValueError naming the file."""
+def _mask(path: str, source: VolumeFile) -> np.ndarray:
+    """Read ``--mask``: a bool (Z, Y, X) array on ``source``'s grid, or ValueError naming it as the mask.
+
+    Of the source's shape and, where both are NIfTI, its voxel-to-world affine: a mask of the same
+    shape in another space (flipped, another voxel size) would change the wrong voxels, silently.
+    """
     from .io import read_volume
     from .mask import checked_mask
 
     try:
-        return checked_mask(read_volume(path).data, shape)
+        mask = read_volume(path)
     except ValueError as error:
-        raise ValueError(f"{path}: {error}") from error
+        raise ValueError(f"--mask {path}: {str(error).removeprefix(f'{path}: ')}") from error
+    try:
+        inside = checked_mask(mask.data, source.data.shape[:3])
+    except ValueError as error:
+        said = f"--mask {path}: {error}"
+        if mask.format == source.format == "nifti":  # the shapes as nibabel and FSL show them too
+            said += f" (x, y, z as the files hold them: {_xyz(source.data.shape)} and {_xyz(mask.data.shape)})"
+        raise ValueError(said) from error
+    if mask.affine is not None and source.affine is not None and not _same_grid(mask.affine, source.affine):
+        raise ValueError(
+            f"--mask {path}: on another grid than the volume: its voxel-to-world affine differs "
+            f"(voxel size {_voxel_size(mask.affine)} against {_voxel_size(source.affine)}, origin "
+            f"{_origin(mask.affine)} against {_origin(source.affine)}); resample it onto the volume's grid first "
+            "(nibabel.processing.resample_from_to, FSL flirt -applyxfm, ANTs antsApplyTransforms)"
+        )
+    return inside
+
+
+def _xyz(shape: tuple[int, ...]) -> str:
+    """Return a (z, y, x[, ...]) shape as NIfTI tools show it: x, y, z first."""
+    return "x".join(str(size) for size in (*shape[:3][::-1], *shape[3:]))
+
+
+def _same_grid(first: np.ndarray, second: np.ndarray) -> bool:
+    """Whether two voxel-to-world affines map voxels to the same places, to GRID_TOLERANCE (the files' units)."""
+    return bool(np.allclose(first, second, rtol=0, atol=GRID_TOLERANCE))
+
+
+def _voxel_size(affine: np.ndarray) -> str:
+    return "x".join(f"{size:.3g}" for size in np.linalg.norm(affine[:3, :3], axis=0))
+
+
+def _origin(affine: np.ndarray) -> str:
+    return "(" + ", ".join(f"{value:.4g}" for value in affine[:3, 3]) + ")"
 
 
 def _suggested_h(args: argparse.Namespace, data: np.ndarray, label: str) -> float:

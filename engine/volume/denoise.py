@@ -32,6 +32,7 @@ from .checks import (
     filled_outside,
     fourth_axis,
     require_finite,
+    x_and_z_swapped,
 )
 from .mask import checked_mask, mask_boxes, with_halo
 from .noise import suggested_strengths
@@ -261,7 +262,7 @@ def denoise_volume(
     settings |= {"noise_model": check_choice("noise_model", noise_model, NOISE_MODELS), "sigma": sigma}
     rician = noise_model == "rician"
     if check_choice("axes", axes, SPATIAL_ORDERS) == "xyz":  # to (z, y, x) and back: the same swap of x and z
-        order = _x_and_z_swapped(given.ndim, None if role is None else role[1])
+        order = x_and_z_swapped(given.ndim, None if role is None else role[1])
         settings |= {"mask": None if mask is None else np.asarray(mask).transpose(2, 1, 0)}
         settings |= {"channel_axis": channel_axis, "series_axis": series_axis}
         swapped = np.ascontiguousarray(given.transpose(order))
@@ -472,13 +473,6 @@ def _filter_inside(
         )
         chosen = inside[box]
         result[box][chosen] = filtered[inner][chosen]
-
-
-def _x_and_z_swapped(dimensions: int, extra: int | None) -> list[int]:
-    """Return the axes of a 3D or 4D array with its first and last spatial axes swapped (``extra``: not spatial)."""
-    space = [axis for axis in range(dimensions) if axis != extra]
-    swap = {space[0]: space[-1], space[-1]: space[0]}
-    return [swap.get(axis, axis) for axis in range(dimensions)]
 
 
 def _returned(result: np.ndarray, given: np.ndarray, out: np.ndarray | None) -> np.ndarray:

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from ..media.staged_output import OutputBusyError, StagedOutput
+from ..shared_params import check_choice
+from .checks import SPATIAL_ORDERS, x_and_z_swapped
 from .io import NIFTI_UNITS, VolumeFile, _bytes, _import, check_volume_output, volume_format
 
 OME_SUFFIXES = (".ome.tif", ".ome.tiff")  # TIFF names that ask for an OME-TIFF
@@ -77,7 +79,9 @@ def _source_type(like: VolumeFile) -> np.dtype:
     return like.data.dtype
 
 
-def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwrite: bool = False) -> None:
+def write_volume(
+    path: str | Path, data: np.ndarray, like: VolumeFile, *, overwrite: bool = False, axes: str = "zyx"
+) -> None:
     """Write ``data`` (float32, the shape of ``like.data``) to ``path`` in ``like``'s data type class and grid.
 
     The file is written under a hidden name beside ``path`` and renamed into place when
@@ -98,19 +102,24 @@ def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwr
         header and affine where a NIfTI is written as NIfTI, its ImageJ metadata in TIFF.
     overwrite : bool
         Replace an existing ``path``.
+    axes : {"zyx", "xyz"}
+        The order of ``data``'s three spatial axes: "xyz" for nibabel's ``get_fdata()`` order (as
+        ``denoise_volume(..., axes="xyz")`` gives it back).
 
     Raises
     ------
     FileExistsError
         ``path`` exists and ``overwrite`` is False.
     ValueError
-        An unknown suffix; not a regular file; a folder missing or read-only.
+        ``data`` not of ``like.data``'s shape in ``axes``' order (a volume in the other order is
+        named); an unknown suffix; not a regular file; a folder missing or read-only.
     OSError
         The file cannot be written (a full disk); the message names ``path``.
     ImportError
         nibabel (NIfTI) or tifffile (TIFF) is not installed.
     """
     path = Path(path)
+    data = _in_zyx_order(np.asarray(data), like, axes)
     kind = check_volume_output(path, overwrite=overwrite)
     values = stored_type(data, _source_type(like), kind)
     staged = None
@@ -131,6 +140,26 @@ def write_volume(path: str | Path, data: np.ndarray, like: VolumeFile, *, overwr
             # A full disk, say: named by the output, not by the hidden file it was written as.
             raise OSError(_write_failure(path, error, values.nbytes)) from error
         raise
+
+
+def _in_zyx_order(data: np.ndarray, like: VolumeFile, axes: str) -> np.ndarray:
+    """Return ``data`` (its spatial axes in ``axes``' order) in (z, y, x) order, as ``like.data`` holds it.
+
+    ValueError where its shape is not ``like.data``'s: written with that header, its voxels would
+    land scrambled. One in the other order is named.
+    """
+    swap = x_and_z_swapped(data.ndim, 3 if data.ndim == 4 else None)  # channels or time: last
+    in_zyx = data.transpose(swap) if check_choice("axes", axes, SPATIAL_ORDERS) == "xyz" else data
+    if in_zyx.shape == like.data.shape:
+        return in_zyx
+    hint = ""
+    if in_zyx.transpose(swap).shape == like.data.shape:
+        other = "xyz" if axes == "zyx" else "zyx"
+        hint = f"; in ({', '.join(other)}) order it has that shape: pass axes={other!r}"
+    raise ValueError(
+        f"data of shape {data.shape} ({', '.join(axes)}) is not the source volume's shape (z, y, x) "
+        f"{like.data.shape}{hint}"
+    )
 
 
 def _write_failure(path: Path, error: OSError, needed: int) -> str:

@@ -427,6 +427,43 @@ def test_the_command_takes_a_nifti_mask_in_the_scans_grid(tmp_path) -> None:
     np.testing.assert_array_equal(written[~inside], volume[~inside])
 
 
+def test_a_nifti_mask_on_another_grid_is_refused(tmp_path) -> None:
+    """A mask of the scan's shape flipped in x (another affine) changed the mirror side's voxels, silently."""
+    nibabel = pytest.importorskip("nibabel")
+    volume, inside = _noisy((20, 14, 13)), _blobs()
+    flipped = np.diag([-1.0, 1.0, 3.0, 1.0])
+    flipped[0, 3] = 12.0  # the same box of the world, x the other way: a mask from another space
+    nibabel.save(nibabel.Nifti1Image(volume.transpose(2, 1, 0), np.diag([1.0, 1.0, 3.0, 1.0])), tmp_path / "scan.nii")
+    nibabel.save(nibabel.Nifti1Image(inside.astype(np.uint8).transpose(2, 1, 0), flipped), tmp_path / "brain.nii")
+    nibabel.save(nibabel.Nifti1Image(inside[:-1].astype(np.uint8).transpose(2, 1, 0), np.eye(4)), tmp_path / "cut.nii")
+    command = [*CLI, "denoise-volume", "scan.nii", "out.nii", "--h", "10", "--search-radius", "1", "--backend", "cpu"]
+    run = subprocess.run([*command, "--mask", "brain.nii"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert "--mask brain.nii: on another grid than the volume: its voxel-to-world affine differs" in run.stderr
+    assert "resample it onto the volume's grid first" in run.stderr and not (tmp_path / "out.nii").exists()
+    run = subprocess.run([*command, "--mask", "cut.nii"], cwd=tmp_path, capture_output=True, text=True)
+    assert "--mask cut.nii: mask must have the volume's shape (z, y, x) (20, 14, 13), got (19, 14, 13)" in run.stderr
+    assert "(x, y, z as the files hold them: 13x14x20 and 13x14x19)" in run.stderr
+
+
+def test_a_volume_written_back_in_another_axis_order_is_refused_or_turned(tmp_path) -> None:
+    """nibabel's route: denoise_volume(get_fdata(), axes="xyz") gives (x, y, z) back, and write_volume
+    wrote it with the (z, y, x) source's header: its voxels scrambled (correlation 0.01 with the input)."""
+    nibabel = pytest.importorskip("nibabel")
+    from nlmeans_studio.engine import read_volume, write_volume
+
+    volume = _noisy((20, 14, 13))
+    nibabel.save(nibabel.Nifti1Image(volume.transpose(2, 1, 0), np.diag([1.0, 1.0, 3.0, 1.0])), tmp_path / "scan.nii")
+    source = read_volume(tmp_path / "scan.nii")
+    xyz = nibabel.load(tmp_path / "scan.nii").get_fdata().astype(np.float32)
+    with pytest.raises(ValueError, match=r"\(13, 14, 20\) \(z, y, x\) is not .* \(20, 14, 13\); .* pass axes='xyz'"):
+        write_volume(tmp_path / "out.nii", xyz, source)
+    write_volume(tmp_path / "out.nii", xyz, source, axes="xyz")
+    np.testing.assert_array_equal(read_volume(tmp_path / "out.nii").data, volume)
+    with pytest.raises(ValueError, match=r"is not the source volume's shape"):
+        write_volume(tmp_path / "other.nii", xyz[:-1], source, axes="xyz")
+
+
 def test_estimate_noise_on_a_4d_nifti_prints_each_volumes_estimate_as_denoise_volume_reads_it(tmp_path) -> None:
     nibabel = pytest.importorskip("nibabel")
     series = _series()
