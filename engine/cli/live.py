@@ -129,6 +129,13 @@ def run_live(args: argparse.Namespace, stop: Stop) -> int:
             f"on the {status.backend} ({status.device_name}) -> {output}",
             file=sys.stderr,
         )
+        lost = getattr(args.source, "lost", 0)
+        if lost:
+            print(
+                f"warning: {lost} frames of {args.input} never arrived (gaps in its timestamps: lost on the way, as "
+                "UDP loses packets when the network or this machine falls behind); the output keeps the gaps",
+                file=sys.stderr,
+            )
     if status.stopped:
         print(f"nlmeans-studio: stopped; {args.output} holds the {status.frames} frames denoised", file=sys.stderr)
         return STOPPED

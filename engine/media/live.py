@@ -128,6 +128,7 @@ class LiveReader(PipeReader):
         self._begin(container, source, f"the stream ended before its first frame (no data for {timeout:g} s)")
         self._first_pts: int | None = None  # the first frame's timestamp, in the stream's time base
         self._last_timestamp = 0
+        self.lost = 0  # frames that never came: gaps in the source's timestamps, read so far
         rate = self._measured_rate() or self.info.frame_rate
         self.info = dataclasses.replace(self.info, other_formats=(), frame_rate=rate)  # its sound is not carried
 
@@ -155,8 +156,11 @@ class LiveReader(PipeReader):
             return 0
         step = max(1, round(1 / (self.info.frame_rate * self.info.time_base)))
         own = None if decoded.pts is None or self._first_pts is None else decoded.pts - self._first_pts
-        self._last_timestamp = own if own is not None and own > self._last_timestamp else self._last_timestamp + step
-        return self._last_timestamp
+        if own is None or own <= self._last_timestamp:
+            own = self._last_timestamp + step
+        self.lost += max(0, round((own - self._last_timestamp) / step) - 1)  # lost in transit, or never sent
+        self._last_timestamp = own
+        return own
 
     def _decoded(self) -> Iterator[Any]:
         """Yield the stream's frames as FFmpeg decodes them, to its end or ``timeout`` seconds without data.

@@ -220,6 +220,26 @@ def test_an_h264_stream_joined_between_keyframes_keeps_its_own_timing(tmp_path) 
     assert np.round(steps).sum() <= written + dropped  # no frame stamped later than its place
 
 
+def test_frames_that_never_arrive_are_counted_and_their_gap_kept(tmp_path) -> None:
+    """Frames lost before they reach the listener (UDP loses packets) were neither counted nor said:
+    the stream's timestamps show the gap, the output keeps it and the run says how many."""
+    port, output = free_udp_port(), tmp_path / "out.mkv"
+    listener = _Listener(f"udp://127.0.0.1:{port}", output, *SMALL_WINDOW, "--live-timeout", "1")
+    _wait_until_bound(port)
+    gap = ["-vf", "select='not(between(n,30,39))'", "-fps_mode", "passthrough"]  # frames 30..39 never sent
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-re", *_testsrc2(3), *gap, "-c:v", "libx264", "-g", "12", "-f", "mpegts",
+         f"udp://127.0.0.1:{port}"],
+        check=True, timeout=60, preexec_fn=default_signals,
+    )  # fmt: skip
+    status, err, _ = listener.finish()
+    assert status == 0, err
+    assert f"warning: 10 frames of udp://127.0.0.1:{port} never arrived (gaps in its timestamps" in err, err
+    with av.open(str(output)) as container:
+        times = np.array([frame.time for frame in container.decode(video=0)])
+    assert np.round(np.diff(times) * RATE).max() >= 11  # frame 29, then frame 40 (or later, if dropped): the gap kept
+
+
 def test_stdin_y4m_is_read_live_and_sent_as_a_udp_stream() -> None:
     """``-`` as y4m on standard input at its sender's pace, out as MPEG-TS over UDP to a receiver."""
     seconds, port = 2, free_udp_port()
