@@ -42,6 +42,8 @@ def live_refusal(args: argparse.Namespace) -> str | None:
         return None
     if args.start != 0 or args.duration is not None:
         return "--live reads a stream as it comes, from now to its end: leave out --start and --duration"
+    if args.output == args.input and args.input != PIPE:
+        return f"{args.input}: OUTPUT is INPUT; send the denoised stream to another address or port"
     if "://" in args.input and not _has_a_valid_port(args.input):
         return f"{args.input}: its port is not a number in 1..65535, as in udp://127.0.0.1:5000"
     if args.devices is not None or args.guide is not None:

@@ -327,6 +327,7 @@ def test_a_source_that_fails_mid_stream_leaves_the_frames_denoised_before(tmp_pa
         (["udp://127.0.0.1:9", "out.mkv", "--live", "--duration", "5"], "leave out --start and --duration"),
         (["udp://127.0.0.1:9", "out.mkv", "--live", "--devices", "all"], "leave out --devices and --guide"),
         (["udp://127.0.0.1:99999", "out.mkv", "--live"], "its port is not a number in 1..65535"),
+        (["udp://127.0.0.1:9", "udp://127.0.0.1:9", "--live"], "OUTPUT is INPUT; send the denoised stream to another"),
         (["in.mkv", "out.mkv", "--live-timeout", "3"], "--format and --live-timeout are for live sources: add --live"),
         (["udp://127.0.0.1:9", "out.mkv", "--live", "--crf", "60"], "--crf must be an integer in 0..51"),
         (["udp://127.0.0.1:9", "out.webm", "--live"], "out.webm"),  # a file name: checked before the source is opened
