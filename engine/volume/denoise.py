@@ -54,10 +54,24 @@ def checked_volume(volume: object, params: VolumeParams, finite: bool = True) ->
 
     Finite unless ``finite`` is False (the caller checks that later).
     """
+    if hasattr(volume, "get_fdata"):  # a nibabel image: its voxels are an attribute, in (x, y, z) order
+        raise ValueError(
+            "volume is a nibabel image, not an array: pass image.get_fdata() with axes='xyz', or read_volume(path).data"
+        )
     array = np.asarray(volume)
     if array.ndim not in (3, 4):
         raise ValueError(
             f"volume must be a (Z, Y, X) or (Z, Y, X, C) array, got {array.ndim} dimensions of shape {array.shape}"
+        )
+    if array.dtype.kind == "c":
+        raise ValueError(
+            f"volume must hold real numbers, got dtype {array.dtype}: take the magnitude first (numpy.abs(volume); "
+            "fslcomplex -realabs for a file)"
+        )
+    if array.dtype.names is not None:  # RGB24 voxels, as a structured type
+        raise ValueError(
+            f"volume must hold real numbers, got voxels of fields {', '.join(array.dtype.names)}: give them as a "
+            "channel axis, numpy.stack([volume[name] for name in volume.dtype.names], axis=-1)"
         )
     if array.dtype.kind not in "biuf":
         raise ValueError(f"volume must hold real numbers, got dtype {array.dtype}")
@@ -70,10 +84,20 @@ def checked_volume(volume: object, params: VolumeParams, finite: bool = True) ->
     least = [a + b + 1 for a, b in zip(params.search_radius, params.patch_radius, strict=True)]
     short = [axis for axis, size, need in zip("zyx", data.shape[:3], least, strict=True) if size < need]
     if short:
+        thin = [axis for axis, size in zip("zyx", data.shape[:3], strict=True) if size < 3]
+        radii = ",".join("0" if axis in thin else str(r) for axis, r in zip("zyx", params.search_radius, strict=True))
+        patch = ",".join("0" if axis in thin else str(r) for axis, r in zip("zyx", params.patch_radius, strict=True))
+        slices = (
+            f"; {' and '.join(thin)} {'holds' if len(thin) == 1 else 'hold'} 1 or 2 voxels: radii 0 there "
+            f"(search radius {radii}, patch radius {patch}), and h given, as the noise estimate needs 3 voxels "
+            "an axis"
+            if thin
+            else ""
+        )
         raise ValueError(
             f"volume of shape {array.shape} is smaller than the filter's window: Z, Y, X = {data.shape[:3]}"
             f"{channels_note(array.shape)}, and each must be at least search_radius + patch_radius + 1 = "
-            f"{tuple(least)}; lower the radii along {' and '.join(short)} (radii per axis are z, y, x)"
+            f"{tuple(least)}; lower the radii along {' and '.join(short)} (radii per axis are z, y, x){slices}"
         )
     if finite:
         require_finite(data)

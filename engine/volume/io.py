@@ -262,6 +262,11 @@ def read_volume(path: str | Path, *, series: bool = False) -> VolumeFile:
     except Exception as error:  # a corrupt file: each reader fails its own way (ValueError, IndexError, EOFError...)
         if isinstance(error, OSError) and not isinstance(error, gzip.BadGzipFile):
             raise  # the file itself (permissions, a disk error), not its content
+        if isinstance(error, EOFError):  # gzip's "Compressed file ended before the end-of-stream marker"
+            raise ValueError(
+                f"{path}: the file is cut short (its compressed data ends early: a copy or download that did not "
+                "finish); copy it again from its source"
+            ) from error
         raise ValueError(f"{path}: not a {FORMAT_NAMES[kind]} volume that can be read ({error})") from error
     if volume.data.ndim == 2:  # one image: the video filter denoises it, as a clip of one frame
         raise _one_image(path, volume.data.shape, kind)
@@ -273,7 +278,7 @@ def read_volume(path: str | Path, *, series: bool = False) -> VolumeFile:
 def _one_image(path: Path, shape: tuple[int, ...], kind: str) -> OneImageError:
     """Return the refusal of a file that holds one 2D image, with the command that denoises it."""
     stem = path.name.split(".")[0]
-    command = f"nlmeans-studio denoise {stem}.tif {stem}-denoised%06d.tif"  # `denoise` reads a TIFF, not the others
+    command = f"nlmeans-studio denoise {stem}.tif {stem}-denoised.tif"  # `denoise` reads a TIFF, not the others
     how = command if kind == "tiff" else f"save it as a TIFF (tifffile.imwrite('{stem}.tif', image)), then {command}"
     return OneImageError(
         f"{path}: one 2D image of shape {shape}, not a volume (Z, Y, X) or (Z, Y, X, C); to denoise an image: {how}"
@@ -292,6 +297,8 @@ def _read(path: Path, kind: str, series: bool = False) -> VolumeFile:
         # (X, Y, Z, 1): one time point, the volume itself; (X, Y, Z, 1, C): C values in each voxel,
         # as NIfTI stores vectors (its 5th axis), the channels. The header keeps the file's shape.
         timed = series and len(shape) == 4 and shape[3] > 1  # (X, Y, Z, T)
+        if len(shape) == 2:
+            raise _one_image(path, shape[::-1], kind)
         if len(shape) != 3 and not (len(shape) in (4, 5) and shape[3] == 1) and not timed:
             raise VolumeRefusedError(
                 f"{path}: a NIfTI volume of shape {shape}; the volume filter takes one 3D volume "

@@ -306,7 +306,9 @@ def test_a_channel_filtered_separately_is_not_held_back_by_the_others_edges() ->
         (np.zeros((2, 8, 8, 8, 1)), {}, r"\(Z, Y, X\) or \(Z, Y, X, C\) array, got 5 dimensions"),
         (np.zeros((8, 8)), {}, "got 2 dimensions"),
         (np.full((8, 8, 8), np.nan), {}, "must be finite, got 512 NaN"),
-        (np.zeros((8, 8, 8), dtype=complex), {}, "real numbers"),
+        (np.zeros((8, 8, 8), dtype=complex), {}, r"real numbers, got dtype complex128: take the magnitude first"),
+        (np.zeros((8, 8, 8), dtype=[("R", "u1"), ("G", "u1"), ("B", "u1")]), {}, "fields R, G, B: give them as a chan"),
+        (type("Nifti1Image", (), {"get_fdata": lambda self: None})(), {}, "a nibabel image, not an array: pass image"),
         (np.zeros((6, 20, 20)), {"search_radius": 5}, r"smaller than the filter's window.*\(7, 7, 7\)"),
         (  # a (Z, Y, X, T) time series: its 64 time points were filtered as channels
             np.zeros((10, 32, 48, 64)),

@@ -425,7 +425,7 @@ def test_a_truncated_nifti_is_a_clear_value_error(tmp_path) -> None:
     nibabel.save(nibabel.Nifti1Image(np.random.default_rng(0).random((20, 20, 20), dtype=np.float32), np.eye(4)), path)
     cut = tmp_path / "cut.nii.gz"
     cut.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    with pytest.raises(ValueError, match=r"cut\.nii\.gz: not a NIfTI volume that can be read"):
+    with pytest.raises(ValueError, match=r"cut\.nii\.gz: the file is cut short \(.*\); copy it again from its source"):
         read_volume(cut)
 
 
@@ -619,11 +619,11 @@ def test_one_image_is_pointed_to_the_command_that_denoises_it(tmp_path) -> None:
     run = subprocess.run([*CLI, "denoise-volume", "slide.tif", "out.tif"], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 1 and "slide.tif: one 2D image of shape (64, 80), not a volume" in run.stderr
     command = run.stderr.split("to denoise an image: ")[1].split()
-    assert command == ["nlmeans-studio", "denoise", "slide.tif", "slide-denoised%06d.tif"]
+    assert command == ["nlmeans-studio", "denoise", "slide.tif", "slide-denoised.tif"]
     run = subprocess.run([*CLI, *command[1:]], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
-    denoised = tifffile.imread(tmp_path / "slide-denoised000001.tif")
-    assert denoised.shape[:2] == image.shape and denoised[..., 0].std() < image.std() / 2
+    denoised = tifffile.imread(tmp_path / "slide-denoised.tif")  # one image out: gray and 16-bit, as it came
+    assert denoised.shape == image.shape and denoised.dtype == np.uint16 and denoised.std() < image.std() / 2
 
 
 def test_an_rgb_picture_is_one_image_not_a_volume_three_voxels_deep(tmp_path) -> None:
@@ -632,22 +632,43 @@ def test_an_rgb_picture_is_one_image_not_a_volume_three_voxels_deep(tmp_path) ->
     run = subprocess.run([*CLI, "denoise-volume", "photo.tif", "out.tif"], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 1 and run.stderr == (
         "nlmeans-studio: error: photo.tif: one 2D image of shape (48, 64, 3), not a volume (Z, Y, X) or (Z, Y, X, C); "
-        "to denoise an image: nlmeans-studio denoise photo.tif photo-denoised%06d.tif\n"
+        "to denoise an image: nlmeans-studio denoise photo.tif photo-denoised.tif\n"
     )
 
 
 def test_one_image_in_a_file_denoise_cannot_read_is_pointed_to_a_tiff_first(tmp_path) -> None:
-    """A 2D .npy was pointed to `denoise flat.npy flat-denoised%06d.tif`, which `denoise` refuses."""
+    """A 2D .npy was pointed to `denoise flat.npy flat-denoised.tif`, which `denoise` refuses."""
     image = np.random.default_rng(15).normal(30000, 2000, (64, 80)).astype(np.uint16)
     np.save(tmp_path / "flat.npy", image)
     run = subprocess.run([*CLI, "denoise-volume", "flat.npy", "out.npy"], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 1 and run.stderr.endswith(
         "to denoise an image: save it as a TIFF (tifffile.imwrite('flat.tif', image)), then nlmeans-studio denoise "
-        "flat.tif flat-denoised%06d.tif\n"
+        "flat.tif flat-denoised.tif\n"
     )
     tifffile.imwrite(tmp_path / "flat.tif", image)
-    run = subprocess.run([*CLI, "denoise", "flat.tif", "flat-denoised%06d.tif"], capture_output=True, cwd=tmp_path)
-    assert run.returncode == 0 and (tmp_path / "flat-denoised000001.tif").is_file()
+    run = subprocess.run([*CLI, "denoise", "flat.tif", "flat-denoised.tif"], capture_output=True, cwd=tmp_path)
+    assert run.returncode == 0 and (tmp_path / "flat-denoised.tif").is_file()
+
+
+@pytest.mark.parametrize(
+    ("voxels", "said"),
+    [
+        (np.ones((16, 14, 8), np.complex64), "got dtype complex64: take the magnitude first"),
+        (np.ones((32, 30), np.float32), "one 2D image of shape (30, 32), not a volume"),
+        (
+            np.ones((32, 30, 1), np.float32),
+            "z holds 1 or 2 voxels: radii 0 there (search radius 0,5,5, patch radius 0,1,1)",
+        ),
+    ],
+)
+def test_a_nifti_the_filter_cannot_take_says_what_to_do(tmp_path, voxels, said) -> None:
+    """A complex NIfTI, a 2D one and one slice: each said what to do (the magnitude, the image command, radii 0
+    along the thin axis and h given), not only what was wrong."""
+    nibabel.save(nibabel.Nifti1Image(voxels, np.eye(4)), tmp_path / "scan.nii.gz")
+    run = subprocess.run(
+        [*CLI, "denoise-volume", "scan.nii.gz", "out.nii.gz"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert run.returncode == 1 and said in run.stderr and len(run.stderr.splitlines()) == 1, run.stderr
 
 
 def test_tiff_flavours_keep_the_voxel_size_where_fiji_reads_it(tmp_path) -> None:
