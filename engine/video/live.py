@@ -55,7 +55,8 @@ class LiveStatus:
         Frames replaced by newer ones: decoded while the filter was busy, or denoised while the
         encoder was.
     seconds : float
-        Wall-clock time since the run started, in seconds.
+        Wall-clock time from the run's start to the last frame written, in seconds (not the wait
+        that ends a stream: ``fps`` is the rate frames were written at).
     latency_ms : float
         Median delay from a frame's decoding to its denoised frame encoded and written (``VideoWriter.write``
         returned, on the encoder's thread), in milliseconds: of
@@ -352,7 +353,7 @@ def denoise_live(
     denoiser = denoiser_for(params, backend=backend, luma_chroma=luma_chroma)
     meter = LatencyMeter()
     failures: list[VideoError] = []  # what the source raised, if it failed
-    started = time.perf_counter()
+    started = last_written = time.perf_counter()
     done = 0
     info = reader.info
     pixel_rate = info.width * info.height * float(info.frame_rate)
@@ -370,16 +371,17 @@ def denoise_live(
 
         def written(arrived: float, frame: TimedFrame) -> None:
             """On the encoder's thread: write ``frame``, count its latency, say so."""
-            nonlocal done
+            nonlocal done, last_written
             if writer is not None:
                 writer.write(frame)
-            meter.record(time.perf_counter() - arrived)
+            last_written = time.perf_counter()
+            meter.record(last_written - arrived)
             done += 1
             if shown is not None:
                 shown(frame.array)
             if progress is not None:
                 dropped = arrivals.dropped + handoff.dropped
-                progress(LiveStatus(done, dropped, time.perf_counter() - started, meter.recent(), meter.percentile(95)))
+                progress(LiveStatus(done, dropped, last_written - started, meter.recent(), meter.percentile(95)))
 
         arrived: dict[int, float] = {}  # arrival time by frame number, for the frames in the filter
 
@@ -403,7 +405,7 @@ def denoise_live(
     return LiveStatus(
         done,
         arrivals.dropped + handoff.dropped,
-        time.perf_counter() - started,
+        last_written - started,
         meter.percentile(50),
         meter.percentile(95),
         stopped=cancel.is_set(),
