@@ -427,9 +427,10 @@ def test_the_windows_presets_work_on_the_command_line(clip, tmp_path) -> None:
     # A first-time user tried --preset vhs (the encoder's speed) for the window's VHS preset.
     run = _cli("denoise", str(clip), str(tmp_path / "vhs.mkv"), "--codec", "ffv1", "--filter-preset", "VHS")
     assert run.returncode == 0, run.stderr
-    # vhs.json: strength 1.2, luma/chroma auto (both strengths 1.2 x those the noise suggests)
+    # vhs.json: strength 1.2, luma/chroma auto (both strengths 1.2 x those the noise suggests), centre weight
+    # auto: "one" for this clip's light noise (0.3 levels)
     assert re.search(
-        r"luma/chroma \(bt\d+\) exponential/max, h_Y = [\d.]+, h_UV = [\d.]+ \(.*VHS's strength: x1\.2\)", run.stderr
+        r"luma/chroma \(bt\d+\) exponential/one, h_Y = [\d.]+, h_UV = [\d.]+ \(.*VHS's strength: x1\.2\)", run.stderr
     ), run.stderr
     own = tmp_path / "own.json"
     own.write_text('{"h": 9, "patch_radius": 2, "search_radius": 2}')
