@@ -131,11 +131,11 @@ def run_live(args: argparse.Namespace, stop: Stop) -> int:
             f"on the {status.backend} ({status.device_name}) -> {output}",
             file=sys.stderr,
         )
-        lost = getattr(args.source, "lost", 0)
-        if lost:
+        if args.source.lost:
             print(
-                f"warning: {lost} frames of {args.input} never arrived (gaps in its timestamps: lost on the way, as "
-                "UDP loses packets when the network or this machine falls behind); the output keeps the gaps",
+                f"warning: {args.source.lost} frames of {args.input} never arrived (gaps in its timestamps: lost on "
+                "the way, as UDP loses packets when the network or this machine falls behind); the output keeps "
+                "the gaps",
                 file=sys.stderr,
             )
     if status.stopped:

@@ -98,6 +98,7 @@ class PipeReader:
     """
 
     _declared: int | None = None  # the frames the header declares (a live source's: none)
+    lost = 0  # frames that never came (a live source counts the gaps in its timestamps; a pipe loses none)
 
     def __init__(self, stream: BinaryIO | None = None) -> None:
         av = pyav()
