@@ -191,11 +191,16 @@ def test_playback_times_the_windows_without_an_encoder(gratings, monkeypatch, ca
 
 def test_live_feeds_zero_delay_windows_at_the_rate_and_keeps_those_in_time(gratings, monkeypatch, capsys) -> None:
     """--live: each window as denoise --live runs it (Df 0, frames fed at --fps, encoded), chosen among
-    those whose latency's 95th percentile is at most two frame times (issue 37: live with tuned parameters)."""
+    those whose latency's 95th percentile is at most LIVE_LATENCY_FRAMES frame times (issue 37: live with
+    tuned parameters)."""
     monkeypatch.setattr(tune, "COARSE_SEARCH_RADII", (1, 3))
     monkeypatch.setattr(tune, "LIVE_TEMPORAL", ((0, 0), (1, 0)))
     monkeypatch.setattr(tune, "TIMED_FRAMES", TIMED_FRAMES)
     monkeypatch.setattr(tune, "LIVE_SECONDS", 1.0)
+    # In time: the 95th percentile under a second (10 frame times), half the frames kept, so that the
+    # choice is tested and not the machine (a loaded CI's 2 cores took 283 ms for 64x48: over 2 frame times).
+    monkeypatch.setattr(tune, "LIVE_LATENCY_FRAMES", 10)
+    monkeypatch.setattr(tune, "LIVE_DROPPED_SHARE", 0.5)
     runs, denoise_live = [], tune.denoise_live
 
     def watched(source, target, params, **options):
@@ -213,7 +218,7 @@ def test_live_feeds_zero_delay_windows_at_the_rate_and_keeps_those_in_time(grati
     timed = [frames for *_, frames in runs if frames >= 9]
     assert len(timed) >= len(report["candidates"]) and len(runs) >= 2 * len(report["candidates"])
     assert all(row["frames_future"] == 0 and row["latency_p95_ms"] > 0 for row in report["candidates"])
-    in_time = [row for row in report["candidates"] if row["latency_p95_ms"] <= 200]  # two frame times at 10 fps
+    in_time = [row for row in report["candidates"] if row["latency_p95_ms"] <= 1000]  # ten frame times at 10 fps
     assert report["chosen"] in in_time
     assert report["chosen"]["estimated_psnr"] == max(row["estimated_psnr"] for row in in_time)
 
