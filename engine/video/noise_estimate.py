@@ -57,6 +57,10 @@ DARK_CLIPPED_FRACTIONS = (0.05, 0.2)
 # dark sky, read on blocks up to a fifth clipped, keeps most of its blocks.
 FEW_BLOCKS_SHARE = 0.05
 FEW_BLOCKS_CONFIDENCE = 0.4
+# A picture more than this share of whose blocks repeat the previous frame exactly (and under
+# FEW_BLOCKS_SHARE of which change where unclipped) is read as still and clean: noisy footage leaves
+# no block unchanged, and an encoder holds still only blocks without noise its quantizer keeps.
+STILL_SHARE = 0.5
 # A user's region is measured as it is; past this fraction of clipped samples its noise reads
 # more than 2 % low (a region whose mean is 2 sigma from the range's end), which the warning says.
 REGION_CLIPPED_FRACTION = 0.02
@@ -309,5 +313,7 @@ def _finished(estimate: NoiseEstimate) -> NoiseEstimate:
                 f"; low confidence ({estimate.confidence:.2f}): if the footage was compressed, its noise may "
                 "hide in the texture; choose a region of your own"
             )
+        elif estimate.warning:  # why it reads clean
+            warning += f" ({estimate.warning})"
         return dataclasses.replace(estimate, warning=warning)
     return estimate

@@ -36,6 +36,7 @@ from .noise_estimate import (
     QUIET_SHARE,
     REPEATED_SHARE,
     STATIC_FACTOR,
+    STILL_SHARE,
     TEXTURE_FACTOR,
     NoiseEstimate,
     _block_covariances,
@@ -156,8 +157,10 @@ def _automatic(images: list[np.ndarray]) -> NoiseEstimate:
     regions = sorted({(block % cols * size, block // cols * size, size, size) for block in blocks})
     confidence *= min(1.0, chosen.sum() / 16) * _agreement(measured[chosen], measured_samples)
     flat_sigma = math.sqrt(np.trace(covariance) / len(covariance))
+    temporal, held, still = _temporal(images) if len(images) > 1 else (None, 0, False)
+    if still:
+        return temporal
     kept = kept_noise(images, flat_sigma) if confidence < LOW_CONFIDENCE and len(images) > 1 else None
-    temporal, held = _temporal(images) if len(images) > 1 else (None, 0)
     if held:
         notes.append(f"{held} blocks held still by the encoder (no change from frame to frame) were not used")
     static = _static_covariances(images, chosen, covariance) if len(images) > 1 else []
@@ -231,7 +234,7 @@ def _band_average(band_covariances: list[np.ndarray | None], band_of: np.ndarray
     return sum(weight * band_covariances[known[np.argmin(np.abs(known - i))]] for i, weight in enumerate(weights))
 
 
-def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
+def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int, bool]:
     """Return the noise from the change of every block between consecutive frames, motion compensated.
 
     Compensated by ``engine.video.motion_noise.compensated_change``: the blocks' median covariance
@@ -240,18 +243,26 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
     the change's spatial correlation (which, unlike the flat blocks', no texture adds to). None
     where fewer than MIN_STATIC_BLOCKS blocks changed; and the number of blocks that repeat the
     previous frame (held still by an encoder, or a repeated frame), which are left out, as blocks
-    with clipped samples are (clipping truncates the noise).
+    with clipped samples are (clipping truncates the noise). And whether the picture was read as
+    still (``_still_picture``): its estimate is then the clip's, its held blocks used (none left out).
     """
     changes, degrees, means, clipped, places, held = [], [], [], [], [], 0
+    every, every_degrees, held_places, held_texture, held_clipped = [], [], [], [], []  # for a still picture
     for current, reference in itertools.pairwise(images):
         change, block_degrees, corners = compensated_change(current, reference)
         blocks = np.array([current[y : y + BLOCK, x : x + BLOCK] for y, x in corners]).reshape(change.shape)
         repeated = np.mean(change == 0, axis=(1, 2, 3)) >= REPEATED_SHARE
+        block_clipped = _clipped(blocks).mean(axis=(1, 2, 3))
         held += int(repeated.sum())
+        every.append(np.einsum("nyxi,nyxj->nij", change, change, optimize=True) / block_degrees[:, None, None])
+        every_degrees.append(block_degrees)
+        held_places.append(corners[repeated])
+        held_texture.append(np.mean(_residuals(np.moveaxis(blocks[repeated], 0, 2)) ** 2, axis=(0, 1, 3)))
+        held_clipped.append(block_clipped[repeated])
         changes.append(change[~repeated])
         degrees.append(block_degrees[~repeated])
         means.append(blocks[~repeated].mean(axis=(1, 2, 3)))
-        clipped.append(_clipped(blocks[~repeated]).mean(axis=(1, 2, 3)))
+        clipped.append(block_clipped[~repeated])
         places.append(corners[~repeated])
     change, degrees, means, clipped, places = map(np.concatenate, (changes, degrees, means, clipped, places))
     notes = []
@@ -261,11 +272,15 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
             continue
         keep = clipped <= fraction
         notes.append("the picture is dark or bright: the noise is read where some of it is clipped, a little low")
+    every, every_degrees = np.concatenate(every), np.concatenate(every_degrees)
+    smooth = _shows_no_noise(np.concatenate(held_texture), np.concatenate(held_clipped))
+    if held > STILL_SHARE * len(every) and keep.sum() < FEW_BLOCKS_SHARE * len(every) and smooth:
+        return _still_picture(every, every_degrees, np.concatenate(held_places), int(keep.sum())), 0, True
     few = int(keep.sum()) < FEW_BLOCKS_SHARE * len(keep)
     change, degrees, means = change[keep], degrees[keep], means[keep]
     used = [(int(x), int(y), BLOCK, BLOCK) for y, x in places[keep]]
     if len(change) < MIN_STATIC_BLOCKS:
-        return None, held
+        return None, held, False
     covariances = np.einsum("nyxi,nyxj->nij", change, change, optimize=True) / degrees[:, None, None]
     samples = float(np.median(degrees))
     band_of = np.clip(np.searchsorted(BAND_EDGES, means, side="right") - 1, 0, len(BAND_EDGES) - 2)
@@ -304,15 +319,63 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int]:
         notes.append(_correlated_note(spatial_correlation))
     if confidence < LOW_CONFIDENCE:
         notes.append(f"low confidence ({confidence:.2f}): choose a flat region of your own")
-    return dataclasses.replace(
-        estimate,
-        regions=sorted(set(used)),
-        samples=int(degrees.sum()),
-        warning="; ".join(notes) or None,
-        method="temporal",
-        confidence=round(confidence, 3),
-        spatial_correlation=round(spatial_correlation, 3),
-    ), held
+    return (
+        dataclasses.replace(
+            estimate,
+            regions=sorted(set(used)),
+            samples=int(degrees.sum()),
+            warning="; ".join(notes) or None,
+            method="temporal",
+            confidence=round(confidence, 3),
+            spatial_correlation=round(spatial_correlation, 3),
+        ),
+        held,
+        False,
+    )
+
+
+def _shows_no_noise(texture: np.ndarray, clipped: np.ndarray) -> bool:
+    """Whether blocks of high-pass residual variance ``texture`` (full scale) show no noise.
+
+    Their median under CLEAN_SIGMA, over those with at most CLIPPED_FRACTION of their samples
+    clipped, or up to the first of DARK_CLIPPED_FRACTIONS that leaves MIN_STATIC_BLOCKS of them (a
+    dark picture's noise clips part of every block); where none is left (saturated bars, black and
+    white), no noise is seen.
+    """
+    for fraction in (CLIPPED_FRACTION, *DARK_CLIPPED_FRACTIONS):
+        seen = texture[clipped <= fraction]
+        if len(seen) >= MIN_STATIC_BLOCKS:
+            return math.sqrt(np.median(seen)) * 255 < CLEAN_SIGMA
+    return True
+
+
+def _still_picture(
+    covariances: np.ndarray, degrees: np.ndarray, held_places: np.ndarray, measured: int
+) -> NoiseEstimate:
+    """Return the noise of a picture most of whose blocks repeat the previous frame's exactly (a clean clip).
+
+    Noise new in every frame leaves no block unchanged; an encoder holds still only blocks whose noise
+    is far under its quantizer's step. So where more than STILL_SHARE of the picture's blocks repeat,
+    show no noise of their own either (``_shows_no_noise``: a noisy photograph held still shows its
+    noise there), and
+    under FEW_BLOCKS_SHARE of them both change and are unclipped (``measured``), that change is the
+    picture's own motion (a test pattern's moving parts between saturated bars, clean H.264 at CRF
+    18, read 18-28 levels from them; a black and white cellular automaton, 110): the noise is read
+    at the median of all the blocks, the repeated ones included, and the confidence is their share.
+    """
+    places = [(int(x), int(y), BLOCK, BLOCK) for y, x in held_places]
+    note = (
+        f"{len(held_places)} of the picture's {len(covariances)} blocks repeat the previous frame exactly and only "
+        f"{measured} change where they are not clipped, by the picture's motion"
+    )
+    return NoiseEstimate(
+        _median_covariance(covariances, float(np.median(degrees))),
+        sorted(set(places)),
+        int(degrees.sum()),
+        note,
+        "temporal",
+        confidence=round(len(held_places) / len(covariances), 3),
+    )
 
 
 def _quiet_covariance(covariances: np.ndarray, samples: float) -> np.ndarray:

@@ -112,6 +112,39 @@ def test_clean_footage_gives_a_small_sigma_and_a_warning(clips) -> None:
     assert estimate.sigma.max() < 0.5 and "looks clean" in estimate.warning
 
 
+@pytest.mark.parametrize(
+    ("source", "encoding"),
+    [("testsrc2", ["-c:v", "libx264", "-crf", "18", "-pix_fmt", "yuv420p"]), ("cellauto", ["-c:v", "ffv1"])],
+)
+def test_a_clean_test_pattern_from_the_ffmpeg_tool_reads_clean(tmp_path, source, encoding) -> None:
+    """New users' clean files: testsrc2 at 640x360 in H.264 at CRF 18 (saturated bars, still parts
+    and moving ones) read 18-28 levels from its moving parts with a confidence of 100 %, and lost
+    20.5 dB to the defaults; a black and white cellular automaton in FFV1 read 110. Most of their
+    blocks repeat exactly (a scroll too, motion compensated), and show no noise of their own."""
+    from nlmeans_studio.engine import estimate_clip_noise
+
+    clip = tmp_path / "clean.mkv"
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", f"{source}=size=640x360:rate=30000/1001",
+         "-frames:v", "12", *encoding, str(clip)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    estimate = estimate_clip_noise(clip)
+    assert estimate.sigma.max() < 0.5 and estimate.warning.startswith("the footage looks clean")
+    assert "blocks repeat the previous frame exactly" in estimate.warning
+
+
+def test_a_noisy_picture_held_still_keeps_its_noise_though_most_blocks_repeat(clips) -> None:
+    """Frames repeated but for a small moving square: the repeated blocks show the picture's noise
+    (sigma 6), so the picture is not read as clean."""
+    rng = np.random.default_rng(4)
+    still = np.clip(clips["bikes"][0] * 255.0 + rng.normal(0, 6, clips["bikes"][0].shape), 0, 255)
+    frames = np.stack([still, still]).astype(np.uint8)
+    for t in range(2):
+        frames[t, 8:40, 8 + 4 * t : 40 + 4 * t] = 255 * (np.indices((32, 32)).sum(0) // 4 % 2)[..., None]
+    assert estimate_noise(frames).sigma.mean() > 3
+
+
 def test_a_textured_region_is_flagged(clips) -> None:
     clean = clips["bikes"]
     frame = clean[0].mean(axis=-1)
