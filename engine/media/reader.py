@@ -117,8 +117,10 @@ class _Decoder:
         except av.error.FFmpegError as error:
             failed = f"decoding stopped at frame {expected + 1} (counting from 1)"
             if is_image_sequence(self._path):
-                failed += f", the image {sequence_files(self._path)[expected].name}"
-            raise VideoError(f"{self._path}: {failed}: {ffmpeg_reason(error)}") from error
+                failed += f", the image {sequence_files(self._path)[expected].name}: {ffmpeg_reason(error)}"
+            else:  # FFmpeg's reason alone ("Operation not permitted" for a DV frame cut short) says little
+                failed += f": the file is damaged or cut short there (FFmpeg: {ffmpeg_reason(error)})"
+            raise VideoError(f"{self._path}: {failed}") from error
         if expected < self._index.frame_count:
             raise VideoError(
                 f"{self._path}: the stream ends after {expected} of its {self._index.frame_count} frames "

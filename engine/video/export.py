@@ -309,7 +309,22 @@ def clip_sample(source: Source, count: int, start: float = 0.0, duration: float 
         elif last is None:
             last = first + count
         middle = max(first, (first + last - count) // 2)
-        return np.array([reader.frame(i) for i in range(middle, min(middle + count, last))])
+        return decoded_run(reader.frame, middle, min(middle + count, last))
+
+
+def decoded_run(frame: Callable[[int], np.ndarray], first: int, stop: int) -> np.ndarray:
+    """Frames ``first`` .. ``stop`` - 1 as ``frame(i)`` gives them, up to the first that does not decode.
+
+    A sample for SURE from a file damaged or cut short within it: fewer frames (none: SURE is
+    left out), not an error. (T, H, W, C); (0,) where the first does not decode.
+    """
+    frames = []
+    for index in range(first, stop):
+        try:
+            frames.append(frame(index))
+        except VideoError:
+            break
+    return np.array(frames)
 
 
 def _with_context(

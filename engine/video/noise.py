@@ -36,6 +36,7 @@ import numpy as np
 
 from ..cores import compiled_module
 from ..cpu.compiled import announce_compile, in_numba_cache
+from ..media.ffmpeg import VideoError
 from .motion_noise import region_change
 from .noise_estimate import (
     BLOCK,
@@ -140,7 +141,9 @@ def estimate_noise_over(
     none does (a picture mostly clipped: saturated colour bars), MORE_NOISE_PLACES pairs in all are
     looked at, and those read with confidence taken if there are any: a test pattern read 1.7 to 3
     times its noise on its bars and right where a grey box passed. Fewer than 2 NOISE_PLACES
-    frames, whose pairs would overlap, are measured together.
+    frames, whose pairs would overlap, are measured together. A pair ``frame`` cannot decode (a
+    file damaged or cut short there) is left out, and the places of MORE_NOISE_PLACES tried where
+    no pair decoded.
 
     Parameters
     ----------
@@ -163,6 +166,8 @@ def estimate_noise_over(
     ------
     ValueError
         Frames ``estimate_noise`` refuses, or a region that leaves them.
+    VideoError
+        No pair of frames decodes (the first pair's error).
     """
     announce_compile(estimate_compiles)
     if last - first < 2 * NOISE_PLACES:  # the pairs would overlap: the few frames measured together
@@ -172,11 +177,21 @@ def estimate_noise_over(
         """Return the estimates of ``count`` pairs spread over the frames, those ``known`` kept."""
         estimates = dict(known)
         for place in sorted({round(p) for p in np.linspace(first, max(first, last - 2), count)}):
-            if place not in estimates:
-                estimates[place] = _estimate(np.stack([frame(place), frame(place + 1)]), roi, bit_depth)
+            if place not in estimates and place not in undecodable:
+                try:
+                    pair = np.stack([frame(place), frame(place + 1)])
+                except VideoError as error:  # a damaged or cut-short part: the other places tell
+                    undecodable[place] = error
+                    continue
+                estimates[place] = _estimate(pair, roi, bit_depth)
         return estimates
 
+    undecodable: dict[int, VideoError] = {}
     estimates = read(NOISE_PLACES, {})
+    if not estimates:
+        estimates = read(MORE_NOISE_PLACES, {})
+    if not estimates:
+        raise next(iter(undecodable.values()))
     if all(estimate.confidence < LOW_CONFIDENCE for estimate in estimates.values()):
         # Only a confident reading elsewhere is taken: the unsure ones of more places would outvote
         # the first (a clean clip whose one scene change reads as compressed noise).
