@@ -67,14 +67,14 @@ from .media.formats import (
 from .media.live import LiveReader
 from .media.probe import VideoInfo
 from .media.reader import VIDEO_SUFFIXES, VideoReader, read_frames
-from .media.writer import VideoWriter, check_output_path
+from .media.writer import VideoWriter, check_encoder, check_output_path
 from .metrics import psnr
 from .resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
 from .version import __version__
 from .video.choose_h import apply_estimate, decorrelation_decision, suggest_h
 from .video.default_filter import FilterChoice, choose_filter, sure_sample_length
 from .video.denoiser import METHODS, Denoiser, compile_cpu_filter
-from .video.export import ExportCancelledError, denoise_file, estimate_clip_noise
+from .video.export import ExportCancelledError, decoded_run, denoise_file, estimate_clip_noise
 from .video.filters import filter_compiles as video_filter_compiles
 from .video.guided import GuidedDenoiser
 from .video.live import LiveStatus, denoise_live
@@ -221,12 +221,14 @@ __all__ = [
     "add_realistic_noise",
     "apply_estimate",
     "aspect_ratio_lost",
+    "check_encoder",
     "check_output_path",
     "check_volume_output",
     "choose_filter",
     "chroma_halved",
     "command_line",
     "compile_cpu_filter",
+    "decoded_run",
     "decorrelation_decision",
     "denoise",
     "denoise_file",

@@ -381,13 +381,15 @@ class ParameterPanel(QGroupBox):
             self.luma_chroma.setCurrentIndex(self.luma_chroma.findData("given"))
 
     def _show_luma_chroma_mode(self) -> None:
-        """The two strengths are shown while the mode is on (the noise panel's last lines fell
-        below the window's fold); typing one while auto chose them makes them given. h and
-        decorrelation are unused while the mode is on."""
+        """The two strengths are shown while the mode is on, h while it is off (the noise panel's
+        last lines fell below the window's fold, and a greyed h beside them read as a third
+        strength); typing one while auto chose them makes them given. Decorrelation is unused
+        while the mode is on."""
         mode = self.luma_chroma.currentData()
         for strength in (self.h_luma, self.h_chroma):
             self._form.setRowVisible(strength, mode != "off")
             strength.setEnabled(mode != "off")
+        self._form.setRowVisible(self.h, mode == "off")
         self.h.setEnabled(mode == "off")
         self.decorrelate.setEnabled(mode == "off" and self._color_transform is not None)
         self._show_pending_strengths()

@@ -45,6 +45,7 @@ from nlmeans_studio.engine import (
     VideoError,
     VideoInfo,
     aspect_ratio_lost,
+    check_encoder,
     check_output_path,
     chroma_halved,
     denoise_file,
@@ -54,6 +55,7 @@ from nlmeans_studio.engine import (
 
 from .worker import Worker, WorkerThread
 
+CANCELLED = "Export cancelled; no file was written."
 # The extension an output's name is given when its container cannot hold the codec chosen
 SUFFIXES = {
     "h264": ".mp4",
@@ -136,13 +138,33 @@ def stop_exports_asked(parent: QWidget, count: int) -> bool:
     return box.clickedButton() is stop
 
 
+def _codec_box(chosen: str | None) -> QComboBox:
+    """The codecs, those this machine cannot encode greyed with the reason as their tooltip (NVENC
+    without an NVIDIA video encoder); ``chosen`` selected where it can be (the last export's)."""
+    box = QComboBox()
+    model = box.model()
+    for row, name in enumerate(CODECS):
+        box.addItem(name, name)
+        try:
+            check_encoder(name)
+        except VideoError as error:
+            item = model.item(row)
+            item.setEnabled(False)
+            item.setToolTip(str(error))
+    usable = [row for row in range(box.count()) if model.item(row).isEnabled()]
+    row = box.findData(chosen)
+    box.setCurrentIndex(row if row in usable else usable[0])
+    return box
+
+
 class ExportDialog(QDialog):
     """Output path, codec, quality and range: ``frames`` (from the in and out marks), shown as
     the window numbers frames (from 1) with their times (``frame_times``: each frame's, in seconds
     from frame 0); audio and subtitles are copied, except into an image sequence. The Export
-    button adds the export to the queue. The name proposed is one that neither exists nor is an output of the queue
-    (``queued``, resolved paths); a file that exists is named in the dialog and replaced, an
-    output of the queue is refused."""
+    button adds the export to the queue; ``codec`` is the one offered first (the last export's).
+    The name proposed is one that neither exists nor is an output of the queue (``queued``,
+    resolved paths); a file that exists is named in the dialog and replaced, an output of the
+    queue is refused."""
 
     def __init__(
         self,
@@ -152,15 +174,14 @@ class ExportDialog(QDialog):
         frame_times: np.ndarray,
         frames: range,
         queued: Collection[Path] = (),
+        codec: str | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Export denoised clip")
         self.setMinimumWidth(560)  # room for the output's path
         self._info, self._source, self._frame_times = info, source, frame_times
         self._queued = frozenset(queued)
-        self.codec = QComboBox()
-        for name in CODECS:
-            self.codec.addItem(name, name)
+        self.codec = _codec_box(codec)
         self.path = QLineEdit(str(_free_name(source, info, self.codec.currentData(), self._queued)))
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse)
@@ -349,7 +370,7 @@ class ExportWorker(Worker):
                 luma_chroma=request.luma_chroma,
             )
         except ExportCancelledError:
-            self.failed.emit(number, "Export cancelled; no file was written.")
+            self.failed.emit(number, CANCELLED)
         except (VideoError, OSError, ValueError, MemoryError, GpuOutOfMemoryError, BackendUnavailableError) as error:
             self.failed.emit(number, f"Export failed: {error}")
         except Exception as error:  # a bug must still end the export, or the queue would wait on it forever
@@ -398,12 +419,15 @@ class ExportRow(QWidget):
 class ExportQueue(QWidget):
     """Exports run one after another in the background, each shown as a row until it ends.
 
-    ``finished`` carries a finished export's summary, ``failed`` why one did not finish
-    (cancelling included). ``stop`` ends the queue's worker (the window is closing).
+    ``started`` says one began, ``finished`` carries a finished export's summary, ``failed`` why one
+    did not finish, ``cancelled`` that the user stopped one. ``stop`` ends the queue's worker (the
+    window is closing).
     """
 
+    started = Signal()  # an export began: what the window says of the last one is out of date
     finished = Signal(str, str)  # the summary line, and what to know of the source ("" or a warning)
     failed = Signal(str)
+    cancelled = Signal(str)  # what was (not) written, in plain words: the user's own doing, not an error
 
     def __init__(self) -> None:
         super().__init__()
@@ -454,6 +478,7 @@ class ExportQueue(QWidget):
             self.running.status.setText("starting…")
             self.running.bar.setRange(0, 0)  # busy until the first frame
             self.worker_thread.worker.submit(self.running.number, self.running.request)
+            self.started.emit()
         self._refresh()
 
     def _progressed(self, number: int, done: int, total: int, seconds: float) -> None:
@@ -466,7 +491,7 @@ class ExportQueue(QWidget):
 
     def _failed(self, number: int, message: str) -> None:
         if self._ended(number):
-            self.failed.emit(message)
+            (self.cancelled if message == CANCELLED else self.failed).emit(message)
 
     def _ended(self, number: int) -> bool:
         """Export ``number`` ended: its row goes and the next starts; whether it was the one running

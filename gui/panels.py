@@ -130,6 +130,10 @@ class NoisePanel(QGroupBox):
         """Another clip: its noise is not estimated yet."""
         self.result.setText("No estimate yet.")
 
+    def show_failure(self, message: str) -> None:
+        """The estimate failed: why, in place of its result."""
+        self.result.setText(f"Not estimated: {message}")
+
     def show_estimate(self, estimate: NoiseEstimate, transform: np.ndarray | None, h: float) -> None:
         """The estimate's sigma, source, confidence and the h it suggests; whether color
         decorrelation is on (``transform`` not None) and why; its correlation and G matrices."""
@@ -145,7 +149,7 @@ class NoisePanel(QGroupBox):
             f"Sigma per channel: {sigma} levels",
             f"from {source} ({estimate.samples} samples).",
             f"Confidence: {estimate.confidence:.0%}",
-            f"Suggested h: {h:.1f}",
+            f"Suggested h: {h:.1f} (one strength: luma/chroma off)",
         ]
         if estimate.bands:
             bands = ", ".join(f"{low * 255:.0f}-{high * 255:.0f}: {s:.1f}" for low, high, s, _ in estimate.bands)

@@ -154,6 +154,12 @@ class ComparisonView(pg.GraphicsLayoutWidget):
             self.fit()
         self._draw()
 
+    def clear_images(self) -> None:
+        """Show no picture (a frame that could not be read): never the last frame's under another number."""
+        self._before = self._after = None
+        for image in (self.main_image, self.after_image, self.split_image):
+            image.clear()
+
     def set_pixel_aspect(self, ratio: float) -> None:
         """Show a pixel ``ratio`` times as wide as it is high (a volume's plane of anisotropic
         voxels: their width over their height), fitted again."""

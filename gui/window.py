@@ -60,6 +60,9 @@ from .window_layout import build_actions, lay_out
 from .worker import EstimateRequest, OpenRequest, PlayRequest, PreviewRequest, PreviewWorker, WorkerThread
 
 DEBOUNCE_MS = 40  # a slider's movements within this time make one request
+# How the banner's messages on an export begin ("Exported: 2 frames of the source are damaged ...", a failure)
+EXPORT_MESSAGES = ("Exported:", "Export failed")
+EXPORT_CODEC = "export/codec"  # the setting that keeps the codec of the last export
 UNFILTERED, QUICK, SHOWN, EXACT = STAGES  # the passes of a still, in the order they come
 STAGE_NOTES = {  # what the after half says of the pass it shows (nothing for the exact frame)
     UNFILTERED: "not filtered yet",
@@ -163,8 +166,10 @@ class MainWindow(QMainWindow):
         self.view.region_drawn.connect(self._region_drawn)
         self.frame_slider.valueChanged.connect(self._frame_changed)
         self.frame_slider.marks_changed.connect(self._show_position)
+        self.exports.started.connect(self._export_started)
         self.exports.finished.connect(self._export_finished)
         self.exports.failed.connect(self.show_error)
+        self.exports.cancelled.connect(self.last_export.setText)
         self._restore_settings()
 
     @property
@@ -461,7 +466,12 @@ class MainWindow(QMainWindow):
         elif kind == "open":
             opens = f". The window opens videos FFmpeg reads and volumes ({', '.join(VOLUME_SUFFIXES)})."
             self.show_error(f"Could not open the video: {message}{opens if 'not a video file' in message else ''}")
+        elif kind == "estimate":
+            self.noise.show_failure(message)
+            self.show_error(f"Could not estimate the noise: {message}")
         else:
+            if number >= self._shown:  # the frame asked for is not shown: no other frame's picture under its number
+                self.view.clear_images()
             self.show_error(message)
 
     def _busy_changed(self, busy: bool) -> None:
@@ -474,11 +484,16 @@ class MainWindow(QMainWindow):
         self.parameters.set_backend("cpu")
         self.banner.hide()
 
+    def _export_started(self) -> None:
+        """An export began: a message on the last one (failed, or what to know of its source) goes."""
+        if self.banner.isVisible() and self.banner.text().startswith(EXPORT_MESSAGES):
+            self.banner.hide()
+
     def _export_finished(self, summary: str, warning: str) -> None:
         """The last export's line in the status bar; what to know of its source, where anything, above the views."""
         self.last_export.setText(summary)
         if warning:
-            self.show_error(f"Exported: {warning}.")
+            self.show_error(f"{EXPORT_MESSAGES[0]} {warning}.")
 
     def show_error(
         self, message: str, action_text: str | None = None, action: Callable[[], None] | None = None
@@ -618,15 +633,20 @@ class MainWindow(QMainWindow):
         if self.path is None or self.info is None:
             return self.show_error("Open a clip first.")
         frames = range(*self.frame_slider.play_range())
-        dialog = ExportDialog(self, self.path, self.info, self.frame_times, frames, queued=self.exports.targets())
+        last_codec = self.settings.value(EXPORT_CODEC)
+        dialog = ExportDialog(
+            self, self.path, self.info, self.frame_times, frames, queued=self.exports.targets(), codec=last_codec
+        )
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         source, params, backend = self.path, self.current_params(), self.parameters.backend_name()
         luma_chroma = self.current_luma_chroma()
-        dialog.accepted.connect(
-            lambda: self.exports.add(
-                ExportRequest(source, dialog.settings(), params, backend, luma_chroma), dialog.describe()
-            )
-        )
+
+        def export() -> None:
+            settings = dialog.settings()
+            self.settings.setValue(EXPORT_CODEC, settings.codec)  # offered first next time
+            self.exports.add(ExportRequest(source, settings, params, backend, luma_chroma), dialog.describe())
+
+        dialog.accepted.connect(export)
         dialog.open()
 
     # Tuning for a frame rate

@@ -42,6 +42,7 @@ from nlmeans_studio.engine import (
     VideoReader,
     choose_filter,
     compile_cpu_filter,
+    decoded_run,
     estimate_noise_over,
     filter_compiles,
     quick_preview,
@@ -288,9 +289,7 @@ class PreviewWorker(Worker):
 
     def _report(self, number: int, kind: str, error: Exception) -> None:
         """Emit ``failed`` for ``error``, met on request ``number`` of ``kind``."""
-        if isinstance(error, (VideoError, OSError)):
-            self.failed.emit(number, "open" if kind == "open" else "preview", str(error))
-        elif isinstance(error, (ValueError, IndexError)):
+        if isinstance(error, (VideoError, OSError, ValueError, IndexError)):  # each says what and where
             self.failed.emit(number, kind, str(error))
         elif isinstance(error, (MemoryError, BackendUnavailableError)):  # GpuOutOfMemoryError too; each says why
             self.failed.emit(number, "backend", str(error))
@@ -421,7 +420,7 @@ class PreviewWorker(Worker):
         first, estimate = estimate_noise_over(frame, first, last, request.roi)
         length = sure_sample_length(request.window)
         middle = max(0, (count - length) // 2)
-        sample = np.stack([frame(i) for i in range(middle, min(middle + length, count))])
+        sample = decoded_run(frame, middle, min(middle + length, count))  # a file cut short: those before the cut
         mode = "auto" if request.luma_chroma else None
         choice = choose_filter(
             estimate, request.window, matrix=request.matrix, luma_chroma=mode, sample=sample, backend=request.backend

@@ -17,6 +17,7 @@ from clips import (
     anamorphic_clip,
     chroma_subsampled_clips,
     clip_with_audio,
+    cut_short_dv,
     damaged_dvd,
     panning_texture,
     write_ffv1,
@@ -45,7 +46,9 @@ from nlmeans_studio.engine import (
     COMPILING,
     NLMParams,
     NoiseEstimate,
+    VideoError,
     apply_estimate,
+    check_encoder,
     choose_filter,
     estimate_clip_noise,
     estimate_noise_over,
@@ -131,6 +134,52 @@ def test_an_export_of_a_truncated_file_names_its_damaged_frames(qtbot, window, t
     said = f"Exported: {count} frame{'s' * (count > 1)} of the source {'are' if count > 1 else 'is'} damaged (frame"
     assert window.banner.text().startswith(said)
     assert f" {flagged[0] + 1}" in window.banner.text()
+
+
+def test_frames_a_cut_short_file_cannot_decode_show_no_picture_and_say_why(qtbot, window, tmp_path) -> None:
+    """A DV capture cut short: its index counts frames that do not decode. The last frame shows no
+    picture (a new user saw frame 1's under "frame 73 / 73") and the banner names the frame and the
+    cause; the noise is estimated on the frames that decode."""
+    source, decoded = cut_short_dv(tmp_path)
+    opened(qtbot, window, source)
+    qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
+    assert "Sigma per channel" in window.noise.result.text()
+    assert window.view.shown_image() is not None
+    press(qtbot, window, KEY.Key_End)
+    assert window.info.frame_count > decoded
+    qtbot.waitUntil(lambda: "damaged or cut short there" in window.banner.text(), timeout=WAIT_MS)
+    assert f"frame {window.info.frame_count} / {window.info.frame_count}" in window.frame_label.text()
+    assert f"decoding stopped at frame {window.info.frame_count} (counting from 1)" in window.banner.text()
+    assert window.view.shown_image() is None
+    press(qtbot, window, KEY.Key_Home)  # a frame that decodes shows again
+    qtbot.waitUntil(lambda: window.view.shown_image() is not None, timeout=WAIT_MS)
+
+
+def test_the_dialog_offers_the_last_exports_codec_and_greys_those_this_machine_cannot_encode(qtbot, window, clip):
+    """A new user on a machine without a GPU was offered NVENC, and the dialog forgot the codec chosen."""
+    opened(qtbot, window, clip[0])
+    press(qtbot, window, KEY.Key_E, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: window.findChild(ExportDialog) is not None and window.findChild(ExportDialog).isVisible())
+    dialog = window.findChild(ExportDialog)
+    items = dialog.codec.model()
+    for row in range(dialog.codec.count()):
+        try:
+            check_encoder(dialog.codec.itemData(row))
+        except VideoError as error:
+            assert not items.item(row).isEnabled() and items.item(row).toolTip() == str(error)
+        else:
+            assert items.item(row).isEnabled()
+    assert items.item(dialog.codec.currentIndex()).isEnabled()
+    dialog.codec.setCurrentIndex(dialog.codec.findData("ffv1"))
+    qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    exports_done(qtbot, window)
+    press(qtbot, window, KEY.Key_E, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(ExportDialog)))
+    dialog = next(d for d in window.findChildren(ExportDialog) if d.isVisible())
+    assert dialog.codec.currentData() == "ffv1" and dialog.path.text().endswith("-denoised-2.mp4")
+    dialog.reject()
 
 
 def test_a_second_export_is_offered_a_name_that_does_not_replace_the_first(qtbot, window, clip) -> None:
@@ -352,9 +401,28 @@ def test_cancel_stops_the_export_and_removes_its_file_and_the_next_export_runs(q
     qtbot.mouseClick(row.cancel, Qt.MouseButton.LeftButton)
     resume.set()
     exports_done(qtbot, window)
-    assert "cancelled" in window.banner.text() and not (tmp_path / "cancelled.mkv").exists()
+    # Said in the status bar's corner, not in the red banner: the user's own doing, not an error.
+    assert window.last_export.text() == "Export cancelled; no file was written." and not window.banner.isVisible()
+    assert not (tmp_path / "cancelled.mkv").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no partial file
     export_with_dialog(qtbot, window, tmp_path / "after.mkv", window.export_action.trigger)
+    exports_done(qtbot, window)
+    assert len(read_frames(tmp_path / "after.mkv")) == 12
+
+
+def test_a_failed_exports_message_goes_when_the_next_export_starts(qtbot, window, clip, tmp_path, monkeypatch):
+    """A new user saw "Export failed: ... No space left on device" stay up over the next export, to a good disk."""
+    opened(qtbot, window, clip[0])
+    (tmp_path / "gone").mkdir()
+    resume = held_exports(monkeypatch)
+    export_with_dialog(qtbot, window, tmp_path / "gone" / "out.mkv", window.export_action.trigger)
+    (tmp_path / "gone").rmdir()  # the folder is gone before the export writes (a drive unplugged)
+    resume.set()
+    exports_done(qtbot, window)
+    qtbot.waitUntil(lambda: window.banner.isVisible(), timeout=WAIT_MS)
+    assert window.banner.text().startswith("Export failed: ")
+    export_with_dialog(qtbot, window, tmp_path / "after.mkv", window.export_action.trigger)
+    assert not window.banner.isVisible()
     exports_done(qtbot, window)
     assert len(read_frames(tmp_path / "after.mkv")) == 12
 
