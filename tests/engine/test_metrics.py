@@ -33,3 +33,22 @@ def test_psnr_known_value_and_identity() -> None:
 def test_psnr_refuses_bad_input(reference, estimate, data_range, message) -> None:
     with pytest.raises(ValueError, match=message):
         psnr(reference, estimate, data_range)
+
+
+def test_psnr_of_integer_frames_is_at_their_full_scale() -> None:
+    """A new user's uint8 frames read -23.9 dB where they were 24.2: the full scale comes from the dtype."""
+    rng = np.random.default_rng(2)
+    clean = rng.integers(0, 256, (16, 16, 3)).astype(np.uint8)
+    noisy = np.clip(clean + rng.normal(0, 16, clean.shape), 0, 255).astype(np.uint8)
+    assert psnr(clean, noisy) == pytest.approx(psnr(clean / 255, noisy / 255), abs=1e-9)
+    assert psnr(clean.astype(np.uint16) * 257, noisy.astype(np.uint16) * 257) == pytest.approx(psnr(clean, noisy))
+    assert psnr(clean, noisy, 255) == psnr(clean, noisy)
+
+
+@pytest.mark.parametrize(
+    ("reference", "estimate"),
+    [(np.zeros(3, np.uint8), np.zeros(3, np.float32)), (np.zeros(3, np.int64), np.zeros(3, np.int64))],
+)
+def test_psnr_without_a_full_scale_for_its_arrays_asks_for_one(reference, estimate) -> None:
+    with pytest.raises(ValueError, match=r"^psnr compares \w+ and \w+ arrays: give data_range"):
+        psnr(reference, estimate)
