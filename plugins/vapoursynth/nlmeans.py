@@ -187,6 +187,8 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
     with device.selected():
         denoiser = PlanarDenoiser(params, device.backend, planes=len(planes), peak=peak, spare=spare)
     length = clip.num_frames
+    # What a float clip's frame refused for its scale needs in VapourSynth's words
+    float_scale = "" if peak is not None else " (float clips are 0..1: std.Expr(clip, 'x 255 /') scales 8-bit values)"
     neighbours = [_shifted(clip, k) for k in range(-d, d + 1)]
     guides = [] if rclip is None else [_shifted(rclip, k) for k in range(-d, d + 1)]
 
@@ -200,14 +202,17 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
             frames.update({(1, number): f[len(neighbours) + k] for number, k in zip(numbers, kept, strict=True)})
         keys = [(0, number) for number in numbers]
         out = _output_frame(f[d], planes)
-        with device.selected():
-            denoiser.denoise_into(
-                keys,
-                center,
-                lambda key: [np.asarray(frames[key][plane]) for plane in planes],
-                [np.asarray(out[plane]) for plane in planes],
-                guide_keys=[(1, number) for _, number in keys] if guides else None,
-            )
+        try:
+            with device.selected():
+                denoiser.denoise_into(
+                    keys,
+                    center,
+                    lambda key: [np.asarray(frames[key][plane]) for plane in planes],
+                    [np.asarray(out[plane]) for plane in planes],
+                    guide_keys=[(1, number) for _, number in keys] if guides else None,
+                )
+        except ValueError as error:  # samples the filter cannot read (a float clip on 0..255, NaN)
+            raise vs.Error(f"{NAME}: frame {n}: {error}{float_scale}") from None
         return out
 
     return _in_phases(clip, neighbours + guides, filtered, device.phases)
@@ -298,7 +303,10 @@ def _check_clip(clip: object, name: str) -> vs.VideoNode:
         raise vs.Error(f"{NAME}: {name} must be a video clip, got {type(clip).__name__}")
     fmt = clip.format
     if fmt is None or fmt.color_family == vs.UNDEFINED or clip.width == 0 or clip.height == 0:
-        raise vs.Error(f"{NAME}: {name} must have a constant format and size")
+        raise vs.Error(
+            f"{NAME}: {name} must have a constant format and size; convert it to one first (e.g. "
+            "core.resize.Bicubic(clip, width=W, height=H, format=vs.YUV420P8))"
+        )
     integer = fmt.sample_type == vs.INTEGER and 8 <= fmt.bits_per_sample <= 16
     floating = fmt.sample_type == vs.FLOAT and fmt.bits_per_sample in (16, 32)
     if not (integer or floating):

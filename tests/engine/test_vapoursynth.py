@@ -342,8 +342,21 @@ def test_a_clip_of_variable_format_is_refused_as_such() -> None:
     mixed = core.std.Splice(
         [core.std.BlankClip(format=vs.YUV420P8), core.std.BlankClip(format=vs.GRAY8)], mismatch=True
     )
-    with pytest.raises(vs.Error, match=r"clip must have a constant format and size$"):
+    with pytest.raises(vs.Error, match=r"clip must have a constant format and size; convert it to one first"):
         NLMeans(mixed, backend="cpu")
+
+
+def test_a_frame_it_cannot_read_is_refused_naming_the_filter_the_frame_and_the_way_out() -> None:
+    """A float clip on 0..255 (a common slip) failed in a 15-line traceback through the engine,
+    worded for NumPy: the error is the filter's own, with VapourSynth's way out."""
+    clip = core.std.Expr(
+        core.std.BlankClip(format=vs.GRAYS, width=WIDTH, height=HEIGHT, length=FRAMES, color=0.5), "x 255 *"
+    )
+    with pytest.raises(
+        vs.Error,
+        match=r"NLMeans: frame 1: float frames are read with 0\.\.1 as full scale.*std\.Expr\(clip, 'x 255 /'\)",
+    ):
+        NLMeans(clip, h=3.0, backend="cpu").get_frame(1)
 
 
 @pytest.mark.parametrize("phases", [1, 2, 3, 11, 20])
