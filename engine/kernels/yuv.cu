@@ -15,14 +15,19 @@ __device__ __forceinline__ Coefficients loaded(const double* given) {
     return {given[0], given[1], given[2], given[3], given[4], given[5], given[6]};
 }
 
-// Chroma at luma column x of chroma row `row`: co-sited on even columns, the mean of the two
-// samples beside an odd one (the last repeated at the right edge).
+// Chroma at luma column x of chroma row `row`, a sample every 2^across columns: co-sited on a
+// sample's column, interpolated linearly between the two beside the others (the last repeated at
+// the right edge).
 template <typename Sample>
 __device__ __forceinline__ double chroma_across(const Sample* plane, int columns, int row, int x, int across) {
     const Sample* samples = plane + static_cast<long long>(row) * columns;
     if (!across) return samples[x];
-    const int column = x >> 1;
-    if (x & 1) return 0.5 * static_cast<double>(samples[column] + samples[min(column + 1, columns - 1)]);
+    const int column = x >> across;
+    const double part = static_cast<double>(x & ((1 << across) - 1)) / (1 << across);
+    if (part != 0.0) {
+        return (1 - part) * static_cast<double>(samples[column]) +
+               part * static_cast<double>(samples[min(column + 1, columns - 1)]);
+    }
     return samples[column];
 }
 
@@ -77,9 +82,12 @@ __global__ void rgb_to_luma(const Pixel* rgb, double scale, Sample* luma, float*
     differences[pixels + pixel] = static_cast<float>((r - value) / (2 * (1 - c.kr)));
 }
 
-// The down filters that undo the up filters (media/yuv_kernels.py's COSITED_DOWN, CENTERED_DOWN
-// and CENTERED_LAST_DOWN), as float32 like theirs.
+// The down filters that undo the up filters (media/yuv_kernels.py's COSITED_DOWN,
+// COSITED_QUARTER_DOWN, CENTERED_DOWN and CENTERED_LAST_DOWN), as float32 like theirs.
 __device__ const float COSITED_DOWN[5] = {-1.0f / 8, 2.0f / 8, 6.0f / 8, 2.0f / 8, -1.0f / 8};
+__device__ const float COSITED_QUARTER_DOWN[9] = {-117.0f / 1024, -44.0f / 1024, 136.0f / 1024, 328.0f / 1024,
+                                                  418.0f / 1024,  328.0f / 1024, 136.0f / 1024, -44.0f / 1024,
+                                                  -117.0f / 1024};
 __device__ const float CENTERED_DOWN[4] = {-1.0f / 4, 3.0f / 4, 3.0f / 4, -1.0f / 4};
 __device__ const float CENTERED_LAST_DOWN[2] = {-1.0f / 2, 3.0f / 2};
 __device__ const float NOT_SUBSAMPLED[1] = {1.0f};
@@ -113,8 +121,9 @@ __global__ void decimated_chroma(const float* differences, Sample* chroma, int h
         taps = 2;
         first = 2 * cy - 1;
     }
-    const float* horizontal = across ? COSITED_DOWN : NOT_SUBSAMPLED;
-    const int horizontal_taps = across ? 5 : 1, start = across ? 2 * cx - 2 : cx;
+    const float* horizontal = across == 2 ? COSITED_QUARTER_DOWN : across ? COSITED_DOWN : NOT_SUBSAMPLED;
+    const int horizontal_taps = across == 2 ? 9 : across ? 5 : 1;
+    const int start = (cx << across) - horizontal_taps / 2;
     double total = 0.0;
     for (int j = 0; j < horizontal_taps; ++j) {
         const int x = min(max(start + j, 0), width - 1);

@@ -7,10 +7,12 @@ off by tens of levels. This module does both ways exactly at any depth, and resa
 with a matched pair of filters so that a frame read and written again comes back within rounding:
 
 - up: linear interpolation at the chroma samples' sites (MPEG-2 / H.264 / HEVC "left" siting:
-  on the even luma columns, halfway between luma rows for 4:2:0);
+  on the even luma columns, halfway between luma rows for 4:2:0; DV's 4:1:1 on every fourth
+  column);
 - down: the filter that undoes it, (-1, 2, 6, 2, -1) / 8 on co-sited samples (LeGall 5/3's
-  analysis low-pass) and (-1, 3, 3, -1) / 4 on samples halfway between, low-pass filters that
-  take out what a half-resolution plane cannot hold.
+  analysis low-pass; 9 taps of the same kind for 4:1:1) and (-1, 3, 3, -1) / 4 on samples
+  halfway between, low-pass filters that take out what a half-resolution plane cannot hold.
+  swscale's 4:1:1 came back with its chroma 10 to 13 dB off (DV read and written again).
 
 Values out of RGB's range (saturated colors next to dark ones, after chroma interpolation) are
 clipped by the caller's integer frames; in-range frames round-trip. The GPU's export converts with
@@ -95,7 +97,7 @@ def yuv_layout(pixel_format: str, color: dict[str, int], height: int) -> YuvLayo
 
     The matrix of an untagged source is guessed from its ``height`` in lines as players guess it
     (BT.709 from HD_LINES up, else BT.601); None where this module does not convert the format (RGB,
-    gray, packed, 4:1:1: swscale does).
+    gray, packed, 4:1:0: swscale does).
     """
     full = color.get("range") == FULL_RANGE or pixel_format.startswith("yuvj")
     return _layout(pixel_format, color.get("colorspace", 2), full, height >= HD_LINES)
@@ -114,7 +116,7 @@ def _layout(pixel_format: str, colorspace: int, full: bool, high_definition: boo
         return None
     bits = components[0].bits
     shift = ((side // components[1].width).bit_length() - 1, (side // components[1].height).bit_length() - 1)
-    if max(shift) > 1 or bits > 16 or any(component.bits != bits for component in components):
+    if shift[0] > 2 or shift[1] > 1 or bits > 16 or any(component.bits != bits for component in components):
         return None
     guessed = BT709 if high_definition else BT601
     weights = MATRIX_WEIGHTS.get(colorspace, MATRIX_WEIGHTS[guessed])

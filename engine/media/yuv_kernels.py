@@ -1,10 +1,11 @@
 """The per-pixel loops of ``media.yuv``, compiled with numba (cached on disk after the first run).
 
 One pass over the frame each way, rows in parallel: a 1080p frame takes milliseconds, as FFmpeg's
-swscale does. Chroma sites follow MPEG-2 / H.264 / HEVC's default: on the even luma columns, and
-for 4:2:0 halfway between two luma rows. Edges repeat their last sample, under which the down
-filters undo the up filters exactly; the last chroma row of a 4:2:0 frame of odd height (one
-luma row under it, not two) has taps of its own that undo it exactly (CENTERED_LAST_DOWN).
+swscale does. Chroma sites follow MPEG-2 / H.264 / HEVC's default: on the even luma columns (every
+fourth for 4:1:1, as DV sites them), and for 4:2:0 halfway between two luma rows. Edges repeat
+their last sample, under which the down filters undo the up filters exactly; the last chroma row
+of a 4:2:0 frame of odd height (one luma row under it, not two) has taps of its own that undo it
+exactly (CENTERED_LAST_DOWN).
 
 ``coefficients`` is ``YuvLayout.coefficients()``: luma offset, luma scale, chroma offset, chroma
 scale (in samples), Kr, Kb, the largest sample.
@@ -18,22 +19,27 @@ import numpy as np
 # The down filters that undo the up filters' linear interpolation exactly (see media.yuv):
 # LeGall 5/3's low-pass on co-sited samples, and its counterpart for samples halfway between.
 COSITED_DOWN = np.array([-1, 2, 6, 2, -1], np.float32) / 8
+# 4:1:1's (a quarter of the columns, DV): 9 taps that undo linear interpolation between samples 4
+# columns apart exactly, least squares to a low-pass otherwise (1 at 0, under 0.12 past pi/2).
+COSITED_QUARTER_DOWN = np.array([-117, -44, 136, 328, 418, 328, 136, -44, -117], np.float32) / 1024
 CENTERED_DOWN = np.array([-1, 3, 3, -1], np.float32) / 4
 CENTERED_LAST_DOWN = np.array([-1, 3], np.float32) / 2  # on the two last rows, where the pair is cut
 NOT_SUBSAMPLED = np.ones(1, np.float32)
 
 
 @numba.njit(cache=True, inline="always")
-def _across(plane: np.ndarray, row: int, x: int, subsampled: int) -> float:
-    """Chroma at luma column ``x`` of chroma row ``row``.
+def _across(plane: np.ndarray, row: int, x: int, shift: int) -> float:
+    """Chroma at luma column ``x`` of chroma row ``row``, a sample every 2 ** ``shift`` columns.
 
-    Co-sited on even columns, the mean of two samples on odd ones.
+    Co-sited on the columns of a sample, interpolated linearly between two samples on the others
+    (4:2:0 and 4:2:2: the mean of the two on odd columns).
     """
-    if not subsampled:
+    if not shift:
         return plane[row, x]
-    column = x >> 1
-    if x & 1:
-        return 0.5 * (plane[row, column] + plane[row, min(column + 1, plane.shape[1] - 1)])
+    column = x >> shift
+    part = (x & ((1 << shift) - 1)) / (1 << shift)
+    if part:
+        return (1 - part) * plane[row, column] + part * plane[row, min(column + 1, plane.shape[1] - 1)]
     return plane[row, column]
 
 
@@ -87,18 +93,17 @@ def _full_resolution(rgb, scale, coefficients, luma, differences):
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def _decimated(difference, vertical, horizontal, before_y, before_x, coefficients, out):
+def _decimated(difference, vertical, horizontal, before_y, before_x, stride_x, coefficients, out):
     """``out`` (chroma samples).
 
-    ``difference`` filtered with the separable taps at the chroma sites, the first tap ``before_y``
-    / ``before_x`` full-resolution samples before the site: down the columns into one row, then
-    along it.
+    ``difference`` filtered with the separable taps at the chroma sites (every ``stride_x``
+    columns), the first tap ``before_y`` / ``before_x`` full-resolution samples before the site:
+    down the columns into one row, then along it.
     """
     _, _, chroma_offset, chroma_scale, _, _, top = coefficients
     height, width = difference.shape
     rows, columns = out.shape
     stride_y = 2 if len(vertical) > 1 else 1
-    stride_x = 2 if len(horizontal) > 1 else 1
     for cy in numba.prange(rows):
         row = np.zeros(width, np.float64)
         taps, first = vertical, cy * stride_y - before_y
@@ -129,6 +134,8 @@ def to_planes(
     """RGB (uint8 / uint16 times ``scale`` = 0..1) -> the ``luma``, ``blue``, ``red`` sample planes."""
     _full_resolution(rgb, scale, coefficients, luma, differences)
     vertical = CENTERED_DOWN if down else NOT_SUBSAMPLED
-    horizontal = COSITED_DOWN if across else NOT_SUBSAMPLED
+    horizontal = (NOT_SUBSAMPLED, COSITED_DOWN, COSITED_QUARTER_DOWN)[across]
     for difference, plane in zip(differences, (blue, red), strict=True):
-        _decimated(difference, vertical, horizontal, 1 if down else 0, 2 if across else 0, coefficients, plane)
+        _decimated(
+            difference, vertical, horizontal, 1 if down else 0, len(horizontal) // 2, 1 << across, coefficients, plane
+        )

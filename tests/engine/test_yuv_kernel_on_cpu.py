@@ -127,6 +127,8 @@ CASES = [  # pixel format, color tags, height, width, RGB dtype
     ("yuv420p", {}, 7, 9, np.uint8),  # odd sizes: a chroma row and column of their own
     ("yuv420p", BT709_FULL, 5, 10, np.uint16),
     ("yuv422p", BT601_LIMITED, 4, 11, np.uint8),
+    ("yuv411p", BT601_LIMITED, 3, 13, np.uint8),  # a quarter of the columns, and a last one of its own
+    ("yuv411p", BT709_FULL, 2, 16, np.uint16),
     ("yuv444p", BT709_FULL, 3, 5, np.uint8),
     ("yuv420p10le", BT601_LIMITED, 9, 6, np.uint16),
     ("yuv422p10le", BT709_FULL, 6, 7, np.uint16),
