@@ -138,6 +138,22 @@ def test_a_batch_writes_what_denoise_writes_for_each_file(inputs, first_batch, t
     assert "4/4 files" in run.stderr and "dashboard http://" in run.stderr
 
 
+def test_the_summary_counts_the_warnings_each_files_log_holds(tmp_path) -> None:
+    """An archivist's interlaced captures were written progressive, said only in each file's log."""
+    (tmp_path / "tapes").mkdir()
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v", "6",
+         "-c:v", "ffv1", "-field_order", "tt", str(tmp_path / "tapes" / "interlaced.mkv")],
+        check=True, timeout=60,
+    )  # fmt: skip
+    out = tmp_path / "out"
+    run = _batch(str(tmp_path / "tapes"), "--out", str(out), *OPTIONS)
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"^interlaced\.mkv\s+6\s+[\d.]+\s+done, 1 warning \(its log says them\)$", run.stdout, re.M)
+    assert "the video is interlaced" in (out / ".nlmeans-logs" / "interlaced.mkv.log").read_text()
+    assert _manifest(out)["interlaced.mkv"]["warnings"] == 1
+
+
 def test_the_summary_counts_the_damaged_frames_of_each_file(inputs, tmp_path) -> None:
     """A tape capture with a hole in it is denoised in segments, and the table says how many of its
     frames the decoder filled in, its segments' summed (its logs name them, and hold FFmpeg's own

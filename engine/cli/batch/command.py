@@ -230,7 +230,8 @@ def _with_plan_seconds(result: JobResult, manifest: Manifest, job: Job, plan: Se
     segments = manifest.entries[job.name]["segments"]
     seconds = plan.seconds + sum(segment["seconds"] or 0.0 for segment in segments) + (result.seconds or 0.0)
     damaged = sum(segment.get("damaged", 0) for segment in segments)  # a manifest of an older version has none
-    return dataclasses.replace(result, seconds=seconds, damaged=damaged)
+    warnings = max((segment.get("warnings", 0) for segment in segments), default=0)  # each says the source's
+    return dataclasses.replace(result, seconds=seconds, damaged=damaged, warnings=warnings)
 
 
 def _result_of(future: Any) -> JobResult:
@@ -254,4 +255,5 @@ def _result_of(future: Any) -> JobResult:
 def _earlier(manifest: Manifest, job: Job) -> JobResult:
     """Return the result an earlier run recorded for a job it did."""
     entry = manifest.entries[job.name]
-    return JobResult(entry["state"], entry["reason"], entry["frames"], entry["seconds"], entry.get("damaged", 0))
+    older = {"damaged": 0, "warnings": 0}  # what a manifest of an older version lacks
+    return JobResult(**{name: entry.get(name, older.get(name)) for name in JobResult.__dataclass_fields__})

@@ -32,8 +32,9 @@ class JobResult:
     """How one file's run ended.
 
     ``state`` DONE or FAILED (with the one-line ``reason``), the frames written (a volume's: its
-    slices), the wall-clock seconds on the worker, and how many of the frames written the source's
-    decoder marked damaged (``ExportSummary.damaged_frames``; its log names them).
+    slices), the wall-clock seconds on the worker, how many of the frames written the source's
+    decoder marked damaged (``ExportSummary.damaged_frames``; its log names them), and how many
+    warnings its log holds (an interlaced source written progressive, chroma halved).
     """
 
     state: str
@@ -41,6 +42,7 @@ class JobResult:
     frames: int | None = None
     seconds: float | None = None
     damaged: int = 0
+    warnings: int = 0
 
 
 def recorded_options(options: dict[str, Any]) -> dict[str, Any]:

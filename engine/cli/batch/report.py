@@ -62,7 +62,8 @@ def summary_table(rows: list[tuple[Job, JobResult, bool]]) -> str:
     """Return the summary: one line a file, under a header.
 
     Its name, frames, seconds and state ("done", "done earlier" where a rerun skipped it, or
-    "failed: " and the reason), and the frames its source's decoder marked damaged, where any.
+    "failed: " and the reason), the frames its source's decoder marked damaged, and the warnings
+    in its log (an interlaced source written progressive), where any.
 
     Parameters
     ----------
@@ -74,6 +75,8 @@ def summary_table(rows: list[tuple[Job, JobResult, bool]]) -> str:
         state = f"{FAILED}: {result.reason}" if result.state == FAILED else f"{result.state}{' earlier' * earlier}"
         if result.damaged:
             state += f", {result.damaged} frame{'s' * (result.damaged > 1)} damaged in the source (its log names them)"
+        if result.warnings and result.state != FAILED:
+            state += f", {result.warnings} warning{'s' * (result.warnings > 1)} (its log says them)"
         frames = "" if result.frames is None else str(result.frames)
         seconds = "" if result.seconds is None else f"{result.seconds:.1f}"
         table.append((job.name, frames, seconds, state))

@@ -36,7 +36,7 @@ VOLUME_OPTIONS = ("h", "patch_radius", "search_radius", "weighting", "center_wei
 # the GPU) it is given, and a file's log is the process's stderr while it runs.
 _ONE_AT_A_TIME = threading.Lock()
 STDERR = 2  # the file descriptor
-
+WARNING = "warning: "  # how the command line begins a warning line (each counted in a file's result)
 
 CANCEL_POLL_SECONDS = 0.5  # how often a running file asks whether its batch was cancelled
 
@@ -122,7 +122,8 @@ def run_logged(
 ) -> JobResult | SegmentPlan:
     """Run ``work`` (which returns the frames it wrote, its export's summary, or a plan) with stderr going to ``log``.
 
-    Returns the plan with its seconds, or DONE with the frames (and the damaged ones among them);
+    Returns the plan with its seconds, or DONE with the frames (the damaged ones among them, and
+    the warnings ``log`` holds);
     FAILED with the one-line reason where ``work`` raised one of the command line's FAILURES.
     ``append``: after what is in ``log``.
     """
@@ -144,9 +145,12 @@ def run_logged(
         seconds = time.perf_counter() - start
         if isinstance(outcome, SegmentPlan):
             return dataclasses.replace(outcome, seconds=seconds)
+        file.flush()
+        warnings = sum(line.startswith(WARNING) for line in Path(log).read_text(errors="replace").splitlines())
         if isinstance(outcome, ExportSummary):
-            return JobResult(DONE, frames=outcome.frames, seconds=seconds, damaged=len(outcome.damaged_frames))
-        return JobResult(DONE, frames=outcome, seconds=seconds)
+            damaged = len(outcome.damaged_frames)
+            return JobResult(DONE, frames=outcome.frames, seconds=seconds, damaged=damaged, warnings=warnings)
+        return JobResult(DONE, frames=outcome, seconds=seconds, warnings=warnings)
 
 
 @contextlib.contextmanager
