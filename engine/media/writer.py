@@ -167,7 +167,8 @@ class VideoWriter:
             elif streamed:
                 self._container = av.open(str(path), mode="w", format=streamed)
             else:
-                self._container = av.open(str(self._output.staged), mode="w", format=muxer)
+                # bitexact: no random segment ID nor date (Matroska), so that the same run writes the same bytes
+                self._container = av.open(str(self._output.staged), mode="w", format=muxer, options=BITEXACT)
             self._stream = self._container.add_stream(encoder, rate=like.frame_rate)
             self._stream.width, self._stream.height = like.width, like.height
             self._stream.pix_fmt = self._pixel_format(codec, gray=gray, rgb=rgb)
@@ -361,6 +362,7 @@ class VideoWriter:
 
 # FFmpeg's color matrices (AVColorSpace) -> swscale's (SWS_CS_*): BT.709, FCC, BT.601 (as
 # BT.470BG and as SMPTE 170M), SMPTE 240M, BT.2020 (constant and non-constant luminance).
+BITEXACT = {"fflags": "+bitexact"}  # the muxer's option: an archive's checksums match from run to run
 SWSCALE_MATRICES = {1: 1, 4: 4, 5: 5, 6: 5, 7: 7, 9: 9, 10: 9}
 BT601, LIMITED_RANGE = 5, 1
 
