@@ -139,8 +139,10 @@ def test_a_batch_writes_what_denoise_writes_for_each_file(inputs, first_batch, t
 
 
 def test_the_summary_counts_the_warnings_each_files_log_holds(tmp_path) -> None:
-    """An archivist's interlaced captures were written progressive, said only in each file's log."""
+    """An archivist's interlaced captures were written progressive, said only in each file's log; the
+    notes beside them were skipped without a word."""
     (tmp_path / "tapes").mkdir()
+    (tmp_path / "tapes" / "notes.txt").write_text("tape 1: side A")
     subprocess.run(
         ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v", "6",
          "-c:v", "ffv1", "-field_order", "tt", str(tmp_path / "tapes" / "interlaced.mkv")],
@@ -152,6 +154,8 @@ def test_the_summary_counts_the_warnings_each_files_log_holds(tmp_path) -> None:
     assert re.search(r"^interlaced\.mkv\s+6\s+[\d.]+\s+done, 1 warning \(its log says them\)$", run.stdout, re.M)
     assert "the video is interlaced" in (out / ".nlmeans-logs" / "interlaced.mkv.log").read_text()
     assert _manifest(out)["interlaced.mkv"]["warnings"] == 1
+    notes = tmp_path / "tapes" / "notes.txt"
+    assert f"skipped 1 file not named as videos or volumes: {notes} (give a file by its own name" in run.stderr
 
 
 def test_the_summary_counts_the_damaged_frames_of_each_file(inputs, tmp_path) -> None:

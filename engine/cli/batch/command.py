@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from distributed import Client
 
 BATCH_ARGUMENTS = ("command", "inputs", "out", "jobs", "scheduler", "overwrite")  # the batch's own; the rest denoise's
+SKIPPED_NAMED = 5  # the skipped files named on the line that counts them
 
 
 def run_batch(args: argparse.Namespace) -> int:
@@ -56,7 +57,8 @@ def run_batch(args: argparse.Namespace) -> int:
         )
     options = {name: value for name, value in vars(args).items() if name not in BATCH_ARGUMENTS}
     left_out: list[Path] = []
-    jobs = find_jobs(args.inputs, out, codec=args.codec, left_out=left_out)
+    skipped: list[Path] = []
+    jobs = find_jobs(args.inputs, out, codec=args.codec, left_out=left_out, skipped=skipped)
     if args.scheduler is None:
         resolve_backend(args.backend)  # a GPU asked for and missing: said once, not by every file
     manifest = Manifest(out)
@@ -65,6 +67,13 @@ def run_batch(args: argparse.Namespace) -> int:
         _refuse_redoing(manifest, todo, options)
     for folder in left_out if not args.quiet else ():
         print(f"left out {folder}: another batch's outputs (its {BATCH_MANIFEST})", file=sys.stderr)
+    if skipped and not args.quiet:
+        names = ", ".join(map(str, skipped[:SKIPPED_NAMED])) + (", ..." if len(skipped) > SKIPPED_NAMED else "")
+        print(
+            f"skipped {len(skipped)} file{'s' * (len(skipped) > 1)} not named as videos or volumes: {names} (give a "
+            "file by its own name to try it)",
+            file=sys.stderr,
+        )
     if not args.quiet:
         files = f"{len(jobs)} file{'s' * (len(jobs) != 1)}"
         print(f"{files}: {len(jobs) - len(todo)} done before, {len(todo)} to denoise", file=sys.stderr)

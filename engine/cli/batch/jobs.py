@@ -64,7 +64,9 @@ class Job:
         return f"{self.log.removesuffix('.log')}.segment{index + 1:05d}.log"  # counted from 1, as the progress does
 
 
-def find_jobs(inputs: list[str], out: Path, *, codec: str, left_out: list[Path] | None = None) -> list[Job]:
+def find_jobs(
+    inputs: list[str], out: Path, *, codec: str, left_out: list[Path] | None = None, skipped: list[Path] | None = None
+) -> list[Job]:
     """Find the jobs of ``inputs`` (files, folders, globs) with outputs under ``out``, in input order.
 
     Parameters
@@ -78,6 +80,9 @@ def find_jobs(inputs: list[str], out: Path, *, codec: str, left_out: list[Path] 
     left_out : list of Path, optional
         Gets the folders inside an input folder that another batch wrote (its BATCH_MANIFEST there):
         their files are that batch's outputs, not inputs.
+    skipped : list of Path, optional
+        Gets the files of input folders and globs that are not named as videos or volumes (notes,
+        thumbnails), hidden ones left out.
 
     Raises
     ------
@@ -87,9 +92,10 @@ def find_jobs(inputs: list[str], out: Path, *, codec: str, left_out: list[Path] 
     """
     out = _absolute(out)
     left_out = [] if left_out is None else left_out
+    skipped = [] if skipped is None else skipped
     jobs: dict[str, Job] = {}
     for given in inputs:
-        for path, root in _files_of(given, out, left_out):
+        for path, root in _files_of(given, out, left_out, skipped):
             job = _job(path, path.relative_to(root), out, codec)
             other = jobs.setdefault(job.name, job)
             if other.input != job.input:
@@ -109,10 +115,11 @@ def find_jobs(inputs: list[str], out: Path, *, codec: str, left_out: list[Path] 
     return list(jobs.values())
 
 
-def _files_of(given: str, out: Path, left_out: list[Path]) -> list[tuple[Path, Path]]:
+def _files_of(given: str, out: Path, left_out: list[Path], skipped: list[Path]) -> list[tuple[Path, Path]]:
     """(file, root) pairs of one input, sorted by name; the root is what the output's path is relative to.
 
-    The folders another batch wrote are not walked, but added to ``left_out``.
+    The folders another batch wrote are not walked, but added to ``left_out``; a folder's or glob's
+    files that are not videos or volumes (``_is_media``), hidden ones but for, to ``skipped``.
     """
     path = _absolute(Path(given))
     if path.exists() and path.is_relative_to(out):
@@ -135,7 +142,9 @@ def _files_of(given: str, out: Path, left_out: list[Path]) -> list[tuple[Path, P
         files = (_absolute(Path(match)) for match in glob.glob(given, recursive=True) if os.path.isfile(match))
     else:
         raise ValueError(f"{given}: no such file or folder, and not a glob (*, ?, [...]): check the name")
-    return sorted((file, root) for file in files if _is_media(file.relative_to(root)) and not file.is_relative_to(out))
+    found = sorted((file, root) for file in files if not file.is_relative_to(out))
+    skipped += [file for file, _ in found if not (_hidden(file.relative_to(root)) or _is_media(file.relative_to(root)))]
+    return [(file, root) for file, root in found if _is_media(file.relative_to(root))]
 
 
 def _walk_inputs(root: Path, out: Path, left_out: list[Path]) -> Iterator[tuple[str, list[str], list[str]]]:
@@ -164,9 +173,12 @@ def _fixed_part(pattern: str) -> Path:
 
 def _is_media(relative: Path) -> bool:
     """Tell a video or volume file, in no hidden folder and not hidden (a run's staged ``.part`` files)."""
-    return not any(part.startswith(".") for part in relative.parts) and relative.name.lower().endswith(
-        (*VIDEO_SUFFIXES, *VOLUME_SUFFIXES)
-    )
+    return not _hidden(relative) and relative.name.lower().endswith((*VIDEO_SUFFIXES, *VOLUME_SUFFIXES))
+
+
+def _hidden(relative: Path) -> bool:
+    """Tell a hidden file, or one in a hidden folder."""
+    return any(part.startswith(".") for part in relative.parts)
 
 
 def _job(path: Path, relative: Path, out: Path, codec: str) -> Job:
