@@ -22,6 +22,7 @@ from .frame_index import FrameIndex, index_stream
 from .image_sequence import first_image_number, is_image_sequence
 from .y4m import Y4M_HEADER_LIMIT, Y4M_MAGIC, check_y4m_header, y4m_cut, y4m_unmarked_frame
 
+MAX_BOXES = 64  # top-level boxes of an MP4 looked at for its index: a whole file has a handful
 HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
 TEXT_CODECS = ("ansi", "bintext", "xbin", "idf", "tty")  # FFmpeg shows text files as pictures of text
 # What VideoInfo.warning says of a source whose first frame is interlaced (a file's or a pipe's)
@@ -139,8 +140,33 @@ def open_input(path: Path, hardware_decoding: bool = False) -> Any:
             line = file.readline(Y4M_HEADER_LIMIT)
         if line.startswith(Y4M_MAGIC):  # a y4m file whose header FFmpeg refuses: said in words
             check_y4m_header(line, str(path))
+        if _index_missing(path):
+            raise VideoError(
+                f"{path}: an MP4 / MOV file without its index (the moov box): the recording or copy was cut "
+                "short before it ended, and no reader can play it; a tool that rebuilds the index from a good "
+                "file of the same camera (such as untrunc) may recover it"
+            ) from error
         raise VideoError(f"{path}: not a video file FFmpeg can read ({ffmpeg_reason(error)})") from error
     return _with_video(container, path)
+
+
+def _index_missing(path: Path) -> bool:
+    """Whether ``path`` is an ISO BMFF file (MP4, MOV: its first box ``ftyp``) whose top-level boxes hold no ``moov``.
+
+    A camera or a copy cut short writes the media (``mdat``) but never the index that ends it.
+    """
+    size, boxes, offset = path.stat().st_size, [], 0
+    with open(path, "rb") as file:
+        while offset + 8 <= size and len(boxes) < MAX_BOXES:
+            file.seek(offset)
+            length, kind = struct.unpack(">I4s", file.read(8))
+            if length == 1:  # a 64-bit size follows
+                length = struct.unpack(">Q", file.read(8))[0]
+            boxes.append(kind)
+            if length < 8:  # 0: to the end of the file; less: not a box
+                break
+            offset += length
+    return bool(boxes) and boxes[0] == b"ftyp" and b"moov" not in boxes
 
 
 def _with_video(container: Any, path: Path) -> Any:

@@ -2,6 +2,7 @@
 
 import dataclasses
 import struct
+import subprocess
 from fractions import Fraction
 from pathlib import Path
 
@@ -177,6 +178,21 @@ def test_truncated_stream_decodes_what_it_can(tmp_path) -> None:
     except VideoError as error:
         assert "decoding stopped at frame" in str(error)
     assert 0 < decoded < 30
+
+
+def test_an_mp4_cut_before_its_index_is_said_to_be_so(tmp_path) -> None:
+    """An archivist's cut-short MP4 got the same words as random bytes: "not a video file FFmpeg can read"."""
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=25", "-t", "2", "-c:v",
+         "libx264", "-pix_fmt", "yuv420p", str(tmp_path / "whole.mp4")],
+        check=True, timeout=60,
+    )  # fmt: skip
+    (tmp_path / "cut.mp4").write_bytes((tmp_path / "whole.mp4").read_bytes()[:4000])  # the index is written last
+    with pytest.raises(VideoError, match=r"cut\.mp4: an MP4 / MOV file without its index \(the moov box\): the record"):
+        VideoReader(tmp_path / "cut.mp4")
+    (tmp_path / "noise.mp4").write_bytes(np.random.default_rng(0).bytes(4000))
+    with pytest.raises(VideoError, match=r"noise\.mp4: not a video file FFmpeg can read"):
+        VideoReader(tmp_path / "noise.mp4")
 
 
 def test_writer_refuses_bad_outputs(tmp_path) -> None:
