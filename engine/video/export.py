@@ -313,10 +313,22 @@ def clip_sample(source: Source, count: int, start: float = 0.0, duration: float 
 
 
 def decoded_run(frame: Callable[[int], np.ndarray], first: int, stop: int) -> np.ndarray:
-    """Frames ``first`` .. ``stop`` - 1 as ``frame(i)`` gives them, up to the first that does not decode.
+    """Return frames ``first`` .. ``stop`` - 1 as ``frame(i)`` gives them, up to the first that does not decode.
 
     A sample for SURE from a file damaged or cut short within it: fewer frames (none: SURE is
-    left out), not an error. (T, H, W, C); (0,) where the first does not decode.
+    left out), not an error.
+
+    Parameters
+    ----------
+    frame : callable
+        ``frame(i)`` is frame i, an array; a VideoError where it does not decode.
+    first, stop : int
+        The frames asked for: ``first`` .. ``stop`` - 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        (T, H, W, C), the frames stacked; (0,) where the first does not decode.
     """
     frames = []
     for index in range(first, stop):
