@@ -56,6 +56,7 @@ from nlmeans_studio.engine import (
 from .worker import Worker, WorkerThread
 
 CANCELLED = "Export cancelled; no file was written."
+FAILED = "Export failed"  # how a failed export's message begins
 # The extension an output's name is given when its container cannot hold the codec chosen
 SUFFIXES = {
     "h264": ".mp4",
@@ -372,10 +373,10 @@ class ExportWorker(Worker):
         except ExportCancelledError:
             self.failed.emit(number, CANCELLED)
         except (VideoError, OSError, ValueError, MemoryError, GpuOutOfMemoryError, BackendUnavailableError) as error:
-            self.failed.emit(number, f"Export failed: {error}")
+            self.failed.emit(number, f"{FAILED}: {error}")
         except Exception as error:  # a bug must still end the export, or the queue would wait on it forever
             traceback.print_exc()
-            self.failed.emit(number, f"Export failed: {type(error).__name__}: {error}")
+            self.failed.emit(number, f"{FAILED}: {type(error).__name__}: {error}")
         else:
             damaged = len(summary.damaged_frames)
             note = f"; {damaged} frame{'s' * (damaged > 1)} damaged in the source" if damaged else ""

@@ -46,6 +46,7 @@ from nlmeans_studio.engine import (
 
 from .banner import ErrorBanner
 from .controls import ParameterPanel, Timeline
+from .export import FAILED as EXPORT_FAILED
 from .export import ExportDialog, ExportQueue, ExportRequest, stop_exports_asked
 from .noise_following import NoiseFollower
 from .panels import NoisePanel, Readouts
@@ -61,7 +62,7 @@ from .worker import EstimateRequest, OpenRequest, PlayRequest, PreviewRequest, P
 
 DEBOUNCE_MS = 40  # a slider's movements within this time make one request
 # How the banner's messages on an export begin ("Exported: 2 frames of the source are damaged ...", a failure)
-EXPORT_MESSAGES = ("Exported:", "Export failed")
+EXPORT_MESSAGES = ("Exported:", EXPORT_FAILED)
 EXPORT_CODEC = "export/codec"  # the setting that keeps the codec of the last export
 UNFILTERED, QUICK, SHOWN, EXACT = STAGES  # the passes of a still, in the order they come
 STAGE_NOTES = {  # what the after half says of the pass it shows (nothing for the exact frame)

@@ -355,13 +355,13 @@ def _still_picture(
     """Return the noise of a picture most of whose blocks repeat the previous frame's exactly (a clean clip).
 
     Noise new in every frame leaves no block unchanged; an encoder holds still only blocks whose noise
-    is far under its quantizer's step. So where more than STILL_SHARE of the picture's blocks repeat,
-    show no noise of their own either (``_shows_no_noise``: a noisy photograph held still shows its
-    noise there), and
-    under FEW_BLOCKS_SHARE of them both change and are unclipped (``measured``), that change is the
-    picture's own motion (a test pattern's moving parts between saturated bars, clean H.264 at CRF
-    18, read 18-28 levels from them; a black and white cellular automaton, 110): the noise is read
-    at the median of all the blocks, the repeated ones included, and the confidence is their share.
+    is far under its quantizer's step. So where more than STILL_SHARE of the picture's blocks repeat
+    and show no noise of their own either (``_shows_no_noise``: a noisy photograph held still shows
+    its noise there), and under FEW_BLOCKS_SHARE of them both change and are unclipped
+    (``measured``), that change is the picture's own motion (a test pattern's moving parts between
+    saturated bars, clean H.264 at CRF 18, read 18-28 levels from them; a black and white cellular
+    automaton, 110). The noise is read at the median of all the blocks, the repeated ones included,
+    and the confidence is their share.
     """
     places = [(int(x), int(y), BLOCK, BLOCK) for y, x in held_places]
     note = (
