@@ -352,7 +352,8 @@ class ExportWorker(Worker):
 
     progressed = Signal(int, int, int, float)  # request number, frames done, frames in all, seconds elapsed
     exported = Signal(int, str, str)  # request number, a summary line, what to know of the source ("" or a warning)
-    failed = Signal(int, str)  # request number, what went wrong in plain words ("cancelled" included)
+    failed = Signal(int, str)  # request number, what went wrong in plain words
+    cancelled = Signal(int)  # request number: stopped by the user, nothing written
 
     def _handle(self, number: int, request: ExportRequest) -> None:
         settings = request.settings
@@ -371,7 +372,7 @@ class ExportWorker(Worker):
                 luma_chroma=request.luma_chroma,
             )
         except ExportCancelledError:
-            self.failed.emit(number, CANCELLED)
+            self.cancelled.emit(number)
         except (VideoError, OSError, ValueError, MemoryError, GpuOutOfMemoryError, BackendUnavailableError) as error:
             self.failed.emit(number, f"{FAILED}: {error}")
         except Exception as error:  # a bug must still end the export, or the queue would wait on it forever
@@ -439,6 +440,7 @@ class ExportQueue(QWidget):
         self.worker_thread.worker.progressed.connect(self._progressed)
         self.worker_thread.worker.exported.connect(self._exported)
         self.worker_thread.worker.failed.connect(self._failed)
+        self.worker_thread.worker.cancelled.connect(self._cancelled)
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self.title = QLabel()
@@ -492,7 +494,11 @@ class ExportQueue(QWidget):
 
     def _failed(self, number: int, message: str) -> None:
         if self._ended(number):
-            (self.cancelled if message == CANCELLED else self.failed).emit(message)
+            self.failed.emit(message)
+
+    def _cancelled(self, number: int) -> None:
+        if self._ended(number):
+            self.cancelled.emit(CANCELLED)
 
     def _ended(self, number: int) -> bool:
         """Export ``number`` ended: its row goes and the next starts; whether it was the one running
