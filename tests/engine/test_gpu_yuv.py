@@ -29,6 +29,8 @@ CASES = [  # pixel format, color tags, height, width, RGB dtype
     ("yuv422p10le", {"colorspace": 1, "range": 2}, 64, 99, np.uint16),
     ("yuv444p", {"colorspace": 5}, 40, 41, np.uint8),
     ("yuv420p12le", {"colorspace": 9}, 33, 20, np.uint16),
+    ("yuv411p", {"colorspace": 6}, 480, 720, np.uint8),  # DV
+    ("yuv411p", {"colorspace": 1, "range": 2}, 13, 3, np.uint16),  # a last column of its own
 ]
 
 
@@ -54,6 +56,9 @@ def test_the_kernels_convert_as_the_cpu_does(pixel_format, color, height, width,
     np.testing.assert_array_equal(out.get(), np.concatenate([plane.ravel() for plane in rgb_to_planes(given, layout)]))
 
 
+EXPORT_CASES = [("libx264", "yuv420p"), ("ffv1", "yuv422p10le"), ("ffv1", "yuv411p")]
+
+
 def noisy_clip_file(path: Path, codec: str = "libx264", pixel_format: str = "yuv420p") -> Path:
     """Twelve frames of a moving picture with noise at 29.97 fps: H.264 with B-frames unless told.
 
@@ -77,7 +82,7 @@ def noisy_clip_file(path: Path, codec: str = "libx264", pixel_format: str = "yuv
     return path
 
 
-@pytest.mark.parametrize(("codec", "pixel_format"), [("libx264", "yuv420p"), ("ffv1", "yuv422p10le")])
+@pytest.mark.parametrize(("codec", "pixel_format"), EXPORT_CASES)
 def test_export_yuv_equals_the_cpus_conversions_around_export_stream(tmp_path, codec, pixel_format) -> None:
     params = NLMParams(h=25, search_radius=3, frames_past=1, frames_future=1)
     with VideoReader(noisy_clip_file(tmp_path / "clip.mkv", codec, pixel_format)) as reader:
@@ -114,7 +119,7 @@ def test_a_gpu_export_writes_the_planes_the_cpus_conversions_give(tmp_path) -> N
                 np.testing.assert_array_equal(ours, theirs)
 
 
-@pytest.mark.parametrize(("codec", "pixel_format"), [("libx264", "yuv420p"), ("ffv1", "yuv422p10le")])
+@pytest.mark.parametrize(("codec", "pixel_format"), EXPORT_CASES)
 def test_the_luma_chroma_modes_export_yuv_equals_the_cpus_conversions(tmp_path, codec, pixel_format) -> None:
     params = NLMParams(h=1, search_radius=3, frames_past=1, frames_future=0, weighting="exponential")
     with VideoReader(noisy_clip_file(tmp_path / "clip.mkv", codec, pixel_format)) as reader:
