@@ -94,8 +94,8 @@ def denoise(
     bit_depth : int, optional
         Bits per sample of uint16 ``data``, 9..16: 10 or 12 for such samples held in uint16
         (0..1023, 0..4095), which come back at that depth. None: 16, refused where every value
-        fits in 12 bits (the depth is then ambiguous, and decides what h means). Other dtypes
-        ignore it.
+        fits in 12 bits (the depth is then ambiguous, and decides what h means). Refused for
+        other dtypes.
 
     Returns
     -------
@@ -109,7 +109,8 @@ def denoise(
         ``data`` of another dtype or number of dimensions, a colour axis of other than 1 or 3
         entries, a time or colour axis outside ``data`` or the same axis for both, frames smaller
         than ``search_radius + patch_radius + 1``, float values not on the 0..1 scale, uint16
-        values beyond ``bit_depth`` or all within 12 bits without it; both ``h`` and ``sigma``, or
+        values beyond ``bit_depth`` or all within 12 bits without it, ``bit_depth`` for data of
+        another dtype; both ``h`` and ``sigma``, or
         either or a parameter out of its range; frames too small to measure the noise on (16 x 16
         pixels) without ``h`` or ``sigma``.
         The message names the value and the fix.
@@ -166,6 +167,11 @@ def denoise(
             f"data must be uint8, uint16, float32 or float64 (floats with 0..1 as full scale), got {array.dtype}"
         )
     check_bit_depth(bit_depth)
+    if bit_depth is not None and array.dtype != np.uint16:
+        raise ValueError(
+            f"bit_depth is for uint16 data holding {bit_depth}-bit samples, got {array.dtype} data: leave bit_depth "
+            "out, or pass the samples as uint16"
+        )
     if array.dtype == np.uint16 and bit_depth is None:
         at_full_scale(array, None)  # refuses values that all fit in 12 bits: their depth decides h's meaning
     depth = (bit_depth or FULL_SCALE_BITS) if array.dtype == np.uint16 else None

@@ -18,6 +18,7 @@ from nlmeans_studio.engine import (
     BackendUnavailableError,
     NLMParams,
     PlanarDenoiser,
+    gpu_unavailable_reason,
     resolve_backend,
 )
 
@@ -89,7 +90,8 @@ def NLMeans(  # noqa: N802 - KNLMeansCL's name, so that scripts change only the 
         A clip of ``clip``'s format, size and length whose patches give the distances while
         ``clip`` is averaged (the engine's guide).
     device_id : int
-        The GPU the filter runs on where the backend is the GPU.
+        The GPU the filter runs on where the backend is the GPU; on the CPU only 0 is taken, so
+        that a script asking for a GPU is not run on the CPU unawares.
     num_streams : int
         Frames filtered at once on the GPU (1..64), each on a CUDA stream of its own, as
         vszipcu's: VapourSynth runs a Python filter's calls one at a time, so frame n goes
@@ -406,6 +408,14 @@ class _Device:
             self.backend = resolve_backend(backend)
         except (ValueError, BackendUnavailableError) as error:
             raise vs.Error(f"{NAME}: {error}") from None
+        if self.backend == "cpu" and self.device_id:
+            why = "backend='cpu' was asked for"
+            if backend != "cpu":
+                why = gpu_unavailable_reason() or "NLMEANS_BACKEND=cpu"
+            raise vs.Error(
+                f"{NAME}: device_id={self.device_id} names a GPU, but the filter runs on the CPU ({why}); "
+                "leave device_id out to filter on the CPU"
+            )
         self.phases = num_streams if self.backend == "gpu" else 1
         if self.backend == "gpu":
             import cupy

@@ -183,6 +183,8 @@ def test_time_and_channel_axes_anywhere_give_the_same_frames() -> None:
         (np.zeros((48, 64, 3), np.uint8), {"search_radius": 20}, r"search_radius must be an integer in 0..16, got 20"),
         (np.zeros((48, 64, 3), np.uint16), {"bit_depth": 8}, r"bit_depth must be an integer in 9..16"),
         (np.zeros((48, 64, 3), np.uint16), {"bit_depth": "10"}, r"bit_depth must be .* got '10'"),
+        (np.zeros((48, 64, 3), np.uint8), {"bit_depth": 10}, r"bit_depth is for uint16 data .* got uint8 data"),
+        (np.zeros((48, 64, 3), np.float32), {"h": 5, "bit_depth": 10}, r"bit_depth is for uint16 .* got float32"),
         (None, {}, r"data must be an array of numbers .* got None"),
         ("image.png", {}, r"got 'image.png'; to denoise a file, read it first or run nlmeans-studio denoise"),
         (np.full((48, 64), 1023, np.uint16), {"sigma": 1, "bit_depth": 9}, r"bit_depth=9 holds samples up to 511"),

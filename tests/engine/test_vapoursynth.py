@@ -325,6 +325,7 @@ def test_rgb_differs_from_nlm_ispc_only_by_its_redmean_distance() -> None:
         ("GRAYS", {"backend": "tpu"}, r"backend must be 'auto', 'cpu' or 'gpu', got 'tpu'"),
         ("GRAYS", {"num_streams": 0}, r"num_streams \(frames filtered at once on the GPU\) must be .* 1..64, got 0"),
         ("GRAYS", {"device_id": -1}, r"device_id \(the GPU's number\) must be an integer in 0..1023, got -1"),
+        ("GRAYS", {"device_id": 1, "backend": "cpu"}, r"device_id=1 names a GPU, but .* CPU \(backend='cpu' was"),
         ("YUV420P8", {"channels": "UV", "a": 16, "s": 8}, r"planes are 32x24 .* a=16 and s=8: .* a \+ s \+ 1 = 25"),
         ("GRAYS", {"device_type": "fpga"}, r"device_type must be one of auto, default, gpu, accelerator, cpu, got"),
         ("GRAYS", {"device_type": "gpu", "backend": "cpu"}, r"device_type='gpu' and backend='cpu' disagree"),
