@@ -432,14 +432,15 @@ class VolumeWindow(QMainWindow):
 
     def _psnr_text(self, after: np.ndarray) -> str:
         """The shown plane's PSNR against the reference's, before and after the filter ("" without one), in dB
-        of the reference's whole range."""
+        of the shown channels' range in the whole reference (a dim channel's own, not the brightest's)."""
         if self.reference is None:
             return ""
         axis, index = self.plane_index
         channels = self.shown_channels
         clean, before = (self.layouts[axis].of(volume, index)[..., channels] for volume in (self.reference, self.data))
         after = after.reshape(clean.shape)
-        peak = float(self.reference.max() - self.reference.min()) or 1.0
+        shown = self.reference[..., channels]
+        peak = float(shown.max() - shown.min()) or 1.0
         return (
             f" PSNR against the reference: {psnr(clean, before, peak):.2f} dB noisy, "
             f"{psnr(clean, after, peak):.2f} dB denoised."
