@@ -12,7 +12,9 @@ only where the signal is well above sigma (about 3 sigma and up). In the backgro
 signal 0) it is Rayleigh-distributed, with a residual variance of (2 - pi/2) sigma^2, about
 0.43 sigma^2, which would drag a low quantile down; blocks with more than a tenth of their
 voxels below 3 sigma are therefore left out (at an object's edge a block's mean may be above),
-iterating from the estimate over all blocks. The result is the sigma of
+iterating from the estimate over all blocks. A volume with values below zero (its 0.5th
+percentile) is signed, not a magnitude image, and keeps all its blocks: a background-subtracted
+microscopy stack read 44 where its noise was 29, from 14 blocks of 450. The result is the sigma of
 the underlying Gaussian noise in the tissue; the filter itself treats the noise as Gaussian.
 
 Noise that grows with the signal (shot noise: photon counts in microscopy, variance = mean) has
@@ -235,7 +237,9 @@ def estimate_volume_noise(volume: np.ndarray, region: Region | None = None) -> V
     if not live.any():
         live[:] = True
     chosen = live
-    for _ in range(4):  # leave out the background as sigma grows
+    # Below zero a volume is signed (background subtracted, deconvolved), not a magnitude image:
+    # it has no Rician background, and a floor at 0 left all but its brightest blocks out.
+    for _ in range(4 if low >= 0 else 0):  # leave out the background as sigma grows
         total = variances[chosen].mean(axis=1)
         sigma = math.sqrt(np.quantile(total, QUANTILE) / bias)
         above = (floors >= SIGNAL_FLOOR * sigma) & live

@@ -471,6 +471,20 @@ def test_shot_noise_sets_h_for_the_noisiest_parts_and_says_so(tmp_path, capsys) 
     assert "warning: the noise grows with the signal (sigma " in printed and "give --h to choose" in printed
 
 
+def test_a_background_subtracted_stack_reads_the_noise_its_offset_did_not_change() -> None:
+    """A microscopist's stack 300 counts below zero (camera offset subtracted) read sigma 44 from
+    14 blocks instead of 29 from 450: the magnitude images' floor at 0 left all else out. Signed
+    volumes keep all their blocks; shifted up, or not at all, the stack reads as before."""
+    rng = np.random.default_rng(9)
+    counts = rng.poisson(100 + _counts_volume()) + rng.normal(0, 4, (48, 64, 64))
+    as_taken = estimate_volume_noise(counts)
+    for offset in (-300, 1000):
+        shifted = estimate_volume_noise(counts + offset)
+        assert shifted.blocks == as_taken.blocks
+        np.testing.assert_allclose(shifted.sigma, as_taken.sigma, rtol=1e-6)
+        np.testing.assert_allclose(shifted.band_sigmas, as_taken.band_sigmas, rtol=1e-6)
+
+
 def test_multichannel_tiff_stacks_keep_their_channels_apart(tmp_path, capsys) -> None:
     """ImageJ hyperstacks (Z, C, Y, X) and OME-TIFF (C, Z, Y, X): channels last, as the filter
     takes them, and an ImageJ hyperstack written back as one; time series refused."""
