@@ -92,7 +92,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="a multichannel volume's channels: together (the patch distance sums them, as for RGB) or separately "
         "(each filtered on its own, with its own h: fluorescence channels image different structures); auto "
         "(default): separately where the file keeps them on an axis of their own (ImageJ hyperstacks, OME-TIFF, "
-        "NIfTI vectors), else together",
+        "NIfTI vectors) or, without --h, where their noise differs by more than 1.5 times, else together",
     )
     parser.add_argument("--backend", choices=BACKENDS, default="auto", help="default: auto (the GPU where it runs)")
     parser.add_argument("--devices", type=gpu_ids, default=None, help="GPUs to split the volume over: 0,1 or all")
@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
         raise ValueError(f"{args.input}: {error}") from error
     if series and volume_format(args.output) == "tiff":
         raise ValueError(f"{args.output}: a time series is written as NIfTI (or .npy), not TIFF")
-    mode = source.channel_mode(args.channels)
+    mode = source.channel_mode(args.channels, args.h)
     count = source.data.shape[3] if source.data.ndim == 4 and not series else 1
     if count > 1 and not args.quiet:
         print(f"{count} channels, filtered {mode}", file=sys.stderr)

@@ -35,8 +35,8 @@ from .checks import (
     x_and_z_swapped,
 )
 from .mask import checked_mask, mask_boxes, with_halo
-from .noise import suggested_strengths
-from .params import Radii, VolumeParams, channel_strengths
+from .noise import automatic_channel_mode, suggested_strengths
+from .params import CHANNEL_MODES, Radii, VolumeParams, channel_strengths
 from .rician import NOISE_MODELS, checked_sigmas, estimated_sigmas, remove_bias
 from .slabs import mirrored_indices
 
@@ -162,7 +162,7 @@ def denoise_volume(
     devices: Sequence[int] | str | None = None,
     slabs: int | None = None,
     progress: Progress | None = None,
-    channels: str = "together",
+    channels: str = "auto",
     out: np.ndarray | None = None,
     threads: int | None = None,
     mask: np.ndarray | None = None,
@@ -208,11 +208,14 @@ def denoise_volume(
     progress : callable or None
         Called with (work done, work in all) as the filter goes: offset pairs on the CPU, planes
         on the GPU.
-    channels : {"together", "separately"}
+    channels : {"auto", "together", "separately"}
         Together, the patch distance sums the channels (DESIGN.md §6; channels of one structure,
         such as RGB); separately, each channel is filtered as a volume of its own (fluorescence
         channels, which image different structures: together, one channel's edges keep the
-        other's noise). The same for one channel.
+        other's noise). The same for one channel. "auto" (the default): separately with one h a
+        channel, together with one h, and without h separately where the channels' noise differs
+        by more than 1.5 times (``automatic_channel_mode``: one h from their pooled noise blurs
+        the quieter channel), else together.
     out : numpy.ndarray or None
         Where to write the result: a C-contiguous float32 array of ``volume``'s shape, apart from
         it (volumes of one shape filtered in turn reuse one, and the GPU's copies out do not
@@ -313,6 +316,9 @@ def denoise_volume(
     data = checked_volume(volume, radii, finite=False)
     if h is None:
         require_finite(data)
+    if check_choice("channels", channels, ("auto", *CHANNEL_MODES)) == "auto":
+        channels = automatic_channel_mode(data, h)
+    if h is None:
         h = suggested_strengths(given, channels, weighting, center_weight=center_weight, patch_radius=patch_radius)
     strengths = channel_strengths(h, count, channels)
     for strength in strengths:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..media.staged_output import dangling_link, folder_problem
+from .noise import automatic_channel_mode
 
 FORMAT_NAMES = {"nifti": "NIfTI", "tiff": "TIFF", "npy": "NumPy .npy"}
 SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff", ".npy": "npy"}
@@ -160,17 +161,19 @@ class VolumeFile:
     affine: np.ndarray | None = None
     extra: dict = field(default_factory=dict)
 
-    def channel_mode(self, requested: str = "auto") -> str:
+    def channel_mode(self, requested: str = "auto", h: float | list[float] | None = None) -> str:
         """How ``denoise-volume`` and the window filter the channels.
 
         ``requested``, or for "auto" "separately" where the file keeps its channels on an axis of
         their own (ImageJ hyperstacks and OME-TIFF, whose channels are mostly fluorescence channels
-        imaging different structures; a NIfTI's vector voxels), else "together" (RGB samples, a 4D
-        .npy).
+        imaging different structures; a NIfTI's vector voxels), else as ``denoise_volume``'s
+        "auto" takes it for ``h`` (RGB samples, a 4D .npy: ``automatic_channel_mode``).
         """
-        if requested != "auto":
-            return requested
-        return "separately" if self.extra.get("channels") and self.data.ndim == 4 else "together"
+        if requested != "auto" or self.extra.get("series"):  # a series' volumes have one channel each
+            return "together" if requested == "auto" else requested
+        if self.extra.get("channels") and self.data.ndim == 4:
+            return "separately"
+        return automatic_channel_mode(self.data, h)
 
     @property
     def directions(self) -> tuple[str, str, str] | None:

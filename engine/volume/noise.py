@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +53,9 @@ SIGNAL_FLOOR = 3.0  # blocks with voxels below this many sigma hold Rician backg
 FLOOR_QUANTILE = 0.1
 BANDS, BAND_BLOCKS = 8, 40  # brightness bands, and the fewest blocks a band (fewer bands where too few)
 SHOT_NOISE_RATIO = 1.5  # brightest band's sigma over the quietest's beyond which the noise grows with the signal
+# Channels whose sigmas differ by more than this factor are filtered separately where the mode is
+# "auto": one h from their pooled noise blurred a dim fluorescence channel below its noisy input.
+SEPARATE_NOISE_RATIO = 1.5
 # h / sigma of least squared error on a 48^3 crop of the MNI152 T1 template (0..255) with
 # Gaussian noise of sigma 5, 10 and 20, search 11^3 (scripts/calibrate_volume_h.py: geometric
 # means over the sigmas, docs/bench/2026-11-25-thirteenth-session.md), per weighting and centre
@@ -365,3 +369,26 @@ def suggested_strengths(
     except (ValueError, MemoryError) as error:  # too small, constant, or short of memory: h skips the estimate
         raise type(error)(f"{error}; give h instead") from error
     return strengths if apart else strengths[0]
+
+
+def automatic_channel_mode(volume: np.ndarray, h: float | Sequence[float] | None = None) -> str:
+    """Return how channels="auto" filters a volume's channels: "together" or "separately".
+
+    An h a channel: separately; one h: together (one strength for them all, as given). Without
+    h: separately where the channels' sigmas differ by more than SEPARATE_NOISE_RATIO, else
+    together. A microscopist's dim channel (noise 5 beside 29) went from 30.7 to 29.0 dB filtered
+    together at the pooled noise's h, to 39.0 dB separately. A (Z, Y, X) volume, one channel, or
+    channels whose noise cannot be read (NaN, a constant channel): together.
+    """
+    array = np.asarray(volume)
+    if array.ndim != 4 or array.shape[3] == 1:
+        return "together"
+    if h is not None:
+        return "separately" if np.ndim(h) > 0 else "together"
+    try:
+        sigmas = [estimate_volume_noise(array[..., channel]).average_sigma for channel in range(array.shape[3])]
+    except (ValueError, MemoryError):
+        return "together"
+    if min(sigmas) > 0 and max(sigmas) > SEPARATE_NOISE_RATIO * min(sigmas):
+        return "separately"
+    return "together"

@@ -299,7 +299,7 @@ def test_a_channel_filtered_separately_is_not_held_back_by_the_others_edges() ->
 @pytest.mark.parametrize(
     ("volume", "options", "match"),
     [
-        (np.zeros((8, 8, 8, 2)), {"h": [1.0, 2.0]}, r"h is one number where channels are filtered together"),
+        (np.zeros((8, 8, 8, 2)), {"h": [1.0, 2.0], "channels": "together"}, r"h is one number where channels are"),
         (np.zeros((8, 8, 8, 2)), {"h": [1.0], "channels": "separately"}, r"one a channel \(2\), got 1"),
         (np.zeros((8, 8, 8, 2)), {"h": [1.0, -1.0], "channels": "separately"}, "h must be a finite number > 0"),
         (np.zeros((8, 8, 8, 2)), {"channels": "apart"}, "channels must be"),
