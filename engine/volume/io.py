@@ -336,8 +336,9 @@ def _read(path: Path, kind: str, series: bool = False) -> VolumeFile:
                 if tag is not None and tag.value[0]:
                     spacing[axis] = tag.value[1] / tag.value[0]
             unit = imagej.get("unit")
-            if tiff.is_ome:  # microscopes' files: the voxel size is in the OME-XML
-                ome_spacing, unit = _ome_voxel_size(tiff.ome_metadata, spacing, unit)
+            names = None
+            if tiff.is_ome:  # microscopes' files: the voxel size and the channels' names are in the OME-XML
+                ome_spacing, unit, names = _ome_pixels(tiff.ome_metadata, spacing, unit)
                 spacing = list(ome_spacing)
             elif not imagej and tiff.shaped_metadata:  # tifffile's own description, as written below
                 spacing[0] = float(tiff.shaped_metadata[0].get("spacing", spacing[0]))
@@ -348,6 +349,7 @@ def _read(path: Path, kind: str, series: bool = False) -> VolumeFile:
             "unit": unit,
             "channels": channels,
             "channels_first": first,
+            "channel_names": names if channels and names and len(names) == data.shape[-1] else None,
         }
         return VolumeFile(data, tuple(spacing), kind, extra=extra)
     return VolumeFile(_load_npy(path), format=kind)
@@ -442,18 +444,23 @@ def _check_imagej_images(path: Path, tiff: Any) -> None:
         )
 
 
-def _ome_voxel_size(xml: str, spacing: list[float], unit: str | None) -> tuple[tuple[float, ...], str | None]:
-    """(z, y, x) voxel size and its unit from OME-XML's first Pixels element (PhysicalSizeZ, Y, X).
+def _ome_pixels(
+    xml: str, spacing: list[float], unit: str | None
+) -> tuple[tuple[float, ...], str | None, list[str] | None]:
+    """(z, y, x) voxel size, its unit and the channels' names from OME-XML's first Pixels element.
 
-    ``spacing`` and ``unit`` where it says nothing.
+    The size from PhysicalSizeZ, Y, X (``spacing`` and ``unit`` where it says nothing); the names
+    from its Channel elements (None where one has none).
     """
     import xml.etree.ElementTree as ElementTree
 
     pixels = next((e for e in ElementTree.fromstring(xml).iter() if e.tag.endswith("}Pixels")), None)
     if pixels is None:
-        return tuple(spacing), unit
+        return tuple(spacing), unit, None
     sizes = [float(pixels.get(f"PhysicalSize{axis}", spacing[k])) for k, axis in enumerate("ZYX")]
-    return tuple(sizes), pixels.get("PhysicalSizeXUnit", "µm" if "PhysicalSizeX" in pixels.attrib else unit)
+    names = [channel.get("Name") for channel in pixels if channel.tag.endswith("}Channel")]
+    unit = pixels.get("PhysicalSizeXUnit", "µm" if "PhysicalSizeX" in pixels.attrib else unit)
+    return tuple(sizes), unit, names if names and all(names) else None
 
 
 def _zyx_channels_last(data: np.ndarray, axes: str, path: Path) -> tuple[np.ndarray, bool]:

@@ -251,11 +251,19 @@ def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile, *, ome: bool = 
     ome = ome or like.extra.get("ome") or (unit is not None and not imagej)
     first = channels and ome and like.extra.get("channels_first", False)
     axes = ("CZYX" if first else "ZCYX") if channels else "ZYXS" if samples else "ZYX"
+    resolution = (1.0 / spacing_x, 1.0 / spacing_y)  # pixels a unit
     if ome:
         sizes = {"PhysicalSizeZ": spacing_z, "PhysicalSizeY": spacing_y, "PhysicalSizeX": spacing_x}
         symbol = OME_UNITS.get(METRES.get(unit), unit)  # "um", ImageJ's and NIfTI's "micron": "µm"
         units = {f"PhysicalSize{axis}Unit": symbol for axis in "ZYX"} if unit else {}
-        options = {"ome": True, "metadata": {"axes": axes, **sizes, **units}}
+        names = like.extra.get("channel_names")
+        named = {"Channel": {"Name": list(names)}} if channels and names and len(names) == values.shape[3] else {}
+        options = {"ome": True, "metadata": {"axes": axes, **sizes, **units, **named}}
+        # The TIFF tags agree with the OME-XML: pixels a centimetre where the unit is a length (a
+        # reader of the tags alone took tifffile's default inch: 2540 µm for 0.1 µm), else no unit.
+        if unit in METRES:
+            resolution = (0.01 / (spacing_x * METRES[unit]), 0.01 / (spacing_y * METRES[unit]))
+        options["resolutionunit"] = "CENTIMETER" if unit in METRES else "NONE"
     elif (like.extra.get("imagej") or unit) and imagej:
         options = {"imagej": True, "metadata": {"spacing": spacing_z, "axes": axes, **({"unit": unit} if unit else {})}}
     else:
@@ -264,7 +272,7 @@ def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile, *, ome: bool = 
     tifffile.imwrite(
         file,
         values.transpose((3, 0, 1, 2) if first else (0, 3, 1, 2)) if channels else values,
-        resolution=(1.0 / spacing_x, 1.0 / spacing_y),
+        resolution=resolution,
         photometric="rgb" if rgb else "minisblack",
         planarconfig="contig" if samples else None,  # else tifffile takes (X, S) for the planes of 2 samples
         **options,

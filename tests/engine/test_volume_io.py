@@ -578,6 +578,27 @@ def test_a_hyperstacks_channels_are_filtered_separately_each_from_its_own_noise(
     assert report["estimates"][1]["suggested_h"]["exponential"] == pytest.approx(strengths[1], rel=1e-5)
 
 
+def test_an_ome_tiffs_tags_agree_with_its_voxel_size_and_its_channels_keep_their_names(tmp_path) -> None:
+    """A microscopist's OME-TIFF of 0.1 µm pixels came back with tags of 10 pixels an inch (2540
+    µm, to any reader of the tags alone) and without its channels' names."""
+    stack = np.random.default_rng(12).integers(100, 900, (2, 12, 16, 18), dtype=np.uint16)  # C, Z, Y, X
+    metadata = {"axes": "CZYX", "PhysicalSizeX": 0.1, "PhysicalSizeY": 0.1, "PhysicalSizeZ": 0.5}
+    metadata |= {"PhysicalSizeXUnit": "µm", "PhysicalSizeYUnit": "µm", "Channel": {"Name": ["DAPI", "Actin"]}}
+    tifffile.imwrite(tmp_path / "cells.ome.tif", stack, ome=True, metadata=metadata)
+    options = ["--h", "50", "--search-radius", "1", "--backend", "cpu", "--quiet"]
+    assert main(["denoise-volume", str(tmp_path / "cells.ome.tif"), str(tmp_path / "out.ome.tif"), *options]) == 0
+    with tifffile.TiffFile(tmp_path / "out.ome.tif") as written:
+        tags = written.pages[0].tags
+        assert tags["ResolutionUnit"].value == tifffile.RESUNIT.CENTIMETER
+        assert tags["XResolution"].value == (100_000, 1) and tags["YResolution"].value == (100_000, 1)  # a cm / 0.1 µm
+        assert 'Name="DAPI"' in written.ome_metadata and 'Name="Actin"' in written.ome_metadata
+    assert read_volume(tmp_path / "out.ome.tif").spacing == pytest.approx((0.5, 0.1, 0.1))
+    np.save(tmp_path / "plain.npy", stack[0])  # no unit: the tags say none
+    assert main(["denoise-volume", str(tmp_path / "plain.npy"), str(tmp_path / "plain.ome.tif"), *options]) == 0
+    with tifffile.TiffFile(tmp_path / "plain.ome.tif") as written:
+        assert written.pages[0].tags["ResolutionUnit"].value == tifffile.RESUNIT.NONE
+
+
 def test_channels_go_to_nifti_as_vector_valued_voxels_and_come_back(tmp_path) -> None:
     """An ImageJ hyperstack's two channels written as .nii.gz became a 4D NIfTI, channels on its
     time axis, which denoise-volume then refused as a time series (found by a first-time user):
