@@ -226,7 +226,7 @@ def denoise_volume(
         None: all of them. The result does not depend on it; the GPU backend ignores it. Idle
         threads sleep between launches rather than spin (OMP_WAIT_POLICY=passive unless set),
         leaving the cores to other work (engine/cpu/threads.py).
-    mask : (Z, Y, X) array_like of bool or 0/1, or None
+    mask : (Z, Y, X) array_like of bool, 0/1 (or integers of 0 and one value, Fiji's 0/255), or None
         The voxels to denoise: those outside come back as they went in, bit for bit (as float32).
         Only boxes around the mask's voxels (with their halos of A + B voxels) are filtered, so
         a mask of a small part of the volume costs a small part of the time; the voxels inside

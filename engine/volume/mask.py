@@ -21,9 +21,11 @@ Box = tuple[slice, slice, slice]  # (z, y, x) voxels of the volume
 
 
 def checked_mask(mask: object, shape: tuple[int, int, int]) -> np.ndarray:
-    """Return ``mask`` as a bool (Z, Y, X) array, or ValueError unless it is 0 / 1 (or bool) of ``shape``.
+    """Return ``mask`` as a bool (Z, Y, X) array: True where it is not 0.
 
-    ``shape``: the volume's (Z, Y, X); a mask holds no channels.
+    ValueError unless it is of ``shape`` (the volume's (Z, Y, X): a mask holds no channels) and
+    binary: bool, 0/1, or integers of 0 outside and one value inside (255 as Fiji's Convert to Mask
+    writes).
     """
     array = np.asarray(mask)
     if array.shape != tuple(shape):
@@ -35,13 +37,17 @@ def checked_mask(mask: object, shape: tuple[int, int, int]) -> np.ndarray:
         return array
     if array.dtype.kind not in "biuf":
         raise ValueError(f"mask must be boolean or hold 0 and 1, got dtype {array.dtype}")
-    stray = array[(array != 0) & (array != 1)]
+    inside = array != 0
+    values = array[inside]
+    kept = values[0] if values.size and array.dtype.kind in "biu" else 1  # integers: any one value inside
+    stray = values[values != kept]
     if stray.size:
         raise ValueError(
-            f"mask must be boolean or hold 0 and 1, got {stray.size} other values such as {stray.flat[0].item()!r}; "
-            "threshold it first (mask > 0.5)"
+            f"mask must be boolean, 0/1, or integers of 0 outside and one value inside (Fiji's 0/255), got "
+            f"{stray.size} voxels of other values such as {stray.flat[0].item()!r}; make it binary first (Fiji: "
+            "Process > Binary > Convert to Mask; NumPy: mask > threshold)"
         )
-    return array == 1
+    return inside
 
 
 def mask_boxes(inside: np.ndarray, pad: tuple[int, int, int], thickest: int | None = None) -> list[Box]:

@@ -218,7 +218,8 @@ def test_an_empty_mask_returns_the_input_with_channels() -> None:
     [
         (np.ones((12, 13, 14), dtype=bool), r"volume's shape \(z, y, x\) \(12, 14, 13\), got \(12, 13, 14\)"),
         (np.ones((*SHAPE, 1), dtype=bool), r"\(12, 14, 13\), got \(12, 14, 13, 1\)"),
-        (np.full(SHAPE, 0.5), r"mask must be boolean or hold 0 and 1, got \d+ other values such as 0\.5"),
+        (np.full(SHAPE, 0.5), r"mask must be boolean, 0/1, or integers .* got \d+ voxels of other values such as 0\.5"),
+        (np.arange(np.prod(SHAPE)).reshape(SHAPE) % 3, r"got \d+ voxels of other values such as 2; make it binary"),
     ],
 )
 def test_a_bad_mask_is_refused_naming_both_shapes(mask, match) -> None:
@@ -234,6 +235,9 @@ def test_the_command_takes_a_mask_file(tmp_path) -> None:
     command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--h", "10", "--search-radius", "2", "--backend", "cpu"]
     subprocess.run([*command, "--mask", "brain.npy"], check=True, cwd=tmp_path, capture_output=True)
     expected = denoise_volume(volume, h=10.0, mask=inside, **SETTINGS)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)
+    np.save(tmp_path / "fiji.npy", inside.astype(np.uint8) * 255)  # Fiji's Convert to Mask: 0 and 255
+    subprocess.run([*command, "--mask", "fiji.npy", "--overwrite"], check=True, cwd=tmp_path, capture_output=True)
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)
     run = subprocess.run([*command, "--mask", "wrong.npy", "--overwrite"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode != 0
