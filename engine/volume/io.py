@@ -270,7 +270,15 @@ def read_volume(path: str | Path, *, series: bool = False) -> VolumeFile:
                 f"{path}: the file is cut short (its compressed data ends early: a copy or download that did not "
                 "finish); copy it again from its source"
             ) from error
-        raise ValueError(f"{path}: not a {FORMAT_NAMES[kind]} volume that can be read ({error})") from error
+        if "imagecodecs" in str(error):  # tifffile: "<COMPRESSION.LZW: 5> requires the 'imagecodecs' package"
+            raise ValueError(
+                f"{path}: its images are compressed with a codec that needs the imagecodecs package ({error}); "
+                "install it (pip install imagecodecs) or save the stack uncompressed"
+            ) from error
+        raise ValueError(
+            f"{path}: not a {FORMAT_NAMES[kind]} volume that can be read: damaged, cut short or of another kind "
+            f"({type(error).__name__}: {error})"
+        ) from error
     if volume.data.ndim == 2:  # one image: the video filter denoises it, as a clip of one frame
         raise _one_image(path, volume.data.shape, kind)
     if volume.data.ndim not in (3, 4):

@@ -419,6 +419,15 @@ def test_a_file_its_reader_cannot_read_is_a_clear_value_error(tmp_path, name, co
         read_volume(path)
 
 
+@pytest.mark.parametrize("compression", ["lzw", "zstd", "zlib"])
+def test_compressed_tiff_stacks_are_read(tmp_path, compression) -> None:
+    """A microscopist's LZW stack (as acquisition software writes them) was refused: its codec is
+    imagecodecs', which the installation lacked."""
+    stack = np.random.default_rng(13).integers(0, 4096, (6, 2, 20, 22), dtype=np.uint16)  # Z, C, Y, X
+    tifffile.imwrite(tmp_path / "s.tif", stack, imagej=True, metadata={"axes": "ZCYX"}, compression=compression)
+    np.testing.assert_array_equal(read_volume(tmp_path / "s.tif").data, stack.transpose(0, 2, 3, 1))
+
+
 def test_a_truncated_nifti_is_a_clear_value_error(tmp_path) -> None:
     nibabel = pytest.importorskip("nibabel")
     path = tmp_path / "whole.nii.gz"
