@@ -282,13 +282,18 @@ def denoise_volume(
     signal is well above the noise (see ``estimate_volume_noise``).
     """
     given = np.asarray(volume)
+    if axes not in SPATIAL_ORDERS:  # before the 4D refusal, which names no axes= ("zcyx" heard of channel_axis alone)
+        raise ValueError(
+            f"axes orders the three spatial axes, 'zyx' or 'xyz', got {axes!r}; a 4D array's other axis is named by "
+            "channel_axis= (channels) or series_axis= (time points)"
+        )
     role = fourth_axis(given.shape, channel_axis=channel_axis, series_axis=series_axis)
     settings = {"patch_radius": patch_radius, "search_radius": search_radius, "weighting": weighting}
     settings |= {"center_weight": center_weight, "backend": backend, "devices": devices, "slabs": slabs}
     settings |= {"channels": channels, "threads": threads, "mask": mask, "h": h}
     settings |= {"noise_model": check_choice("noise_model", noise_model, NOISE_MODELS), "sigma": sigma}
     rician = noise_model == "rician"
-    if check_choice("axes", axes, SPATIAL_ORDERS) == "xyz":  # to (z, y, x) and back: the same swap of x and z
+    if axes == "xyz":  # to (z, y, x) and back: the same swap of x and z
         order = x_and_z_swapped(given.ndim, None if role is None else role[1])
         settings |= {"mask": None if mask is None else np.asarray(mask).transpose(2, 1, 0)}
         settings |= {"channel_axis": channel_axis, "series_axis": series_axis}

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..memory import says_what_to_lower
-from .checks import all_finite, channels_note, check_channels
+from .checks import all_finite, channels_note, check_channels, fourth_axis
 from .params import Radii, VolumeParams
 
 BLOCK = 8
@@ -176,7 +176,9 @@ def _quantile_bias(shape: tuple[int, int, int]) -> float:
 
 
 @says_what_to_lower("crop the volume")
-def estimate_volume_noise(volume: np.ndarray, region: Region | None = None) -> VolumeNoiseEstimate:
+def estimate_volume_noise(
+    volume: np.ndarray, region: Region | None = None, *, channel_axis: int | None = None
+) -> VolumeNoiseEstimate:
     """Estimate the Gaussian noise of a (Z, Y, X) or (Z, Y, X, C) volume from its flattest blocks.
 
     Parameters
@@ -186,6 +188,9 @@ def estimate_volume_noise(volume: np.ndarray, region: Region | None = None) -> V
     region : ((z0, z1), (y0, y1), (x0, x1)), optional
         A box the user knows to be flat (voxel index ranges, ends excluded, at least 3 voxels on
         each axis): sigma is then the RMS of the residual over all of it, not the flattest blocks'.
+    channel_axis : int, optional
+        The axis of a 4D ``volume`` that holds its channels, as ``denoise_volume`` takes it (1 for
+        an ImageJ hyperstack's (Z, C, Y, X)); None: the last axis of a 4D array.
 
     Returns
     -------
@@ -208,6 +213,9 @@ def estimate_volume_noise(volume: np.ndarray, region: Region | None = None) -> V
     signal is above about 3 sigma (blocks below are left out); see the module's notes.
     """
     data = np.asarray(volume)
+    if channel_axis is not None:
+        role = fourth_axis(data.shape, channel_axis=channel_axis, series_axis=None)
+        data = np.moveaxis(data, role[1], -1)
     if data.ndim not in (3, 4):
         raise ValueError(f"volume must be a (Z, Y, X) or (Z, Y, X, C) array, got shape {data.shape}")
     check_channels(data.shape)

@@ -80,6 +80,16 @@ def test_channels_whose_noise_differs_are_filtered_apart_by_default_and_alike_on
     )
 
 
+def test_the_estimate_takes_the_channel_axis_denoise_volume_takes() -> None:
+    """A microscopist's estimate_volume_noise(stack, channel_axis=1) was a TypeError."""
+    volume = np.stack([_noisy(seed=1, sigma=4.0), _noisy(seed=2, sigma=16.0)], axis=1)  # (Z, C, Y, X)
+    np.testing.assert_array_equal(
+        estimate_volume_noise(volume, channel_axis=1).sigma, estimate_volume_noise(np.moveaxis(volume, 1, -1)).sigma
+    )
+    with pytest.raises(ValueError, match=r"channel_axis is for a 4D array"):
+        estimate_volume_noise(volume[:, 0], channel_axis=1)
+
+
 def test_h_none_on_a_constant_volume_says_there_is_no_noise() -> None:
     with pytest.raises(ValueError, match=r"constant.*; give h instead$"):
         denoise_volume(np.full(SHAPE, 7.0, dtype=np.float32), **SETTINGS)
@@ -448,8 +458,11 @@ def test_an_xyz_series_is_filtered_volume_by_volume_in_its_own_order() -> None:
 
 
 def test_an_unknown_axis_order_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"axes must be 'zyx' or 'xyz', got 'yxz'"):
+    with pytest.raises(ValueError, match=r"axes orders the three spatial axes, 'zyx' or 'xyz', got 'yxz'"):
         denoise_volume(_noisy(), h=10.0, axes="yxz", **SETTINGS)
+    # A microscopist's "zcyx" was told only to name the 4D array's extra axis, not what axes takes.
+    with pytest.raises(ValueError, match=r"got 'zcyx'; a 4D array's other axis is named by channel_axis="):
+        denoise_volume(np.stack([_noisy()] * 2, axis=1), h=10.0, axes="zcyx", **SETTINGS)
 
 
 def test_the_command_takes_a_nifti_mask_in_the_scans_grid(tmp_path) -> None:
