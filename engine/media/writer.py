@@ -550,6 +550,15 @@ def check_output_path(path: Path, source: Path, overwrite: bool) -> None:
     """
     if path.resolve() == source.resolve():
         raise VideoError(f"{path}: the output must not be the input")
+    inputs = {file.resolve() for file in (sequence_files(source) if is_image_sequence(source) else [source])}
+    at_risk = sequence_files(path) if is_image_sequence(path) else [path]  # what the output replaces, with overwrite
+    if shared := [file for file in at_risk if file.resolve() in inputs]:
+        # A scan's reel1_%07d.dpx written as reel1_%06d.dpx: its images matched the output's name,
+        # and --overwrite removed them as an older sequence's.
+        raise VideoError(
+            f"{path}: its images would replace the input's ({shared[0].name} is an image of both {source.name} and "
+            f"{path.name}); write the output to another folder or under another name"
+        )
     if path.exists() and not path.is_file():
         raise VideoError(f"{path}: is not a regular file; the output must be a file (or - for standard output)")
     if (link := dangling_link(path)) and not overwrite:

@@ -136,6 +136,24 @@ def test_overwrite_replaces_an_older_longer_sequence_whole(clip, tmp_path) -> No
     assert sorted(path.name for path in tmp_path.iterdir()) == [f"o_{n:04d}.png" for n in range(1, 11)]
 
 
+@pytest.mark.parametrize(
+    ("first", "source", "output"), [(86400, "reel1_%07d.png", "reel1_%06d.png"), (0, "%06d.png", "%05d.png")]
+)
+def test_an_output_sequence_whose_name_matches_the_inputs_images_is_refused(tmp_path, first, source, output) -> None:
+    """A restorer's scans reel1_%07d.dpx written as reel1_%06d.dpx --overwrite were all removed as
+    an older sequence's images (their seven digits match %06d); %06d into %05d lost 000000."""
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v", "5",
+         "-start_number", str(first), str(tmp_path / source)],
+        check=True,
+    )  # fmt: skip
+    scans = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    run = _cli("denoise", str(tmp_path / source), str(tmp_path / output), "--overwrite", *FAST)
+    _one_clear_line(run, "its images would replace the input's")
+    assert f"is an image of both {source} and {output}); write the output to another folder" in run.stderr
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == scans
+
+
 def test_a_link_to_nothing_as_output_is_refused_before_any_work(clip, tmp_path) -> None:
     """It was found only when the finished file was to be renamed into place."""
     (tmp_path / "out.mkv").symlink_to(tmp_path / "gone" / "out.mkv")
