@@ -185,7 +185,7 @@ class VideoWriter:
             elif codec == "ffv1":
                 self._stream.options = _ffv1_options(like.width, like.height)
             context = self._stream.codec_context
-            color = _output_color(like.color, like.height)
+            color = _output_color(like.color, like.height, self._stream.pix_fmt)
             context.color_primaries = color.get("primaries", 2)
             context.color_trc = color.get("trc", 2)
             context.colorspace = color.get("colorspace", 2)
@@ -365,6 +365,8 @@ class VideoWriter:
 BITEXACT = {"fflags": "+bitexact"}  # the muxer's option: an archive's checksums match from run to run
 SWSCALE_MATRICES = {1: 1, 4: 4, 5: 5, 6: 5, 7: 7, 9: 9, 10: 9}
 BT601, LIMITED_RANGE = 5, 1
+RGB_MATRIX = 0  # AVColorSpace's "GBR": the samples are R, G and B themselves
+RGB_OR_GRAY_FORMATS = ("gbr", "bgr", "rgb", "gray")  # pixel formats that need no Y'CbCr matrix
 
 
 def check_encoder(codec: str, output: str | Path | None = None) -> None:
@@ -492,16 +494,22 @@ def _frame_maker(
     return through_yuv, layout
 
 
-def _output_color(color: dict[str, int], height: int) -> dict[str, int]:
-    """Return the source's color tags, and where it gives a range but no matrix, the matrix its frames get.
+def _output_color(color: dict[str, int], height: int, pixel_format: str) -> dict[str, int]:
+    """Return the color tags of an output in ``pixel_format`` from the source's ``color``: the source's, or
+    where it gives a range but no matrix, the matrix its frames get.
 
     That matrix is the one its frames are converted with (``yuv_layout``'s guess from the ``height``
-    in lines): H.264 and H.265 write the range only beside a matrix, and would drop it.
+    in lines): H.264 and H.265 write the range only beside a matrix, and would drop it. An RGB
+    source (matrix "GBR") written in Y'CbCr gets that matrix too, and limited range: ProRes of an
+    RGB FFV1 held full-range samples tagged limited ("tv", "gbr"), every frame 5 to 12 levels dark.
     """
     from .yuv import BT709, HD_LINES
 
+    guessed = BT709 if height >= HD_LINES else BT601
+    if color.get("colorspace", 2) == RGB_MATRIX and not pixel_format.startswith(RGB_OR_GRAY_FORMATS):
+        return {**color, "colorspace": guessed, "range": LIMITED_RANGE}
     if color.get("range", 0) and color.get("colorspace", 2) == 2:
-        return {**color, "colorspace": BT709 if height >= HD_LINES else BT601}
+        return {**color, "colorspace": guessed}
     return color
 
 
@@ -521,7 +529,7 @@ def _yuv_conversion(pixel_format: str, color: dict[str, int]) -> dict[str, Any] 
     With the matrix and range the output is tagged with, as the reader decoded them (PyAV's default,
     BT.601 limited, would shift BT.709 colors); None for RGB and gray outputs, which need no matrix.
     """
-    if pixel_format.startswith(("gbr", "bgr", "rgb", "gray")):
+    if pixel_format.startswith(RGB_OR_GRAY_FORMATS):
         return None
     return {
         "format": pixel_format,

@@ -154,6 +154,34 @@ def test_an_output_sequence_whose_name_matches_the_inputs_images_is_refused(tmp_
     assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == scans
 
 
+@pytest.mark.parametrize(("codec", "name"), [("prores", "out.mov"), ("h264", "out.mp4")])
+def test_an_rgb_source_written_in_ycbcr_is_tagged_as_its_samples_are(tmp_path, codec, name) -> None:
+    """A restorer's RGB FFV1 (tagged "gbr", full range) into ProRes held full-range samples tagged
+    limited, and "gbr" on Y'CbCr: FFmpeg decoded every frame 5 to 12 levels off."""
+    source = tmp_path / "rgb.mkv"
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=24", "-frames:v", "4",
+         "-c:v", "ffv1", "-pix_fmt", "gbrp10le", str(source)],
+        check=True,
+    )  # fmt: skip
+    run = _cli("denoise", str(source), str(tmp_path / name), "--codec", codec, *FAST)
+    assert run.returncode == 0, run.stderr
+    probe = subprocess.run(
+        ["ffprobe", "-v", "error", "-show_entries", "stream=color_space,color_range", "-of", "csv=p=0",
+         str(tmp_path / name)],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()[0]  # fmt: skip
+    assert probe == "tv,bt470bg"  # BT.601 below HD, as an untagged source's frames are converted
+
+    def decoded(path: Path) -> np.ndarray:  # by FFmpeg, as players read the tags
+        raw = subprocess.run(["ffmpeg", "-loglevel", "error", "-i", str(path), "-f", "rawvideo", "-pix_fmt", "rgb48le",
+                              "-"], capture_output=True, check=True).stdout  # fmt: skip
+        return np.frombuffer(raw, "<u2").reshape(-1, 64, 96, 3) / 257
+
+    shift = (decoded(tmp_path / name) - decoded(source)).mean(axis=(0, 1, 2))
+    np.testing.assert_allclose(shift, 0, atol=1.0)  # 8-bit levels; it was -5 to -12
+
+
 def test_a_link_to_nothing_as_output_is_refused_before_any_work(clip, tmp_path) -> None:
     """It was found only when the finished file was to be renamed into place."""
     (tmp_path / "out.mkv").symlink_to(tmp_path / "gone" / "out.mkv")
