@@ -56,7 +56,7 @@ class VideoWriter:
         URL (``udp://HOST:PORT``, ``srt://``, ``tcp://``, ``rtp://``: MPEG-TS; ``rtmp://``: FLV)
         is sent to as frames are written, H.264 or H.265 (``stream_muxer``). A name
         with a frame number's place (``restored/%06d.png``, .tif, .dpx or .exr) is an image
-        sequence: RGB, 8 or 16 bits as the source (EXR: float), numbered from 1 as FFmpeg does,
+        sequence: RGB, 8 or 16 bits as the source (EXR: float), numbered from ``first_number``,
         without the source's sound; ``codec`` is then ignored. ``-`` writes y4m
         (yuv4mpegpipe) to standard output, for an FFmpeg pipeline: the source's YUV sampling
         where y4m has it, no sound.
@@ -98,6 +98,9 @@ class VideoWriter:
     low_delay : bool
         For a live output: H.264 / H.265 tuned for zero latency (x264's ``zerolatency``: no
         lookahead and no B-frames, each frame encoded as it comes, at some cost in size).
+    first_number : int
+        The number of an image sequence's first image: 1 as FFmpeg numbers them by default; an
+        export gives its first frame's own (``denoise_file``: a scanned reel's 086400 stays so).
 
     Attributes
     ----------
@@ -133,6 +136,7 @@ class VideoWriter:
         origin: int | None = None,
         copy_streams: bool = True,
         low_delay: bool = False,
+        first_number: int = 1,
     ) -> None:
         av = pyav()
         self.path = Path(path)
@@ -168,7 +172,10 @@ class VideoWriter:
                 self._container = av.open(str(path), mode="w", format=streamed)
             else:
                 # bitexact: no random segment ID nor date (Matroska), so that the same run writes the same bytes
-                self._container = av.open(str(self._output.staged), mode="w", format=muxer, options=BITEXACT)
+                numbered = {"start_number": str(first_number)} if self._sequence else {}
+                self._container = av.open(
+                    str(self._output.staged), mode="w", format=muxer, options={**BITEXACT, **numbered}
+                )
             self._stream = self._container.add_stream(encoder, rate=like.frame_rate)
             self._stream.width, self._stream.height = like.width, like.height
             self._stream.pix_fmt = self._pixel_format(codec, gray=gray, rgb=rgb)
@@ -207,7 +214,7 @@ class VideoWriter:
         except OSError as error:
             self._discard()
             raise VideoError(f"{self.path}: cannot write here: {error.strerror or error}") from error
-        self._written, self._closed = 0, False
+        self._written, self._closed, self._first_number = 0, False, first_number
         self._origin = origin  # None: the first TimedFrame's timestamp, so that the output starts at 0
 
     def _pixel_format(self, codec: str, *, gray: bool, rgb: bool) -> str:
@@ -335,12 +342,13 @@ class VideoWriter:
     def _older_images(self) -> list[Path]:
         """Return the images of an older sequence of this name that this one leaves over.
 
-        Those numbered past its last, or before 1: with overwrite, replaced too, so that the folder
-        holds this sequence alone.
+        Those numbered past its last, or before its first: with overwrite, replaced too, so that the
+        folder holds this sequence alone.
         """
         if not self._sequence:
             return []
-        return [file for number, file in numbered_images(self.path) if not 1 <= number <= self._written]
+        numbers = range(self._first_number, self._first_number + self._written)
+        return [file for number, file in numbered_images(self.path) if number not in numbers]
 
     def abort(self) -> None:
         """Stop and leave nothing behind: the target is untouched, the temporary file removed."""
@@ -495,11 +503,11 @@ def _frame_maker(
 
 
 def _output_color(color: dict[str, int], height: int, pixel_format: str) -> dict[str, int]:
-    """Return the color tags of an output in ``pixel_format`` from the source's ``color``: the source's, or
-    where it gives a range but no matrix, the matrix its frames get.
+    """Return the color tags of an output in ``pixel_format``: the source's ``color``, completed.
 
-    That matrix is the one its frames are converted with (``yuv_layout``'s guess from the ``height``
-    in lines): H.264 and H.265 write the range only beside a matrix, and would drop it. An RGB
+    Where the source gives a range but no matrix, the matrix its frames get: the one they are
+    converted with (``yuv_layout``'s guess from the ``height`` in lines); H.264 and H.265 write the
+    range only beside a matrix, and would drop it. An RGB
     source (matrix "GBR") written in Y'CbCr gets that matrix too, and limited range: ProRes of an
     RGB FFV1 held full-range samples tagged limited ("tv", "gbr"), every frame 5 to 12 levels dark.
     """

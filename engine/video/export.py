@@ -23,6 +23,7 @@ import numpy as np
 
 from ..frames import FULL_SCALE_BITS
 from ..media.ffmpeg import VideoError
+from ..media.image_sequence import first_image_number, is_image_sequence
 from ..media.pipe import LOOKAHEAD, PIPE, PipeReader
 from ..media.probe import VideoInfo
 from ..media.reader import TimedFrame, VideoReader
@@ -402,6 +403,16 @@ def cpu_export_bytes(info: VideoInfo, params: NLMParams) -> int:
     return (CPU_EXPORT_FRAMES + 3 * window) * 4 * info.width * info.height * info.channels
 
 
+def _first_number(reader: VideoReader | PipeReader) -> int:
+    """Return the number an image sequence written from ``reader``'s frame 0 starts at.
+
+    A sequence's own first image's (a reel scanned from 086400 keeps its numbers), else 1, as
+    FFmpeg numbers them.
+    """
+    path = getattr(reader, "path", None)
+    return first_image_number(path) if isinstance(path, Path) and is_image_sequence(path) else 1
+
+
 def denoise_file(
     source: Source,
     target: str | Path,
@@ -523,6 +534,7 @@ def denoise_file(
                 rgb=rgb,
                 origin=origin,
                 copy_streams=segment_of is None,
+                first_number=_first_number(reader) + first,
             ) as writer,
             _Prefetch(_decoded(reader, read, yuv := converted_on_gpu(denoiser, reader, writer))) as decoded,
             contextlib.closing(denoised(denoiser, decoded, info.dtype, yuv)) as filtered,

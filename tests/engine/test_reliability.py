@@ -182,6 +182,26 @@ def test_an_rgb_source_written_in_ycbcr_is_tagged_as_its_samples_are(tmp_path, c
     np.testing.assert_allclose(shift, 0, atol=1.0)  # 8-bit levels; it was -5 to -12
 
 
+def test_an_output_sequence_keeps_its_frames_numbers(clip, tmp_path) -> None:
+    """A restorer's reel scanned from 086400 came back numbered from 000001, and a range from 000005
+    too: a conform by file name took the wrong frames. A sequence keeps its images' numbers, a
+    video's frames are numbered from 1."""
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v", "6",
+         "-start_number", "86400", str(tmp_path / "r_%06d.png")],
+        check=True,
+    )  # fmt: skip
+    (tmp_path / "out").mkdir()
+    run = _cli("denoise", str(tmp_path / "r_%06d.png"), str(tmp_path / "out" / "o_%06d.png"), "--start", "0.08", *FAST)
+    assert run.returncode == 0, run.stderr
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [f"o_{n:06d}.png" for n in range(86402, 86406)]
+    run = _cli("denoise", str(tmp_path / "r_%06d.png"), str(tmp_path / "out" / "o_%06d.png"), "--overwrite", *FAST)
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [f"o_{n:06d}.png" for n in range(86400, 86406)]
+    run = _cli("denoise", str(clip), str(tmp_path / "v_%03d.png"), "--start", "0.4", "--duration", "0.2", *FAST)
+    assert run.returncode == 0, run.stderr
+    assert sorted(path.name for path in tmp_path.glob("v_*")) == [f"v_{n:03d}.png" for n in range(11, 16)]  # 25 fps
+
+
 def test_a_link_to_nothing_as_output_is_refused_before_any_work(clip, tmp_path) -> None:
     """It was found only when the finished file was to be renamed into place."""
     (tmp_path / "out.mkv").symlink_to(tmp_path / "gone" / "out.mkv")
