@@ -113,7 +113,15 @@ from .video.synthetic_noise import add_noise, add_realistic_noise
 from .video.tune import TargetNotReachedError, TuneCandidate, TuneResult, tune_for_fps
 from .volume.denoise import denoise_volume, denoise_volume_slice
 from .volume.denoise import filter_compiles as volume_filter_compiles
-from .volume.io import VOLUME_SUFFIXES, OneImageError, VolumeFile, check_volume_output, read_volume, volume_format
+from .volume.io import (
+    VOLUME_SUFFIXES,
+    OneImageError,
+    VolumeFile,
+    check_volume_output,
+    names_a_volume,
+    read_volume,
+    volume_format,
+)
 from .volume.noise import VolumeNoiseEstimate, estimate_volume_noise, suggest_volume_h
 from .volume.params import CHANNEL_MODES
 from .volume.writer import write_volume
@@ -246,6 +254,7 @@ __all__ = [
     "load_preset",
     "matrix_for",
     "misread_streams",
+    "names_a_volume",
     "output_format",
     "parse_luma_chroma",
     "psnr",

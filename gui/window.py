@@ -41,6 +41,7 @@ from nlmeans_studio.engine import (
     VideoInfo,
     load_preset,
     matrix_for,
+    names_a_volume,
     save_preset,
 )
 
@@ -194,7 +195,7 @@ class MainWindow(QMainWindow):
 
     def open_file(self, path: str | Path) -> None:
         """Open a video here, or a volume (NIfTI, TIFF stack, .npy) in a volume window of its own."""
-        if str(path).lower().endswith(VOLUME_SUFFIXES):
+        if names_a_volume(path):
             self.open_volume(path)
         else:
             self.open_clip(path)

@@ -20,7 +20,7 @@ from ..video.luma_chroma import (
 from ..video.noise import estimate_noise
 from ..video.params import NLMParams
 from ..volume import cli as volume_cli
-from ..volume.io import VOLUME_SUFFIXES
+from ..volume.io import names_a_volume
 from .arguments import ESTIMATE_FRAMES
 
 
@@ -31,7 +31,7 @@ def run_estimate_noise(args: argparse.Namespace) -> int:
     / --frames choose the frames; and the h denoise would use. A volume's noise as denoise-volume
     estimates it.
     """
-    if args.input.lower().endswith(tuple(VOLUME_SUFFIXES)):
+    if names_a_volume(args.input):
         given = [
             option
             for option, value in (("--frame", args.frame), ("--frames", args.frames), ("--roi", args.roi))

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ..media.image_sequence import is_image_sequence
 from ..media.staged_output import dangling_link, folder_problem
 from .noise import automatic_channel_mode
 
@@ -31,6 +32,15 @@ FORMAT_NAMES = {"nifti": "NIfTI", "tiff": "TIFF", "npy": "NumPy .npy"}
 SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff", ".npy": "npy"}
 VOLUME_SUFFIXES = tuple(SUFFIXES)  # the file names read_volume and write_volume take: ".nii.gz", ...
 NIFTI_UNITS = {"meter": 1.0, "mm": 1e-3, "micron": 1e-6}  # the lengths a NIfTI header codes
+
+
+def names_a_volume(path: str | Path) -> bool:
+    """Return whether ``path`` names a volume file, not a video.
+
+    A suffix of VOLUME_SUFFIXES (any case), and no frame number's place: ``scans/%06d.tif`` is
+    an image sequence, which the video commands read.
+    """
+    return str(path).lower().endswith(VOLUME_SUFFIXES) and not is_image_sequence(Path(path))
 
 
 def volume_format(path: str | Path) -> str:

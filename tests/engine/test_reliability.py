@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import json
 import os
 import random
 import re
@@ -200,6 +201,18 @@ def test_an_output_sequence_keeps_its_frames_numbers(clip, tmp_path) -> None:
     run = _cli("denoise", str(clip), str(tmp_path / "v_%03d.png"), "--start", "0.4", "--duration", "0.2", *FAST)
     assert run.returncode == 0, run.stderr
     assert sorted(path.name for path in tmp_path.glob("v_*")) == [f"v_{n:03d}.png" for n in range(11, 16)]  # 25 fps
+
+
+def test_estimate_noise_reads_a_tiff_sequence_as_a_clip(tmp_path) -> None:
+    """It said "no such file" of a restorer's %06d.tif, which denoise opens: .tif went to the volumes."""
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v", "6",
+         "-vf", "noise=alls=20:allf=t", "-pix_fmt", "rgb48le", str(tmp_path / "%06d.tif")],
+        check=True,
+    )  # fmt: skip
+    run = _cli("estimate-noise", str(tmp_path / "%06d.tif"), "--json")
+    assert run.returncode == 0, run.stderr
+    assert len(json.loads(run.stdout)["sigma"]) == 3
 
 
 def test_a_link_to_nothing_as_output_is_refused_before_any_work(clip, tmp_path) -> None:

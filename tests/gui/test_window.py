@@ -985,6 +985,21 @@ def test_a_new_clip_shows_no_noise_of_the_clip_before(qtbot, window, clip, tmp_p
     qtbot.waitUntil(lambda: "levels" in window.readouts.sigma.text(), timeout=WAIT_MS)
 
 
+def test_a_tiff_sequence_opens_as_a_clip_not_a_volume(qtbot, window, tmp_path, monkeypatch) -> None:
+    """A restorer's scans/%06d.tif went to the volume window, which found no such file."""
+    import subprocess
+
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v", "4",
+         "-pix_fmt", "rgb48le", str(tmp_path / "%06d.tif")],
+        check=True,
+    )  # fmt: skip
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_: (str(tmp_path / "%06d.tif"), ""))
+    press(qtbot, window, KEY.Key_O, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: window.path == tmp_path / "%06d.tif", timeout=WAIT_MS)
+    assert window.info.frame_count == 4 and not window.banner.isVisible()
+
+
 def test_what_was_asked_of_a_clip_is_not_done_to_the_next(qtbot, window, clip, tmp_path, monkeypatch) -> None:
     """End pressed while a 5-frame clip opens after a 12-frame one: frame 11 was rendered of the
     new clip, whose banner said 'frame index must be in 0..4, got 11'."""
