@@ -91,7 +91,7 @@ def clip_image(number: int, height: int, width: int) -> np.ndarray:
 
 def frame_number(frame: np.ndarray) -> int:
     """The number a decoded (H, W, 3) frame of any dtype carries in its code blocks."""
-    scale = 65535 if frame.dtype == np.uint16 else 255
+    scale = {np.dtype(np.uint16): 65535, np.dtype(np.float32): 1}.get(frame.dtype, 255)
     centre = slice(BLOCK // 4, BLOCK * 3 // 4)
     levels = [
         frame[centre, bit * BLOCK + BLOCK // 4 : (bit + 1) * BLOCK - BLOCK // 4].mean() / scale for bit in range(BITS)

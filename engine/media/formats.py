@@ -79,11 +79,14 @@ READ_RIGHT = ("pcm_s16le",)
 ANY_SIZE_ENCODERS = ("ffv1", "wrapped_avframe")
 
 
-def array_format(channels: int, bit_depth: int) -> str:
+def array_format(channels: int, bit_depth: int, floating: bool = False) -> str:
     """PyAV's name of the arrays frames of ``channels`` (1 or 3) become and are made from.
 
-    Gray or RGB, 8 bits, or 16 for sources deeper than HIGH_BIT_DEPTH.
+    Gray or RGB, 8 bits, or 16 for sources deeper than HIGH_BIT_DEPTH; float32 for ``floating``
+    sources (EXR: 16 bits would clip their highlights above 1.0).
     """
+    if floating:
+        return "grayf32le" if channels == 1 else "gbrpf32le"
     if channels == 1:
         return "gray16le" if bit_depth > HIGH_BIT_DEPTH else "gray"
     return "rgb48le" if bit_depth > HIGH_BIT_DEPTH else "rgb24"

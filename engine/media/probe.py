@@ -9,6 +9,7 @@ writer (``writer``, for the streams it copies) open files through it.
 from __future__ import annotations
 
 import contextlib
+import re
 import struct
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -24,6 +25,7 @@ from .y4m import Y4M_HEADER_LIMIT, Y4M_MAGIC, check_y4m_header, y4m_cut, y4m_unm
 
 MAX_BOXES = 64  # top-level boxes of an MP4 looked at for its index: a whole file has a handful
 HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
+FLOAT_FORMAT = re.compile(r"f(16|32)(le|be)?$")  # FFmpeg's float pixel formats: gbrpf32le, grayf16le, ...
 TEXT_CODECS = ("ansi", "bintext", "xbin", "idf", "tty")  # FFmpeg shows text files as pictures of text
 # What VideoInfo.warning says of a source whose first frame is interlaced (a file's or a pipe's)
 INTERLACED = (
@@ -107,8 +109,15 @@ class VideoInfo:
         return len(self.other_formats)
 
     @property
+    def floating(self) -> bool:
+        """Whether the source's samples are floats (EXR): linear light, highlights above 1.0 kept."""
+        return FLOAT_FORMAT.search(self.pixel_format) is not None
+
+    @property
     def dtype(self) -> np.dtype:
-        """uint8 for 8-bit sources, uint16 (full 16-bit scale) for deeper ones."""
+        """uint8 for 8-bit sources, uint16 (full 16-bit scale) for deeper ones, float32 for float ones."""
+        if self.floating:
+            return np.dtype(np.float32)
         return np.dtype(np.uint16 if self.bit_depth > HIGH_BIT_DEPTH else np.uint8)
 
 

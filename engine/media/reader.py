@@ -67,7 +67,7 @@ def decoded_array(frame: Any, info: VideoInfo) -> np.ndarray:
     layout = yuv_layout(frame.format.name, info.color, frame.height) if info.channels == 3 else None
     if layout is not None:
         return planes_to_rgb(frame_planes(frame, layout), layout, info.dtype)
-    array = frame.to_ndarray(format=array_format(info.channels, info.bit_depth))
+    array = frame.to_ndarray(format=array_format(info.channels, info.bit_depth, info.floating))
     return array.reshape(array.shape[0], array.shape[1], -1)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..cores import free_cores
-from ..frames import FULL_SCALE_BITS, check_bit_depth, checked_frame
+from ..frames import FULL_SCALE_BITS, check_bit_depth, checked_frame, from_float32
 from .copied_streams import CopiedStreams
 from .ffmpeg import CODEC_THREADS, VideoError, ffmpeg_reason, pyav, said_in_our_words
 from .formats import (
@@ -37,7 +37,7 @@ from .formats import (
     stream_muxer,
 )
 from .image_sequence import is_image_sequence, numbered_images, sequence_files
-from .probe import HIGH_BIT_DEPTH, VideoInfo
+from .probe import FLOAT_FORMAT, HIGH_BIT_DEPTH, VideoInfo
 from .reader import TimedFrame, VideoReader
 from .staged_output import OutputBusyError, StagedOutput, dangling_link, folder_problem
 from .y4m import Y4M_FORMATS
@@ -202,6 +202,8 @@ class VideoWriter:
             if encoder not in ANY_SIZE_ENCODERS:
                 check_subsampled_size(self.path, self._stream.pix_fmt, like.width, like.height)
             pixel_format = self._stream.pix_fmt
+            if like.floating and FLOAT_FORMAT.search(pixel_format):  # EXR to EXR: linear floats as they are
+                self._frame_format = array_format(1 if gray else 3, like.bit_depth, floating=True)
             self._made_frame, self.yuv_layout = _frame_maker(pixel_format, self._frame_format, color, like.height)
             self._open_encoder(codec)
             self._copied = self._copied_streams(span) if copy_streams else None
@@ -300,9 +302,14 @@ class VideoWriter:
         self._mux(self._stream.encode(video_frame))
 
     def _pixels(self, array: np.ndarray) -> np.ndarray:
-        """Return a frame's array as its conversion takes it: 16-bit full scale, channels as the output has them."""
+        """Return a frame's array as its conversion takes it: 16-bit full scale, channels as the output has them.
+
+        Float frames stay so for a float output (EXR), else become 16-bit (0..1 of them).
+        """
         if array.dtype == np.uint16:
             array = checked_frame(array, self._bit_depth)  # at 16-bit full scale
+        if array.dtype == np.float32 and not FLOAT_FORMAT.search(self._frame_format):
+            array = from_float32(array, np.dtype(np.uint16))
         if array.ndim == 3 and self._frame_format.startswith("gray"):
             return array[:, :, 0]
         if array.ndim == 3 and array.shape[2] == 1:

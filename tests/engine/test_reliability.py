@@ -215,6 +215,27 @@ def test_estimate_noise_reads_a_tiff_sequence_as_a_clip(tmp_path) -> None:
     assert len(json.loads(run.stdout)["sigma"]) == 3
 
 
+def test_an_exr_sequence_keeps_its_highlights_above_one(tmp_path) -> None:
+    """A restorer's linear EXR scans (up to 1.94) came back cut at 1.0: read as 16-bit, as a single
+    EXR is not. Floats stay floats, from the reader through the filter to the images written."""
+    rng = np.random.default_rng(3)
+    ramp = np.linspace(0.0, 2.0, 64, dtype=np.float32)[None, :, None] * np.ones((48, 1, 3), np.float32)
+    with av.open(str(tmp_path / "scan%04d.exr"), "w", format="image2") as container:
+        stream = container.add_stream("exr", rate=24)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "gbrpf32le"
+        for _ in range(4):
+            noisy = (ramp + rng.normal(0, 0.02, ramp.shape)).astype(np.float32)
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(noisy, format="gbrpf32le")))
+        container.mux(stream.encode(None))
+    (tmp_path / "out").mkdir()
+    run = _cli("denoise", str(tmp_path / "scan%04d.exr"), str(tmp_path / "out" / "scan%04d.exr"), "--h", "2")
+    assert run.returncode == 0, run.stderr
+    written = read_frames(tmp_path / "out" / "scan%04d.exr")
+    assert written.dtype == np.float32 and written.shape == (4, 48, 64, 3)
+    bright = ramp > 1.2  # the highlights: 1.2 to 2.0
+    np.testing.assert_allclose(written[:, bright[..., 0]].mean(), ramp[bright].mean(), rtol=0.02)
+
+
 def test_a_link_to_nothing_as_output_is_refused_before_any_work(clip, tmp_path) -> None:
     """It was found only when the finished file was to be renamed into place."""
     (tmp_path / "out.mkv").symlink_to(tmp_path / "gone" / "out.mkv")

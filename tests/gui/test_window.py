@@ -985,19 +985,23 @@ def test_a_new_clip_shows_no_noise_of_the_clip_before(qtbot, window, clip, tmp_p
     qtbot.waitUntil(lambda: "levels" in window.readouts.sigma.text(), timeout=WAIT_MS)
 
 
-def test_a_tiff_sequence_opens_as_a_clip_not_a_volume(qtbot, window, tmp_path, monkeypatch) -> None:
-    """A restorer's scans/%06d.tif went to the volume window, which found no such file."""
+@pytest.mark.parametrize(("name", "pixel_format"), [("%06d.tif", "rgb48le"), ("%04d.exr", "gbrpf32le")])
+def test_scanned_sequences_open_as_clips_and_preview(qtbot, window, tmp_path, monkeypatch, name, pixel_format) -> None:
+    """A restorer's scans/%06d.tif went to the volume window, which found no such file; an EXR
+    sequence's frames are float now (highlights above 1.0 kept), and preview as the others."""
     import subprocess
 
     subprocess.run(
         ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v", "4",
-         "-pix_fmt", "rgb48le", str(tmp_path / "%06d.tif")],
+         "-pix_fmt", pixel_format, str(tmp_path / name)],
         check=True,
     )  # fmt: skip
-    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_: (str(tmp_path / "%06d.tif"), ""))
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_: (str(tmp_path / name), ""))
     press(qtbot, window, KEY.Key_O, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: window.path == tmp_path / "%06d.tif", timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.path == tmp_path / name and window.preview is not None, timeout=WAIT_MS)
     assert window.info.frame_count == 4 and not window.banner.isVisible()
+    before = window.view.main_image.image
+    assert before is not None and before.dtype == np.uint8 and before.max() > 100  # drawn, not black
 
 
 def test_what_was_asked_of_a_clip_is_not_done_to_the_next(qtbot, window, clip, tmp_path, monkeypatch) -> None:
