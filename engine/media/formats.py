@@ -36,6 +36,8 @@ IMAGE_FORMATS: dict[str, tuple[str, str, str]] = {
     ".dpx": ("dpx", "rgb24", "rgb48le"),
     ".exr": ("exr", "gbrpf32le", "gbrpf32le"),
 }
+# DPX's own depths: a 10- or 12-bit scan is written back at its depth (16 bits took half again the space)
+DPX_DEPTHS = {10: "gbrp10le", 12: "gbrp12le"}
 GRAY_FORMATS = {"ffv1": ("gray", "gray16le")}
 NVENC_CODECS = ("h264-nvenc", "h265-nvenc")
 # A stream output's protocol -> FFmpeg's muxer: MPEG-TS where the protocol carries bytes, FLV for RTMP

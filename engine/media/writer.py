@@ -26,6 +26,7 @@ from .ffmpeg import CODEC_THREADS, VideoError, ffmpeg_reason, pyav, said_in_our_
 from .formats import (
     ANY_SIZE_ENCODERS,
     CODECS,
+    DPX_DEPTHS,
     GRAY_FORMATS,
     IMAGE_FORMATS,
     NVENC_CODECS,
@@ -225,7 +226,10 @@ class VideoWriter:
                 return self.info.pixel_format
             return "yuv444p16le" if self.info.bit_depth > HIGH_BIT_DEPTH else "yuv444p"
         if self._sequence:
-            _, eight_bit, deep = IMAGE_FORMATS[self.path.suffix.lower()]
+            suffix = self.path.suffix.lower()
+            _, eight_bit, deep = IMAGE_FORMATS[suffix]
+            if suffix == ".dpx" and self.info.bit_depth in DPX_DEPTHS and not self.info.floating:
+                return DPX_DEPTHS[self.info.bit_depth]
             return deep if self.info.bit_depth > HIGH_BIT_DEPTH else eight_bit
         return output_pixel_format(codec, self.info, gray=gray, rgb=rgb)
 

@@ -236,6 +236,28 @@ def test_an_exr_sequence_keeps_its_highlights_above_one(tmp_path) -> None:
     np.testing.assert_allclose(written[:, bright[..., 0]].mean(), ramp[bright].mean(), rtol=0.02)
 
 
+@pytest.mark.parametrize(
+    ("given", "written"), [("gbrp10le", "gbrp10le"), ("gbrp12le", "gbrp12le"), ("rgb48le", "rgb48le")]
+)
+def test_a_dpx_scan_is_written_back_at_its_depth(tmp_path, given, written) -> None:
+    """A restorer's 10-bit DPX came back as 16-bit DPX, half again the space."""
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=24", "-frames:v", "3",
+         "-pix_fmt", given, str(tmp_path / "r%04d.dpx")],
+        check=True,
+    )  # fmt: skip
+    (tmp_path / "out").mkdir()
+    run = _cli("denoise", str(tmp_path / "r%04d.dpx"), str(tmp_path / "out" / "r%04d.dpx"), *FAST)
+    assert run.returncode == 0, run.stderr
+    probe = subprocess.run(
+        ["ffprobe", "-v", "error", "-show_entries", "stream=pix_fmt", "-of", "csv=p=0",
+         str(tmp_path / "out" / "r0001.dpx")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert probe.stdout.strip() == written
+    assert (tmp_path / "out" / "r0001.dpx").stat().st_size == (tmp_path / "r0001.dpx").stat().st_size
+
+
 def test_a_link_to_nothing_as_output_is_refused_before_any_work(clip, tmp_path) -> None:
     """It was found only when the finished file was to be renamed into place."""
     (tmp_path / "out.mkv").symlink_to(tmp_path / "gone" / "out.mkv")
