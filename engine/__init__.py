@@ -32,7 +32,8 @@ Tuning
     ``TargetNotReachedError``.
 Files
     ``VideoReader``, ``VideoWriter``, ``read_frames``, ``denoise_file``, ``read_volume``,
-    ``write_volume``.
+    ``write_volume``; ``is_image_sequence`` and ``sequence_files`` (numbered images named by a
+    pattern, ``scans/%06d.dpx``), ``names_a_volume``.
 Live video
     ``LiveReader`` (a stream or a capture device), ``denoise_live`` and its ``LiveStatus``
     (frames dropped, latency).
@@ -64,6 +65,7 @@ from .media.formats import (
     misread_streams,
     output_format,
 )
+from .media.image_sequence import is_image_sequence, sequence_files
 from .media.live import LiveReader
 from .media.probe import VideoInfo
 from .media.reader import VIDEO_SUFFIXES, VideoReader, read_frames
@@ -251,6 +253,7 @@ __all__ = [
     "filter_compiles",
     "find_preset",
     "gpu_unavailable_reason",
+    "is_image_sequence",
     "load_preset",
     "matrix_for",
     "misread_streams",
@@ -264,6 +267,7 @@ __all__ = [
     "render_passes",
     "resolve_backend",
     "save_preset",
+    "sequence_files",
     "shipped_presets",
     "split_estimate",
     "suggest_h",

@@ -49,8 +49,10 @@ from nlmeans_studio.engine import (
     check_output_path,
     chroma_halved,
     denoise_file,
+    is_image_sequence,
     misread_streams,
     output_format,
+    sequence_files,
 )
 
 from .worker import Worker, WorkerThread
@@ -101,7 +103,11 @@ def _output_folder(source: Path) -> Path:
 
 def _suffix(source: Path, info: VideoInfo, codec: str) -> str:
     """.mp4, unless it would keep the source's audio in a form older readers misread (PCM in MP4):
-    then the source's own container where it holds ``codec`` and those streams, else .mkv."""
+    then the source's own container where it holds ``codec`` and those streams, else .mkv. An image
+    sequence's own image format (a sequence of DPX scans is proposed as DPX), else TIFF."""
+    if is_image_sequence(source):
+        own = source.suffix.lower()
+        return own if _holds(Path(f"out%06d{own}"), codec, info) else ".tif"
     for suffix in (".mp4", source.suffix.lower()):
         if _holds(Path(f"out{suffix}"), codec, info) and not misread_streams(Path(f"out{suffix}"), info):
             return suffix
@@ -114,7 +120,12 @@ def _free_name(source: Path, info: VideoInfo, codec: str, queued: Collection[Pat
     second export does not replace the first unless the user names it."""
     folder, suffix = _output_folder(source), _suffix(source, info, codec)
     names = (f"{source.stem}-denoised{'' if n == 1 else f'-{n}'}{suffix}" for n in itertools.count(1))
-    return next(path for path in map(folder.joinpath, names) if not path.exists() and path.resolve() not in queued)
+    return next(path for path in map(folder.joinpath, names) if not _taken(path) and path.resolve() not in queued)
+
+
+def _taken(path: Path) -> bool:
+    """Whether an output named ``path`` exists: the file, or images of the sequence it names."""
+    return bool(sequence_files(path)) if is_image_sequence(path) else path.exists()
 
 
 def _holds(path: Path, codec: str, like: VideoInfo | None = None) -> bool:

@@ -151,9 +151,7 @@ class VideoWriter:
         muxer = None if self._pipe else streamed or output_format(self.path, codec, like)
         if not self._pipe and streamed is None:
             check_output_path(self.path, like.path, overwrite)
-        self._sequence = is_image_sequence(self.path)
-        if self._sequence and self.path.suffix.lower() not in IMAGE_FORMATS:
-            raise VideoError(f"{self.path}: image sequences are written as {', '.join(IMAGE_FORMATS)}")
+        self._sequence = is_image_sequence(self.path)  # its suffix checked by check_output_path
         encoder = _encoder(str(path), codec)
         _check_built(encoder)
         gray = like.channels == 1 and codec in GRAY_FORMATS and not self._sequence and not self._pipe
@@ -572,11 +570,14 @@ def check_output_path(path: Path, source: Path, overwrite: bool) -> None:
     Raises
     ------
     VideoError
-        ``path`` is the input, is not a regular file, exists (without ``overwrite``), or its
-        folder is missing or read-only.
+        ``path`` is the input, an image sequence of a format that is not an image's, would
+        replace the input's images, is not a regular file, exists (without ``overwrite``), or
+        its folder is missing or read-only.
     """
     if path.resolve() == source.resolve():
         raise VideoError(f"{path}: the output must not be the input")
+    if is_image_sequence(path) and path.suffix.lower() not in IMAGE_FORMATS:
+        raise VideoError(f"{path}: image sequences are written as {', '.join(IMAGE_FORMATS)}")
     inputs = {file.resolve() for file in (sequence_files(source) if is_image_sequence(source) else [source])}
     at_risk = sequence_files(path) if is_image_sequence(path) else [path]  # what the output replaces, with overwrite
     if shared := [file for file in at_risk if file.resolve() in inputs]:

@@ -474,6 +474,32 @@ def test_an_image_sequence_is_said_to_carry_no_audio_and_no_codec(qtbot, window,
     dialog.reject()
 
 
+def test_a_scanned_sequence_is_proposed_as_a_sequence_of_its_format(qtbot, window, tmp_path) -> None:
+    """A restorer's DPX scans were proposed as %06d-denoised.mp4, which the dialog took and the
+    export then refused; a pattern of another format is refused as it is typed."""
+    import subprocess
+
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v", "3",
+         "-pix_fmt", "gbrp10le", "-start_number", "86400", str(tmp_path / "%06d.dpx")],
+        check=True,
+    )  # fmt: skip
+    opened(qtbot, window, tmp_path / "%06d.dpx")
+    dialog = export_dialog_opened(qtbot, window)
+    assert dialog.path.text() == str(tmp_path / "%06d-denoised.dpx") and dialog.export_button.isEnabled()
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "%06d.mp4"))
+    said = " | ".join(label.text() for label in dialog.findChildren(QLabel) if label.isVisible())
+    assert "image sequences are written as .png" in said and not dialog.export_button.isEnabled()
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "%06d-denoised.dpx"))
+    qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
+    exports_done(qtbot, window)
+    assert sorted(path.name for path in tmp_path.glob("*-denoised.dpx")) == [
+        f"{n:06d}-denoised.dpx" for n in range(86400, 86403)
+    ]
+
+
 def test_exports_queue_and_run_one_after_another(qtbot, window, clip, tmp_path) -> None:
     opened(qtbot, window, clip[0])
     resume = threading.Event()
