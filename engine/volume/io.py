@@ -489,6 +489,13 @@ def _zyx_channels_last(data: np.ndarray, axes: str, path: Path) -> tuple[np.ndar
     as the planes. A series with several time points is refused (VolumeRefusedError).
     """
     sizes = dict(zip(axes, data.shape, strict=True))
+    if sizes.get("T", 1) > 1 and not any(sizes.get(a, 1) > 1 for a in "ZQI"):  # a 2D time-lapse: a video
+        raise VolumeRefusedError(
+            f"{path}: a 2D time-lapse of {sizes['T']} frames ({axes}, shape {data.shape}), not a volume; the video "
+            "filter denoises it with its frames before and after: from Python, nlmeans_studio.denoise(frames, "
+            "time_axis=0) on its (T, Y, X) array, or save its frames as images (frame%04d.tif) for nlmeans-studio "
+            "denoise"
+        )
     if sizes.get("T", 1) > 1:
         raise VolumeRefusedError(
             f"{path}: a TIFF series of {sizes['T']} time points ({axes}, shape {data.shape}); the volume filter "

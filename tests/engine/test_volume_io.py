@@ -511,6 +511,11 @@ def test_multichannel_tiff_stacks_keep_their_channels_apart(tmp_path, capsys) ->
     tifffile.imwrite(tmp_path / "t.tif", stack[:3], imagej=True, metadata={"axes": "TZYX"})
     assert main(["denoise-volume", str(tmp_path / "t.tif"), str(tmp_path / "t_out.tif"), "--h", "5"]) == 1
     assert "a TIFF series of 3 time points (TZYX" in capsys.readouterr().err
+    # A 2D time-lapse has no volumes to split: a microscopist was told to split it; it is a video.
+    tifffile.imwrite(tmp_path / "tyx.tif", stack[:, 0], imagej=True, metadata={"axes": "TYX"})
+    assert main(["denoise-volume", str(tmp_path / "tyx.tif"), str(tmp_path / "tyx_out.tif"), "--h", "5"]) == 1
+    said = capsys.readouterr().err
+    assert "a 2D time-lapse of 12 frames (TYX" in said and "nlmeans_studio.denoise(frames, time_axis=0)" in said
 
 
 def test_a_hyperstacks_channels_are_filtered_separately_each_from_its_own_noise(tmp_path) -> None:
