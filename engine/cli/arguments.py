@@ -367,6 +367,13 @@ def add_denoise_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--start", type=_seconds, default=0.0, help="first second to denoise (default 0)")
     parser.add_argument("--duration", type=_span, default=None, help="seconds to denoise (default: to the end)")
+    parser.add_argument(
+        "--frame-rate",
+        type=float,
+        default=None,
+        help="an image sequence's frames a second, which its images do not carry: 24 for film scans, 23.976 for "
+        "NTSC's 24000/1001 (default: 25, FFmpeg's)",
+    )
 
 
 def _add_batch_parser(commands: argparse._SubParsersAction) -> None:

@@ -342,7 +342,13 @@ def open_source(args: argparse.Namespace) -> None:
     check_output(args, exists=False)  # checked again, an OUTPUT that exists too, with the source's streams
     # One reader, opened once, for the file's facts, the noise, SURE's sample and the export (a
     # pipe is read once, by all); the export's frames decoded on NVDEC on the GPU.
-    args.source = PipeReader() if args.input == PIPE else VideoReader(args.input, hardware_decoding=on_gpu)
+    if args.input == PIPE and args.frame_rate is not None:
+        raise ValueError("--frame-rate is an image sequence's: a y4m stream has its own")
+    args.source = (
+        PipeReader()
+        if args.input == PIPE
+        else VideoReader(args.input, hardware_decoding=on_gpu, frame_rate=args.frame_rate)
+    )
     if isinstance(args.source, VideoReader):  # a range past the clip's end: said before an OUTPUT that exists
         _check_range(args)
 

@@ -7,8 +7,10 @@ the checks FFmpeg's image2 reader leaves out (a gap in the numbers, an empty ima
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 
 from .ffmpeg import VideoError
@@ -73,3 +75,26 @@ def first_image_number(path: Path) -> int:
                 "replace it with the image it should hold"
             )
     return first
+
+
+def sequence_rate(path: Path, rate: float | Fraction) -> Fraction:
+    """Return the frames a second an image sequence is read at, exact.
+
+    23.976 and 29.97 become NTSC's 24000/1001 and 30000/1001.
+
+    Raises
+    ------
+    ValueError
+        ``path`` is not an image sequence (a video has its own rate), or ``rate`` is not a number
+        of frames a second in 1..1000.
+    """
+    if not is_image_sequence(path):
+        raise ValueError(
+            f"{path}: a frame rate is given to image sequences, whose images carry none; a video keeps its own"
+        )
+    if isinstance(rate, bool) or not isinstance(rate, (int, float, Fraction)) or not 1 <= rate <= 1000:
+        raise ValueError(f"an image sequence's frame rate must be a number of frames a second in 1..1000, got {rate!r}")
+    ntsc = rate * 1.001
+    if rate != round(rate) and math.isclose(ntsc, round(ntsc), abs_tol=0.005):
+        return Fraction(round(ntsc) * 1000, 1001)
+    return Fraction(rate).limit_denominator(1001)

@@ -121,11 +121,16 @@ class VideoInfo:
         return np.dtype(np.uint16 if self.bit_depth > HIGH_BIT_DEPTH else np.uint8)
 
 
-def open_input(path: Path, hardware_decoding: bool = False) -> Any:
-    """Open ``path`` (a video file or an image sequence) as a PyAV container with a video stream, or VideoError."""
+def open_input(path: Path, hardware_decoding: bool = False, frame_rate: Fraction | None = None) -> Any:
+    """Open ``path`` (a video file or an image sequence) as a PyAV container with a video stream, or VideoError.
+
+    ``frame_rate``: an image sequence's frames a second (FFmpeg's 25 where None); images carry none.
+    """
     av = pyav()
     if is_image_sequence(path):
         options = {"start_number": str(first_image_number(path))}
+        if frame_rate is not None:
+            options["framerate"] = str(frame_rate)
         try:
             with said_in_our_words():
                 return _with_video(av.open(str(path), format="image2", options=options), path)
@@ -258,8 +263,8 @@ def _codec_and_rate(stream: Any) -> tuple[str, int]:
     return (context.name if context is not None else "an unknown codec"), getattr(context, "sample_rate", 0)
 
 
-def probe_video(path: Path) -> tuple[VideoInfo, FrameIndex]:
-    """Return what the video file ``path`` holds, and the index of its frames.
+def probe_video(path: Path, frame_rate: Fraction | None = None) -> tuple[VideoInfo, FrameIndex]:
+    """Return what the video file ``path`` holds, and the index of its frames (an image sequence's at ``frame_rate``).
 
     Its headers read, then its packets (``index_stream``), and the first frame decoded for what only
     frames carry (rotation, HDR10 metadata, interlacing).
@@ -270,11 +275,11 @@ def probe_video(path: Path) -> tuple[VideoInfo, FrameIndex]:
         A file that is no video FFmpeg can read, or whose stream cannot be read through (the
         message says where).
     """
-    with open_input(path) as container:  # refuses what is no video before any indexing
+    with open_input(path, frame_rate=frame_rate) as container:  # refuses what is no video before any indexing
         facts = stream_facts(path, container)
         y4m = container.format.name == "yuv4mpegpipe"
         try:  # the headers read no packet: the same demuxer decodes the first frame and indexes them
-            index, first = index_stream(path, container, lambda: open_input(path))
+            index, first = index_stream(path, container, lambda: open_input(path, frame_rate=frame_rate))
         except pyav().error.FFmpegError as error:
             size = (facts["pixel_format"], *facts["size"])
             if y4m and (unmarked := y4m_unmarked_frame(path, *size)) is not None:

@@ -22,7 +22,7 @@ import numpy as np
 from .ffmpeg import CODEC_THREADS, VideoError, ffmpeg_reason, pyav
 from .formats import array_format
 from .frame_index import FrameIndex
-from .image_sequence import is_image_sequence, sequence_files
+from .image_sequence import is_image_sequence, sequence_files, sequence_rate
 from .probe import VideoInfo, open_input, probe_video
 from .yuv import YuvFrame, YuvLayout, frame_planes, planes_to_rgb, yuv_layout
 
@@ -83,8 +83,10 @@ class _Decoder:
     the first keyframe decoded (an open GOP's leading pictures need the GOP before it).
     """
 
-    def __init__(self, path: Path, index: FrameIndex, hardware_decoding: bool = False) -> None:
-        self._path, self._index, self._hardware = path, index, hardware_decoding
+    def __init__(
+        self, path: Path, index: FrameIndex, hardware_decoding: bool = False, frame_rate: Fraction | None = None
+    ) -> None:
+        self._path, self._index, self._hardware, self._frame_rate = path, index, hardware_decoding, frame_rate
         self._keyframes = frozenset(int(entry) for entry in index.entries)
         self._container: Any = None
 
@@ -165,7 +167,7 @@ class _Decoder:
 
     def _opened(self) -> Any:
         if self._container is None:
-            self._container = open_input(self._path, self._hardware)
+            self._container = open_input(self._path, self._hardware, self._frame_rate)
             self._container.streams.video[0].thread_type = CODEC_THREADS
         return self._container
 
@@ -190,6 +192,9 @@ class VideoReader:
         A video file, or an image sequence's pattern (``scans/%06d.png``).
     hardware_decoding : bool
         Decode on NVDEC where it can (see above); CPU decoding by default.
+    frame_rate : float or Fraction, optional
+        An image sequence's frames a second (23.976: NTSC's 24000/1001), which its images do not
+        carry; FFmpeg's 25 where None. ValueError for a video, which has its own.
 
     Attributes
     ----------
@@ -216,13 +221,16 @@ class VideoReader:
         ``frame(i)`` or ``frames(start)`` outside 0 .. ``info.frame_count`` - 1.
     """
 
-    def __init__(self, path: str | Path, *, hardware_decoding: bool = False) -> None:
+    def __init__(
+        self, path: str | Path, *, hardware_decoding: bool = False, frame_rate: float | Fraction | None = None
+    ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a file name (str or Path), got {type(path).__name__} {str(path)[:40]!r}")
         self.path = Path(path)
         self._hardware = hardware_decoding
-        self.info, self._index = probe_video(self.path)
-        self._decoder = _Decoder(self.path, self._index, hardware_decoding)
+        self._frame_rate = None if frame_rate is None else sequence_rate(self.path, frame_rate)
+        self.info, self._index = probe_video(self.path, self._frame_rate)
+        self._decoder = _Decoder(self.path, self._index, hardware_decoding, self._frame_rate)
         self._cursor: Iterator[tuple[int, Any]] | None = None
         self._cursor_next = 0  # the frame number the cursor decodes next
         self._closed = False
@@ -243,7 +251,7 @@ class VideoReader:
         """Where frames are decoded: "NVDEC" (the GPU's video decoder) or "CPU"."""
         if not self._hardware:
             return "CPU"
-        with open_input(self.path, hardware_decoding=True) as container:
+        with open_input(self.path, hardware_decoding=True, frame_rate=self._frame_rate) as container:
             return "NVDEC" if container.streams.video[0].codec_context.is_hwaccel else "CPU"
 
     def __enter__(self) -> VideoReader:
@@ -265,7 +273,7 @@ class VideoReader:
         reader): a pass from the file's start has a demuxer of its own, as ``timed_frames`` has.
         """
         self._check_open()
-        return open_input(self.path)
+        return open_input(self.path, frame_rate=self._frame_rate)
 
     def _check_open(self) -> None:
         if self._closed:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -256,6 +257,22 @@ def test_a_dpx_scan_is_written_back_at_its_depth(tmp_path, given, written) -> No
     )  # fmt: skip
     assert probe.stdout.strip() == written
     assert (tmp_path / "out" / "r0001.dpx").stat().st_size == (tmp_path / "r0001.dpx").stat().st_size
+
+
+def test_a_film_scan_sequence_is_read_at_the_rate_given(clip, tmp_path) -> None:
+    """A restorer's 24 fps scans became 25 fps ProRes, FFmpeg's rate for images that carry none."""
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v", "6",
+         str(tmp_path / "r%04d.png")],
+        check=True,
+    )  # fmt: skip
+    run = _cli("denoise", str(tmp_path / "r%04d.png"), str(tmp_path / "out.mkv"), "--frame-rate", "23.976", *FAST)
+    assert run.returncode == 0, run.stderr
+    with av.open(str(tmp_path / "out.mkv")) as container:
+        assert container.streams.video[0].average_rate == Fraction(24000, 1001)
+    assert len(read_frames(tmp_path / "out.mkv")) == 6
+    run = _cli("denoise", str(clip), str(tmp_path / "v.mkv"), "--frame-rate", "24", *FAST)
+    _one_clear_line(run, "a frame rate is given to image sequences, whose images carry none; a video keeps its own")
 
 
 def test_a_link_to_nothing_as_output_is_refused_before_any_work(clip, tmp_path) -> None:
