@@ -148,6 +148,14 @@ def test_the_summary_counts_the_warnings_each_files_log_holds(tmp_path) -> None:
          "-c:v", "ffv1", "-field_order", "tt", str(tmp_path / "tapes" / "interlaced.mkv")],
         check=True, timeout=60,
     )  # fmt: skip
+    # A restorer's scans beside them: each TIFF frame failed as a 2D "volume", the DPX ones were skipped.
+    for scans in ("reel1/%06d.tif", "reel2/r_%07d.dpx"):
+        (tmp_path / "tapes" / scans).parent.mkdir()
+        subprocess.run(
+            ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v", "3",
+             "-start_number", "86400", str(tmp_path / "tapes" / scans)],
+            check=True, timeout=60,
+        )  # fmt: skip
     out = tmp_path / "out"
     run = _batch(str(tmp_path / "tapes"), "--out", str(out), *OPTIONS)
     assert run.returncode == 0, run.stderr
@@ -156,6 +164,9 @@ def test_the_summary_counts_the_warnings_each_files_log_holds(tmp_path) -> None:
     assert _manifest(out)["interlaced.mkv"]["warnings"] == 1
     notes = tmp_path / "tapes" / "notes.txt"
     assert f"skipped 1 file not named as videos or volumes: {notes} (give a file by its own name" in run.stderr
+    for scans in ("reel1/%06d.tif", "reel2/r_%07d.dpx"):
+        assert f"skipped the image sequence {tmp_path / 'tapes' / scans} (3 images): a batch denoises" in run.stderr
+    assert list(_manifest(out)) == ["interlaced.mkv"]
 
 
 def test_the_summary_counts_the_damaged_frames_of_each_file(inputs, tmp_path) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...backend import resolve_backend
 from ...media.formats import check_encoding, encoder_preset
+from ...media.image_sequence import sequence_files
 from ...media.staged_output import folder_problem, held_by_a_run, hidden_name, remove_left_behind
 from ...video.export import ExportCancelledError
 from ..denoise import window_params
@@ -58,7 +59,8 @@ def run_batch(args: argparse.Namespace) -> int:
     options = {name: value for name, value in vars(args).items() if name not in BATCH_ARGUMENTS}
     left_out: list[Path] = []
     skipped: list[Path] = []
-    jobs = find_jobs(args.inputs, out, codec=args.codec, left_out=left_out, skipped=skipped)
+    sequences: list[Path] = []
+    jobs = find_jobs(args.inputs, out, codec=args.codec, left_out=left_out, skipped=skipped, sequences=sequences)
     if args.scheduler is None:
         resolve_backend(args.backend)  # a GPU asked for and missing: said once, not by every file
     manifest = Manifest(out)
@@ -72,6 +74,14 @@ def run_batch(args: argparse.Namespace) -> int:
         print(
             f"skipped {len(skipped)} file{'s' * (len(skipped) > 1)} not named as videos or volumes: {names} (give a "
             "file by its own name to try it)",
+            file=sys.stderr,
+        )
+    for pattern in [] if args.quiet else sequences:
+        count = len(sequence_files(pattern))
+        print(
+            f"skipped the image sequence {pattern} ({count} images): a batch denoises videos and volumes; denoise "
+            f"it with nlmeans-studio denoise '{pattern}' '{out / f'{pattern.parent.name}-{pattern.name}'}', its "
+            "frames together",
             file=sys.stderr,
         )
     if not args.quiet:

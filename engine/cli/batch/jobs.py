@@ -6,17 +6,21 @@ the folder, or to the glob's fixed leading folders (a file: its name alone), und
 folder; and its extension, unless the codec asked for cannot be held there (a .mov given
 ``--codec ffv1``), where it becomes .mkv, which holds every codec. A batch never reads outputs:
 neither the output folder's files nor those of a folder another batch wrote (its record there).
+An image sequence found in a folder (numbered images of one name) is no job: ``denoise`` filters
+its frames together, and the batch names it with that command.
 """
 
 from __future__ import annotations
 
 import glob
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...media.formats import OUTPUT_CONTAINERS
+from ...media.image_sequence import sequence_files
 from ...media.reader import VIDEO_SUFFIXES
 from ...volume.io import VOLUME_SUFFIXES
 
@@ -24,6 +28,9 @@ BATCH_MANIFEST = ".nlmeans-batch.json"  # in the output folder: the record of it
 LOG_FOLDER = ".nlmeans-logs"  # in the output folder: one log a file, at its output's relative path
 SEGMENT_FOLDER = ".nlmeans-segments"  # in the output folder: a long file's segments until they are joined
 ANY_CODEC_SUFFIX = ".mkv"  # Matroska holds every codec the writer has
+NUMBERED_IMAGE = re.compile(r"(.*?)(\d+)(\.[A-Za-z]+)")  # a sequence's image: a name, its number, its format
+SEQUENCE_SUFFIXES = (".png", ".tif", ".tiff", ".dpx", ".exr", ".jpg", ".jpeg")  # images FFmpeg reads as sequences
+SEQUENCE_WAY = "denoise each with nlmeans-studio denoise PATTERN OUTPUT, its frames together"
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,13 @@ class Job:
 
 
 def find_jobs(
-    inputs: list[str], out: Path, *, codec: str, left_out: list[Path] | None = None, skipped: list[Path] | None = None
+    inputs: list[str],
+    out: Path,
+    *,
+    codec: str,
+    left_out: list[Path] | None = None,
+    skipped: list[Path] | None = None,
+    sequences: list[Path] | None = None,
 ) -> list[Job]:
     """Find the jobs of ``inputs`` (files, folders, globs) with outputs under ``out``, in input order.
 
@@ -83,6 +96,9 @@ def find_jobs(
     skipped : list of Path, optional
         Gets the files of input folders and globs that are not named as videos or volumes (notes,
         thumbnails), hidden ones left out.
+    sequences : list of Path, optional
+        Gets the image sequences of input folders and globs (``_sequences``), as patterns
+        (``scans/%06d.dpx``): their images are neither jobs nor skipped files.
 
     Raises
     ------
@@ -93,9 +109,10 @@ def find_jobs(
     out = _absolute(out)
     left_out = [] if left_out is None else left_out
     skipped = [] if skipped is None else skipped
+    sequences = [] if sequences is None else sequences
     jobs: dict[str, Job] = {}
     for given in inputs:
-        for path, root in _files_of(given, out, left_out, skipped):
+        for path, root in _files_of(given, out, left_out, skipped, sequences):
             job = _job(path, path.relative_to(root), out, codec)
             other = jobs.setdefault(job.name, job)
             if other.input != job.input:
@@ -108,18 +125,22 @@ def find_jobs(
                 )
                 raise ValueError(f"{other.input} and {job.input} would both be written to {job.output}: {way_out}")
     if not jobs:
+        held = f" (only image sequences: {', '.join(map(str, sequences))}; {SEQUENCE_WAY})" if sequences else ""
         raise ValueError(
-            f"no video or volume file in {' '.join(inputs)}: give files, folders holding files named "
+            f"no video or volume file in {' '.join(inputs)}{held}: give files, folders holding files named "
             f"{', '.join((*VIDEO_SUFFIXES, *VOLUME_SUFFIXES))}, or globs matching some"
         )
     return list(jobs.values())
 
 
-def _files_of(given: str, out: Path, left_out: list[Path], skipped: list[Path]) -> list[tuple[Path, Path]]:
+def _files_of(
+    given: str, out: Path, left_out: list[Path], skipped: list[Path], sequences: list[Path]
+) -> list[tuple[Path, Path]]:
     """(file, root) pairs of one input, sorted by name; the root is what the output's path is relative to.
 
     The folders another batch wrote are not walked, but added to ``left_out``; a folder's or glob's
-    files that are not videos or volumes (``_is_media``), hidden ones but for, to ``skipped``.
+    image sequences to ``sequences`` (as patterns), its other files that are not videos or volumes
+    (``_is_media``), hidden ones but for, to ``skipped``.
     """
     path = _absolute(Path(given))
     if path.exists() and path.is_relative_to(out):
@@ -143,8 +164,43 @@ def _files_of(given: str, out: Path, left_out: list[Path], skipped: list[Path]) 
     else:
         raise ValueError(f"{given}: no such file or folder, and not a glob (*, ?, [...]): check the name")
     found = sorted((file, root) for file in files if not file.is_relative_to(out))
+    runs = _sequences([file for file, _ in found if not _hidden(file.relative_to(root))])
+    sequences += runs
+    in_runs = {file for pattern in runs for file in sequence_files(pattern)}
+    found = [(file, root) for file, root in found if file not in in_runs]
     skipped += [file for file, _ in found if not (_hidden(file.relative_to(root)) or _is_media(file.relative_to(root)))]
     return [(file, root) for file, root in found if _is_media(file.relative_to(root))]
+
+
+def _sequences(files: list[Path]) -> list[Path]:
+    """Return the image sequences among ``files``, as patterns: numbered images of one name, two or more.
+
+    A film scan's frames (reel1_086400.dpx, ...), which a batch would otherwise fail one by one as
+    2D images or skip. Numbered TIFF stacks of several planes stay volumes.
+    """
+    runs: dict[tuple[Path, str, int, str], list[Path]] = {}
+    for file in files:
+        match = NUMBERED_IMAGE.fullmatch(file.name)
+        if match and match[3].lower() in SEQUENCE_SUFFIXES:
+            runs.setdefault((file.parent, match[1], len(match[2]), match[3]), []).append(file)
+    return [
+        folder / f"{prefix.replace('%', '%%')}%0{digits}d{suffix}"
+        for (folder, prefix, digits, suffix), images in runs.items()
+        if len(images) > 1 and not _a_volume(images[0])
+    ]
+
+
+def _a_volume(image: Path) -> bool:
+    """Whether a numbered image is a stack of planes (a TIFF volume), not one frame of a sequence."""
+    if image.suffix.lower() not in VOLUME_SUFFIXES:
+        return False
+    try:
+        import tifffile
+
+        with tifffile.TiffFile(image) as tiff:
+            return len(tiff.pages) > 1
+    except Exception:  # unreadable here: the job that reads it says why
+        return True
 
 
 def _walk_inputs(root: Path, out: Path, left_out: list[Path]) -> Iterator[tuple[str, list[str], list[str]]]:
