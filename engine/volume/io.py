@@ -32,6 +32,9 @@ FORMAT_NAMES = {"nifti": "NIfTI", "tiff": "TIFF", "npy": "NumPy .npy"}
 SUFFIXES = {".nii": "nifti", ".nii.gz": "nifti", ".tif": "tiff", ".tiff": "tiff", ".npy": "npy"}
 VOLUME_SUFFIXES = tuple(SUFFIXES)  # the file names read_volume and write_volume take: ".nii.gz", ...
 NIFTI_UNITS = {"meter": 1.0, "mm": 1e-3, "micron": 1e-6}  # the lengths a NIfTI header codes
+# What Fiji shows an ImageJ stack with and notes of it, kept for the stack written back: composite
+# or gray, channel colours and display ranges, slice labels, the acquisition's Info and Properties.
+IMAGEJ_DISPLAY = ("mode", "min", "max", "Ranges", "LUTs", "Labels", "Info", "Properties")
 
 
 def names_a_volume(path: str | Path) -> bool:
@@ -363,6 +366,7 @@ def _read(path: Path, kind: str, series: bool = False) -> VolumeFile:
                 unit = tiff.shaped_metadata[0].get("unit", unit)
         extra = {
             "imagej": bool(imagej),
+            "imagej_display": {key: imagej[key] for key in IMAGEJ_DISPLAY if key in imagej},
             "ome": tiff.is_ome,
             "unit": unit,
             "channels": channels,

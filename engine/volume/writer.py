@@ -265,7 +265,9 @@ def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile, *, ome: bool = 
             resolution = (0.01 / (spacing_x * METRES[unit]), 0.01 / (spacing_y * METRES[unit]))
         options["resolutionunit"] = "CENTIMETER" if unit in METRES else "NONE"
     elif (like.extra.get("imagej") or unit) and imagej:
-        options = {"imagej": True, "metadata": {"spacing": spacing_z, "axes": axes, **({"unit": unit} if unit else {})}}
+        display = like.extra.get("imagej_display", {})  # Fiji's composite, colours, ranges, labels and notes
+        metadata = {"spacing": spacing_z, "axes": axes, **({"unit": unit} if unit else {}), **display}
+        options = {"imagej": True, "metadata": metadata}
     else:
         metadata = {"spacing": spacing_z, **({"unit": unit} if unit else {}), **({"axes": axes} if channels else {})}
         options = {"metadata": metadata, "resolutionunit": "NONE"}

@@ -499,7 +499,11 @@ def test_multichannel_tiff_stacks_keep_their_channels_apart(tmp_path, capsys) ->
     takes them, and an ImageJ hyperstack written back as one; time series refused."""
     rng = np.random.default_rng(5)
     stack = rng.integers(100, 900, (12, 2, 16, 18), dtype=np.uint16)  # Z, C, Y, X
-    tifffile.imwrite(tmp_path / "ij.tif", stack, imagej=True, metadata={"axes": "ZCYX", "spacing": 2.0})
+    red, green = (np.zeros((3, 256), np.uint8) for _ in range(2))
+    red[0] = green[1] = np.arange(256)
+    fiji = {"mode": "composite", "Ranges": (100.0, 900.0, 150.0, 850.0), "LUTs": [red, green], "Info": "63x oil"}
+    fiji |= {"Labels": [f"z{z}c{c}" for z in range(12) for c in range(2)], "Properties": {"scope": "A1"}}
+    tifffile.imwrite(tmp_path / "ij.tif", stack, imagej=True, metadata={"axes": "ZCYX", "spacing": 2.0, **fiji})
     tifffile.imwrite(tmp_path / "ome.ome.tif", stack.transpose(1, 0, 2, 3), ome=True, metadata={"axes": "CZYX"})
     for name in ("ij.tif", "ome.ome.tif"):
         np.testing.assert_array_equal(read_volume(tmp_path / name).data, stack.transpose(0, 2, 3, 1))
@@ -508,6 +512,12 @@ def test_multichannel_tiff_stacks_keep_their_channels_apart(tmp_path, capsys) ->
     with tifffile.TiffFile(tmp_path / "out.tif") as written:
         assert written.series[0].axes == "ZCYX" and written.series[0].shape == stack.shape
         assert written.imagej_metadata["spacing"] == 2.0
+        # Fiji's display and notes (a microscopist's composite came back gray, without colours or labels)
+        kept = written.imagej_metadata
+        assert {key: kept[key] for key in ("mode", "Ranges", "Info", "Labels", "Properties")} == {
+            key: fiji[key] for key in ("mode", "Ranges", "Info", "Labels", "Properties")
+        }
+        np.testing.assert_array_equal(kept["LUTs"], fiji["LUTs"])
     tifffile.imwrite(tmp_path / "t.tif", stack[:3], imagej=True, metadata={"axes": "TZYX"})
     assert main(["denoise-volume", str(tmp_path / "t.tif"), str(tmp_path / "t_out.tif"), "--h", "5"]) == 1
     assert "a TIFF series of 3 time points (TZYX" in capsys.readouterr().err
