@@ -105,6 +105,13 @@ def engine_main(arguments: list[str]) -> int:
     return command_line(arguments)
 
 
+def _exists(path: Path) -> bool:
+    """Whether ``path`` is a file, or an image sequence's pattern (``scans/%06d.dpx``) with images."""
+    from nlmeans_studio.engine import is_image_sequence, sequence_files
+
+    return path.is_file() or (is_image_sequence(path) and bool(sequence_files(path)))
+
+
 def _dispatch(arguments: list[str]) -> int:
     if arguments[:1] in (["-h"], ["--help"]):
         with contextlib.suppress(SystemExit):  # argparse ends there after printing the engine's commands
@@ -123,7 +130,7 @@ def _dispatch(arguments: list[str]) -> int:
     if arguments and arguments[0] != "gui":
         return engine_main(arguments)
     path = _gui_parser().parse_args(arguments[1:]).file
-    if path is not None and not Path(path).is_file():  # said here too, and in the window's banner
+    if path is not None and not _exists(Path(path)):  # said here too, and in the window's banner
         print(f"nlmeans-studio: {path}: no such file", file=sys.stderr)
     missing = [name for name in ("PySide6", "pyqtgraph") if importlib.util.find_spec(name) is None]
     if missing:

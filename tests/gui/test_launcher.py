@@ -24,6 +24,18 @@ def test_commands_go_to_the_engine_and_a_missing_file_is_said(capsys, monkeypatc
     assert "missing.mp4: no such file" in capsys.readouterr().err
 
 
+def test_an_image_sequence_to_open_is_not_said_missing(capsys, monkeypatch, tmp_path) -> None:
+    """A restorer's scans/%06d.dpx opened and played, but the launcher said "no such file" of it."""
+    for number in range(3):
+        (tmp_path / f"{number:06d}.dpx").write_bytes(b"a scan")
+    monkeypatch.setattr("nlmeans_studio.gui.launcher.display_problem", lambda: None)
+    monkeypatch.setattr("nlmeans_studio.gui.app.run", lambda path: 0)
+    assert main(["gui", str(tmp_path / "%06d.dpx")]) == 0
+    assert "no such file" not in capsys.readouterr().err
+    assert main(["gui", str(tmp_path / "x%04d.dpx")]) == 0  # no images of this pattern
+    assert "x%04d.dpx: no such file" in capsys.readouterr().err
+
+
 def test_help_lists_the_window_commands(capsys) -> None:
     assert main(["--help"]) == 0
     text = capsys.readouterr().out
