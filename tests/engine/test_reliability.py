@@ -216,7 +216,8 @@ def test_estimate_noise_reads_a_tiff_sequence_as_a_clip(tmp_path) -> None:
     assert len(json.loads(run.stdout)["sigma"]) == 3
 
 
-def test_an_exr_sequence_keeps_its_highlights_above_one(tmp_path) -> None:
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_an_exr_sequence_keeps_its_highlights_above_one(tmp_path, backend) -> None:
     """A restorer's linear EXR scans (up to 1.94) came back cut at 1.0: read as 16-bit, as a single
     EXR is not. Floats stay floats, from the reader through the filter to the images written."""
     rng = np.random.default_rng(3)
@@ -229,7 +230,15 @@ def test_an_exr_sequence_keeps_its_highlights_above_one(tmp_path) -> None:
             container.mux(stream.encode(av.VideoFrame.from_ndarray(noisy, format="gbrpf32le")))
         container.mux(stream.encode(None))
     (tmp_path / "out").mkdir()
-    run = _cli("denoise", str(tmp_path / "scan%04d.exr"), str(tmp_path / "out" / "scan%04d.exr"), "--h", "2")
+    run = _cli(
+        "denoise",
+        str(tmp_path / "scan%04d.exr"),
+        str(tmp_path / "out" / "scan%04d.exr"),
+        "--h",
+        "2",
+        "--backend",
+        backend,
+    )
     assert run.returncode == 0, run.stderr
     written = read_frames(tmp_path / "out" / "scan%04d.exr")
     assert written.dtype == np.float32 and written.shape == (4, 48, 64, 3)
