@@ -20,7 +20,18 @@ SEQUENCE_NUMBER = re.compile(r"%(?:(%)|0?(\d*)d)")
 
 
 def is_image_sequence(path: Path) -> bool:
-    """Whether ``path`` names numbered images, printf-style: ``scans/%06d.png``."""
+    """Return whether ``path`` names numbered images, printf-style: ``scans/%06d.png``.
+
+    Parameters
+    ----------
+    path : Path
+        A file name or a pattern; "%%" is FFmpeg's escaped "%", no frame number's place.
+
+    Returns
+    -------
+    bool
+        True where the name holds a frame number's place (%d, %06d).
+    """
     return any(place[1] is None for place in SEQUENCE_NUMBER.finditer(path.name))
 
 
@@ -33,7 +44,18 @@ def _numbered_name(name: str, number: Callable[[int], str]) -> str:
 
 
 def sequence_files(path: Path) -> list[Path]:
-    """Return the files of an image sequence that exist, in frame number order."""
+    """Return the files of an image sequence that exist, in frame number order.
+
+    Parameters
+    ----------
+    path : Path
+        The sequence's pattern (``scans/%06d.dpx``): %06d takes six digits or more, %d any.
+
+    Returns
+    -------
+    list of Path
+        The images of that name in its folder, by their numbers; empty where there are none.
+    """
     return [file for _, file in numbered_images(path)]
 
 

@@ -40,8 +40,16 @@ IMAGEJ_DISPLAY = ("mode", "min", "max", "Ranges", "LUTs", "Labels", "Info", "Pro
 def names_a_volume(path: str | Path) -> bool:
     """Return whether ``path`` names a volume file, not a video.
 
-    A suffix of VOLUME_SUFFIXES (any case), and no frame number's place: ``scans/%06d.tif`` is
-    an image sequence, which the video commands read.
+    Parameters
+    ----------
+    path : str or Path
+        A file name.
+
+    Returns
+    -------
+    bool
+        True for a suffix of VOLUME_SUFFIXES (any case) without a frame number's place:
+        ``scans/%06d.tif`` is an image sequence, which the video commands read.
     """
     return str(path).lower().endswith(VOLUME_SUFFIXES) and not is_image_sequence(Path(path))
 
