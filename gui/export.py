@@ -58,6 +58,7 @@ from nlmeans_studio.engine import (
 from .worker import Worker, WorkerThread
 
 CANCELLED = "Export cancelled; no file was written."
+SEQUENCE_RATES = (23.976, 24.0, 25.0, 29.97, 30.0, 48.0, 50.0, 59.94, 60.0)  # frames a second a sequence is read at
 FAILED = "Export failed"  # how a failed export's message begins
 # The extension an output's name is given when its container cannot hold the codec chosen
 SUFFIXES = {
@@ -79,6 +80,7 @@ class ExportSettings:
     codec: str
     crf: int
     frames: range
+    frame_rate: float | None = None  # an image sequence's frames a second (its images carry none); None: 25
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,21 @@ def stop_exports_asked(parent: QWidget, count: int) -> bool:
     return box.clickedButton() is stop
 
 
+def _rate_box(chosen: object) -> QComboBox:
+    """The frame rates an image sequence is offered at, ``chosen`` (the last export's, as settings
+    keep it: a number or its text) or 25 first."""
+    box = QComboBox()
+    for rate in SEQUENCE_RATES:
+        box.addItem(f"{rate:g} fps" + (" (NTSC's 24000/1001)" if rate == 23.976 else ""), rate)
+    try:
+        rate = float(chosen)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        rate = 25.0
+    box.setCurrentIndex(box.findData(rate if rate in SEQUENCE_RATES else 25.0))
+    box.setToolTip("Images carry no frame rate: a film scan's is 24; FFmpeg reads them at 25")
+    return box
+
+
 def _codec_box(chosen: str | None) -> QComboBox:
     """The codecs, those this machine cannot encode greyed with the reason as their tooltip (NVENC
     without an NVIDIA video encoder); ``chosen`` selected where it can be (the last export's)."""
@@ -187,6 +204,7 @@ class ExportDialog(QDialog):
         frames: range,
         queued: Collection[Path] = (),
         codec: str | None = None,
+        frame_rate: object = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Export denoised clip")
@@ -207,6 +225,8 @@ class ExportDialog(QDialog):
             box.setRange(1, info.frame_count)
             box.setValue(value)
             box.valueChanged.connect(self._range_changed)
+        self.frame_rate = _rate_box(frame_rate)  # an image sequence's: shown for one alone
+        self.frame_rate.currentIndexChanged.connect(self._range_changed)
         self.span = QLabel()
         self.replaces = QLabel()
         self.replaces.setWordWrap(True)
@@ -229,6 +249,10 @@ class ExportDialog(QDialog):
         form.addRow("Quality (CRF)", self.crf)
         form.addRow("First frame", self.first)
         form.addRow("Last frame", self.last)
+        if is_image_sequence(source):  # images carry no rate: a film scan's is 24, FFmpeg reads 25
+            form.addRow("Frame rate", self.frame_rate)
+        else:
+            self.frame_rate.hide()
         form.addRow("", self.span)
         self.streams = QLabel()
         self.streams.setWordWrap(True)
@@ -335,9 +359,15 @@ class ExportDialog(QDialog):
     def _seconds(self) -> str:
         """When the range begins and ends (where its last frame ends), in seconds from frame 0."""
         frames = self._frames()
+        if (rate := self._frame_rate()) is not None:  # a sequence at the rate chosen
+            return f"{frames.start / rate:.3f} s to {frames.stop / rate:.3f} s"
         start = self._frame_times[frames.start]
         end = self._frame_times[frames.stop] if frames.stop < len(self._frame_times) else self._info.duration
         return f"{start:.3f} s to {end:.3f} s"
+
+    def _frame_rate(self) -> float | None:
+        """The rate chosen for an image sequence; None for a clip, which has its own."""
+        return self.frame_rate.currentData() if is_image_sequence(self._source) else None
 
     def settings(self) -> ExportSettings:
         return ExportSettings(
@@ -345,6 +375,7 @@ class ExportDialog(QDialog):
             codec=self.codec.currentData(),
             crf=self.crf.value(),
             frames=self._frames(),
+            frame_rate=self._frame_rate(),
         )
 
     def describe(self) -> str:
@@ -381,6 +412,7 @@ class ExportWorker(Worker):
                 progress=lambda done, total, seconds: self.progressed.emit(number, done, total, seconds),
                 cancel=self.cancel_event(number),
                 luma_chroma=request.luma_chroma,
+                frame_rate=settings.frame_rate,
             )
         except ExportCancelledError:
             self.cancelled.emit(number)

@@ -65,6 +65,7 @@ DEBOUNCE_MS = 40  # a slider's movements within this time make one request
 # How the banner's messages on an export begin ("Exported: 2 frames of the source are damaged ...", a failure)
 EXPORT_MESSAGES = ("Exported:", EXPORT_FAILED)
 EXPORT_CODEC = "export/codec"  # the setting that keeps the codec of the last export
+EXPORT_RATE = "export/sequence_rate"  # and the frame rate an image sequence was last exported at
 UNFILTERED, QUICK, SHOWN, EXACT = STAGES  # the passes of a still, in the order they come
 STAGE_NOTES = {  # what the after half says of the pass it shows (nothing for the exact frame)
     UNFILTERED: "not filtered yet",
@@ -635,9 +636,16 @@ class MainWindow(QMainWindow):
         if self.path is None or self.info is None:
             return self.show_error("Open a clip first.")
         frames = range(*self.frame_slider.play_range())
-        last_codec = self.settings.value(EXPORT_CODEC)
+        last_codec, last_rate = self.settings.value(EXPORT_CODEC), self.settings.value(EXPORT_RATE)
         dialog = ExportDialog(
-            self, self.path, self.info, self.frame_times, frames, queued=self.exports.targets(), codec=last_codec
+            self,
+            self.path,
+            self.info,
+            self.frame_times,
+            frames,
+            queued=self.exports.targets(),
+            codec=last_codec,
+            frame_rate=last_rate,
         )
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         source, params, backend = self.path, self.current_params(), self.parameters.backend_name()
@@ -646,6 +654,8 @@ class MainWindow(QMainWindow):
         def export() -> None:
             settings = dialog.settings()
             self.settings.setValue(EXPORT_CODEC, settings.codec)  # offered first next time
+            if settings.frame_rate is not None:
+                self.settings.setValue(EXPORT_RATE, settings.frame_rate)
             self.exports.add(ExportRequest(source, settings, params, backend, luma_chroma), dialog.describe())
 
         dialog.accepted.connect(export)

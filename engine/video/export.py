@@ -191,17 +191,19 @@ class _BackgroundWriter:
 Source = str | Path | PipeReader | VideoReader
 
 
-def _opened(source: Source, hardware_decoding: bool = False) -> contextlib.AbstractContextManager:
+def _opened(
+    source: Source, hardware_decoding: bool = False, frame_rate: float | None = None
+) -> contextlib.AbstractContextManager:
     """Return a reader of ``source``.
 
-    A VideoReader, or for standard input a PipeReader (read once); a reader given is used as it is,
-    and left open.
+    A VideoReader (an image sequence's at ``frame_rate``), or for standard input a PipeReader
+    (read once); a reader given is used as it is, and left open.
     """
     if isinstance(source, (PipeReader, VideoReader)):
         return contextlib.nullcontext(source)
     if str(source) == PIPE:
         return PipeReader()
-    return VideoReader(source, hardware_decoding=hardware_decoding)
+    return VideoReader(source, hardware_decoding=hardware_decoding, frame_rate=frame_rate)
 
 
 def frame_range(
@@ -433,6 +435,7 @@ def denoise_file(
     luma_chroma: tuple[float, float, str] | None = None,
     guide: str | None = None,
     devices: Sequence[int] | str | None = None,
+    frame_rate: float | None = None,
 ) -> ExportSummary:
     """Denoise ``source`` into ``target`` and return what was done.
 
@@ -482,6 +485,9 @@ def denoise_file(
         seconds elapsed).
     cancel : threading.Event, optional
         Set it from another thread to stop; ``ExportCancelledError`` is raised and nothing is written.
+    frame_rate : float, optional
+        An image sequence's frames a second, which its images do not carry (``VideoReader``'s
+        ``frame_rate``): 24 for film scans; FFmpeg's 25 where None. ValueError for a video.
 
     Returns
     -------
@@ -509,7 +515,7 @@ def denoise_file(
     cancel = cancel or threading.Event()
     denoiser = denoiser_for(params, backend=backend, luma_chroma=luma_chroma, guide=guide, devices=devices)
     started = time.perf_counter()
-    with _opened(source, hardware_decoding=denoiser.backend == "gpu") as reader:
+    with _opened(source, hardware_decoding=denoiser.backend == "gpu", frame_rate=frame_rate) as reader:
         info, decoder = reader.info, reader.decoder
         if denoiser.backend == "cpu":
             smaller = "use a smaller temporal window (frames_past, frames_future)"

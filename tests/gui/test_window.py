@@ -500,6 +500,33 @@ def test_a_scanned_sequence_is_proposed_as_a_sequence_of_its_format(qtbot, windo
     ]
 
 
+def test_a_scanned_sequence_exports_at_the_frame_rate_chosen(qtbot, window, tmp_path) -> None:
+    """A restorer's 24 fps scans became 25 fps video, FFmpeg's rate for images, which carry none."""
+    import subprocess
+
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v", "3",
+         str(tmp_path / "%04d.png")],
+        check=True,
+    )  # fmt: skip
+    opened(qtbot, window, tmp_path / "%04d.png")
+    dialog = export_dialog_opened(qtbot, window)
+    assert dialog.frame_rate.isVisible() and dialog.frame_rate.currentData() == 25.0
+    dialog.frame_rate.setFocus()
+    qtbot.keyClick(dialog.frame_rate, KEY.Key_Up)  # 25 -> 24
+    assert dialog.frame_rate.currentData() == 24.0 and "0.000 s to 0.125 s" in dialog.span.text()
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "reel.mkv"))
+    qtbot.mouseClick(dialog.export_button, Qt.MouseButton.LeftButton)
+    exports_done(qtbot, window)
+    with av.open(str(tmp_path / "reel.mkv")) as container:
+        assert container.streams.video[0].average_rate == 24
+    assert len(read_frames(tmp_path / "reel.mkv")) == 3
+    dialog = export_dialog_opened(qtbot, window)  # the rate offered first next time
+    assert dialog.frame_rate.currentData() == 24.0
+    dialog.reject()
+
+
 def test_exports_queue_and_run_one_after_another(qtbot, window, clip, tmp_path) -> None:
     opened(qtbot, window, clip[0])
     resume = threading.Event()
