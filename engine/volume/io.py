@@ -35,6 +35,8 @@ NIFTI_UNITS = {"meter": 1.0, "mm": 1e-3, "micron": 1e-6}  # the lengths a NIfTI 
 # What Fiji shows an ImageJ stack with and notes of it, kept for the stack written back: composite
 # or gray, channel colours and display ranges, slice labels, the acquisition's Info and Properties.
 IMAGEJ_DISPLAY = ("mode", "min", "max", "Ranges", "LUTs", "Labels", "Info", "Properties")
+# TIFF compressions that keep every value: a stack so compressed is written back so (JPEG's is not)
+LOSSLESS_TIFF = ("LZW", "ADOBE_DEFLATE", "DEFLATE", "ZSTD", "PACKBITS", "LZMA")
 
 
 def names_a_volume(path: str | Path) -> bool:
@@ -380,6 +382,10 @@ def _read(path: Path, kind: str, series: bool = False) -> VolumeFile:
             "channels": channels,
             "channels_first": first,
             "channel_names": names if channels and names and len(names) == data.shape[-1] else None,
+            # kept for the TIFF written back: a lossless compression (as it is, with its predictor), BigTIFF
+            "compression": page.compression.name if page.compression.name in LOSSLESS_TIFF else None,
+            "predictor": page.predictor,
+            "bigtiff": tiff.is_bigtiff,
         }
         return VolumeFile(data, tuple(spacing), kind, extra=extra)
     return VolumeFile(_load_npy(path), format=kind)

@@ -277,5 +277,20 @@ def _write_tiff(file: Any, values: np.ndarray, like: VolumeFile, *, ome: bool = 
         resolution=resolution,
         photometric="rgb" if rgb else "minisblack",
         planarconfig="contig" if samples else None,  # else tifffile takes (X, S) for the planes of 2 samples
+        **_packed_as(like, tifffile, imagej="imagej" in options),
         **options,
     )
+
+
+def _packed_as(like: VolumeFile, tifffile: Any, *, imagej: bool) -> dict[str, Any]:
+    """Return how the TIFF written back is packed: as its TIFF source, compressed where losslessly.
+
+    Its compression and predictor, and BigTIFF but for an ImageJ stack (which ImageJ reads from
+    classic TIFF alone): a microscopist's 548 KB zlib stack came back as 790 KB uncompressed.
+    """
+    name = like.extra.get("compression")
+    packed: dict[str, Any] = {"bigtiff": bool(like.extra.get("bigtiff")) and not imagej}
+    if name:
+        packed["compression"] = tifffile.COMPRESSION[name]
+        packed["predictor"] = like.extra.get("predictor", 1) != 1
+    return packed
