@@ -411,8 +411,7 @@ def _first_number(reader: VideoReader | PipeReader) -> int:
     A sequence's own first image's (a reel scanned from 086400 keeps its numbers), else 1, as
     FFmpeg numbers them.
     """
-    path = getattr(reader, "path", None)
-    return first_image_number(path) if isinstance(path, Path) and is_image_sequence(path) else 1
+    return first_image_number(reader.path) if is_image_sequence(reader.path) else 1
 
 
 def denoise_file(

@@ -192,8 +192,10 @@ class VolumeFile:
         imaging different structures; a NIfTI's vector voxels), else as ``denoise_volume``'s
         "auto" takes it for ``h`` (RGB samples, a 4D .npy: ``automatic_channel_mode``).
         """
-        if requested != "auto" or self.extra.get("series"):  # a series' volumes have one channel each
-            return "together" if requested == "auto" else requested
+        if requested != "auto":
+            return requested
+        if self.extra.get("series"):  # a series' volumes have one channel each
+            return "together"
         if self.extra.get("channels") and self.data.ndim == 4:
             return "separately"
         return automatic_channel_mode(self.data, h)
