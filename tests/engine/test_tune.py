@@ -205,7 +205,7 @@ def test_live_feeds_zero_delay_windows_at_the_rate_and_keeps_those_in_time(grati
 
     def watched(source, target, params, **options):
         status = denoise_live(source, target, params, **options)
-        runs.append((float(source.info.frame_rate), params.frames_future, options["codec"], status.frames))
+        runs.append((float(source.info.frame_rate), params.frames_future, options["codec"], status.frames + status.dropped))
         return status
 
     monkeypatch.setattr(tune, "denoise_live", watched)
@@ -214,7 +214,8 @@ def test_live_feeds_zero_delay_windows_at_the_rate_and_keeps_those_in_time(grati
     report = json.loads(capsys.readouterr().out)
     assert report["live"] and len(report["candidates"]) >= 4
     assert all(run[:3] == (10.0, 0, "ffv1") for run in runs)
-    # Each window: half a second's frames untimed (what the path loads), then a second's timed, each written.
+    # Each window: half a second's frames untimed (what the path loads), then a second's timed, each written
+    # or dropped (a loaded CI's 2 cores dropped some: the count is of frames fed, not of the machine's speed).
     timed = [frames for *_, frames in runs if frames >= 9]
     assert len(timed) >= len(report["candidates"]) and len(runs) >= 2 * len(report["candidates"])
     assert all(row["frames_future"] == 0 and row["latency_p95_ms"] > 0 for row in report["candidates"])
