@@ -379,13 +379,21 @@ def add_denoise_options(parser: argparse.ArgumentParser) -> None:
 def _add_batch_parser(commands: argparse._SubParsersAction) -> None:
     batch = commands.add_parser(
         "batch",
-        help="denoise many videos and volumes (files, folders, globs) into a folder, on a Dask cluster",
+        help="denoise many videos, image sequences and volumes (files, folders, globs) into a folder, on a Dask "
+        "cluster",
         description="Denoise every INPUT into --out DIR, at the same path under DIR as under its folder or glob's "
         "root, one file a task on a Dask cluster: a local one sized to this machine, or --scheduler's. Volumes "
-        "(.nii, .nii.gz, .tif, .tiff, .npy) go through denoise-volume, with the options below that it has. "
+        "(.nii, .nii.gz, .tif, .tiff, .npy) go through denoise-volume, with the options below that it has; an "
+        "image sequence (numbered images of one name, found in a folder or given as a pattern) is one file, its "
+        "output a sequence of the same name under DIR. "
         f"DIR/{BATCH_MANIFEST} records each file; a rerun skips those done and redoes the rest.",
     )
-    batch.add_argument("inputs", nargs="+", metavar="INPUT", help="video or volume files, folders, or globs")
+    batch.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="video or volume files, image sequences' patterns (scans/%%06d.dpx), folders, or globs",
+    )
     batch.add_argument("--out", required=True, metavar="DIR", help="the folder the outputs go to (made if missing)")
     batch.add_argument(
         "--jobs", type=_count, default=None, help="files at once on this machine (default: one a core, or a GPU)"

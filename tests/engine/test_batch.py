@@ -148,14 +148,6 @@ def test_the_summary_counts_the_warnings_each_files_log_holds(tmp_path) -> None:
          "-c:v", "ffv1", "-field_order", "tt", str(tmp_path / "tapes" / "interlaced.mkv")],
         check=True, timeout=60,
     )  # fmt: skip
-    # A restorer's scans beside them: each TIFF frame failed as a 2D "volume", the DPX ones were skipped.
-    for scans in ("reel1/%06d.tif", "reel2/r_%07d.dpx"):
-        (tmp_path / "tapes" / scans).parent.mkdir()
-        subprocess.run(
-            ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v", "3",
-             "-start_number", "86400", str(tmp_path / "tapes" / scans)],
-            check=True, timeout=60,
-        )  # fmt: skip
     out = tmp_path / "out"
     run = _batch(str(tmp_path / "tapes"), "--out", str(out), *OPTIONS)
     assert run.returncode == 0, run.stderr
@@ -164,9 +156,46 @@ def test_the_summary_counts_the_warnings_each_files_log_holds(tmp_path) -> None:
     assert _manifest(out)["interlaced.mkv"]["warnings"] == 1
     notes = tmp_path / "tapes" / "notes.txt"
     assert f"skipped 1 file not named as videos or volumes: {notes} (give a file by its own name" in run.stderr
-    for scans in ("reel1/%06d.tif", "reel2/r_%07d.dpx"):
-        assert f"skipped the image sequence {tmp_path / 'tapes' / scans} (3 images): a batch denoises" in run.stderr
     assert list(_manifest(out)) == ["interlaced.mkv"]
+
+
+def test_image_sequences_are_files_of_the_batch_written_as_denoise_writes_them(tmp_path) -> None:
+    """A restorer's reels of scans in an archive folder: each TIFF frame failed as a 2D "volume", the
+    DPX ones were skipped. Now each reel is one file, its output a sequence of the same name, format
+    and numbers, the frames those of ``denoise`` on the reel; a rerun redoes a reel whose image was
+    rescanned or whose output lost an image, and a reel given as a pattern is taken too."""
+    reels = {"reel1/%06d.tif": "testsrc2", "reel2/r_%07d.dpx": "mandelbrot"}
+    for scans, source in reels.items():
+        (tmp_path / "scans" / scans).parent.mkdir(parents=True)
+        subprocess.run(
+            ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", f"{source}=size=64x48:rate=25", "-vf",
+             "noise=alls=20:allf=t", "-frames:v", "4", "-start_number", "86400", str(tmp_path / "scans" / scans)],
+            check=True, timeout=60,
+        )  # fmt: skip
+    out = tmp_path / "out"
+    run = _batch(str(tmp_path / "scans"), "--out", str(out), "--jobs", "1", *OPTIONS, "--frame-rate", "24")
+    assert run.returncode == 0, run.stderr
+    assert "2 files (2 of them image sequences): 0 done before, 2 to denoise" in run.stderr
+    for scans in reels:
+        assert re.search(rf"^{re.escape(scans)}\s+4\s+[\d.]+\s+done$", run.stdout, re.MULTILINE), run.stdout
+        alone = tmp_path / "alone" / scans
+        alone.parent.mkdir(parents=True)
+        command_line(["denoise", str(tmp_path / "scans" / scans), str(alone), *OPTIONS, "--frame-rate", "24"])
+        written = sorted(path.name for path in (out / scans).parent.iterdir())
+        assert written == sorted(path.name for path in alone.parent.iterdir()), written
+        assert written[0].endswith("086400" + Path(scans).suffix) and len(written) == 4
+        assert np.array_equal(read_frames(out / scans), read_frames(alone)), scans
+    again = _batch(str(tmp_path / "scans"), "--out", str(out), "--jobs", "1", *OPTIONS, "--frame-rate", "24")
+    assert again.returncode == 0 and "0 done before" not in again.stderr and "2 done before" in again.stderr
+    rescanned = tmp_path / "scans" / "reel1" / "086401.tif"
+    os.utime(rescanned, ns=(rescanned.stat().st_atime_ns, rescanned.stat().st_mtime_ns + 10**9))
+    (out / "reel2" / "r_0086403.dpx").unlink()
+    redone = _batch(str(tmp_path / "scans"), "--out", str(out), "--jobs", "1", *OPTIONS, "--frame-rate", "24")
+    assert redone.returncode == 0 and "0 done before, 2 to denoise" in redone.stderr, redone.stderr
+    assert len(list((out / "reel2").iterdir())) == 4
+    pattern = tmp_path / "scans" / "reel2" / "r_%07d.dpx"  # given alone: named by its own name, as a file is
+    alone = _batch(str(pattern), "--out", str(tmp_path / "one"), "--jobs", "1", *OPTIONS, "--frame-rate", "24")
+    assert alone.returncode == 0 and len(list((tmp_path / "one").glob("r_*.dpx"))) == 4, alone.stderr
 
 
 def test_the_summary_counts_the_damaged_frames_of_each_file(inputs, tmp_path) -> None:
@@ -383,7 +412,7 @@ def test_a_batch_on_a_scheduler_started_apart_stops_its_running_files_when_cance
     ("arguments", "message"),
     [
         (["{missing}", "--out", "{tmp}/out"], "missing: no such file or folder, and not a glob"),
-        (["{tmp}/*.mkv", "--out", "{tmp}/out"], "no video or volume file in "),
+        (["{tmp}/*.mkv", "--out", "{tmp}/out"], "no video, volume or image sequence in "),
         (["{inputs}", "--out", "{inputs}/a/one.mkv"], "is a file: give a folder"),
         (["{inputs}", "--out", "{tmp}/out", "--scheduler", "tcp://127.0.0.1:9"], "cannot reach the Dask scheduler at "
          "tcp://127.0.0.1:9 (Timed out"),
@@ -496,7 +525,7 @@ def test_a_rerun_with_other_options_replaces_outputs_only_with_overwrite(inputs,
 
 
 def test_outputs_are_never_inputs_whatever_the_folders(inputs, tmp_path) -> None:
-    """An --out that holds the inputs named no file ("no video or volume file in ..."); another
+    """An --out that holds the inputs named no file ("no video, volume or image sequence in ..."); another
     batch's output folder inside an input folder was denoised again as inputs."""
     tapes = tmp_path / "tapes"
     shutil.copytree(inputs / "a", tapes)

@@ -205,7 +205,9 @@ def test_live_feeds_zero_delay_windows_at_the_rate_and_keeps_those_in_time(grati
 
     def watched(source, target, params, **options):
         status = denoise_live(source, target, params, **options)
-        runs.append((float(source.info.frame_rate), params.frames_future, options["codec"], status.frames + status.dropped))
+        runs.append(
+            (float(source.info.frame_rate), params.frames_future, options["codec"], status.frames + status.dropped)
+        )
         return status
 
     monkeypatch.setattr(tune, "denoise_live", watched)

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from ...backend import resolve_backend
 from ...media.formats import check_encoding, encoder_preset
-from ...media.image_sequence import sequence_files
 from ...media.staged_output import folder_problem, held_by_a_run, hidden_name, remove_left_behind
 from ...video.export import ExportCancelledError
 from ..denoise import window_params
@@ -59,8 +58,7 @@ def run_batch(args: argparse.Namespace) -> int:
     options = {name: value for name, value in vars(args).items() if name not in BATCH_ARGUMENTS}
     left_out: list[Path] = []
     skipped: list[Path] = []
-    sequences: list[Path] = []
-    jobs = find_jobs(args.inputs, out, codec=args.codec, left_out=left_out, skipped=skipped, sequences=sequences)
+    jobs = find_jobs(args.inputs, out, codec=args.codec, left_out=left_out, skipped=skipped)
     if args.scheduler is None:
         resolve_backend(args.backend)  # a GPU asked for and missing: said once, not by every file
     manifest = Manifest(out)
@@ -76,16 +74,11 @@ def run_batch(args: argparse.Namespace) -> int:
             "file by its own name to try it)",
             file=sys.stderr,
         )
-    for pattern in [] if args.quiet else sequences:
-        count = len(sequence_files(pattern))
-        print(
-            f"skipped the image sequence {pattern} ({count} images): a batch denoises videos and volumes; denoise "
-            f"it with nlmeans-studio denoise '{pattern}' '{out / f'{pattern.parent.name}-{pattern.name}'}', its "
-            "frames together",
-            file=sys.stderr,
-        )
     if not args.quiet:
-        files = f"{len(jobs)} file{'s' * (len(jobs) != 1)}"
+        reels = sum(job.sequence for job in jobs)
+        files = f"{len(jobs)} file{'s' * (len(jobs) != 1)}" + (
+            f" ({reels} of them image sequence{'s' * (reels > 1)})" if reels else ""
+        )
         print(f"{files}: {len(jobs) - len(todo)} done before, {len(todo)} to denoise", file=sys.stderr)
     results = {}
     if todo:
@@ -155,7 +148,7 @@ def _wait_for_stopped_writers(jobs: list[Job]) -> None:
 
 def _hidden_files(jobs: list[Job]) -> list[Path]:
     """Return where runs of ``jobs`` write until complete: each output's hidden file, and its segments' ones."""
-    outputs = [hidden_name(Path(job.output), sequence=False) for job in jobs]
+    outputs = [hidden_name(Path(job.output), sequence=job.sequence) for job in jobs]
     return outputs + [hidden for job in jobs for hidden in Path(job.segments).glob(".*")]
 
 

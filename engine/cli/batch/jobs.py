@@ -6,8 +6,9 @@ the folder, or to the glob's fixed leading folders (a file: its name alone), und
 folder; and its extension, unless the codec asked for cannot be held there (a .mov given
 ``--codec ffv1``), where it becomes .mkv, which holds every codec. A batch never reads outputs:
 neither the output folder's files nor those of a folder another batch wrote (its record there).
-An image sequence found in a folder (numbered images of one name) is no job: ``denoise`` filters
-its frames together, and the batch names it with that command.
+An image sequence found in a folder or glob (numbered images of one name: a film scan's reel) is
+one job, its frames filtered together; its output is a sequence of the same name, format and
+frame numbers under the output folder, written whole (its images are no keyframes' segments).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...media.formats import OUTPUT_CONTAINERS
-from ...media.image_sequence import sequence_files
+from ...media.image_sequence import is_image_sequence, sequence_files
 from ...media.reader import VIDEO_SUFFIXES
 from ...volume.io import VOLUME_SUFFIXES
 
@@ -30,7 +31,6 @@ SEGMENT_FOLDER = ".nlmeans-segments"  # in the output folder: a long file's segm
 ANY_CODEC_SUFFIX = ".mkv"  # Matroska holds every codec the writer has
 NUMBERED_IMAGE = re.compile(r"(.*?)(\d+)(\.[A-Za-z]+)")  # a sequence's image: a name, its number, its format
 SEQUENCE_SUFFIXES = (".png", ".tif", ".tiff", ".dpx", ".exr", ".jpg", ".jpeg")  # images FFmpeg reads as sequences
-SEQUENCE_WAY = "denoise each with nlmeans-studio denoise PATTERN OUTPUT, its frames together"
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,9 @@ class Job:
     Attributes
     ----------
     input : str
-        The file to denoise.
+        The file to denoise, or the sequence's pattern.
     output : str
-        Where its denoised copy goes.
+        Where its denoised copy goes (a pattern for a sequence).
     name : str
         The output's path relative to the output folder: the job's name in the manifest, the
         progress and the summary.
@@ -50,6 +50,8 @@ class Job:
         The file the run's messages (``denoise``'s stderr) go to.
     volume : bool
         Whether it goes through ``denoise-volume`` rather than ``denoise``.
+    sequence : bool
+        Whether its input and output are image sequences, named by patterns (``reel1/%06d.dpx``).
     segments : str
         The folder its segments are written to, where it is long enough to be cut (``segments``),
         removed once they are joined.
@@ -60,7 +62,18 @@ class Job:
     name: str
     log: str
     volume: bool
+    sequence: bool
     segments: str
+
+    def output_files(self) -> list[Path]:
+        """Return the output's files that exist: the file, or the sequence's images."""
+        output = Path(self.output)
+        return sequence_files(output) if self.sequence else [output] if output.exists() else []
+
+    def input_files(self) -> list[Path]:
+        """Return the input's files that exist: the file, or the sequence's images."""
+        source = Path(self.input)
+        return sequence_files(source) if self.sequence else [source] if source.exists() else []
 
     def segment(self, index: int) -> Path:
         """Return where segment ``index`` is written: a file of the output's container."""
@@ -78,7 +91,6 @@ def find_jobs(
     codec: str,
     left_out: list[Path] | None = None,
     skipped: list[Path] | None = None,
-    sequences: list[Path] | None = None,
 ) -> list[Job]:
     """Find the jobs of ``inputs`` (files, folders, globs) with outputs under ``out``, in input order.
 
@@ -95,10 +107,8 @@ def find_jobs(
         their files are that batch's outputs, not inputs.
     skipped : list of Path, optional
         Gets the files of input folders and globs that are not named as videos or volumes (notes,
-        thumbnails), hidden ones left out.
-    sequences : list of Path, optional
-        Gets the image sequences of input folders and globs (``_sequences``), as patterns
-        (``scans/%06d.dpx``): their images are neither jobs nor skipped files.
+        thumbnails), hidden ones left out. The images of a folder's or glob's image sequences are
+        one job a sequence, as a pattern (``scans/%06d.dpx``), not files of their own.
 
     Raises
     ------
@@ -109,11 +119,10 @@ def find_jobs(
     out = _absolute(out)
     left_out = [] if left_out is None else left_out
     skipped = [] if skipped is None else skipped
-    sequences = [] if sequences is None else sequences
     jobs: dict[str, Job] = {}
     for given in inputs:
-        for path, root in _files_of(given, out, left_out, skipped, sequences):
-            job = _job(path, path.relative_to(root), out, codec)
+        for path, root, sequence in _files_of(given, out, left_out, skipped):
+            job = _job(path, path.relative_to(root), out, codec, sequence=sequence)
             other = jobs.setdefault(job.name, job)
             if other.input != job.input:
                 same_folder = Path(other.input).parent == Path(job.input).parent
@@ -125,22 +134,20 @@ def find_jobs(
                 )
                 raise ValueError(f"{other.input} and {job.input} would both be written to {job.output}: {way_out}")
     if not jobs:
-        held = f" (only image sequences: {', '.join(map(str, sequences))}; {SEQUENCE_WAY})" if sequences else ""
         raise ValueError(
-            f"no video or volume file in {' '.join(inputs)}{held}: give files, folders holding files named "
-            f"{', '.join((*VIDEO_SUFFIXES, *VOLUME_SUFFIXES))}, or globs matching some"
+            f"no video, volume or image sequence in {' '.join(inputs)}: give files, folders holding files named "
+            f"{', '.join((*VIDEO_SUFFIXES, *VOLUME_SUFFIXES))} or numbered images, or globs matching some"
         )
     return list(jobs.values())
 
 
-def _files_of(
-    given: str, out: Path, left_out: list[Path], skipped: list[Path], sequences: list[Path]
-) -> list[tuple[Path, Path]]:
-    """(file, root) pairs of one input, sorted by name; the root is what the output's path is relative to.
+def _files_of(given: str, out: Path, left_out: list[Path], skipped: list[Path]) -> list[tuple[Path, Path, bool]]:
+    """(file, root, sequence) of one input, sorted by name; the root is what the output's path is relative to.
 
-    The folders another batch wrote are not walked, but added to ``left_out``; a folder's or glob's
-    image sequences to ``sequences`` (as patterns), its other files that are not videos or volumes
-    (``_is_media``), hidden ones but for, to ``skipped``.
+    A folder's or glob's image sequences come as their patterns, in place of their images, with
+    ``sequence`` True. The
+    folders another batch wrote are not walked, but added to ``left_out``; the files that are not
+    videos or volumes (``_is_media``), hidden ones but for, to ``skipped``.
     """
     path = _absolute(Path(given))
     if path.exists() and path.is_relative_to(out):
@@ -149,7 +156,9 @@ def _files_of(
             "--out folder outside the inputs"
         )
     if path.is_file():
-        return [(path, path.parent)]
+        return [(path, path.parent, False)]
+    if is_image_sequence(path) and sequence_files(path):
+        return [(path, path.parent, True)]
     if path.is_dir() and (path / BATCH_MANIFEST).exists():
         raise ValueError(
             f"{given} is a batch's output folder (its {BATCH_MANIFEST}), and a batch never reads outputs: give "
@@ -165,11 +174,11 @@ def _files_of(
         raise ValueError(f"{given}: no such file or folder, and not a glob (*, ?, [...]): check the name")
     found = sorted((file, root) for file in files if not file.is_relative_to(out))
     runs = _sequences([file for file, _ in found if not _hidden(file.relative_to(root))])
-    sequences += runs
     in_runs = {file for pattern in runs for file in sequence_files(pattern)}
     found = [(file, root) for file, root in found if file not in in_runs]
     skipped += [file for file, _ in found if not (_hidden(file.relative_to(root)) or _is_media(file.relative_to(root)))]
-    return [(file, root) for file, root in found if _is_media(file.relative_to(root))]
+    media = [(file, root, False) for file, root in found if _is_media(file.relative_to(root))]
+    return sorted(media + [(pattern, root, True) for pattern in runs])
 
 
 def _sequences(files: list[Path]) -> list[Path]:
@@ -237,9 +246,9 @@ def _hidden(relative: Path) -> bool:
     return any(part.startswith(".") for part in relative.parts)
 
 
-def _job(path: Path, relative: Path, out: Path, codec: str) -> Job:
-    volume = path.name.lower().endswith(VOLUME_SUFFIXES)
-    if not volume:
+def _job(path: Path, relative: Path, out: Path, codec: str, *, sequence: bool) -> Job:
+    volume = not sequence and path.name.lower().endswith(VOLUME_SUFFIXES)
+    if not (volume or sequence):
         holds = OUTPUT_CONTAINERS.get(relative.suffix.lower(), ((), ()))[1]
         relative = relative if codec in holds else relative.with_suffix(ANY_CODEC_SUFFIX)
     name = relative.as_posix()
@@ -249,5 +258,6 @@ def _job(path: Path, relative: Path, out: Path, codec: str) -> Job:
         name=name,
         log=str(out / LOG_FOLDER / f"{name}.log"),
         volume=volume,
+        sequence=sequence,
         segments=str(out / SEGMENT_FOLDER / name),
     )

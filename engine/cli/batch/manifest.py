@@ -5,8 +5,9 @@ seconds; for a long file cut into segments (``plan``), the plan and each segment
 
 It is rewritten whole after each file, under a temporary name renamed over the old one, so that a
 batch killed at any moment leaves the last complete record. A rerun skips a file that is done
-with the same options, from the same input (its size and modification time), and whose output
-is still there; it redoes the rest, and of a file cut into segments, only the segments not done
+with the same options, from the same input (its size and modification time; a sequence's images'
+count, total size and latest time), and whose output is still there (a sequence's every image);
+it redoes the rest, and of a file cut into segments, only the segments not done
 (where the plan is the same and their files still there).
 """
 
@@ -75,8 +76,8 @@ class Manifest:
             and entry["state"] == DONE
             and entry["input"] == job.input
             and entry["options"] == recorded_options(options)
-            and entry.get("source") == _stamp(job.input)
-            and os.path.exists(job.output)
+            and entry.get("source") == _stamp(job)
+            and _output_there(job, entry)
         )
 
     def changed_options(self, job: Job, options: dict[str, Any]) -> list[str]:
@@ -85,7 +86,7 @@ class Manifest:
         Empty where it was not finished, its output is gone, or it had the same options.
         """
         entry = self.entries.get(job.name)
-        if entry is None or entry["state"] != DONE or not os.path.exists(job.output):
+        if entry is None or entry["state"] != DONE or not _output_there(job, entry):
             return []
         now, then = recorded_options(options), entry["options"]
         return sorted(name for name in now.keys() | then.keys() if now.get(name) != then.get(name))
@@ -100,7 +101,7 @@ class Manifest:
             "output": job.output,
             "log": job.log,
             "options": recorded_options(options),
-            "source": _stamp(job.input),
+            "source": _stamp(job),
             **asdict(result),
         }
         earlier = self.entries.get(job.name, {})
@@ -139,10 +140,23 @@ class Manifest:
         os.replace(staged, self.path)
 
 
-def _stamp(path: str) -> dict[str, int] | None:
-    """Return an input's size and modification time: a file changed since it was done is done again."""
+def _stamp(job: Job) -> dict[str, int] | None:
+    """Return an input's size and modification time: a file changed since it was done is done again.
+
+    A sequence's: its images' count, total size and latest modification time (an image rescanned,
+    added or removed).
+    """
     try:
-        status = os.stat(path)
+        statuses = [os.stat(file) for file in job.input_files()]
     except OSError:
         return None
-    return {"size": status.st_size, "mtime_ns": status.st_mtime_ns}
+    if not statuses:
+        return None
+    stamp = {"size": sum(status.st_size for status in statuses), "mtime_ns": max(s.st_mtime_ns for s in statuses)}
+    return {**stamp, "images": len(statuses)} if job.sequence else stamp
+
+
+def _output_there(job: Job, entry: dict[str, Any]) -> bool:
+    """Whether the output a finished run recorded is still there: the file, or each of the sequence's images."""
+    written = job.output_files()
+    return len(written) == entry["frames"] if job.sequence else bool(written)

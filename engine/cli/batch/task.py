@@ -44,7 +44,7 @@ CANCEL_POLL_SECONDS = 0.5  # how often a running file asks whether its batch was
 def run_job(job: Job, options: dict[str, Any], *, cancel: str | None = None) -> JobResult | SegmentPlan:
     """Denoise ``job``'s file with ``options`` (``denoise``'s, by their argparse names), or plan its segments.
 
-    A video longer than two segments of ``options["segment_seconds"]`` is not denoised here: its
+    A video (not an image sequence) longer than two segments of ``options["segment_seconds"]`` is not denoised here: its
     filter is chosen (the noise estimated once) and its cuts found, for a task a segment
     (``segments``). An output an earlier, unfinished run left is replaced.
 
@@ -174,9 +174,13 @@ def _stderr_to(file: TextIO) -> Iterator[None]:
 
 
 def denoise_args(job: Job, options: dict[str, Any], output: str | None = None) -> argparse.Namespace:
-    """Return ``denoise``'s arguments for ``job`` (to ``output``, by default the job's), replacing what is there."""
+    """Return ``denoise``'s arguments for ``job`` (to ``output``, by default the job's), replacing what is there.
+
+    ``--frame-rate`` goes to image sequences only: a video keeps its own rate.
+    """
+    arguments = {**options, "frame_rate": options["frame_rate"] if job.sequence else None}
     return argparse.Namespace(
-        **options, command="denoise", input=job.input, output=output or job.output, overwrite=True
+        **arguments, command="denoise", input=job.input, output=output or job.output, overwrite=True
     )
 
 
@@ -188,7 +192,7 @@ def _denoise_video(job: Job, options: dict[str, Any], stop: Stop) -> ExportSumma
         reader = args.source
         first, last = frame_range(reader, args.start, args.duration)
         whole = range(first, last)
-        frames = segment_frames(reader, whole, options["segment_seconds"] or 0.0)
+        frames = segment_frames(reader, whole, 0.0 if job.sequence else options["segment_seconds"] or 0.0)
         if len(frames) > 1:
             starts = tuple(reader.timestamp(start) - reader.timestamp(first) for start, _ in frames)
             span = (reader.start_time(first), reader.start_time(last) if last < len(reader) else math.inf)
