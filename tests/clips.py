@@ -7,9 +7,11 @@ A module of its own rather than the conftest: every test folder's conftest.py is
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
+import tempfile
 from fractions import Fraction
 from pathlib import Path
 
@@ -17,6 +19,66 @@ import numpy as np
 
 DATA = Path(__file__).parent / "data"
 CLI = (sys.executable, "-m", "nlmeans_studio.engine")  # the command line, as a subprocess
+STDOUT, STDERR = 1, 2  # the file descriptors
+
+
+def run_cli(
+    command: list[str], *, capture_output: bool = False, text: bool = False, **options
+) -> subprocess.CompletedProcess:
+    """``subprocess.run(command, ...)`` for a ``[*CLI, ...]`` command, in this process (``in_process``) where nothing
+    but its output is asked of the process: captured, with no stdin, environment or check of its own."""
+    if not capture_output or set(options) - {"cwd", "timeout"} or tuple(command[: len(CLI)]) != CLI:
+        return subprocess.run(command, capture_output=capture_output, text=text, **options)
+    run = in_process(command[len(CLI) :], cwd=options.get("cwd"))
+    if not text:
+        run.stdout, run.stderr = run.stdout.encode(), run.stderr.encode()
+    return run
+
+
+def in_process(arguments: list[str], *, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run the command line in this process, as ``subprocess.run([*CLI, *arguments], capture_output=True,
+    text=True)`` would: its exit status, and what it wrote on stdout and stderr, Python's and
+    FFmpeg's own lines on the file descriptors alike.
+
+    For tests of what a run writes and says: a process of its own costs about a second of CPU
+    (the imports, numba's cache) before any work, and the suite starts hundreds. Signals, stdin,
+    memory limits and the entry point itself are tested through ``CLI``.
+    """
+    from nlmeans_studio.engine import command_line
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    here, saved = Path.cwd(), {fd: os.dup(fd) for fd in (STDOUT, STDERR)}
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        open(STDOUT, "w", buffering=1, closefd=False) as text_out,
+        open(STDERR, "w", buffering=1, closefd=False) as text_err,
+    ):
+        python = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = text_out, text_err
+        os.dup2(out.fileno(), STDOUT)
+        os.dup2(err.fileno(), STDERR)
+        try:
+            if cwd is not None:
+                os.chdir(cwd)
+            try:
+                status = command_line([str(argument) for argument in arguments])
+            except SystemExit as exit:  # the parser's refusal, or --help
+                status = 0 if exit.code is None else exit.code if isinstance(exit.code, int) else 1
+        finally:
+            os.chdir(here)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            sys.stdout, sys.stderr = python
+            for fd, copy in saved.items():
+                os.dup2(copy, fd)
+                os.close(copy)
+        written = []
+        for file in (out, err):
+            file.seek(0)
+            written.append(file.read().decode(errors="replace"))
+    return subprocess.CompletedProcess([*CLI, *arguments], status, *written)
 
 
 def write_ffv1(path: Path, frames: np.ndarray, rate: int = 25) -> None:

@@ -2,12 +2,11 @@
 source through a near-identity filter comes back within rounding, and deep frames are read
 at their full precision (issue 32)."""
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from clips import CLI
+from clips import CLI, run_cli
 
 from nlmeans_studio.engine import VideoReader, VideoWriter, read_frames
 
@@ -134,7 +133,7 @@ def _near_identity_round_trip(source: Path, clip: list[list[np.ndarray]]) -> str
         "1",
     ]
     with open(source, "rb") as standard_input:
-        result = subprocess.run(command, stdin=standard_input if piped else None, capture_output=True, timeout=300)
+        result = run_cli(command, stdin=standard_input if piped else None, capture_output=True, timeout=300)
     assert result.returncode == 0, result.stderr.decode()
     written_format, back = read_yuv(output)
     for planes, planes_back in zip(clip, back, strict=True):
@@ -161,7 +160,7 @@ def test_a_source_with_alpha_is_denoised_in_its_picture_and_says_so(tmp_path) ->
         "--search-radius",
         "1",
     ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    result = run_cli(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "the video has an alpha channel (yuva444p10le)" in result.stderr and "opaque" in result.stderr
     written_format, back = read_yuv(tmp_path / "out.mkv")

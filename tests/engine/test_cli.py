@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from clips import CLI, anamorphic_clip
+from clips import CLI, anamorphic_clip, run_cli
 from test_video import make_clip
 
 from nlmeans_studio.engine import COMPILING, Denoiser, NLMParams, __version__, denoise_volume, estimate_noise
@@ -101,7 +101,7 @@ def test_bench_refuses_a_npy_that_holds_no_frames_saying_what_it_takes(capsys, t
 
 @pytest.mark.pyav_once  # nothing of PyAV
 def test_version_and_module_entry_point() -> None:
-    result = subprocess.run([*CLI, "--version"], capture_output=True, text=True, timeout=60)
+    result = run_cli([*CLI, "--version"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.strip() == f"nlmeans-studio {__version__}"
 
 
@@ -140,7 +140,7 @@ def test_the_compile_is_announced_only_when_the_filter_compiles(tmp_path, comman
         denoise_volume(np.load(tmp_path / "in.npy"), h=0.2, search_radius=1, backend="cpu")
     writes = command != "estimate-noise"  # which has no backend and writes nothing
     command_line = [*CLI, *arguments, *(["--backend", "cpu"] if writes else [])]
-    warm = subprocess.run(command_line, capture_output=True, text=True, timeout=120)
+    warm = run_cli(command_line, capture_output=True, text=True, timeout=120)
     assert warm.returncode == 0 and "compiles the filter" not in warm.stderr and COMPILING not in warm.stderr
     # An empty cache: said before the wait, as the first line. No need to sit through the compile.
     cold = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "empty cache")}
@@ -172,9 +172,7 @@ def test_a_run_with_numba_jit_disabled_says_nothing_of_a_compile(tmp_path) -> No
     np.save(tmp_path / "in.npy", np.random.default_rng(3).random((8, 8, 8), dtype=np.float32))
     command = [*CLI, "denoise-volume", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--h", "0.2",
                "--search-radius", "1", "--backend", "cpu"]  # fmt: skip
-    run = subprocess.run(
-        command, capture_output=True, text=True, timeout=120, env={**os.environ, "NUMBA_DISABLE_JIT": "1"}
-    )
+    run = run_cli(command, capture_output=True, text=True, timeout=120, env={**os.environ, "NUMBA_DISABLE_JIT": "1"})
     assert run.returncode == 0 and COMPILING not in run.stderr, run.stderr
 
 
@@ -232,7 +230,7 @@ def test_nvenc_without_an_nvidia_encoder_is_refused_before_the_clip_is_read(tmp_
         pytest.skip("this machine has an NVIDIA video encoder")
     make_clip(tmp_path / "in.mkv", frames=3, size=(16, 24))
     output = [str(tmp_path / "out.mp4")] if command == "denoise" else ["--fps", "5"]
-    run = subprocess.run(
+    run = run_cli(
         [*CLI, command, str(tmp_path / "in.mkv"), *output, "--codec", "h264-nvenc", "--backend", "cpu"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -274,7 +272,7 @@ def test_a_422_master_written_420_is_said(tmp_path, encoder, pixel_format, codec
         check=True, timeout=60,
     )  # fmt: skip
     output = tmp_path / f"out.{'mp4' if codec == 'h264' else 'mkv'}"
-    run = subprocess.run(
+    run = run_cli(
         [*CLI, "denoise", str(source), str(output), "--codec", codec, "--h", "5", "--search-radius", "1",
          "--backend", "cpu"],
         capture_output=True, text=True, timeout=300,
@@ -295,7 +293,7 @@ def test_anamorphic_pixels_written_square_are_said(tmp_path, name, codec, warned
     stream, which PyAV cannot set, and FFV1's bitstream has none. The output is checked by ffprobe."""
     source = anamorphic_clip(tmp_path / "tape.mkv")
     output = tmp_path / name
-    run = subprocess.run(
+    run = run_cli(
         [*CLI, "denoise", str(source), str(output), "--codec", codec, "--h", "5", "--search-radius", "1",
          "--patch-radius", "1", "--noise", "none", "--backend", "cpu"],
         capture_output=True, text=True, timeout=300,

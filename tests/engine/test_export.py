@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from clips import CLI, stopped_under_way
+from clips import CLI, run_cli, stopped_under_way
 from media_corpus import ClipSpec, plain_pyav_numbers, write_clip
 from test_video import make_clip
 
@@ -96,7 +96,7 @@ def test_cli_start_and_duration_at_an_ntsc_rate_pick_the_frames_ffmpeg_does(tmp_
     start + duration, by the frames' own times (as ffmpeg -ss and -t do): at 29.97 fps, 51 frames."""
     spec = ClipSpec("ntsc.mp4", "libx264", size=(32, 128), rate=Fraction(30000, 1001), frames=70, gop=30)
     source, output = write_clip(tmp_path, spec), tmp_path / "part.mkv"
-    run = subprocess.run(
+    run = run_cli(
         [*CLI, "denoise", str(source), str(output), "--start", start, "--duration", duration, "--codec", "ffv1",
          "--noise", "none", "--h", "1", "--patch-radius", "1", "--search-radius", "1", "--backend", "cpu", "--quiet"],
         capture_output=True, text=True, timeout=240,

@@ -7,7 +7,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from clips import CLI, DATA, FLAT_BOX, chroma_subsampled_clips
+from clips import CLI, DATA, FLAT_BOX, chroma_subsampled_clips, run_cli
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
 from nlmeans_studio.engine.video.choose_h import apply_estimate, suggest_h
@@ -174,7 +174,7 @@ def test_a_region_reads_all_the_noise_of_a_chroma_subsampled_file(tmp_path) -> N
     estimate = estimate_clip_noise(path, roi=FLAT_BOX)
     _assert_reads(estimate, covariance)
     assert estimate.method == "region" and estimate.warning is None and estimate.regions == [FLAT_BOX]
-    result = subprocess.run(
+    result = run_cli(
         [*CLI, "estimate-noise", str(path), "--roi", ",".join(map(str, FLAT_BOX)), "--json"],
         capture_output=True,
         text=True,
@@ -478,7 +478,7 @@ def test_cli_estimate_noise_explains_only_what_applies(tmp_path) -> None:
     printed = {}
     for name in ("white", "shared"):
         command = [*CLI, "estimate-noise", str(tmp_path / f"{name}.mkv")]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        result = run_cli(command, capture_output=True, text=True, timeout=120)
         assert result.returncode == 0, result.stderr
         printed[name] = result.stdout
     assert "effective noise channels: 3.00 of 3\n" in printed["white"]
@@ -498,7 +498,7 @@ def test_estimate_noise_on_too_few_frames_says_which_it_needs(tmp_path) -> None:
 
     def estimate(*options: str) -> subprocess.CompletedProcess:
         command = [*CLI, "estimate-noise", str(tmp_path / "in.mkv"), *options]
-        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+        return run_cli(command, capture_output=True, text=True, timeout=120)
 
     refused = estimate("--frame", "7")
     assert refused.returncode == 1

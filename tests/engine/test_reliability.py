@@ -24,7 +24,7 @@ import pytest
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
 
-from clips import CLI, clip_with_audio, damaged_dvd, default_signals  # noqa: E402
+from clips import CLI, clip_with_audio, damaged_dvd, default_signals, in_process  # noqa: E402
 from media_corpus import ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
 from nlmeans_studio.engine import (  # noqa: E402
@@ -46,8 +46,8 @@ from nlmeans_studio.engine.media.writer import VideoWriter  # noqa: E402
 FAST = ["--noise", "none", "--h", "20", "--patch-radius", "1", "--search-radius", "1"]
 
 
-def _cli(*arguments: str, **options) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *arguments], capture_output=True, text=True, timeout=240, **options)
+def _cli(*arguments: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return in_process(list(arguments), cwd=cwd)
 
 
 def _one_clear_line(run: subprocess.CompletedProcess, message: str) -> None:

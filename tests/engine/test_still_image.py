@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from clips import CLI
+from clips import CLI, run_cli
 
 from nlmeans_studio.engine import denoise
 from nlmeans_studio.engine.media.still_image import read_still
@@ -40,9 +40,7 @@ def _ffmpeg_image(path: Path, pixel_format: str, source: str = "testsrc2") -> Pa
 def test_an_image_comes_back_in_its_layout_denoised(tmp_path, name, pixel_format, layout, dtype) -> None:
     source = _ffmpeg_image(tmp_path / name, pixel_format)
     output = tmp_path / f"out-{name}"
-    run = subprocess.run(
-        [*CLI, "denoise", str(source), str(output), "--h", "12", *WINDOW], capture_output=True, text=True
-    )
+    run = run_cli([*CLI, "denoise", str(source), str(output), "--h", "12", *WINDOW], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "denoised 1 image in" in run.stderr
     before, after = read_still(source), read_still(output)
@@ -60,9 +58,7 @@ def test_an_image_comes_back_in_its_layout_denoised(tmp_path, name, pixel_format
 
 def test_a_jpeg_is_denoised_from_its_noise_into_a_jpeg(tmp_path) -> None:
     source = _ffmpeg_image(tmp_path / "photo.jpg", "yuvj420p")
-    run = subprocess.run(
-        [*CLI, "denoise", str(source), str(tmp_path / "out.jpg"), *WINDOW], capture_output=True, text=True
-    )
+    run = run_cli([*CLI, "denoise", str(source), str(tmp_path / "out.jpg"), *WINDOW], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     after = read_still(tmp_path / "out.jpg")
     assert after.pixels.shape == (64, 96, 3) and after.pixels.dtype == np.uint8
@@ -79,9 +75,7 @@ def test_a_jpeg_is_denoised_from_its_noise_into_a_jpeg(tmp_path) -> None:
 )
 def test_what_one_image_cannot_take_is_refused_before_any_work(tmp_path, output, options, message) -> None:
     source = _ffmpeg_image(tmp_path / "deep.png", "rgb48be")
-    run = subprocess.run(
-        [*CLI, "denoise", str(source), str(tmp_path / output), *options], capture_output=True, text=True
-    )
+    run = run_cli([*CLI, "denoise", str(source), str(tmp_path / output), *options], capture_output=True, text=True)
     assert run.returncode == 1 and message in run.stderr and "Traceback" not in run.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["deep.png"]
 
@@ -89,7 +83,7 @@ def test_what_one_image_cannot_take_is_refused_before_any_work(tmp_path, output,
 @pytest.mark.parametrize(("pixel_format", "shape"), [("gbrpf32le", (64, 96, 3)), ("grayf32le", (64, 96))])
 def test_an_exr_comes_back_as_linear_floats_denoised(tmp_path, pixel_format, shape) -> None:
     source = _ffmpeg_image(tmp_path / "render.exr", pixel_format)
-    run = subprocess.run(
+    run = run_cli(
         [*CLI, "denoise", str(source), str(tmp_path / "out.exr"), "--h", "12", *WINDOW], capture_output=True, text=True
     )
     assert run.returncode == 0, run.stderr
@@ -98,7 +92,7 @@ def test_an_exr_comes_back_as_linear_floats_denoised(tmp_path, pixel_format, sha
     expected = denoise(before.pixels, h=12, patch_radius=1, search_radius=2, backend="cpu")  # in 0..1 already
     np.testing.assert_allclose(after.pixels, expected, atol=1e-5)
     assert np.abs(after.pixels - before.pixels).mean() > 0.01
-    refused = subprocess.run([*CLI, "denoise", str(source), str(tmp_path / "out.png")], capture_output=True, text=True)
+    refused = run_cli([*CLI, "denoise", str(source), str(tmp_path / "out.png")], capture_output=True, text=True)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
     assert refused.stderr.strip().endswith(
         f"PNG holds 8- and 16-bit pictures only, and this one is {pixel_format}: write .exr"
@@ -120,7 +114,7 @@ def test_an_exr_above_1_is_filtered_on_its_own_range(tmp_path) -> None:
     (tmp_path / "hdr.exr").write_bytes(
         b"".join(bytes(packet) for packet in [*codec.encode(frame), *codec.encode(None)])
     )
-    run = subprocess.run(
+    run = run_cli(
         [*CLI, "denoise", str(tmp_path / "hdr.exr"), str(tmp_path / "out.exr"), "--h", "12", *WINDOW],
         capture_output=True,
         text=True,

@@ -22,7 +22,7 @@ import pytest
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
 
-from clips import CLI  # noqa: E402
+from clips import CLI, run_cli  # noqa: E402
 from media_corpus import CORPUS, ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
 from nlmeans_studio.engine.media.ffmpeg import VideoError  # noqa: E402
@@ -119,7 +119,7 @@ def test_frames_from_the_middle_start_exactly_there(corpus: Path, name: str) -> 
 )  # fmt: skip
 def test_denoise_with_its_defaults_writes_every_frame_in_order(corpus: Path, tmp_path: Path, name: str) -> None:
     output = tmp_path / "out.mkv"
-    run = subprocess.run(
+    run = run_cli(
         [*CLI, "denoise", str(corpus / name), str(output), "--quiet", "--backend", "cpu"],
         capture_output=True,
         text=True,
@@ -180,7 +180,7 @@ def test_nvenc_encodes_where_the_gpu_has_an_encoder_and_is_refused_clearly_elsew
 ) -> None:
     """This machine has no NVIDIA encoder (an H100 has none either): refused before any work."""
     output = tmp_path / "out.mp4"
-    run = subprocess.run(
+    run = run_cli(
         [*CLI, "denoise", str(corpus / "mjpeg.avi"), str(output), "--codec",
          "h265-nvenc", "--noise", "none", "--quiet", "--duration", "0.2"],
         capture_output=True, text=True, timeout=120,
@@ -196,7 +196,7 @@ def test_verbose_shows_ffmpegs_warnings(corpus: Path, tmp_path: Path) -> None:
     """FFV1 notes that it codes a 10-bit source with its range coder, and --verbose shows it."""
     command = [*CLI, "denoise", str(corpus / "hevc10.mkv"), str(tmp_path / "out.mkv"),
                "--noise", "none", "--quiet", "--duration", "0.2", "--codec", "ffv1"]  # fmt: skip
-    quiet = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    quiet = run_cli(command, capture_output=True, text=True, timeout=120)
     verbose = subprocess.run([*command, "--overwrite", "--verbose"], capture_output=True, text=True, timeout=120)
     assert quiet.returncode == verbose.returncode == 0
     assert "forcing range coder" not in quiet.stderr and "forcing range coder" in verbose.stderr
@@ -257,7 +257,7 @@ def test_y4m_pipes_in_and_out(corpus: Path, tmp_path: Path, source: str, target:
     command = [*CLI, "denoise", source if source == "-" else str(corpus / source),
                target if target == "-" else str(tmp_path / target), "--quiet", "--backend", "cpu"]  # fmt: skip
     stdin = _y4m(corpus / "hevc10.mkv") if source == "-" else b""
-    run = subprocess.run(command, input=stdin, capture_output=True, timeout=240)
+    run = run_cli(command, input=stdin, capture_output=True, timeout=240)
     assert run.returncode == 0, run.stderr.decode()
     if target == "-":
         assert _y4m_numbers(run.stdout) == ("yuv420p10le 25", list(range(75)))  # 10-bit 4:2:0 kept
@@ -266,7 +266,7 @@ def test_y4m_pipes_in_and_out(corpus: Path, tmp_path: Path, source: str, target:
 
 
 def test_a_pipe_that_is_no_y4m_is_refused(tmp_path: Path) -> None:
-    run = subprocess.run(
+    run = run_cli(
         [*CLI, "denoise", "-", str(tmp_path / "out.mkv")],
         input=b"not a video\n" * 100, capture_output=True, timeout=120,
     )  # fmt: skip

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from clips import CLI, default_signals, stopped_under_way
+from clips import CLI, default_signals, run_cli, stopped_under_way
 
 from nlmeans_studio.engine import denoise_volume
 from nlmeans_studio.engine.cli import main
@@ -158,7 +158,7 @@ def test_estimate_noise_reads_a_volume_as_denoise_volume_does(tmp_path) -> None:
     clean = np.zeros((20, 24, 28), np.float32)
     clean[4:16, 6:18, 6:22] = 300
     np.save(tmp_path / "scan.npy", clean + rng.normal(0, 12, clean.shape).astype(np.float32))
-    run = subprocess.run([*CLI, "estimate-noise", str(tmp_path / "scan.npy"), "--json"], capture_output=True, text=True)
+    run = run_cli([*CLI, "estimate-noise", str(tmp_path / "scan.npy"), "--json"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     assert report["channels"] == "together" and len(report["estimates"]) == 1
@@ -169,7 +169,7 @@ def test_estimate_noise_reads_a_volume_as_denoise_volume_does(tmp_path) -> None:
         {weighting: suggest_volume_h(estimate, weighting) for weighting in ("exponential", "bisquare")}, rel=1e-5
     )
     assert list(report["suggested_h"]) == ["exponential", "bisquare"] and report["warning"] is None
-    run = subprocess.run([*CLI, "estimate-noise", str(tmp_path / "scan.npy")], capture_output=True, text=True)
+    run = run_cli([*CLI, "estimate-noise", str(tmp_path / "scan.npy")], capture_output=True, text=True)
     assert run.returncode == 0 and "noise sigma (the volume's units): 12." in run.stdout
     assert f"suggested h: {suggest_volume_h(estimate):.4g} for exponential weights, patch radius 1" in run.stdout
     denoise = [*CLI, "denoise-volume", str(tmp_path / "scan.npy"), str(tmp_path / "out.npy"), "--backend", "cpu"]
@@ -179,12 +179,10 @@ def test_estimate_noise_reads_a_volume_as_denoise_volume_does(tmp_path) -> None:
     run = subprocess.run([*denoise, "--patch-radius", "0", "--weighting", "bisquare"], capture_output=True, text=True)
     h = suggest_volume_h(estimate, "bisquare", patch_radius=0)
     assert run.returncode == 0 and f"-> h {h:.4g}\n" in run.stderr  # h for a patch of one voxel
-    run = subprocess.run(
-        [*CLI, "estimate-noise", str(tmp_path / "scan.npy"), "--frame", "2"], capture_output=True, text=True
-    )
+    run = run_cli([*CLI, "estimate-noise", str(tmp_path / "scan.npy"), "--frame", "2"], capture_output=True, text=True)
     assert run.returncode == 1 and "is a volume: --frame apply to videos only" in run.stderr
     np.save(tmp_path / "flat.npy", np.zeros((2, 20, 20), np.float32))
-    run = subprocess.run([*CLI, "estimate-noise", str(tmp_path / "flat.npy")], capture_output=True, text=True)
+    run = run_cli([*CLI, "estimate-noise", str(tmp_path / "flat.npy")], capture_output=True, text=True)
     assert run.returncode == 1 and "flat.npy: volume must be at least 3 voxels on each axis" in run.stderr
     assert "Traceback" not in run.stderr
 
@@ -261,7 +259,7 @@ def test_a_missing_input_is_said_before_anything_about_the_output(tmp_path) -> N
     (tmp_path / "out.tif").write_bytes(b"an earlier result")
     for source, message in (("nonexist.tif", "nonexist.tif: no such file"), ("in.mp4", "in.mp4: not a volume file")):
         command = [*CLI, "denoise-volume", str(tmp_path / source), str(tmp_path / "out.tif")]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        result = run_cli(command, capture_output=True, text=True, timeout=300)
         assert result.returncode == 1 and result.stderr.startswith(f"nlmeans-studio: error: {tmp_path / message}")
     assert (tmp_path / "out.tif").read_bytes() == b"an earlier result"
 
@@ -271,7 +269,7 @@ def test_an_unwritable_folder_is_refused_before_the_filter_runs(tmp_path) -> Non
     a hidden temporary file: os.access lets root write anywhere. sysfs refuses root too."""
     np.save(tmp_path / "in.npy", np.random.default_rng(8).random((20, 20, 20), dtype=np.float32))
     command = [*CLI, "denoise-volume", str(tmp_path / "in.npy"), "/sys/x.npy", "--backend", "cpu"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    result = run_cli(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1
     assert result.stderr == "nlmeans-studio: error: /sys/x.npy: the folder /sys is not writable (Permission denied)\n"
 
@@ -375,7 +373,7 @@ def test_files_that_cannot_hold_their_volume_are_said_so(tmp_path, name, content
     else:
         path.write_bytes(content() if callable(content) else content)
     outputs = [str(tmp_path / "out.npy")] if command == "denoise-volume" else []
-    run = subprocess.run([*CLI, command, str(path), *outputs], capture_output=True, text=True)
+    run = run_cli([*CLI, command, str(path), *outputs], capture_output=True, text=True)
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
     assert re.fullmatch(f"nlmeans-studio: error: {re.escape(str(tmp_path))}/{message}.*\n", run.stderr), run.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]
@@ -549,7 +547,7 @@ def test_a_hyperstacks_channels_are_filtered_separately_each_from_its_own_noise(
     stack = np.rint(channels).astype(np.uint16)
     tifffile.imwrite(tmp_path / "cells.tif", stack, imagej=True, metadata={"axes": "ZCYX"})
     radii = ["--search-radius", "2", "--backend", "cpu"]
-    run = subprocess.run(
+    run = run_cli(
         [*CLI, "denoise-volume", str(tmp_path / "cells.tif"), str(tmp_path / "out.tif"), *radii],
         capture_output=True,
         text=True,
@@ -566,7 +564,7 @@ def test_a_hyperstacks_channels_are_filtered_separately_each_from_its_own_noise(
     )
     written = read_volume(tmp_path / "out.tif").data
     np.testing.assert_allclose(written, np.clip(np.rint(expected), 0, 65535), atol=1)  # rounded to uint16
-    run = subprocess.run(
+    run = run_cli(
         [*CLI, "denoise-volume", str(tmp_path / "cells.tif"), str(tmp_path / "both.tif"), *radii, "--h", "60,120"],
         capture_output=True,
         text=True,
@@ -590,20 +588,16 @@ def test_a_hyperstacks_channels_are_filtered_separately_each_from_its_own_noise(
         (["--h", "60,120", "--channels", "together"], "--h gives one h a channel: the channels must be filtered"),
         (["--h", "60,120,5"], "cells.tif: h must be one number or one a channel (2), got 3"),
     ):
-        run = subprocess.run(
+        run = run_cli(
             [*CLI, "denoise-volume", str(tmp_path / "cells.tif"), str(tmp_path / "x.tif"), *radii, *extra],
             capture_output=True,
             text=True,
         )
         assert run.returncode == 1 and message in run.stderr and "Traceback" not in run.stderr
     np.save(tmp_path / "cells.npy", volume)
-    run = subprocess.run(
-        [*CLI, "estimate-noise", str(tmp_path / "cells.npy"), "--json"], capture_output=True, text=True
-    )
+    run = run_cli([*CLI, "estimate-noise", str(tmp_path / "cells.npy"), "--json"], capture_output=True, text=True)
     assert json.loads(run.stdout)["channels"] == "separately"  # a .npy's channels, apart where their noise differs
-    run = subprocess.run(
-        [*CLI, "estimate-noise", str(tmp_path / "cells.tif"), "--json"], capture_output=True, text=True
-    )
+    run = run_cli([*CLI, "estimate-noise", str(tmp_path / "cells.tif"), "--json"], capture_output=True, text=True)
     report = json.loads(run.stdout)
     assert report["channels"] == "separately" and [e["channel"] for e in report["estimates"]] == [1, 2]
     assert report["estimates"][1]["suggested_h"]["exponential"] == pytest.approx(strengths[1], rel=1e-5)
@@ -682,11 +676,11 @@ def test_one_image_is_pointed_to_the_command_that_denoises_it(tmp_path) -> None:
     gives the command that denoises one image, and that command works as written."""
     image = np.random.default_rng(15).normal(30000, 2000, (64, 80)).astype(np.uint16)
     tifffile.imwrite(tmp_path / "slide.tif", image)
-    run = subprocess.run([*CLI, "denoise-volume", "slide.tif", "out.tif"], capture_output=True, text=True, cwd=tmp_path)
+    run = run_cli([*CLI, "denoise-volume", "slide.tif", "out.tif"], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 1 and "slide.tif: one 2D image of shape (64, 80), not a volume" in run.stderr
     command = run.stderr.split("to denoise an image: ")[1].split()
     assert command == ["nlmeans-studio", "denoise", "slide.tif", "slide-denoised.tif"]
-    run = subprocess.run([*CLI, *command[1:]], capture_output=True, text=True, cwd=tmp_path)
+    run = run_cli([*CLI, *command[1:]], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     denoised = tifffile.imread(tmp_path / "slide-denoised.tif")  # one image out: gray and 16-bit, as it came
     assert denoised.shape == image.shape and denoised.dtype == np.uint16 and denoised.std() < image.std() / 2
@@ -695,7 +689,7 @@ def test_one_image_is_pointed_to_the_command_that_denoises_it(tmp_path) -> None:
 def test_an_rgb_picture_is_one_image_not_a_volume_three_voxels_deep(tmp_path) -> None:
     """A (48, 64, 3) RGB TIFF was filtered as a volume of 48 planes of 64 x 3 voxels, exit 0."""
     tifffile.imwrite(tmp_path / "photo.tif", np.random.default_rng(4).integers(0, 255, (48, 64, 3), dtype=np.uint8))
-    run = subprocess.run([*CLI, "denoise-volume", "photo.tif", "out.tif"], capture_output=True, text=True, cwd=tmp_path)
+    run = run_cli([*CLI, "denoise-volume", "photo.tif", "out.tif"], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 1 and run.stderr == (
         "nlmeans-studio: error: photo.tif: one 2D image of shape (48, 64, 3), not a volume (Z, Y, X) or (Z, Y, X, C); "
         "to denoise an image: nlmeans-studio denoise photo.tif photo-denoised.tif\n"
@@ -706,13 +700,13 @@ def test_one_image_in_a_file_denoise_cannot_read_is_pointed_to_a_tiff_first(tmp_
     """A 2D .npy was pointed to `denoise flat.npy flat-denoised.tif`, which `denoise` refuses."""
     image = np.random.default_rng(15).normal(30000, 2000, (64, 80)).astype(np.uint16)
     np.save(tmp_path / "flat.npy", image)
-    run = subprocess.run([*CLI, "denoise-volume", "flat.npy", "out.npy"], capture_output=True, text=True, cwd=tmp_path)
+    run = run_cli([*CLI, "denoise-volume", "flat.npy", "out.npy"], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 1 and run.stderr.endswith(
         "to denoise an image: save it as a TIFF (tifffile.imwrite('flat.tif', image)), then nlmeans-studio denoise "
         "flat.tif flat-denoised.tif\n"
     )
     tifffile.imwrite(tmp_path / "flat.tif", image)
-    run = subprocess.run([*CLI, "denoise", "flat.tif", "flat-denoised.tif"], capture_output=True, cwd=tmp_path)
+    run = run_cli([*CLI, "denoise", "flat.tif", "flat-denoised.tif"], capture_output=True, cwd=tmp_path)
     assert run.returncode == 0 and (tmp_path / "flat-denoised.tif").is_file()
 
 
@@ -731,9 +725,7 @@ def test_a_nifti_the_filter_cannot_take_says_what_to_do(tmp_path, voxels, said) 
     """A complex NIfTI, a 2D one and one slice: each said what to do (the magnitude, the image command, radii 0
     along the thin axis and h given), not only what was wrong."""
     nibabel.save(nibabel.Nifti1Image(voxels, np.eye(4)), tmp_path / "scan.nii.gz")
-    run = subprocess.run(
-        [*CLI, "denoise-volume", "scan.nii.gz", "out.nii.gz"], capture_output=True, text=True, cwd=tmp_path
-    )
+    run = run_cli([*CLI, "denoise-volume", "scan.nii.gz", "out.nii.gz"], capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 1 and said in run.stderr and len(run.stderr.splitlines()) == 1, run.stderr
 
 

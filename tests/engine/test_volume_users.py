@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
+from clips import CLI, run_cli
 
 from nlmeans_studio.engine import denoise_volume, estimate_volume_noise, suggest_volume_h
 
-CLI = [sys.executable, "-m", "nlmeans_studio.engine"]
 SHAPE = (12, 14, 13)
 SETTINGS = {"patch_radius": 1, "search_radius": 2, "backend": "cpu"}
 
@@ -118,7 +117,7 @@ def test_the_command_without_h_equals_python_with_h_none(tmp_path) -> None:
     volume = _noisy()
     np.save(tmp_path / "scan.npy", volume)
     command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--search-radius", "2", "--backend", "cpu", "--quiet"]
-    subprocess.run(command, check=True, cwd=tmp_path, capture_output=True, text=True)
+    run_cli(command, check=True, cwd=tmp_path, capture_output=True, text=True)
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), denoise_volume(volume, **SETTINGS))
 
 
@@ -140,7 +139,7 @@ def test_threads_out_of_range_are_refused_naming_the_range(threads) -> None:
 def test_the_command_refuses_threads_out_of_range(tmp_path) -> None:
     np.save(tmp_path / "scan.npy", _noisy())
     command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--threads", "0", "--backend", "cpu"]
-    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    run = run_cli(command, cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode != 0
     assert "--threads must be an integer in 1.." in run.stderr
     assert not (tmp_path / "out.npy").exists()
@@ -346,7 +345,7 @@ def test_the_command_filters_a_4d_nifti_volume_by_volume_keeping_its_header(tmp_
     image.header["pixdim"][4] = 2.0  # TR, seconds
     nibabel.save(image, tmp_path / "bold.nii.gz")
     command = [*CLI, "denoise-volume", "bold.nii.gz", "out.nii.gz", "--search-radius", "2", "--backend", "cpu"]
-    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    run = run_cli(command, cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "a series of 3 volumes, each filtered on its own" in run.stderr
     written = nibabel.load(tmp_path / "out.nii.gz")
@@ -434,7 +433,7 @@ def test_the_command_takes_the_rician_model(tmp_path) -> None:
 def test_the_command_refuses_a_sigma_without_the_rician_model(tmp_path) -> None:
     np.save(tmp_path / "scan.npy", _noisy())
     command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--sigma", "5", "--backend", "cpu"]
-    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    run = run_cli(command, cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode != 0 and "Traceback" not in run.stderr and "noise sigma" not in run.stderr  # before it reads
     assert "--sigma is the Rician model's (--noise-model rician)" in run.stderr, run.stderr
     assert not (tmp_path / "out.npy").exists()
@@ -529,7 +528,7 @@ def test_estimate_noise_on_a_4d_nifti_prints_each_volumes_estimate_as_denoise_vo
         assert each["suggested_h"]["exponential"] == pytest.approx(suggest_volume_h(estimate), rel=1e-5)
     sigmas = [each["sigma"][0] for each in report["estimates"]]
     assert sigmas[0] < sigmas[1] < sigmas[2]  # noise of sigma 4, 8 and 12
-    text = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    text = run_cli(command, cwd=tmp_path, capture_output=True, text=True)
     assert text.returncode == 0, text.stderr
     lines = [line for line in text.stdout.splitlines() if line.startswith("volume ")]
     assert [line.split(":")[0] for line in lines] == ["volume 0", "volume 1", "volume 2"]
