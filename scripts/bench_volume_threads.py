@@ -3,7 +3,8 @@
 Each setting runs in a process of its own (the OpenMP wait policy is read when numba's pool
 starts), pinned to ``--cpus`` with the spinner on the first of them: all the CPUs' threads or
 one, and OMP_WAIT_POLICY passive (the engine's default, engine/cpu/threads.py) or active
-(spinning). Prints each setting's best idle and busy time (of ``--repeats``), their ratio,
+(spinning); numba's threading layers (``--layers omp,tbb``) and parallel chunk sizes
+(``--chunks``). Prints each setting's best idle and busy time (of ``--repeats``), their ratio,
 and the busy time over the fastest idle time of all settings (a setting slow when idle does not
 look good for slowing little).
 
@@ -22,9 +23,14 @@ import time
 import numpy as np
 
 
-def measure(size: int, search: int, repeats: int, threads: int | None) -> dict:
-    """Best idle and busy seconds of one setting, in this process (pinned by the caller)."""
+def measure(size: int, search: int, repeats: int, threads: int | None, chunk: int) -> dict:
+    """Best idle and busy seconds of one setting, in this process (pinned by the caller).
+
+    ``chunk``: numba's parallel chunk size, planes (0: numba's default, one equal run a thread).
+    """
     import numba
+
+    numba.set_parallel_chunksize(chunk)
 
     from nlmeans_studio.engine import denoise_volume
 
@@ -60,18 +66,28 @@ def main() -> None:
     parser.add_argument("--search", type=int, default=3, help="search radius, voxels")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cpus", default="0,1", help="CPUs to pin to, the spinner on the first")
+    parser.add_argument("--layers", default="omp", help="numba threading layers to try, comma-separated (omp, tbb)")
+    parser.add_argument("--chunks", default="0", help="numba parallel chunk sizes to try, planes (0: numba's default)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child: its thread count, 0 for all
+    parser.add_argument("--chunk", type=int, default=0, help=argparse.SUPPRESS)  # a child's chunk size
     args = parser.parse_args()
     if args.one is not None:
-        print(json.dumps(measure(args.size, args.search, args.repeats, args.one or None)))
+        print(json.dumps(measure(args.size, args.search, args.repeats, args.one or None, args.chunk)))
         return
     cpus = {int(cpu) for cpu in args.cpus.split(",")}
     print(f"{args.size}^3 float32, search radius {args.search}, patch radius 1, CPUs {sorted(cpus)}")
     rows = []
-    for threads, wait in [(0, "active"), (0, "passive"), (1, "active"), (1, "passive")]:
-        environment = dict(os.environ, NUMBA_NUM_THREADS=str(len(cpus)), OMP_WAIT_POLICY=wait)
+    settings = [(0, "active", layer, 0) for layer in args.layers.split(",")]
+    settings += [
+        (0, "passive", layer, int(chunk)) for layer in args.layers.split(",") for chunk in args.chunks.split(",")
+    ]
+    settings += [(1, "passive", "omp", 0)]
+    for threads, wait, layer, chunk in settings:
+        environment = dict(
+            os.environ, NUMBA_NUM_THREADS=str(len(cpus)), OMP_WAIT_POLICY=wait, NUMBA_THREADING_LAYER=layer
+        )
         command = [sys.executable, __file__, "--size", str(args.size), "--search", str(args.search)]
-        command += ["--repeats", str(args.repeats), "--one", str(threads)]
+        command += ["--repeats", str(args.repeats), "--one", str(threads), "--chunk", str(chunk)]
         child = subprocess.run(
             command,
             env=environment,
@@ -81,12 +97,15 @@ def main() -> None:
             preexec_fn=lambda: os.sched_setaffinity(0, cpus),
         )
         result = json.loads(child.stdout.splitlines()[-1])
-        rows.append((threads or result["threads"], wait, result))
-    fastest = min(result["idle"] for _, _, result in rows)  # the idle machine's time, whatever the setting
-    print(f"{'threads':>8}{'wait policy':>13}{'idle s':>9}{'busy s':>9}{'busy/idle':>11}{'busy/fastest idle':>19}")
-    for count, wait, result in rows:
+        rows.append((threads or result["threads"], wait, chunk, result))
+    fastest = min(result["idle"] for *_, result in rows)  # the idle machine's time, whatever the setting
+    print(
+        f"{'threads':>8}{'wait policy':>13}{'chunk':>7}{'idle s':>9}{'busy s':>9}{'busy/idle':>11}"
+        f"{'busy/fastest idle':>19}"
+    )
+    for count, wait, chunk, result in rows:
         print(
-            f"{count:>8}{wait:>13}{result['idle']:>9.3f}{result['busy']:>9.3f}"
+            f"{count:>8}{wait:>13}{chunk:>7}{result['idle']:>9.3f}{result['busy']:>9.3f}"
             f"{result['busy'] / result['idle']:>11.2f}{result['busy'] / fastest:>19.2f}   ({result['layer']})"
         )
 
