@@ -99,6 +99,23 @@ def first_image_number(path: Path) -> int:
     return first
 
 
+def check_sequence_rate(rate: float | Fraction) -> None:
+    """Refuse a frame rate no image sequence can be read at.
+
+    Parameters
+    ----------
+    rate : float or Fraction
+        Frames a second.
+
+    Raises
+    ------
+    ValueError
+        ``rate`` is not a number of frames a second in 1..1000 (NaN and infinity included).
+    """
+    if isinstance(rate, bool) or not isinstance(rate, (int, float, Fraction)) or not 1 <= rate <= 1000:
+        raise ValueError(f"an image sequence's frame rate must be a number of frames a second in 1..1000, got {rate!r}")
+
+
 def sequence_rate(path: Path, rate: float | Fraction) -> Fraction:
     """Return the frames a second an image sequence is read at, exact.
 
@@ -114,8 +131,7 @@ def sequence_rate(path: Path, rate: float | Fraction) -> Fraction:
         raise ValueError(
             f"{path}: a frame rate is given to image sequences, whose images carry none; a video keeps its own"
         )
-    if isinstance(rate, bool) or not isinstance(rate, (int, float, Fraction)) or not 1 <= rate <= 1000:
-        raise ValueError(f"an image sequence's frame rate must be a number of frames a second in 1..1000, got {rate!r}")
+    check_sequence_rate(rate)
     ntsc = rate * 1.001
     if rate != round(rate) and math.isclose(ntsc, round(ntsc), abs_tol=0.005):
         return Fraction(round(ntsc) * 1000, 1001)

@@ -440,6 +440,7 @@ def test_bad_arguments_say_what_is_wrong_in_one_line(capsys, inputs, tmp_path, a
         (["--crf", "99"], "crf must be an integer in 0..51, got 99"),
         (["--out", "/proc/nope"], "--out /proc/nope: the folder /proc is not writable"),
         (["--out", "{inputs}/a/one.mkv/x"], "one.mkv is a file, not a folder"),
+        (["--frame-rate", "nan"], "an image sequence's frame rate must be a number of frames a second in 1..1000"),
     ],
 )
 def test_what_no_file_could_run_with_is_said_before_a_cluster_starts(

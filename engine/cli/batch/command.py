@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...backend import resolve_backend
 from ...media.formats import check_encoding, encoder_preset
+from ...media.image_sequence import check_sequence_rate
 from ...media.staged_output import folder_problem, held_by_a_run, hidden_name, remove_left_behind
 from ...video.export import ExportCancelledError
 from ..denoise import window_params
@@ -48,6 +49,8 @@ def run_batch(args: argparse.Namespace) -> int:
     if problem is not None:
         raise ValueError(f"--out {out}: {problem}: give a folder that can be written (it is made if missing)")
     window_params(args, None)  # an option out of range, said once rather than by every file
+    if args.frame_rate is not None:
+        check_sequence_rate(args.frame_rate)
     check_encoding(args.codec, args.crf, args.preset or encoder_preset(args.codec, live=False), rgb=args.rgb)
     if args.devices is not None:
         raise ValueError("--devices spreads one file over GPUs; a batch gives each GPU files of its own: leave it out")
