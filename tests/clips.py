@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import warnings
 from fractions import Fraction
 from pathlib import Path
 
@@ -33,6 +34,10 @@ def run_cli(
     if not text:
         run.stdout, run.stderr = run.stdout.encode(), run.stderr.encode()
     return run
+
+
+def _warning_on_stderr(message, category, filename, lineno, file=None, line=None) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def in_process(arguments: list[str], *, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -62,10 +67,13 @@ def in_process(arguments: list[str], *, cwd: Path | None = None) -> subprocess.C
         try:
             if cwd is not None:
                 os.chdir(cwd)
-            try:
-                status = command_line([str(argument) for argument in arguments])
-            except SystemExit as exit:  # the parser's refusal, or --help
-                status = 0 if exit.code is None else exit.code if isinstance(exit.code, int) else 1
+            with warnings.catch_warnings():  # Python's warnings on stderr, as a process of its own prints them
+                warnings.simplefilter("default")
+                warnings.showwarning = _warning_on_stderr
+                try:
+                    status = command_line([str(argument) for argument in arguments])
+                except SystemExit as exit:  # the parser's refusal, or --help
+                    status = 0 if exit.code is None else exit.code if isinstance(exit.code, int) else 1
         finally:
             os.chdir(here)
             sys.stdout.flush()
