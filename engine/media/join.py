@@ -23,6 +23,7 @@ from .ffmpeg import VideoError, ffmpeg_reason, pyav
 from .formats import output_format
 from .probe import VideoInfo
 from .staged_output import StagedOutput
+from .timecode import source_timecode
 
 
 def join_segments(
@@ -37,6 +38,8 @@ def join_segments(
     frames: int | None = None,
 ) -> int:
     """Join ``segments`` (in order) into ``target`` with ``like``'s audio and subtitles; return its packets of video.
+
+    The output's timecode is the first segment's (that of its first frame).
 
     Parameters
     ----------
@@ -80,7 +83,11 @@ def join_segments(
         with contextlib.ExitStack() as stack:
             container = stack.enter_context(av.open(str(output.staged), mode="w", format=muxer))
             with av.open(str(segments[0])) as first:  # the segments' stream, as each was encoded
-                video = container.add_stream_from_template(first.streams.video[0])
+                timecode = source_timecode(first)  # the first segment's: the output's first frame's
+                rate = {} if timecode is None else {"rate": like.frame_rate}  # a timecode track counts at it
+                video = container.add_stream_from_template(first.streams.video[0], **rate)
+            if timecode is not None:
+                container.metadata["timecode"] = video.metadata["timecode"] = timecode
             copied = CopiedStreams(like, container, span) if like.other_streams else None
             if copied is not None:
                 stack.callback(copied.close)

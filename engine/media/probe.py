@@ -21,6 +21,7 @@ import numpy as np
 from .ffmpeg import VideoError, ffmpeg_reason, pyav, said_in_our_words
 from .frame_index import FrameIndex, index_stream
 from .image_sequence import first_image_number, is_image_sequence
+from .timecode import source_timecode
 from .y4m import Y4M_HEADER_LIMIT, Y4M_MAGIC, check_y4m_header, y4m_cut, y4m_unmarked_frame
 
 MAX_BOXES = 64  # top-level boxes of an MP4 looked at for its index: a whole file has a handful
@@ -80,6 +81,9 @@ class VideoInfo:
     sample_aspect_ratio : Fraction or None
         A pixel's width over its height, as shown (32/27 for a 16:9 NTSC DVD), upright; None
         where the file gives none (square pixels).
+    timecode : str or None
+        The SMPTE timecode of frame 0 ("01:00:00:00"; drop-frame "00:59:59;28"), from the
+        container or its timecode track; None where the source has none.
     dtype : numpy.dtype
         uint8 for 8-bit sources, uint16 (full 16-bit scale) for deeper ones.
     """
@@ -102,6 +106,7 @@ class VideoInfo:
     other_formats: tuple[tuple[str, int], ...] = ()  # audio and subtitle streams' (codec, Hz), copied
     start_time: float = 0.0  # seconds on the container's clock when frame 0 is shown
     sample_aspect_ratio: Fraction | None = None  # a pixel's width over its height; None: not given (square)
+    timecode: str | None = None  # SMPTE timecode of frame 0; None: the source has none
 
     @property
     def other_streams(self) -> int:
@@ -254,6 +259,7 @@ def stream_facts(path: Path | str, container: Any, first: Any = None) -> dict[st
         "other_formats": tuple(map(_codec_and_rate, (*container.streams.audio, *container.streams.subtitles))),
         "sample_aspect_ratio": Fraction(stream.sample_aspect_ratio) if stream.sample_aspect_ratio else None,
         "declared_frames": stream.frames,  # 0 where the container keeps no count
+        "timecode": source_timecode(container),
     }
 
 

@@ -102,6 +102,10 @@ class VideoWriter:
     first_number : int
         The number of an image sequence's first image: 1 as FFmpeg numbers them by default; an
         export gives its first frame's own (``denoise_file``: a scanned reel's 086400 stays so).
+    timecode : str, optional
+        The SMPTE timecode of the first frame written ("01:00:00:00"), kept where the container
+        holds one (MOV's timecode track, MXF's, a tag in Matroska and MP4); an export gives the
+        source's, advanced to its first frame.
 
     Attributes
     ----------
@@ -138,6 +142,7 @@ class VideoWriter:
         copy_streams: bool = True,
         low_delay: bool = False,
         first_number: int = 1,
+        timecode: str | None = None,
     ) -> None:
         av = pyav()
         self.path = Path(path)
@@ -176,6 +181,8 @@ class VideoWriter:
                     str(self._output.staged), mode="w", format=muxer, options={**BITEXACT, **numbered}
                 )
             self._stream = self._container.add_stream(encoder, rate=like.frame_rate)
+            if timecode is not None and not (self._pipe or self._sequence):
+                self._container.metadata["timecode"] = self._stream.metadata["timecode"] = timecode
             self._stream.width, self._stream.height = like.width, like.height
             self._stream.pix_fmt = self._pixel_format(codec, gray=gray, rgb=rgb)
             self._time_base = 1 / like.frame_rate if self._pipe else like.time_base  # y4m has a rate, no times

@@ -27,6 +27,7 @@ from ..media.image_sequence import first_image_number, is_image_sequence
 from ..media.pipe import LOOKAHEAD, PIPE, PipeReader
 from ..media.probe import VideoInfo
 from ..media.reader import TimedFrame, VideoReader
+from ..media.timecode import timecode_after
 from ..media.writer import VideoWriter
 from ..media.yuv import YuvLayout
 from ..memory import require_cpu_room
@@ -540,6 +541,7 @@ def denoise_file(
                 origin=origin,
                 copy_streams=segment_of is None,
                 first_number=_first_number(reader) + first,
+                timecode=timecode_after(info.timecode, info.frame_rate, first) if info.timecode else None,
             ) as writer,
             _Prefetch(_decoded(reader, read, yuv := converted_on_gpu(denoiser, reader, writer))) as decoded,
             contextlib.closing(denoised(denoiser, decoded, info.dtype, yuv)) as filtered,

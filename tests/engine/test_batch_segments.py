@@ -187,3 +187,20 @@ def test_segments_that_miss_frames_are_not_joined(clip, tmp_path) -> None:
         assert join_segments(parts, starts, tmp_path / "joined.mkv", reader.info, codec="ffv1", frames=72) == 72
     with av.open(str(tmp_path / "joined.mkv")) as container:
         assert len(container.streams.audio) == 1  # the source's sound, copied once
+
+
+def test_a_joined_file_keeps_the_timecode_of_its_first_frame(tmp_path) -> None:
+    """A ProRes master's timecode track was lost when its segments were joined: the output's is the first
+    segment's, as a single `denoise` writes it."""
+    (tmp_path / "in").mkdir()
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=24", "-t", "2", "-c:v",
+         "prores_ks", "-timecode", "01:00:00:00", str(tmp_path / "in" / "master.mov")],
+        check=True, timeout=60,
+    )  # fmt: skip
+    out = tmp_path / "out"
+    run = _batch(str(tmp_path / "in"), "--out", str(out), *FILTER, "--codec", "prores", "--segment-seconds", "0.5")
+    assert run.returncode == 0 and "cut into 4 segments" in (out / ".nlmeans-logs" / "master.mov.log").read_text()
+    with av.open(str(out / "master.mov")) as joined:
+        assert joined.streams.video[0].metadata.get("timecode") == "01:00:00:00"
+        assert [stream.metadata.get("timecode") for stream in joined.streams.data] == ["01:00:00:00"]  # tmcd

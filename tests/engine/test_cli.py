@@ -1,8 +1,10 @@
 """The command line: the benchmark table, and clear errors on bad arguments."""
 
+import json
 import logging
 import os
 import subprocess
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,7 @@ from nlmeans_studio.engine.cli import denoise as denoise_command
 from nlmeans_studio.engine.cli import main
 from nlmeans_studio.engine.cpu import compiled
 from nlmeans_studio.engine.media.ffmpeg import VideoError
+from nlmeans_studio.engine.media.timecode import timecode_after
 from nlmeans_studio.engine.media.writer import check_encoder
 from nlmeans_studio.engine.video import denoiser as denoiser_module
 from nlmeans_studio.engine.video.sample import SAMPLE_CLIP, load_clean_frames, resize_bilinear
@@ -306,3 +309,70 @@ def test_anamorphic_pixels_written_square_are_said(tmp_path, name, codec, warned
     probe = ["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "stream=sample_aspect_ratio", "-of",
              "csv=p=0", str(output)]  # fmt: skip
     assert subprocess.run(probe, capture_output=True, text=True, timeout=60).stdout.strip() == kept
+
+
+@pytest.mark.parametrize(
+    ("rate", "timecode", "start", "suffix", "expected"),
+    [
+        ("24", "01:00:00:00", "0.5", ".mov", "01:00:00:12"),
+        ("30000/1001", "00:59:59;28", "1", ".mov", "01:00:00;28"),  # drop-frame: the minute's ;00 and ;01 kept at 60
+        ("30000/1001", "00:00:59;28", "0.1", ".mxf", "00:01:00;03"),  # ;00 and ;01 skipped at minute 1
+        ("25", "10:00:00:00", "0", ".mkv", "10:00:00:00"),
+    ],
+)
+def test_a_masters_timecode_and_its_tracks_languages_are_kept(
+    tmp_path, rate, timecode, start, suffix, expected
+) -> None:
+    """An editor's DNxHR master (timecode track, a French second track): the output had no timecode (MOV), or
+    00:00:00:00 (MXF), and its tracks' languages were "und". An export from --start is that many frames later."""
+    source = tmp_path / "master.mov"
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", f"smptehdbars=size=64x48:rate={rate}", "-f", "lavfi",
+         "-i", "sine=r=48000", "-t", "1.5", "-map", "0", "-map", "1", "-map", "1", "-c:v", "prores_ks", "-pix_fmt",
+         "yuv422p10le", "-c:a", "pcm_s16le", "-timecode", timecode, "-metadata:s:a:0",
+         "language=eng", "-metadata:s:a:1", "language=fra", str(source)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    output, again = tmp_path / f"out{suffix}", tmp_path / f"again{suffix}"  # again: the output's own read back
+    for given, written, first in [(source, output, start), (output, again, "0")]:
+        command = [*CLI, "denoise", given, written, "--codec", "prores", "--start", first, "--noise", "none"]
+        run = run_cli(
+            [*command, "--h", "5", "--search-radius", "1", "--backend", "cpu"], capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        languages = set() if suffix == ".mxf" else {"eng", "fra"}  # FFmpeg's MXF muxer keeps no track language
+        assert _timecodes_and_languages(written) == ({expected}, languages), written
+
+
+def _timecodes_and_languages(path: Path) -> tuple[set[str], set[str]]:
+    """The timecodes a file's tags give (its own, its streams'), and its audio tracks' languages (ffprobe's)."""
+    probe = ["ffprobe", "-v", "error", "-show_entries", "stream=codec_type:stream_tags=timecode,language:"
+             "format_tags=timecode", "-of", "json", str(path)]  # fmt: skip
+    found = json.loads(subprocess.run(probe, capture_output=True, text=True, check=True).stdout)
+    holders = [found["format"], *found["streams"]]
+    timecodes = {
+        value for holder in holders for tag, value in holder.get("tags", {}).items() if tag.lower() == "timecode"
+    }
+    audio = [stream.get("tags", {}) for stream in found["streams"] if stream["codec_type"] == "audio"]
+    return timecodes, {tags["language"] for tags in audio if "language" in tags}
+
+
+@pytest.mark.parametrize(
+    ("timecode", "rate", "frames", "expected"),
+    [
+        ("00:00:59;29", Fraction(30000, 1001), 1, "00:01:00;02"),
+        ("00:09:59;29", Fraction(30000, 1001), 1, "00:10:00;00"),
+        ("00:00:00;00", Fraction(30000, 1001), 17982, "00:10:00;00"),  # ten minutes of drop-frame
+        ("00:00:00;00", Fraction(30000, 1001), 107892, "01:00:00;00"),  # an hour: 107,892 frames
+        ("00:00:59;59", Fraction(60000, 1001), 1, "00:01:00;04"),
+        ("23:59:59:23", Fraction(24000, 1001), 2, "00:00:00:01"),  # 23.976 counts 24 a second, no drop
+        ("01:02:03:04", Fraction(25), 0, "01:02:03:04"),
+    ],
+)
+def test_timecodes_count_as_smpte_does(timecode, rate, frames, expected) -> None:
+    assert timecode_after(timecode, rate, frames) == expected
+
+
+def test_drop_frame_timecode_at_a_rate_without_it_is_refused() -> None:
+    with pytest.raises(ValueError, match="drop-frame timecode at 25 fps"):
+        timecode_after("00:00:00;00", Fraction(25), 1)
