@@ -140,7 +140,7 @@ def choose_filter(
     window : NLMParams, optional
         The window, weighting and centre weight (its h and color transform are replaced);
         None: ``NLMParams()``'s defaults.
-    matrix : {"bt709", "bt601"}
+    matrix : {"bt709", "bt601", "bt2020"}
         The clip's Y'CbCr matrix (``matrix_for``).
     luma_chroma : "auto", (h_luma, h_chroma) or None
         "auto" (the default): a colour clip in Y'CbCr at the strengths its noise suggests;

@@ -44,7 +44,7 @@ from .noise import estimate_noise
 from .noise_estimate import NoiseEstimate
 from .params import H_MIN, NLMParams
 
-MATRICES = {"bt601": (0.299, 0.114), "bt709": (0.2126, 0.0722)}  # (Kr, Kb)
+MATRICES = {"bt601": (0.299, 0.114), "bt709": (0.2126, 0.0722), "bt2020": (0.2627, 0.0593)}  # (Kr, Kb)
 CHROMA_OFFSET = np.float32(0.5)  # Cb and Cr are centred on 0.5 while filtered, inside [0, 1]
 
 
@@ -54,10 +54,10 @@ def yuv_matrix(matrix: str) -> np.ndarray:
     Raises
     ------
     ValueError
-        ``matrix`` is not "bt601" or "bt709".
+        ``matrix`` is not "bt601", "bt709" or "bt2020".
     """
     if matrix not in MATRICES:
-        raise ValueError(f"matrix must be 'bt601' or 'bt709', got {matrix!r}")
+        raise ValueError(f"matrix must be 'bt601', 'bt709' or 'bt2020', got {matrix!r}")
     kr, kb = MATRICES[matrix]
     kg = 1 - kr - kb
     return np.array(
@@ -113,7 +113,7 @@ def split_estimate(estimate: NoiseEstimate, matrix: str = "bt709") -> LumaChroma
     ----------
     estimate : NoiseEstimate
         The noise of the RGB clip (3 x 3 covariance, full scale squared).
-    matrix : {"bt709", "bt601"}
+    matrix : {"bt709", "bt601", "bt2020"}
         The source's Y'CbCr matrix (``matrix_for``).
 
     Returns
@@ -124,7 +124,7 @@ def split_estimate(estimate: NoiseEstimate, matrix: str = "bt709") -> LumaChroma
     Raises
     ------
     ValueError
-        ``matrix`` is not "bt601" or "bt709", or the covariance is not 3 x 3.
+        ``matrix`` is not "bt601", "bt709" or "bt2020", or the covariance is not 3 x 3.
     """
     transform = yuv_matrix(matrix)
     covariance = transform @ np.asarray(estimate.covariance, dtype=np.float64) @ transform.T
@@ -194,7 +194,7 @@ class LumaChromaDenoiser:
         The window, weighting and centre weight; ``h`` and ``color_transform`` are not used.
     h_luma, h_chroma : float
         Strengths in 8-bit levels for Y and for Cb/Cr (0.001 to 10000).
-    matrix : {"bt709", "bt601"}
+    matrix : {"bt709", "bt601", "bt2020"}
         The source's Y'CbCr matrix (``matrix_for`` reads it from ``VideoInfo.color``).
     backend : {"auto", "cpu", "gpu"}
         As ``Denoiser`` takes it; both passes run on it.
@@ -382,17 +382,20 @@ def matrix_for(colorspace: int, height: int) -> str:
     ----------
     colorspace : int
         FFmpeg's colorspace code (``VideoInfo.color["colorspace"]``): 1 is BT.709, 5 and 6
-        BT.601; any other (2, unspecified) leaves it to the size.
+        BT.601, 9 and 10 BT.2020 (a phone's HLG, an HDR10 master); any other (2, unspecified)
+        leaves it to the size.
     height : int
         The frame height in pixels: BT.709 from HD_LINES (720) up, BT.601 below, as players
         guess, and as the video reader converts untagged sources.
 
     Returns
     -------
-    {"bt709", "bt601"}
+    {"bt709", "bt601", "bt2020"}
     """
     if colorspace == 1:
         return "bt709"
     if colorspace in (5, 6):
         return "bt601"
+    if colorspace in (9, 10):
+        return "bt2020"
     return "bt709" if height >= HD_LINES else "bt601"

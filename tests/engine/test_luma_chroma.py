@@ -61,8 +61,12 @@ def test_export_stream_gives_the_frames_denoise_frame_gives() -> None:
 def test_matrices_and_their_errors() -> None:
     assert matrix_for(1, 480) == "bt709" and matrix_for(6, 1080) == "bt601"
     assert matrix_for(2, 1080) == "bt709" and matrix_for(2, 576) == "bt601"  # unspecified: by size
-    np.testing.assert_allclose(yuv_matrix("bt709") @ [1, 1, 1], [1, 0, 0], atol=1e-12)  # gray has no chroma
-    with pytest.raises(ValueError, match="matrix must be 'bt601' or 'bt709', got 'rec2020'"):
+    # A phone's HLG or an HDR10 master, whatever its size: its own matrix, not BT.601 (a new user's 320x180 clips)
+    assert matrix_for(9, 180) == "bt2020" and matrix_for(10, 2160) == "bt2020"
+    for matrix in ("bt601", "bt709", "bt2020"):
+        np.testing.assert_allclose(yuv_matrix(matrix) @ [1, 1, 1], [1, 0, 0], atol=1e-12)  # gray has no chroma
+    np.testing.assert_allclose(yuv_matrix("bt2020")[0], [0.2627, 0.6780, 0.0593], atol=1e-12)  # H.273's Kr, Kb
+    with pytest.raises(ValueError, match="matrix must be 'bt601', 'bt709' or 'bt2020', got 'rec2020'"):
         yuv_matrix("rec2020")
     gray = np.zeros((2, 16, 16), np.uint8)
     with pytest.raises(ValueError, match=r"needs RGB frames \(H, W, 3\), got \(16, 16, 1\): a gray clip has no chroma"):
