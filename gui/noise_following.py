@@ -117,7 +117,9 @@ class NoiseFollower(QObject):
         if not self._keep_h:
             self._parameters.set_h(self._multiple() * suggested.h)
         if estimate is self.estimate:
-            self._noise.show_estimate(estimate, self._parameters.params().color_transform, suggested.h)
+            shown = self._parameters.params()
+            variant = f"{shown.weighting}/{shown.center_weight}"
+            self._noise.show_estimate(estimate, shown.color_transform, suggested.h, variant)
         self._follow_in_luma_chroma()
         self.parameters_changed.emit()
 

@@ -134,8 +134,9 @@ class NoisePanel(QGroupBox):
         """The estimate failed: why, in place of its result."""
         self.result.setText(f"Not estimated: {message}")
 
-    def show_estimate(self, estimate: NoiseEstimate, transform: np.ndarray | None, h: float) -> None:
-        """The estimate's sigma, source, confidence and the h it suggests; whether color
+    def show_estimate(self, estimate: NoiseEstimate, transform: np.ndarray | None, h: float, variant: str) -> None:
+        """The estimate's sigma, source, confidence and the h it suggests for ``variant`` (the
+        weighting and centre weight set, "exponential/one": h depends on them); whether color
         decorrelation is on (``transform`` not None) and why; its correlation and G matrices."""
         sigma = ", ".join(f"{s:.2f}" for s in estimate.sigma)
         count = len(estimate.regions)
@@ -149,7 +150,7 @@ class NoisePanel(QGroupBox):
             f"Sigma per channel: {sigma} levels",
             f"from {source} ({estimate.samples} samples).",
             f"Confidence: {estimate.confidence:.0%}",
-            f"Suggested h: {h:.1f} (one strength: luma/chroma off)",
+            f"Suggested h: {h:.1f} (one strength, {variant}: luma/chroma off)",
         ]
         if estimate.bands:
             bands = ", ".join(f"{low * 255:.0f}-{high * 255:.0f}: {s:.1f}" for low, high, s, _ in estimate.bands)

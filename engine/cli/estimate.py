@@ -59,7 +59,8 @@ def run_estimate_noise(args: argparse.Namespace) -> int:
                 f"give {remedy}"
             )
         result = estimate_noise(read_frames(args.input, count, start=first), roi=args.roi, bit_depth=FULL_SCALE_BITS)
-    h = apply_estimate(NLMParams(), result).h
+    one_strength = NLMParams()  # as denoise --h runs: the default window, weighting and centre weight
+    h = apply_estimate(one_strength, result).h
     with VideoReader(args.input) as reader:
         matrix = matrix_for(reader.info.color.get("colorspace", 2), reader.info.height)
     default = choose_filter(result, matrix=matrix)
@@ -105,7 +106,8 @@ def run_estimate_noise(args: argparse.Namespace) -> int:
         shared = " (under the count: noise shared by the channels, as compression leaves it; h allows for it)"
     print(f"effective noise channels: {report['effective_channels']:.2f} of {len(result.covariance)}{shared}")
     print(f"color decorrelation: {report['decorrelation']}")
-    print(f"suggested h: {h:.1f} levels (for one strength: denoise --h, --luma-chroma off)")
+    variant = f"{one_strength.weighting}/{one_strength.center_weight}"  # h depends on it: the window says its own
+    print(f"suggested h: {h:.1f} levels (for one strength, {variant}: denoise --h, --luma-chroma off)")
     refined = "; denoise refines it on the clip (SURE, its probe shaped like the noise)"
     refined = refined if report["sure_refines"] else ""
     print(f"denoise's default filter: {default.describe()}{refined}")

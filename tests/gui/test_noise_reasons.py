@@ -22,16 +22,16 @@ def _estimate(sigmas: list[float], correlation: float) -> NoiseEstimate:
 def test_the_panel_gives_the_confidence_and_the_reason(qtbot) -> None:
     panel = NoisePanel()
     qtbot.addWidget(panel)
-    panel.show_estimate(_estimate([25, 25, 25], 0.8), None, 40.0)
+    panel.show_estimate(_estimate([25, 25, 25], 0.8), None, 40.0, "exponential/max")
     text = panel.result.text()
     assert "Confidence: 42%" in text and "Sigma per brightness band: 0-64: 5.0" in text
     assert "would not help here: off: luminance gain 0.62 < 1: the noise lies along the gray axis" in text
     assert "Noise shared by the channels (1.3 effective of 3, as compressed footage has it)" in text
     helping = _estimate([8, 8, 30], 0.8)
-    panel.show_estimate(helping, helping.color_transform(), 20.0)
+    panel.show_estimate(helping, helping.color_transform(), 20.0, "exponential/max")
     assert "helps here: on: luminance gain 2.09 >= 1" in panel.result.text()
     assert "shared by the channels" not in panel.result.text()  # whitened: as independent as white noise
-    panel.show_estimate(helping, None, 20.0)
+    panel.show_estimate(helping, None, 20.0, "exponential/max")
     assert "off (your choice)" in panel.result.text()
 
 
