@@ -69,6 +69,7 @@ from .media.image_sequence import is_image_sequence, sequence_files
 from .media.live import LiveReader
 from .media.probe import VideoInfo
 from .media.reader import VIDEO_SUFFIXES, VideoReader, read_frames
+from .media.timecode import timecode_after
 from .media.writer import VideoWriter, check_encoder, check_output_path
 from .metrics import psnr
 from .resources import ICON, PRESET_FOLDER, SAMPLE_CLIP
@@ -274,6 +275,7 @@ __all__ = [
     "suggest_luma_chroma_h",
     "suggest_volume_h",
     "sure_sample_length",
+    "timecode_after",
     "tune_for_fps",
     "unfiltered_preview",
     "volume_format",

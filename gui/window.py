@@ -9,7 +9,6 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +42,7 @@ from nlmeans_studio.engine import (
     matrix_for,
     names_a_volume,
     save_preset,
+    timecode_after,
 )
 
 from .banner import ErrorBanner
@@ -82,11 +82,10 @@ OPEN_FILTER = (
 )
 
 
-def timecode(index: int, frame_rate: Fraction) -> str:
-    """Frame ``index`` as HH:MM:SS:FF at ``frame_rate`` (frames counted from 0, non-drop)."""
-    per_second = max(1, round(frame_rate))
-    seconds, frames = divmod(index, per_second)
-    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}:{frames:02d}"
+def timecode(index: int, info: VideoInfo) -> str:
+    """Frame ``index`` as HH:MM:SS:FF: the source's own timecode (a master's 01:00:00:00, drop-frame
+    where it is) advanced by ``index`` frames, else counted from 00:00:00:00 at its rate."""
+    return timecode_after(info.timecode or "00:00:00:00", info.frame_rate, index)
 
 
 def _estimated(psnr: float | None) -> str:
@@ -514,11 +513,11 @@ class MainWindow(QMainWindow):
     def _show_position(self) -> None:
         if self.info is None:
             return
-        index, rate = self.frame_slider.value(), self.info.frame_rate
-        parts = [timecode(index, rate), f"frame {index + 1} / {self.info.frame_count}"]
+        index = self.frame_slider.value()
+        parts = [timecode(index, self.info), f"frame {index + 1} / {self.info.frame_count}"]
         marked = self.frame_slider.marked
         if marked is not None:
-            parts.append(f"in {timecode(marked[0], rate)} out {timecode(marked[1], rate)}")
+            parts.append(f"in {timecode(marked[0], self.info)} out {timecode(marked[1], self.info)}")
         self.frame_label.setText(" · ".join(parts))
 
     def step(self, frames: int) -> None:

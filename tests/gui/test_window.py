@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import subprocess
 import threading
 from fractions import Fraction
 from pathlib import Path
@@ -569,6 +570,26 @@ def test_in_and_out_marks_show_as_timecode_and_set_the_export_range(qtbot, windo
     assert window.frame_slider.marked == (3, 7)  # drawn along the timeline
     press(qtbot, window, KEY.Key_X, Qt.KeyboardModifier.AltModifier)
     assert " in " not in window.frame_label.text() and window.frame_slider.marked is None
+
+
+def test_a_masters_timecode_is_the_timelines_and_the_exports(qtbot, window, tmp_path) -> None:
+    """A ProRes master at 01:00:00:00 read 00:00:00:00 on the timeline, and its export had no timecode:
+    the readout counts from the master's own (drop-frame at 29.97), and a range exported from a
+    mark in starts at the mark's timecode."""
+    source = tmp_path / "master.mov"
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=30000/1001", "-t", "2.1",
+         "-c:v", "prores_ks", "-timecode", "00:00:59;28", str(source)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    opened(qtbot, window, source)
+    assert window.frame_label.text().startswith("00:00:59;28 · frame 1 /")
+    mark_frames(qtbot, window, 2, 40)  # frame 2 is 00:01:00;02: ;00 and ;01 are skipped at the minute
+    assert "in 00:01:00;02 out 00:01:01;10" in window.frame_label.text()
+    export_with_dialog(qtbot, window, tmp_path / "range.mkv", window.export_action.trigger)
+    exports_done(qtbot, window)
+    with av.open(str(tmp_path / "range.mkv")) as written:  # Matroska's tag: TIMECODE
+        assert {name.lower(): value for name, value in written.metadata.items()}["timecode"] == "00:01:00;02"
 
 
 def test_marks_export_exactly_their_frames_on_a_variable_frame_rate(qtbot, window, tmp_path) -> None:
