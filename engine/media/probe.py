@@ -84,6 +84,9 @@ class VideoInfo:
     timecode : str or None
         The SMPTE timecode of frame 0 ("01:00:00:00"; drop-frame "00:59:59;28"), from the
         container or its timecode track; None where the source has none.
+    others_start : float or None
+        Seconds on the container's clock when the earliest audio or subtitle stream starts (its
+        header's start time); None without one, or where none says.
     dtype : numpy.dtype
         uint8 for 8-bit sources, uint16 (full 16-bit scale) for deeper ones.
     """
@@ -107,6 +110,7 @@ class VideoInfo:
     start_time: float = 0.0  # seconds on the container's clock when frame 0 is shown
     sample_aspect_ratio: Fraction | None = None  # a pixel's width over its height; None: not given (square)
     timecode: str | None = None  # SMPTE timecode of frame 0; None: the source has none
+    others_start: float | None = None  # seconds on the container's clock: the earliest audio or subtitle start
 
     @property
     def other_streams(self) -> int:
@@ -260,6 +264,7 @@ def stream_facts(path: Path | str, container: Any, first: Any = None) -> dict[st
         "sample_aspect_ratio": Fraction(stream.sample_aspect_ratio) if stream.sample_aspect_ratio else None,
         "declared_frames": stream.frames,  # 0 where the container keeps no count
         "timecode": source_timecode(container),
+        "others_start": _earliest_start((*container.streams.audio, *container.streams.subtitles)),
     }
 
 
@@ -267,6 +272,12 @@ def _codec_and_rate(stream: Any) -> tuple[str, int]:
     """Return an audio or subtitle stream's codec, as FFmpeg names it, and sample rate in Hz (0 for subtitles)."""
     context = stream.codec_context  # None where this FFmpeg has no decoder for it
     return (context.name if context is not None else "an unknown codec"), getattr(context, "sample_rate", 0)
+
+
+def _earliest_start(streams: tuple[Any, ...]) -> float | None:
+    """Seconds on the container's clock when the earliest of ``streams`` starts, by their headers; None if none says."""
+    starts = [float(stream.start_time * stream.time_base) for stream in streams if stream.start_time is not None]
+    return min(starts, default=None)
 
 
 def probe_video(path: Path, frame_rate: Fraction | None = None) -> tuple[VideoInfo, FrameIndex]:

@@ -207,6 +207,34 @@ def _opened(
     return VideoReader(source, hardware_decoding=hardware_decoding, frame_rate=frame_rate)
 
 
+def sound_lead(reader: VideoReader | PipeReader, first: int) -> float:
+    """Return the seconds of sound (or subtitles) before frame 0 an export from ``first`` keeps (0 but from frame 0).
+
+    A file whose video starts after its sound (a recorder's, or a muxer's ``-itsoffset``) kept its
+    picture but lost the sound before it, every time shifted. An export from its first frame keeps
+    that sound, the picture starting as late as in the source, as FFmpeg's own copy does. A lead
+    under a frame (AAC's priming, an MPEG-PS file's first audio frame) is left to the copy's own
+    handling of times before the first frame.
+
+    Parameters
+    ----------
+    reader : VideoReader or PipeReader
+        The source, open.
+    first : int
+        The export's first frame.
+
+    Returns
+    -------
+    float
+        Seconds, 0 or at least one frame's.
+    """
+    info = reader.info
+    if first != 0 or not isinstance(reader, VideoReader) or info.others_start is None:
+        return 0.0
+    lead = info.start_time - info.others_start
+    return lead if lead >= 1 / float(info.frame_rate) else 0.0
+
+
 def frame_range(
     reader: VideoReader | PipeReader, start: float, duration: float | None, frames: range | None = None
 ) -> tuple[int, int | None]:
@@ -523,9 +551,17 @@ def denoise_file(
         first, last = frame_range(reader, start, duration, frames)
         total = 0 if last is None else last - first  # 0: unknown until the pipe ends
         done = 0
-        span = (reader.start_time(first), reader.start_time(last) if last and last < info.frame_count else math.inf)
+        lead = sound_lead(reader, first) if segment_of is None else 0.0
+        span = (
+            reader.start_time(first) - lead,
+            reader.start_time(last) if last and last < info.frame_count else math.inf,
+        )
         like = reader if isinstance(reader, VideoReader) else info  # a file's sound is copied through its reader
-        read, origin = range(first, last or first), None  # the frames decoded and filtered
+        # The frames decoded and filtered; the picture from 0, or as late after the sound as in the source.
+        read, origin = (
+            range(first, last or first),
+            (reader.timestamp(first) - round(lead / info.time_base) if lead else None),
+        )
         if segment_of is not None:
             read, origin = _with_context(reader, frames, segment_of, context_frames(params, guide=guide))
         with (

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from clips import CLI
 from test_batch import _batch, _manifest, _read_until, _start
+from test_export import late_picture, stream_starts
 
 from nlmeans_studio.engine import read_frames
 from nlmeans_studio.engine.cli.batch.plan import segment_frames
@@ -204,3 +205,17 @@ def test_a_joined_file_keeps_the_timecode_of_its_first_frame(tmp_path) -> None:
     with av.open(str(out / "master.mov")) as joined:
         assert joined.streams.video[0].metadata.get("timecode") == "01:00:00:00"
         assert [stream.metadata.get("timecode") for stream in joined.streams.data] == ["01:00:00:00"]  # tmcd
+
+
+def test_a_joined_file_keeps_the_sound_before_its_first_picture_as_denoise_does(tmp_path) -> None:
+    """Segments joined put the picture as late after the sound as a single `denoise` of the file does."""
+    (tmp_path / "in").mkdir()
+    source = late_picture(tmp_path / "in")
+    alone = tmp_path / "alone.mkv"
+    subprocess.run([*CLI, "denoise", str(source), str(alone), *FILTER, "--codec", "ffv1", "--quiet"], check=True)
+    out = tmp_path / "out"
+    run = _batch(str(source), "--out", str(out), *FILTER, "--codec", "ffv1", "--segment-seconds", "0.9")
+    assert run.returncode == 0 and "segments" in (out / ".nlmeans-logs" / "late.mp4.log").read_text(), run.stderr
+    joined, single = stream_starts(out / "late.mp4"), stream_starts(alone)
+    assert joined == pytest.approx(single, abs=0.002) and joined["video"] == pytest.approx(0.5, abs=0.002)
+    assert np.array_equal(read_frames(out / "late.mp4"), read_frames(alone))

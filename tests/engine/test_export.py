@@ -1,5 +1,6 @@
 """Denoising whole files: `denoise_file` and `nlmeans-studio denoise`."""
 
+import json
 import resource
 import signal
 import subprocess
@@ -273,3 +274,46 @@ def test_the_same_run_writes_the_same_bytes(noisy_clip_file, tmp_path, suffix) -
     for output in outputs:
         assert main(["denoise", str(source), str(output), "--h", "20", "--codec", "ffv1", "--quiet"]) == 0
     assert outputs[0].read_bytes() == outputs[1].read_bytes()
+
+
+def late_picture(folder: Path, name: str = "late.mp4") -> Path:
+    """3 s of H.264 (a keyframe every 0.48 s) muxed 0.5 s after 3.5 s of AAC, as ``-itsoffset`` makes it."""
+    video, sound, muxed = folder / "v.mp4", folder / "a.m4a", folder / name
+    mux = ["-itsoffset", "0.5", "-i", str(video), "-i", str(sound), "-map", "0:v", "-map", "1:a", "-c", "copy"]
+    for command in (
+        ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-t", "3", "-c:v", "libx264", "-g", "12", str(video)],
+        ["-f", "lavfi", "-i", "sine=r=48000:beep_factor=4", "-t", "3.5", "-c:a", "aac", str(sound)],
+        [*mux, str(muxed)],
+    ):
+        subprocess.run(["ffmpeg", "-loglevel", "error", *command], check=True, timeout=60)
+    return muxed
+
+
+def stream_starts(path: Path) -> dict[str, float]:
+    """Each stream's start time, and the file's duration, in seconds, as ffprobe reads them."""
+    probe = ["ffprobe", "-v", "error", "-show_entries", "stream=codec_type,start_time:format=duration", "-of", "json"]
+    found = json.loads(subprocess.run([*probe, str(path)], capture_output=True, text=True, check=True).stdout)
+    starts = {stream["codec_type"]: float(stream["start_time"]) for stream in found["streams"]}
+    return {**starts, "duration": float(found["format"]["duration"])}
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".mkv"])
+def test_sound_before_the_first_picture_is_kept_with_the_picture_as_late(tmp_path, suffix) -> None:
+    """A recorder's file whose picture starts 0.5 s after its sound lost that half second of sound, and
+    every time moved 0.5 s earlier. A whole export keeps the sound and starts the picture as late, as
+    FFmpeg's own copy does; an export from --start starts both there."""
+    source = late_picture(tmp_path)
+    output = tmp_path / f"out{suffix}"
+    filtered = ["--noise", "none", "--h", "5", "--search-radius", "1", "--codec", "ffv1", "--backend", "cpu"]
+    run = run_cli([*CLI, "denoise", source, output, *filtered], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert stream_starts(source) == {"video": 0.5, "audio": 0.0, "duration": 3.5}
+    starts = stream_starts(output)
+    assert starts["video"] == pytest.approx(0.5, abs=0.002) and starts["audio"] == pytest.approx(0, abs=0.025)
+    assert starts["duration"] == pytest.approx(3.5, abs=0.03)  # the sound whole
+    with VideoReader(source) as before, VideoReader(output) as after:
+        assert len(after) == len(before) == 75
+        np.testing.assert_allclose(after.frame_times, before.frame_times, atol=0.002)  # from frame 0: unchanged
+    cut = tmp_path / f"cut{suffix}"
+    run = run_cli([*CLI, "denoise", source, cut, *filtered, "--start", "1"], capture_output=True, text=True)
+    assert run.returncode == 0 and stream_starts(cut)["video"] == pytest.approx(0, abs=0.002), run.stderr

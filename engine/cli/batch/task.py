@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from ...video.export import ExportSummary, frame_range
+from ...video.export import ExportSummary, frame_range, sound_lead
 from ...volume import cli as volume_cli
 from ..arguments import build_parser
 from ..denoise import Stop, chosen_filter, export_denoised, open_source
@@ -193,9 +193,11 @@ def _denoise_video(job: Job, options: dict[str, Any], stop: Stop) -> ExportSumma
         first, last = frame_range(reader, args.start, args.duration)
         whole = range(first, last)
         frames = segment_frames(reader, whole, 0.0 if job.sequence else options["segment_seconds"] or 0.0)
-        if len(frames) > 1:
-            starts = tuple(reader.timestamp(start) - reader.timestamp(first) for start, _ in frames)
-            span = (reader.start_time(first), reader.start_time(last) if last < len(reader) else math.inf)
+        if len(frames) > 1:  # the picture as late after the sound as a single denoise puts it (sound_lead)
+            lead = sound_lead(reader, first)
+            origin = reader.timestamp(first) - round(lead / reader.info.time_base)
+            starts = tuple(reader.timestamp(start) - origin for start, _ in frames)
+            span = (reader.start_time(first) - lead, reader.start_time(last) if last < len(reader) else math.inf)
             if not args.quiet:
                 print(f"cut into {len(frames)} segments at keyframes, each a task", file=sys.stderr)
             return SegmentPlan(tuple(frames), starts, span, choice)
