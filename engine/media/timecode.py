@@ -59,7 +59,12 @@ def timecode_after(timecode: str, rate: Fraction, frames: int) -> str:
     Raises
     ------
     ValueError
-        ``timecode`` not in that form, or drop-frame at a rate that has none (only 29.97 and 59.94).
+        ``timecode`` not in that form.
+
+    Notes
+    -----
+    Drop-frame is counted at 29.97 and 59.94 only; a drop-frame mark at another rate (a muxer's
+    slip) counts every frame number, keeping the mark.
     """
     match = TIMECODE.fullmatch(timecode)
     if match is None:
@@ -67,8 +72,6 @@ def timecode_after(timecode: str, rate: Fraction, frames: int) -> str:
     hours, minutes, seconds, separator, count = match.groups()
     base = round(rate)
     drop = _dropped_a_minute(rate) if separator in DROP_SEPARATORS else 0
-    if separator in DROP_SEPARATORS and not drop:
-        raise ValueError(f"{timecode}: drop-frame timecode at {float(rate):g} fps, which counts no drop-frame")
     total_minutes = 60 * int(hours) + int(minutes)
     number = (total_minutes * 60 + int(seconds)) * base + int(count)
     number -= drop * (total_minutes - total_minutes // 10)

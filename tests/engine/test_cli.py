@@ -373,6 +373,8 @@ def test_timecodes_count_as_smpte_does(timecode, rate, frames, expected) -> None
     assert timecode_after(timecode, rate, frames) == expected
 
 
-def test_drop_frame_timecode_at_a_rate_without_it_is_refused() -> None:
-    with pytest.raises(ValueError, match="drop-frame timecode at 25 fps"):
-        timecode_after("00:00:00;00", Fraction(25), 1)
+def test_a_drop_frame_mark_at_a_rate_without_drop_frame_counts_every_frame() -> None:
+    """A muxer's slip (";" at 25 fps) does not stop an export: SMPTE defines drop-frame at 29.97 and 59.94 only."""
+    assert timecode_after("00:00:59;24", Fraction(25), 1) == "00:01:00;00"
+    with pytest.raises(ValueError, match="is not a timecode HH:MM:SS:FF"):
+        timecode_after("1:00", Fraction(25), 1)
