@@ -9,6 +9,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -82,10 +83,21 @@ OPEN_FILTER = (
 )
 
 
-def timecode(index: int, info: VideoInfo) -> str:
+def timecode(index: int, info: VideoInfo, frame_times: np.ndarray) -> str:
     """Frame ``index`` as HH:MM:SS:FF: the source's own timecode (a master's 01:00:00:00, drop-frame
-    where it is) advanced by ``index`` frames, else counted from 00:00:00:00 at its rate."""
+    where it is) advanced by ``index`` frames, else counted from 00:00:00:00 at its rate. A clip
+    whose frames are not evenly timed (a phone's variable rate) shows the frame's own time,
+    HH:MM:SS.mmm from frame 0: frames counted at the average rate would name another moment."""
+    if info.timecode is None and _uneven(frame_times, info.frame_rate):
+        seconds = float(frame_times[index])
+        return f"{int(seconds // 3600):02d}:{int(seconds // 60 % 60):02d}:{seconds % 60:06.3f}"
     return timecode_after(info.timecode or "00:00:00:00", info.frame_rate, index)
+
+
+def _uneven(frame_times: np.ndarray, frame_rate: Fraction) -> bool:
+    """Whether a frame is shown half a frame or more off its number over ``frame_rate``: a variable rate."""
+    even = np.arange(len(frame_times)) / float(frame_rate)
+    return bool(len(frame_times)) and float(np.max(np.abs(frame_times - even))) >= 0.5 / float(frame_rate)
 
 
 def _estimated(psnr: float | None) -> str:
@@ -514,10 +526,11 @@ class MainWindow(QMainWindow):
         if self.info is None:
             return
         index = self.frame_slider.value()
-        parts = [timecode(index, self.info), f"frame {index + 1} / {self.info.frame_count}"]
+        times = self.frame_times
+        parts = [timecode(index, self.info, times), f"frame {index + 1} / {self.info.frame_count}"]
         marked = self.frame_slider.marked
         if marked is not None:
-            parts.append(f"in {timecode(marked[0], self.info)} out {timecode(marked[1], self.info)}")
+            parts.append(f"in {timecode(marked[0], self.info, times)} out {timecode(marked[1], self.info, times)}")
         self.frame_label.setText(" · ".join(parts))
 
     def step(self, frames: int) -> None:

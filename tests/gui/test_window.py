@@ -600,6 +600,8 @@ def test_marks_export_exactly_their_frames_on_a_variable_frame_rate(qtbot, windo
     path = write_corpus_clip(tmp_path, spec)
     opened(qtbot, window, path)
     mark_frames(qtbot, window, 3, 7)
+    # The readout gives the frames' own times, not frames counted at the average rate (a phone's clip).
+    assert "00:00:00.330 · frame 8 / 12 · in 00:00:00.120 out 00:00:00.330" in window.frame_label.text()
     dialog = export_with_dialog(qtbot, window, tmp_path / "range.mkv", window.export_action.trigger)
     assert dialog.span.text() == "5 frames, 0.120 s to 0.400 s"
     exports_done(qtbot, window)
