@@ -223,6 +223,7 @@ class VideoWriter:
             self._discard()
             raise VideoError(f"{self.path}: cannot write here: {error.strerror or error}") from error
         self._written, self._closed, self._first_number = 0, False, first_number
+        self._muxer = muxer
         self._origin = origin  # None: the first TimedFrame's timestamp, so that the output starts at 0
 
     def _pixel_format(self, codec: str, *, gray: bool, rgb: bool) -> str:
@@ -337,6 +338,7 @@ class VideoWriter:
         if self._closed:
             return
         self._closed = True
+        copied = self._copied is not None
         try:
             self._mux(self._stream.encode(None))
             if self._copied is not None:
@@ -347,6 +349,8 @@ class VideoWriter:
         self._close_sources()
         try:
             self._container.close()
+            if self._muxer == CUTS_PICTURE_TO_SOUND and copied:
+                self._check_every_frame_kept()
             if self._output is not None:
                 self._output.publish(self._older_images())
         except FileExistsError as error:
@@ -383,9 +387,27 @@ class VideoWriter:
         if self._output is not None:
             self._output.discard()
 
+    def _check_every_frame_kept(self) -> None:
+        """Refuse a written file that holds fewer frames than were written to it; nothing is published.
+
+        FFmpeg's MXF muxer ends the picture where the sound ends, and starts a late sound with the
+        picture, dropping frames: a tape capture whose sound was shorter lost 12 of its 50 frames.
+        """
+        with pyav().open(str(self._output.staged)) as written:
+            kept = sum(1 for packet in written.demux(written.streams.video[0]) if packet.size)
+        if kept < self._written:
+            self._discard()
+            raise VideoError(
+                f"{self.path}: FFmpeg's MXF muxer kept {kept} of the {self._written} frames: it ends the picture "
+                "where the sound ends and cannot start the sound after the picture, and this source's sound is "
+                "shorter or later; nothing was written: write .mov (ProRes) or .mkv (FFV1), which keep both, or "
+                "first make the sound start and end with the picture (FFmpeg's adelay and apad filters)"
+            )
+
 
 # FFmpeg's color matrices (AVColorSpace) -> swscale's (SWS_CS_*): BT.709, FCC, BT.601 (as
 # BT.470BG and as SMPTE 170M), SMPTE 240M, BT.2020 (constant and non-constant luminance).
+CUTS_PICTURE_TO_SOUND = "mxf"  # the muxer whose output is counted before it is published (``_check_every_frame_kept``)
 BITEXACT = {"fflags": "+bitexact"}  # the muxer's option: an archive's checksums match from run to run
 SWSCALE_MATRICES = {1: 1, 4: 4, 5: 5, 6: 5, 7: 7, 9: 9, 10: 9}
 BT601, LIMITED_RANGE = 5, 1

@@ -317,3 +317,22 @@ def test_sound_before_the_first_picture_is_kept_with_the_picture_as_late(tmp_pat
     cut = tmp_path / f"cut{suffix}"
     run = run_cli([*CLI, "denoise", source, cut, *filtered, "--start", "1"], capture_output=True, text=True)
     assert run.returncode == 0 and stream_starts(cut)["video"] == pytest.approx(0, abs=0.002), run.stderr
+
+
+def test_an_mxf_that_would_lose_frames_to_its_short_sound_is_not_written(tmp_path) -> None:
+    """A tape capture whose sound was 0.5 s shorter than its picture came out of MXF with 38 of its 50
+    frames, the run saying "denoised 50 frames": FFmpeg's MXF muxer ends the picture with the sound."""
+    source = tmp_path / "capture.mov"
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-f", "lavfi", "-i",
+         "sine=r=48000", "-t", "2", "-map", "0:v", "-map", "1:a", "-c:v", "ffv1", "-c:a", "pcm_s24le", "-af",
+         "atrim=0:1.5", str(source)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    filtered = ["--noise", "none", "--h", "5", "--search-radius", "1", "--codec", "prores", "--backend", "cpu"]
+    run = run_cli([*CLI, "denoise", source, tmp_path / "out.mxf", *filtered], capture_output=True, text=True)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert "FFmpeg's MXF muxer kept 38 of the 50 frames" in run.stderr.splitlines()[-1]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["capture.mov"]  # nothing left behind
+    run = run_cli([*CLI, "denoise", source, tmp_path / "out.mov", *filtered], capture_output=True, text=True)
+    assert run.returncode == 0 and len(read_frames(tmp_path / "out.mov")) == 50, run.stderr
