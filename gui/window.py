@@ -6,6 +6,7 @@ connects to their signals."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -83,12 +84,12 @@ OPEN_FILTER = (
 )
 
 
-def timecode(index: int, info: VideoInfo, frame_times: np.ndarray) -> str:
+def timecode(index: int, info: VideoInfo, frame_times: np.ndarray, uneven: bool) -> str:
     """Frame ``index`` as HH:MM:SS:FF: the source's own timecode (a master's 01:00:00:00, drop-frame
     where it is) advanced by ``index`` frames, else counted from 00:00:00:00 at its rate. A clip
-    whose frames are not evenly timed (a phone's variable rate) shows the frame's own time,
-    HH:MM:SS.mmm from frame 0: frames counted at the average rate would name another moment."""
-    if info.timecode is None and _uneven(frame_times, info.frame_rate):
+    whose frames are not evenly timed (``uneven``: a phone's variable rate) shows the frame's own
+    time, HH:MM:SS.mmm from frame 0: frames counted at the average rate would name another moment."""
+    if info.timecode is None and uneven:
         seconds = float(frame_times[index])
         return f"{int(seconds // 3600):02d}:{int(seconds // 60 % 60):02d}:{seconds % 60:06.3f}"
     return timecode_after(info.timecode or "00:00:00:00", info.frame_rate, index)
@@ -118,6 +119,7 @@ class MainWindow(QMainWindow):
         self._opening: Path | None = None
         self.info: VideoInfo | None = None
         self.frame_times = np.zeros(0)  # seconds from frame 0 of each frame of the clip
+        self.unevenly_timed = False  # a variable frame rate: the readout gives the frames' own times
         self.preview: Preview | None = None  # the preview shown, of any pass
         self.timed: Preview | None = None  # the last exact one, whose time and device the readouts show
         self._regions_frame: int | None = None  # the frame the noise estimate's boxes were found on
@@ -281,6 +283,7 @@ class MainWindow(QMainWindow):
             self._save_clip_settings()
         index = self.frame_slider.value() if self._opening == self.path else 0
         self.path, self.info, self.frame_times = self._opening, info, frame_times
+        self.unevenly_timed = _uneven(frame_times, info.frame_rate)  # once: the readout follows every frame
         self.noise_follower.new_clip(matrix_for(info.color.get("colorspace", 2), info.height))
         self._regions_frame = None
         self.view.show_regions([])
@@ -526,11 +529,11 @@ class MainWindow(QMainWindow):
         if self.info is None:
             return
         index = self.frame_slider.value()
-        times = self.frame_times
-        parts = [timecode(index, self.info, times), f"frame {index + 1} / {self.info.frame_count}"]
+        at = functools.partial(timecode, info=self.info, frame_times=self.frame_times, uneven=self.unevenly_timed)
+        parts = [at(index), f"frame {index + 1} / {self.info.frame_count}"]
         marked = self.frame_slider.marked
         if marked is not None:
-            parts.append(f"in {timecode(marked[0], self.info, times)} out {timecode(marked[1], self.info, times)}")
+            parts.append(f"in {at(marked[0])} out {at(marked[1])}")
         self.frame_label.setText(" · ".join(parts))
 
     def step(self, frames: int) -> None:

@@ -70,6 +70,9 @@ OUTPUT_CONTAINERS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 # Muxers that hold only uncompressed audio, in these codecs at this sample rate (Hz), and no subtitles
 PCM_ONLY = {"mxf": (("pcm_s16le", "pcm_s24le"), 48000)}
+# Muxers that end the picture where the sound ends and start a late sound with the picture, dropping
+# frames: what they wrote beside other streams is counted before it is published (``check_frames_kept``)
+CUTS_PICTURE_TO_SOUND = ("mxf",)
 # Muxer -> the start of the codec names it keeps in a form older readers misread: MP4 stores PCM as
 # ISO/IEC 23003-5 'ipcm', which FFmpeg 5.1 reads as 16-bit little-endian PCM (24-bit sound became
 # full-scale noise); that one itself, READ_RIGHT, comes back as it was.
@@ -364,4 +367,36 @@ def check_subsampled_size(path: Path, pixel_format: str, width: int, height: int
         raise VideoError(
             f"{path}: {pixel_format} keeps color at half resolution and needs an even width and height, "
             f"but the clip is {width}x{height}; use --codec ffv1 (lossless, any size), or crop it by a pixel"
+        )
+
+
+def check_frames_kept(written: Path, target: Path, frames: int) -> None:
+    """Refuse a file that holds fewer frames of video than were muxed into it.
+
+    FFmpeg's MXF muxer (CUTS_PICTURE_TO_SOUND) ends the picture where the sound ends, and starts a
+    late sound with the picture, dropping frames: a tape capture whose sound was shorter lost 12 of
+    its 50 frames.
+
+    Parameters
+    ----------
+    written : Path
+        The file as written, not yet published.
+    target : Path
+        Its name once published, for the message.
+    frames : int
+        The frames of video muxed into it.
+
+    Raises
+    ------
+    VideoError
+        Frames missing: the message says why and what keeps them.
+    """
+    with pyav().open(str(written)) as container:
+        kept = sum(1 for packet in container.demux(container.streams.video[0]) if packet.size)
+    if kept < frames:
+        raise VideoError(
+            f"{target}: FFmpeg's MXF muxer kept {kept} of the {frames} frames: it ends the picture where the sound "
+            "ends and cannot start the sound after the picture, and this source's sound is shorter or later; "
+            "nothing was written: write .mov (ProRes) or .mkv (FFV1), which keep both, or first make the sound "
+            "start and end with the picture (FFmpeg's adelay and apad filters)"
         )

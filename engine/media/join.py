@@ -20,10 +20,10 @@ from typing import Any
 
 from .copied_streams import CopiedStreams
 from .ffmpeg import VideoError, ffmpeg_reason, pyav
-from .formats import output_format
+from .formats import CUTS_PICTURE_TO_SOUND, check_frames_kept, output_format
 from .probe import VideoInfo
 from .staged_output import StagedOutput
-from .timecode import source_timecode
+from .timecode import source_timecode, tag_timecode
 
 
 def join_segments(
@@ -87,7 +87,7 @@ def join_segments(
                 rate = {} if timecode is None else {"rate": like.frame_rate}  # a timecode track counts at it
                 video = container.add_stream_from_template(first.streams.video[0], **rate)
             if timecode is not None:
-                container.metadata["timecode"] = video.metadata["timecode"] = timecode
+                tag_timecode(container, video, timecode)
             copied = CopiedStreams(like, container, span) if like.other_streams else None
             if copied is not None:
                 stack.callback(copied.close)
@@ -98,6 +98,8 @@ def join_segments(
                 raise VideoError(f"{target}: its segments hold {packets} of its {frames} frames; denoise them again")
             if copied is not None:
                 copied.copy(container.mux)
+        if copied is not None and muxer in CUTS_PICTURE_TO_SOUND:
+            check_frames_kept(output.staged, target, packets)
         output.publish()
     except (av.error.FFmpegError, OSError) as error:
         output.discard()

@@ -39,6 +39,14 @@ def source_timecode(container: Any) -> str | None:
     return None
 
 
+def tag_timecode(container: Any, stream: Any, timecode: str) -> None:
+    """Give an output ``timecode`` as its first frame's.
+
+    As the container's tag (MXF's, Matroska's) and its video stream's (MOV's and MP4's tmcd track).
+    """
+    container.metadata["timecode"] = stream.metadata["timecode"] = timecode
+
+
 def timecode_after(timecode: str, rate: Fraction, frames: int) -> str:
     """Return the timecode ``frames`` frames after ``timecode`` at ``rate``, in the same counting.
 

@@ -26,12 +26,14 @@ from .ffmpeg import CODEC_THREADS, VideoError, ffmpeg_reason, pyav, said_in_our_
 from .formats import (
     ANY_SIZE_ENCODERS,
     CODECS,
+    CUTS_PICTURE_TO_SOUND,
     DPX_DEPTHS,
     GRAY_FORMATS,
     IMAGE_FORMATS,
     NVENC_CODECS,
     array_format,
     check_encoding,
+    check_frames_kept,
     check_subsampled_size,
     output_format,
     output_pixel_format,
@@ -41,6 +43,7 @@ from .image_sequence import is_image_sequence, numbered_images, sequence_files
 from .probe import FLOAT_FORMAT, HIGH_BIT_DEPTH, VideoInfo
 from .reader import TimedFrame, VideoReader
 from .staged_output import OutputBusyError, StagedOutput, dangling_link, folder_problem
+from .timecode import tag_timecode
 from .y4m import Y4M_FORMATS
 from .yuv import YuvFrame, YuvLayout, planes_to_frame, rgb_to_frame, yuv_layout
 
@@ -182,7 +185,7 @@ class VideoWriter:
                 )
             self._stream = self._container.add_stream(encoder, rate=like.frame_rate)
             if timecode is not None and not (self._pipe or self._sequence):
-                self._container.metadata["timecode"] = self._stream.metadata["timecode"] = timecode
+                tag_timecode(self._container, self._stream, timecode)
             self._stream.width, self._stream.height = like.width, like.height
             self._stream.pix_fmt = self._pixel_format(codec, gray=gray, rgb=rgb)
             self._time_base = 1 / like.frame_rate if self._pipe else like.time_base  # y4m has a rate, no times
@@ -349,8 +352,8 @@ class VideoWriter:
         self._close_sources()
         try:
             self._container.close()
-            if self._muxer == CUTS_PICTURE_TO_SOUND and copied:
-                self._check_every_frame_kept()
+            if self._muxer in CUTS_PICTURE_TO_SOUND and copied:
+                self._check_frames_kept()
             if self._output is not None:
                 self._output.publish(self._older_images())
         except FileExistsError as error:
@@ -387,27 +390,17 @@ class VideoWriter:
         if self._output is not None:
             self._output.discard()
 
-    def _check_every_frame_kept(self) -> None:
-        """Refuse a written file that holds fewer frames than were written to it; nothing is published.
-
-        FFmpeg's MXF muxer ends the picture where the sound ends, and starts a late sound with the
-        picture, dropping frames: a tape capture whose sound was shorter lost 12 of its 50 frames.
-        """
-        with pyav().open(str(self._output.staged)) as written:
-            kept = sum(1 for packet in written.demux(written.streams.video[0]) if packet.size)
-        if kept < self._written:
+    def _check_frames_kept(self) -> None:
+        """Remove what was written and raise where the muxer dropped frames (``check_frames_kept``)."""
+        try:
+            check_frames_kept(self._output.staged, self.path, self._written)
+        except VideoError:
             self._discard()
-            raise VideoError(
-                f"{self.path}: FFmpeg's MXF muxer kept {kept} of the {self._written} frames: it ends the picture "
-                "where the sound ends and cannot start the sound after the picture, and this source's sound is "
-                "shorter or later; nothing was written: write .mov (ProRes) or .mkv (FFV1), which keep both, or "
-                "first make the sound start and end with the picture (FFmpeg's adelay and apad filters)"
-            )
+            raise
 
 
 # FFmpeg's color matrices (AVColorSpace) -> swscale's (SWS_CS_*): BT.709, FCC, BT.601 (as
 # BT.470BG and as SMPTE 170M), SMPTE 240M, BT.2020 (constant and non-constant luminance).
-CUTS_PICTURE_TO_SOUND = "mxf"  # the muxer whose output is counted before it is published (``_check_every_frame_kept``)
 BITEXACT = {"fflags": "+bitexact"}  # the muxer's option: an archive's checksums match from run to run
 SWSCALE_MATRICES = {1: 1, 4: 4, 5: 5, 6: 5, 7: 7, 9: 9, 10: 9}
 BT601, LIMITED_RANGE = 5, 1

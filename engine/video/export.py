@@ -557,11 +557,9 @@ def denoise_file(
             reader.start_time(last) if last and last < info.frame_count else math.inf,
         )
         like = reader if isinstance(reader, VideoReader) else info  # a file's sound is copied through its reader
-        # The frames decoded and filtered; the picture from 0, or as late after the sound as in the source.
-        read, origin = (
-            range(first, last or first),
-            (reader.timestamp(first) - round(lead / info.time_base) if lead else None),
-        )
+        read = range(first, last or first)  # the frames decoded and filtered
+        # The picture from 0 (None: the first frame's own time), or as late after the sound as in the source.
+        origin = reader.timestamp(first) - round(lead / info.time_base) if lead else None
         if segment_of is not None:
             read, origin = _with_context(reader, frames, segment_of, context_frames(params, guide=guide))
         with (

@@ -67,13 +67,14 @@ class Job:
 
     def output_files(self) -> list[Path]:
         """Return the output's files that exist: the file, or the sequence's images."""
-        output = Path(self.output)
-        return sequence_files(output) if self.sequence else [output] if output.exists() else []
+        return self._existing(Path(self.output))
 
     def input_files(self) -> list[Path]:
         """Return the input's files that exist: the file, or the sequence's images."""
-        source = Path(self.input)
-        return sequence_files(source) if self.sequence else [source] if source.exists() else []
+        return self._existing(Path(self.input))
+
+    def _existing(self, path: Path) -> list[Path]:
+        return sequence_files(path) if self.sequence else [path] if path.exists() else []
 
     def segment(self, index: int) -> Path:
         """Return where segment ``index`` is written: a file of the output's container."""
@@ -145,9 +146,8 @@ def _files_of(given: str, out: Path, left_out: list[Path], skipped: list[Path]) 
     """(file, root, sequence) of one input, sorted by name; the root is what the output's path is relative to.
 
     A folder's or glob's image sequences come as their patterns, in place of their images, with
-    ``sequence`` True. The
-    folders another batch wrote are not walked, but added to ``left_out``; the files that are not
-    videos or volumes (``_is_media``), hidden ones but for, to ``skipped``.
+    ``sequence`` True. The folders another batch wrote are not walked, but added to ``left_out``;
+    the files that are not videos or volumes (``_is_media``), hidden ones but for, to ``skipped``.
     """
     path = _absolute(Path(given))
     if path.exists() and path.is_relative_to(out):

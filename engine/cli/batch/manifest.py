@@ -152,7 +152,8 @@ def _stamp(job: Job) -> dict[str, int] | None:
         return None
     if not statuses:
         return None
-    stamp = {"size": sum(status.st_size for status in statuses), "mtime_ns": max(s.st_mtime_ns for s in statuses)}
+    size, latest = sum(status.st_size for status in statuses), max(status.st_mtime_ns for status in statuses)
+    stamp = {"size": size, "mtime_ns": latest}
     return {**stamp, "images": len(statuses)} if job.sequence else stamp
 
 
