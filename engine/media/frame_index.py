@@ -11,7 +11,11 @@ demux, no decoding), as FFMS2 and BestSource's fast paths do:
   first frame presented, says where presentation begins, and earlier timestamps are not frames;
 - a keyframe at timestamp k is an entry point for every frame presented at or after k: the
   leading pictures of an open GOP come before k in presentation order, and they are reached
-  from the previous entry point.
+  from the previous entry point;
+- a file cut short may end in a packet read only in part (flagged corrupt by its demuxer, or
+  reaching past the file's end, as raw DV's fixed-size frames do): its frame is left out. The
+  decoder would present part of a picture, the rest concealed or stale (two decodes of it
+  differ), or fail there and lose the frames it held back.
 
 A stream whose packets lack timestamps (raw elementary streams) cannot be indexed so: its index
 holds only the count, from one sequential decode, and frames are identified by their order.
@@ -32,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-INDEX_VERSION = 3  # bump when the index's meaning changes: older cached indexes are then ignored
+INDEX_VERSION = 4  # bump when the index's meaning changes: older cached indexes are then ignored
 CACHED_FROM_FRAMES = 2000  # indexes of streams with at least this many frames are kept on disk
 
 
@@ -52,6 +56,7 @@ class FrameIndex:
     entries: np.ndarray  # int64 frame numbers
     seek_timestamps: np.ndarray  # int64, one per entry
     packets: int = 0  # the stream's packets, discarded ones too: what a container that declares a count holds
+    left_out: int | None = None  # the pts of the last packet, read only in part, whose frame is left out
 
     @property
     def has_timestamps(self) -> bool:
@@ -94,10 +99,12 @@ def index_stream(path: Path, container: Any, open_container: Any) -> tuple[Frame
         try:
             with np.load(cache_file) as stored:
                 fields = {name: stored[name] for name in ("timestamps", "entries", "seek_timestamps")}
-                return FrameIndex(int(stored["frame_count"]), **fields, packets=int(stored["packets"])), first
+                left_out = int(stored["left_out"]) if "left_out" in stored.files else None
+                count, packet_count = int(stored["frame_count"]), int(stored["packets"])
+                return FrameIndex(count, **fields, packets=packet_count, left_out=left_out), first
         except (OSError, ValueError, KeyError):  # damaged or foreign: built again below
             pass
-    index = _build(itertools.chain(read, packets), first, open_container)
+    index = _build(itertools.chain(read, packets), first, open_container, _file_size(path))
     if cache_file is not None and index.frame_count >= CACHED_FROM_FRAMES:
         _store(index, cache_file)
     return index, first
@@ -117,10 +124,18 @@ def _first_frame(packets: Iterator[Any]) -> tuple[Any, list[Any]]:
     return None, read
 
 
-def _build(packets: Iterable[Any], first: Any, open_container: Any) -> FrameIndex:
+def _file_size(path: Path) -> int | None:
+    """Return the bytes of the file at ``path``; None for what is no regular file (an image sequence's pattern)."""
+    try:
+        return path.stat().st_size if path.is_file() else None
+    except OSError:
+        return None
+
+
+def _build(packets: Iterable[Any], first: Any, open_container: Any, file_size: int | None) -> FrameIndex:
     if first is None:
         return FrameIndex(0, *(np.zeros(0, np.int64),) * 3)
-    timestamps, keyframes, keyframe_seeks, packet_count = [], [], [], 0
+    timestamps, keyframes, keyframe_seeks, packet_count, left_out = [], [], [], 0, None
     for packet in packets:
         packet_count += packet.size > 0
         if packet.size == 0 or packet.is_discard:
@@ -128,19 +143,23 @@ def _build(packets: Iterable[Any], first: Any, open_container: Any) -> FrameInde
         if packet.pts is None or first.pts is None:
             return _count_by_decoding(open_container)
         timestamps.append(packet.pts)
+        past_end = None not in (file_size, packet.pos) and packet.pos + packet.size > file_size
+        left_out = packet.pts if packet.is_corrupt or past_end else None  # the last packet's, if read in part
         if packet.is_keyframe:
             keyframes.append(packet.pts)
             keyframe_seeks.append(packet.pts if packet.dts is None else packet.dts)
+    if left_out is not None and left_out <= first.pts:  # the first frame decoded whole (up front)
+        left_out = None
     presented = np.sort(np.array(timestamps, np.int64))
-    presented = presented[presented >= first.pts]
+    presented = presented[(presented >= first.pts) & (presented != left_out)]
     if len(presented) == 0 or presented[0] != first.pts or np.any(np.diff(presented) == 0):
         return _count_by_decoding(open_container)  # timestamps that do not identify frames
-    entries = np.searchsorted(presented, np.array(keyframes, np.int64))
-    seeks = np.array(keyframe_seeks, np.int64)
-    inside = entries < len(presented)
+    keyframes, seeks = np.array(keyframes, np.int64), np.array(keyframe_seeks, np.int64)
+    entries = np.searchsorted(presented, keyframes)
+    inside = (entries < len(presented)) & (keyframes != left_out)
     entries, first_of_each = np.unique(np.concatenate([[0], entries[inside]]), return_index=True)
     seeks = np.concatenate([[first.pts], seeks[inside]])[first_of_each]
-    return FrameIndex(len(presented), presented, entries.astype(np.int64), seeks, packet_count)
+    return FrameIndex(len(presented), presented, entries.astype(np.int64), seeks, packet_count, left_out)
 
 
 def _count_by_decoding(open_container: Any) -> FrameIndex:
@@ -183,6 +202,8 @@ def _store(index: FrameIndex, cache_file: Path) -> None:
                 "entries": index.entries,
                 "seek_timestamps": index.seek_timestamps,
             }
+            if index.left_out is not None:
+                arrays["left_out"] = np.int64(index.left_out)
             np.savez(handle, frame_count=index.frame_count, packets=index.packets, **arrays)
         os.replace(temporary, cache_file)
     except OSError:

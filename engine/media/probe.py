@@ -329,8 +329,13 @@ def _described(path: Path, index: FrameIndex, facts: dict[str, Any], first: Any,
     declared, warnings = facts.pop("declared_frames"), []
     if y4m and (cut := y4m_cut(path, facts["pixel_format"], width, height, count)):
         warnings.append(cut)
-    if index.packets and declared > index.packets:
+    short = index.packets and declared > index.packets
+    if short:
         warnings.append(f"the file declares {declared} frames but holds {count}: it is truncated or damaged")
+    if index.left_out is not None:
+        at = float((index.left_out - times[0]) * facts["time_base"])
+        cut = f"it ends inside the frame at {at:.3f} s, which is left out (only part of its picture is there)"
+        warnings.append(cut if short else f"the file is cut short: {cut}")
     if len(first.format.components) in (2, 4):  # gray or color, and alpha
         warnings.append(
             f"the video has an alpha channel ({facts['pixel_format']}): only its picture is denoised and "

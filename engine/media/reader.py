@@ -152,7 +152,11 @@ class _Decoder:
                 yield found, frame
 
     def _decode(self, seek_timestamp: int | None) -> Iterator[Any]:
-        """Yield decoded frames from the keyframe at ``seek_timestamp`` (None: the file's start)."""
+        """Yield decoded frames from the keyframe at ``seek_timestamp`` (None: the file's start).
+
+        The packet the index leaves out is not decoded: where it fails, with frame threads, its error
+        would come before the frames decoded ahead of it.
+        """
         av = pyav()
         if seek_timestamp is not None:
             stream = self._opened().streams.video[0]
@@ -163,7 +167,11 @@ class _Decoder:
         else:  # a new demuxer: exactly FFmpeg's sequential decode, whatever the container's seeking
             self.close()
             stream = self._opened().streams.video[0]
-        yield from self._container.decode(stream)
+        left_out = self._index.left_out
+        for packet in self._container.demux(stream):
+            if left_out is not None and packet.pts == left_out:
+                continue  # the end of a file cut short, read in part: its frame is left out (media.frame_index)
+            yield from packet.decode()
 
     def _opened(self) -> Any:
         if self._container is None:

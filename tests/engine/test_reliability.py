@@ -24,7 +24,7 @@ import pytest
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
 
-from clips import CLI, clip_with_audio, damaged_dvd, default_signals, in_process  # noqa: E402
+from clips import CLI, clip_with_audio, cut_short_dv, damaged_dvd, default_signals, in_process  # noqa: E402
 from media_corpus import ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
 from nlmeans_studio.engine import (  # noqa: E402
@@ -740,8 +740,27 @@ def test_a_truncated_mp4_is_reported_with_its_frame_count(tmp_path) -> None:
     data = (tmp_path / "faststart.mp4").read_bytes()
     (tmp_path / "cut.mp4").write_bytes(data[: len(data) * 6 // 10])
     run = _cli("denoise", str(tmp_path / "cut.mp4"), str(tmp_path / "out.mkv"), "--codec", "ffv1", *FAST)
-    assert "warning: " in run.stderr and "the file declares 12 frames but holds" in run.stderr
-    assert run.returncode == 1 or plain_pyav_numbers(tmp_path / "out.mkv") == plain_pyav_numbers(tmp_path / "cut.mp4")
+    assert run.returncode == 0, run.stderr
+    held = re.search(
+        r"the file declares 12 frames but holds (\d+): it is truncated or damaged; it ends inside", run.stderr
+    )
+    assert held is not None, run.stderr
+    assert plain_pyav_numbers(tmp_path / "out.mkv") == list(range(int(held[1])))  # the frames before the cut one
+
+
+@pytest.mark.parametrize("suffix", [".avi", ".dv"])
+def test_a_capture_cut_inside_a_frame_is_denoised_to_its_last_whole_frame(tmp_path, suffix) -> None:
+    """A tape archivist's DV capture cut inside a frame was refused whole ("decoding stopped at
+    frame 16"): its whole frames are written, each its own, and the cut one is said to be left out."""
+    cut, whole = cut_short_dv(tmp_path, suffix)
+    run = _cli("denoise", str(cut), str(tmp_path / "out.mkv"), "--codec", "ffv1", *FAST)
+    assert run.returncode == 0, run.stderr
+    assert "warning: " in run.stderr and "ends inside the frame at 0.167 s, which is left out" in run.stderr
+    written, source = read_frames(tmp_path / "out.mkv"), read_frames(whole)
+    assert len(written) == 5
+    for number, frame in enumerate(written):
+        errors = [np.mean((frame.astype(np.float64) - other) ** 2) for other in source]
+        assert int(np.argmin(errors)) == number
 
 
 def test_interlaced_video_is_said_to_be_filtered_as_progressive(tmp_path) -> None:

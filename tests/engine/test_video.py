@@ -17,6 +17,9 @@ from nlmeans_studio.engine.video.export import denoise_file
 from nlmeans_studio.engine.video.sample import SAMPLE_CLIP
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
+
+from clips import cut_short_dv  # noqa: E402
+
 PARAMS = NLMParams(
     h=45, patch_radius=2, search_radius=2, weighting="bisquare", center_weight="one"
 )  # the paper's filter
@@ -178,6 +181,23 @@ def test_truncated_stream_decodes_what_it_can(tmp_path) -> None:
     except VideoError as error:
         assert "decoding stopped at frame" in str(error)
     assert 0 < decoded < 30
+
+
+@pytest.mark.parametrize("suffix", [".avi", ".dv"])
+def test_a_capture_cut_inside_a_frame_holds_the_whole_frames_before_it(tmp_path, suffix) -> None:
+    """A DV capture cut inside its sixth frame (a full disk): its five whole frames, equal to the
+    whole file's in any order, and the cut frame left out and said to be. Decoded, it failed and
+    lost the frames before it (AVI: "decoding stopped at frame 5"), or gave a part of a picture
+    that differed between two decodes (raw DV)."""
+    cut, whole = cut_short_dv(tmp_path, suffix)
+    with VideoReader(cut) as reader, VideoReader(whole) as source:
+        assert reader.info.frame_count == 5
+        assert "ends inside the frame at 0.167 s, which is left out" in reader.info.warning
+        frames = [frame.copy() for frame in reader.frames()]
+        assert len(frames) == 5
+        for number in (4, 0, 3, 1, 2):
+            assert np.array_equal(reader.frame(number), frames[number])
+            assert np.array_equal(frames[number], source.frame(number))
 
 
 def test_an_mp4_cut_before_its_index_is_said_to_be_so(tmp_path) -> None:
