@@ -54,6 +54,8 @@ def batch_client(scheduler: str | None, *, jobs: int | None, backend: str) -> It
     if scheduler is None:
         with warnings.catch_warnings():  # Dask's own when 8787 is taken: the dashboard's address is said after
             warnings.filterwarnings("ignore", message="Port .* is already in use", category=UserWarning)
+            # and the socket its first try at 8787 left open (distributed's node.py retries on another port)
+            warnings.filterwarnings("ignore", message="unclosed <socket", category=ResourceWarning)
             cluster = _local_cluster(jobs, backend)
         with cluster, Client(cluster) as client:
             yield client
