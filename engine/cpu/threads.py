@@ -7,7 +7,8 @@ loop's iterations, on every threading layer (numba 0.68: ``parallel_chunksize`` 
 OMP_SCHEDULE changed no thread's share, with one iteration millions of times slower than the
 rest): a thread on a core that another process keeps busy finishes last, and the launch
 waits for it. Fewer threads do not help there (one thread does all the work alone), but they
-leave cores to the other work.
+leave cores to the other work. The volume filter's threads take planes as they finish one
+instead (``cpu.shared_work``), so its launches wait for a plane, not for a share.
 
 numba's OpenMP layer (libgomp, where it loads) lets idle threads spin between launches, and a
 filter launches three loops an offset pair: on a machine shared with other work they spin on

@@ -9,6 +9,9 @@ planes: y (``_row_sums``), then z and x with the weight (``_weight_planes``, reu
 filter's ``weights_row``), then each voxel p takes w(p, q) V(p + q) and w(p - q, q) V(p - q)
 (``_accumulate_planes``, reusing ``accumulate_row`` with its relative exponential weights).
 Box sums are direct sums of 2B + 1 terms, never running sums: no drift, whatever the slab.
+Each launch's threads do their own run of planes, then help the others with theirs
+(``cpu.shared_work``): beside other work, a thread on a busy core does fewer, and the launch
+does not wait for its equal share.
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ import numpy as np
 from ..cpu.compiled import in_numba_cache
 from ..cpu.fastmath import FASTMATH
 from ..cpu.launches import parallel_turn
+from ..cpu.shared_work import shared_runs, take
 from ..cpu.weighted_rows import NO_EXPONENT, accumulate_row, center_weight, weights_row
 from .params import VolumeParams
 
 
 @numba.njit(cache=True, parallel=True, fastmath=FASTMATH, nogil=True)
-def _row_sums(padded, offset, low, patch, pad, out):
+def _row_sums(padded, offset, low, patch, pad, workers, out):
     """out[k, j, i] = sum over dy and channels of (V(s + d) - V(s + q + d))^2, over the patch's rows.
 
     Summed over the patch's rows, for s = low + (k - Bz, j, i - Bx) (slab coordinates).
@@ -37,98 +41,115 @@ def _row_sums(padded, offset, low, patch, pad, out):
     qz, qy, qx = offset
     bz, by, bx = patch
     span = 2 * by + 1
-    for k in numba.prange(planes):
-        z = pad[0] + low[0] - bz + k
-        squared = np.zeros((rows + 2 * by, columns), dtype=np.float32)
-        x = pad[2] + low[2] - bx
-        for r in range(rows + 2 * by):
-            y = pad[1] + low[1] - by + r
-            target = squared[r]
-            for channel in range(channels):
-                here = padded[z, channel, y, x : x + columns]
-                there = padded[z + qz, channel, y + qy, x + qx : x + qx + columns]
-                for i in range(columns):
-                    difference = here[i] - there[i]
-                    target[i] += difference * difference
-        for j in range(rows):
-            target = out[k, j]
-            target[:] = squared[j]
-            for dy in range(1, span):
-                source = squared[j + dy]
-                for i in range(columns):
-                    target[i] += source[i]
+    x = pad[2] + low[2] - bx
+    runs = shared_runs(planes, workers)
+    for me in numba.prange(workers):
+        squared = np.empty((rows + 2 * by, columns), dtype=np.float32)
+        k = take(runs, me)
+        while k >= 0:
+            z = pad[0] + low[0] - bz + k
+            squared[:] = 0
+            for r in range(rows + 2 * by):
+                y = pad[1] + low[1] - by + r
+                target = squared[r]
+                for channel in range(channels):
+                    here = padded[z, channel, y, x : x + columns]
+                    there = padded[z + qz, channel, y + qy, x + qx : x + qx + columns]
+                    for i in range(columns):
+                        difference = here[i] - there[i]
+                        target[i] += difference * difference
+            for j in range(rows):
+                target = out[k, j]
+                target[:] = squared[j]
+                for dy in range(1, span):
+                    source = squared[j + dy]
+                    for i in range(columns):
+                        target[i] += source[i]
+            k = take(runs, me)
 
 
 @numba.njit(cache=True, parallel=True, fastmath=FASTMATH, nogil=True)
-def _weight_planes(row_sums, patch, scale, exponential, relative, out):
+def _weight_planes(row_sums, patch, scale, exponential, relative, workers, out):
     """out[k, j] = the weights (u where ``relative``) of the z- then x-box sums of ``row_sums``."""
     planes, rows, columns = out.shape
     bz, bx = patch[0], patch[2]
-    for k in numba.prange(planes):
+    runs = shared_runs(planes, workers)
+    for me in numba.prange(workers):
         sums = np.empty(columns + 2 * bx, dtype=np.float32)
         exponents = np.empty(columns, dtype=np.int32)
-        for j in range(rows):
-            sums[:] = row_sums[k, j]
-            for dz in range(1, 2 * bz + 1):
-                source = row_sums[k + dz, j]
-                for i in range(sums.shape[0]):
-                    sums[i] += source[i]
-            weights_row(sums, bx, scale, exponential, relative, exponents, out[k, j])
+        k = take(runs, me)
+        while k >= 0:
+            for j in range(rows):
+                sums[:] = row_sums[k, j]
+                for dz in range(1, 2 * bz + 1):
+                    source = row_sums[k + dz, j]
+                    for i in range(sums.shape[0]):
+                        sums[i] += source[i]
+                weights_row(sums, bx, scale, exponential, relative, exponents, out[k, j])
+            k = take(runs, me)
 
 
 @numba.njit(cache=True, parallel=True, fastmath=FASTMATH, nogil=True)
-def _accumulate_planes(weights, values, offset, low, pad, center_max, relative, accumulators):
+def _accumulate_planes(weights, values, offset, low, pad, center_max, relative, workers, accumulators):
     """Each voxel p of the slab takes w(p, q) V(p + q) and w(p - q, q) V(p - q), V the padded ``values``."""
     planes, _, rows, columns = accumulators.shape
     qz, qy, qx = offset
-    for z in numba.prange(planes):
+    runs = shared_runs(planes, workers)
+    for me in numba.prange(workers):
         factors = np.empty((2, columns), dtype=np.float32)
         exponents = np.empty(columns, dtype=np.int32)
-        plane = accumulators[z]
-        for y in range(rows):
-            here = weights[z - low[0], y - low[1], -low[2] : -low[2] + columns]
-            accumulate_row(
-                here,
-                values,
-                pad[0] + z + qz,
-                pad[1] + y + qy,
-                pad[2] + qx,
-                plane,
-                y,
-                center_max,
-                relative,
-                factors,
-                exponents,
-            )
-            there = weights[z - qz - low[0], y - qy - low[1], -qx - low[2] : -qx - low[2] + columns]
-            accumulate_row(
-                there,
-                values,
-                pad[0] + z - qz,
-                pad[1] + y - qy,
-                pad[2] - qx,
-                plane,
-                y,
-                center_max,
-                relative,
-                factors,
-                exponents,
-            )
+        z = take(runs, me)
+        while z >= 0:
+            plane = accumulators[z]
+            for y in range(rows):
+                here = weights[z - low[0], y - low[1], -low[2] : -low[2] + columns]
+                accumulate_row(
+                    here,
+                    values,
+                    pad[0] + z + qz,
+                    pad[1] + y + qy,
+                    pad[2] + qx,
+                    plane,
+                    y,
+                    center_max,
+                    relative,
+                    factors,
+                    exponents,
+                )
+                there = weights[z - qz - low[0], y - qy - low[1], -qx - low[2] : -qx - low[2] + columns]
+                accumulate_row(
+                    there,
+                    values,
+                    pad[0] + z - qz,
+                    pad[1] + y - qy,
+                    pad[2] - qx,
+                    plane,
+                    y,
+                    center_max,
+                    relative,
+                    factors,
+                    exponents,
+                )
+            z = take(runs, me)
 
 
 @numba.njit(cache=True, parallel=True, fastmath=FASTMATH, nogil=True)
-def _finish(accumulators, values, pad, center_max, relative, out):
+def _finish(accumulators, values, pad, center_max, relative, workers, out):
     """Compute out = (numerator + w_centre V(p)) / (denominator + w_centre), (Z, Y, X, C), V the padded ``values``."""
     planes, rows, columns, channels = out.shape
-    for z in numba.prange(planes):
-        for y in range(rows):
-            for x in range(columns):
-                largest, least = accumulators[z, channels + 1, y, x], accumulators[z, channels + 2, y, x]
-                weight = center_weight(largest, least, center_max, relative)
-                inverse = np.float32(1.0) / (accumulators[z, channels, y, x] + weight)
-                for channel in range(channels):
-                    voxel = values[pad[0] + z, channel, pad[1] + y, pad[2] + x]
-                    out[z, y, x, channel] = (accumulators[z, channel, y, x] + weight * voxel) * inverse
+    runs = shared_runs(planes, workers)
+    for me in numba.prange(workers):
+        z = take(runs, me)
+        while z >= 0:
+            for y in range(rows):
+                for x in range(columns):
+                    largest, least = accumulators[z, channels + 1, y, x], accumulators[z, channels + 2, y, x]
+                    weight = center_weight(largest, least, center_max, relative)
+                    inverse = np.float32(1.0) / (accumulators[z, channels, y, x] + weight)
+                    for channel in range(channels):
+                        voxel = values[pad[0] + z, channel, pad[1] + y, pad[2] + x]
+                        out[z, y, x, channel] = (accumulators[z, channel, y, x] + weight * voxel) * inverse
+            z = take(runs, me)
 
 
 def compiled() -> bool:
@@ -172,6 +193,7 @@ def filter_padded_cpu(
     pad_array = np.array(pad, dtype=np.int64)
     patch_array = np.array(patch, dtype=np.int64)
     offsets = half_window(search)
+    workers = numba.get_num_threads()  # this thread's launches' (cpu.threads), each sharing its planes
     for done, offset in enumerate(offsets, 1):
         low = np.array([min(0, -q) for q in offset], dtype=np.int64)
         extent = [n + abs(q) for n, q in zip(size, offset, strict=True)]
@@ -180,12 +202,14 @@ def filter_padded_cpu(
         weights = weight_buffer[: np.prod(extent)].reshape(extent)
         offset_array = np.array(offset, dtype=np.int64)
         with parallel_turn():
-            _row_sums(padded, offset_array, low, patch_array, pad_array, row_sums)
-            _weight_planes(row_sums, patch_array, scale, params.exponential, relative, weights)
-            _accumulate_planes(weights, values, offset_array, low, pad_array, params.center_max, relative, accumulators)
+            _row_sums(padded, offset_array, low, patch_array, pad_array, workers, row_sums)
+            _weight_planes(row_sums, patch_array, scale, params.exponential, relative, workers, weights)
+            _accumulate_planes(
+                weights, values, offset_array, low, pad_array, params.center_max, relative, workers, accumulators
+            )
         if on_offset is not None:
             on_offset(done, len(offsets))
     out = np.empty((*size, channels), dtype=np.float32)
     with parallel_turn():
-        _finish(accumulators, values, pad_array, params.center_max, relative, out)
+        _finish(accumulators, values, pad_array, params.center_max, relative, workers, out)
     return out
