@@ -11,9 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from .probe import VideoInfo, open_input
+from .tags import track_tags
 
 TIMES_BEFORE_ZERO = 0x40000  # AVFMT_TS_NEGATIVE: a muxer that writes packets timed before 0 (MP4's edit list)
-KEPT_TAGS = ("language", "title")  # what names an audio or subtitle track; not its old DURATION or encoder
 
 
 class CopiedStreams:
@@ -40,8 +40,7 @@ class CopiedStreams:
         streams = [*self._source.streams.audio, *self._source.streams.subtitles]
         self._outputs = {stream.index: container.add_stream_from_template(stream) for stream in streams}
         for index, output in self._outputs.items():  # a second track's language: "fra", not "und"
-            tags = self._source.streams[index].metadata
-            output.metadata.update({name: tags[name] for name in KEPT_TAGS if name in tags})
+            output.metadata.update(track_tags(self._source.streams[index]))
         self._span = (info.start_time + span[0], info.start_time + span[1])  # on the source's clock
         # From the picture's first frame, into a container that holds times before 0 (MP4, MOV): the
         # packets that end there are kept, as FFmpeg's command keeps them (AAC's priming packet).

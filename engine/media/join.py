@@ -23,6 +23,7 @@ from .ffmpeg import VideoError, ffmpeg_reason, pyav
 from .formats import CUTS_PICTURE_TO_SOUND, check_frames_kept, output_format
 from .probe import VideoInfo
 from .staged_output import StagedOutput
+from .tags import keep_tags
 from .timecode import source_timecode, tag_timecode
 
 
@@ -86,6 +87,7 @@ def join_segments(
                 timecode = source_timecode(first)  # the first segment's: the output's first frame's
                 rate = {} if timecode is None else {"rate": like.frame_rate}  # a timecode track counts at it
                 video = container.add_stream_from_template(first.streams.video[0], **rate)
+            keep_tags(container, video, like.tags, like.video_tags)
             if timecode is not None:
                 tag_timecode(container, video, timecode)
             copied = CopiedStreams(like, container, span) if like.other_streams else None

@@ -21,6 +21,7 @@ import numpy as np
 from .ffmpeg import VideoError, ffmpeg_reason, pyav, said_in_our_words
 from .frame_index import FrameIndex, index_stream
 from .image_sequence import first_image_number, is_image_sequence
+from .tags import file_tags, track_tags
 from .timecode import source_timecode
 from .y4m import Y4M_HEADER_LIMIT, Y4M_MAGIC, check_y4m_header, y4m_cut, y4m_unmarked_frame
 
@@ -87,6 +88,10 @@ class VideoInfo:
     others_start : float or None
         Seconds on the container's clock when the earliest audio or subtitle stream starts (its
         header's start time); None without one, or where none says.
+    tags : dict of str to str
+        The file's tags an output keeps ("title", "comment", "artist", "date"...; ``media.tags``).
+    video_tags : dict of str to str
+        The picture track's "language" and "title", where it has them.
     dtype : numpy.dtype
         uint8 for 8-bit sources, uint16 (full 16-bit scale) for deeper ones.
     """
@@ -111,6 +116,8 @@ class VideoInfo:
     sample_aspect_ratio: Fraction | None = None  # a pixel's width over its height; None: not given (square)
     timecode: str | None = None  # SMPTE timecode of frame 0; None: the source has none
     others_start: float | None = None  # seconds on the container's clock: the earliest audio or subtitle start
+    tags: dict[str, str] = field(default_factory=dict)  # the file's an output keeps: title, comment...
+    video_tags: dict[str, str] = field(default_factory=dict)  # the picture track's language and title
 
     @property
     def other_streams(self) -> int:
@@ -265,6 +272,8 @@ def stream_facts(path: Path | str, container: Any, first: Any = None) -> dict[st
         "declared_frames": stream.frames,  # 0 where the container keeps no count
         "timecode": source_timecode(container),
         "others_start": _earliest_start((*container.streams.audio, *container.streams.subtitles)),
+        "tags": file_tags(container),
+        "video_tags": track_tags(stream),
     }
 
 

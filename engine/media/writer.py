@@ -43,6 +43,7 @@ from .image_sequence import is_image_sequence, numbered_images, sequence_files
 from .probe import FLOAT_FORMAT, HIGH_BIT_DEPTH, VideoInfo
 from .reader import TimedFrame, VideoReader
 from .staged_output import OutputBusyError, StagedOutput, dangling_link, folder_problem
+from .tags import keep_tags
 from .timecode import tag_timecode
 from .y4m import Y4M_FORMATS
 from .yuv import YuvFrame, YuvLayout, planes_to_frame, rgb_to_frame, yuv_layout
@@ -184,8 +185,10 @@ class VideoWriter:
                     str(self._output.staged), mode="w", format=muxer, options={**BITEXACT, **numbered}
                 )
             self._stream = self._container.add_stream(encoder, rate=like.frame_rate)
-            if timecode is not None and not (self._pipe or self._sequence):
-                tag_timecode(self._container, self._stream, timecode)
+            if not (self._pipe or self._sequence):
+                keep_tags(self._container, self._stream, like.tags, like.video_tags)
+                if timecode is not None:
+                    tag_timecode(self._container, self._stream, timecode)
             self._stream.width, self._stream.height = like.width, like.height
             self._stream.pix_fmt = self._pixel_format(codec, gray=gray, rgb=rgb)
             self._time_base = 1 / like.frame_rate if self._pipe else like.time_base  # y4m has a rate, no times

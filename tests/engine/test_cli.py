@@ -344,6 +344,33 @@ def test_a_masters_timecode_and_its_tracks_languages_are_kept(
         assert _timecodes_and_languages(written) == ({expected}, languages), written
 
 
+@pytest.mark.parametrize("suffix", [".mkv", ".mov", ".mp4"])
+def test_the_files_title_comment_and_date_and_the_pictures_language_are_kept(tmp_path, suffix) -> None:
+    """A tape archivist's capture, titled and dated by the ffmpeg tool: the output had none of its tags."""
+    source = tmp_path / "tape.mp4"
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-f", "lavfi", "-i",
+         "sine", "-t", "0.5", "-c:v", "libx264", "-c:a", "aac", "-metadata", "title=Wedding 1994", "-metadata",
+         "comment=Tape 3 of 7", "-metadata", "date=1994", "-metadata:s:v:0", "language=swe", str(source)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    output = tmp_path / f"out{suffix}"
+    command = [*CLI, "denoise", source, output, "--noise", "none", "--h", "5", "--search-radius", "1"]
+    run = run_cli([*command, "--backend", "cpu"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    probe = ["ffprobe", "-v", "error", "-show_entries", "format_tags:stream_tags=language", "-select_streams", "v",
+             "-of", "json", str(output)]  # fmt: skip
+    found = json.loads(subprocess.run(probe, capture_output=True, text=True, check=True).stdout)
+    tags = {name.lower(): value for name, value in found["format"]["tags"].items()}
+    assert {name: tags.get(name) for name in ("title", "comment", "date")} == {
+        "title": "Wedding 1994",
+        "comment": "Tape 3 of 7",
+        "date": "1994",
+    }
+    if suffix != ".mov":  # FFmpeg's MOV muxer writes Swedish as a Macintosh code it does not read back
+        assert found["streams"][0]["tags"]["language"] == "swe"
+
+
 def _timecodes_and_languages(path: Path) -> tuple[set[str], set[str]]:
     """The timecodes a file's tags give (its own, its streams'), and its audio tracks' languages (ffprobe's)."""
     probe = ["ffprobe", "-v", "error", "-show_entries", "stream=codec_type:stream_tags=timecode,language:"
