@@ -244,7 +244,8 @@ def aspect_ratio_lost(output: Path, codec: str, like: VideoInfo) -> str:
 
     FFV1 in .mkv or .avi is written with square pixels (measured: a 10:11 DV source came out N/A
     there, 10:11 in every other codec and in FFV1's .mp4 and .mxf), so anamorphic DV and DVD
-    would play too narrow or too wide.
+    would play too narrow or too wide. The way out named is .mp4: FFmpeg 5.1 (Debian 12's) reads
+    no FFV1 in .mxf.
 
     Parameters
     ----------
@@ -268,7 +269,7 @@ def aspect_ratio_lost(output: Path, codec: str, like: VideoInfo) -> str:
     return (
         f"FFV1 in {output.suffix.lower()} does not carry the source's pixel aspect ratio "
         f"({ratio.numerator}:{ratio.denominator}, shown {shown.numerator}:{shown.denominator}): it would play "
-        f"{like.width}x{like.height} with square pixels; write .mxf or .mp4 (FFV1 keeps it there) or another "
+        f"{like.width}x{like.height} with square pixels; write .mp4 (FFV1 keeps it there) or another "
         f"codec, or set it after: ffmpeg -i {output.name} -c copy -aspect {shown.numerator}:{shown.denominator} "
         f"fixed{output.suffix.lower()}"
     )
