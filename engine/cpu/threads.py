@@ -14,7 +14,7 @@ numba's OpenMP layer (libgomp, where it loads) lets idle threads spin between la
 filter launches three loops an offset pair: on a machine shared with other work they spin on
 cores that work needs, and beside a process busy on one core the call itself took longer
 spinning than sleeping. Unless the user set OMP_WAIT_POLICY, they sleep (passive), set before
-numba's pool starts (scripts/bench_volume_threads.py measures both, idle and beside a process
+numba's pool starts (scripts/bench_cpu_threads.py measures both, idle and beside a process
 spinning on one core).
 """
 
