@@ -35,6 +35,7 @@ import numpy as np
 from ...cpu.compiled import in_numba_cache
 from ...cpu.fastmath import FASTMATH
 from ...cpu.launches import parallel_turn
+from ...cpu.shared_work import shared_runs, take
 from ...cpu.weighted_rows import NO_EXPONENT, accumulate_row, center_weight, weights_row
 from ...frames import to_float32
 from ..params import NLMParams
@@ -193,10 +194,20 @@ def _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def _denoise(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, output):
-    """Fill ``output`` (H, W, C) for the frames' centre, one parallel task per tile."""
-    for tile in numba.prange(scratch.accumulators.shape[0]):
-        _denoise_tile(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, tile, output)
+def _denoise(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, workers, output):
+    """Fill ``output`` (H, W, C) for the frames' centre, tile by tile on ``workers`` threads that share them.
+
+    Each thread does its own run of tiles, then helps the others (``cpu.shared_work``): one on a
+    core another process keeps busy does fewer.
+    """
+    runs = shared_runs(scratch.accumulators.shape[0], workers)
+    for me in numba.prange(workers):
+        tile = take(runs, me)
+        while tile >= 0:
+            _denoise_tile(
+                z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, tile, output
+            )
+            tile = take(runs, me)
 
 
 def compiled() -> bool:
@@ -284,6 +295,9 @@ class FusedCpuFilter:
         output = np.empty((height, width, channels), dtype=np.float32)
         scale = np.float32(params.patch_sum_scale(channels))
         exponential, center_max = params.weighting == "exponential", params.center_weight == "max"
+        workers = numba.get_num_threads()  # this thread's launches' (cpu.threads)
         with parallel_turn():
-            _denoise(z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, output)
+            _denoise(
+                z_frames, y_frames, center, search, radius, scale, exponential, center_max, scratch, workers, output
+            )
         return output
