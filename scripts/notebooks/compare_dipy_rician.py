@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from nlmeans_studio.engine import denoise_volume, estimate_volume_noise, suggest_volume_h
+from nlmeans_studio.engine.volume.rician import background_sigma
 
 
 def phantom(side: int) -> np.ndarray:
@@ -74,8 +75,9 @@ def main() -> None:
         return psnr
 
     estimated = float(estimate_volume_noise(noisy).sigma[0])
+    in_air = background_sigma(noisy, estimated)
     name = f"{'x'.join(map(str, clean.shape))} {'phantom' if args.nifti is None else args.nifti}"
-    print(f"{name}, sigma {sigma:g} (estimated {estimated:.4g}), nonzero voxels {inside.sum()}")
+    print(f"{name}, sigma {sigma:g} (flattest blocks {estimated:.4g}, air {in_air}), nonzero voxels {inside.sum()}")
     print(f"{'run':<58}{'bias/sigma':>12}{'PSNR dB':>9}{'s':>9}")
     report("noisy", lambda: noisy)
     denoise_volume(noisy[:12, :12, :12], h=10.0, search_radius=1, backend="cpu")  # numba's compile, not timed
