@@ -25,14 +25,30 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 STRIDE = 8  # int64s from one run's counter to the next: a 64-byte cache line each, not shared
 
 
+def _fetch_add(counters: np.ndarray, index: int) -> int:
+    """Return ``counters[index]`` and add one to it: atomically where compiled (``_atomic_fetch_add``).
+
+    This Python body runs only with numba's JIT disabled (NUMBA_DISABLE_JIT), where ``prange``
+    is ``range`` and one thread does it all.
+    """
+    item = int(counters[index])
+    counters[index] = item + 1
+    return item
+
+
+@overload(_fetch_add)
+def _fetch_add_compiled(counters, index):  # unannotated: numba compares it with the lambda it returns
+    return lambda counters, index: _atomic_fetch_add(counters, index)
+
+
 @intrinsic
-def _fetch_add(typing_context: Any, counters: Any, index: Any) -> Any:
-    """Return ``counters[index]`` and add one to it, atomically."""
+def _atomic_fetch_add(typing_context: Any, counters: Any, index: Any) -> Any:
+    """Return ``counters[index]`` and add one to it, atomically (LLVM's atomicrmw add)."""
     if not (isinstance(counters, types.Array) and counters.dtype == types.int64 and counters.ndim == 1):
         return None
 
