@@ -152,6 +152,8 @@ def test_the_summary_counts_the_warnings_each_files_log_holds(tmp_path) -> None:
     run = _batch(str(tmp_path / "tapes"), "--out", str(out), *OPTIONS)
     assert run.returncode == 0, run.stderr
     assert re.search(r"^interlaced\.mkv\s+6\s+[\d.]+\s+done, 1 warning \(its log says them\)$", run.stdout, re.M)
+    said = "\nwarnings:\n  interlaced.mkv: the video is interlaced: each frame's two fields are filtered as one picture"
+    assert said in run.stdout  # under the table: what it is, not only a count
     assert "the video is interlaced" in (out / ".nlmeans-logs" / "interlaced.mkv.log").read_text()
     assert _manifest(out)["interlaced.mkv"]["warnings"] == 1
     notes = tmp_path / "tapes" / "notes.txt"

@@ -25,7 +25,7 @@ from .cluster import ALLOWED_FAILURES, batch_client, stop_local_workers
 from .jobs import BATCH_MANIFEST, Job, find_jobs
 from .manifest import DONE, FAILED, PENDING, JobResult, Manifest
 from .plan import SegmentPlan
-from .report import BatchProgress, summary_table
+from .report import BatchProgress, summary_table, warnings_said
 from .segments import join_job, run_segment
 from .task import run_job
 
@@ -109,6 +109,8 @@ def run_batch(args: argparse.Namespace) -> int:
             )
     rows = [(job, results.get(job.name) or _earlier(manifest, job), job.name not in results) for job in jobs]
     print(summary_table(rows))
+    if said := warnings_said(rows):
+        print(said)
     return 1 if any(result.state == FAILED for _, result, _ in rows) else 0
 
 

@@ -1,12 +1,16 @@
-"""What a batch says: its progress on stderr as files finish, and the table that ends it."""
+"""What a batch says: its progress on stderr as files finish, and the table and warnings that end it."""
 
 from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 from .jobs import Job
 from .manifest import FAILED, JobResult
+from .task import WARNING
+
+MOST_WARNINGS_SAID = 20  # lines under the table; the rest are counted, and in the files' logs
 
 
 class BatchProgress:
@@ -85,3 +89,51 @@ def summary_table(rows: list[tuple[Job, JobResult, bool]]) -> str:
         f"{name:<{widths[0]}}  {frames:>{widths[1]}}  {seconds:>{widths[2]}}  {state}"
         for name, frames, seconds, state in table
     )
+
+
+def warnings_said(rows: list[tuple[Job, JobResult, bool]]) -> str:
+    """Return the warnings of the files the table says had some, a line each from their logs; "" if none.
+
+    A lost pixel aspect ratio or chroma halved is a result a person must know of, not only a
+    count (an archivist's FFV1 .mkv of anamorphic DV played too narrow, the summary saying "1
+    warning"). Each warning once a file, at most MOST_WARNINGS_SAID lines.
+
+    Parameters
+    ----------
+    rows : list of (Job, JobResult, bool)
+        As ``summary_table`` takes them.
+    """
+    lines = [
+        f"{job.name}: {text}"
+        for job, result, _ in rows
+        if result.warnings and result.state != FAILED
+        for text in _logged_warnings(job)
+    ]
+    if not lines:
+        return ""
+    said = ["warnings:", *(f"  {line}" for line in lines[:MOST_WARNINGS_SAID])]
+    if len(lines) > MOST_WARNINGS_SAID:
+        said.append(f"  and {len(lines) - MOST_WARNINGS_SAID} more, in the files' logs")
+    return "\n".join(said)
+
+
+def _logged_warnings(job: Job) -> list[str]:
+    """Return the warnings in a file's log (a long file's: in its first segment's where its own has none), each once.
+
+    Without the output's or input's path that begins most of them: the table names the file.
+    """
+    for log in (job.log, job.segment_log(0)):
+        try:
+            lines = Path(log).read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        texts = [line.removeprefix(WARNING) for line in lines if line.startswith(WARNING)]
+        if texts:
+            return list(dict.fromkeys(_without_path(text, job) for text in texts))
+    return []
+
+
+def _without_path(text: str, job: Job) -> str:
+    for path in (job.output, job.input):
+        text = text.removeprefix(f"{path}: ")
+    return text
