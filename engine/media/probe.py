@@ -270,11 +270,27 @@ def stream_facts(path: Path | str, container: Any, first: Any = None) -> dict[st
         "other_formats": tuple(map(_codec_and_rate, (*container.streams.audio, *container.streams.subtitles))),
         "sample_aspect_ratio": Fraction(stream.sample_aspect_ratio) if stream.sample_aspect_ratio else None,
         "declared_frames": stream.frames,  # 0 where the container keeps no count
+        "declared_seconds": _declared_seconds(stream),
         "timecode": source_timecode(container),
         "others_start": _earliest_start((*container.streams.audio, *container.streams.subtitles)),
         "tags": file_tags(container),
         "video_tags": track_tags(stream),
     }
+
+
+def _declared_seconds(stream: Any) -> float | None:
+    """Return when a Matroska video track's DURATION tag says it ends ("00:00:03.000000000"), seconds; or None.
+
+    On the file's clock: a track that starts at 10 s and lasts 2 says 12. FFmpeg's muxer writes
+    it near the file's start, so a file cut short still says it.
+    """
+    tag = stream.metadata.get("DURATION")
+    parts = tag.split(":") if isinstance(tag, str) else []
+    try:
+        hours, minutes, seconds = (float(part) for part in parts)
+    except ValueError:  # no tag, or another form
+        return None
+    return hours * 3600 + minutes * 60 + seconds
 
 
 def _codec_and_rate(stream: Any) -> tuple[str, int]:
@@ -335,12 +351,20 @@ def _described(path: Path, index: FrameIndex, facts: dict[str, Any], first: Any,
     else:
         duration = count / float(facts["frame_rate"])
     start_time = float(times[0] * facts["time_base"]) if index.has_timestamps else 0.0
-    declared, warnings = facts.pop("declared_frames"), []
+    declared, declared_seconds, warnings = facts.pop("declared_frames"), facts.pop("declared_seconds"), []
     if y4m and (cut := y4m_cut(path, facts["pixel_format"], width, height, count)):
         warnings.append(cut)
     short = index.packets and declared > index.packets
     if short:
         warnings.append(f"the file declares {declared} frames but holds {count}: it is truncated or damaged")
+    elif declared_seconds is not None and declared_seconds - (start_time + duration) > max(
+        2 / facts["frame_rate"], 0.01 * duration
+    ):  # the tag is where the track ends on the file's clock
+        short = True
+        warnings.append(
+            f"the file says its video ends at {declared_seconds:.3f} s but its frames end at "
+            f"{start_time + duration:.3f} s: it is truncated or damaged"
+        )
     if index.left_out is not None:
         at = float((index.left_out - times[0]) * facts["time_base"])
         cut = f"it ends inside the frame at {at:.3f} s, which is left out (only part of its picture is there)"

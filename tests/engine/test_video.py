@@ -200,6 +200,26 @@ def test_a_capture_cut_inside_a_frame_holds_the_whole_frames_before_it(tmp_path,
             assert np.array_equal(frames[number], source.frame(number))
 
 
+def test_a_matroska_file_cut_short_is_said_to_be_so(tmp_path) -> None:
+    """A capture cut by a full disk in .mkv read without a word: its video track's DURATION tag,
+    near the file's start, still says where it ended. A track that starts at 10 s ends at 12."""
+    for name, offset in (("whole.mkv", "0"), ("late.mkv", "10")):
+        subprocess.run(
+            ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=25", "-t", "2", "-c:v",
+             "libx264", "-output_ts_offset", offset, str(tmp_path / name)],
+            check=True, timeout=60,
+        )  # fmt: skip
+        with VideoReader(tmp_path / name) as reader:
+            assert reader.info.warning == ""
+    data = (tmp_path / "whole.mkv").read_bytes()
+    (tmp_path / "cut.mkv").write_bytes(data[: len(data) * 4 // 10])
+    with VideoReader(tmp_path / "cut.mkv") as reader:
+        ends = reader.info.duration
+        assert 0 < ends < 1.5
+        said = f"the file says its video ends at 2.000 s but its frames end at {ends:.3f} s: it is truncated or damaged"
+        assert reader.info.warning == said
+
+
 def test_an_mp4_cut_before_its_index_is_said_to_be_so(tmp_path) -> None:
     """An archivist's cut-short MP4 got the same words as random bytes: "not a video file FFmpeg can read"."""
     subprocess.run(
