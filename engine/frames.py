@@ -125,12 +125,12 @@ def at_full_scale(frame: Any, bit_depth: int | None) -> Any:
         return frame
     high = int(frame.max())
     if bit_depth is None:
-        if high < 2**AMBIGUOUS_BITS:
+        if 0 < high < 2**AMBIGUOUS_BITS:  # all black is black at any depth
             bits = max(high.bit_length(), 9)
             raise ValueError(
                 f"uint16 frames are read at 16-bit full scale, but this frame's values all fit in {bits} bits "
                 f"(the largest is {high}): pass bit_depth={bits} if they are {bits}-bit samples (as VapourSynth "
-                "gives 10-bit planes), or bit_depth=16 if they are 16-bit values"
+                "gives 10-bit planes), or bit_depth=16 if they are 16-bit values (a dark frame of a 16-bit camera)"
             )
         return frame
     top = 2**bit_depth - 1

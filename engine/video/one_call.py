@@ -197,6 +197,8 @@ def denoise(
     filtered = (
         _filtered_on_its_gpu(choice, frames, depth, chosen) if on_gpu else _exported(choice, frames, depth, chosen)
     )
+    if array.dtype.kind == "f":  # luma/chroma's way back to RGB can leave the gamut: not past [0, 1] nor the input
+        filtered = filtered.clip(min(0.0, float(array.min())), max(1.0, float(array.max())))
     return _as_given(filtered.astype(array.dtype, copy=False), array.shape, frames_axes)
 
 
@@ -263,14 +265,22 @@ def _frames_axes(shape: tuple[int, ...], channel_axis: int | None, time_axis: in
     if channel == time:
         raise ValueError(f"time_axis and channel_axis name the same axis ({channel}) of data of shape {shape}")
     if shape[channel] not in CHANNEL_COUNTS:
-        gray_clip = "; a gray clip (T, H, W) needs time_axis=0" if dimensions == 3 and time is None else ""
         raise ValueError(
             f"channel_axis={channel_axis} of data of shape {shape} has {shape[channel]} entries, but colour is 1 "
-            f"(gray) or 3 (RGB) channels: give the colour axis as channel_axis{gray_clip}"
+            f"(gray) or 3 (RGB) channels: {_channels_way_out(shape[channel], dimensions == 3 and time is None)}"
         )
     if time is None and dimensions == 4:
         time = next(axis for axis in range(dimensions) if axis != channel)
     return _FramesAxes(time, channel)
+
+
+def _channels_way_out(count: int, gray_clip: bool) -> str:
+    """Return what to do with an image of ``count`` channels, neither gray nor RGB (the end of its refusal)."""
+    ways = {
+        4: "RGBA? denoise the colour (data[..., :3]) and keep the alpha as it is",
+        2: "gray and alpha? denoise the gray channel (data[..., 0]) and keep the alpha as it is",
+    }.get(count, "give the colour axis as channel_axis, or denoise each channel as a gray image (H, W)")
+    return f"{ways}; a gray clip (T, H, W) needs time_axis=0" if gray_clip else ways
 
 
 def _axis(name: str, axis: object, shape: tuple[int, ...]) -> int:

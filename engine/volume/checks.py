@@ -79,10 +79,10 @@ def check_channels(shape: tuple[int, ...]) -> None:
     """
     if len(shape) == 4 and shape[3] > CHANNELS_MAX:
         raise ValueError(
-            f"volume of shape {shape} has {shape[3]} channels: the last axis of a 4D array is read as channels, "
-            f"and at most {CHANNELS_MAX} are filtered together; a time series must be filtered one time point at "
-            "a time, each a (Z, Y, X) volume; channels on another axis, as in (Z, C, Y, X), go last with "
-            "numpy.moveaxis(volume, 1, -1)"
+            f"volume of shape {shape} has {shape[3]} channels (its last axis) and at most {CHANNELS_MAX} are "
+            "filtered together: a time series is filtered one time point at a time with series_axis=3 "
+            "(denoise-volume does so with a 4D NIfTI), and channels on another axis, as in (Z, C, Y, X), are named "
+            "with channel_axis"
         )
 
 
@@ -91,8 +91,8 @@ def channels_note(shape: tuple[int, ...]) -> str:
     if len(shape) != 4:
         return ""
     return (
-        f" (the first three axes; the last, of {shape[3]}, is read as channels: a time series must be filtered one "
-        "time point at a time)"
+        f" (the first three axes; the last, of {shape[3]}, is read as channels: a time series is filtered one "
+        "time point at a time with series_axis)"
     )
 
 

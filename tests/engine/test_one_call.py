@@ -168,6 +168,7 @@ def test_time_and_channel_axes_anywhere_give_the_same_frames() -> None:
     ("data", "options", "match"),
     [
         (np.zeros((48, 64, 16), np.uint8), {}, r"channel_axis=-1 of data of shape \(48, 64, 16\) has 16 entries"),
+        (np.zeros((48, 64, 4), np.uint8), {}, r"has 4 entries.*: RGBA\? denoise the colour \(data\[\.\.\., :3\]\)"),
         (np.zeros((5, 48, 64), np.uint8), {}, r"has 64 entries.*a gray clip \(T, H, W\) needs time_axis=0"),
         (np.zeros((3, 48, 64, 3), np.uint8), {"channel_axis": 1}, r"channel_axis=1 .* has 48 entries"),
         (np.zeros((48, 64), np.uint8), {"time_axis": 0}, r"time_axis=0 names an axis of a 2D array"),
@@ -401,3 +402,15 @@ def test_with_h_automatic_a_cupy_array_goes_to_the_host_once_for_the_noise(layou
     given, frames, others = _filtered_counting(layout, bus_copies)
     assert frames == [_as_measured(given, layout)]
     assert all(copy.nbytes <= SURE_CROP * SURE_CROP * 3 * 4 for copy in others)
+
+
+def test_floats_in_0_to_1_come_back_in_0_to_1() -> None:
+    """A scientist's float image of saturated colours came back from -0.047 to 1.045 (luma/chroma's way
+    back to RGB leaves the gamut), and skimage.img_as_ubyte refused it. Values the input has past 1 stay."""
+    pattern = np.zeros((64, 64, 3), np.float32)
+    pattern[:, :32, 0], pattern[:, 32:, 2], pattern[::2, :, 1] = 1, 1, 1
+    noisy = np.clip(pattern + np.random.default_rng(0).normal(0, 0.05, pattern.shape), 0, 1).astype(np.float32)
+    result = denoise(noisy, backend="cpu")
+    assert result.dtype == np.float32 and result.min() >= 0 and result.max() <= 1
+    noisy[0, 0, 0] = 1.7  # a highlight past full scale (linear light)
+    assert denoise(noisy, backend="cpu").max() <= 1.7

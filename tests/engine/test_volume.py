@@ -313,8 +313,8 @@ def test_a_channel_filtered_separately_is_not_held_back_by_the_others_edges() ->
         (  # a (Z, Y, X, T) time series: its 64 time points were filtered as channels
             np.zeros((10, 32, 48, 64)),
             {},
-            r"shape \(10, 32, 48, 64\) has 64 channels: the last axis of a 4D array is read as channels, and at most "
-            r"16 are filtered together; a time series must be filtered one time point at a time",
+            r"shape \(10, 32, 48, 64\) has 64 channels \(its last axis\) and at most 16 are filtered together: a "
+            r"time series is filtered one time point at a time with series_axis=3",
         ),
         (  # a (T, Z, Y, X) one: the message says which axes it measured
             np.zeros((3, 32, 48, 12)),
