@@ -145,7 +145,7 @@ def test_noise_estimate_refuses_bad_volumes() -> None:
         ValueError, match=r"got 2 x 20 x 20 \(z, y, x\) \(the first three axes; the last, of 2, is read"
     ):
         estimate_volume_noise(np.zeros((2, 20, 20, 2)))
-    with pytest.raises(ValueError, match="has 17 channels: the last axis of a 4D array is read as channels"):
+    with pytest.raises(ValueError, match=r"has 17 channels \(its last axis\) and at most 16 are filtered together"):
         estimate_volume_noise(np.zeros((12, 12, 12, 17)))
     with pytest.raises(ValueError, match="sigma must be"):
         suggest_volume_h(0.0)
