@@ -132,7 +132,7 @@ class PipeReader:
             self.close()
             raise
         width, height = facts.pop("size")
-        for name in ("declared_frames", "declared_seconds"):  # a stream counts and ends as it goes
+        for name in ("declared_frames", "declared_seconds", "side_alpha"):  # a stream counts and ends as it goes
             facts.pop(name)
         warning = INTERLACED if first.interlaced_frame else ""  # the header's It or Ib, as a file's
         self.info = VideoInfo(

@@ -271,6 +271,7 @@ def stream_facts(path: Path | str, container: Any, first: Any = None) -> dict[st
         "sample_aspect_ratio": Fraction(stream.sample_aspect_ratio) if stream.sample_aspect_ratio else None,
         "declared_frames": stream.frames,  # 0 where the container keeps no count
         "declared_seconds": _declared_seconds(stream),
+        "side_alpha": stream.metadata.get("alpha_mode") == "1",  # WebM's VP9 alpha, beside the picture
         "timecode": source_timecode(container),
         "others_start": _earliest_start((*container.streams.audio, *container.streams.subtitles)),
         "tags": file_tags(container),
@@ -369,10 +370,13 @@ def _described(path: Path, index: FrameIndex, facts: dict[str, Any], first: Any,
         at = float((index.left_out - times[0]) * facts["time_base"])
         cut = f"it ends inside the frame at {at:.3f} s, which is left out (only part of its picture is there)"
         warnings.append(cut if short else f"the file is cut short: {cut}")
-    if len(first.format.components) in (2, 4):  # gray or color, and alpha
+    alpha = f"({facts['pixel_format']})" if len(first.format.components) in (2, 4) else None  # gray or colour, alpha
+    if facts.pop("side_alpha"):  # its own stream in the Matroska blocks, which FFmpeg's VP9 decoder leaves out
+        alpha = "(VP9's, beside the picture)"
+    if alpha:
         warnings.append(
-            f"the video has an alpha channel ({facts['pixel_format']}): only its picture is denoised and "
-            "written, opaque; keep the transparency by merging the source's alpha back in afterwards"
+            f"the video has an alpha channel {alpha}: only its picture is denoised and written, opaque; keep the "
+            "transparency by merging the source's alpha back in afterwards"
         )
     if getattr(first, "interlaced_frame", False):
         warnings.append(INTERLACED)

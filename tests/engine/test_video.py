@@ -220,6 +220,21 @@ def test_a_matroska_file_cut_short_is_said_to_be_so(tmp_path) -> None:
         assert reader.info.warning == said
 
 
+def test_a_webm_with_vp9_alpha_is_said_to_lose_it(tmp_path) -> None:
+    """A web creator's WebM with transparency: VP9 keeps its alpha beside the picture, which FFmpeg's
+    decoder leaves out, and the output was opaque without a word."""
+    for name, pixel_format in (("alpha.webm", "yuva420p"), ("opaque.webm", "yuv420p")):
+        subprocess.run(
+            ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-frames:v", "3",
+             "-c:v", "libvpx-vp9", "-pix_fmt", pixel_format, str(tmp_path / name)],
+            check=True, timeout=60,
+        )  # fmt: skip
+    with VideoReader(tmp_path / "alpha.webm") as reader:
+        assert reader.info.warning.startswith("the video has an alpha channel (VP9's, beside the picture): only its")
+    with VideoReader(tmp_path / "opaque.webm") as reader:
+        assert reader.info.warning == ""
+
+
 def test_an_mp4_cut_before_its_index_is_said_to_be_so(tmp_path) -> None:
     """An archivist's cut-short MP4 got the same words as random bytes: "not a video file FFmpeg can read"."""
     subprocess.run(
