@@ -110,7 +110,7 @@ def denoise(
         entries, a time or colour axis outside ``data`` or the same axis for both, frames smaller
         than ``search_radius + patch_radius + 1``, float values not on the 0..1 scale, uint16
         values beyond ``bit_depth`` or all within 12 bits without it, ``bit_depth`` for data of
-        another dtype; both ``h`` and ``sigma``, or
+        another dtype; a masked array with masked values; both ``h`` and ``sigma``, or
         either or a parameter out of its range; frames too small to measure the noise on (16 x 16
         pixels) without ``h`` or ``sigma``.
         The message names the value and the fix.
@@ -159,6 +159,11 @@ def denoise(
     >>> denoise(clip, time_axis=0, sigma=10, patch_radius=1, search_radius=1).dtype
     dtype('float32')
     """
+    if isinstance(data, np.ma.MaskedArray) and np.ma.getmaskarray(data).any():
+        raise ValueError(
+            f"data is a masked array with {int(np.ma.count_masked(data))} masked values, and the filter would "
+            "average them in and drop the mask: fill them (data.filled(value)) and mask the result again"
+        )
     on_gpu = _on_gpu(data)
     array = _device_array(data) if on_gpu else _host_array(data)
     frames_axes = _frames_axes(array.shape, channel_axis, time_axis)
