@@ -132,8 +132,6 @@ class PipeReader:
             self.close()
             raise
         width, height = facts.pop("size")
-        for name in ("declared_frames", "declared_seconds", "side_alpha"):  # a stream counts and ends as it goes
-            facts.pop(name)
         warning = INTERLACED if first.interlaced_frame else ""  # the header's It or Ib, as a file's
         self.info = VideoInfo(
             path=self.path, width=width, height=height, frame_count=0, duration=0.0, warning=warning, **facts

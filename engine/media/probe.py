@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -269,14 +269,24 @@ def stream_facts(path: Path | str, container: Any, first: Any = None) -> dict[st
         },
         "other_formats": tuple(map(_codec_and_rate, (*container.streams.audio, *container.streams.subtitles))),
         "sample_aspect_ratio": Fraction(stream.sample_aspect_ratio) if stream.sample_aspect_ratio else None,
-        "declared_frames": stream.frames,  # 0 where the container keeps no count
-        "declared_seconds": _declared_seconds(stream),
-        "side_alpha": stream.metadata.get("alpha_mode") == "1",  # WebM's VP9 alpha, beside the picture
         "timecode": source_timecode(container),
         "others_start": _earliest_start((*container.streams.audio, *container.streams.subtitles)),
         "tags": file_tags(container),
         "video_tags": track_tags(stream),
     }
+
+
+class _Claims(NamedTuple):
+    """What a file's headers say of its video that its frames are checked against (``_described``)."""
+
+    frames: int  # the frames its container counts; 0 where it keeps no count
+    ends: float | None  # seconds on its clock where a Matroska track's DURATION tag says it ends
+    side_alpha: bool  # WebM's VP9 alpha, beside the picture, which FFmpeg's decoder leaves out
+
+
+def _claims(stream: Any) -> _Claims:
+    """Return what ``stream``'s headers say of it (``_Claims``)."""
+    return _Claims(stream.frames, _declared_seconds(stream), stream.metadata.get("alpha_mode") == "1")
 
 
 def _declared_seconds(stream: Any) -> float | None:
@@ -292,6 +302,27 @@ def _declared_seconds(stream: Any) -> float | None:
     except ValueError:  # no tag, or another form
         return None
     return hours * 3600 + minutes * 60 + seconds
+
+
+def _cut_short(index: FrameIndex, claims: _Claims, facts: dict[str, Any], start: float, duration: float) -> list[str]:
+    """Return what says a file is truncated: fewer frames or an earlier end than its headers claim; a frame cut in two.
+
+    ``start`` and ``duration``: its frames' first time and length, seconds.
+    """
+    said = []
+    if index.packets and claims.frames > index.packets:
+        held = f"holds {index.frame_count}: it is truncated or damaged"
+        said.append(f"the file declares {claims.frames} frames but {held}")
+    elif claims.ends is not None and claims.ends - (start + duration) > max(2 / facts["frame_rate"], 0.01 * duration):
+        said.append(  # the tag is where the track ends on the file's clock
+            f"the file says its video ends at {claims.ends:.3f} s but its frames end at {start + duration:.3f} s: "
+            "it is truncated or damaged"
+        )
+    if index.left_out is not None:
+        at = float((index.left_out - index.timestamps[0]) * facts["time_base"])
+        cut = f"it ends inside the frame at {at:.3f} s, which is left out (only part of its picture is there)"
+        said.append(cut if said else f"the file is cut short: {cut}")
+    return said
 
 
 def _codec_and_rate(stream: Any) -> tuple[str, int]:
@@ -319,7 +350,7 @@ def probe_video(path: Path, frame_rate: Fraction | None = None) -> tuple[VideoIn
         message says where).
     """
     with open_input(path, frame_rate=frame_rate) as container:  # refuses what is no video before any indexing
-        facts = stream_facts(path, container)
+        facts, claims = stream_facts(path, container), _claims(container.streams.video[0])
         y4m = container.format.name == "yuv4mpegpipe"
         try:  # the headers read no packet: the same demuxer decodes the first frame and indexes them
             index, first = index_stream(path, container, lambda: open_input(path, frame_rate=frame_rate))
@@ -334,11 +365,13 @@ def probe_video(path: Path, frame_rate: Fraction | None = None) -> tuple[VideoIn
             raise VideoError(f"{path}: the video stream cannot be read: {ffmpeg_reason(error)}") from error
     if first is None or index.frame_count == 0:
         raise VideoError(f"{path}: holds no frame FFmpeg can decode")
-    return _described(path, index, facts, first, y4m), index
+    return _described(path, index, facts, claims, first, y4m), index
 
 
-def _described(path: Path, index: FrameIndex, facts: dict[str, Any], first: Any, y4m: bool) -> VideoInfo:
-    """``path``'s ``VideoInfo`` from its stream's headers (``facts``), its frame index and its first frame."""
+def _described(
+    path: Path, index: FrameIndex, facts: dict[str, Any], claims: _Claims, first: Any, y4m: bool
+) -> VideoInfo:
+    """``path``'s ``VideoInfo`` from its stream's headers (``facts``, ``claims``), frame index and first frame."""
     rotation = round(first.rotation / 90) % 4 * 90
     width, height = facts.pop("size")
     if rotation % 180:
@@ -352,26 +385,12 @@ def _described(path: Path, index: FrameIndex, facts: dict[str, Any], first: Any,
     else:
         duration = count / float(facts["frame_rate"])
     start_time = float(times[0] * facts["time_base"]) if index.has_timestamps else 0.0
-    declared, declared_seconds, warnings = facts.pop("declared_frames"), facts.pop("declared_seconds"), []
+    warnings = []
     if y4m and (cut := y4m_cut(path, facts["pixel_format"], width, height, count)):
         warnings.append(cut)
-    short = index.packets and declared > index.packets
-    if short:
-        warnings.append(f"the file declares {declared} frames but holds {count}: it is truncated or damaged")
-    elif declared_seconds is not None and declared_seconds - (start_time + duration) > max(
-        2 / facts["frame_rate"], 0.01 * duration
-    ):  # the tag is where the track ends on the file's clock
-        short = True
-        warnings.append(
-            f"the file says its video ends at {declared_seconds:.3f} s but its frames end at "
-            f"{start_time + duration:.3f} s: it is truncated or damaged"
-        )
-    if index.left_out is not None:
-        at = float((index.left_out - times[0]) * facts["time_base"])
-        cut = f"it ends inside the frame at {at:.3f} s, which is left out (only part of its picture is there)"
-        warnings.append(cut if short else f"the file is cut short: {cut}")
+    warnings += _cut_short(index, claims, facts, start_time, duration)
     alpha = f"({facts['pixel_format']})" if len(first.format.components) in (2, 4) else None  # gray or colour, alpha
-    if facts.pop("side_alpha"):  # its own stream in the Matroska blocks, which FFmpeg's VP9 decoder leaves out
+    if claims.side_alpha:
         alpha = "(VP9's, beside the picture)"
     if alpha:
         warnings.append(
