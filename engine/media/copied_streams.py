@@ -11,9 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .probe import VideoInfo, open_input
-from .tags import track_tags
-
-TIMES_BEFORE_ZERO = 0x40000  # AVFMT_TS_NEGATIVE: a muxer that writes packets timed before 0 (MP4's edit list)
+from .tags import keep_track
 
 
 class CopiedStreams:
@@ -40,11 +38,13 @@ class CopiedStreams:
         streams = [*self._source.streams.audio, *self._source.streams.subtitles]
         self._outputs = {stream.index: container.add_stream_from_template(stream) for stream in streams}
         for index, output in self._outputs.items():  # a second track's language: "fra", not "und"
-            output.metadata.update(track_tags(self._source.streams[index]))
+            keep_track(output, self._source.streams[index])
         self._span = (info.start_time + span[0], info.start_time + span[1])  # on the source's clock
-        # From the picture's first frame, into a container that holds times before 0 (MP4, MOV): the
-        # packets that end there are kept, as FFmpeg's command keeps them (AAC's priming packet).
-        self._lead_in = span[0] == 0 and bool(container.format.flags & TIMES_BEFORE_ZERO)
+        # From the picture's first frame, the packets that end there are kept, as FFmpeg's command keeps
+        # them: the codec's priming (AAC's, Opus's), without which the first samples decode wrong. MP4
+        # and MOV hold times before 0 (an edit list), Matroska Opus's priming (CodecDelay); elsewhere
+        # the muxer shifts the streams by the lead, under one audio frame.
+        self._lead_in = span[0] == 0
 
     def copy(self, mux: Callable[[Any], None]) -> None:
         """Pass each packet within the span, retimed and restreamed, to ``mux``; then close the source.
@@ -68,12 +68,11 @@ class CopiedStreams:
             self.close()
 
     def _shift_into_span(self, packet: Any) -> bool:
-        """Whether a packet starts within the span, or leads into it where the output holds times before 0.
+        """Whether a packet starts within the span, or leads into it from the picture's first frame.
 
         If so, its timestamps are made relative to the span's start, as the video's are. A packet
         that starts before the span is left out whole, but one that ends at its start or later where
-        ``_lead_in`` (the codec's priming, which decoding needs for the first samples): sound stays in
-        sync, and a range's may start up to one audio frame late.
+        ``_lead_in``: sound stays in sync, and a range's may start up to one audio frame late.
         """
         start, end = self._span
         begins = packet.pts * packet.time_base

@@ -87,7 +87,7 @@ def join_segments(
                 timecode = source_timecode(first)  # the first segment's: the output's first frame's
                 rate = {} if timecode is None else {"rate": like.frame_rate}  # a timecode track counts at it
                 video = container.add_stream_from_template(first.streams.video[0], **rate)
-            keep_tags(container, video, like.tags, like.video_tags)
+            keep_tags(container, video, like)
             if timecode is not None:
                 tag_timecode(container, video, timecode)
             copied = CopiedStreams(like, container, span) if like.other_streams else None

@@ -92,6 +92,8 @@ class VideoInfo:
         The file's tags an output keeps ("title", "comment", "artist", "date"...; ``media.tags``).
     video_tags : dict of str to str
         The picture track's "language" and "title", where it has them.
+    video_disposition : int
+        The picture track's marks, FFmpeg's AV_DISPOSITION flags (1: default).
     dtype : numpy.dtype
         uint8 for 8-bit sources, uint16 (full 16-bit scale) for deeper ones.
     """
@@ -118,6 +120,7 @@ class VideoInfo:
     others_start: float | None = None  # seconds on the container's clock: the earliest audio or subtitle start
     tags: dict[str, str] = field(default_factory=dict)  # the file's an output keeps: title, comment...
     video_tags: dict[str, str] = field(default_factory=dict)  # the picture track's language and title
+    video_disposition: int = 0  # the picture track's marks: FFmpeg's AV_DISPOSITION flags (1: default)
 
     @property
     def other_streams(self) -> int:
@@ -273,7 +276,33 @@ def stream_facts(path: Path | str, container: Any, first: Any = None) -> dict[st
         "others_start": _earliest_start((*container.streams.audio, *container.streams.subtitles)),
         "tags": file_tags(container),
         "video_tags": track_tags(stream),
+        "video_disposition": int(stream.disposition),
     }
+
+
+def _alpha_warning(first: Any, facts: dict[str, Any], side_alpha: bool) -> str:
+    """Say that the source's alpha channel is not kept, and how to merge it back; "" where it has none.
+
+    A GIF decodes with alpha always: one whose first frame is opaque has no transparency to lose.
+    FFmpeg's alphamerge (8-bit formats only) puts an 8-bit source's alpha back exactly.
+    """
+    if side_alpha:
+        alpha = "(VP9's, beside the picture)"
+    elif len(first.format.components) in (2, 4):  # gray or colour, with alpha
+        if facts["codec"] == "gif" and first.to_ndarray(format="rgba")[..., 3].min() == 255:
+            return ""
+        alpha = f"({facts['pixel_format']})"
+    else:
+        return ""
+    merge = (
+        ' (ffmpeg -i OUT -i IN -filter_complex "[1:v]alphaextract[a];[0:v][a]alphamerge" -c:v ffv1 MERGED.mkv)'
+        if facts["bit_depth"] <= 8 and not side_alpha
+        else ""
+    )
+    return (
+        f"the video has an alpha channel {alpha}: only its picture is denoised and written, opaque; keep the "
+        f"transparency by merging the source's alpha back in afterwards{merge}"
+    )
 
 
 class _Claims(NamedTuple):
@@ -389,14 +418,9 @@ def _described(
     if y4m and (cut := y4m_cut(path, facts["pixel_format"], width, height, count)):
         warnings.append(cut)
     warnings += _cut_short(index, claims, facts, start_time, duration)
-    alpha = f"({facts['pixel_format']})" if len(first.format.components) in (2, 4) else None  # gray or colour, alpha
-    if claims.side_alpha:
-        alpha = "(VP9's, beside the picture)"
+    alpha = _alpha_warning(first, facts, claims.side_alpha)
     if alpha:
-        warnings.append(
-            f"the video has an alpha channel {alpha}: only its picture is denoised and written, opaque; keep the "
-            "transparency by merging the source's alpha back in afterwards"
-        )
+        warnings.append(alpha)
     if getattr(first, "interlaced_frame", False):
         warnings.append(INTERLACED)
     warning = "; ".join(warnings)

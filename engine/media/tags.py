@@ -1,14 +1,18 @@
-"""Which of a source's tags an output keeps: the file's (title, comment, artist, date...) and each track's name.
+"""Which of a source's tags an output keeps: the file's (title, comment, artist, date...), each track's name and marks.
 
 FFmpeg's own command copies them all. An output keeps what describes the recording, not what
 described the old file: its encoder, MP4's brands, a track's old duration or handler (the
 muxer writes its own), and the timecode (``media.timecode`` moves it to the output's first
-frame).
+frame). A track's marks (FFmpeg's disposition: default, forced...) are how a player picks it:
+Matroska wrote every track not default where FFmpeg's command keeps the source's.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .probe import VideoInfo
 
 TRACK_TAGS = ("language", "title")  # what names a track; not its old DURATION or encoder
 NOT_KEPT = frozenset(  # in lower case: Matroska's tags are upper case ("COMMENT")
@@ -29,7 +33,14 @@ def track_tags(stream: Any) -> dict[str, str]:
     return {name: stream.metadata[name] for name in TRACK_TAGS if name in stream.metadata}
 
 
-def keep_tags(container: Any, stream: Any, tags: dict[str, str], video_tags: dict[str, str]) -> None:
-    """Write a source's ``tags`` (``file_tags``) into the output ``container``, ``video_tags`` into its ``stream``."""
-    container.metadata.update(tags)
-    stream.metadata.update(video_tags)
+def keep_tags(container: Any, stream: Any, like: VideoInfo) -> None:
+    """Write the file tags of the source ``like`` into the output ``container``, its picture track's into ``stream``."""
+    container.metadata.update(like.tags)
+    stream.metadata.update(like.video_tags)
+    stream.disposition = like.video_disposition
+
+
+def keep_track(output: Any, source: Any) -> None:
+    """Give the output stream ``output`` the name and marks of the source's stream ``source``, copied into it."""
+    output.metadata.update(track_tags(source))
+    output.disposition = source.disposition

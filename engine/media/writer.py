@@ -186,7 +186,7 @@ class VideoWriter:
                 )
             self._stream = self._container.add_stream(encoder, rate=like.frame_rate)
             if not (self._pipe or self._sequence):
-                keep_tags(self._container, self._stream, like.tags, like.video_tags)
+                keep_tags(self._container, self._stream, like)
                 if timecode is not None:
                     tag_timecode(self._container, self._stream, timecode)
             self._stream.width, self._stream.height = like.width, like.height

@@ -261,9 +261,9 @@ def frame_range(
     first = reader.frame_at(start)
     last = (info.frame_count or None) if duration is None else reader.frame_at(start + duration)
     if last is not None and last <= first:
-        end = "the end of the clip" if duration is None else f"{start + duration} s"
+        end = "the end of the clip" if duration is None else f"{start + duration:.6g} s"  # not 1.9909999999999999
         length = f" (the clip lasts {info.duration:.1f} s)" if info.duration else ""
-        raise ValueError(f"{info.path}: no frames between {start} s and {end}{length}")
+        raise ValueError(f"{info.path}: no frames between {start:.6g} s and {end}{length}")
     return first, last
 
 

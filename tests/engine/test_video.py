@@ -1,6 +1,7 @@
 """VideoReader and VideoWriter: round trips on generated and real clips, and bad input."""
 
 import dataclasses
+import shlex
 import struct
 import subprocess
 from fractions import Fraction
@@ -233,6 +234,35 @@ def test_a_webm_with_vp9_alpha_is_said_to_lose_it(tmp_path) -> None:
         assert reader.info.warning.startswith("the video has an alpha channel (VP9's, beside the picture): only its")
     with VideoReader(tmp_path / "opaque.webm") as reader:
         assert reader.info.warning == ""
+
+
+def test_a_gifs_transparency_is_said_to_be_lost_and_the_command_said_puts_it_back(tmp_path) -> None:
+    """A web creator's opaque GIF was said to lose an alpha channel (FFmpeg decodes every GIF with one),
+    and a transparent one was told to merge its alpha back with no command to do it. The opaque one
+    says nothing; the transparent one names FFmpeg's command, which puts the alpha back exactly."""
+    palette = "split[a][b];[a]palettegen=reserve_transparent=1[p];[b][p]paletteuse=alpha_threshold=128"
+    for name, colour in (("opaque.gif", "red"), ("clear.gif", "red@0.0")):
+        subprocess.run(
+            ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", f"color=c={colour}:s=64x48:r=10:d=0.5,format=rgba,"
+             "drawbox=x=10:y=10:w=20:h=20:color=blue@1:t=fill", "-filter_complex", palette, str(tmp_path / name)],
+            check=True, timeout=60,
+        )  # fmt: skip
+    with VideoReader(tmp_path / "opaque.gif") as reader:
+        assert reader.info.warning == ""
+    with VideoReader(tmp_path / "clear.gif") as reader:
+        said = reader.info.warning
+    assert said.startswith("the video has an alpha channel (bgra): only its picture is denoised and written, opaque")
+    denoise_file(tmp_path / "clear.gif", tmp_path / "out.mkv", NLMParams(h=5.0, search_radius=1), backend="cpu")
+    names = {"IN": tmp_path / "clear.gif", "OUT": tmp_path / "out.mkv", "MERGED.mkv": tmp_path / "merged.mkv"}
+    command = [str(names.get(word, word)) for word in shlex.split(said[said.index("(ffmpeg ") + 1 : -1])]
+    subprocess.run([command[0], "-loglevel", "error", *command[1:]], check=True, timeout=60)
+
+    def alpha(path: Path) -> np.ndarray:
+        with av.open(str(path)) as container:
+            return np.stack([frame.to_ndarray(format="rgba")[..., 3] for frame in container.decode(video=0)])
+
+    np.testing.assert_array_equal(alpha(tmp_path / "merged.mkv"), alpha(tmp_path / "clear.gif"))
+    assert alpha(tmp_path / "clear.gif").min() == 0
 
 
 def test_an_mp4_cut_before_its_index_is_said_to_be_so(tmp_path) -> None:
