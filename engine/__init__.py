@@ -62,6 +62,7 @@ from .media.formats import (
     CodecNotHeldError,
     aspect_ratio_lost,
     chroma_halved,
+    default_codec,
     misread_streams,
     output_format,
 )
@@ -241,6 +242,7 @@ __all__ = [
     "compile_cpu_filter",
     "decoded_run",
     "decorrelation_decision",
+    "default_codec",
     "denoise",
     "denoise_file",
     "denoise_live",

@@ -48,6 +48,7 @@ from nlmeans_studio.engine import (
     check_encoder,
     check_output_path,
     chroma_halved,
+    default_codec,
     denoise_file,
     is_image_sequence,
     misread_streams,
@@ -104,13 +105,14 @@ def _output_folder(source: Path) -> Path:
 
 
 def _suffix(source: Path, info: VideoInfo, codec: str) -> str:
-    """.mp4, unless it would keep the source's audio in a form older readers misread (PCM in MP4):
-    then the source's own container where it holds ``codec`` and those streams, else .mkv. An image
+    """The codec's usual container (``SUFFIXES``: .mp4 for H.264, .mov for ProRes, .mkv for FFV1),
+    unless it would keep the source's audio in a form older readers misread (PCM in MP4): then the
+    source's own container where it holds ``codec`` and those streams, else .mkv. An image
     sequence's own image format (a sequence of DPX scans is proposed as DPX), else TIFF."""
     if is_image_sequence(source):
         own = source.suffix.lower()
         return own if _holds(Path(f"out%06d{own}"), codec, info) else ".tif"
-    for suffix in (".mp4", source.suffix.lower()):
+    for suffix in (SUFFIXES[codec], source.suffix.lower()):
         if _holds(Path(f"out{suffix}"), codec, info) and not misread_streams(Path(f"out{suffix}"), info):
             return suffix
     return ".mkv"
@@ -190,7 +192,8 @@ class ExportDialog(QDialog):
     """Output path, codec, quality and range: ``frames`` (from the in and out marks), shown as
     the window numbers frames (from 1) with their times (``frame_times``: each frame's, in seconds
     from frame 0); audio and subtitles are copied, except into an image sequence. The Export
-    button adds the export to the queue; ``codec`` is the one offered first (the last export's).
+    button adds the export to the queue; ``codec`` is the one offered first (the last export's; by
+    default the source's kind, ``default_codec``: ProRes for a ProRes master).
     The name proposed is one that neither exists nor is an output of the queue (``queued``,
     resolved paths); a file that exists is named in the dialog and replaced, an output of the
     queue is refused."""
@@ -211,7 +214,7 @@ class ExportDialog(QDialog):
         self.setMinimumWidth(560)  # room for the output's path
         self._info, self._source, self._frame_times = info, source, frame_times
         self._queued = frozenset(queued)
-        self.codec = _codec_box(codec)
+        self.codec = _codec_box(codec or default_codec(Path(f"out{source.suffix}"), info))
         self.path = QLineEdit(str(_free_name(source, info, self.codec.currentData(), self._queued)))
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse)

@@ -350,9 +350,11 @@ def add_denoise_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--codec",
         choices=tuple(CODECS),
-        default="h264",
-        help="h264 (default) and h265 are 4:2:0; ffv1 (lossless) and prores keep the source's chroma sampling "
-        "and depth; h264-nvenc and h265-nvenc encode on the GPU's video encoder, where it has one",
+        default=None,
+        help="h264 and h265 are 4:2:0; ffv1 (lossless) and prores keep the source's chroma sampling and depth; "
+        "h264-nvenc and h265-nvenc encode on the GPU's video encoder, where it has one. Default: the source's "
+        "kind in .mov, .mkv, .mxf and .avi (prores for a ProRes or DNxHR master, ffv1 for a lossless source), "
+        "else h264 (ffv1 in .avi and .mxf, which hold no h264)",
     )
     parser.add_argument(
         "--rgb", action="store_true", help="with --codec ffv1: store planar RGB, the filter's output exactly"

@@ -19,9 +19,13 @@ from ..backend import (
 from ..cpu.compiled import announce_compile, silence_compile_notice
 from ..media.ffmpeg import VideoError, show_ffmpeg_messages
 from ..media.formats import (
+    DELIVERY_CODEC,
+    LOSSLESS_SOURCES,
+    MASTER_SOURCES,
     aspect_ratio_lost,
     check_encoding,
     chroma_halved,
+    default_codec,
     encoder_preset,
     misread_streams,
     output_format,
@@ -127,10 +131,11 @@ def check_output(args: argparse.Namespace, info: VideoInfo | None = None, *, exi
     if args.output == STANDARD_OUTPUT:
         return
     live = getattr(args, "live", False)
-    check_encoding(args.codec, args.crf, args.preset or encoder_preset(args.codec, live=live), rgb=args.rgb)
-    check_encoder(args.codec, args.output)  # one this machine lacks: NVENC without an NVIDIA encoder
-    if stream_muxer(args.output, args.codec) is None:  # a file, not a stream's URL
-        output_format(Path(args.output), args.codec, info)  # a name that cannot hold the codec: said first
+    codec = args.codec or default_codec(Path(args.output), info, rgb=args.rgb, preset=args.preset)
+    check_encoding(codec, args.crf, args.preset or encoder_preset(codec, live=live), rgb=args.rgb)
+    check_encoder(codec, args.output)  # one this machine lacks: NVENC without an NVIDIA encoder
+    if stream_muxer(args.output, codec) is None:  # a file, not a stream's URL
+        output_format(Path(args.output), codec, info)  # a name that cannot hold the codec: said first
         if exists:
             check_output_path(Path(args.output), Path(args.input), args.overwrite)
 
@@ -351,6 +356,19 @@ def open_source(args: argparse.Namespace) -> None:
     )
     if isinstance(args.source, VideoReader):  # a range past the clip's end: said before an OUTPUT that exists
         _check_range(args)
+    choose_codec(args, args.source.info)
+
+
+def choose_codec(args: argparse.Namespace, info: VideoInfo | None) -> None:
+    """Set ``args.codec`` where none was asked for (``default_codec``).
+
+    Where it keeps a master's kind, ``args.codec_kept`` says so, for the run's last line.
+    """
+    if args.codec is not None:
+        return
+    args.codec = default_codec(Path(args.output), info, rgb=args.rgb, preset=args.preset)
+    if info is not None and info.codec in (*MASTER_SOURCES, *LOSSLESS_SOURCES) and args.codec != DELIVERY_CODEC:
+        args.codec_kept = f"{args.codec}, the source's kind ({info.codec}); --codec h264 for a smaller file"
 
 
 def _check_range(args: argparse.Namespace) -> None:
@@ -415,7 +433,8 @@ def export_denoised(
     if not args.quiet:
         print(
             f"denoised {summary.frames} frames in {summary.seconds:.1f} s ({summary.fps:.1f} fps) on the "
-            f"{summary.backend} ({summary.device_name}), decoded on the {summary.decoder} -> {args.output}",
+            f"{summary.backend} ({summary.device_name}), decoded on the {summary.decoder} -> {args.output}"
+            + (f" ({kept})" if (kept := getattr(args, "codec_kept", "")) and not args.rgb else ""),
             file=sys.stderr,
         )
     if summary.damage_warning:

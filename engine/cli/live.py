@@ -23,7 +23,16 @@ from ..video.denoiser import Denoiser
 from ..video.filters import cpu_filter_compiles
 from ..video.live import LiveStatus, denoise_live
 from ..video.presets import find_preset, load_preset
-from .denoise import ProgressBar, Stop, check_output, filter_asked, output_options, source_info, window_params
+from .denoise import (
+    ProgressBar,
+    Stop,
+    check_output,
+    choose_codec,
+    filter_asked,
+    output_options,
+    source_info,
+    window_params,
+)
 
 STOPPED = 130  # the status of a run ended by a signal, as a cancelled export's
 
@@ -91,6 +100,7 @@ def run_live(args: argparse.Namespace, stop: Stop) -> int:
         raise ValueError(refused)
     show_ffmpeg_messages(verbose=args.verbose)
     check_output(args)  # before a source that may take its time to send
+    choose_codec(args, None)  # a live source's kind is not known before it sends
     if args.frames_future is None:
         args.frames_future = 0  # no frame waits for later ones: zero delay
     preset = None if args.filter_preset is None else load_preset(find_preset(args.filter_preset))

@@ -7,6 +7,10 @@ format each writes frames like a source's in; checked before any work (``check_e
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
+import itertools
 import re
 from fractions import Fraction
 from pathlib import Path
@@ -14,7 +18,7 @@ from urllib.parse import urlsplit
 
 from .ffmpeg import VideoError, pyav
 from .image_sequence import is_image_sequence
-from .probe import HIGH_BIT_DEPTH, VideoInfo
+from .probe import HIGH_BIT_DEPTH, VideoInfo, open_input
 
 # Codec name -> (encoder, pixel format for 8-bit sources, for deeper sources). H.264 and H.265
 # are written 4:2:0, as every player takes them (NVENC's H.264 has no 10-bit); FFV1 (lossless)
@@ -68,8 +72,25 @@ OUTPUT_CONTAINERS: dict[str, tuple[str, tuple[str, ...]]] = {
     ".avi": ("avi", ("ffv1",)),
 }
 
+# Source codecs (FFmpeg's names) whose kind an output keeps where no codec is asked for, in a
+# container made for masters (MASTER_CONTAINERS): a mastering codec's is ProRes (DNxHR and CineForm
+# have no encoder here), a lossless one's FFV1; either falls back to the other. An MP4 or TS output
+# is a delivery's: H.264.
+MASTER_SOURCES = ("prores", "dnxhd", "cfhd")
+LOSSLESS_SOURCES = (
+    *("ffv1", "huffyuv", "ffvhuff", "utvideo", "magicyuv", "rawvideo", "v210", "v410", "r210", "r10k"),
+    *("qtrle", "png", "tiff", "dpx", "exr"),
+)
+MASTER_CONTAINERS = (".mov", ".mkv", ".mxf", ".avi")
+DELIVERY_CODEC = "h264"
+
 # Muxers that hold only uncompressed audio, in these codecs at this sample rate (Hz), and no subtitles
 PCM_ONLY = {"mxf": (("pcm_s16le", "pcm_s24le"), 48000)}
+# Muxer -> what a sound or subtitle stream it refuses is converted to first (None: left out, -sn)
+SOUND_HELD = {"avi": "pcm_s16le"}  # AAC elsewhere
+SUBTITLES_HELD = {"matroska": "srt", "mp4": "mov_text", "mov": "mov_text"}
+# Muxer -> the subtitles it keeps readable: MPEG-TS takes text ones too, as data no reader shows
+SUBTITLES_KEPT = {"mpegts": ("dvb_subtitle", "dvb_teletext")}
 # Muxers that end the picture where the sound ends and start a late sound with the picture, dropping
 # frames: what they wrote beside other streams is counted before it is published (``check_frames_kept``)
 CUTS_PICTURE_TO_SOUND = ("mxf",)
@@ -108,6 +129,42 @@ def encoder_preset(codec: str, *, live: bool, pixel_rate: float = 0.0) -> str:
     if not live or codec not in ("h264", "h265"):
         return DEFAULT_PRESET
     return LIVE_FAST_X26X_PRESET if pixel_rate > LIVE_FAST_PIXEL_RATE else LIVE_X26X_PRESET
+
+
+def default_codec(output: Path, like: VideoInfo | None, *, rgb: bool = False, preset: str | None = None) -> str:
+    """Return the codec an output named ``output`` is written in where none is asked for.
+
+    A master (ProRes, DNxHR) stays ProRes and a lossless source (FFV1, a DPX scan, raw) FFV1 in a
+    master's container (MASTER_CONTAINERS); anything else, or where the container holds neither,
+    H.264, or the first codec the container holds (.avi, .mxf).
+
+    Parameters
+    ----------
+    output : Path
+        The output: its extension names the container.
+    like : VideoInfo or None
+        The source; None where it is not open yet.
+    rgb : bool
+        Planar RGB asked for: FFV1's.
+    preset : str, optional
+        An encoder speed preset asked for: H.264's.
+
+    Returns
+    -------
+    str
+        A key of CODECS that the container holds.
+    """
+    if rgb:
+        return "ffv1"
+    suffix = output.suffix.lower()
+    if suffix not in OUTPUT_CONTAINERS or is_image_sequence(output):  # a pipe, a stream, images: H.264 or none
+        return DELIVERY_CODEC
+    held = OUTPUT_CONTAINERS[suffix][1]
+    kept: tuple[str, ...] = ()
+    if like is not None and preset is None and suffix in MASTER_CONTAINERS:
+        kept = ("prores", "ffv1") if like.codec in MASTER_SOURCES else ()
+        kept = ("ffv1", "prores") if like.codec in LOSSLESS_SOURCES else kept
+    return next(codec for codec in (*kept, DELIVERY_CODEC, *held) if codec in held)
 
 
 def check_encoding(codec: str, crf: int, preset: str, *, rgb: bool = False) -> None:
@@ -231,7 +288,61 @@ def output_format(path: Path, codec: str, like: VideoInfo | None = None) -> str:
             f"and the source's other streams, copied unchanged, are {', '.join(refused)}; write .mkv, or "
             f"convert the source's audio first (ffmpeg -i IN -c:v copy -c:a pcm_s24le -ar {rate} -sn IN.mkv)"
         )
+    refusals = {} if rate or like is None or not like.other_formats else _refusals(like.path)
+    unheld = refusals.get(muxer, ())
+    if unheld:
+        holding = [
+            other
+            for other, (other_muxer, codecs) in OUTPUT_CONTAINERS.items()
+            if codec in codecs and other_muxer in refusals and not refusals[other_muxer]
+        ]
+        listed = ", ".join(holding[:-1]) + " or " + holding[-1] if len(holding) > 1 else "".join(holding)
+        write = f"write {listed}, which {'hold' if len(holding) > 1 else 'holds'} them, or " if holding else ""
+        sound = ["-c:a", SOUND_HELD.get(muxer, "aac")] if any(kind == "audio" for kind, _ in unheld) else []
+        subtitles = SUBTITLES_HELD.get(muxer)
+        if any(kind == "subtitles" for kind, _ in unheld):
+            sound += ["-c:s", subtitles] if subtitles else ["-sn"]
+        raise VideoError(
+            f"{path}: a {suffix} file cannot hold the source's {', '.join(f'{name} {kind}' for kind, name in unheld)}"
+            f", copied unchanged; {write}{'leave them out' if sound == ['-sn'] else 'convert them'} first "
+            f"(ffmpeg -i IN -map 0 -c copy {' '.join(sound)} CONVERTED{suffix})"
+        )
     return muxer
+
+
+def _refusals(source: Path) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Return, for each muxer that holds any sound, the source's other streams it refuses, as (kind, codec).
+
+    Each stream is tried as the writer copies it, into an output in memory whose header is written:
+    MOV refuses Opus only there; AVI and MP4 refuse others when they are added. MPEG-TS writes text
+    subtitles as data no reader shows: they count as refused. Read once a file (a denoise checks
+    its output before any work, then the writer again).
+    """
+    status = source.stat()
+    return _refusals_of(source, status.st_size, status.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _refusals_of(source: Path, size: int, modified: int) -> dict[str, tuple[tuple[str, str], ...]]:
+    """``_refusals`` of the file ``source`` of ``size`` bytes, changed at ``modified`` ns (the cache's key)."""
+    av = pyav()
+    muxers = [muxer for muxer, _ in OUTPUT_CONTAINERS.values() if muxer not in PCM_ONLY]
+    refused: dict[str, list[tuple[str, str]]] = {muxer: [] for muxer in muxers}
+    with open_input(source) as container:
+        for stream, muxer in itertools.product((*container.streams.audio, *container.streams.subtitles), muxers):
+            output = av.open(io.BytesIO(), "w", format=muxer)
+            try:
+                name = stream.codec_context.name if stream.codec_context is not None else "unknown"
+                if stream.type == "subtitle" and name not in SUBTITLES_KEPT.get(muxer, (name,)):
+                    raise ValueError(f"{muxer} keeps it as data")
+                output.add_stream_from_template(stream)
+                output.start_encoding()
+            except (av.error.FFmpegError, ValueError):  # PyAV's ValueError: a codec the format does not list
+                refused[muxer].append(("audio" if stream.type == "audio" else "subtitles", name))
+            finally:
+                with contextlib.suppress(av.error.FFmpegError):
+                    output.close()
+    return {muxer: tuple(streams) for muxer, streams in refused.items()}
 
 
 # Containers whose FFmpeg muxer takes a stream's pixel aspect ratio from the stream alone, which
@@ -365,9 +476,11 @@ def check_subsampled_size(path: Path, pixel_format: str, width: int, height: int
     form = pyav().VideoFormat(pixel_format, 2, 2)
     chroma = form.components[1] if len(form.components) > 2 else form.components[0]
     if (width % 2 and chroma.width < 2) or (height % 2 and chroma.height < 2):
+        crop = f"crop={width - width % 2}:{height - height % 2}:0:0"
         raise VideoError(
             f"{path}: {pixel_format} keeps color at half resolution and needs an even width and height, "
-            f"but the clip is {width}x{height}; use --codec ffv1 (lossless, any size), or crop it by a pixel"
+            f"but the clip is {width}x{height}; use --codec ffv1 (lossless, any size), or crop it by a pixel "
+            f"first (ffmpeg -i IN -map 0 -vf {crop} -c:v ffv1 -c:a copy CROPPED.mkv)"
         )
 
 

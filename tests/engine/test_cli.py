@@ -192,9 +192,10 @@ def test_an_image_sequence_output_is_said_to_leave_the_sound_out(capsys, tmp_pat
         # The reader's probe (headers, first frame and index: one demuxer); its random access, for
         # the noise's pairs and SURE's sample (an FFV1 clip: every frame an entry point, so one
         # demuxer seeks to each); the export's sequential decode and the writer's copy of the
-        # sound, each a pass from the file's start with a demuxer of its own.
-        pytest.param([], 4, id="default"),
-        pytest.param(["--noise", "none"], 3, id="noise-none"),  # no random access
+        # sound, each a pass from the file's start with a demuxer of its own; and the check, once, that
+        # the output's container holds the sound, before any work.
+        pytest.param([], 5, id="default"),
+        pytest.param(["--noise", "none"], 4, id="noise-none"),  # no random access
     ],
 )
 def test_denoise_opens_its_source_once_and_hands_it_on(tmp_path, monkeypatch, options, expected) -> None:
@@ -286,6 +287,45 @@ def test_a_422_master_written_420_is_said(tmp_path, encoder, pixel_format, codec
 
 
 @pytest.mark.parametrize(
+    ("encoder", "pixel_format", "output", "written", "said"),
+    [
+        ("prores_ks", "yuv422p10le", "out.mov", ("prores", "yuv422p10le"), "out.mov (prores, the source's kind "
+         "(prores); --codec h264 for a smaller file)"),
+        ("dnxhd", "yuv422p10le", "out.mkv", ("prores", "yuv422p10le"), "out.mkv (prores, the source's kind (dnxhd)"),
+        ("ffv1", "yuv444p", "out.mkv", ("ffv1", "yuv444p"), "out.mkv (ffv1, the source's kind (ffv1)"),
+        ("prores_ks", "yuv422p10le", "out.mp4", ("h264", "yuv420p10le"), "H.264 is written 4:2:0"),  # a delivery
+        ("libx264", "yuv420p", "out.mkv", ("h264", "yuv420p"), None),
+        ("libx264", "yuv420p", "out.avi", ("ffv1", "yuv420p"), None),  # refused before: AVI holds no H.264
+    ],
+)  # fmt: skip
+def test_a_master_stays_a_master_where_no_codec_is_asked_for(
+    tmp_path, encoder, pixel_format, output, written, said
+) -> None:
+    """An editor's ProRes 4:2:2 10-bit master, denoised to .mov with no options, came back H.264 4:2:0:
+    the archive's master replaced by a delivery file. A master keeps its kind in a master's container
+    (DNxHR, which has no encoder here, as ProRes), a lossless source stays lossless; .mp4 is a delivery."""
+    source = tmp_path / "master.mov"
+    dnxhr = encoder == "dnxhd"  # DNxHR's smallest picture is larger
+    profile = ["-profile:v", "dnxhr_hqx"] if dnxhr else []
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", f"testsrc2=size={'256x144' if dnxhr else '64x48'}:"
+         "rate=25", "-t", "0.16",
+         "-c:v", encoder, *profile, "-pix_fmt", pixel_format, str(source)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    run = run_cli(
+        [*CLI, "denoise", source, tmp_path / output, "--h", "5", "--search-radius", "1", "--backend", "cpu"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    probe = ["ffprobe", "-v", "error", "-show_entries", "stream=codec_name,pix_fmt", "-of", "csv=p=0"]
+    found = subprocess.run([*probe, str(tmp_path / output)], capture_output=True, text=True, check=True).stdout
+    assert tuple(found.strip().split(",")) == written
+    assert ("the source's kind" in run.stderr) == (said is not None and "the source's kind" in said), run.stderr
+    assert said is None or said in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize(
     ("name", "codec", "warned", "kept"),
     [("out.mkv", "ffv1", True, "N/A"), ("out.avi", "ffv1", True, "N/A"), ("out.mxf", "ffv1", False, "10:11"),
      ("out.mkv", "h264", False, "10:11")],
@@ -369,6 +409,32 @@ def test_the_files_title_comment_and_date_and_the_pictures_language_are_kept(tmp
     }
     if suffix != ".mov":  # FFmpeg's MOV muxer writes Swedish as a Macintosh code it does not read back
         assert found["streams"][0]["tags"]["language"] == "swe"
+
+
+@pytest.mark.parametrize("suffix", [".mkv", ".mp4"])
+def test_which_track_a_player_picks_is_kept(tmp_path, suffix) -> None:
+    """A web video's .mkv output marked no track default (Matroska writes the flag as FFmpeg's disposition
+    says, and none was set): a player may pick none. Each track keeps the source's marks, as FFmpeg's
+    own command keeps them: the picture and the first sound default, the commentary not."""
+    source = tmp_path / "film.mkv"
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-f", "lavfi", "-i",
+         "sine", "-t", "0.5", "-map", "0", "-map", "1", "-map", "1", "-c:v", "libx264", "-c:a", "aac",
+         "-disposition:v:0", "default", "-disposition:a:0", "default", "-disposition:a:1", "0", str(source)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    output = tmp_path / f"out{suffix}"
+    command = [*CLI, "denoise", source, output, "--noise", "none", "--h", "5", "--search-radius", "1"]
+    run = run_cli([*command, "--backend", "cpu"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+    def marks(path: Path) -> list[int]:
+        probe = ["ffprobe", "-v", "error", "-show_entries", "stream_disposition=default", "-of", "json", str(path)]
+        found = json.loads(subprocess.run(probe, capture_output=True, text=True, check=True).stdout)
+        return [stream["disposition"]["default"] for stream in found["streams"]]
+
+    assert marks(source) == [1, 1, 0]
+    assert marks(output) == [1, 1, 0]
 
 
 def _timecodes_and_languages(path: Path) -> tuple[set[str], set[str]]:

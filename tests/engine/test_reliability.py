@@ -455,7 +455,8 @@ def test_a_y4m_file_cut_in_a_frame_is_said_to_be_cut(tmp_path) -> None:
 def test_a_picture_too_wide_for_the_encoder_is_said_so_with_the_way_out(tmp_path) -> None:
     """libx264 said "Generic error in an external library" for a 20000-pixel-wide y4m."""
     stream = b"YUV4MPEG2 W16400 H16 F25:1 Ip C420jpeg\n" + b"FRAME\n" + bytes([128]) * (16400 * 16 * 3 // 2)
-    run = subprocess.run([*CLI, "denoise", "-", str(tmp_path / "out.mkv"), *FAST], input=stream, capture_output=True)
+    command = [*CLI, "denoise", "-", str(tmp_path / "out.mkv"), "--codec", "h264", *FAST]  # raw frames: FFV1's
+    run = subprocess.run(command, input=stream, capture_output=True)
     message = "out.mkv: the h264 encoder refuses 16400x16 yuv420p frames (Generic error in an external library); its "
     _one_clear_line(subprocess.CompletedProcess(run.args, run.returncode, "", run.stderr.decode()), message)
     assert run.stderr.decode().endswith("choose --codec ffv1 (lossless, any size) or scale the clip down\n")
@@ -552,7 +553,7 @@ def test_image_sequences_are_read_whole_from_their_first_number_into_ffv1(tmp_pa
         (["--h", "1e-300"], "h must be a finite number"),
         (["--preset", "bogus"], "preset must be one of ultrafast, superfast, veryfast"),
         (["--crf", "99"], "crf must be an integer in 0..51, got 99"),
-        (["--start", "99"], "no frames between 99.0 s and the end of the clip (the clip lasts 1.2 s)"),
+        (["--start", "99"], "no frames between 99 s and the end of the clip (the clip lasts 1.2 s)"),
         # Options, not the engine's Python names (a first-time user read "search_radius must ..").
         (["--search-radius", "40"], "--search-radius must be an integer in 0..16, got 40"),
         (["--frames-past", "9"], "--frames-past must be an integer in 0..8, got 9"),
@@ -623,7 +624,12 @@ def test_nonsense_arguments_of_the_other_commands(clip, arguments, message) -> N
         ((5, 7), [], "frames of 7x5 pixels are too small for the automatic noise estimate"),
         ((2, 2), ["--noise", "none"], "frames of 2x2 pixels are too small for search_radius 3 and patch_radius 4"),
         ((17, 33), ["--noise", "none"], "yuv420p keeps color at half resolution and needs an even width and height"),
-        ((17, 33), ["--noise", "none", "--codec", "h265"], "but the clip is 33x17; use --codec ffv1"),
+        (
+            (17, 33),
+            ["--noise", "none", "--codec", "h265"],
+            "but the clip is 33x17; use --codec ffv1 (lossless, any size), or crop it by a pixel first "
+            "(ffmpeg -i IN -map 0 -vf crop=32:16:0:0 -c:v ffv1 -c:a copy CROPPED.mkv)",
+        ),
     ],
 )
 def test_odd_and_tiny_sizes_get_a_reason(tmp_path, size, arguments, message) -> None:
@@ -943,7 +949,7 @@ def test_a_file_ffmpeg_cannot_open_gives_one_line_in_our_words_and_verbose_shows
     [
         (["--crf", "99"], "crf must be an integer in 0..51, got 99"),
         (["--preset", "quick"], "preset must be one of ultrafast"),
-        (["--rgb"], "RGB output is for the ffv1 codec, got 'h264'"),
+        (["--rgb", "--codec", "h264"], "RGB output is for the ffv1 codec, got 'h264'"),
     ],
 )
 def test_encoding_options_are_refused_before_the_noise_estimate(clip, tmp_path, extra, message) -> None:
@@ -1135,6 +1141,41 @@ def test_mxf_output_of_audio_it_cannot_hold_is_refused_before_any_work(tmp_path)
         assert [stream.codec_context.name for stream in output.streams.audio] == ["pcm_s16le"]
 
 
+@pytest.mark.parametrize(
+    ("audio", "subtitles", "suffix", "message"),
+    [
+        ("libopus", None, ".mov", "a .mov file cannot hold the source's opus audio, copied unchanged; write .mkv, "
+         ".mp4 or .ts, which hold them, or convert them first (ffmpeg -i IN -map 0 -c copy -c:a aac CONVERTED.mov)"),
+        ("aac", "mov_text", ".mkv", "a .mkv file cannot hold the source's mov_text subtitles, copied unchanged; "
+         "write .mp4 or .mov, which hold them, or convert them first (ffmpeg -i IN -map 0 -c copy -c:s srt "
+         "CONVERTED.mkv)"),
+        ("aac", "srt", ".ts", "a .ts file cannot hold the source's srt subtitles, copied unchanged; write .mkv, "
+         "which holds them, or leave them out first (ffmpeg -i IN -map 0 -c copy -sn CONVERTED.ts)"),
+    ],
+)  # fmt: skip
+def test_an_output_that_cannot_hold_the_sources_other_streams_is_refused_before_any_work(
+    tmp_path, audio, subtitles, suffix, message
+) -> None:
+    """A web video's Opus into .mov failed at the end of the run ("writing failed: Invalid argument"); a
+    phone's mov_text subtitles into .mkv failed at the start with no way out; text subtitles into .ts
+    came out as data no player shows. Each is refused before any work, naming the containers that
+    hold the streams and FFmpeg's command that converts them."""
+    source = tmp_path / ("source.mp4" if subtitles == "mov_text" else "source.mkv")
+    text = tmp_path / "words.srt"
+    text.write_text("1\n00:00:00,000 --> 00:00:00,400\nhello\n")
+    caption = ["-i", str(text), "-map", "0:v", "-map", "1:a", "-map", "2", "-c:s", subtitles] if subtitles else []
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-f", "lavfi", "-i",
+         "sine=r=48000", *caption, "-t", "0.5", "-c:v", "libx264", "-c:a", audio, str(source)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    run = _cli("denoise", str(source), str(tmp_path / f"out{suffix}"), *FAST)
+    _one_clear_line(run, f"out{suffix}: {message}")
+    assert "noise:" not in run.stderr and sorted(path.name for path in tmp_path.iterdir()) == sorted(
+        [source.name, text.name]
+    )
+
+
 def _with_a_repeated_audio_time(source: Path, target: Path) -> Path:
     """``source`` remuxed with its third audio packet given the time of the second, as a DVD's AC3 had it."""
     with av.open(str(source)) as given, av.open(str(target), "w") as remuxed:
@@ -1189,7 +1230,7 @@ def test_a_packet_the_muxer_refuses_at_the_end_leaves_nothing_behind(tmp_path, m
         ([], "tape-07.mp4: no such file"),
         (["--search-radius", "500"], "--search-radius must be an integer in 0..16, got 500"),
         (["--codec", "prores"], "out.mp4: a .mp4 file holds h264, h265, h264-nvenc, h265-nvenc, ffv1 here, not prores"),
-        (["--start", "30"], "a.mkv: no frames between 30.0 s and the end of the clip"),
+        (["--start", "30"], "a.mkv: no frames between 30 s and the end of the clip"),
     ],
 )
 def test_what_is_wrong_is_said_before_an_output_that_exists(tmp_path, extra, message) -> None:

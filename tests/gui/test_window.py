@@ -178,14 +178,14 @@ def test_the_dialog_offers_the_last_exports_codec_and_greys_those_this_machine_c
     press(qtbot, window, KEY.Key_E, Qt.KeyboardModifier.ControlModifier)
     qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(ExportDialog)))
     dialog = next(d for d in window.findChildren(ExportDialog) if d.isVisible())
-    assert dialog.codec.currentData() == "ffv1" and dialog.path.text().endswith("-denoised-2.mp4")
+    assert dialog.codec.currentData() == "ffv1" and dialog.path.text().endswith("-denoised-2.mkv")
     dialog.reject()
 
 
 def test_a_second_export_is_offered_a_name_that_does_not_replace_the_first(qtbot, window, clip) -> None:
     path, _ = clip
     opened(qtbot, window, path)
-    for name in ("clip-denoised.mp4", "clip-denoised-2.mp4"):
+    for name in ("clip-denoised.mkv", "clip-denoised-2.mkv"):
         press(qtbot, window, KEY.Key_E, Qt.KeyboardModifier.ControlModifier)
         qtbot.waitUntil(lambda: any(d.isVisible() for d in window.findChildren(ExportDialog)))
         dialog = next(d for d in window.findChildren(ExportDialog) if d.isVisible())
@@ -227,15 +227,15 @@ def test_an_export_in_the_queue_is_never_written_over_by_the_next(qtbot, window,
     first = export_dialog_opened(qtbot, window)
     qtbot.mouseClick(first.export_button, Qt.MouseButton.LeftButton)
     second = export_dialog_opened(qtbot, window)
-    assert second.path.text() == str(path.with_name("clip-denoised-2.mp4"))  # the first is not on disk yet
+    assert second.path.text() == str(path.with_name("clip-denoised-2.mkv"))  # the first is not on disk yet
     second.path.clear()
-    qtbot.keyClicks(second.path, str(path.with_name("clip-denoised.mp4")))
+    qtbot.keyClicks(second.path, str(path.with_name("clip-denoised.mkv")))
     assert "An export in the queue writes this file" in second.replaces.text()
     assert not second.export_button.isEnabled()
     second.reject()
     resume.set()
     exports_done(qtbot, window)
-    assert len(read_frames(path.with_name("clip-denoised.mp4"))) == 12
+    assert len(read_frames(path.with_name("clip-denoised.mkv"))) == 12
 
 
 def test_closing_during_an_export_asks_and_keeps_it_or_stops_it(qtbot, window, clip, monkeypatch) -> None:
@@ -256,14 +256,14 @@ def test_closing_during_an_export_asks_and_keeps_it_or_stops_it(qtbot, window, c
     assert window.isVisible() and window.exports.rows  # kept, and running
     resume.set()
     exports_done(qtbot, window)
-    assert len(read_frames(path.with_name("clip-denoised.mp4"))) == 12
+    assert len(read_frames(path.with_name("clip-denoised.mkv"))) == 12
 
     resume.clear()
-    export()  # the second proposes clip-denoised-2.mp4
+    export()  # the second proposes clip-denoised-2.mkv
     asked = answer_when_asked(qtbot, "Stop and close")
     press(qtbot, window, KEY.Key_Q, Qt.KeyboardModifier.ControlModifier)  # stopped: it runs on in 2 s, cancelled
     assert asked and not window.isVisible()
-    assert sorted(p.name for p in path.parent.iterdir() if "denoised" in p.name) == ["clip-denoised.mp4"]
+    assert sorted(p.name for p in path.parent.iterdir() if "denoised" in p.name) == ["clip-denoised.mkv"]
 
 
 def test_the_sample_is_exported_to_the_users_videos_not_the_applications_folder(qtbot, window, clip, monkeypatch):
@@ -276,7 +276,29 @@ def test_the_sample_is_exported_to_the_users_videos_not_the_applications_folder(
     dialog = next(d for d in window.findChildren(ExportDialog) if d.isVisible())
     proposed = Path(dialog.path.text())
     videos = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.MoviesLocation))
-    assert proposed.name == "clip-denoised.mp4" and proposed.parent in (videos, Path.home())
+    assert proposed.name == "clip-denoised.mkv" and proposed.parent in (videos, Path.home())
+    dialog.reject()
+
+
+def test_the_export_dialog_offers_a_master_its_own_kind(qtbot, window, tmp_path) -> None:
+    """An editor's ProRes 4:2:2 10-bit master was offered H.264 4:2:0 in .mp4: its export, left as
+    proposed, replaced a master with a delivery file. The dialog offers ProRes in .mov, and says nothing
+    is lost; H.264, chosen, names what it halves."""
+    master = tmp_path / "master.mov"
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-t", "0.4",
+         "-c:v", "prores_ks", "-pix_fmt", "yuv422p10le", str(master)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    opened(qtbot, window, master)
+    window.export_action.trigger()
+    qtbot.waitUntil(lambda: window.findChild(ExportDialog) is not None and window.findChild(ExportDialog).isVisible())
+    dialog = window.findChild(ExportDialog)
+    assert dialog.codec.currentData() == "prores"
+    assert Path(dialog.path.text()).name == "master-denoised.mov" and not dialog.chroma.isVisible()
+    dialog.codec.setCurrentIndex(dialog.codec.findData("h264"))
+    assert Path(dialog.path.text()).name == "master-denoised.mov"  # .mov holds H.264 too: the name is kept
+    assert "H.264 is written 4:2:0" in dialog.chroma.text() and dialog.chroma.isVisible()
     dialog.reject()
 
 
@@ -470,7 +492,9 @@ def test_an_image_sequence_is_said_to_carry_no_audio_and_no_codec(qtbot, window,
     dialog.path.clear()
     qtbot.keyClicks(dialog.path, str(tmp_path / "out.mp4"))
     assert "1 audio / subtitle stream(s) copied unchanged" in said() and "not used" not in said()
-    assert dialog.codec.isEnabled() and dialog.crf.isEnabled()
+    assert dialog.codec.currentData() == "ffv1" and dialog.codec.isEnabled() and not dialog.crf.isEnabled()
+    dialog.codec.setCurrentIndex(dialog.codec.findData("h264"))  # an FFV1 source's own kind, until H.264 is chosen
+    assert dialog.crf.isEnabled()
     dialog.reject()
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...backend import resolve_backend
-from ...media.formats import check_encoding, encoder_preset
+from ...media.formats import check_encoding, default_codec, encoder_preset
 from ...media.image_sequence import check_sequence_rate
 from ...media.staged_output import folder_problem, held_by_a_run, hidden_name, remove_left_behind
 from ...video.export import ExportCancelledError
@@ -51,7 +51,9 @@ def run_batch(args: argparse.Namespace) -> int:
     window_params(args, None)  # an option out of range, said once rather than by every file
     if args.frame_rate is not None:
         check_sequence_rate(args.frame_rate)
-    check_encoding(args.codec, args.crf, args.preset or encoder_preset(args.codec, live=False), rgb=args.rgb)
+    # Where none is asked for, each file's own (``default_codec``): --rgb's and --preset's checked here
+    codec = args.codec or default_codec(Path("any.mkv"), None, rgb=args.rgb, preset=args.preset)
+    check_encoding(codec, args.crf, args.preset or encoder_preset(codec, live=False), rgb=args.rgb)
     if args.devices is not None:
         raise ValueError("--devices spreads one file over GPUs; a batch gives each GPU files of its own: leave it out")
     if args.scheduler is not None and args.jobs is not None:

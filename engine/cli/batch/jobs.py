@@ -89,7 +89,7 @@ def find_jobs(
     inputs: list[str],
     out: Path,
     *,
-    codec: str,
+    codec: str | None,
     left_out: list[Path] | None = None,
     skipped: list[Path] | None = None,
 ) -> list[Job]:
@@ -101,8 +101,9 @@ def find_jobs(
         As the command line gives them.
     out : Path
         The output folder; files under it are never inputs (a rerun would denoise its outputs).
-    codec : str
+    codec : str or None
         The video codec asked for (``denoise --codec``): it decides the extension an output can have.
+        None: each file's own (``default_codec``), which its own container holds where it is one.
     left_out : list of Path, optional
         Gets the folders inside an input folder that another batch wrote (its BATCH_MANIFEST there):
         their files are that batch's outputs, not inputs.
@@ -246,11 +247,12 @@ def _hidden(relative: Path) -> bool:
     return any(part.startswith(".") for part in relative.parts)
 
 
-def _job(path: Path, relative: Path, out: Path, codec: str, *, sequence: bool) -> Job:
+def _job(path: Path, relative: Path, out: Path, codec: str | None, *, sequence: bool) -> Job:
     volume = not sequence and path.name.lower().endswith(VOLUME_SUFFIXES)
     if not (volume or sequence):
         holds = OUTPUT_CONTAINERS.get(relative.suffix.lower(), ((), ()))[1]
-        relative = relative if codec in holds else relative.with_suffix(ANY_CODEC_SUFFIX)
+        held = codec in holds if codec is not None else bool(holds)  # no codec asked for: the file's own is held
+        relative = relative if held else relative.with_suffix(ANY_CODEC_SUFFIX)
     name = relative.as_posix()
     return Job(
         input=str(path),

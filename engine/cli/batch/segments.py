@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any, cast
 
+from ...media.formats import default_codec
 from ...media.join import join_segments
 from ...media.probe import probe_video
 from ...video.export import ExportSummary
@@ -65,7 +66,8 @@ def join_job(job: Job, options: dict[str, Any], plan: SegmentPlan) -> JobResult:
     def work() -> int:
         info, _ = probe_video(Path(job.input))
         segments = [job.segment(index) for index in range(len(plan.frames))]
-        codec, frames = options["codec"], len(plan.whole)
+        codec = options["codec"] or default_codec(Path(job.output), info, rgb=options["rgb"], preset=options["preset"])
+        frames = len(plan.whole)
         join_segments(
             segments, plan.starts, job.output, info, codec=codec, span=plan.span, overwrite=True, frames=frames
         )
