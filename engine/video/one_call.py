@@ -203,7 +203,8 @@ def denoise(
         _filtered_on_its_gpu(choice, frames, depth, chosen) if on_gpu else _exported(choice, frames, depth, chosen)
     )
     if array.dtype.kind == "f":  # luma/chroma's way back to RGB can leave the gamut: not past [0, 1] nor the input
-        filtered = filtered.clip(min(0.0, float(array.min())), max(1.0, float(array.max())))
+        low, high = array.min(), array.max()  # on a GPU they stay there: no wait for the host
+        filtered = filtered.clip(low.clip(max=0.0), high.clip(min=1.0))
     return _as_given(filtered.astype(array.dtype, copy=False), array.shape, frames_axes)
 
 
