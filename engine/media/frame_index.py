@@ -12,8 +12,10 @@ demux, no decoding), as FFMS2 and BestSource's fast paths do:
 - a keyframe at timestamp k is an entry point for every frame presented at or after k: the
   leading pictures of an open GOP come before k in presentation order, and they are reached
   from the previous entry point;
-- a file cut short may end in a packet read only in part (flagged corrupt by its demuxer, or
-  reaching past the file's end, as raw DV's fixed-size frames do): its frame is left out. The
+- a file cut short may end in a packet read only in part (flagged corrupt by its demuxer,
+  reaching past the file's end, as raw DV's fixed-size frames do, or a transport stream's last
+  video packet where the file ends inside one of the video's transport packets): its frame is
+  left out. The
   decoder would present part of a picture, the rest concealed or stale (two decodes of it
   differ), or fail there and lose the frames it held back.
 
@@ -36,7 +38,11 @@ from typing import Any
 
 import numpy as np
 
-INDEX_VERSION = 4  # bump when the index's meaning changes: older cached indexes are then ignored
+INDEX_VERSION = 5  # bump when the index's meaning changes: older cached indexes are then ignored
+# A transport stream's packets: (bytes, where the sync byte is) for MPEG-TS, M2TS (a 4-byte time
+# first) and DVB's 204 (16 bytes of error correction after)
+TRANSPORT_PACKETS = ((188, 0), (192, 4), (204, 0))
+TRANSPORT_SYNC = 0x47
 CACHED_FROM_FRAMES = 2000  # indexes of streams with at least this many frames are kept on disk
 
 
@@ -104,7 +110,8 @@ def index_stream(path: Path, container: Any, open_container: Any) -> tuple[Frame
                 return FrameIndex(count, **fields, packets=packet_count, left_out=left_out), first
         except (OSError, ValueError, KeyError):  # damaged or foreign: built again below
             pass
-    index = _build(itertools.chain(read, packets), first, open_container, _file_size(path))
+    cut = _ends_inside_video(path, container)
+    index = _build(itertools.chain(read, packets), first, open_container, _file_size(path), cut)
     if cache_file is not None and index.frame_count >= CACHED_FROM_FRAMES:
         _store(index, cache_file)
     return index, first
@@ -132,7 +139,38 @@ def _file_size(path: Path) -> int | None:
         return None
 
 
-def _build(packets: Iterable[Any], first: Any, open_container: Any, file_size: int | None) -> FrameIndex:
+def _ends_inside_video(path: Path, container: Any) -> bool:
+    """Whether ``path`` is a transport stream that ends inside one of its video's packets.
+
+    Its last video packet then holds part of a frame: a transport stream marks no packet's end,
+    and its demuxer hands on what it has. Told by the transport packet the file ends inside (its
+    video PID, where its header is whole), else the last whole one.
+    """
+    size = _file_size(path)
+    if size is None or "mpegts" not in container.format.name:
+        return False
+    with path.open("rb") as file:
+        head = file.read(4 * 204 + 4)
+        for length, sync in TRANSPORT_PACKETS:
+            if all(len(head) > k * length + sync and head[k * length + sync] == TRANSPORT_SYNC for k in range(4)):
+                break
+        else:
+            return False
+        whole, part = divmod(size, length)
+        if part == 0 or whole == 0:
+            return False
+        for start in (whole * length, (whole - 1) * length):
+            file.seek(start + sync)
+            header = file.read(3)
+            if len(header) == 3 and header[0] == TRANSPORT_SYNC:
+                return ((header[1] & 0x1F) << 8 | header[2]) == container.streams.video[0].id
+    return False
+
+
+def _build(
+    packets: Iterable[Any], first: Any, open_container: Any, file_size: int | None, cut: bool = False
+) -> FrameIndex:
+    """Index ``packets`` of a stream whose ``first`` frame is decoded; ``cut``: its last packet was read in part."""
     if first is None:
         return FrameIndex(0, *(np.zeros(0, np.int64),) * 3)
     timestamps, keyframes, keyframe_seeks, packet_count, left_out = [], [], [], 0, None
@@ -148,6 +186,8 @@ def _build(packets: Iterable[Any], first: Any, open_container: Any, file_size: i
         if packet.is_keyframe:
             keyframes.append(packet.pts)
             keyframe_seeks.append(packet.pts if packet.dts is None else packet.dts)
+    if cut and timestamps:
+        left_out = timestamps[-1]
     if left_out is not None and left_out <= first.pts:  # the first frame decoded whole (up front)
         left_out = None
     presented = np.sort(np.array(timestamps, np.int64))

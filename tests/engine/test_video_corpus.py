@@ -76,15 +76,19 @@ def _numbers(reader: VideoReader, order: list[int]) -> list[int]:
 @pytest.mark.parametrize("name", ALL_FILES)
 def test_every_frame_is_read_exactly_in_any_order(corpus: Path, name: str) -> None:
     """Random access gives, bit for bit, the frame sequential decoding gives: a frame decoded
-    from a keyframe it cannot be decoded from (an open GOP's leading pictures) would differ."""
+    from a keyframe it cannot be decoded from (an open GOP's leading pictures) would differ. A file
+    that ends inside a frame (the truncated transport stream) leaves that one frame out, and says so."""
     path = corpus / name
     truth = plain_pyav_numbers(path)  # frame n is the n-th frame FFmpeg's sequential decode presents
     assert len(truth) > 0
     with VideoReader(path) as reader:
         count = reader.info.frame_count
-        assert count == len(truth)
         sequential = list(reader.frames())
-        assert [frame_number(frame) for frame in sequential] == truth
+        numbers = [frame_number(frame) for frame in sequential]
+        if "which is left out" in reader.info.warning:
+            assert len(set(truth) - set(numbers)) == 1  # the frame the file ends inside, FFmpeg's part of a picture
+            truth = [number for number in truth if number in numbers]
+        assert count == len(truth) and numbers == truth
         last_gop = list(range(max(0, count - 12), count))
         rng = random.Random(name)
         orders = [
