@@ -100,6 +100,10 @@ CUTS_PICTURE_TO_SOUND = ("mxf",)
 MISREAD_AUDIO = {"mp4": "pcm_"}
 READ_RIGHT = ("pcm_s16le",)
 
+# The start of a pixel format with alpha -> the same format's without (yuva444p12le -> yuv444p12le)
+ALPHA_FREE_NAMES = {"yuva": "yuv", "gbrap": "gbrp", "bgra": "bgr0", "rgba": "rgb0", "ya8": "gray", "ya16": "gray16"}
+ALPHA_FREE = re.compile(r"^(yuva|gbrap|bgra|rgba|ya8|ya16)")
+
 # Encoders that take subsampled chroma at any size (an odd-sized 4:2:0 source stays 4:2:0 in
 # FFV1 and in a y4m pipe); the others need even sizes there.
 ANY_SIZE_ENCODERS = ("ffv1", "wrapped_avframe")
@@ -457,8 +461,11 @@ def output_pixel_format(codec: str, like: VideoInfo, *, gray: bool, rgb: bool) -
     supported = [form.name for form in pyav().codec.Codec(CODECS[codec][0], "w").video_formats or ()]
     # Float sources (EXR) come as 16-bit frames, and FFV1's float formats are experimental: not kept.
     floating = re.search(r"f(16|32)(le|be)?$", like.pixel_format) is not None
-    if codec in KEEPS_SOURCE_SAMPLING and not rgb and not floating and like.pixel_format in supported:
-        return like.pixel_format  # gray10le stays gray10le, as 10-bit 4:2:2 stays 10-bit 4:2:2
+    # Its picture's sampling without the alpha, which is written opaque: FFV1 in yuva444p12le is
+    # a file FFmpeg 5.1 (Debian 12's) cannot decode
+    opaque = ALPHA_FREE.sub(lambda match: ALPHA_FREE_NAMES[match.group(0)], like.pixel_format)
+    if codec in KEEPS_SOURCE_SAMPLING and not rgb and not floating and opaque in supported:
+        return opaque  # gray10le stays gray10le, as 10-bit 4:2:2 stays 10-bit 4:2:2
     if gray:
         return GRAY_FORMATS[codec][deep]
     if codec == "prores":  # by the source's chroma: full (RGB, 4:4:4) or not
