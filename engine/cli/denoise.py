@@ -47,6 +47,7 @@ from ..video.default_filter import (
     GIVEN,
     FilterChoice,
     choose_filter,
+    noise_line,
     sure_sample_length,
 )
 from ..video.export import (
@@ -215,12 +216,7 @@ def filter_asked(args: argparse.Namespace, preset: Preset | None, info: VideoInf
         if strength not in (None, 1.0):
             note = f"{args.filter_preset}'s strength: x{strength:g}"
     if not args.quiet:
-        sigma = ", ".join(f"{s:.1f}" for s in estimate.sigma)
-        print(
-            f"noise: sigma {sigma} levels ({estimate.method}), confidence {estimate.confidence:.0%}; "
-            f"{choice.describe(note)}",
-            file=sys.stderr,
-        )
+        print(noise_line(estimate, choice, note), file=sys.stderr)
         if estimate.warning:
             print(f"warning: {estimate.warning}", file=sys.stderr)
     return choice

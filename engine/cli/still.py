@@ -10,9 +10,12 @@ above), ``--h`` in 8-bit levels of it, and put back on theirs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import logging
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +24,7 @@ from ..backend import resolve_backend
 from ..media.still_image import read_still, stored_format, write_still
 from ..media.writer import check_output_path
 from ..video.export import ExportSummary
-from ..video.one_call import denoise
+from ..video.one_call import CHOICE_LOGGER, denoise
 from ..video.params import NLMParams
 
 # Options of a clip that one image has no use for: refused when given (--start 0, its default, is
@@ -35,15 +38,13 @@ def run_still(args: argparse.Namespace) -> ExportSummary:
     Raises
     ------
     ValueError
-        A clip's option given for one image, or ``--noise`` other than auto or none.
+        A clip's option given for one image; a ``--noise`` region outside it.
     VideoError
         An input FFmpeg cannot read as an image, or a layout the output cannot hold.
     """
     given = [f"--{name.replace('_', '-')}" for name in CLIP_OPTIONS if getattr(args, name, None) not in (None, 0.0)]
     if given:
         raise ValueError(f"{' and '.join(given)}: one image has no frames or clip to use it; leave it out")
-    if args.noise not in ("auto", "none"):
-        raise ValueError("--noise: one image is measured whole (auto) or not at all (none); give --h to set h")
     check_output_path(Path(args.output), Path(args.input), args.overwrite)
     started = time.perf_counter()
     image = read_still(Path(args.input))
@@ -56,13 +57,33 @@ def run_still(args: argparse.Namespace) -> ExportSummary:
         "weighting": args.weighting or defaults.weighting,
         "center_weight": args.center_weight or defaults.center_weight,
     }
-    pixels = _denoised(image.pixels, Path(args.input), h=h, backend=args.backend, **window)
+    region = None if args.noise in ("auto", "none") else args.noise  # X,Y,W,H: a flat region of the image
+    with _choice_said(quiet=args.quiet):
+        pixels = _denoised(image.pixels, Path(args.input), h=h, roi=region, backend=args.backend, **window)
     write_still(Path(args.output), dataclasses.replace(image, pixels=pixels), overwrite=args.overwrite)
     backend = resolve_backend(args.backend)
     summary = ExportSummary(1, time.perf_counter() - started, backend, backend, "CPU")
     if not args.quiet:
         print(f"denoised 1 image in {summary.seconds:.1f} s on the {backend} -> {args.output}", file=sys.stderr)
     return summary
+
+
+@contextlib.contextmanager
+def _choice_said(*, quiet: bool) -> Iterator[None]:
+    """Print the one call's lines on stderr meanwhile: the noise read and the filter chosen, as for a clip."""
+    if quiet:
+        yield
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level = CHOICE_LOGGER.level
+    CHOICE_LOGGER.addHandler(handler)
+    CHOICE_LOGGER.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        CHOICE_LOGGER.removeHandler(handler)
+        CHOICE_LOGGER.setLevel(level)
 
 
 def _denoised(pixels: np.ndarray, path: Path, **settings: object) -> np.ndarray:

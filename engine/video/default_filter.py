@@ -94,6 +94,16 @@ class FilterChoice:
         return LumaChromaDenoiser(self.params, *self.luma_chroma, backend=backend, bit_depth=bit_depth)
 
 
+def noise_line(estimate: NoiseEstimate, choice: FilterChoice, note: str = "") -> str:
+    """One line for a person: the noise read and the filter chosen for it, ``note`` in the filter's brackets.
+
+    E.g. "noise: sigma 9.8, 10.1, 9.9 levels (temporal), confidence 92%; luma/chroma (bt709) ...".
+    """
+    sigma = ", ".join(f"{s:.1f}" for s in estimate.sigma)
+    read = f"sigma {sigma} levels ({estimate.method}), confidence {estimate.confidence:.0%}"
+    return f"noise: {read}; {choice.describe(note)}"
+
+
 def sure_applies(estimate: NoiseEstimate) -> bool:
     """Whether SURE can choose the strength for this noise: some, added to the picture.
 

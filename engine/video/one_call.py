@@ -8,6 +8,7 @@ noise as the command line chooses them (``choose_filter``), or from a sigma or a
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from typing import Any
 
@@ -25,7 +26,7 @@ from ..frames import (
     native_order,
 )
 from .choose_h import apply_estimate
-from .default_filter import AUTO, GIVEN, FilterChoice, choose_filter, sure_sample_length
+from .default_filter import AUTO, GIVEN, FilterChoice, choose_filter, noise_line, sure_sample_length
 from .filters import cpu_filter_compiles
 from .luma_chroma import matrix_for
 from .noise import estimate_noise
@@ -34,6 +35,9 @@ from .params import NLMParams
 from .preview import SyntheticNoise
 
 _DEFAULTS = NLMParams()  # the signature's defaults are the filter's own
+# Says, at INFO, the noise measured and the filter chosen for it (``noise_line``), and what a person
+# should know of the estimate: ``denoise photo.png`` prints them, as ``denoise`` does for a clip.
+CHOICE_LOGGER = logging.getLogger(__name__)
 _DTYPES = (np.uint8, np.uint16, np.float32, np.float64)
 _CUDA_DLPACK_DEVICES = (2, 3, 13)  # DLPack's kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 _UNTAGGED = 2  # FFmpeg's "unspecified" colorspace: ``matrix_for`` then goes by the height, as for a file
@@ -44,6 +48,7 @@ def denoise(
     *,
     h: float | None = None,
     sigma: float | None = None,
+    roi: tuple[int, int, int, int] | None = None,
     patch_radius: int = _DEFAULTS.patch_radius,
     search_radius: int = _DEFAULTS.search_radius,
     frames_past: int = _DEFAULTS.frames_past,
@@ -72,6 +77,10 @@ def denoise(
         The noise's standard deviation in 8-bit levels, 0 to 255, white and the same in every
         channel: the filter ``choose_filter`` chooses for it, without measuring. Not with ``h``.
         0: no noise, ``data`` comes back unchanged (a copy).
+    roi : (x, y, width, height), optional
+        Where the noise is measured, in pixels of a frame (``estimate_noise``'s ``roi``): a flat
+        region, for a picture whose texture, found everywhere, would be read as noise. None: the
+        flattest blocks. Not with ``sigma``.
     patch_radius : int
         B in pixels, 0..8: patches are (2B+1) x (2B+1).
     search_radius : int
@@ -182,6 +191,8 @@ def denoise(
     depth = (bit_depth or FULL_SCALE_BITS) if array.dtype == np.uint16 else None
     if h is not None and sigma is not None:
         raise ValueError(f"give h or sigma, not both: got h={h!r} and sigma={sigma!r}")
+    if roi is not None and sigma is not None:
+        raise ValueError(f"give roi (where the noise is measured) or sigma, not both: got roi={roi!r}")
     if sigma is not None and not _is_sigma(sigma):
         raise ValueError(f"sigma must be a number of 8-bit levels in 0..255, got {sigma!r}")
     window = NLMParams(
@@ -198,7 +209,7 @@ def denoise(
         return array.copy()
     if chosen == "cpu":  # before SURE, whose filter runs are the first
         announce_compile(cpu_filter_compiles)
-    choice = _chosen_filter(frames, window, h, sigma, depth, chosen, center_weight)
+    choice = _chosen_filter(frames, window, h, sigma, roi, depth, chosen, center_weight)
     filtered = (
         _filtered_on_its_gpu(choice, frames, depth, chosen) if on_gpu else _exported(choice, frames, depth, chosen)
     )
@@ -327,11 +338,12 @@ def _chosen_filter(
     window: NLMParams,
     h: float | None,
     sigma: float | None,
+    roi: tuple[int, int, int, int] | None,
     depth: int | None,
     backend: str,
     center_weight: str,
 ) -> FilterChoice:
-    """Return the filter for (T, H, W, C) ``frames``: at ``h``, for ``sigma``, or for their measured noise.
+    """Return the filter for (T, H, W, C) ``frames``: at ``h``, for ``sigma``, or for their noise measured (in ``roi``).
 
     ``center_weight``: "auto" or pinned, as ``choose_filter`` takes it.
     """
@@ -345,13 +357,18 @@ def _chosen_filter(
     if sigma is not None:
         estimate = SyntheticNoise(float(sigma)).estimate(channels)
     else:
-        estimate = estimate_noise(host, bit_depth=depth)
+        estimate = estimate_noise(host, roi, bit_depth=depth)
     if h is not None:
         return FilterChoice(apply_estimate(window, estimate, h=h), None, how=GIVEN)
     count = sure_sample_length(window)
     middle = max(0, (len(host) - count) // 2)  # the middle frames, as ``denoise`` samples a file
     sample = np.stack([at_full_scale(frame, depth) if depth else frame for frame in host[middle : middle + count]])
-    return choose_filter(estimate, window, matrix=matrix, sample=sample, backend=backend, center_weight=center_weight)
+    choice = choose_filter(estimate, window, matrix=matrix, sample=sample, backend=backend, center_weight=center_weight)
+    if sigma is None:
+        CHOICE_LOGGER.info(noise_line(estimate, choice))
+        if estimate.warning:
+            CHOICE_LOGGER.info(f"warning: {estimate.warning}")
+    return choice
 
 
 def _exported(choice: FilterChoice, frames: np.ndarray, depth: int | None, backend: str) -> np.ndarray:

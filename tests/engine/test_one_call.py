@@ -179,6 +179,8 @@ def test_time_and_channel_axes_anywhere_give_the_same_frames() -> None:
         (np.zeros((48, 64, 3), np.int32), {}, r"uint8, uint16, float32 or float64 .* got int32"),
         (np.full((48, 64, 3), 128.0), {"sigma": 10}, r"divide 8-bit values by 255"),
         (np.zeros((48, 64, 3), np.uint8), {"h": 5, "sigma": 5}, r"give h or sigma, not both"),
+        (np.zeros((48, 64, 3), np.uint8), {"roi": (0, 0, 16, 16), "sigma": 5}, r"give roi .* or sigma, not both"),
+        (np.zeros((48, 64, 3), np.uint8), {"roi": (56, 0, 16, 16)}, r"the region \(56, 0, 16, 16\) leaves the 64x48"),
         (np.zeros((48, 64, 3), np.uint8), {"sigma": 300}, r"sigma must be a number of 8-bit levels in 0..255, got 300"),
         (np.zeros((48, 64, 3), np.uint8), {"h": 0}, r"h must be a finite number > 0"),
         (np.zeros((48, 64, 3), np.uint8), {"search_radius": 20}, r"search_radius must be an integer in 0..16, got 20"),
