@@ -384,6 +384,14 @@ def test_a_masters_timecode_and_its_tracks_languages_are_kept(
         assert _timecodes_and_languages(written) == ({expected}, languages), written
 
 
+def _lightly_denoised(source: Path, output: Path) -> Path:
+    """``output``: ``source`` through the command line's denoise at a light h on the CPU, checked to succeed."""
+    command = [*CLI, "denoise", source, output, "--noise", "none", "--h", "5", "--search-radius", "1"]
+    run = run_cli([*command, "--backend", "cpu"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return output
+
+
 @pytest.mark.parametrize("suffix", [".mkv", ".mov", ".mp4"])
 def test_the_files_title_comment_and_date_and_the_pictures_language_are_kept(tmp_path, suffix) -> None:
     """A tape archivist's capture, titled and dated by the ffmpeg tool: the output had none of its tags."""
@@ -394,10 +402,7 @@ def test_the_files_title_comment_and_date_and_the_pictures_language_are_kept(tmp
          "comment=Tape 3 of 7", "-metadata", "date=1994", "-metadata:s:v:0", "language=swe", str(source)],
         check=True, timeout=60,
     )  # fmt: skip
-    output = tmp_path / f"out{suffix}"
-    command = [*CLI, "denoise", source, output, "--noise", "none", "--h", "5", "--search-radius", "1"]
-    run = run_cli([*command, "--backend", "cpu"], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
+    output = _lightly_denoised(source, tmp_path / f"out{suffix}")
     probe = ["ffprobe", "-v", "error", "-show_entries", "format_tags:stream_tags=language", "-select_streams", "v",
              "-of", "json", str(output)]  # fmt: skip
     found = json.loads(subprocess.run(probe, capture_output=True, text=True, check=True).stdout)
@@ -423,10 +428,7 @@ def test_which_track_a_player_picks_is_kept(tmp_path, suffix) -> None:
          "-disposition:v:0", "default", "-disposition:a:0", "default", "-disposition:a:1", "0", str(source)],
         check=True, timeout=60,
     )  # fmt: skip
-    output = tmp_path / f"out{suffix}"
-    command = [*CLI, "denoise", source, output, "--noise", "none", "--h", "5", "--search-radius", "1"]
-    run = run_cli([*command, "--backend", "cpu"], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
+    output = _lightly_denoised(source, tmp_path / f"out{suffix}")
 
     def marks(path: Path) -> list[int]:
         probe = ["ffprobe", "-v", "error", "-show_entries", "stream_disposition=default", "-of", "json", str(path)]
