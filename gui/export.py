@@ -215,6 +215,8 @@ class ExportDialog(QDialog):
         self._info, self._source, self._frame_times = info, source, frame_times
         self._queued = frozenset(queued)
         self.codec = _codec_box(codec or default_codec(Path(f"out{source.suffix}"), info))
+        self._codec_given = codec is not None  # else it follows the name's container, until one is chosen
+        self.codec.currentIndexChanged.connect(self._codec_chosen)
         self.path = QLineEdit(str(_free_name(source, info, self.codec.currentData(), self._queued)))
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse)
@@ -279,6 +281,8 @@ class ExportDialog(QDialog):
         the codec, the input itself, a folder missing or read-only (then Export waits for a better
         name, and the dialog stays with its settings)."""
         path = Path(self.path.text()).expanduser()
+        if not self._codec_given:
+            self._follow_the_container(path)
         container = ""
         try:
             container = output_format(path, self.codec.currentData(), self._info)  # its streams too: MXF's PCM
@@ -299,6 +303,19 @@ class ExportDialog(QDialog):
         self._allow_export()
         self._show_what_is_written(path, images=container == "image2")
         self.adjustSize()  # a wrapped message of several lines gets its height
+
+    def _codec_chosen(self) -> None:
+        """A codec picked in the box stays, whatever the name's container."""
+        self._codec_given = True
+
+    def _follow_the_container(self, path: Path) -> None:
+        """Offer the codec an output named ``path`` gets by default (``default_codec``): a scan's FFV1 in .mkv,
+        H.264 in .mp4."""
+        row = self.codec.findData(default_codec(path, self._info))
+        if row >= 0 and self.codec.model().item(row).isEnabled() and row != self.codec.currentIndex():
+            self.codec.blockSignals(True)  # the name stays: the default is one its container holds
+            self.codec.setCurrentIndex(row)
+            self.codec.blockSignals(False)
 
     def _browse(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export to", self.path.text())

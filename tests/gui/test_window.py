@@ -283,7 +283,8 @@ def test_the_sample_is_exported_to_the_users_videos_not_the_applications_folder(
 def test_the_export_dialog_offers_a_master_its_own_kind(qtbot, window, tmp_path) -> None:
     """An editor's ProRes 4:2:2 10-bit master was offered H.264 4:2:0 in .mp4: its export, left as
     proposed, replaced a master with a delivery file. The dialog offers ProRes in .mov, and says nothing
-    is lost; H.264, chosen, names what it halves."""
+    is lost; the codec follows the name's container (H.264 in .mp4) until one is chosen, and H.264,
+    chosen, names what it halves."""
     master = tmp_path / "master.mov"
     subprocess.run(
         ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-t", "0.4",
@@ -296,9 +297,16 @@ def test_the_export_dialog_offers_a_master_its_own_kind(qtbot, window, tmp_path)
     dialog = window.findChild(ExportDialog)
     assert dialog.codec.currentData() == "prores"
     assert Path(dialog.path.text()).name == "master-denoised.mov" and not dialog.chroma.isVisible()
-    dialog.codec.setCurrentIndex(dialog.codec.findData("h264"))
-    assert Path(dialog.path.text()).name == "master-denoised.mov"  # .mov holds H.264 too: the name is kept
+    for name, codec in (("out.mp4", "h264"), ("out.mkv", "prores"), ("out%06d.tif", "h264"), ("out.mov", "prores")):
+        dialog.path.clear()
+        qtbot.keyClicks(dialog.path, str(tmp_path / name))  # the codec follows the name's container (a delivery's .mp4)
+        assert dialog.codec.currentData() == codec, name
+    dialog.codec.setCurrentIndex(dialog.codec.findData("h264"))  # chosen: it stays
+    assert Path(dialog.path.text()).name == "out.mov"  # .mov holds H.264 too: the name is kept
     assert "H.264 is written 4:2:0" in dialog.chroma.text() and dialog.chroma.isVisible()
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "out.mkv"))
+    assert dialog.codec.currentData() == "h264"
     dialog.reject()
 
 
@@ -492,9 +500,10 @@ def test_an_image_sequence_is_said_to_carry_no_audio_and_no_codec(qtbot, window,
     dialog.path.clear()
     qtbot.keyClicks(dialog.path, str(tmp_path / "out.mp4"))
     assert "1 audio / subtitle stream(s) copied unchanged" in said() and "not used" not in said()
-    assert dialog.codec.currentData() == "ffv1" and dialog.codec.isEnabled() and not dialog.crf.isEnabled()
-    dialog.codec.setCurrentIndex(dialog.codec.findData("h264"))  # an FFV1 source's own kind, until H.264 is chosen
-    assert dialog.crf.isEnabled()
+    assert dialog.codec.currentData() == "h264" and dialog.codec.isEnabled() and dialog.crf.isEnabled()  # .mp4's
+    dialog.path.clear()
+    qtbot.keyClicks(dialog.path, str(tmp_path / "out.mkv"))
+    assert dialog.codec.currentData() == "ffv1" and not dialog.crf.isEnabled()  # an FFV1 source's own kind
     dialog.reject()
 
 
