@@ -475,6 +475,8 @@ def test_outputs_keep_their_path_under_the_folder_or_the_glob_root(inputs, tmp_p
     names = [job.name for job in find_jobs([str(inputs / "a" / "**" / "*.mp4"), str(inputs / "c")], out, codec="h264")]
     assert names == ["b/two.mp4", "three.mov"]  # h264 fits a MOV: its name is kept
     assert [job.name for job in find_jobs([str(inputs / "c" / "three.mov")], out, codec="ffv1")] == ["three.mkv"]
+    # No codec asked for: each file's own default, which its own container holds (a ProRes .mov stays .mov)
+    assert [job.name for job in find_jobs([str(inputs / "c" / "three.mov")], out, codec=None)] == ["three.mov"]
 
 
 def test_the_other_commands_do_not_import_dask() -> None:
