@@ -293,25 +293,30 @@ def output_format(path: Path, codec: str, like: VideoInfo | None = None) -> str:
             f"convert the source's audio first (ffmpeg -i IN -c:v copy -c:a pcm_s24le -ar {rate} -sn IN.mkv)"
         )
     refusals = {} if rate or like is None or not like.other_formats else _refusals(like.path)
-    unheld = refusals.get(muxer, ())
-    if unheld:
-        holding = [
-            other
-            for other, (other_muxer, codecs) in OUTPUT_CONTAINERS.items()
-            if codec in codecs and other_muxer in refusals and not refusals[other_muxer]
-        ]
-        listed = ", ".join(holding[:-1]) + " or " + holding[-1] if len(holding) > 1 else "".join(holding)
-        write = f"write {listed}, which {'hold' if len(holding) > 1 else 'holds'} them, or " if holding else ""
-        sound = ["-c:a", SOUND_HELD.get(muxer, "aac")] if any(kind == "audio" for kind, _ in unheld) else []
-        subtitles = SUBTITLES_HELD.get(muxer)
-        if any(kind == "subtitles" for kind, _ in unheld):
-            sound += ["-c:s", subtitles] if subtitles else ["-sn"]
-        raise VideoError(
-            f"{path}: a {suffix} file cannot hold the source's {', '.join(f'{name} {kind}' for kind, name in unheld)}"
-            f", copied unchanged; {write}{'leave them out' if sound == ['-sn'] else 'convert them'} first "
-            f"(ffmpeg -i IN -map 0 -c copy {' '.join(sound)} CONVERTED{suffix})"
-        )
+    if refusals.get(muxer):
+        raise VideoError(f"{path}: {_not_held(suffix, codec, muxer, refusals)}")
     return muxer
+
+
+def _not_held(suffix: str, codec: str, muxer: str, refusals: dict[str, tuple[tuple[str, str], ...]]) -> str:
+    """Say which of the source's streams a ``suffix`` output refuses, where they go, how to convert them."""
+    unheld = refusals[muxer]
+    holding = [
+        other
+        for other, (other_muxer, codecs) in OUTPUT_CONTAINERS.items()
+        if codec in codecs and other_muxer in refusals and not refusals[other_muxer]
+    ]
+    listed = ", ".join(holding[:-1]) + " or " + holding[-1] if len(holding) > 1 else "".join(holding)
+    write = f"write {listed}, which {'hold' if len(holding) > 1 else 'holds'} them, or " if holding else ""
+    options = ["-c:a", SOUND_HELD.get(muxer, "aac")] if any(kind == "audio" for kind, _ in unheld) else []
+    if any(kind == "subtitles" for kind, _ in unheld):
+        options += ["-c:s", SUBTITLES_HELD[muxer]] if muxer in SUBTITLES_HELD else ["-sn"]
+    streams = ", ".join(f"{name} {kind}" for kind, name in unheld)
+    way = "leave them out" if options == ["-sn"] else "convert them"
+    return (
+        f"a {suffix} file cannot hold the source's {streams}, copied unchanged; {write}{way} first "
+        f"(ffmpeg -i IN -map 0 -c copy {' '.join(options)} CONVERTED{suffix})"
+    )
 
 
 def _refusals(source: Path) -> dict[str, tuple[tuple[str, str], ...]]:
@@ -322,7 +327,10 @@ def _refusals(source: Path) -> dict[str, tuple[tuple[str, str], ...]]:
     subtitles as data no reader shows: they count as refused. Read once a file (a denoise checks
     its output before any work, then the writer again).
     """
-    status = source.stat()
+    try:
+        status = source.stat()
+    except OSError:  # gone since it was read: the writer says so
+        return {}
     return _refusals_of(source, status.st_size, status.st_mtime_ns)
 
 
