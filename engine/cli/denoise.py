@@ -363,7 +363,9 @@ def choose_codec(args: argparse.Namespace, info: VideoInfo | None) -> None:
     if args.codec is not None:
         return
     args.codec = default_codec(Path(args.output), info, rgb=args.rgb, preset=args.preset)
-    if info is not None and info.codec in (*MASTER_SOURCES, *LOSSLESS_SOURCES) and args.codec != DELIVERY_CODEC:
+    if info is None or args.rgb or args.codec == DELIVERY_CODEC:
+        return
+    if info.codec in (*MASTER_SOURCES, *LOSSLESS_SOURCES):
         args.codec_kept = f"{args.codec}, the source's kind ({info.codec}); --codec h264 for a smaller file"
 
 
@@ -430,7 +432,7 @@ def export_denoised(
         print(
             f"denoised {summary.frames} frames in {summary.seconds:.1f} s ({summary.fps:.1f} fps) on the "
             f"{summary.backend} ({summary.device_name}), decoded on the {summary.decoder} -> {args.output}"
-            + (f" ({kept})" if (kept := getattr(args, "codec_kept", "")) and not args.rgb else ""),
+            + (f" ({kept})" if (kept := getattr(args, "codec_kept", "")) else ""),
             file=sys.stderr,
         )
     if summary.damage_warning:
