@@ -299,23 +299,30 @@ def output_format(path: Path, codec: str, like: VideoInfo | None = None) -> str:
 
 
 def _not_held(suffix: str, codec: str, muxer: str, refusals: dict[str, tuple[tuple[str, str], ...]]) -> str:
-    """Say which of the source's streams a ``suffix`` output refuses, where they go, how to convert them."""
+    """Say which of the source's streams a ``suffix`` output refuses, the containers that hold them, and the way on.
+
+    The way on: write one of those, then FFmpeg's command that converts the streams for
+    ``suffix`` while it copies the denoised picture, which both containers hold. (Converting the
+    source first fails where ``suffix`` cannot hold its picture either: VP9 in MOV.)
+    """
     unheld = refusals[muxer]
     holding = [
         other
         for other, (other_muxer, codecs) in OUTPUT_CONTAINERS.items()
         if codec in codecs and other_muxer in refusals and not refusals[other_muxer]
     ]
-    listed = ", ".join(holding[:-1]) + " or " + holding[-1] if len(holding) > 1 else "".join(holding)
-    write = f"write {listed}, which {'hold' if len(holding) > 1 else 'holds'} them, or " if holding else ""
+    streams = ", ".join(f"{name} {kind}" for kind, name in unheld)
+    said = f"a {suffix} file cannot hold the source's {streams}, copied unchanged"
+    if not holding:
+        return f"{said}, nor can any other container this tool writes with {codec}; leave them out first"
     options = ["-c:a", SOUND_HELD.get(muxer, "aac")] if any(kind == "audio" for kind, _ in unheld) else []
     if any(kind == "subtitles" for kind, _ in unheld):
         options += ["-c:s", SUBTITLES_HELD[muxer]] if muxer in SUBTITLES_HELD else ["-sn"]
-    streams = ", ".join(f"{name} {kind}" for kind, name in unheld)
+    listed = ", ".join(holding[:-1]) + " or " + holding[-1] if len(holding) > 1 else holding[0]
     way = "leave them out" if options == ["-sn"] else "convert them"
     return (
-        f"a {suffix} file cannot hold the source's {streams}, copied unchanged; {write}{way} first "
-        f"(ffmpeg -i IN -map 0 -c copy {' '.join(options)} CONVERTED{suffix})"
+        f"{said}; write {listed}, which {'hold' if len(holding) > 1 else 'holds'} them, then {way} for {suffix} "
+        f"(ffmpeg -i OUT{holding[0]} -map 0 -c copy {' '.join(options)} OUT{suffix})"
     )
 
 

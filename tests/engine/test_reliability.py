@@ -1145,12 +1145,13 @@ def test_mxf_output_of_audio_it_cannot_hold_is_refused_before_any_work(tmp_path)
     ("audio", "subtitles", "suffix", "message"),
     [
         ("libopus", None, ".mov", "a .mov file cannot hold the source's opus audio, copied unchanged; write .mkv, "
-         ".mp4 or .ts, which hold them, or convert them first (ffmpeg -i IN -map 0 -c copy -c:a aac CONVERTED.mov)"),
+         ".mp4 or .ts, which hold them, then convert them for .mov (ffmpeg -i OUT.mkv -map 0 -c copy -c:a aac "
+         "OUT.mov)"),
         ("aac", "mov_text", ".mkv", "a .mkv file cannot hold the source's mov_text subtitles, copied unchanged; "
-         "write .mp4 or .mov, which hold them, or convert them first (ffmpeg -i IN -map 0 -c copy -c:s srt "
-         "CONVERTED.mkv)"),
+         "write .mp4 or .mov, which hold them, then convert them for .mkv (ffmpeg -i OUT.mp4 -map 0 -c copy -c:s "
+         "srt OUT.mkv)"),
         ("aac", "srt", ".ts", "a .ts file cannot hold the source's srt subtitles, copied unchanged; write .mkv, "
-         "which holds them, or leave them out first (ffmpeg -i IN -map 0 -c copy -sn CONVERTED.ts)"),
+         "which holds them, then leave them out for .ts (ffmpeg -i OUT.mkv -map 0 -c copy -sn OUT.ts)"),
     ],
 )  # fmt: skip
 def test_an_output_that_cannot_hold_the_sources_other_streams_is_refused_before_any_work(
@@ -1159,7 +1160,8 @@ def test_an_output_that_cannot_hold_the_sources_other_streams_is_refused_before_
     """A web video's Opus into .mov failed at the end of the run ("writing failed: Invalid argument"); a
     phone's mov_text subtitles into .mkv failed at the start with no way out; text subtitles into .ts
     came out as data no player shows. Each is refused before any work, naming the containers that
-    hold the streams and FFmpeg's command that converts them."""
+    hold the streams and FFmpeg's command that converts them afterwards (converting the source
+    first fails where the container cannot hold its picture either: VP9 in MOV)."""
     source = tmp_path / ("source.mp4" if subtitles == "mov_text" else "source.mkv")
     text = tmp_path / "words.srt"
     text.write_text("1\n00:00:00,000 --> 00:00:00,400\nhello\n")
