@@ -315,14 +315,16 @@ def _not_held(suffix: str, codec: str, muxer: str, refusals: dict[str, tuple[tup
     said = f"a {suffix} file cannot hold the source's {streams}, copied unchanged"
     if not holding:
         return f"{said}, nor can any other container this tool writes with {codec}; leave them out first"
+    maps = ["-map", "0:v", "-map", "0:a?", "-map", "0:s?"]  # not -map 0: a timecode's data stream stops Matroska
     options = ["-c:a", SOUND_HELD.get(muxer, "aac")] if any(kind == "audio" for kind, _ in unheld) else []
     if any(kind == "subtitles" for kind, _ in unheld):
-        options += ["-c:s", SUBTITLES_HELD[muxer]] if muxer in SUBTITLES_HELD else ["-sn"]
+        options += ["-c:s", SUBTITLES_HELD[muxer]] if muxer in SUBTITLES_HELD else []
+        maps = maps if muxer in SUBTITLES_HELD else maps[:4]  # left out
     listed = ", ".join(holding[:-1]) + " or " + holding[-1] if len(holding) > 1 else holding[0]
-    way = "leave them out" if options == ["-sn"] else "convert them"
+    way = "convert them" if options else "leave them out"
     return (
         f"{said}; write {listed}, which {'hold' if len(holding) > 1 else 'holds'} them, then {way} for {suffix} "
-        f"(ffmpeg -i OUT{holding[0]} -map 0 -c copy {' '.join(options)} OUT{suffix})"
+        f"(ffmpeg -i OUT{holding[0]} {' '.join([*maps, '-c', 'copy', *options])} OUT{suffix})"
     )
 
 
@@ -502,7 +504,7 @@ def check_subsampled_size(path: Path, pixel_format: str, width: int, height: int
         raise VideoError(
             f"{path}: {pixel_format} keeps color at half resolution and needs an even width and height, "
             f"but the clip is {width}x{height}; use --codec ffv1 (lossless, any size), or crop it by a pixel "
-            f"first (ffmpeg -i IN -map 0 -vf {crop} -c:v ffv1 -c:a copy CROPPED.mkv)"
+            f"first (ffmpeg -i IN -map 0:v -map 0:a? -map 0:s? -vf {crop} -c:v ffv1 -c:a copy CROPPED.mkv)"
         )
 
 

@@ -628,7 +628,7 @@ def test_nonsense_arguments_of_the_other_commands(clip, arguments, message) -> N
             (17, 33),
             ["--noise", "none", "--codec", "h265"],
             "but the clip is 33x17; use --codec ffv1 (lossless, any size), or crop it by a pixel first "
-            "(ffmpeg -i IN -map 0 -vf crop=32:16:0:0 -c:v ffv1 -c:a copy CROPPED.mkv)",
+            "(ffmpeg -i IN -map 0:v -map 0:a? -map 0:s? -vf crop=32:16:0:0 -c:v ffv1 -c:a copy CROPPED.mkv)",
         ),
     ],
 )
@@ -1145,13 +1145,13 @@ def test_mxf_output_of_audio_it_cannot_hold_is_refused_before_any_work(tmp_path)
     ("audio", "subtitles", "suffix", "message"),
     [
         ("libopus", None, ".mov", "a .mov file cannot hold the source's opus audio, copied unchanged; write .mkv, "
-         ".mp4 or .ts, which hold them, then convert them for .mov (ffmpeg -i OUT.mkv -map 0 -c copy -c:a aac "
-         "OUT.mov)"),
+         ".mp4 or .ts, which hold them, then convert them for .mov (ffmpeg -i OUT.mkv -map 0:v -map 0:a? -map "
+         "0:s? -c copy -c:a aac OUT.mov)"),
         ("aac", "mov_text", ".mkv", "a .mkv file cannot hold the source's mov_text subtitles, copied unchanged; "
-         "write .mp4 or .mov, which hold them, then convert them for .mkv (ffmpeg -i OUT.mp4 -map 0 -c copy -c:s "
-         "srt OUT.mkv)"),
+         "write .mp4 or .mov, which hold them, then convert them for .mkv (ffmpeg -i OUT.mp4 -map 0:v -map 0:a? "
+         "-map 0:s? -c copy -c:s srt OUT.mkv)"),
         ("aac", "srt", ".ts", "a .ts file cannot hold the source's srt subtitles, copied unchanged; write .mkv, "
-         "which holds them, then leave them out for .ts (ffmpeg -i OUT.mkv -map 0 -c copy -sn OUT.ts)"),
+         "which holds them, then leave them out for .ts (ffmpeg -i OUT.mkv -map 0:v -map 0:a? -c copy OUT.ts)"),
     ],
 )  # fmt: skip
 def test_an_output_that_cannot_hold_the_sources_other_streams_is_refused_before_any_work(
