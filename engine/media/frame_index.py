@@ -110,8 +110,9 @@ def index_stream(path: Path, container: Any, open_container: Any) -> tuple[Frame
                 return FrameIndex(count, **fields, packets=packet_count, left_out=left_out), first
         except (OSError, ValueError, KeyError):  # damaged or foreign: built again below
             pass
-    cut = _ends_inside_video(path, container)
-    index = _build(itertools.chain(read, packets), first, open_container, _file_size(path), cut)
+    index = _build(
+        itertools.chain(read, packets), first, open_container, _file_size(path), _partial_from(path, container)
+    )
     if cache_file is not None and index.frame_count >= CACHED_FROM_FRAMES:
         _store(index, cache_file)
     return index, first
@@ -139,38 +140,45 @@ def _file_size(path: Path) -> int | None:
         return None
 
 
-def _ends_inside_video(path: Path, container: Any) -> bool:
-    """Whether ``path`` is a transport stream that ends inside one of its video's packets.
+def _partial_from(path: Path, container: Any) -> int | None:
+    """Where a transport stream's last video packet must start to hold part of a frame, in bytes; None: none can.
 
-    Its last video packet then holds part of a frame: a transport stream marks no packet's end,
-    and its demuxer hands on what it has. Told by the transport packet the file ends inside (its
-    video PID, where its header is whole), else the last whole one.
+    A transport stream marks no packet's end, and its demuxer hands on what it has: where the file
+    ends inside one of the video's transport packets, the last video packet is partial. If that
+    transport packet starts a packet (its payload unit start), only a video packet starting there
+    is: the one before ended whole. Told by the transport packet the file ends inside, where its
+    header is whole, else the last whole one.
     """
     size = _file_size(path)
     if size is None or "mpegts" not in container.format.name:
-        return False
+        return None
     with path.open("rb") as file:
         head = file.read(4 * 204 + 4)
         for length, sync in TRANSPORT_PACKETS:
             if all(len(head) > k * length + sync and head[k * length + sync] == TRANSPORT_SYNC for k in range(4)):
                 break
         else:
-            return False
+            return None
         whole, part = divmod(size, length)
         if part == 0 or whole == 0:
-            return False
+            return None
         for start in (whole * length, (whole - 1) * length):
             file.seek(start + sync)
             header = file.read(3)
             if len(header) == 3 and header[0] == TRANSPORT_SYNC:
-                return ((header[1] & 0x1F) << 8 | header[2]) == container.streams.video[0].id
-    return False
+                if ((header[1] & 0x1F) << 8 | header[2]) != container.streams.video[0].id:
+                    return None
+                return start if header[1] & 0x40 else 0  # a packet started there, or one before it runs on
+    return None
 
 
 def _build(
-    packets: Iterable[Any], first: Any, open_container: Any, file_size: int | None, cut: bool = False
+    packets: Iterable[Any], first: Any, open_container: Any, file_size: int | None, partial_from: int | None = None
 ) -> FrameIndex:
-    """Index ``packets`` of a stream whose ``first`` frame is decoded; ``cut``: its last packet was read in part."""
+    """Index ``packets`` of a stream whose ``first`` frame is decoded.
+
+    ``partial_from``: a last packet starting at or after this byte was read in part (``_partial_from``).
+    """
     if first is None:
         return FrameIndex(0, *(np.zeros(0, np.int64),) * 3)
     timestamps, keyframes, keyframe_seeks, packet_count, left_out = [], [], [], 0, None
@@ -182,12 +190,11 @@ def _build(
             return _count_by_decoding(open_container)
         timestamps.append(packet.pts)
         past_end = None not in (file_size, packet.pos) and packet.pos + packet.size > file_size
-        left_out = packet.pts if packet.is_corrupt or past_end else None  # the last packet's, if read in part
+        cut = partial_from is not None and (packet.pos or 0) >= partial_from
+        left_out = packet.pts if packet.is_corrupt or past_end or cut else None  # the last packet's, if read in part
         if packet.is_keyframe:
             keyframes.append(packet.pts)
             keyframe_seeks.append(packet.pts if packet.dts is None else packet.dts)
-    if cut and timestamps:
-        left_out = timestamps[-1]
     if left_out is not None and left_out <= first.pts:  # the first frame decoded whole (up front)
         left_out = None
     presented = np.sort(np.array(timestamps, np.int64))

@@ -238,6 +238,26 @@ def test_a_transport_stream_cut_inside_a_frame_reads_the_same_in_any_order(
             assert np.array_equal(frames[number], source[times.index(kept[number])]), number
 
 
+def test_a_transport_stream_cut_as_a_frame_begins_keeps_the_frame_before(broadcast_ts, tmp_path) -> None:
+    """Cut 100 bytes into the transport packet that starts a frame's packet: the frame before ended
+    whole, and is kept (FFmpeg's count, nothing said)."""
+    data = broadcast_ts.read_bytes()
+    video = 0x100  # FFmpeg's muxer's first PID
+    starts = [
+        at for at in range(0, len(data) - 188, 188)
+        if (data[at + 1] & 0x1F) << 8 | data[at + 2] == video and data[at + 1] & 0x40  # a packet's start
+    ]  # fmt: skip
+    cut = tmp_path / "cut.ts"
+    cut.write_bytes(data[: starts[len(starts) // 2] + 100])
+    counted = subprocess.run(
+        ["ffprobe", "-v", "quiet", "-count_frames", "-select_streams", "v", "-show_entries",
+         "stream=nb_read_frames", "-of", "csv=p=0", str(cut)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    with VideoReader(cut) as reader:
+        assert reader.info.warning == "" and reader.info.frame_count == int(counted.split()[0])
+
+
 def test_a_matroska_file_cut_short_is_said_to_be_so(tmp_path) -> None:
     """A capture cut by a full disk in .mkv read without a word: its video track's DURATION tag,
     near the file's start, still says where it ended. A track that starts at 10 s ends at 12."""
