@@ -40,11 +40,15 @@ class CopiedStreams:
         for index, output in self._outputs.items():  # a second track's language: "fra", not "und"
             keep_track(output, self._source.streams[index])
         self._span = (info.start_time + span[0], info.start_time + span[1])  # on the source's clock
-        # From the picture's first frame, the packets that end there are kept, as FFmpeg's command keeps
-        # them: the codec's priming (AAC's, Opus's), without which the first samples decode wrong. MP4
-        # and MOV hold times before 0 (an edit list), Matroska Opus's priming (CodecDelay); elsewhere
-        # the muxer shifts the streams by the lead, under one audio frame.
+        # From the picture's first frame, the packets that lead into it are kept, as FFmpeg's command
+        # keeps them: those that end there (AAC's and Opus's priming, without which the first samples
+        # decode wrong) and those that start less than a frame before it (a file's sound a few ms
+        # ahead: Vorbis's first packet, 2 ms, without which the next one's first 13 ms are lost too).
+        # A lead of a frame or more is the export's own (``sound_lead``). MP4 and MOV hold times before
+        # 0 (an edit list), Matroska Opus's priming (CodecDelay); elsewhere the muxer shifts the
+        # streams by the lead, in sync.
         self._lead_in = span[0] == 0
+        self._lead_window = 1 / float(info.frame_rate) if self._lead_in else 0.0  # seconds
 
     def copy(self, mux: Callable[[Any], None]) -> None:
         """Pass each packet within the span, retimed and restreamed, to ``mux``; then close the source.
@@ -71,12 +75,14 @@ class CopiedStreams:
         """Whether a packet starts within the span, or leads into it from the picture's first frame.
 
         If so, its timestamps are made relative to the span's start, as the video's are. A packet
-        that starts before the span is left out whole, but one that ends at its start or later where
-        ``_lead_in``: sound stays in sync, and a range's may start up to one audio frame late.
+        that starts before the span is left out whole, but where ``_lead_in`` one that ends at its
+        start or later, or starts less than a frame before it: sound stays in sync, and a range's
+        may start up to one audio frame late.
         """
         start, end = self._span
         begins = packet.pts * packet.time_base
-        leads = self._lead_in and begins < start <= (packet.pts + (packet.duration or 0)) * packet.time_base
+        ends = (packet.pts + (packet.duration or 0)) * packet.time_base
+        leads = self._lead_in and begins < start and (ends >= start or start - begins < self._lead_window)
         if not (start <= begins < end or leads):
             return False
         offset = round(start / packet.time_base)

@@ -244,13 +244,20 @@ def test_a_stopped_run_leaves_no_file(tmp_path, stop) -> None:
 
 @pytest.mark.parametrize(
     ("source_name", "sound", "suffix"),
-    [("phone.mp4", "aac", ".mp4"), ("phone.mp4", "aac", ".mov"), ("web.webm", "libopus", ".mkv")],
+    [
+        ("phone.mp4", "aac", ".mp4"),
+        ("phone.mp4", "aac", ".mov"),
+        ("web.webm", "libopus", ".mkv"),
+        ("web.webm", "libvorbis", ".mkv"),
+    ],
 )
 def test_a_sound_decodes_as_the_source_does(tmp_path, source_name, sound, suffix) -> None:
     """The archivist's phone clip came back with its sound's first 10 ms silent: AAC's priming
     packet (timed before the first frame) was left out. A web video's Opus lost its first 20 ms in
-    Matroska the same way. MP4 and MOV hold times before 0, Matroska Opus's priming, and keep it, as
-    FFmpeg's own copy does: the decoded sound is the source's, sample for sample (FFmpeg's md5 of it)."""
+    Matroska the same way, and its Vorbis 13 ms (a 2 ms packet 3 ms before the picture, which the
+    next one's decoding needs). MP4 and MOV hold times before 0, Matroska Opus's priming, and keep
+    them, as FFmpeg's own copy does: the decoded sound is the source's, sample for sample (FFmpeg's
+    md5 of it)."""
     source = tmp_path / source_name
     video = ["-c:v", "libvpx-vp9", "-deadline", "realtime"] if source.suffix == ".webm" else ["-c:v", "libx264"]
     subprocess.run(
