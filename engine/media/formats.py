@@ -74,12 +74,13 @@ OUTPUT_CONTAINERS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 # Source codecs (FFmpeg's names) whose kind an output keeps where no codec is asked for, in a
 # container made for masters (MASTER_CONTAINERS): a mastering codec's is ProRes (DNxHR and CineForm
-# have no encoder here), a lossless one's FFV1; either falls back to the other. An MP4 or TS output
-# is a delivery's: H.264.
+# have no encoder here), a lossless one's FFV1, and a DV tape's capture's FFV1 too (as archives keep
+# them: its 4:1:1 or 4:2:0 as it is); either falls back to the other. An MP4 or TS output is a
+# delivery's: H.264.
 MASTER_SOURCES = ("prores", "dnxhd", "cfhd")
 LOSSLESS_SOURCES = (
     *("ffv1", "huffyuv", "ffvhuff", "utvideo", "magicyuv", "rawvideo", "v210", "v410", "r210", "r10k"),
-    *("qtrle", "png", "tiff", "dpx", "exr"),
+    *("qtrle", "png", "tiff", "dpx", "exr", "dvvideo"),
 )
 MASTER_CONTAINERS = (".mov", ".mkv", ".mxf", ".avi")
 DELIVERY_CODEC = "h264"
@@ -138,8 +139,8 @@ def encoder_preset(codec: str, *, live: bool, pixel_rate: float = 0.0) -> str:
 def default_codec(output: Path, like: VideoInfo | None, *, rgb: bool = False, preset: str | None = None) -> str:
     """Return the codec an output named ``output`` is written in where none is asked for.
 
-    A master (ProRes, DNxHR) stays ProRes and a lossless source (FFV1, a DPX scan, raw) FFV1 in a
-    master's container (MASTER_CONTAINERS); anything else, or where the container holds neither,
+    A master (ProRes, DNxHR) stays ProRes and a lossless source (FFV1, a DPX scan, raw) or a DV
+    capture FFV1 in a master's container (MASTER_CONTAINERS); anything else, or where the container holds neither,
     H.264, or the first codec the container holds (.avi, .mxf).
 
     Parameters
@@ -377,7 +378,7 @@ def aspect_ratio_lost(output: Path, codec: str, like: VideoInfo) -> str:
     FFV1 in .mkv or .avi is written with square pixels (measured: a 10:11 DV source came out N/A
     there, 10:11 in every other codec and in FFV1's .mp4 and .mxf), so anamorphic DV and DVD
     would play too narrow or too wide. The way out named is .mp4: FFmpeg 5.1 (Debian 12's) reads
-    no FFV1 in .mxf.
+    no FFV1 in .mxf. A y4m stream on standard output ("-") says A0:0 (unknown) whatever the codec.
 
     Parameters
     ----------
@@ -395,9 +396,17 @@ def aspect_ratio_lost(output: Path, codec: str, like: VideoInfo) -> str:
         (another container or codec, or FFmpeg's command that sets it after); "" where it is kept.
     """
     ratio = like.sample_aspect_ratio
-    if codec != "ffv1" or ratio is None or ratio == 1 or output.suffix.lower() not in ASPECT_FROM_STREAM_ONLY:
+    if ratio is None or ratio == 1:
         return ""
     shown = Fraction(like.width, like.height) * ratio
+    if str(output) == "-":  # a y4m stream: its header's A is the muxer's stream's, which PyAV cannot set
+        return (
+            f"the y4m stream does not carry the source's pixel aspect ratio ({ratio.numerator}:{ratio.denominator}, "
+            f"shown {shown.numerator}:{shown.denominator}): its header says A0:0 (unknown); give it to the next "
+            f"tool (ffmpeg -f yuv4mpegpipe -i - -vf setsar={ratio.numerator}/{ratio.denominator} ...)"
+        )
+    if codec != "ffv1" or output.suffix.lower() not in ASPECT_FROM_STREAM_ONLY:
+        return ""
     return (
         f"FFV1 in {output.suffix.lower()} does not carry the source's pixel aspect ratio "
         f"({ratio.numerator}:{ratio.denominator}, shown {shown.numerator}:{shown.denominator}): it would play "

@@ -203,6 +203,8 @@ class VideoWriter:
                 self._stream.options = {"rc": "vbr", "cq": str(crf), "preset": preset}
             elif codec == "ffv1":
                 self._stream.options = _ffv1_options(like.width, like.height)
+            if self._pipe:  # 4:2:0 chroma where ``yuv`` puts it, MPEG-2's sites: y4m's C420mpeg2, not 420jpeg
+                self._stream.options = {"chroma_sample_location": "left"}
             context = self._stream.codec_context
             color = _output_color(like.color, like.height, self._stream.pix_fmt)
             context.color_primaries = color.get("primaries", 2)

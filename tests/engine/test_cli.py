@@ -295,6 +295,7 @@ def test_a_422_master_written_420_is_said(tmp_path, encoder, pixel_format, codec
         ("ffv1", "yuv444p", "out.mkv", ("ffv1", "yuv444p"), "out.mkv (ffv1, the source's kind (ffv1)"),
         ("prores_ks", "yuv422p10le", "out.mp4", ("h264", "yuv420p10le"), "H.264 is written 4:2:0"),  # a delivery
         ("libx264", "yuv420p", "out.mkv", ("h264", "yuv420p"), None),
+        ("dvvideo", "yuv411p", "out.mkv", ("ffv1", "yuv411p"), "out.mkv (ffv1, the source's kind (dvvideo)"),
         ("libx264", "yuv420p", "out.avi", ("ffv1", "yuv420p"), None),  # refused before: AVI holds no H.264
     ],
 )  # fmt: skip
@@ -305,11 +306,10 @@ def test_a_master_stays_a_master_where_no_codec_is_asked_for(
     the archive's master replaced by a delivery file. A master keeps its kind in a master's container
     (DNxHR, which has no encoder here, as ProRes), a lossless source stays lossless; .mp4 is a delivery."""
     source = tmp_path / "master.mov"
-    dnxhr = encoder == "dnxhd"  # DNxHR's smallest picture is larger
-    profile = ["-profile:v", "dnxhr_hqx"] if dnxhr else []
+    profile = ["-profile:v", "dnxhr_hqx"] if encoder == "dnxhd" else []
+    picture = {"dnxhd": "256x144:rate=25", "dvvideo": "720x480:rate=30000/1001"}.get(encoder, "64x48:rate=25")
     subprocess.run(
-        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", f"testsrc2=size={'256x144' if dnxhr else '64x48'}:"
-         "rate=25", "-t", "0.16",
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", f"testsrc2=size={picture}", "-t", "0.16",
          "-c:v", encoder, *profile, "-pix_fmt", pixel_format, str(source)],
         check=True, timeout=60,
     )  # fmt: skip
@@ -323,6 +323,20 @@ def test_a_master_stays_a_master_where_no_codec_is_asked_for(
     assert tuple(found.strip().split(",")) == written
     assert ("the source's kind" in run.stderr) == (said is not None and "the source's kind" in said), run.stderr
     assert said is None or said in run.stderr, run.stderr
+
+
+def test_a_y4m_stream_says_where_its_chroma_is_and_that_its_pixel_shape_is_not_carried(tmp_path) -> None:
+    """A DVD restorer's pipe: the y4m stream said C420jpeg (chroma centred) where the frames have it at
+    MPEG-2's sites, a half-pixel shift for the next tool, and A0:0 for the DVD's 10:11 pixels without a
+    word. The header says C420mpeg2; the pixel shape, which it cannot carry here, is said with the way on."""
+    source = anamorphic_clip(tmp_path / "dvd.mp4")
+    command = [*CLI, "denoise", source, "-", "--noise", "none", "--h", "5", "--search-radius", "1", "--backend", "cpu"]
+    run = run_cli(command, capture_output=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    header = run.stdout.split(b"\n", 1)[0].decode()
+    assert header.startswith("YUV4MPEG2 W64 H48 F30000:1001 Ip A0:0 C420mpeg2 "), header
+    said = "the y4m stream does not carry the source's pixel aspect ratio (10:11, shown 40:33): its header says "
+    assert said in run.stderr.decode() and "-vf setsar=10/11" in run.stderr.decode()
 
 
 @pytest.mark.parametrize(
