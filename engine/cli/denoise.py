@@ -19,16 +19,20 @@ from ..backend import (
 from ..cpu.compiled import announce_compile, silence_compile_notice
 from ..media.ffmpeg import VideoError, show_ffmpeg_messages
 from ..media.formats import (
+    ANY_SIZE_ENCODERS,
+    CODECS,
     DELIVERY_CODEC,
     LOSSLESS_SOURCES,
     MASTER_SOURCES,
     aspect_ratio_lost,
     check_encoding,
+    check_subsampled_size,
     chroma_halved,
     default_codec,
     encoder_preset,
     misread_streams,
     output_format,
+    output_pixel_format,
     stream_muxer,
 )
 from ..media.image_sequence import is_image_sequence
@@ -62,6 +66,7 @@ from ..video.filters import cpu_filter_compiles
 from ..video.luma_chroma import (
     matrix_for,
 )
+from ..video.noise_estimate import BLOCK
 from ..video.params import NLMParams
 from ..video.presets import FIELDS as PRESET_FIELDS
 from ..video.presets import Preset, find_preset, load_preset
@@ -137,8 +142,22 @@ def check_output(args: argparse.Namespace, info: VideoInfo | None = None, *, exi
     check_encoder(codec, args.output)  # one this machine lacks: NVENC without an NVIDIA encoder
     if stream_muxer(args.output, codec) is None:  # a file, not a stream's URL
         output_format(Path(args.output), codec, info)  # a name that cannot hold the codec: said first
+        if _size_checked_here(args, codec, info):  # an odd size 4:2:0 refuses: said before the noise's lines
+            pixel_format = output_pixel_format(codec, info, gray=False, rgb=args.rgb)
+            check_subsampled_size(Path(args.output), pixel_format, info.width, info.height)
         if exists:
             check_output_path(Path(args.output), Path(args.input), args.overwrite)
+
+
+def _size_checked_here(args: argparse.Namespace, codec: str, info: VideoInfo | None) -> bool:
+    """Whether ``check_output`` checks the size ``codec`` needs, before the noise is measured.
+
+    A video file's frames the noise estimate takes; smaller ones are said to be too small first,
+    and the writer checks them.
+    """
+    if info is None or is_image_sequence(Path(args.output)) or CODECS[codec][0] in ANY_SIZE_ENCODERS:
+        return False
+    return min(info.width, info.height) >= BLOCK
 
 
 def window_params(args: argparse.Namespace, preset: Preset | None) -> NLMParams:

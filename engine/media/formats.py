@@ -16,7 +16,7 @@ from fractions import Fraction
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .ffmpeg import VideoError, pyav
+from .ffmpeg import VideoError, pyav, said_in_our_words
 from .image_sequence import is_image_sequence
 from .probe import HIGH_BIT_DEPTH, VideoInfo, open_input
 
@@ -350,7 +350,7 @@ def _refusals_of(source: Path, size: int, modified: int) -> dict[str, tuple[tupl
     av = pyav()
     muxers = [muxer for muxer, _ in OUTPUT_CONTAINERS.values() if muxer not in PCM_ONLY]
     refused: dict[str, list[tuple[str, str]]] = {muxer: [] for muxer in muxers}
-    with open_input(source) as container:
+    with open_input(source) as container, said_in_our_words():  # a trial's refusals are ours to say
         for stream, muxer in itertools.product((*container.streams.audio, *container.streams.subtitles), muxers):
             output = av.open(io.BytesIO(), "w", format=muxer)
             try:

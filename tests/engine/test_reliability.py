@@ -638,6 +638,14 @@ def test_odd_and_tiny_sizes_get_a_reason(tmp_path, size, arguments, message) -> 
     assert sorted(path.name for path in tmp_path.iterdir()) == ["tiny.mkv"]
 
 
+def test_an_odd_size_is_refused_before_the_noise_is_measured(tmp_path) -> None:
+    """A restorer's odd-sized clip into .mp4 was measured first (the noise lines, a warning), then refused."""
+    source = write_clip(tmp_path, ClipSpec("odd.mkv", "ffv1", pixel_format="bgr0", size=(35, 49), frames=4))
+    run = _cli("denoise", str(source), str(tmp_path / "out.mp4"))
+    _one_clear_line(run, "yuv420p keeps color at half resolution and needs an even width and height")
+    assert "noise:" not in run.stderr and sorted(path.name for path in tmp_path.iterdir()) == ["odd.mkv"]
+
+
 def test_odd_sizes_are_written_by_a_codec_that_takes_them(tmp_path) -> None:
     source = write_clip(tmp_path, ClipSpec("odd.mkv", "ffv1", pixel_format="bgr0", size=(17, 33), frames=4))
     run = _cli("denoise", str(source), str(tmp_path / "out.mkv"), "--codec", "ffv1", "--noise", "none",
@@ -1173,6 +1181,7 @@ def test_an_output_that_cannot_hold_the_sources_other_streams_is_refused_before_
     )  # fmt: skip
     run = _cli("denoise", str(source), str(tmp_path / f"out{suffix}"), *FAST)
     _one_clear_line(run, f"out{suffix}: {message}")
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr  # not FFmpeg's "[mov @ 0x..] opus only ..."
     assert "noise:" not in run.stderr and sorted(path.name for path in tmp_path.iterdir()) == sorted(
         [source.name, text.name]
     )
