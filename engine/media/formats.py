@@ -504,14 +504,21 @@ def output_pixel_format(codec: str, like: VideoInfo, *, gray: bool, rgb: bool) -
 def check_subsampled_size(path: Path, pixel_format: str, width: int, height: int) -> None:
     """Refuse a size the output's chroma subsampling cannot hold.
 
-    Libx264 and ProRes refuse odd widths of 4:2:0 and 4:2:2, with a message only a developer reads.
+    Libx264 and ProRes refuse odd widths of 4:2:0 and 4:2:2, and odd heights of 4:2:0, with a
+    message only a developer reads; 4:2:2 halves only the width.
     """
     form = pyav().VideoFormat(pixel_format, 2, 2)
     chroma = form.components[1] if len(form.components) > 2 else form.components[0]
-    if (width % 2 and chroma.width < 2) or (height % 2 and chroma.height < 2):
-        crop = f"crop={width - width % 2}:{height - height % 2}:0:0"
+    odd = [
+        name
+        for name, size, kept in (("width", width, chroma.width), ("height", height, chroma.height))
+        if size % 2 and kept < 2
+    ]
+    if odd:
+        even = (width - width % 2 if "width" in odd else width, height - height % 2 if "height" in odd else height)
+        crop = f"crop={even[0]}:{even[1]}:0:0"
         raise VideoError(
-            f"{path}: {pixel_format} keeps color at half resolution and needs an even width and height, "
+            f"{path}: {pixel_format} keeps color at half resolution and needs an even {' and '.join(odd)}, "
             f"but the clip is {width}x{height}; use --codec ffv1 (lossless, any size), or crop it by a pixel "
             f"first (ffmpeg -i IN -map 0:v -map 0:a? -map 0:s? -vf {crop} -c:v ffv1 -c:a copy CROPPED.mkv)"
         )
