@@ -103,7 +103,7 @@ READ_RIGHT = ("pcm_s16le",)
 
 # The start of a pixel format with alpha -> the same format's without (yuva444p12le -> yuv444p12le)
 ALPHA_FREE_NAMES = {"yuva": "yuv", "gbrap": "gbrp", "bgra": "bgr0", "rgba": "rgb0", "ya8": "gray", "ya16": "gray16"}
-ALPHA_FREE = re.compile(r"^(yuva|gbrap|bgra|rgba|ya8|ya16)")
+ALPHA_FREE = re.compile(f"^({'|'.join(ALPHA_FREE_NAMES)})")
 
 # Encoders that take subsampled chroma at any size (an odd-sized 4:2:0 source stays 4:2:0 in
 # FFV1 and in a y4m pipe); the others need even sizes there.

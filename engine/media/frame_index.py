@@ -110,9 +110,8 @@ def index_stream(path: Path, container: Any, open_container: Any) -> tuple[Frame
                 return FrameIndex(count, **fields, packets=packet_count, left_out=left_out), first
         except (OSError, ValueError, KeyError):  # damaged or foreign: built again below
             pass
-    index = _build(
-        itertools.chain(read, packets), first, open_container, _file_size(path), _partial_from(path, container)
-    )
+    size = _file_size(path)
+    index = _build(itertools.chain(read, packets), first, open_container, size, _partial_from(path, size, container))
     if cache_file is not None and index.frame_count >= CACHED_FROM_FRAMES:
         _store(index, cache_file)
     return index, first
@@ -140,16 +139,15 @@ def _file_size(path: Path) -> int | None:
         return None
 
 
-def _partial_from(path: Path, container: Any) -> int | None:
+def _partial_from(path: Path, size: int | None, container: Any) -> int | None:
     """Where a transport stream's last video packet must start to hold part of a frame, in bytes; None: none can.
 
     A transport stream marks no packet's end, and its demuxer hands on what it has: where the file
     ends inside one of the video's transport packets, the last video packet is partial. If that
     transport packet starts a packet (its payload unit start), only a video packet starting there
     is: the one before ended whole. Told by the transport packet the file ends inside, where its
-    header is whole, else the last whole one.
+    header is whole, else the last whole one. ``size``: the file's bytes (None: no regular file).
     """
-    size = _file_size(path)
     if size is None or "mpegts" not in container.format.name:
         return None
     with path.open("rb") as file:

@@ -195,7 +195,9 @@ class VideoWriter:
             self._stream.time_base = self._time_base
             self._stream.codec_context.time_base = self._time_base  # the source's timestamps, exactly
             self._stream.thread_type = CODEC_THREADS
-            if codec in ("h264", "h265"):
+            if self._pipe:  # 4:2:0 chroma where ``yuv`` puts it, MPEG-2's sites: y4m's C420mpeg2, not 420jpeg
+                self._stream.options = {"chroma_sample_location": "left"}
+            elif codec in ("h264", "h265"):
                 self._stream.options = {"crf": str(crf), "preset": preset, **_hdr10_options(codec, like.hdr10)}
                 if low_delay:  # no lookahead nor B-frames: each frame's packet comes out as it goes in
                     self._stream.options["tune"] = "zerolatency"
@@ -203,8 +205,6 @@ class VideoWriter:
                 self._stream.options = {"rc": "vbr", "cq": str(crf), "preset": preset}
             elif codec == "ffv1":
                 self._stream.options = _ffv1_options(like.width, like.height)
-            if self._pipe:  # 4:2:0 chroma where ``yuv`` puts it, MPEG-2's sites: y4m's C420mpeg2, not 420jpeg
-                self._stream.options = {"chroma_sample_location": "left"}
             context = self._stream.codec_context
             color = _output_color(like.color, like.height, self._stream.pix_fmt)
             context.color_primaries = color.get("primaries", 2)
