@@ -57,7 +57,9 @@ def weights_row(column_sums, radius, scale, exponential, relative, exponents, ou
     """Box-sum ``column_sums`` horizontally over 2 radius + 1 and turn the sums into weights.
 
     Into u = sum * scale where the weights are ``relative``; ``exponents`` is int32 scratch as long
-    as ``out``.
+    as ``out``. A sum is at least 0: the column sums run (a row added, another taken away), and
+    rounding left equal patches -1e-7 apart, which a tiny h (0.001 levels: scale 6.5e10) made a
+    weight of exp(+4500): garbage where patches of a flat area sat under a sharp edge.
 
     2B shifted passes over the row: each vectorizes, unlike a running sum (a chain of
     dependent adds) or power-of-two partial sums doubled in place (measured slower).
@@ -69,6 +71,8 @@ def weights_row(column_sums, radius, scale, exponential, relative, exponents, ou
         shifted = column_sums[shift : shift + length]
         for i in range(length):
             out[i] += shifted[i]
+    for i in range(length):  # the running column sums' rounding leaves -1e-7 where patches are equal
+        out[i] = max(out[i], np.float32(0.0))
     if exponential:
         for i in range(length):
             out[i] *= scale

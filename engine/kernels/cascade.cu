@@ -72,7 +72,7 @@ __global__ void vertical_box_sum_weight(const float* __restrict__ source, float*
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k <= 2 * B; ++k) sum += column[k * cols];
-    weights[i * cols + j] = RELATIVE ? sum * scale : weight_of<EXPONENTIAL>(sum, scale);
+    weights[i * cols + j] = RELATIVE ? fmaxf(sum, 0.0f) * scale : weight_of<EXPONENTIAL>(sum, scale);
 }
 
 // Pass 4: add w(p, q) Y(p + q) to the numerator and w to the denominator (and the running

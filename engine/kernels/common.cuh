@@ -26,10 +26,12 @@ __device__ __forceinline__ float saturated_fma(float a, float b, float c) {
 }
 
 // g(D) of a patch's summed squared difference, with u = patch_sum * scale (scale from
-// NLMParams.patch_sum_scale): Tukey's bisquare (1 - u)^2 for u <= 1, else 0; or exp(-u).
+// NLMParams.patch_sum_scale): Tukey's bisquare (1 - u)^2 for u <= 1, else 0; or exp(-u). A sum
+// run along rows (a column added, another taken away) can round to -1e-7 between equal patches,
+// which a tiny h made exp(+4500): u is taken from max(patch_sum, 0) (the bisquare saturates).
 template <bool EXPONENTIAL>
 __device__ __forceinline__ float weight_of(float patch_sum, float scale) {
-    if (EXPONENTIAL) return __expf(-patch_sum * scale);
+    if (EXPONENTIAL) return __expf(-fmaxf(patch_sum, 0.0f) * scale);
     const float remaining = saturated_fma(patch_sum, -scale, 1.0f);  // 1 - u <= 1 already
     return remaining * remaining;
 }

@@ -654,6 +654,7 @@ __device__ __forceinline__ void horizontal_pass(const Regions<L>& regions, const
 #pragma unroll
                         for (int n = 0; n < SEG + 2 * B; ++n) values[n] = sums_of_row[n];
                         // The running sum's steps first, so that the sum's chain is one add per pixel.
+                        // Its rounding leaves equal patches -1e-7 apart: u is taken from max(sum, 0).
                         float step[SEG];
 #pragma unroll
                         for (int i = 1; i < SEG; ++i) step[i] = values[i + 2 * B] - values[i - 1];
@@ -667,7 +668,7 @@ __device__ __forceinline__ void horizontal_pass(const Regions<L>& regions, const
                                 // exp(-u) as 2^(patch_sum * -log2_scale): one FMUL before
                                 // the MUFU, where __expf(-patch_sum * scale) multiplies twice.
                                 sums.template add<CENTER_MAX>(i,
-                                                              EXPONENTIAL ? exp2_approx(patch_sum * -log2_scale)
+                                                              EXPONENTIAL ? exp2_approx(fmaxf(patch_sum, 0.0f) * -log2_scale)
                                                                           : weight_of<false>(patch_sum, scale),
                                                               y, m + i);
                             }
@@ -675,7 +676,7 @@ __device__ __forceinline__ void horizontal_pass(const Regions<L>& regions, const
 #pragma unroll
                             for (int i = 0; i < SEG; ++i) {
                                 if (i > 0) patch_sum += step[i];
-                                const float exponent = fmaf(-patch_sum, log2_scale, sums.shift[i]);  // s - u
+                                const float exponent = fmaf(-fmaxf(patch_sum, 0.0f), log2_scale, sums.shift[i]);  // s - u
                                 sums.template add<false>(i, exp2_approx(exponent), y, m + i);
                                 sums.highest[i] = fmaxf(sums.highest[i], exponent);
                             }

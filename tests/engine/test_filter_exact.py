@@ -138,3 +138,23 @@ def test_outputs_are_finite_for_every_valid_h(backend_method, weighting, center)
         params = NLMParams(h=h, weighting=weighting, center_weight=center)
         result = Denoiser(params, backend, method=method).denoise_frame(clip, 1)
         assert np.isfinite(result).all(), f"h = {h}: {np.count_nonzero(~np.isfinite(result))} pixels not finite"
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("weighting", WEIGHTINGS)
+def test_the_smallest_h_leaves_colour_bars_as_they_are(backend, weighting) -> None:
+    """h 0.001 and 0.002 levels with the centre weight one: every other patch weighs nothing, so the
+    frame comes back. The CPU's running column sums left equal patches -1e-7 apart under a sharp
+    edge, which h 0.001 (u = sum * 6.5e10) turned into NaN and weights of exp(+4500) on ffmpeg's
+    SMPTE bars in 10 bits: Y' 0 and 1.9 in flat grey."""
+    av = pytest.importorskip("av", reason="PyAV is not installed")
+    from nlmeans_studio.engine.media.yuv import frame_planes, planes_to_ycbcr, yuv_layout
+
+    with av.open("smptebars=s=160x120:d=0.04", format="lavfi") as container:
+        frame = next(container.decode(video=0)).reformat(format="yuv422p10le")
+    layout = yuv_layout("yuv422p10le", {}, 120)
+    luma = planes_to_ycbcr(frame_planes(frame, layout), layout)[0]
+    for h in (H_MIN, 2 * H_MIN):
+        params = NLMParams(h=h, weighting=weighting, center_weight="one", frames_past=0, frames_future=0)
+        out = np.asarray(Denoiser(params, backend).denoise_frame([luma], 0)).reshape(luma.shape)
+        assert np.abs(out - luma).max() <= 1e-6
