@@ -33,19 +33,20 @@ __device__ __forceinline__ double chroma_across(const Sample* plane, int columns
 
 __device__ __forceinline__ double clipped_unit(double value) { return fmin(fmax(value, 0.0), 1.0); }
 
-// One thread per pixel: the planes -> RGB (height x width x 3) at full_scale, rounded (halves to
-// even, as np.rint) and clipped.
-template <typename Sample, typename Pixel>
-__global__ void yuv_to_rgb(const Sample* planes, Pixel* rgb, int height, int width, int across, int down,
-                           const double* coefficients, double full_scale) {
-    const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (pixel >= static_cast<long long>(height) * width) return;
+struct Sampled {
+    double value, pb, pr;  // Y' 0..1, Pb and Pr -0.5..0.5, nothing clipped
+};
+
+// The pixel's Y', Pb and Pr from the planes (one buffer: luma, Cb, Cr), its chroma interpolated at
+// its site.
+template <typename Sample>
+__device__ __forceinline__ Sampled sampled(const Sample* planes, int height, int width, int across, int down,
+                                           const Coefficients& c, long long pixel) {
     const int y = static_cast<int>(pixel / width), x = static_cast<int>(pixel % width);
     const int chroma_rows = (height + (1 << down) - 1) >> down, chroma_columns = (width + (1 << across) - 1) >> across;
     const Sample* luma = planes;
     const Sample* blue = luma + static_cast<long long>(height) * width;
     const Sample* red = blue + static_cast<long long>(chroma_rows) * chroma_columns;
-    const Coefficients c = loaded(coefficients);
     const int near = y >> down;  // 4:2:0: 3/4 of the nearer chroma row, 1/4 of the next one on this side
     const int other = y % 2 == 0 ? max(near - 1, 0) : min(near + 1, chroma_rows - 1);
     double cb = chroma_across(blue, chroma_columns, near, x, across);
@@ -54,15 +55,42 @@ __global__ void yuv_to_rgb(const Sample* planes, Pixel* rgb, int height, int wid
         cb = 0.75 * cb + 0.25 * chroma_across(blue, chroma_columns, other, x, across);
         cr = 0.75 * cr + 0.25 * chroma_across(red, chroma_columns, other, x, across);
     }
-    const double value = (luma[pixel] - c.luma_offset) / c.luma_scale;
-    const double pb = (cb - c.chroma_offset) / c.chroma_scale;
-    const double pr = (cr - c.chroma_offset) / c.chroma_scale;
-    const double r = value + 2 * (1 - c.kr) * pr;
-    const double b = value + 2 * (1 - c.kb) * pb;
-    const double g = (value - c.kr * r - c.kb * b) / (1 - c.kr - c.kb);
+    return {(luma[pixel] - c.luma_offset) / c.luma_scale, (cb - c.chroma_offset) / c.chroma_scale,
+            (cr - c.chroma_offset) / c.chroma_scale};
+}
+
+// One thread per pixel: the planes -> RGB (height x width x 3) at full_scale, rounded (halves to
+// even, as np.rint) and clipped.
+template <typename Sample, typename Pixel>
+__global__ void yuv_to_rgb(const Sample* planes, Pixel* rgb, int height, int width, int across, int down,
+                           const double* coefficients, double full_scale) {
+    const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (pixel >= static_cast<long long>(height) * width) return;
+    const Coefficients c = loaded(coefficients);
+    const Sampled s = sampled(planes, height, width, across, down, c, pixel);
+    const double r = s.value + 2 * (1 - c.kr) * s.pr;
+    const double b = s.value + 2 * (1 - c.kb) * s.pb;
+    const double g = (s.value - c.kr * r - c.kb * b) / (1 - c.kr - c.kb);
     rgb[3 * pixel + 0] = static_cast<Pixel>(rint(clipped_unit(r) * full_scale));
     rgb[3 * pixel + 1] = static_cast<Pixel>(rint(clipped_unit(g) * full_scale));
     rgb[3 * pixel + 2] = static_cast<Pixel>(rint(clipped_unit(b) * full_scale));
+}
+
+// Pb and Pr are centred on 0.5 in the luma/chroma filter's planes (media/yuv_kernels.py's CHROMA_CENTRE).
+#define CHROMA_CENTRE 0.5
+
+// One thread per pixel: the planes -> Y' (height x width) and (Pb + 0.5, Pr + 0.5, 0) (height x
+// width x 3), float32 and unclipped: the luma/chroma filter's planes, past the range kept.
+template <typename Sample>
+__global__ void yuv_to_ycbcr(const Sample* planes, float* luma, float* chroma, int height, int width, int across,
+                             int down, const double* coefficients) {
+    const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (pixel >= static_cast<long long>(height) * width) return;
+    const Sampled s = sampled(planes, height, width, across, down, loaded(coefficients), pixel);
+    luma[pixel] = static_cast<float>(s.value);
+    chroma[3 * pixel + 0] = static_cast<float>(s.pb + CHROMA_CENTRE);
+    chroma[3 * pixel + 1] = static_cast<float>(s.pr + CHROMA_CENTRE);
+    chroma[3 * pixel + 2] = 0.0f;
 }
 
 __device__ __forceinline__ double clamped_sample(double value, double top) { return fmin(fmax(rint(value), 0.0), top); }
@@ -80,6 +108,19 @@ __global__ void rgb_to_luma(const Pixel* rgb, double scale, Sample* luma, float*
     luma[pixel] = static_cast<Sample>(clamped_sample(value * c.luma_scale + c.luma_offset, c.top));
     differences[pixel] = static_cast<float>((b - value) / (2 * (1 - c.kb)));
     differences[pixels + pixel] = static_cast<float>((r - value) / (2 * (1 - c.kr)));
+}
+
+// One thread per pixel: yuv_to_ycbcr's Y' and chroma -> the luma plane's samples, and Pb, Pr into
+// `differences` (two height x width float32 planes), as rgb_to_luma gives them.
+template <typename Sample>
+__global__ void ycbcr_to_luma(const float* values, const float* chroma, Sample* luma, float* differences,
+                              long long pixels, const double* coefficients) {
+    const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (pixel >= pixels) return;
+    const Coefficients c = loaded(coefficients);
+    luma[pixel] = static_cast<Sample>(clamped_sample(values[pixel] * c.luma_scale + c.luma_offset, c.top));
+    differences[pixel] = static_cast<float>(chroma[3 * pixel] - CHROMA_CENTRE);
+    differences[pixels + pixel] = static_cast<float>(chroma[3 * pixel + 1] - CHROMA_CENTRE);
 }
 
 // The down filters that undo the up filters (media/yuv_kernels.py's COSITED_DOWN,

@@ -134,6 +134,34 @@ def planes_to_rgb(planes: list[np.ndarray], layout: YuvLayout, dtype: np.dtype) 
     return rgb
 
 
+def planes_to_ycbcr(planes: list[np.ndarray], layout: YuvLayout) -> tuple[np.ndarray, np.ndarray]:
+    """Y, Cb, Cr sample planes -> Y' (H, W, 1) and (Pb + 0.5, Pr + 0.5, 0) (H, W, 3), float32, unclipped.
+
+    Y' is 0..1 from black to white, Pb and Pr -0.5..0.5, chroma interpolated as ``planes_to_rgb``
+    interpolates it; samples past the range (super-whites, sub-blacks) stay past it. The planes the
+    luma/chroma filter takes (``LumaChromaDenoiser.export_yuv``), with no RGB between.
+    """
+    shape = planes[0].shape
+    luma, chroma = np.empty((*shape, 1), np.float32), np.empty((*shape, 3), np.float32)
+    kernels = compiled_module(".yuv_kernels", __package__)
+    kernels.to_ycbcr(*planes, *layout.chroma_shift, layout.coefficients(), luma, chroma)
+    return luma, chroma
+
+
+def ycbcr_to_planes(luma: np.ndarray, chroma: np.ndarray, layout: YuvLayout) -> list[np.ndarray]:
+    """``planes_to_ycbcr``'s inverse: Y' and chroma -> sample planes of the layout's dtype, rounded and clamped.
+
+    Chroma decimated by the filters that undo its interpolation, so that planes converted both
+    ways come back as they were, past the range included.
+    """
+    height, width = luma.shape[:2]
+    planes = [np.empty(shape, layout.sample_dtype) for shape in yuv_plane_shapes(height, width, layout.chroma_shift)]
+    differences = _scratch("differences", (2, height, width), np.dtype(np.float32))
+    kernels = compiled_module(".yuv_kernels", __package__)
+    kernels.from_ycbcr(luma, chroma, layout.coefficients(), *planes, differences, *layout.chroma_shift)
+    return planes
+
+
 def rgb_to_planes(rgb: np.ndarray, layout: YuvLayout) -> list[np.ndarray]:
     """(H, W, 3) uint8 / uint16 RGB at its full scale -> Y, Cb, Cr sample planes of the layout's dtype.
 

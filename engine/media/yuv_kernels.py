@@ -25,6 +25,7 @@ COSITED_QUARTER_DOWN = np.array([-117, -44, 136, 328, 418, 328, 136, -44, -117],
 CENTERED_DOWN = np.array([-1, 3, 3, -1], np.float32) / 4
 CENTERED_LAST_DOWN = np.array([-1, 3], np.float32) / 2  # on the two last rows, where the pair is cut
 NOT_SUBSAMPLED = np.ones(1, np.float32)
+CHROMA_CENTRE = 0.5  # Pb and Pr are centred on 0.5 while filtered (the luma/chroma mode's planes)
 
 
 @numba.njit(cache=True, inline="always")
@@ -43,6 +44,22 @@ def _across(plane: np.ndarray, row: int, x: int, shift: int) -> float:
     return plane[row, column]
 
 
+@numba.njit(cache=True, inline="always")
+def _sampled(luma, blue, red, y, x, across, down, coefficients):
+    """(Y' in 0..1, Pb, Pr in -0.5..0.5) at pixel (y, x): chroma interpolated at its site, nothing clipped."""
+    luma_offset, luma_scale, chroma_offset, chroma_scale, _, _, _ = coefficients
+    chroma_rows = blue.shape[0]
+    near = y >> down  # 4:2:0: 3/4 of the nearer chroma row, 1/4 of the next one on this side
+    other = max(near - 1, 0) if y % 2 == 0 else min(near + 1, chroma_rows - 1)
+    cb = _across(blue, near, x, across)
+    cr = _across(red, near, x, across)
+    if down:
+        cb = 0.75 * cb + 0.25 * _across(blue, other, x, across)
+        cr = 0.75 * cr + 0.25 * _across(red, other, x, across)
+    value = (luma[y, x] - luma_offset) / luma_scale
+    return value, (cb - chroma_offset) / chroma_scale, (cr - chroma_offset) / chroma_scale
+
+
 @numba.njit(cache=True, parallel=True, nogil=True)
 def to_rgb(
     luma: np.ndarray,
@@ -55,27 +72,43 @@ def to_rgb(
     out: np.ndarray,
 ) -> None:
     """Y, Cb, Cr sample planes -> ``out`` (H, W, 3) RGB at ``full_scale``, rounded and clipped."""
-    luma_offset, luma_scale, chroma_offset, chroma_scale, kr, kb, _ = coefficients
+    kr, kb = coefficients[4], coefficients[5]
     height, width = luma.shape
-    chroma_rows = blue.shape[0]
     for y in numba.prange(height):
-        near = y >> down  # 4:2:0: 3/4 of the nearer chroma row, 1/4 of the next one on this side
-        other = max(near - 1, 0) if y % 2 == 0 else min(near + 1, chroma_rows - 1)
         for x in range(width):
-            cb = _across(blue, near, x, across)
-            cr = _across(red, near, x, across)
-            if down:
-                cb = 0.75 * cb + 0.25 * _across(blue, other, x, across)
-                cr = 0.75 * cr + 0.25 * _across(red, other, x, across)
-            value = (luma[y, x] - luma_offset) / luma_scale
-            pb = (cb - chroma_offset) / chroma_scale
-            pr = (cr - chroma_offset) / chroma_scale
+            value, pb, pr = _sampled(luma, blue, red, y, x, across, down, coefficients)
             r = value + 2 * (1 - kr) * pr
             b = value + 2 * (1 - kb) * pb
             g = (value - kr * r - kb * b) / (1 - kr - kb)
             out[y, x, 0] = np.rint(min(max(r, 0.0), 1.0) * full_scale)
             out[y, x, 1] = np.rint(min(max(g, 0.0), 1.0) * full_scale)
             out[y, x, 2] = np.rint(min(max(b, 0.0), 1.0) * full_scale)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def to_ycbcr(
+    luma: np.ndarray,
+    blue: np.ndarray,
+    red: np.ndarray,
+    across: int,
+    down: int,
+    coefficients: np.ndarray,
+    out_luma: np.ndarray,
+    out_chroma: np.ndarray,
+) -> None:
+    """Y, Cb, Cr sample planes -> Y' (H, W, 1) and (Pb + 0.5, Pr + 0.5, 0) (H, W, 3), float32, unclipped.
+
+    What the luma/chroma filter's two passes take: values past the range (super-whites, sub-blacks,
+    colours out of RGB's gamut) are kept.
+    """
+    height, width = luma.shape
+    for y in numba.prange(height):
+        for x in range(width):
+            value, pb, pr = _sampled(luma, blue, red, y, x, across, down, coefficients)
+            out_luma[y, x, 0] = value
+            out_chroma[y, x, 0] = pb + CHROMA_CENTRE
+            out_chroma[y, x, 1] = pr + CHROMA_CENTRE
+            out_chroma[y, x, 2] = 0.0
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -90,6 +123,18 @@ def _full_resolution(rgb, scale, coefficients, luma, differences):
             luma[y, x] = min(max(np.rint(value * luma_scale + luma_offset), 0.0), top)
             differences[0, y, x] = (b - value) / (2 * (1 - kb))
             differences[1, y, x] = (r - value) / (2 * (1 - kr))
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _luma_from_ycbcr(values, chroma, coefficients, luma, differences):
+    """``luma`` samples of Y' (H, W, 1), and Pb, Pr of (Pb + 0.5, Pr + 0.5, 0) (H, W, 3) into ``differences``."""
+    luma_offset, luma_scale, _, _, _, _, top = coefficients
+    height, width = luma.shape
+    for y in numba.prange(height):
+        for x in range(width):
+            luma[y, x] = min(max(np.rint(values[y, x, 0] * luma_scale + luma_offset), 0.0), top)
+            differences[0, y, x] = chroma[y, x, 0] - CHROMA_CENTRE
+            differences[1, y, x] = chroma[y, x, 1] - CHROMA_CENTRE
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -133,6 +178,27 @@ def to_planes(
 ) -> None:
     """RGB (uint8 / uint16 times ``scale`` = 0..1) -> the ``luma``, ``blue``, ``red`` sample planes."""
     _full_resolution(rgb, scale, coefficients, luma, differences)
+    _decimate(differences, coefficients, blue, red, across, down)
+
+
+def from_ycbcr(
+    values: np.ndarray,
+    chroma: np.ndarray,
+    coefficients: np.ndarray,
+    luma: np.ndarray,
+    blue: np.ndarray,
+    red: np.ndarray,
+    differences: np.ndarray,
+    across: int,
+    down: int,
+) -> None:
+    """``to_ycbcr``'s Y' and chroma (float32) -> the ``luma``, ``blue``, ``red`` sample planes, rounded and clamped."""
+    _luma_from_ycbcr(values, chroma, coefficients, luma, differences)
+    _decimate(differences, coefficients, blue, red, across, down)
+
+
+def _decimate(differences, coefficients, blue, red, across, down) -> None:
+    """Pb and Pr at every pixel (``differences``) -> the ``blue`` and ``red`` sample planes at their sites."""
     vertical = CENTERED_DOWN if down else NOT_SUBSAMPLED
     horizontal = (NOT_SUBSAMPLED, COSITED_DOWN, COSITED_QUARTER_DOWN)[across]
     for difference, plane in zip(differences, (blue, red), strict=True):

@@ -387,15 +387,20 @@ def _with_context(
     return read, reader.timestamp(whole.start)
 
 
-def converted_on_gpu(denoiser: Any, reader: VideoReader | PipeReader, writer: VideoWriter | None) -> YuvLayout | None:
-    """Return the writer's Y'CbCr layout where the GPU converts the frames both ways, else None.
+def converted_by_filter(
+    denoiser: Any, reader: VideoReader | PipeReader, writer: VideoWriter | None
+) -> YuvLayout | None:
+    """Return the writer's Y'CbCr layout where the filter takes and gives the frames' planes, else None.
 
-    On one GPU, the plain filter's pipeline or the luma/chroma mode (their ``export_yuv``), from a
-    source decoded to Y'CbCr into an output encoded from it: the same samples as the CPU's
-    conversions, none of its time.
+    From a source decoded to Y'CbCr into an output encoded from it (their ``export_yuv``): the
+    luma/chroma mode on either backend, which filters the planes' own Y' and chroma (past the range
+    kept), where source and output share a matrix; the plain filter on one GPU, which converts both
+    ways there (the same samples as the CPU's conversions, none of its time).
     """
     converts = isinstance(denoiser, (Denoiser, LumaChromaDenoiser)) and denoiser.converts_yuv
-    if not converts or writer is None or reader.yuv_layout is None:
+    if not converts or writer is None or reader.yuv_layout is None or writer.yuv_layout is None:
+        return None
+    if isinstance(denoiser, LumaChromaDenoiser) and reader.yuv_layout.weights != writer.yuv_layout.weights:
         return None
     return writer.yuv_layout
 
@@ -577,7 +582,7 @@ def denoise_file(
                 first_number=_first_number(reader) + first,
                 timecode=timecode_after(info.timecode, info.frame_rate, first) if info.timecode else None,
             ) as writer,
-            _Prefetch(_decoded(reader, read, yuv := converted_on_gpu(denoiser, reader, writer))) as decoded,
+            _Prefetch(_decoded(reader, read, yuv := converted_by_filter(denoiser, reader, writer))) as decoded,
             contextlib.closing(denoised(denoiser, decoded, info.dtype, yuv)) as filtered,
         ):
             lead = first - read.start  # the context's outputs, before and after, are not written

@@ -30,7 +30,7 @@ from ..media.pipe import PipeReader
 from ..media.reader import TimedFrame
 from ..media.writer import VideoWriter
 from .clip_denoiser import denoiser_for
-from .export import converted_on_gpu, denoised
+from .export import converted_by_filter, denoised
 from .params import NLMParams
 
 LIVE_QUEUE_FRAMES = 8  # decoded frames waiting for the filter: a stall of 0.3 s at 25 fps absorbed, no more
@@ -365,7 +365,7 @@ def denoise_live(
             reader,
             cancel,
             max_wait=LIVE_QUEUE_FRAMES / float(reader.info.frame_rate),
-            yuv=(yuv := None if shown else converted_on_gpu(denoiser, reader, writer)) is not None,
+            yuv=(yuv := None if shown else converted_by_filter(denoiser, reader, writer)) is not None,
         ) as arrivals,
     ):
 

@@ -28,7 +28,6 @@ import numpy as np
 
 from ..backend import cupy_module
 from ..frames import (
-    FULL_SCALE_BITS,
     at_bit_depth,
     check_bit_depth,
     checked_frame,
@@ -37,7 +36,7 @@ from ..frames import (
     to_float32,
 )
 from ..gpu.yuv import YuvOnDevice
-from ..media.yuv import HD_LINES, YuvFrame, YuvLayout
+from ..media.yuv import HD_LINES, YuvFrame, YuvLayout, planes_to_ycbcr, ycbcr_to_planes
 from .choose_h import suggest_h
 from .denoiser import Denoiser
 from .noise import estimate_noise
@@ -275,37 +274,46 @@ class LumaChromaDenoiser:
 
     @property
     def converts_yuv(self) -> bool:
-        """Whether ``export_yuv`` runs: on the GPU, frames at 16-bit full scale (or 8-bit)."""
-        return self.backend == "gpu" and self.bit_depth in (None, FULL_SCALE_BITS)
+        """Whether ``export_yuv`` runs: on either backend, the Y'CbCr planes being what this mode filters."""
+        return True
 
     def export_yuv(self, frames: Iterable[YuvFrame], dtype: Any, layout: YuvLayout) -> Iterator[YuvFrame]:
-        """``export_stream`` for Y'CbCr frames, into Y'CbCr frames of ``layout``, converted on the GPU.
+        """Denoise Y'CbCr frames into Y'CbCr frames of ``layout``, in order, with no RGB between.
 
-        ``dtype``: uint8 or uint16, the RGB the filter's outputs are rounded to. Equal to
-        converting each frame to RGB of its samples' dtype (``media.yuv``), ``export_stream`` into
-        ``dtype`` and converting each output to ``layout`` (``media.yuv``); the planes cross the
-        bus, and the CPU converts nothing.
+        Each frame's own Y' and chroma (``media.yuv.planes_to_ycbcr``: its matrix and range) are
+        filtered and written back: super-whites, sub-blacks and colours out of RGB's gamut are kept,
+        where RGB frames clip them. Converted where the filter runs (on the GPU the planes cross the
+        bus and the CPU converts nothing). ``dtype`` is not used (``Denoiser.export_yuv``'s RGB).
 
         Raises
         ------
         ValueError
-            Where ``converts_yuv`` is False.
+            A frame of another matrix than ``layout``'s (its Y'CbCr is not the output's).
         """
-        if not self.converts_yuv:
-            raise ValueError("export_yuv runs on the GPU only (converts_yuv)")
-        cupy, dtype = cupy_module(), np.dtype(dtype)
-        on_device = YuvOnDevice(cupy)
-        matrix = cupy.asarray(self.matrix)
+        xp = self._array_module()
+        if xp is np:
+            split = planes_to_ycbcr
+
+            def join(luma: Any, chroma: Any) -> list[np.ndarray]:
+                return ycbcr_to_planes(luma, chroma, layout)
+        else:
+            on_device = YuvOnDevice(xp)
+
+            def split(planes: list[np.ndarray], given: YuvLayout) -> tuple[Any, Any]:
+                return on_device.to_ycbcr(planes, given.chroma_shift, given.coefficients())
+
+            def join(luma: Any, chroma: Any) -> list[np.ndarray]:
+                luma, chroma = xp.ascontiguousarray(luma), xp.ascontiguousarray(chroma)
+                coefficients = layout.coefficients()
+                return on_device.ycbcr_planes(luma, chroma, layout.chroma_shift, coefficients, layout.sample_dtype)
 
         def planes(frame: YuvFrame) -> tuple[Any, Any]:
-            rgb = on_device.to_rgb(frame.planes, frame.layout.chroma_shift, frame.layout.coefficients())
-            return self._split(rgb.astype(cupy.float32) * cupy.float32(integer_scale(rgb.dtype)), cupy, matrix)
+            if frame.layout.weights != layout.weights:
+                raise ValueError(f"Y'CbCr frames of matrix {frame.layout.weights} cannot go into {layout.weights}'s")
+            return split(frame.planes, frame.layout)
 
-        full_scale = np.iinfo(dtype).max  # as from_float32 rounds
-        coefficients = layout.coefficients()
-        for result in self._rgb_stream((planes(frame) for frame in frames), cupy):
-            rounded = cupy.clip(cupy.rint(result * full_scale), 0, full_scale).astype(dtype)
-            yield YuvFrame(on_device.to_planes(rounded, layout.chroma_shift, coefficients, layout.sample_dtype), layout)
+        for luma, chroma in self._filtered(planes(frame) for frame in frames):
+            yield YuvFrame(join(luma, chroma), layout)
 
     def stream_on_device(self, frames: Iterable[Any]) -> Iterator[Any]:
         """Denoise (H, W, 3) float32 RGB frames in [0, 1] that are where the filter runs, in order.
@@ -324,11 +332,16 @@ class LumaChromaDenoiser:
     def _rgb_stream(self, planes: Iterable[tuple[Any, Any]], xp: Any) -> Iterator[Any]:
         """Yield each frame's (Y, (Cb, Cr, 0)) ``planes`` through both passes, back in RGB: float32 (H, W, 3)."""
         inverse = xp.asarray(self.inverse)
+        for luma, chroma in self._filtered(planes):
+            yield self._rgb(luma, chroma, xp, inverse)
+
+    def _filtered(self, planes: Iterable[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+        """Yield each frame's (Y (H, W, 1), (Cb, Cr, 0) (H, W, 3)) ``planes`` through both passes, as they came."""
         luma_in, chroma_in = itertools.tee(planes)
         lumas = self.luma.stream_on_device(luma for luma, _ in luma_in)
         chromas = self.chroma.stream_on_device(chroma for _, chroma in chroma_in)
         for luma, chroma in zip(lumas, chromas, strict=True):
-            yield self._rgb(luma, chroma, xp, inverse)
+            yield luma.reshape(*luma.shape[:2], 1), chroma
 
     def _planes(self, frame: np.ndarray, xp: Any = np, matrix: Any = None) -> tuple[Any, Any]:
         """Y (H, W, 1) and (Cb, Cr, 0) (H, W, 3) float32 of an RGB frame, made with array module ``xp``.

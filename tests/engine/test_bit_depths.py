@@ -256,3 +256,37 @@ def test_writers_on_several_threads_at_once_write_what_each_writes_alone(tmp_pat
         together = dict(zip(clips, pool.map(write, clips, ["-together"] * 2), strict=True))
     for name in clips:
         np.testing.assert_array_equal(together[name], alone[name])
+
+
+@pytest.mark.parametrize(
+    ("pixel_format", "codec"),
+    [("yuv422p10le", "ffv1"), ("yuv420p", "libx264")],  # a 10-bit master; an 8-bit H.264 with B-frames
+)
+def test_a_sources_samples_past_the_range_come_back_in_the_luma_chroma_mode(tmp_path, pixel_format, codec) -> None:
+    """Super-whites and sub-blacks (a tape's capture, a camera's master) and colour bars' chroma are kept.
+
+    Made by the ffmpeg tool: SMPTE bars with luma stretched past 16..235 to the code range's ends.
+    The RGB between reading and writing clipped them: luma came back in 64..940, 33 dB from the source.
+    """
+    source = tmp_path / f"bars.{'mkv' if codec == 'ffv1' else 'mp4'}"
+    top = 2 ** (10 if "10" in pixel_format else 8) - 1
+    stretch = f"lutyuv=y='clip(val*1.3-{50 * (top + 1) // 256},0,{top})'"
+    made = subprocess.run(
+        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "smptebars=s=160x120:r=30000/1001:d=0.4",
+         "-vf", f"format={pixel_format},{stretch}", "-c:v", codec, "-pix_fmt", pixel_format,
+         *(["-qp", "0", "-bf", "2"] if codec == "libx264" else []), str(source)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    output = tmp_path / "out.mkv"
+    command = [*CLI, "denoise", str(source), str(output), "--quiet", "--codec", "ffv1", "--noise", "none"]
+    command += ["--luma-chroma", "0.001,0.001", "--center-weight", "one"]
+    result = run_cli(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    _, clip = read_yuv(source)
+    written_format, back = read_yuv(output)
+    assert written_format == pixel_format and len(back) == len(clip) == 12
+    assert clip[0][0].min() < 16 * (top + 1) // 256 and clip[0][0].max() > 235 * (top + 1) // 256  # past the range
+    for planes, planes_back in zip(clip, back, strict=True):
+        for plane, plane_back in zip(planes, planes_back, strict=True):
+            np.testing.assert_array_equal(plane_back, plane)

@@ -17,7 +17,14 @@ from nlmeans_studio.engine.frames import yuv_plane_shapes
 from nlmeans_studio.engine.gpu.yuv import planes_to_rgb as gpu_planes_to_rgb
 from nlmeans_studio.engine.gpu.yuv import rgb_to_planes as gpu_rgb_to_planes
 from nlmeans_studio.engine.media.reader import VideoReader
-from nlmeans_studio.engine.media.yuv import YuvFrame, planes_to_rgb, rgb_to_planes, yuv_layout
+from nlmeans_studio.engine.media.yuv import (
+    YuvFrame,
+    planes_to_rgb,
+    planes_to_ycbcr,
+    rgb_to_planes,
+    ycbcr_to_planes,
+    yuv_layout,
+)
 from nlmeans_studio.engine.video.export import denoise_file
 from nlmeans_studio.engine.video.luma_chroma import LumaChromaDenoiser
 
@@ -121,14 +128,21 @@ def test_a_gpu_export_writes_the_planes_the_cpus_conversions_give(tmp_path) -> N
 
 @pytest.mark.parametrize(("codec", "pixel_format"), EXPORT_CASES)
 def test_the_luma_chroma_modes_export_yuv_equals_the_cpus_conversions(tmp_path, codec, pixel_format) -> None:
+    """The planes' own Y' and chroma through the mode's two passes on the GPU: converted there as the CPU converts."""
+    cupy = cupy_module()
     params = NLMParams(h=1, search_radius=3, frames_past=1, frames_future=0, weighting="exponential")
     with VideoReader(noisy_clip_file(tmp_path / "clip.mkv", codec, pixel_format)) as reader:
         layout, dtype = reader.yuv_layout, reader.info.dtype
-        frames = list(reader.frames())
         planes = [timed.array for timed in reader.timed_frames(0, yuv=True)]
     denoiser = LumaChromaDenoiser(params, 9.0, 7.0, "bt601", "gpu", bit_depth=16)
     assert denoiser.converts_yuv
-    expected = [rgb_to_planes(frame, layout) for frame in denoiser.export_stream(frames, dtype)]
+    pairs = [planes_to_ycbcr(frame.planes, frame.layout) for frame in planes]
+    lumas = denoiser.luma.stream_on_device(cupy.asarray(luma) for luma, _ in pairs)
+    chromas = denoiser.chroma.stream_on_device(cupy.asarray(chroma) for _, chroma in pairs)
+    expected = [
+        ycbcr_to_planes(luma.get().reshape(*luma.shape[:2], 1), chroma.get(), layout)
+        for luma, chroma in zip(lumas, chromas, strict=True)
+    ]
     outputs = list(denoiser.export_yuv(planes, dtype, layout))
     assert len(outputs) == len(expected) == 12
     for output, wanted in zip(outputs, expected, strict=True):

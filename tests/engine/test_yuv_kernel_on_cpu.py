@@ -1,5 +1,7 @@
 """kernels/yuv.cu, run on the CPU, against media.yuv's numba conversions: equal sample for sample.
 
+Both to RGB and back, and to the luma/chroma filter's Y' and chroma and back.
+
 CI has no GPU, so the kernels are compiled here as C++ with ``cuda_on_cpu.h`` (without fused
 multiply-adds, as the GPU compiles them) and run on small frames of every subsampling, depth and
 range, odd sizes included, their samples spread over the whole range (out-of-range values too,
@@ -17,7 +19,7 @@ import pytest
 
 from nlmeans_studio.engine.frames import yuv_plane_shapes
 from nlmeans_studio.engine.gpu.device import KERNELS
-from nlmeans_studio.engine.media.yuv import planes_to_rgb, rgb_to_planes, yuv_layout
+from nlmeans_studio.engine.media.yuv import planes_to_rgb, planes_to_ycbcr, rgb_to_planes, ycbcr_to_planes, yuv_layout
 
 COMPILER = shutil.which("g++")
 pytestmark = pytest.mark.skipif(COMPILER is None, reason="needs g++ (C++20) to run the CUDA kernels on the CPU")
@@ -81,6 +83,24 @@ void run(int height, int width, int across, int down) {
                                  coefficients.data());
     });
     write("planes_out.bin", out);
+    std::vector<float> luma(pixels), chroma(3 * pixels);
+    each_thread(pixels, 1, [&] {
+        yuv_to_ycbcr<Sample>(planes.data(), luma.data(), chroma.data(), height, width, across, down,
+                             coefficients.data());
+    });
+    write("luma.bin", luma);
+    write("chroma.bin", chroma);
+    const std::vector<float> given_luma = read<float>("given_luma.bin", pixels);
+    const std::vector<float> given_chroma = read<float>("given_chroma.bin", 3 * pixels);
+    each_thread(pixels, 1, [&] {
+        ycbcr_to_luma<Sample>(given_luma.data(), given_chroma.data(), out.data(), differences.data(), pixels,
+                              coefficients.data());
+    });
+    each_thread(1LL * rows * columns, 2, [&] {
+        decimated_chroma<Sample>(differences.data(), out.data() + pixels, height, width, across, down,
+                                 coefficients.data());
+    });
+    write("planes_of_ycbcr.bin", out);
 }
 
 int main(int, char** argv) {
@@ -106,19 +126,37 @@ def kernels(tmp_path_factory) -> Path:
     return folder
 
 
-def run_kernels(folder: Path, planes: list[np.ndarray], given: np.ndarray, layout) -> tuple[np.ndarray, list]:
-    """Return (RGB of ``planes``, the planes of ``given``) as the kernels convert them."""
+def run_kernels(
+    folder: Path, planes: list[np.ndarray], given: np.ndarray, layout, ycbcr: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, list, tuple[np.ndarray, np.ndarray], list]:
+    """Return what the kernels make: RGB of ``planes``, the planes of RGB ``given``, Y' and chroma of
+    ``planes``, and the planes of Y' and chroma ``ycbcr``."""
     height, width = planes[0].shape
     np.concatenate([plane.ravel() for plane in planes]).tofile(folder / "planes.bin")
     given.tofile(folder / "given.bin")
+    for name, values in zip(("given_luma.bin", "given_chroma.bin"), ycbcr, strict=True):
+        values.astype(np.float32).tofile(folder / name)
     layout.coefficients().tofile(folder / "coefficients.bin")
     depths = [str(8 * np.dtype(dtype).itemsize) for dtype in (layout.sample_dtype, given.dtype)]
     subprocess.run(["./yuv", *depths, str(height), str(width), *map(str, layout.chroma_shift)], cwd=folder, check=True)
     rgb = np.fromfile(folder / "rgb.bin", given.dtype).reshape(height, width, 3)
-    flat = np.fromfile(folder / "planes_out.bin", layout.sample_dtype)
+    luma = np.fromfile(folder / "luma.bin", np.float32).reshape(height, width, 1)
+    chroma = np.fromfile(folder / "chroma.bin", np.float32).reshape(height, width, 3)
     shapes = yuv_plane_shapes(height, width, layout.chroma_shift)
-    ends = np.cumsum([rows * columns for rows, columns in shapes])
-    return rgb, [part.reshape(shape) for part, shape in zip(np.split(flat, ends[:-1]), shapes, strict=True)]
+    ends = np.cumsum([rows * columns for rows, columns in shapes])[:-1]
+
+    def split(name: str) -> list[np.ndarray]:
+        flat = np.fromfile(folder / name, layout.sample_dtype)
+        return [part.reshape(shape) for part, shape in zip(np.split(flat, ends), shapes, strict=True)]
+
+    return rgb, split("planes_out.bin"), (luma, chroma), split("planes_of_ycbcr.bin")
+
+
+def random_ycbcr(rng: np.random.Generator, height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Y' and chroma as the filter gives them, past the range of every layout's samples at the ends."""
+    luma = rng.uniform(-0.2, 1.2, (height, width, 1)).astype(np.float32)
+    chroma = rng.uniform(-0.2, 1.2, (height, width, 3)).astype(np.float32)
+    return luma, chroma
 
 
 BT601_LIMITED, BT709_FULL = {"colorspace": 5}, {"colorspace": 1, "range": 2}
@@ -148,9 +186,15 @@ def test_the_kernels_convert_as_the_cpu_does(kernels, pixel_format, color, heigh
     planes[0][0, :2] = (0, top)  # the ends of the range, beyond limited range's
     given = rng.integers(0, np.iinfo(dtype).max + 1, (height, width, 3)).astype(dtype)
     given[0, 0], given[-1, -1] = 0, np.iinfo(dtype).max
-    rgb, converted = run_kernels(kernels, planes, given, layout)
+    ycbcr = random_ycbcr(rng, height, width)
+    rgb, converted, (luma, chroma), of_ycbcr = run_kernels(kernels, planes, given, layout, ycbcr)
     np.testing.assert_array_equal(rgb, planes_to_rgb(planes, layout, np.dtype(dtype)))
     for ours, cpu in zip(converted, rgb_to_planes(given, layout), strict=True):
+        np.testing.assert_array_equal(ours, cpu)
+    cpu_luma, cpu_chroma = planes_to_ycbcr(planes, layout)
+    np.testing.assert_array_equal(luma, cpu_luma)
+    np.testing.assert_array_equal(chroma, cpu_chroma)
+    for ours, cpu in zip(of_ycbcr, ycbcr_to_planes(*ycbcr, layout), strict=True):
         np.testing.assert_array_equal(ours, cpu)
 
 
@@ -160,7 +204,12 @@ def test_smooth_pictures_convert_as_the_cpu_does(kernels) -> None:
     y, x = np.mgrid[0:12, 0:14]
     given = np.stack([(y * 20 + x * 3) % 256, (x * 17) % 256, (y * 9 + 100) % 256], axis=2).astype(np.uint8)
     planes = rgb_to_planes(given, layout)
-    rgb, converted = run_kernels(kernels, planes, given, layout)
+    ycbcr = planes_to_ycbcr(planes, layout)
+    rgb, converted, (luma, chroma), of_ycbcr = run_kernels(kernels, planes, given, layout, ycbcr)
     np.testing.assert_array_equal(rgb, planes_to_rgb(planes, layout, np.dtype(np.uint8)))
     for ours, cpu in zip(converted, planes, strict=True):
+        np.testing.assert_array_equal(ours, cpu)
+    np.testing.assert_array_equal(luma, ycbcr[0])
+    np.testing.assert_array_equal(chroma, ycbcr[1])
+    for ours, cpu in zip(of_ycbcr, planes, strict=True):  # both ways: the picture's own samples
         np.testing.assert_array_equal(ours, cpu)
