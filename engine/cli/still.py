@@ -23,6 +23,7 @@ import numpy as np
 from ..backend import resolve_backend
 from ..media.still_image import read_still, stored_format, write_still
 from ..media.writer import check_output_path
+from ..video.default_filter import AUTO
 from ..video.export import ExportSummary
 from ..video.one_call import CHOICE_LOGGER, denoise
 from ..video.params import NLMParams
@@ -55,7 +56,7 @@ def run_still(args: argparse.Namespace) -> ExportSummary:
         "patch_radius": defaults.patch_radius if args.patch_radius is None else args.patch_radius,
         "search_radius": defaults.search_radius if args.search_radius is None else args.search_radius,
         "weighting": args.weighting or defaults.weighting,
-        "center_weight": args.center_weight or defaults.center_weight,
+        "center_weight": args.center_weight or AUTO,  # chosen with the strength, as for a clip
     }
     region = None if args.noise in ("auto", "none") else args.noise  # X,Y,W,H: a flat region of the image
     with _choice_said(quiet=args.quiet):
@@ -94,8 +95,8 @@ def _denoised(pixels: np.ndarray, path: Path, **settings: object) -> np.ndarray:
     ValueError
         Float samples that are NaN or infinite.
     """
-    if pixels.dtype.kind != "f":
-        return denoise(pixels, **settings)
+    if pixels.dtype.kind != "f":  # 16 bits as stored, whatever the values reach (a 12-bit camera's: under 4096)
+        return denoise(pixels, bit_depth=16 if pixels.dtype == np.uint16 else None, **settings)
     if not np.isfinite(pixels).all():
         raise ValueError(f"{path}: holds NaN or infinite samples; the filter needs finite ones")
     low, high = min(0.0, float(pixels.min())), max(1.0, float(pixels.max()))
