@@ -92,7 +92,7 @@ def suggest_h(estimate: NoiseEstimate, params: NLMParams) -> float:
             f"suggest_h takes a NoiseEstimate and NLMParams, got {type(estimate).__name__} and {type(params).__name__}"
         )
     table = _calibration()
-    sigma = max(estimate.average_sigma, CLEAN_SIGMA)
+    sigma = max(estimate.average_sigma, estimate.clean_sigma)
     if params.weighting == "bisquare" and estimate.signal_dependent:
         sigma = max(sigma, max(band[2] for band in estimate.bands))
     gain = 1.0 if params.color_transform is None else _luminance_gain(params.color_transform)

@@ -60,6 +60,7 @@ from .noise_estimate import (
     _is_clip,
     _residuals,
     _texture,
+    samples_depth,
 )
 from .noise_in_blocks import (
     _agreement,
@@ -233,8 +234,13 @@ def _fits(w: int, h: int, width: int, height: int) -> str:
 
 
 def _estimate(frames: np.ndarray, roi: tuple[int, int, int, int] | None, bit_depth: int | None) -> NoiseEstimate:
-    """``estimate_noise`` of one frame or two."""
+    """``estimate_noise`` of one frame or two, at the frames' depth."""
     images = _float_frames(frames, bit_depth)
+    return dataclasses.replace(_measured(images, roi), bit_depth=samples_depth(np.asarray(frames).dtype, bit_depth))
+
+
+def _measured(images: list[np.ndarray], roi: tuple[int, int, int, int] | None) -> NoiseEstimate:
+    """``_estimate`` of the frames as floats in [0, 1]."""
     height, width = images[0].shape[:2]
     if roi is not None:
         x, y, w, h = _checked_region(roi)

@@ -92,6 +92,14 @@ SHARED_NOISE_CHANNELS = 2.0
 WHITE_SHARE = 0.98
 
 
+def samples_depth(dtype: np.dtype, bit_depth: int | None) -> int:
+    """Bits per sample of frames of ``dtype``: ``bit_depth`` or 16 for uint16; 8 for uint8 and floats.
+
+    Floats (0..1) as 8-bit sources give them: their floor stays CLEAN_SIGMA.
+    """
+    return (bit_depth or 16) if np.dtype(dtype) == np.uint16 else 8
+
+
 @dataclass(frozen=True)
 class NoiseEstimate:
     """The noise of a clip, as ``estimate_noise`` measured it.
@@ -125,6 +133,9 @@ class NoiseEstimate:
         1 - (high-pass residual variance) / (pixel variance) of the noise (the frame-to-frame
         change, or one frame's flat blocks): 0 for white noise, towards 1 for noise that
         demosaicing, deinterlacing or compression smoothed.
+    bit_depth : int
+        Bits per sample of the frames measured (``samples_depth``): a clean picture's sigma is
+        taken as at least half a step of them (``clean_sigma``).
     """
 
     covariance: np.ndarray
@@ -135,6 +146,17 @@ class NoiseEstimate:
     confidence: float = 1.0
     bands: tuple[tuple[float, float, float, int], ...] = ()
     spatial_correlation: float = 0.0
+    bit_depth: int = 8
+
+    @property
+    def clean_sigma(self) -> float:
+        """8-bit levels: the least sigma a strength is chosen for, CLEAN_SIGMA in steps of ``bit_depth``.
+
+        Half an 8-bit level is noise-free footage's (its rounding reads about 0.3); a 16-bit
+        camera's noise of 26 counts reads 0.1 levels, real noise that a floor of 0.5 filtered 5
+        times too hard (a cell image 66.2 dB in, 62.3 out).
+        """
+        return CLEAN_SIGMA * 2.0 ** (8 - self.bit_depth)
 
     @property
     def sigma(self) -> np.ndarray:

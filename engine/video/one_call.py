@@ -30,7 +30,7 @@ from .default_filter import AUTO, GIVEN, FilterChoice, choose_filter, noise_line
 from .filters import cpu_filter_compiles
 from .luma_chroma import matrix_for
 from .noise import estimate_noise
-from .noise_estimate import BLOCK
+from .noise_estimate import BLOCK, samples_depth
 from .params import NLMParams
 from .preview import SyntheticNoise
 
@@ -180,6 +180,7 @@ def denoise(
         raise ValueError(
             f"data must be uint8, uint16, float32 or float64 (floats with 0..1 as full scale), got {array.dtype}"
         )
+    _check_samples(array, cupy_module() if on_gpu else np)
     check_bit_depth(bit_depth)
     if bit_depth is not None and array.dtype != np.uint16:
         raise ValueError(
@@ -235,6 +236,21 @@ def _host_array(data: Any) -> np.ndarray:
             "to denoise a file, read it first or run nlmeans-studio denoise"
         )
     return native_order(array)
+
+
+def _check_samples(array: Any, xp: Any) -> None:
+    """ValueError where ``array`` holds no samples, or NaN or infinite ones (their count, and the way out)."""
+    if array.size == 0:
+        raise ValueError(
+            f"data of shape {array.shape} holds no samples: give an image (H, W[, C]) or a clip (T, H, W[, C]) "
+            "of at least one pixel"
+        )
+    if array.dtype.kind == "f" and not bool(xp.isfinite(array).all()):
+        count = int(xp.count_nonzero(~xp.isfinite(array)))
+        raise ValueError(
+            f"data must be finite, got {count} NaN or infinite values: replace them first (np.nan_to_num(data), "
+            "or the neighbours' mean)"
+        )
 
 
 def _on_gpu(data: Any) -> bool:
@@ -356,6 +372,7 @@ def _chosen_filter(
     host = frames if isinstance(frames, np.ndarray) else cupy_module().asnumpy(frames)  # the estimate's, on the CPU
     if sigma is not None:
         estimate = SyntheticNoise(float(sigma)).estimate(channels)
+        estimate = dataclasses.replace(estimate, bit_depth=samples_depth(host.dtype, depth))
     else:
         estimate = estimate_noise(host, roi, bit_depth=depth)
     if h is not None:
