@@ -81,6 +81,8 @@ def checked_volume(volume: object, params: VolumeParams, finite: bool = True) ->
         data = data[..., np.newaxis]
     if data.shape[3] == 0:
         raise ValueError(f"volume must have at least one channel, got shape {array.shape}")
+    if data.size == 0:
+        raise ValueError(f"volume of shape {array.shape} holds no voxels: give one of at least one voxel an axis")
     least = [a + b + 1 for a, b in zip(params.search_radius, params.patch_radius, strict=True)]
     short = [axis for axis, size, need in zip("zyx", data.shape[:3], least, strict=True) if size < need]
     if short:

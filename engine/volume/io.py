@@ -336,9 +336,12 @@ def _read(path: Path, kind: str, series: bool = False) -> VolumeFile:
         if len(shape) == 2:
             raise _one_image(path, shape[::-1], kind)
         if len(shape) != 3 and not (len(shape) in (4, 5) and shape[3] == 1) and not timed:
+            series_way = (
+                " or read_volume(path, series=True) and denoise_volume(..., series_axis=3)" if len(shape) == 4 else ""
+            )
             raise VolumeRefusedError(
-                f"{path}: a NIfTI volume of shape {shape}; the volume filter takes one 3D volume "
-                "(split a time series into its volumes first; denoise-volume filters one volume by volume)"
+                f"{path}: a NIfTI volume of shape {shape}; the volume filter takes one 3D volume at a time: "
+                f"denoise-volume filters a time series volume by volume{series_way}"
             )
         body = None if path.name.lower().endswith(".gz") else path.stat().st_size - image.dataobj.offset
         _check_declared(path, shape, image.header.get_data_dtype(), body)
@@ -354,7 +357,7 @@ def _read(path: Path, kind: str, series: bool = False) -> VolumeFile:
         tifffile = _import("tifffile")
         with _library_quiet("tifffile"), tifffile.TiffFile(path) as tiff:
             series_axes = tiff.series[0].axes
-            _check_imagej_images(path, tiff)
+            _check_whole(path, tiff)
             if series_axes == "YXS":  # an RGB picture, not a volume of 3 voxels' depth
                 raise _one_image(path, tiff.series[0].shape, kind)
             data, channels = _zyx_channels_last(tiff.series[0].asarray(), series_axes, path)
@@ -467,17 +470,22 @@ def _library_quiet(name: str) -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _check_imagej_images(path: Path, tiff: Any) -> None:
-    """Refuse an ImageJ stack holding fewer images than its header declares.
+def _check_whole(path: Path, tiff: Any) -> None:
+    """Refuse a stack holding fewer images than its header declares: ImageJ's "images", tifffile's "shape".
 
-    tifffile reads a truncated one as its first image alone, which was then taken for one 2D image.
+    tifffile reads a truncated one as its first image alone, which was then taken for one 2D image
+    (and the user told to denoise it as an image).
     """
-    declared = int((tiff.imagej_metadata or {}).get("images", 0))
     page = tiff.pages[0]
-    held = tiff.series[0].size // (page.imagelength * page.imagewidth * page.samplesperpixel)
+    image = page.imagelength * page.imagewidth * page.samplesperpixel
+    held = tiff.series[0].size // image
+    imagej = int((tiff.imagej_metadata or {}).get("images", 0))
+    shape = (tiff.shaped_metadata or ({},))[0].get("shape") if not imagej else None
+    declared = imagej or (math.prod(shape) // image if shape else 0)
     if declared > held:
+        header = "ImageJ header" if imagej else "description (tifffile's)"
         raise VolumeRefusedError(
-            f"{path}: its ImageJ header declares {declared} images, but the file holds {held} whole: it is "
+            f"{path}: its {header} declares {declared} images, but the file holds {held} whole: it is "
             "truncated or damaged; write the volume again"
         )
 

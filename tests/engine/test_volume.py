@@ -310,6 +310,7 @@ def test_a_channel_filtered_separately_is_not_held_back_by_the_others_edges() ->
         (np.zeros((8, 8, 8), dtype=[("R", "u1"), ("G", "u1"), ("B", "u1")]), {}, "fields R, G, B: give them as a chan"),
         (type("Nifti1Image", (), {"get_fdata": lambda self: None})(), {}, "a nibabel image, not an array: pass image"),
         (np.zeros((6, 20, 20)), {"search_radius": 5}, r"smaller than the filter's window.*\(7, 7, 7\)"),
+        (np.zeros((0, 8, 8), np.float32), {"h": 5}, r"volume of shape \(0, 8, 8\) holds no voxels"),  # "1 or 2 voxels"
         (  # a (Z, Y, X, T) time series: its 64 time points were filtered as channels
             np.zeros((10, 32, 48, 64)),
             {},

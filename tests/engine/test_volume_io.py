@@ -336,6 +336,14 @@ def _imagej_stack() -> bytes:
     return buffer.getvalue()
 
 
+def _zlib_stack() -> bytes:
+    """A stack of 8 planes of 32 x 32 uint16 as tifffile writes it compressed: its shape in its description."""
+    buffer = io.BytesIO()
+    planes = np.random.default_rng(0).integers(0, 60000, (8, 32, 32)).astype(np.uint16)
+    tifffile.imwrite(buffer, planes, compression="zlib")
+    return buffer.getvalue()
+
+
 def _nifti_header(shape: tuple[int, ...], version: int = 1) -> bytes:
     nibabel = pytest.importorskip("nibabel")
     image = (nibabel.Nifti1Image if version == 1 else nibabel.Nifti2Image)(np.zeros((2, 2, 2), np.float32), np.eye(4))
@@ -354,6 +362,8 @@ def _nifti_header(shape: tuple[int, ...], version: int = 1) -> bytes:
          r"\(object\), not numbers; save an array of numbers"),
         ("cut.tif", lambda: _imagej_stack()[:6000], r"cut\.tif: its ImageJ header declares 8 images, but the file "
          r"holds 1 whole: it is truncated or damaged"),
+        ("cut-zlib.tif", lambda: _zlib_stack()[:9000], r"cut-zlib\.tif: its description \(tifffile's\) declares 8 "
+         r"images, but the file holds 1 whole: it is truncated or damaged"),  # was "one 2D image"
         ("huge.nii", lambda: _nifti_header((32767,) * 3) + bytes(64), r"huge\.nii: its header declares an array "
          r"of shape \(32767, 32767, 32767\) of float32, 128\.0 TiB, but the file holds \d+ bytes of data"),
         ("huge2.nii", lambda: _nifti_header((100000,) * 3, 2) + bytes(64), r"huge2\.nii: its header declares an "
