@@ -270,7 +270,8 @@ def source_info(args: argparse.Namespace) -> VideoInfo:
         print(f"warning: {args.output}: an image sequence carries no audio or subtitles", file=sys.stderr)
     if (misread := misread_streams(Path(args.output), info)) and not args.quiet:
         print(f"warning: {args.output}: the audio is copied unchanged, but {misread}", file=sys.stderr)
-    if (halved := chroma_halved(args.codec, info)) and not args.quiet:
+    piped = args.output == "-"  # a y4m stream, in the source's own sampling whatever --codec says
+    if not piped and (halved := chroma_halved(args.codec, info)) and not args.quiet:
         print(f"warning: {args.output}: {halved}", file=sys.stderr)
     if (lost := aspect_ratio_lost(Path(args.output), args.codec, info)) and not args.quiet:
         print(f"warning: {args.output}: {lost}", file=sys.stderr)

@@ -262,7 +262,7 @@ def stream_facts(path: Path | str, container: Any, first: Any = None) -> dict[st
         "bit_depth": max(component.bits for component in components),
         "pixel_format": pixel_format,
         "codec": context.name,
-        "frame_rate": Fraction(stream.average_rate or stream.guessed_rate or Fraction(25)),
+        "frame_rate": _frame_rate(stream),
         "time_base": Fraction(stream.time_base or Fraction(1, 90000)),
         "color": {
             "primaries": int(context.color_primaries),
@@ -278,6 +278,18 @@ def stream_facts(path: Path | str, container: Any, first: Any = None) -> dict[st
         "video_tags": track_tags(stream),
         "video_disposition": int(stream.disposition),
     }
+
+
+def _frame_rate(stream: Any) -> Fraction:
+    """Frames a second: the average (frames over duration), unless far above the stream's own rate; else 25.
+
+    Raw DV's average reads its time base's 60000 for 25 (the output was written at 60000 fps: MOV
+    and MP4 refused it after the whole run, Matroska was tagged 30000 fps).
+    """
+    average, own = stream.average_rate, stream.guessed_rate
+    if average and (not own or average <= 2 * own):
+        return Fraction(average)
+    return Fraction(own or 25)
 
 
 def _alpha_warning(first: Any, facts: dict[str, Any], side_alpha: bool) -> str:

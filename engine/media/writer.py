@@ -363,9 +363,12 @@ class VideoWriter:
                 self._output.publish(self._older_images())
         except FileExistsError as error:
             raise VideoError(str(error)) from error
-        except OSError as error:
-            self._discard()
-            raise VideoError(f"{self.path}: finishing the file failed: {error.strerror or error}") from error
+        except BaseException as error:
+            self._discard()  # nothing half written is left behind: a muxer's refusal at the end too
+            if isinstance(error, (OSError, pyav().FFmpegError)):
+                reason = getattr(error, "strerror", None) or error
+                raise VideoError(f"{self.path}: finishing the file failed: {reason}") from error
+            raise
 
     def _older_images(self) -> list[Path]:
         """Return the images of an older sequence of this name that this one leaves over.

@@ -339,6 +339,45 @@ def test_a_y4m_stream_says_where_its_chroma_is_and_that_its_pixel_shape_is_not_c
     assert said in run.stderr.decode() and "-vf setsar=10/11" in run.stderr.decode()
 
 
+@pytest.mark.parametrize("output", ["out.mov", "out.mp4", "out.mkv"])
+def test_a_raw_dv_capture_is_written_at_its_frame_rate(tmp_path, output) -> None:
+    """PyAV reads raw DV's average rate as its time base's 60000: the output was written at 60000 fps,
+    which MOV and MP4 refused after the whole run (a hidden part file left behind), and Matroska
+    tagged 30000 fps. A VHS archivist's capture card writes such files."""
+    source = tmp_path / "tape.dv"
+    made = subprocess.run(
+        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=720x576:rate=25:duration=0.24",
+         "-c:v", "dvvideo", "-pix_fmt", "yuv420p", "-f", "dv", str(source)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    command = [*CLI, "denoise", str(source), str(tmp_path / output), "--noise", "none", "--h", "5"]
+    run = run_cli([*command, "--search-radius", "1", "--backend", "cpu", "--codec", "h264"], capture_output=True)
+    assert run.returncode == 0, run.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([output, "tape.dv"])
+    probed = subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-count_frames", "-show_entries",
+         "stream=avg_frame_rate,r_frame_rate,nb_read_frames", "-of", "csv=p=0", str(tmp_path / output)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert probed.stdout.split() == ["25/1,25/1,6"], probed.stdout
+
+
+def test_a_y4m_stream_of_a_four_two_two_source_is_not_said_halved(tmp_path) -> None:
+    """y4m on standard output keeps the source's sampling (C422p10): the warning "H.264 is written 4:2:0"
+    came from the default codec, which a pipe does not use."""
+    source = tmp_path / "master.mkv"
+    subprocess.run(
+        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25:duration=0.2",
+         "-pix_fmt", "yuv422p10le", "-c:v", "ffv1", str(source)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    command = [*CLI, "denoise", str(source), "-", "--noise", "none", "--h", "5", "--search-radius", "1"]
+    run = run_cli([*command, "--backend", "cpu"], capture_output=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert b" C422p10 " in run.stdout.split(b"\n", 1)[0] and b"4:2:0" not in run.stderr, run.stderr
+
+
 @pytest.mark.parametrize(
     ("name", "codec", "warned", "kept"),
     [("out.mkv", "ffv1", True, "N/A"), ("out.avi", "ffv1", True, "N/A"), ("out.mxf", "ffv1", False, "10:11"),
