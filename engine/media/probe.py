@@ -31,8 +31,8 @@ FLOAT_FORMAT = re.compile(r"f(16|32)(le|be)?$")  # FFmpeg's float pixel formats:
 TEXT_CODECS = ("ansi", "bintext", "xbin", "idf", "tty")  # FFmpeg shows text files as pictures of text
 # What VideoInfo.warning says of a source whose first frame is interlaced (a file's or a pipe's)
 INTERLACED = (
-    "the video is interlaced: each frame's two fields are filtered as one picture and written as "
-    "progressive (no field-aware mode yet); deinterlace it first (FFmpeg's bwdif) for the best result"
+    "the video is interlaced: each frame's two fields are filtered as one picture (no field-aware mode "
+    "yet) and written with the source's field order; deinterlace it first (FFmpeg's bwdif) for the best result"
 )
 
 
@@ -94,6 +94,9 @@ class VideoInfo:
         The picture track's "language" and "title", where it has them.
     video_disposition : int
         The picture track's marks, FFmpeg's AV_DISPOSITION flags (1: default).
+    field_order : int
+        FFmpeg's AVFieldOrder of the picture: 1 progressive, 2 to 5 interlaced (top first, bottom
+        first, and their swapped kinds); 0 where the source does not say (raw DV).
     dtype : numpy.dtype
         uint8 for 8-bit sources, uint16 (full 16-bit scale) for deeper ones.
     """
@@ -121,6 +124,7 @@ class VideoInfo:
     tags: dict[str, str] = field(default_factory=dict)  # the file's an output keeps: title, comment...
     video_tags: dict[str, str] = field(default_factory=dict)  # the picture track's language and title
     video_disposition: int = 0  # the picture track's marks: FFmpeg's AV_DISPOSITION flags (1: default)
+    field_order: int = 0  # AVFieldOrder: 1 progressive, 2..5 interlaced; 0 unknown
 
     @property
     def other_streams(self) -> int:
@@ -277,6 +281,7 @@ def stream_facts(path: Path | str, container: Any, first: Any = None) -> dict[st
         "tags": file_tags(container),
         "video_tags": track_tags(stream),
         "video_disposition": int(stream.disposition),
+        "field_order": int(context.field_order),
     }
 
 

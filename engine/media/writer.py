@@ -199,6 +199,8 @@ class VideoWriter:
                 self._stream.options = {"chroma_sample_location": "left"}
             elif codec in ("h264", "h265"):
                 self._stream.options = {"crf": str(crf), "preset": preset, **_hdr10_options(codec, like.hdr10)}
+                if codec == "h264" and like.field_order in X264_FIELDS:  # coded as fields, the top or bottom first
+                    self._stream.options["x264-params"] = X264_FIELDS[like.field_order]
                 if low_delay:  # no lookahead nor B-frames: each frame's packet comes out as it goes in
                     self._stream.options["tune"] = "zerolatency"
             elif codec in NVENC_CODECS:
@@ -213,6 +215,7 @@ class VideoWriter:
             context.color_range = color.get("range", 0)
             if like.sample_aspect_ratio is not None:  # anamorphic pixels stay so (H.264's VUI, MOV's pasp)
                 context.sample_aspect_ratio = like.sample_aspect_ratio
+            context.field_order = like.field_order  # two fields a frame stay so (MOV's fiel, Matroska's FieldOrder)
             if encoder not in ANY_SIZE_ENCODERS:
                 check_subsampled_size(self.path, self._stream.pix_fmt, like.width, like.height)
             pixel_format = self._stream.pix_fmt
@@ -506,6 +509,11 @@ def _ffv1_options(width: int, height: int) -> dict[str, str]:
     return {"slices": str(slices)}
 
 
+# An interlaced source's field order (AVFieldOrder) -> x264's interlaced coding of it, by the field
+# coded first: the top in TT and TB, the bottom in BB and BT (FFmpeg's own command tags a
+# top-field-first frame TB, Apple's and Avid's files too). Without it H.264 said progressive over
+# two fields a frame.
+X264_FIELDS = {2: "tff=1", 4: "tff=1", 3: "bff=1", 5: "bff=1"}
 # NVENC's semi-planar formats -> the planar ones with the same samples (swscale repacks them exactly)
 PLANAR_TWINS = {"nv12": "yuv420p", "p010le": "yuv420p10le"}
 

@@ -789,6 +789,30 @@ def test_interlaced_video_is_said_to_be_filtered_as_progressive(tmp_path) -> Non
     assert plain_pyav_numbers(tmp_path / "out.mkv") == plain_pyav_numbers(source)
 
 
+@pytest.mark.parametrize(
+    ("output", "codec", "order"),
+    [("out.mov", "prores", "tb"), ("out.mkv", "ffv1", "tb"), ("out.mp4", "h264", "tt")],
+)
+def test_interlaced_video_keeps_its_field_order(tmp_path, output, codec, order) -> None:
+    """A VHS archivist's top-field-first capture came out tagged progressive (ffprobe's field_order), its
+    frames still two fields each: the next tool would not deinterlace it. Made by the ffmpeg tool, which
+    tags its ProRes "tb"; H.264 codes the fields top first, as FFmpeg's own x264 command (tff=1) does."""
+    source = tmp_path / "capture.mov"
+    subprocess.run(
+        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=30000/1001:duration=0.2",
+         "-vf", "setfield=tff", "-c:v", "prores_ks", "-pix_fmt", "yuv422p10le", str(source)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    run = _cli("denoise", str(source), str(tmp_path / output), "--codec", codec, *FAST)
+    assert run.returncode == 0, run.stderr
+    probed = subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=field_order", "-of", "csv=p=0",
+         str(tmp_path / output)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert probed.stdout.split() == [order], probed.stdout
+
+
 def test_the_writer_and_the_reader_refuse_misuse_with_a_reason(clip, tmp_path) -> None:
     with VideoReader(clip) as reader:
         frame, info = reader.frame(0), reader.info
