@@ -180,7 +180,7 @@ def denoise(
         raise ValueError(
             f"data must be uint8, uint16, float32 or float64 (floats with 0..1 as full scale), got {array.dtype}"
         )
-    _check_samples(array, cupy_module() if on_gpu else np)
+    _check_samples(array, finite=not on_gpu)  # a GPU array's check would cross the bus
     check_bit_depth(bit_depth)
     if bit_depth is not None and array.dtype != np.uint16:
         raise ValueError(
@@ -238,15 +238,15 @@ def _host_array(data: Any) -> np.ndarray:
     return native_order(array)
 
 
-def _check_samples(array: Any, xp: Any) -> None:
-    """ValueError where ``array`` holds no samples, or NaN or infinite ones (their count, and the way out)."""
+def _check_samples(array: Any, *, finite: bool) -> None:
+    """ValueError where ``array`` holds no samples, or (``finite``) NaN or infinite ones: their count, the way out."""
     if array.size == 0:
         raise ValueError(
             f"data of shape {array.shape} holds no samples: give an image (H, W[, C]) or a clip (T, H, W[, C]) "
             "of at least one pixel"
         )
-    if array.dtype.kind == "f" and not bool(xp.isfinite(array).all()):
-        count = int(xp.count_nonzero(~xp.isfinite(array)))
+    if finite and array.dtype.kind == "f" and not np.isfinite(array).all():
+        count = int(np.count_nonzero(~np.isfinite(array)))
         raise ValueError(
             f"data must be finite, got {count} NaN or infinite values: replace them first (np.nan_to_num(data), "
             "or the neighbours' mean)"
