@@ -15,8 +15,8 @@ voxels below 3 sigma are therefore left out (at an object's edge a block's mean 
 iterating from the estimate over all blocks. A volume with values below zero (its 0.5th
 percentile) is signed, not a magnitude image, and keeps all its blocks: a background-subtracted
 microscopy stack read 44 where its noise was 29, from 14 blocks of 450. Where no block lies above
-the background (a dim object in much air), the air's blocks, whose mean over their spread is
-Rayleigh's 1.91, give sigma from their variance. The result is the sigma of the underlying
+the background (a dim object in much air), sigma is read in the air (``rician.background_sigma``,
+as the Rician model reads it). The result is the sigma of the underlying
 Gaussian noise in the tissue; the filter itself treats the noise as Gaussian.
 
 Noise that grows with the signal (shot noise: photon counts in microscopy, variance = mean) has
@@ -43,6 +43,7 @@ import numpy as np
 from ..memory import says_what_to_lower
 from .checks import all_finite, channels_note, check_channels, fourth_axis
 from .params import Radii, VolumeParams
+from .rician import background_sigma
 
 BLOCK = 8
 QUANTILE = 0.1
@@ -53,13 +54,6 @@ SIGNAL_FLOOR = 3.0  # blocks with voxels below this many sigma hold Rician backg
 # mostly air with a few bright voxels, had a mean above the floor, and its residual measured the
 # air's Rayleigh spread (0.43 sigma^2): MRI magnitude noise read 20 % low with half the volume air.
 FLOOR_QUANTILE = 0.1
-# Where no block lies above the background (an object of low signal, under about 3 sigma, in
-# much air: a phantom 73 % air read 33 for 48), the noise is read from the air itself: magnitude
-# noise over no signal is Rayleigh, of variance (2 - pi/2) sigma^2 and mean sqrt(pi/2) sigma.
-RAYLEIGH_VARIANCE = 2 - math.pi / 2
-RAYLEIGH_RATIO = math.sqrt(math.pi / 2) / math.sqrt(RAYLEIGH_VARIANCE)  # 1.91: its mean over its spread
-AIR_TOLERANCE = 0.1
-MIN_AIR_BLOCKS = 8
 BANDS, BAND_BLOCKS = 8, 40  # brightness bands, and the fewest blocks a band (fewer bands where too few)
 SHOT_NOISE_RATIO = 1.5  # brightest band's sigma over the quietest's beyond which the noise grows with the signal
 # Channels whose sigmas differ by more than this factor are filtered separately where the mode is
@@ -97,7 +91,8 @@ class VolumeNoiseEstimate:
         Standard deviation per channel, in the volume's intensity units.
     blocks : int
         How many blocks (8^3 voxels, thinner in a thin volume) the estimate was taken over (those
-        above the Rician background); 1 for a region the user gave.
+        above the Rician background; all of them where sigma was read in the air); 1 for a region
+        the user gave.
     clean_sigma : float
         The noise under which the volume is taken as clean: CLEAN_FRACTION of its intensity range.
     average_sigma : float
@@ -267,12 +262,13 @@ def estimate_volume_noise(
         if above.sum() < 8 or np.array_equal(above, chosen):
             break
         chosen = above
-    if low >= 0 and chosen is live:  # no block above the background: read the noise from the air
-        air = _air(variances, means) & live
-        if air.sum() >= MIN_AIR_BLOCKS:
-            return VolumeNoiseEstimate(
-                np.sqrt(np.median(variances[air], axis=0) / RAYLEIGH_VARIANCE), int(air.sum()), clean_sigma
-            )
+    if low >= 0 and chosen is live:
+        # No block above the background (an object under about 3 sigma in much air: a phantom 73 %
+        # air read 33 for 48, its flattest blocks the air's Rayleigh spread): sigma read in the air.
+        flattest = np.sqrt(np.quantile(variances[live], QUANTILE, axis=0) / bias)
+        in_air = [background_sigma(data[..., c], float(flattest[c])) for c in range(data.shape[3])]
+        if None not in in_air:
+            return VolumeNoiseEstimate(np.array(in_air), int(live.sum()), clean_sigma)
     per_channel = np.sqrt(np.quantile(variances[chosen], QUANTILE, axis=0) / bias)
     bands = _band_variances(variances[chosen], means[chosen]) / bias  # (bands, C)
     band_sigmas = tuple(float(b) for b in np.sqrt(bands.mean(axis=1)))
@@ -280,16 +276,6 @@ def estimate_volume_noise(
     if growing:  # where the error comes from: the noisiest bands
         per_channel = np.sqrt((bands**2).sum(axis=0) / bands.sum(axis=0))
     return VolumeNoiseEstimate(per_channel, int(chosen.sum()), clean_sigma, band_sigmas, growing)
-
-
-def _air(variances: np.ndarray, means: np.ndarray) -> np.ndarray:
-    """Which blocks hold magnitude noise over no signal (Rayleigh): their mean over their spread is ``RAYLEIGH_RATIO``.
-
-    Within ``AIR_TOLERANCE``: 8^3 voxels measure the ratio to about 3 %; Rician noise over a signal of
-    2.4 sigma gives 2.9, Gaussian noise clipped at 0 (a dark microscopy background) 1.3.
-    """
-    ratio = means / np.sqrt(np.maximum(variances.mean(axis=1), 1e-300))
-    return np.abs(ratio / RAYLEIGH_RATIO - 1) < AIR_TOLERANCE
 
 
 def _region_slices(region: Region, shape: tuple[int, ...]) -> tuple[slice, slice, slice]:
