@@ -76,7 +76,7 @@ __global__ void yuv_to_rgb(const Sample* planes, Pixel* rgb, int height, int wid
     rgb[3 * pixel + 2] = static_cast<Pixel>(rint(clipped_unit(b) * full_scale));
 }
 
-// Pb and Pr are centred on 0.5 in the luma/chroma filter's planes (media/yuv_kernels.py's CHROMA_CENTRE).
+// Pb and Pr are centred on 0.5 in the luma/chroma filter's planes (media/yuv.py's CHROMA_CENTRE).
 #define CHROMA_CENTRE 0.5
 
 // One thread per pixel: the planes -> Y' (height x width) and (Pb + 0.5, Pr + 0.5, 0) (height x

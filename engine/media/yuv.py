@@ -39,6 +39,7 @@ MATRIX_WEIGHTS = {BT709: (0.2126, 0.0722), 4: (0.30, 0.11), BT601: (0.299, 0.114
 MATRIX_WEIGHTS |= {7: (0.212, 0.087), 9: (0.2627, 0.0593), 10: (0.2627, 0.0593)}
 HD_LINES = 720  # an untagged source this tall or taller is BT.709, shorter BT.601, as players take it
 FULL_RANGE = 2  # AVCOL_RANGE_JPEG
+CHROMA_CENTRE = 0.5  # Pb and Pr are centred on it in the luma/chroma filter's planes, inside [0, 1]
 
 
 @dataclass(frozen=True)

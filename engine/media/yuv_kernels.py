@@ -16,6 +16,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .yuv import CHROMA_CENTRE
+
 # The down filters that undo the up filters' linear interpolation exactly (see media.yuv):
 # LeGall 5/3's low-pass on co-sited samples, and its counterpart for samples halfway between.
 COSITED_DOWN = np.array([-1, 2, 6, 2, -1], np.float32) / 8
@@ -25,7 +27,6 @@ COSITED_QUARTER_DOWN = np.array([-117, -44, 136, 328, 418, 328, 136, -44, -117],
 CENTERED_DOWN = np.array([-1, 3, 3, -1], np.float32) / 4
 CENTERED_LAST_DOWN = np.array([-1, 3], np.float32) / 2  # on the two last rows, where the pair is cut
 NOT_SUBSAMPLED = np.ones(1, np.float32)
-CHROMA_CENTRE = 0.5  # Pb and Pr are centred on 0.5 while filtered (the luma/chroma mode's planes)
 
 
 @numba.njit(cache=True, inline="always")

@@ -36,7 +36,7 @@ from ..frames import (
     to_float32,
 )
 from ..gpu.yuv import YuvOnDevice
-from ..media.yuv import HD_LINES, YuvFrame, YuvLayout, planes_to_ycbcr, ycbcr_to_planes
+from ..media.yuv import CHROMA_CENTRE, HD_LINES, YuvFrame, YuvLayout, planes_to_ycbcr, ycbcr_to_planes
 from .choose_h import suggest_h
 from .denoiser import Denoiser
 from .noise import estimate_noise
@@ -44,7 +44,7 @@ from .noise_estimate import NoiseEstimate
 from .params import H_MIN, NLMParams
 
 MATRICES = {"bt601": (0.299, 0.114), "bt709": (0.2126, 0.0722), "bt2020": (0.2627, 0.0593)}  # (Kr, Kb)
-CHROMA_OFFSET = np.float32(0.5)  # Cb and Cr are centred on 0.5 while filtered, inside [0, 1]
+CHROMA_OFFSET = np.float32(CHROMA_CENTRE)  # Cb and Cr are centred on it while filtered
 
 
 def yuv_matrix(matrix: str) -> np.ndarray:
