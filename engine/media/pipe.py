@@ -207,11 +207,19 @@ class PipeReader:
 
     def frame(self, index: int) -> np.ndarray:
         """One of the stream's first LOOKAHEAD frames."""
+        return decoded_array(self._ahead(index), self.info)
+
+    def unclipped_frame(self, index: int) -> np.ndarray:
+        """One of the stream's first LOOKAHEAD frames as float32 RGB in 0..1, nothing clipped (``decoded_array``)."""
+        return decoded_array(self._ahead(index), self.info, unclipped=True)
+
+    def _ahead(self, index: int) -> Any:
+        """Return the decoded frame ``index`` of the lookahead."""
         if not 0 <= index < LOOKAHEAD:
             raise IndexError(f"a pipe gives frames 0..{LOOKAHEAD - 1} by number, got {index}")
         if self.frames_ahead(index + 1) <= index:
             raise IndexError(f"the stream holds {len(self._lookahead)} frames, got {index}")
-        return decoded_array(self._lookahead[index], self.info)
+        return self._lookahead[index]
 
     @property
     def yuv_layout(self) -> YuvLayout | None:

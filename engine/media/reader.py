@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..frames import to_float32
 from .ffmpeg import CODEC_THREADS, VideoError, ffmpeg_reason, pyav
 from .formats import array_format
 from .frame_index import FrameIndex
@@ -58,17 +59,20 @@ class TimedFrame:
     array: np.ndarray
 
 
-def decoded_array(frame: Any, info: VideoInfo) -> np.ndarray:
-    """Return a decoded frame as (H, W, C) of ``info.dtype``.
+def decoded_array(frame: Any, info: VideoInfo, *, unclipped: bool = False) -> np.ndarray:
+    """Return a decoded frame as (H, W, C) of ``info.dtype``, or ``unclipped`` float32 in 0..1.
 
     Y'CbCr converted to RGB by ``media.yuv`` (exact at every depth, where swscale keeps 8 bits of a
-    10-bit source), others by swscale.
+    10-bit source), others by swscale. ``unclipped``: Y'CbCr's colours past RGB's range
+    (super-whites, sub-blacks, saturated colours that noise takes out of gamut) stay past it,
+    unrounded; other formats' samples scaled to 0..1.
     """
     layout = yuv_layout(frame.format.name, info.color, frame.height) if info.channels == 3 else None
     if layout is not None:
-        return planes_to_rgb(frame_planes(frame, layout), layout, info.dtype)
+        return planes_to_rgb(frame_planes(frame, layout), layout, np.dtype(np.float32) if unclipped else info.dtype)
     array = frame.to_ndarray(format=array_format(info.channels, info.bit_depth, info.floating))
-    return array.reshape(array.shape[0], array.shape[1], -1)
+    array = array.reshape(array.shape[0], array.shape[1], -1)
+    return to_float32(array) if unclipped else array
 
 
 class _Decoder:
@@ -370,21 +374,37 @@ class VideoReader:
         entry point lies between. The frames decoded on the way are kept too (CACHE_FRAMES of them),
         so stepping backwards is instant.
         """
+        self._decode_to(index)
+        return self._cached(index)
+
+    def unclipped_frame(self, index: int) -> np.ndarray:
+        """Frame ``index`` as float32 RGB in 0..1, unrounded, nothing clipped (``decoded_array``).
+
+        A Y'CbCr source's pixels as the filter of its planes sees them: what the noise estimate
+        reads (RGB's clipping cuts the noise off: saturated colour bars read half their sigma).
+        """
+        if isinstance(self._cache.get(index), np.ndarray):  # converted by ``frame``: its planes are gone
+            del self._cache[index]
+        self._decode_to(index)
+        self._cache.move_to_end(index)
+        return self._array(self._cache[index], index, unclipped=True)
+
+    def _decode_to(self, index: int) -> None:
+        """Have frame ``index`` in the cache: decoded, or converted already."""
         self._check_open()
         if not 0 <= index < self.info.frame_count:
             raise IndexError(f"frame index must be in 0..{self.info.frame_count - 1}, got {index}")
         if index in self._cache:
-            return self._cached(index)
+            return
         entry, _ = self._index.entries_before(index)[0]
         if self._cursor is None or not entry <= self._cursor_next <= index:
             self._cursor = self._decoder.frames_from(index, lead=0 if self._hardware else CACHE_FRAMES - 1)
         try:
             for number, decoded in self._cursor:
                 self._cursor_next = number + 1
+                self._keep(number, decoded)  # those passed on the way too (not from NVDEC, whose surfaces are few)
                 if number == index:
-                    self._keep(index, decoded)
-                    return self._cached(index)
-                self._keep(number, decoded)  # passed on the way: kept (not from NVDEC, whose surfaces are few)
+                    return
         except VideoError:
             self._cursor = None
             raise
@@ -406,9 +426,10 @@ class VideoReader:
             item = self._cache[index] = self._array(item, index)
         return item
 
-    def _array(self, frame: Any, number: int) -> np.ndarray:
-        """Return decoded frame ``number`` as an upright (H, W, C) array of ``info.dtype``."""
-        array = np.rot90(decoded_array(self._checked(frame, number), self.info), self.info.rotation // 90)
+    def _array(self, frame: Any, number: int, *, unclipped: bool = False) -> np.ndarray:
+        """Return decoded frame ``number`` as an upright (H, W, C) array of ``info.dtype`` (or ``unclipped``)."""
+        array = decoded_array(self._checked(frame, number), self.info, unclipped=unclipped)
+        array = np.rot90(array, self.info.rotation // 90)
         self._check_size(array.shape, number)
         return np.ascontiguousarray(array)
 

@@ -125,13 +125,16 @@ def _layout(pixel_format: str, colorspace: int, full: bool, high_definition: boo
 
 
 def planes_to_rgb(planes: list[np.ndarray], layout: YuvLayout, dtype: np.dtype) -> np.ndarray:
-    """Y, Cb, Cr sample planes -> (H, W, 3) RGB of ``dtype``, rounded and clipped.
+    """Y, Cb, Cr sample planes -> (H, W, 3) RGB of ``dtype``.
 
-    ``dtype``: uint8 or uint16 at its full scale.
+    ``dtype``: uint8 or uint16 at its full scale, rounded and clipped; or float32 in 0..1, unclipped
+    (colours past RGB's range, as a Y'CbCr source's noise takes them there, stay past it).
     """
     rgb = np.empty((*planes[0].shape, 3), dtype)
+    rounded = rgb.dtype.kind == "u"
+    full_scale = float(np.iinfo(dtype).max) if rounded else 1.0
     kernels = compiled_module(".yuv_kernels", __package__)
-    kernels.to_rgb(*planes, *layout.chroma_shift, layout.coefficients(), float(np.iinfo(dtype).max), rgb)
+    kernels.to_rgb(*planes, *layout.chroma_shift, layout.coefficients(), full_scale, rounded, rgb)
     return rgb
 
 

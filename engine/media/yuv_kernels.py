@@ -70,9 +70,14 @@ def to_rgb(
     down: int,
     coefficients: np.ndarray,
     full_scale: float,
+    rounded: bool,
     out: np.ndarray,
 ) -> None:
-    """Y, Cb, Cr sample planes -> ``out`` (H, W, 3) RGB at ``full_scale``, rounded and clipped."""
+    """Y, Cb, Cr sample planes -> ``out`` (H, W, 3) RGB at ``full_scale``.
+
+    ``rounded``: rounded and clipped, for integer ``out``; otherwise neither, colours past RGB's
+    range staying past it.
+    """
     kr, kb = coefficients[4], coefficients[5]
     height, width = luma.shape
     for y in numba.prange(height):
@@ -81,9 +86,17 @@ def to_rgb(
             r = value + 2 * (1 - kr) * pr
             b = value + 2 * (1 - kb) * pb
             g = (value - kr * r - kb * b) / (1 - kr - kb)
-            out[y, x, 0] = np.rint(min(max(r, 0.0), 1.0) * full_scale)
-            out[y, x, 1] = np.rint(min(max(g, 0.0), 1.0) * full_scale)
-            out[y, x, 2] = np.rint(min(max(b, 0.0), 1.0) * full_scale)
+            out[y, x, 0] = _stored(r, full_scale, rounded)
+            out[y, x, 1] = _stored(g, full_scale, rounded)
+            out[y, x, 2] = _stored(b, full_scale, rounded)
+
+
+@numba.njit(cache=True, inline="always")
+def _stored(value: float, full_scale: float, rounded: bool) -> float:
+    """Return a component in 0..1 at ``full_scale``: rounded and clipped to it, or as it is."""
+    if rounded:
+        return np.rint(min(max(value, 0.0), 1.0) * full_scale)
+    return value * full_scale
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from nlmeans_studio.engine.frames import yuv_plane_shapes
-from nlmeans_studio.engine.media.yuv import planes_to_ycbcr, ycbcr_to_planes, yuv_layout
+from nlmeans_studio.engine.media.yuv import planes_to_rgb, planes_to_ycbcr, ycbcr_to_planes, yuv_layout
 
 LAYOUTS = [  # pixel format, color tags, height, width
     ("yuv420p", {}, 7, 9),  # odd sizes: a chroma row and column of their own
@@ -99,3 +99,24 @@ def test_frames_of_another_matrix_are_refused() -> None:
     denoiser = LumaChromaDenoiser(NLMParams(), 1.0, 1.0, "bt709", "cpu")
     with pytest.raises(ValueError, match="matrix"):
         list(denoiser.export_yuv([YuvFrame(planes, layout)], np.uint8, other))
+
+
+@pytest.mark.parametrize(("pixel_format", "color", "height", "width"), LAYOUTS)
+def test_rgb_in_floats_is_unclipped_and_rounds_to_rgb_in_integers(pixel_format, color, height, width) -> None:
+    """``planes_to_rgb`` to float32: H.273's RGB of the samples, nothing clipped (what the noise
+    estimate reads); to integers the same, rounded and clipped."""
+    layout, planes = random_planes(pixel_format, color, height, width)
+    unclipped = planes_to_rgb(planes, layout, np.dtype(np.float32))
+    for dtype in (np.uint8, np.uint16):
+        top = np.iinfo(dtype).max
+        np.testing.assert_array_equal(
+            planes_to_rgb(planes, layout, np.dtype(dtype)), np.rint(np.clip(unclipped, 0, 1) * top)
+        )
+    assert unclipped.min() < -0.1 and unclipped.max() > 1.1  # random samples: far out of RGB's gamut
+    if layout.chroma_shift == (0, 0):  # every pixel has its own chroma: H.273's formulas, in float64
+        luma, chroma = planes_to_ycbcr(planes, layout)
+        kr, kb = layout.coefficients()[4:6]
+        y, pb, pr = luma[..., 0].astype(np.float64), chroma[..., 0] - 0.5, chroma[..., 1] - 0.5
+        red, blue = y + 2 * (1 - kr) * pr, y + 2 * (1 - kb) * pb
+        green = (y - kr * red - kb * blue) / (1 - kr - kb)
+        np.testing.assert_allclose(unclipped, np.stack([red, green, blue], axis=-1), rtol=0, atol=1e-6)

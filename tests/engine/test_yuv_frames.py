@@ -100,3 +100,37 @@ def test_a_y4m_pipes_planes_convert_to_its_frames(tmp_path) -> None:
     assert [timed.number for timed in planes] == [0, 1, 2, 3, 4]
     for timed, frame in zip(planes, frames, strict=False):
         np.testing.assert_array_equal(planes_to_rgb(timed.array.planes, reader.yuv_layout, np.dtype(np.uint8)), frame)
+
+
+@pytest.mark.parametrize("kind", CLIPS)
+def test_frames_read_unclipped_round_to_the_frames_and_keep_what_lies_past_rgb(tmp_path, kind) -> None:
+    """``unclipped_frame``, what the noise estimate reads: the planes' RGB unrounded, in 0..1 where the
+    frame is in range, past it where the planes are (testsrc2's saturated bars, coded by the encoder
+    a little past RGB's range). Before or after ``frame`` converted the same frame, in any order."""
+    name, *options = CLIPS[kind]
+    with VideoReader(ffmpeg_clip(tmp_path / name, *options)) as reader:
+        layout = reader.yuv_layout
+        planes = {timed.number: timed.array.planes for timed in reader.timed_frames(0, yuv=True)}
+        first = reader.unclipped_frame(3)
+        frame = reader.frame(3)
+        again = reader.unclipped_frame(3)  # its planes decoded again: frame(3) converted the cached one
+        earlier = reader.unclipped_frame(1)
+    top = np.iinfo(frame.dtype).max
+    for unclipped, number in ((first, 3), (again, 3), (earlier, 1)):
+        assert unclipped.dtype == np.float32 and unclipped.shape == frame.shape
+        np.testing.assert_array_equal(unclipped, planes_to_rgb(planes[number], layout, np.dtype(np.float32)))
+    np.testing.assert_array_equal(np.rint(np.clip(first, 0, 1) * top), frame)
+    assert first.min() < 0 or first.max() > 1
+
+
+def test_a_pipes_frames_read_unclipped_equal_the_files(tmp_path) -> None:
+    clip = ffmpeg_clip(tmp_path / "clip.y4m", "-pix_fmt", "yuv420p")
+    with PipeReader(io.BytesIO(clip.read_bytes())) as pipe, VideoReader(clip) as reader:
+        for index in (2, 0):
+            np.testing.assert_array_equal(pipe.unclipped_frame(index), reader.unclipped_frame(index))
+
+
+def test_a_gray_clip_reads_unclipped_as_its_frames_scaled(tmp_path) -> None:
+    gray = ffmpeg_clip(tmp_path / "gray.mkv", "-c:v", "ffv1", "-pix_fmt", "gray16le")
+    with VideoReader(gray) as reader:
+        np.testing.assert_array_equal(reader.unclipped_frame(2), reader.frame(2) * np.float32(1 / 65535))
