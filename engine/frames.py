@@ -156,6 +156,15 @@ def integer_scale(dtype: np.dtype) -> float:
     return {np.dtype(np.uint8): 1 / 255, np.dtype(np.uint16): 1 / 65535}.get(np.dtype(dtype), 1.0)
 
 
+def source_bit_depth(dtype: Any) -> int | None:
+    """Return the ``bit_depth`` that a source's frames, read as float32, state to the noise estimate.
+
+    FULL_SCALE_BITS where the source gives uint16 frames (a deep video, as the readers give it),
+    None for uint8 and floats: the clean floor stays the samples' (``samples_depth``).
+    """
+    return FULL_SCALE_BITS if np.dtype(dtype) == np.uint16 else None
+
+
 def to_float32(frame: np.ndarray) -> np.ndarray:
     """Return a checked frame as float32, integers scaled to [0, 1]; float32 frames as they are."""
     if frame.dtype == np.float32:

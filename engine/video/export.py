@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..frames import FULL_SCALE_BITS
+from ..frames import source_bit_depth
 from ..media.ffmpeg import VideoError
 from ..media.image_sequence import first_image_number, is_image_sequence
 from ..media.pipe import LOOKAHEAD, PIPE, PipeReader
@@ -275,7 +275,8 @@ def estimate_clip_noise(
 ) -> NoiseEstimate:
     """Return the noise of a clip, as ``denoise --noise auto`` measures it.
 
-    NOISE_PLACES pairs of consecutive frames spread over it (``estimate_noise_over``).
+    NOISE_PLACES pairs of consecutive frames spread over it (``estimate_noise_over``); where they
+    read unsure, read unclipped too (``unclipped_frame``: a Y'CbCr source's noise where RGB clips it).
 
     Parameters
     ----------
@@ -291,7 +292,8 @@ def estimate_clip_noise(
     -------
     NoiseEstimate
         The pairs' estimate of median average sigma. Where a range of a file reads with low
-        confidence and the whole file as surely or more, the whole file's, its warning saying so.
+        confidence and the whole file as surely or more, the whole file's, its warning saying so;
+        else, where the range read unclipped is surer, that reading.
 
     Raises
     ------
@@ -309,25 +311,31 @@ def estimate_clip_noise(
             last = reader.frames_ahead(first + 2 if last is None else last)
             if last <= first:
                 raise ValueError(f"standard input: the stream holds {last} frames, none from {start} s")
-        estimate = estimate_noise_over(reader.frame, first, last, roi, bit_depth=FULL_SCALE_BITS)[1]
-        unsure = estimate.confidence < LOW_CONFIDENCE and roi is None
-        if unsure and isinstance(reader, VideoReader) and (first, last) != (0, len(reader)):
+        depth = source_bit_depth(reader.info.dtype)
+        estimate = estimate_noise_over(reader.frame, first, last, roi, bit_depth=depth)[1]
+        if estimate.confidence >= LOW_CONFIDENCE:
+            return estimate
+        if roi is None and isinstance(reader, VideoReader) and (first, last) != (0, len(reader)):
             # A range that reads unsure (a test pattern's flat box out of it): the clip's noise is
             # the range's, and where the whole clip reads it as surely or more, with pairs spread
             # over more scenes, that reading stands (a DVD's 1.5 s read 4 times its noise, the
             # whole clip right, both at 0.40).
-            whole = estimate_noise_over(reader.frame, 0, len(reader), bit_depth=FULL_SCALE_BITS)[1]
-            if whole.confidence >= estimate.confidence:
+            whole = estimate_noise_over(reader.frame, 0, len(reader), bit_depth=depth, unclipped=reader.unclipped_frame)
+            if whole[1].confidence >= estimate.confidence:
                 note = f"read on the whole clip, where the range's frames read unsure ({estimate.confidence:.2f})"
-                return dataclasses.replace(whole, warning=note if whole.warning is None else f"{whole.warning}; {note}")
-        return estimate
+                warning = note if whole[1].warning is None else f"{whole[1].warning}; {note}"
+                return dataclasses.replace(whole[1], warning=warning)
+        # Unsure as decoded: the range read where RGB does not clip its noise (a Y'CbCr source's
+        # saturated colours), as ``estimate_noise_over`` reads it given ``unclipped``.
+        unclipped = estimate_noise_over(reader.unclipped_frame, first, last, roi, bit_depth=depth)[1]
+        return unclipped if unclipped.confidence > estimate.confidence else estimate
 
 
 def clip_sample(source: Source, count: int, start: float = 0.0, duration: float | None = None) -> np.ndarray:
     """``count`` consecutive frames from the middle of a clip's range, for SURE to choose the strength on.
 
-    A pipe's: its first frames. SURE runs in ``automatic.choose_filter``; fewer frames where the
-    range is shorter. (T, H, W, C) as the reader gives them.
+    A pipe's: its first frames. SURE runs in ``default_filter.choose_filter``; fewer frames where
+    the range is shorter. (T, H, W, C) as the reader gives them.
 
     Raises
     ------

@@ -66,10 +66,10 @@ from .noise_in_blocks import (
     _agreement,
     _automatic,
     _block_means,
-    _clipped,
     _correlated_note,
     _expected_texture,
     _median_covariance,
+    clipped_shares,
 )
 
 
@@ -131,6 +131,7 @@ def estimate_noise_over(
     roi: tuple[int, int, int, int] | None = None,
     *,
     bit_depth: int | None = None,
+    unclipped: Callable[[int], np.ndarray] | None = None,
 ) -> tuple[int, NoiseEstimate]:
     """Return the noise of frames ``first`` .. ``last`` - 1, as ``estimate_clip_noise`` measures it.
 
@@ -144,7 +145,10 @@ def estimate_noise_over(
     times its noise on its bars and right where a grey box passed. Fewer than 2 NOISE_PLACES
     frames, whose pairs would overlap, are measured together. A pair ``frame`` cannot decode (a
     file damaged or cut short there) is left out, and the places of MORE_NOISE_PLACES tried where
-    no pair decoded.
+    no pair decoded. Where the frames read unsure and ``unclipped`` gives them, they are read
+    again so, and that reading kept where it is surer: noise that RGB clips (a test pattern's
+    saturated bars, coded in Y'CbCr) is whole there; noise clipped before it was coded reads
+    as unsure as before.
 
     Parameters
     ----------
@@ -155,7 +159,11 @@ def estimate_noise_over(
     roi : (x, y, width, height), optional
         A flat region, in pixels, measured on each pair; None: flat blocks found automatically.
     bit_depth : int, optional
-        Bits per sample of uint16 frames, as ``estimate_noise`` takes it.
+        Bits per sample of uint16 frames, as ``estimate_noise`` takes it; of float frames, the
+        source's (``samples_depth``).
+    unclipped : callable, optional
+        ``unclipped(i)`` is frame i as float32 in 0..1 with what lies past the range kept (a
+        reader's ``unclipped_frame``).
 
     Returns
     -------
@@ -171,6 +179,21 @@ def estimate_noise_over(
         No pair of frames decodes (the first pair's error).
     """
     announce_compile(estimate_compiles)
+    place, estimate = _estimate_over(frame, first, last, roi, bit_depth)
+    if unclipped is None or estimate.confidence >= LOW_CONFIDENCE:
+        return place, estimate
+    whole = _estimate_over(unclipped, first, last, roi, bit_depth)
+    return whole if whole[1].confidence > estimate.confidence else (place, estimate)
+
+
+def _estimate_over(
+    frame: Callable[[int], np.ndarray],
+    first: int,
+    last: int,
+    roi: tuple[int, int, int, int] | None,
+    bit_depth: int | None,
+) -> tuple[int, NoiseEstimate]:
+    """``estimate_noise_over`` of the frames ``frame`` gives."""
     if last - first < 2 * NOISE_PLACES:  # the pairs would overlap: the few frames measured together
         return first, _estimate(np.stack([frame(i) for i in range(first, last)]), roi, bit_depth)
 
@@ -268,7 +291,7 @@ def _region(images: list[np.ndarray], box: tuple[int, int, int, int]) -> NoiseEs
     """
     x, y, w, h = box
     estimate = _region_noise(images, box)
-    clipped = float(np.mean([_clipped(image[y : y + h, x : x + w]).mean() for image in images]))
+    clipped = float(np.mean(clipped_shares(np.stack([image[y : y + h, x : x + w] for image in images]))))
     if clipped <= REGION_CLIPPED_FRACTION:
         return _finished(estimate)
     note = (

@@ -45,6 +45,14 @@ HELD_FACTOR = 0.6
 # noise's).
 CLIP_MARGIN = 0.5 / 255
 CLIPPED_FRACTION = 0.005
+# Frames read unclipped (a Y'CbCr source's colours past RGB's range, ``unclipped_frame``): a
+# channel more than PAST_SHARE of whose samples in a block lie past 0 or full scale by more than
+# PAST_MARGIN carries its noise whole there (saturated colour bars' noise read at 0.6 of its sigma
+# where RGB clipped it, 0.97 so). Noise clipped in RGB before it was coded in Y'CbCr only spills a
+# few samples a level or two past the range (its chroma smoothed by subsampling, rounding): counted
+# as clipped, as are samples pinned past the range (a super-white at the largest code).
+PAST_MARGIN = 2 / 255
+PAST_SHARE = 0.05
 # A dark (or bright) clip has no such block: its dark sky, 18 levels up with noise of sigma 10,
 # had 9-17 % of each block's samples at 0. The change of the blocks up to the first of these
 # fractions clipped that leaves enough of them reads white noise a little low there (sigma 10 and
@@ -93,11 +101,15 @@ WHITE_SHARE = 0.98
 
 
 def samples_depth(dtype: np.dtype, bit_depth: int | None) -> int:
-    """Bits per sample of frames of ``dtype``: ``bit_depth`` or 16 for uint16; 8 for uint8 and floats.
+    """Bits per sample of frames of ``dtype``: uint16 ``bit_depth`` or 16, uint8 8, floats ``bit_depth`` or 8.
 
-    Floats (0..1) as 8-bit sources give them: their floor stays CLEAN_SIGMA.
+    Floats (0..1) as 8-bit sources give them, their floor CLEAN_SIGMA, unless their source's depth
+    is given (a reader's frames read unclipped, ``unclipped_frame``).
     """
-    return (bit_depth or 16) if np.dtype(dtype) == np.uint16 else 8
+    kind = np.dtype(dtype)
+    if kind == np.uint16:
+        return bit_depth or 16
+    return (bit_depth or 8) if kind.kind == "f" else 8
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,8 @@ from .noise_estimate import (
     MIN_BAND_CHANGES,
     MIN_STATIC_BLOCKS,
     MOTION_CONFIDENCE,
+    PAST_MARGIN,
+    PAST_SHARE,
     QUIET_SHARE,
     REPEATED_SHARE,
     STATIC_FACTOR,
@@ -72,15 +74,26 @@ def _block_means(frame: np.ndarray, size: int) -> np.ndarray:
 
 
 def _clipped_fractions(frame: np.ndarray, size: int) -> np.ndarray:
-    """Fraction of each block's samples within CLIP_MARGIN of 0 or full scale, flattened."""
+    """``clipped_shares`` of the frame's size x size blocks, row by row."""
     rows, cols = frame.shape[0] // size, frame.shape[1] // size
-    clipped = _clipped(frame[: rows * size, : cols * size]).mean(axis=-1)
-    return clipped.reshape(rows, size, cols, size).mean(axis=(1, 3)).ravel()
+    channels = frame.shape[2]
+    blocks = frame[: rows * size, : cols * size].reshape(rows, size, cols, size, channels).swapaxes(1, 2)
+    return clipped_shares(blocks.reshape(rows * cols, size, size, channels))
 
 
-def _clipped(values: np.ndarray) -> np.ndarray:
-    """Whether each sample lies within CLIP_MARGIN of 0 or full scale (clipped or crushed)."""
-    return (np.abs(values) <= CLIP_MARGIN) | (np.abs(values - 1) <= CLIP_MARGIN)
+def clipped_shares(blocks: np.ndarray) -> np.ndarray:
+    """Return the share of each (N, h, w, C) block's samples that are clipped or crushed.
+
+    Those within CLIP_MARGIN of 0 or full scale, or past them; except in a channel more than
+    PAST_SHARE of whose samples lie past the range by more than PAST_MARGIN (a frame read
+    unclipped, whose noise there is whole): none of its samples count.
+    """
+    if not blocks.size:  # a picture smaller than a block
+        return np.zeros(len(blocks))
+    low, high = np.percentile(blocks, (100 * PAST_SHARE, 100 * (1 - PAST_SHARE)), axis=(1, 2), keepdims=True)
+    whole = (low < -PAST_MARGIN) | (high > 1 + PAST_MARGIN)
+    clipped = ((blocks <= CLIP_MARGIN) | (blocks >= 1 - CLIP_MARGIN)) & ~whole
+    return clipped.mean(axis=(1, 2, 3))
 
 
 def _plane_covariances(frame: np.ndarray, size: int) -> np.ndarray:
@@ -252,7 +265,7 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int, bool
         change, block_degrees, corners = compensated_change(current, reference)
         blocks = np.array([current[y : y + BLOCK, x : x + BLOCK] for y, x in corners]).reshape(change.shape)
         repeated = np.mean(change == 0, axis=(1, 2, 3)) >= REPEATED_SHARE
-        block_clipped = _clipped(blocks).mean(axis=(1, 2, 3))
+        block_clipped = clipped_shares(blocks)
         held += int(repeated.sum())
         every.append(np.einsum("nyxi,nyxj->nij", change, change, optimize=True) / block_degrees[:, None, None])
         every_degrees.append(block_degrees)

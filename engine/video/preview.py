@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..frames import FULL_SCALE_BITS, checked_frame, from_float32, to_float32
+from ..frames import FULL_SCALE_BITS, checked_frame, from_float32, source_bit_depth, to_float32
 from ..metrics import psnr
 from .clip_denoiser import FrameDenoiser, LumaChroma, denoiser_for
 from .denoiser import Denoiser
@@ -48,6 +48,10 @@ class FrameSource(Protocol):
         """Return frame ``index``."""
         ...
 
+    def unclipped_frame(self, index: int) -> np.ndarray:
+        """Return frame ``index`` as float32 in 0..1, nothing clipped (a Y'CbCr source's colours past RGB's)."""
+        ...
+
     def frames(self, start: int = 0) -> Iterator[np.ndarray]:
         """Return an iterator over the frames from ``start`` on."""
         ...
@@ -65,6 +69,10 @@ class ArrayFrames:
     def frame(self, index: int) -> np.ndarray:
         """Return frame ``index``."""
         return self._frames[index]
+
+    def unclipped_frame(self, index: int) -> np.ndarray:
+        """Return frame ``index`` as float32 in 0..1."""
+        return to_float32(np.asarray(self._frames[index]))
 
     def frames(self, start: int = 0) -> Iterator[np.ndarray]:
         """Return an iterator over the frames from ``start`` on."""
@@ -237,6 +245,11 @@ class Previewer:
         if self._denoiser is None:
             self._denoiser = Denoiser(NLMParams(h=1), self._backend, bit_depth=FULL_SCALE_BITS)  # the readers'
         return self._denoiser
+
+    @property
+    def bit_depth(self) -> int | None:
+        """The depth that the clip's frames, read as float32, state to the noise estimate (``source_bit_depth``)."""
+        return source_bit_depth(np.asarray(self.source.frame(0)).dtype)
 
     def noisy_frame(self, index: int, noise: SyntheticNoise | None) -> np.ndarray:
         """Frame ``index`` as the filter sees it: float32 in [0, 1] plus the synthetic noise, if any."""

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nlmeans_studio.engine import estimate_clip_noise, read_frames
+from nlmeans_studio.engine import estimate_clip_noise, estimate_noise_over, read_frames
+from nlmeans_studio.engine.media.reader import VideoReader
 
 # noise's strength, the size and seconds: strength 30 clips most of the bars' samples (a new user's
 # clip, read at 1.7 times its noise); 10 leaves 9 of 582 blocks unclipped in most frames, all on
@@ -90,3 +91,41 @@ def test_a_range_without_the_grey_box_takes_the_whole_clips_reading(pattern) -> 
     assert estimate.confidence >= 0.5
     if "read on the whole clip" in (estimate.warning or ""):
         assert "where the range's frames read unsure" in estimate.warning
+
+
+@pytest.fixture(scope="module")
+def bars_with_whole_noise(tmp_path_factory) -> tuple[Path, np.ndarray]:
+    """testsrc2 with ffmpeg's noise added to its Y'CbCr samples (an archivist's test of a capture
+    chain), FFV1 4:2:0: the saturated bars' noise is whole in the samples, and RGB clips half of it.
+    The truth: the noisy frames' RGB, unclipped, less the clean ones', over every pixel."""
+    folder = tmp_path_factory.mktemp("whole")
+    paths = []
+    for name, noise in (("clean.mkv", ""), ("noisy.mkv", ",noise=alls=12:allf=t")):
+        paths.append(folder / name)
+        subprocess.run(
+            ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-t", "2", "-vf",
+             f"format=yuv420p{noise}", "-c:v", "ffv1", str(paths[-1])],
+            check=True, timeout=120,
+        )  # fmt: skip
+    with VideoReader(paths[0]) as clean, VideoReader(paths[1]) as noisy:
+        change = np.stack([noisy.unclipped_frame(i) - clean.unclipped_frame(i) for i in range(0, 50, 7)])
+    return paths[1], change.reshape(-1, 3).std(axis=0) * 255
+
+
+def test_noise_that_rgb_clips_on_saturated_bars_is_read_whole_from_the_samples(bars_with_whole_noise) -> None:
+    """Read in RGB, as decoded, the bars' noise was cut off: 6.2, 4.9, 6.7 levels for 10.4, 8.6, 11.8,
+    at confidence 0.24 (a new user's ProRes of the pattern: 11.1, 0.5, 2.5). Read where those frames
+    are unsure from the frames unclipped (``unclipped_frame``), it is whole."""
+    path, truth = bars_with_whole_noise
+    result = subprocess.run(
+        [sys.executable, "-m", "nlmeans_studio.engine", "estimate-noise", str(path), "--json"],
+        check=True, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    estimate = json.loads(result.stdout)
+    np.testing.assert_allclose(estimate["sigma"], truth, rtol=0.06)
+    assert estimate["confidence"] >= 0.9
+    part = estimate_clip_noise(path, start=0.5, duration=0.5)
+    np.testing.assert_allclose(part.sigma, truth, rtol=0.06)
+    with VideoReader(path) as reader:  # as decoded, unsure and low: what the unclipped reading replaces
+        decoded = estimate_noise_over(reader.frame, 0, len(reader))[1]
+    assert decoded.confidence < 0.5 and np.all(decoded.sigma < 0.7 * truth)

@@ -700,6 +700,25 @@ def test_the_window_measures_the_noise_over_the_clip_as_the_command_line_does(qt
     assert "the boxes are its flat blocks on frame" in window.statusBar().currentMessage()
 
 
+@pytest.mark.parametrize("pixel_format", ["yuv420p", "yuv422p10le"])
+def test_the_window_reads_noise_that_rgb_clips_as_the_command_line_does(qtbot, window, tmp_path, pixel_format) -> None:
+    """ffmpeg's test pattern with noise in its Y'CbCr samples: RGB clips half the saturated bars'
+    noise (read 6.2 levels of 10.4 as decoded, unsure); the window, as denoise, then reads the
+    frames unclipped, and at the source's depth (a 10-bit clip's floor is 16 bits' there too)."""
+    path = tmp_path / "bars.mkv"
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-t", "1", "-vf",
+         f"format={pixel_format},noise=alls=12:allf=t", "-c:v", "ffv1", str(path)],
+        check=True, timeout=120,
+    )  # fmt: skip
+    expected = estimate_clip_noise(path)
+    assert expected.average_sigma > 9 and expected.confidence >= 0.9
+    opened(qtbot, window, path)
+    qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
+    np.testing.assert_allclose(window.estimate.sigma, expected.sigma, rtol=1e-6)
+    assert window.estimate.bit_depth == expected.bit_depth == (16 if "10" in pixel_format else 8)
+
+
 def test_the_centre_weight_follows_the_noise_as_denoise_chooses_it(qtbot, window, tmp_path) -> None:
     """Light noise over fine texture: the estimate sets the centre weight "one", as the command line
     chooses it ("max" there blurred the picture below the noisy frames); it stays the user's to change."""
