@@ -717,6 +717,11 @@ def test_the_window_reads_noise_that_rgb_clips_as_the_command_line_does(qtbot, w
     qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
     np.testing.assert_allclose(window.estimate.sigma, expected.sigma, rtol=1e-6)
     assert window.estimate.bit_depth == expected.bit_depth == (16 if "10" in pixel_format else 8)
+    params = window.current_params()
+    frames, length = read_frames(path), sure_sample_length(params)
+    sample = frames[(len(frames) - length) // 2 :][:length]  # the middle frames, as denoise reads them
+    choice = choose_filter(expected, params, matrix="bt601", sample=sample, backend="cpu")  # as denoise does
+    assert window.current_luma_chroma() == pytest.approx((*choice.luma_chroma[:2], "bt601"), abs=0.05)
 
 
 def test_the_centre_weight_follows_the_noise_as_denoise_chooses_it(qtbot, window, tmp_path) -> None:
