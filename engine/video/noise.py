@@ -146,9 +146,9 @@ def estimate_noise_over(
     frames, whose pairs would overlap, are measured together. A pair ``frame`` cannot decode (a
     file damaged or cut short there) is left out, and the places of MORE_NOISE_PLACES tried where
     no pair decoded. Where the frames read unsure and ``unclipped`` gives them, they are read
-    again so, and that reading kept where it is surer: noise that RGB clips (a test pattern's
-    saturated bars, coded in Y'CbCr) is whole there; noise clipped before it was coded reads
-    as unsure as before.
+    again so, and that reading kept where it is sure: noise that RGB clips (a test pattern's
+    saturated bars, coded in Y'CbCr) is whole there; noise clipped before it was coded, and a
+    clean test pattern's moving parts, read unsure there too.
 
     Parameters
     ----------
@@ -183,7 +183,7 @@ def estimate_noise_over(
     if unclipped is None or estimate.confidence >= LOW_CONFIDENCE:
         return place, estimate
     whole = _estimate_over(unclipped, first, last, roi, bit_depth)
-    return whole if whole[1].confidence > estimate.confidence else (place, estimate)
+    return whole if whole[1].confidence >= LOW_CONFIDENCE else (place, estimate)
 
 
 def _estimate_over(

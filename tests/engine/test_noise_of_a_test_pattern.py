@@ -16,6 +16,7 @@ import pytest
 
 from nlmeans_studio.engine import estimate_clip_noise, estimate_noise_over, read_frames
 from nlmeans_studio.engine.media.reader import VideoReader
+from nlmeans_studio.engine.video.noise_estimate import CLEAN_SIGMA
 
 # noise's strength, the size and seconds: strength 30 clips most of the bars' samples (a new user's
 # clip, read at 1.7 times its noise); 10 leaves 9 of 582 blocks unclipped in most frames, all on
@@ -129,3 +130,17 @@ def test_noise_that_rgb_clips_on_saturated_bars_is_read_whole_from_the_samples(b
     with VideoReader(path) as reader:  # as decoded, unsure and low: what the unclipped reading replaces
         decoded = estimate_noise_over(reader.frame, 0, len(reader))[1]
     assert decoded.confidence < 0.5 and np.all(decoded.sigma < 0.7 * truth)
+
+
+def test_a_clean_pattern_read_unsure_stays_clean(tmp_path) -> None:
+    """A clean testsrc2 in 10-bit H.264, 160x120, 6 frames (an archivist's capture test): unsure
+    as decoded and unclipped alike; the unclipped frames' moving parts over the bars read 5.0,
+    3.0, 4.2 levels at confidence 0.12, which an unsure reading must not replace clean."""
+    path = tmp_path / "clean.mp4"
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=30000/1001", "-frames:v",
+         "6", "-c:v", "libx264", "-pix_fmt", "yuv420p10le", str(path)],
+        check=True, timeout=120,
+    )  # fmt: skip
+    estimate = estimate_clip_noise(path)
+    assert estimate.average_sigma < CLEAN_SIGMA
