@@ -35,7 +35,7 @@ from .clip_denoiser import context_frames, denoiser_for
 from .denoiser import Denoiser
 from .filters import cpu_filter_compiles
 from .luma_chroma import LumaChromaDenoiser
-from .noise import estimate_noise_over
+from .noise import estimate_noise_over, unclipped_is_surer
 from .noise_estimate import LOW_CONFIDENCE, NoiseEstimate
 from .params import NLMParams
 
@@ -293,7 +293,7 @@ def estimate_clip_noise(
     NoiseEstimate
         The pairs' estimate of median average sigma. Where a range of a file reads with low
         confidence and the whole file as surely or more, the whole file's, its warning saying so;
-        else, where the range read unclipped is sure, that reading.
+        else, where the range read unclipped is surer (``unclipped_is_surer``), that reading.
 
     Raises
     ------
@@ -328,7 +328,7 @@ def estimate_clip_noise(
         # Unsure as decoded: the range read where RGB does not clip its noise (a Y'CbCr source's
         # saturated colours), as ``estimate_noise_over`` reads it given ``unclipped``.
         unclipped = estimate_noise_over(reader.unclipped_frame, first, last, roi, bit_depth=depth)[1]
-        return unclipped if unclipped.confidence >= LOW_CONFIDENCE else estimate
+        return unclipped if unclipped_is_surer(unclipped, estimate) else estimate
 
 
 def clip_sample(source: Source, count: int, start: float = 0.0, duration: float | None = None) -> np.ndarray:

@@ -50,6 +50,7 @@ from .noise_estimate import (
     REGION_TILE,
     REPEATED_SHARE,
     TEXTURE_FACTOR,
+    UNCLIPPED_CONFIDENCE,
     NoiseEstimate,
     _as_array,
     _block_covariances,
@@ -146,9 +147,8 @@ def estimate_noise_over(
     frames, whose pairs would overlap, are measured together. A pair ``frame`` cannot decode (a
     file damaged or cut short there) is left out, and the places of MORE_NOISE_PLACES tried where
     no pair decoded. Where the frames read unsure and ``unclipped`` gives them, they are read
-    again so, and that reading kept where it is sure: noise that RGB clips (a test pattern's
-    saturated bars, coded in Y'CbCr) is whole there; noise clipped before it was coded, and a
-    clean test pattern's moving parts, read unsure there too.
+    again so, and that reading kept where it is surer (``unclipped_is_surer``): noise that RGB
+    clips (a test pattern's saturated bars, coded in Y'CbCr) is whole there.
 
     Parameters
     ----------
@@ -183,7 +183,16 @@ def estimate_noise_over(
     if unclipped is None or estimate.confidence >= LOW_CONFIDENCE:
         return place, estimate
     whole = _estimate_over(unclipped, first, last, roi, bit_depth)
-    return whole if whole[1].confidence >= LOW_CONFIDENCE else (place, estimate)
+    return whole if unclipped_is_surer(whole[1], estimate) else (place, estimate)
+
+
+def unclipped_is_surer(unclipped: NoiseEstimate, decoded: NoiseEstimate) -> bool:
+    """Whether frames read unclipped tell the noise better than the same frames as decoded.
+
+    Where they read at least as surely, and at least UNCLIPPED_CONFIDENCE: a clean pattern's
+    moving parts, read at 0.12 unclipped, do not replace its clean reading.
+    """
+    return unclipped.confidence >= max(decoded.confidence, UNCLIPPED_CONFIDENCE)
 
 
 def _estimate_over(
