@@ -29,6 +29,9 @@ MAX_BOXES = 64  # top-level boxes of an MP4 looked at for its index: a whole fil
 HIGH_BIT_DEPTH = 8  # sources with more bits per component decode to uint16
 FLOAT_FORMAT = re.compile(r"f(16|32)(le|be)?$")  # FFmpeg's float pixel formats: gbrpf32le, grayf16le, ...
 TEXT_CODECS = ("ansi", "bintext", "xbin", "idf", "tty")  # FFmpeg shows text files as pictures of text
+# Standard-definition DV's fields come bottom first (IEC 61834): AVFieldOrder's AV_FIELD_BB.
+DV_SD_HEIGHTS = (480, 576)
+BOTTOM_FIELD_FIRST = 3
 # What VideoInfo.warning says of a source whose first frame is interlaced (a file's or a pipe's)
 INTERLACED = (
     "the video is interlaced: each frame's two fields are filtered as one picture (no field-aware mode "
@@ -440,6 +443,8 @@ def _described(
         warnings.append(alpha)
     if getattr(first, "interlaced_frame", False):
         warnings.append(INTERLACED)
+        if facts["codec"] == "dvvideo" and not facts["field_order"] and height in DV_SD_HEIGHTS:
+            facts["field_order"] = BOTTOM_FIELD_FIRST  # FFmpeg leaves it unknown; PyAV gives no frame's
     warning = "; ".join(warnings)
     return VideoInfo(
         path=path,

@@ -813,6 +813,27 @@ def test_interlaced_video_keeps_its_field_order(tmp_path, output, codec, order) 
     assert probed.stdout.split() == [order], probed.stdout
 
 
+@pytest.mark.parametrize(("output", "codec"), [("out.mkv", "ffv1"), ("out.mp4", "h264")])
+def test_dv_keeps_its_fields_bottom_first(tmp_path, output, codec) -> None:
+    """An archivist's DV came out progressive, under the warning that its field order was kept:
+    FFmpeg leaves a DV stream's field order unknown, and standard-definition DV's fields come
+    bottom first (IEC 61834), as its frames say."""
+    source = tmp_path / "tape.dv"
+    subprocess.run(
+        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=720x576:rate=25:duration=0.2", "-c:v",
+         "dvvideo", "-pix_fmt", "yuv420p", str(source)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    run = _cli("denoise", str(source), str(tmp_path / output), "--codec", codec, *FAST)
+    assert run.returncode == 0, run.stderr
+    probed = subprocess.run(
+        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=field_order", "-of", "csv=p=0",
+         str(tmp_path / output)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert probed.stdout.split() == ["bb"], probed.stdout
+
+
 def test_the_writer_and_the_reader_refuse_misuse_with_a_reason(clip, tmp_path) -> None:
     with VideoReader(clip) as reader:
         frame, info = reader.frame(0), reader.info
