@@ -12,6 +12,7 @@ import functools
 import io
 import itertools
 import re
+import shlex
 from fractions import Fraction
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -411,8 +412,8 @@ def aspect_ratio_lost(output: Path, codec: str, like: VideoInfo) -> str:
         f"FFV1 in {output.suffix.lower()} does not carry the source's pixel aspect ratio "
         f"({ratio.numerator}:{ratio.denominator}, shown {shown.numerator}:{shown.denominator}): it would play "
         f"{like.width}x{like.height} with square pixels; write .mp4 (FFV1 keeps it there) or another "
-        f"codec, or set it after: ffmpeg -i {output.name} -c copy -aspect {shown.numerator}:{shown.denominator} "
-        f"fixed{output.suffix.lower()}"
+        f"codec, or set it after: ffmpeg -i {shlex.quote(str(output))} -c copy -aspect "
+        f"{shown.numerator}:{shown.denominator} {shlex.quote(str(output.with_name('fixed' + output.suffix.lower())))}"
     )
 
 
