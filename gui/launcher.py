@@ -19,7 +19,8 @@ from pathlib import Path
 WINDOW_COMMANDS = """
 window commands:
   gui [FILE]   open the window on FILE (the default without a command; FILE defaults to the
-               bundled sample clip); 'nlmeans-studio gui --help' for more
+               bundled sample clip; 'nlmeans-studio FILE' does the same); 'nlmeans-studio gui --help'
+               for more
   self-test    check the installation, headless: one line per check
 """
 # The libraries Qt's X11 platform plugin (libqxcb.so) loads that a minimal Debian or Ubuntu
@@ -112,6 +113,12 @@ def _exists(path: Path) -> bool:
     return path.is_file() or (is_image_sequence(path) and bool(sequence_files(path)))
 
 
+def _names_a_file(argument: str) -> bool:
+    """Whether a lone argument names a file to open: a command has neither a suffix nor a folder."""
+    path = Path(argument)
+    return not argument.startswith("-") and (bool(path.suffix) or len(path.parts) > 1)
+
+
 def _dispatch(arguments: list[str]) -> int:
     if arguments[:1] in (["-h"], ["--help"]):
         with contextlib.suppress(SystemExit):  # argparse ends there after printing the engine's commands
@@ -127,6 +134,8 @@ def _dispatch(arguments: list[str]) -> int:
         from nlmeans_studio.gui.selftest import main as self_test
 
         return self_test()
+    if len(arguments) == 1 and _names_a_file(arguments[0]):
+        arguments = ["gui", *arguments]  # nlmeans-studio clip.mp4: the window on it, as a player opens one
     if arguments and arguments[0] != "gui":
         return engine_main(arguments)
     path = _gui_parser().parse_args(arguments[1:]).file

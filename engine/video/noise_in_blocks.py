@@ -53,7 +53,8 @@ _SIGNAL_DEPENDENT_NOTE = "the noise grows with brightness: sigma is the picture'
 def _correlated_note(spatial_correlation: float) -> str:
     return (
         f"the noise is spatially correlated ({spatial_correlation:.0%} of its variance below the "
-        "high-pass band: demosaicing, deinterlacing or compression); sigma is the pixels'"
+        "high-pass band: chroma subsampling, demosaicing, deinterlacing or compression); sigma is the "
+        "pixels' own, which h allows for"
     )
 
 

@@ -24,6 +24,19 @@ def test_commands_go_to_the_engine_and_a_missing_file_is_said(capsys, monkeypatc
     assert "missing.mp4: no such file" in capsys.readouterr().err
 
 
+def test_a_file_alone_opens_the_window_on_it(capsys, monkeypatch, tmp_path) -> None:
+    """An archivist's ``nlmeans-studio clip.mkv`` was refused ("invalid choice"), as a player would open it."""
+    clip = tmp_path / "clip.mkv"
+    clip.write_bytes(b"a clip")
+    opened = []
+    monkeypatch.setattr("nlmeans_studio.gui.launcher.display_problem", lambda: None)
+    monkeypatch.setattr("nlmeans_studio.gui.app.run", lambda path: opened.append(path) or 0)
+    assert main([str(clip)]) == 0 and opened == [str(clip)]
+    assert main(["missing.mkv"]) == 0 and opened[-1] == "missing.mkv"  # as gui missing.mkv: said, not refused
+    assert "missing.mkv: no such file" in capsys.readouterr().err
+    assert main(["estimate-noise", str(clip)]) == 1 and len(opened) == 2  # a command stays one
+
+
 def test_an_image_sequence_to_open_is_not_said_missing(capsys, monkeypatch, tmp_path) -> None:
     """A restorer's scans/%06d.dpx opened and played, but the launcher said "no such file" of it."""
     for number in range(3):
