@@ -789,21 +789,32 @@ def test_interlaced_video_is_said_to_be_filtered_as_progressive(tmp_path) -> Non
     assert plain_pyav_numbers(tmp_path / "out.mkv") == plain_pyav_numbers(source)
 
 
+# Interlaced captures made by the ffmpeg tool: the picture, the file, the options.
+INTERLACED_SOURCES = {
+    "prores tff": ("160x120:rate=30000/1001", "capture.mov", ["-vf", "setfield=tff", "-c:v", "prores_ks", "-pix_fmt",
+                                                              "yuv422p10le"]),
+    "dv": ("720x576:rate=25", "tape.dv", ["-c:v", "dvvideo", "-pix_fmt", "yuv420p"]),
+}  # fmt: skip
+
+
 @pytest.mark.parametrize(
-    ("output", "codec", "order"),
-    [("out.mov", "prores", "tb"), ("out.mkv", "ffv1", "tb"), ("out.mp4", "h264", "tt")],
-)
-def test_interlaced_video_keeps_its_field_order(tmp_path, output, codec, order) -> None:
+    ("source", "output", "codec", "order"),
+    [("prores tff", "out.mov", "prores", "tb"), ("prores tff", "out.mkv", "ffv1", "tb"),
+     ("prores tff", "out.mp4", "h264", "tt"), ("dv", "out.mkv", "ffv1", "bb"), ("dv", "out.mp4", "h264", "bb")],
+)  # fmt: skip
+def test_interlaced_video_keeps_its_field_order(tmp_path, source, output, codec, order) -> None:
     """A VHS archivist's top-field-first capture came out tagged progressive (ffprobe's field_order), its
     frames still two fields each: the next tool would not deinterlace it. Made by the ffmpeg tool, which
-    tags its ProRes "tb"; H.264 codes the fields top first, as FFmpeg's own x264 command (tff=1) does."""
-    source = tmp_path / "capture.mov"
+    tags its ProRes "tb"; H.264 codes the fields top first, as FFmpeg's own x264 command (tff=1) does.
+    A broadcast archivist's DV came out progressive too: FFmpeg leaves a DV stream's field order
+    unknown, and standard-definition DV's fields come bottom first (IEC 61834)."""
+    picture, name, options = INTERLACED_SOURCES[source]
     subprocess.run(
-        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=30000/1001:duration=0.2",
-         "-vf", "setfield=tff", "-c:v", "prores_ks", "-pix_fmt", "yuv422p10le", str(source)],
+        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", f"testsrc2=size={picture}:duration=0.2", *options,
+         str(tmp_path / name)],
         check=True, timeout=60,
     )  # fmt: skip
-    run = _cli("denoise", str(source), str(tmp_path / output), "--codec", codec, *FAST)
+    run = _cli("denoise", str(tmp_path / name), str(tmp_path / output), "--codec", codec, *FAST)
     assert run.returncode == 0, run.stderr
     probed = subprocess.run(
         ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=field_order", "-of", "csv=p=0",
@@ -811,27 +822,6 @@ def test_interlaced_video_keeps_its_field_order(tmp_path, output, codec, order) 
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert probed.stdout.split() == [order], probed.stdout
-
-
-@pytest.mark.parametrize(("output", "codec"), [("out.mkv", "ffv1"), ("out.mp4", "h264")])
-def test_dv_keeps_its_fields_bottom_first(tmp_path, output, codec) -> None:
-    """An archivist's DV came out progressive, under the warning that its field order was kept:
-    FFmpeg leaves a DV stream's field order unknown, and standard-definition DV's fields come
-    bottom first (IEC 61834), as its frames say."""
-    source = tmp_path / "tape.dv"
-    subprocess.run(
-        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=720x576:rate=25:duration=0.2", "-c:v",
-         "dvvideo", "-pix_fmt", "yuv420p", str(source)],
-        check=True, timeout=60,
-    )  # fmt: skip
-    run = _cli("denoise", str(source), str(tmp_path / output), "--codec", codec, *FAST)
-    assert run.returncode == 0, run.stderr
-    probed = subprocess.run(
-        ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=field_order", "-of", "csv=p=0",
-         str(tmp_path / output)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert probed.stdout.split() == ["bb"], probed.stdout
 
 
 def test_the_writer_and_the_reader_refuse_misuse_with_a_reason(clip, tmp_path) -> None:
