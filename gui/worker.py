@@ -417,9 +417,10 @@ class PreviewWorker(Worker):
         def frame(index: int) -> np.ndarray:
             return previewer.noisy_frame(index, request.noise)
 
-        unclipped = previewer.source.unclipped_frame if request.noise is None or request.noise.sigma == 0 else None
-        read = {"bit_depth": previewer.bit_depth, "unclipped": unclipped}
-        first, estimate = estimate_noise_over(frame, first, last, request.roi, **read)
+        unclipped = previewer.unclipped_frames(request.noise)
+        first, estimate = estimate_noise_over(
+            frame, first, last, request.roi, bit_depth=previewer.bit_depth, unclipped=unclipped
+        )
         length = sure_sample_length(request.window)
         middle = max(0, (count - length) // 2)
         sample = decoded_run(frame, middle, min(middle + length, count))  # a file cut short: those before the cut

@@ -320,11 +320,12 @@ def estimate_clip_noise(
             # the range's, and where the whole clip reads it as surely or more, with pairs spread
             # over more scenes, that reading stands (a DVD's 1.5 s read 4 times its noise, the
             # whole clip right, both at 0.40).
-            whole = estimate_noise_over(reader.frame, 0, len(reader), bit_depth=depth, unclipped=reader.unclipped_frame)
-            if whole[1].confidence >= estimate.confidence:
+            _, whole = estimate_noise_over(
+                reader.frame, 0, len(reader), bit_depth=depth, unclipped=reader.unclipped_frame
+            )
+            if whole.confidence >= estimate.confidence:
                 note = f"read on the whole clip, where the range's frames read unsure ({estimate.confidence:.2f})"
-                warning = note if whole[1].warning is None else f"{whole[1].warning}; {note}"
-                return dataclasses.replace(whole[1], warning=warning)
+                return dataclasses.replace(whole, warning=note if whole.warning is None else f"{whole.warning}; {note}")
         # Unsure as decoded: the range read where RGB does not clip its noise (a Y'CbCr source's
         # saturated colours), as ``estimate_noise_over`` reads it given ``unclipped``.
         unclipped = estimate_noise_over(reader.unclipped_frame, first, last, roi, bit_depth=depth)[1]

@@ -52,12 +52,12 @@ CLIPPED_FRACTION = 0.005
 # few samples a level or two past the range (its chroma smoothed by subsampling, rounding): counted
 # as clipped, as are samples pinned past the range (a super-white at the largest code).
 PAST_MARGIN = 2 / 255
+PAST_SHARE = 0.05
 # Frames read unclipped replace a reading as decoded where they read at least as surely and at
 # least this surely: a 1080p ProRes of saturated bars, its noise in the samples, read 0.4, 7.6,
 # 4.4 levels as decoded and 7.9, 5.4, 8.7 unclipped for 7.5, 5.1, 8.4, both at 0.4 (its flat areas
 # smoothed by the codec); a clean 10-bit pattern's moving parts read 5.0 levels unclipped at 0.12.
 UNCLIPPED_CONFIDENCE = 0.4
-PAST_SHARE = 0.05
 # A dark (or bright) clip has no such block: its dark sky, 18 levels up with noise of sigma 10,
 # had 9-17 % of each block's samples at 0. The change of the blocks up to the first of these
 # fractions clipped that leaves enough of them reads white noise a little low there (sigma 10 and
@@ -111,10 +111,10 @@ def samples_depth(dtype: np.dtype, bit_depth: int | None) -> int:
     Floats (0..1) as 8-bit sources give them, their floor CLEAN_SIGMA, unless their source's depth
     is given (a reader's frames read unclipped, ``unclipped_frame``).
     """
-    kind = np.dtype(dtype)
-    if kind == np.uint16:
+    dtype = np.dtype(dtype)
+    if dtype == np.uint16:
         return bit_depth or 16
-    return (bit_depth or 8) if kind.kind == "f" else 8
+    return (bit_depth or 8) if dtype.kind == "f" else 8
 
 
 @dataclass(frozen=True)

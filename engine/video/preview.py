@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -251,10 +251,17 @@ class Previewer:
         """The depth that the clip's frames, read as float32, state to the noise estimate (``source_bit_depth``)."""
         return source_bit_depth(np.asarray(self.source.frame(0)).dtype)
 
+    def unclipped_frames(self, noise: SyntheticNoise | None) -> Callable[[int], np.ndarray] | None:
+        """Return the clip's frames read unclipped, for the noise estimate (``estimate_noise_over``).
+
+        None with synthetic noise, which ``noisy_frame`` adds to the frames as decoded.
+        """
+        return self.source.unclipped_frame if _no_noise(noise) else None
+
     def noisy_frame(self, index: int, noise: SyntheticNoise | None) -> np.ndarray:
         """Frame ``index`` as the filter sees it: float32 in [0, 1] plus the synthetic noise, if any."""
         frame = to_float32(np.asarray(self.source.frame(index)))
-        if noise is None or noise.sigma == 0:
+        if _no_noise(noise):
             return frame
         key = (index, noise)
         if key not in self._noisy:
@@ -269,7 +276,7 @@ class Previewer:
         The decoded frame as it is (integers cross to a GPU 4x smaller than float32 and are scaled
         there), or the float32 frame with the synthetic noise.
         """
-        if noise is None or noise.sigma == 0:
+        if _no_noise(noise):
             return np.asarray(self.source.frame(index))
         return self.noisy_frame(index, noise)
 
@@ -340,7 +347,7 @@ class Previewer:
         Synthetic noise is added on NOISE_THREADS threads, a few frames ahead.
         """
         decoded = zip(range(first, end), self.source.frames(first), strict=False)
-        if noise is None or noise.sigma == 0:
+        if _no_noise(noise):
             yield from ((frame, _uint8(frame)) for _, frame in decoded)
             return
         with ThreadPoolExecutor(NOISE_THREADS, thread_name_prefix="nlmeans-noise") as pool:
@@ -486,6 +493,11 @@ class _DevicePreview:
 def _noisy_pair(frame: np.ndarray, index: int, noise: SyntheticNoise) -> tuple[np.ndarray, np.ndarray]:
     noisy = _with_noise(frame, index, noise)
     return noisy, _uint8(noisy)
+
+
+def _no_noise(noise: SyntheticNoise | None) -> bool:
+    """Whether the frames are the clip's own: no synthetic noise, or none of any strength."""
+    return noise is None or noise.sigma == 0
 
 
 def _with_noise(frame: np.ndarray, index: int, noise: SyntheticNoise) -> np.ndarray:
