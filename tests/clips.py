@@ -268,14 +268,22 @@ def cut_short_dv(folder: Path, suffix: str = ".avi") -> tuple[Path, Path]:
     return cut, whole
 
 
+def ffmpeg_pattern(path: Path, pattern: str, *options: str) -> Path:
+    """A clip the ffmpeg tool draws from its lavfi source ``pattern`` and writes with ``options``.
+
+    E.g. ``ffmpeg_pattern(path, "testsrc2=size=64x48:rate=25:duration=0.2", "-c:v", "ffv1")``.
+    """
+    command = ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", pattern, *options, str(path)]
+    subprocess.run(command, check=True, timeout=120)
+    return path
+
+
 def anamorphic_clip(path: Path, seconds: float = 0.1) -> Path:
     """A clip of anamorphic pixels from the ffmpeg tool, as DV and DVD have: 10:11 (64x48 shown 40:33), H.264."""
-    subprocess.run(
-        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=30000/1001", "-t",
-         str(seconds), "-vf", "setsar=10/11", "-c:v", "libx264", "-pix_fmt", "yuv420p", str(path)],
-        check=True, timeout=60,
+    return ffmpeg_pattern(
+        path, "testsrc2=size=64x48:rate=30000/1001", "-t", str(seconds), "-vf", "setsar=10/11", "-c:v", "libx264",
+        "-pix_fmt", "yuv420p",
     )  # fmt: skip
-    return path
 
 
 def panning_texture(sigma: float) -> tuple[np.ndarray, np.ndarray]:

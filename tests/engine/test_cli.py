@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from clips import CLI, anamorphic_clip, run_cli
+from clips import CLI, anamorphic_clip, ffmpeg_pattern, run_cli
 from test_video import make_clip
 
 from nlmeans_studio.engine import COMPILING, Denoiser, NLMParams, __version__, denoise_volume, estimate_noise
@@ -367,12 +367,9 @@ def test_a_raw_dv_capture_is_written_at_its_frame_rate(tmp_path, output) -> None
 def test_a_y4m_stream_of_a_four_two_two_source_is_not_said_halved(tmp_path) -> None:
     """y4m on standard output keeps the source's sampling (C422p10): the warning "H.264 is written 4:2:0"
     came from the default codec, which a pipe does not use."""
-    source = tmp_path / "master.mkv"
-    subprocess.run(
-        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25:duration=0.2",
-         "-pix_fmt", "yuv422p10le", "-c:v", "ffv1", str(source)],
-        check=True, timeout=60,
-    )  # fmt: skip
+    source = ffmpeg_pattern(
+        tmp_path / "master.mkv", "testsrc2=size=64x48:rate=25:duration=0.2", "-pix_fmt", "yuv422p10le", "-c:v", "ffv1"
+    )
     command = [*CLI, "denoise", str(source), "-", "--noise", "none", "--h", "5", "--search-radius", "1"]
     run = run_cli([*command, "--backend", "cpu"], capture_output=True, timeout=300)
     assert run.returncode == 0, run.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from clips import CLI, run_cli, stopped_under_way
+from clips import CLI, ffmpeg_pattern, run_cli, stopped_under_way
 from media_corpus import ClipSpec, plain_pyav_numbers, write_clip
 from test_video import make_clip
 
@@ -354,11 +354,9 @@ def test_a_part_of_a_file_equals_the_whole_files_frames(tmp_path, part) -> None:
     """A chapter (marks in the window, --start and --duration) is read with its window's frames around it:
     its first and last frames differed from the whole file's by 1.2 levels on average (a VHS archivist's
     chapters would not join without a seam). Made by the ffmpeg tool, at NTSC's rate."""
-    source = tmp_path / "tape.mkv"
-    subprocess.run(
-        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=30000/1001:duration=0.5",
-         "-vf", "noise=alls=15:allf=t", "-c:v", "ffv1", str(source)],
-        check=True, timeout=60,
+    source = ffmpeg_pattern(
+        tmp_path / "tape.mkv", "testsrc2=size=96x64:rate=30000/1001:duration=0.5", "-vf", "noise=alls=15:allf=t",
+        "-c:v", "ffv1",
     )  # fmt: skip
     params = NLMParams(h=20, search_radius=2, patch_radius=1, frames_past=1, frames_future=2)
     denoise_file(source, tmp_path / "whole.mkv", params, codec="ffv1", backend="cpu")

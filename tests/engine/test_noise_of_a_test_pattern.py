@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from clips import ffmpeg_pattern
 
 from nlmeans_studio.engine import choose_filter, estimate_clip_noise, estimate_noise_over, read_frames
 from nlmeans_studio.engine.media.reader import VideoReader
@@ -103,11 +104,9 @@ def bars_with_whole_noise(tmp_path_factory) -> tuple[Path, np.ndarray]:
     folder = tmp_path_factory.mktemp("whole")
     paths = []
     for name, noise in (("clean.mkv", ""), ("noisy.mkv", ",noise=alls=12:allf=t")):
-        paths.append(folder / name)
-        subprocess.run(
-            ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-t", "2", "-vf",
-             f"format=yuv420p{noise}", "-c:v", "ffv1", str(paths[-1])],
-            check=True, timeout=120,
+        paths.append(
+            ffmpeg_pattern(folder / name, "testsrc2=size=320x240:rate=25", "-t", "2", "-vf", f"format=yuv420p{noise}",
+                           "-c:v", "ffv1")
         )  # fmt: skip
     with VideoReader(paths[0]) as clean, VideoReader(paths[1]) as noisy:
         change = np.stack([noisy.unclipped_frame(i) - clean.unclipped_frame(i) for i in range(0, 50, 7)])
@@ -137,11 +136,9 @@ def test_a_clean_pattern_read_unsure_stays_clean(tmp_path) -> None:
     """A clean testsrc2 in 10-bit H.264, 160x120, 6 frames (an archivist's capture test): unsure
     as decoded and unclipped alike; the unclipped frames' moving parts over the bars read 5.0,
     3.0, 4.2 levels at confidence 0.12, which an unsure reading must not replace clean."""
-    path = tmp_path / "clean.mp4"
-    subprocess.run(
-        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=30000/1001", "-frames:v",
-         "6", "-c:v", "libx264", "-pix_fmt", "yuv420p10le", str(path)],
-        check=True, timeout=120,
+    path = ffmpeg_pattern(
+        tmp_path / "clean.mp4", "testsrc2=size=160x120:rate=30000/1001", "-frames:v", "6", "-c:v", "libx264",
+        "-pix_fmt", "yuv420p10le",
     )  # fmt: skip
     estimate = estimate_clip_noise(path)
     assert estimate.average_sigma < CLEAN_SIGMA
@@ -151,14 +148,11 @@ def test_a_prores_of_the_pattern_read_in_motion_is_read_unclipped(tmp_path) -> N
     """ProRes smooths the flat bars' noise, so both readings go by the change in motion (unsure,
     0.4); as decoded the bars' clipped channels read 5.98, 4.51, 6.37 levels for 7.67, 6.01, 8.75
     (a 1080p copy: 0.4, 7.6, 4.4, as a new user's read 11.1, 0.5, 2.5), unclipped within 6 %."""
-    paths = {}
-    for name, noise, codec in (("clean.mkv", "", "ffv1"), ("noisy.mov", ",noise=alls=10:allf=t", "prores_ks")):
-        paths[name] = tmp_path / name
-        subprocess.run(
-            ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=960x540:rate=25", "-t", "1", "-vf",
-             f"format=yuv422p10le{noise}", "-c:v", codec, str(paths[name])],
-            check=True, timeout=120,
-        )  # fmt: skip
+    paths = {
+        name: ffmpeg_pattern(tmp_path / name, "testsrc2=size=960x540:rate=25", "-t", "1", "-vf",
+                             f"format=yuv422p10le{noise}", "-c:v", codec)
+        for name, noise, codec in (("clean.mkv", "", "ffv1"), ("noisy.mov", ",noise=alls=10:allf=t", "prores_ks"))
+    }  # fmt: skip
     with VideoReader(paths["clean.mkv"]) as clean, VideoReader(paths["noisy.mov"]) as noisy:
         change = np.stack([noisy.unclipped_frame(i) - clean.unclipped_frame(i) for i in range(0, 25, 6)])
     truth = change.reshape(-1, 3).std(axis=0) * 255

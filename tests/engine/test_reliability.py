@@ -24,7 +24,15 @@ import pytest
 
 av = pytest.importorskip("av", reason="PyAV is not installed (the GPU machine has none)")
 
-from clips import CLI, clip_with_audio, cut_short_dv, damaged_dvd, default_signals, in_process  # noqa: E402
+from clips import (  # noqa: E402
+    CLI,
+    clip_with_audio,
+    cut_short_dv,
+    damaged_dvd,
+    default_signals,
+    ffmpeg_pattern,
+    in_process,
+)
 from media_corpus import ClipSpec, frame_number, plain_pyav_numbers, write_clip  # noqa: E402
 
 from nlmeans_studio.engine import (  # noqa: E402
@@ -809,11 +817,7 @@ def test_interlaced_video_keeps_its_field_order(tmp_path, source, output, codec,
     A broadcast archivist's DV came out progressive too: FFmpeg leaves a DV stream's field order
     unknown, and standard-definition DV's fields come bottom first (IEC 61834)."""
     picture, name, options = INTERLACED_SOURCES[source]
-    subprocess.run(
-        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", f"testsrc2=size={picture}:duration=0.2", *options,
-         str(tmp_path / name)],
-        check=True, timeout=60,
-    )  # fmt: skip
+    ffmpeg_pattern(tmp_path / name, f"testsrc2=size={picture}:duration=0.2", *options)
     run = _cli("denoise", str(tmp_path / name), str(tmp_path / output), "--codec", codec, *FAST)
     assert run.returncode == 0, run.stderr
     probed = subprocess.run(

@@ -20,6 +20,7 @@ from clips import (
     clip_with_audio,
     cut_short_dv,
     damaged_dvd,
+    ffmpeg_pattern,
     panning_texture,
     write_ffv1,
 )
@@ -705,11 +706,9 @@ def test_the_window_reads_noise_that_rgb_clips_as_the_command_line_does(qtbot, w
     """ffmpeg's test pattern with noise in its Y'CbCr samples: RGB clips half the saturated bars'
     noise (read 6.2 levels of 10.4 as decoded, unsure); the window, as denoise, then reads the
     frames unclipped, and at the source's depth (a 10-bit clip's floor is 16 bits' there too)."""
-    path = tmp_path / "bars.mkv"
-    subprocess.run(
-        ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-t", "1", "-vf",
-         f"format={pixel_format},noise=alls=12:allf=t", "-c:v", "ffv1", str(path)],
-        check=True, timeout=120,
+    path = ffmpeg_pattern(
+        tmp_path / "bars.mkv", "testsrc2=size=320x240:rate=25", "-t", "1", "-vf",
+        f"format={pixel_format},noise=alls=12:allf=t", "-c:v", "ffv1",
     )  # fmt: skip
     expected = estimate_clip_noise(path)
     assert expected.average_sigma > 9 and expected.confidence >= 0.9
