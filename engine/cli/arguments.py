@@ -225,7 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="estimate the noise of a video (sigma per channel, correlations, the color transform, the h) or of "
         "a volume",
         description="The noise denoise --noise auto finds (frames spread over the clip), or that of the frames "
-        "or the region you give; and the h it suggests for denoise's defaults. A volume (.nii, .nii.gz, .tif, "
+        "or the region you give; and the filter denoise makes of it with its defaults (SURE's strengths included), "
+        "and the h for one strength. A volume (.nii, .nii.gz, .tif, "
         ".tiff, .npy): the noise denoise-volume finds, and the h it suggests; each volume's of a 4D NIfTI time "
         "series, as denoise-volume filters each with h from its own noise.",
     )

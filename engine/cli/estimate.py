@@ -9,14 +9,9 @@ from ..frames import FULL_SCALE_BITS
 from ..media.ffmpeg import VideoError
 from ..media.reader import VideoReader, read_frames
 from ..video.choose_h import apply_estimate, decorrelation_decision
-from ..video.default_filter import (
-    choose_filter,
-    sure_applies,
-)
-from ..video.export import estimate_clip_noise
-from ..video.luma_chroma import (
-    matrix_for,
-)
+from ..video.default_filter import SURE, choose_filter, sure_sample_length
+from ..video.export import clip_sample, estimate_clip_noise
+from ..video.luma_chroma import matrix_for
 from ..video.noise import estimate_noise
 from ..video.params import NLMParams
 from ..volume import cli as volume_cli
@@ -28,8 +23,9 @@ def run_estimate_noise(args: argparse.Namespace) -> int:
     """Print the noise.
 
     The estimate denoise makes (pairs of frames spread over the clip, the median one) unless --frame
-    / --frames choose the frames; and the h denoise would use. A volume's noise as denoise-volume
-    estimates it.
+    / --frames choose the frames; and the filter denoise would make of it, SURE's strengths
+    included (chosen on the clip's middle frames, as denoise chooses them). A volume's noise as
+    denoise-volume estimates it.
     """
     if names_a_volume(args.input):
         given = [
@@ -63,7 +59,8 @@ def run_estimate_noise(args: argparse.Namespace) -> int:
     h = apply_estimate(one_strength, result).h
     with VideoReader(args.input) as reader:
         matrix = matrix_for(reader.info.color.get("colorspace", 2), reader.info.height)
-    default = choose_filter(result, matrix=matrix)
+    sample = clip_sample(args.input, sure_sample_length(one_strength))  # denoise's, where SURE applies
+    default = choose_filter(result, matrix=matrix, sample=sample)
     decorrelate, reason = decorrelation_decision(result)
     try:
         transform = result.color_transform().round(4).tolist()
@@ -87,7 +84,8 @@ def run_estimate_noise(args: argparse.Namespace) -> int:
         "suggested_luma_chroma": None
         if default.luma_chroma is None
         else [round(v, 3) for v in default.luma_chroma[:2]],
-        "sure_refines": sure_applies(result),
+        "sure_refines": default.how == SURE,
+        "default_filter": default.describe(),
         "warning": result.warning,
     }
     if args.json:
@@ -108,9 +106,7 @@ def run_estimate_noise(args: argparse.Namespace) -> int:
     print(f"color decorrelation: {report['decorrelation']}")
     variant = f"{one_strength.weighting}/{one_strength.center_weight}"  # h depends on it: the window says its own
     print(f"suggested h: {h:.1f} levels (for one strength, {variant}: denoise --h, --luma-chroma off)")
-    refined = "; denoise refines it on the clip (SURE, its probe shaped like the noise)"
-    refined = refined if report["sure_refines"] else ""
-    print(f"denoise's default filter: {default.describe()}{refined}")
+    print(f"denoise's default filter: {report['default_filter']}")
     if result.warning:
         print(f"warning: {result.warning}")
     return 0

@@ -489,6 +489,27 @@ def test_cli_estimate_noise_explains_only_what_applies(tmp_path) -> None:
     assert "< 1: the noise lies along the gray axis" in printed["shared"]
 
 
+def test_estimate_noise_says_the_filter_denoise_uses(tmp_path) -> None:
+    """estimate-noise printed the strengths before SURE's factor on them, denoise those after:
+    two filters for one clip. Both now say the one denoise runs."""
+    with np.load(DATA / "bikes_frames.npz") as archive:
+        clean = archive["frames"][:, 40:136, 60:188].astype(np.float32) / 255
+    _ffv1_clip(tmp_path / "in.mkv", add_noise(np.concatenate([clean, clean[::-1]]), covariance_of(10, 0.0), seed=7))
+    estimated = run_cli([*CLI, "estimate-noise", str(tmp_path / "in.mkv")], capture_output=True, text=True)
+    assert estimated.returncode == 0, estimated.stderr
+    command = [*CLI, "denoise", str(tmp_path / "in.mkv"), str(tmp_path / "out.mkv"), "--codec", "ffv1"]
+    denoised = run_cli(command, capture_output=True, text=True)
+    assert denoised.returncode == 0, denoised.stderr
+    default = next(line for line in estimated.stdout.splitlines() if line.startswith("denoise's default filter: "))
+    chosen = default.removeprefix("denoise's default filter: ")
+    assert "(SURE on the clip: x" in chosen
+    assert f"; {chosen}\n" in denoised.stderr  # the noise line: "noise: sigma ...; <the filter>"
+    report = json.loads(
+        run_cli([*CLI, "estimate-noise", str(tmp_path / "in.mkv"), "--json"], capture_output=True).stdout
+    )
+    assert report["default_filter"] == chosen and report["sure_refines"]
+
+
 def test_estimate_noise_on_too_few_frames_says_which_it_needs(tmp_path) -> None:
     """--frame 7 on an 8-frame clip said "has 8 frames, fewer than the 10 asked for": 10 was the
     first frame plus the default count. The message now names the frames needed and why."""
