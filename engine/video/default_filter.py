@@ -28,7 +28,7 @@ import numpy as np
 from ..frames import to_float32
 from .choose_h import apply_estimate
 from .denoiser import Denoiser
-from .luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h
+from .luma_chroma import LumaChromaDenoiser, split_estimate, suggest_luma_chroma_h, yuv_matrix
 from .noise_estimate import LOW_CONFIDENCE, NoiseEstimate
 from .noise_shape import NoiseShape, noise_shape
 from .params import NLMParams
@@ -200,7 +200,8 @@ def choose_filter(
     unjudged = unjudged_center(estimate) if center_weight == AUTO else window.center_weight
     if sample is None or len(sample) == 0 or not sure_applies(estimate):
         return at(strength, unjudged)
-    shape = noise_shape(np.asarray(sample), estimate) if shape is None else shape
+    if shape is None:  # in Y'CbCr, luma's and chroma's apart (chroma subsampling correlates only chroma's)
+        shape = noise_shape(np.asarray(sample), estimate, yuv_matrix(matrix) if in_luma_chroma else None)
     if shape is None:  # correlated noise without flat blocks in the sample to measure its shape on
         return at(strength, unjudged)
     frames = to_float32(_centre(np.asarray(sample), SURE_CROP))

@@ -10,6 +10,14 @@ its least-squares plane (the median over blocks: a block with some texture does 
 and the estimate's bands for its level. The probe is white noise of covariance Sigma between
 channels, coloured to that autocorrelation (through its power spectrum) and scaled pixel by
 pixel to the band of the picture's brightness there.
+
+Where the filter works in Y'CbCr (``luma_chroma``) and the noise is in a Y'CbCr source's own
+samples (Y's independent of Cb's and Cr's), the autocorrelation is measured apart for Y and for
+Cb and Cr, and the probe coloured so in Y'CbCr: chroma subsampling correlates chroma's noise
+between pixels and leaves luma's white (ffmpeg's test pattern with noise in its 4:2:0 samples:
+lag-1 correlation 0.19 in Y, 0.7 in Cb and Cr), and one autocorrelation for both reads chroma's
+risk too low at small h. Noise of RGB samples (white, demosaiced: Y's and Cb's correlate at
+-0.55) keeps one for all channels: coloured apart, the groups would lose that correlation.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from .noise_estimate import NoiseEstimate
 LAG = 3  # pixels: the autocorrelation's reach (demosaicing and grain correlate over one or two)
 MIN_BLOCKS = 4  # flat blocks (over the frames) the autocorrelation is measured on, at least
 FLAT_METHODS = ("spatial", "temporal")  # NoiseEstimate.method whose regions are flat blocks
+INDEPENDENT = 0.2  # |correlation| of Y's noise with Cb's and Cr's under which the groups are measured apart
 LEVEL_BOX = 7  # pixels: the side of the square the brightness a band is read at is averaged over
 Band = tuple[float, float, float, int]  # NoiseEstimate.bands': (low, high, sigma, blocks)
 
@@ -35,20 +44,24 @@ class NoiseShape:
 
     Attributes
     ----------
-    autocorrelation : (2 LAG + 1, 2 LAG + 1) ndarray or None
-        The noise's correlation between pixels (dy + LAG, dx + LAG) apart, 1 at the centre;
-        None: independent from pixel to pixel.
+    autocorrelation : (2 LAG + 1, 2 LAG + 1) or (C, 2 LAG + 1, 2 LAG + 1) ndarray, or None
+        The noise's correlation between pixels (dy + LAG, dx + LAG) apart, 1 at the centre: one
+        for every channel, or one per channel of ``basis``; None: independent from pixel to pixel.
     bands : tuple of (low, high, sigma, blocks)
         Sigma (8-bit levels) by brightness band of full scale (``NoiseEstimate.bands``) where the
         level follows brightness; () where it is one level.
     reference : float
         The bands' sigma whose square the covariance is (the root mean square over the clip's
         pixels of their band's sigma), 8-bit levels; 1 without bands.
+    basis : (C, C) ndarray or None
+        The channels the autocorrelations are of, from the frame's (RGB -> Y'CbCr); None: the
+        frame's own.
     """
 
     autocorrelation: np.ndarray | None = None
     bands: tuple[Band, ...] = ()
     reference: float = 1.0
+    basis: np.ndarray | None = None
 
     def level(self, frame: np.ndarray) -> np.ndarray:
         """Return the noise's standard deviation at each pixel of ``frame`` (H, W, C) over the covariance's.
@@ -65,13 +78,15 @@ class NoiseShape:
 
         Of covariance ``covariance`` (C x C, full scale squared) between channels, times
         ``level`` squared at each pixel, and correlated between pixels as ``autocorrelation``
-        says.
+        says (in ``basis``'s channels where it is given).
         """
         values, vectors = np.linalg.eigh(np.asarray(covariance, dtype=np.float64))
         root = vectors * np.sqrt(np.clip(values, 0, None))  # a square root also of a singular covariance
         draw = rng.standard_normal(frame.shape) @ root.T
-        if self.autocorrelation is not None:
+        if self.autocorrelation is not None and self.basis is None:
             draw = _coloured(draw, self.autocorrelation)
+        elif self.autocorrelation is not None:
+            draw = _coloured(draw @ self.basis.T, self.autocorrelation) @ np.linalg.inv(self.basis).T
         if self.bands:
             draw = draw * self.level(frame)[..., None]
         return draw.astype(np.float32)
@@ -80,7 +95,7 @@ class NoiseShape:
 WHITE = NoiseShape()
 
 
-def noise_shape(frames: np.ndarray, estimate: NoiseEstimate) -> NoiseShape | None:
+def noise_shape(frames: np.ndarray, estimate: NoiseEstimate, basis: np.ndarray | None = None) -> NoiseShape | None:
     """Return the shape of ``estimate``'s noise, measured on ``frames``; None where it cannot be.
 
     Parameters
@@ -91,6 +106,10 @@ def noise_shape(frames: np.ndarray, estimate: NoiseEstimate) -> NoiseShape | Non
     estimate : NoiseEstimate
         The clip's noise: its ``spatially_correlated`` and ``signal_dependent`` say what to
         measure; its ``regions`` are the flat blocks the autocorrelation is measured on.
+    basis : (3, 3) array_like, optional
+        RGB -> Y'CbCr (``luma_chroma.yuv_matrix``) where the filter works in Y'CbCr: the
+        autocorrelation measured apart for Y and for Cb and Cr where their noise is independent
+        (``independent_groups``); None: one for all channels.
 
     Returns
     -------
@@ -117,9 +136,34 @@ def noise_shape(frames: np.ndarray, estimate: NoiseEstimate) -> NoiseShape | Non
     ]
     if len(blocks) < MIN_BLOCKS:
         return None
-    correlations = np.stack([_block_autocorrelation(block) for block in blocks])
-    median = np.median(correlations, axis=0)
-    return NoiseShape(median / median[LAG, LAG], bands, reference)
+    if basis is None or not independent_groups(estimate.covariance, basis):
+        return NoiseShape(_median_autocorrelation(blocks), bands, reference)
+    basis = np.asarray(basis, dtype=np.float64)
+    converted = [block @ basis.T for block in blocks]
+    luma, chroma = (
+        _median_autocorrelation([block[..., group] for block in converted]) for group in (slice(0, 1), slice(1, 3))
+    )
+    return NoiseShape(np.stack([luma, chroma, chroma]), bands, reference, basis)
+
+
+def independent_groups(covariance: np.ndarray, basis: np.ndarray) -> bool:
+    """Whether the noise of covariance ``covariance`` (RGB, C x C) is in Y independent of Cb and Cr.
+
+    Its correlation between Y and each of Cb and Cr, in ``basis`` (RGB -> Y'CbCr), under
+    INDEPENDENT: noise added to a Y'CbCr source's samples (about 0), not to RGB's (white: -0.55
+    and -0.43 in BT.709). Not where Cb and Cr carry no noise of their own and Y's covaries with
+    theirs (grain, one draw for R, G and B).
+    """
+    basis = np.asarray(basis, dtype=np.float64)
+    converted = basis @ np.asarray(covariance, dtype=np.float64) @ basis.T
+    scale = np.sqrt(np.clip(np.diag(converted), 0, None))
+    return bool(np.all(np.abs(converted[0, 1:]) <= INDEPENDENT * scale[0] * scale[1:]))
+
+
+def _median_autocorrelation(blocks: list[np.ndarray]) -> np.ndarray:
+    """Return the median over ``blocks`` of their autocorrelation (``_block_autocorrelation``), 1 at lag 0."""
+    median = np.median(np.stack([_block_autocorrelation(block) for block in blocks]), axis=0)
+    return median / median[LAG, LAG]
 
 
 def _block_autocorrelation(block: np.ndarray) -> np.ndarray:
@@ -179,16 +223,19 @@ def _plane_products(height: int, width: int) -> np.ndarray:
 def _coloured(draw: np.ndarray, autocorrelation: np.ndarray) -> np.ndarray:
     """Return ``draw`` (H, W, C), white, filtered to ``autocorrelation`` between pixels, its variance kept.
 
+    ``autocorrelation``: one for all channels (2 LAG + 1, 2 LAG + 1), or one per channel (C, ...).
     Through the power spectrum (the autocorrelation's Fourier transform, circular over the frame;
     negative values of a truncated autocorrelation taken as 0).
     """
     height, width = draw.shape[:2]
     lags = np.arange(-LAG, LAG + 1)
-    grid = np.zeros((height, width))
-    grid[np.ix_(lags % height, lags % width)] += autocorrelation  # += : lags that wrap on a tiny frame add up
-    power = np.clip(np.fft.fft2(grid).real, 0, None)
-    gain = np.sqrt(power[:, : width // 2 + 1] / power.mean())
-    spectrum = np.fft.rfft2(draw, axes=(0, 1)) * gain[..., None]
+    gains = []
+    for correlation in autocorrelation.reshape(-1, 2 * LAG + 1, 2 * LAG + 1):
+        grid = np.zeros((height, width))
+        grid[np.ix_(lags % height, lags % width)] += correlation  # += : lags that wrap on a tiny frame add up
+        power = np.clip(np.fft.fft2(grid).real, 0, None)
+        gains.append(np.sqrt(power[:, : width // 2 + 1] / power.mean()))
+    spectrum = np.fft.rfft2(draw, axes=(0, 1)) * np.stack(gains, axis=-1)
     return np.fft.irfft2(spectrum, s=(height, width), axes=(0, 1))
 
 

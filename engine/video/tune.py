@@ -40,7 +40,7 @@ from ..media.yuv import YuvFrame, planes_to_rgb
 from .default_filter import AUTO, SURE_CROP, SURE_FRAMES, FilterChoice, _centre, choose_filter, sure_applies
 from .export import ExportCancelledError, Source, _opened, clip_sample, denoise_file, estimate_clip_noise
 from .live import denoise_live
-from .luma_chroma import matrix_for
+from .luma_chroma import matrix_for, yuv_matrix
 from .noise_estimate import NoiseEstimate
 from .noise_shape import WHITE, NoiseShape, noise_shape
 from .params import NLMParams
@@ -286,9 +286,10 @@ def tune_for_fps(
             )
         whole = clip_sample(reader, span)  # the noise's shape is measured on its flat blocks, SURE on the centre
         sample = to_float32(_centre(whole, SURE_CROP))
-        shape = noise_shape(whole, estimate) if sure_applies(estimate) else None
-        scored = _Sample(whole, sample, shape, most_past)
         matrix = matrix_for(info.color.get("colorspace", 2), info.height)
+        basis = yuv_matrix(matrix) if len(estimate.covariance) == 3 else None  # a colour clip tunes in Y'CbCr
+        shape = noise_shape(whole, estimate, basis) if sure_applies(estimate) else None
+        scored = _Sample(whole, sample, shape, most_past)
         middle = max(0, (info.frame_count - TIMED_FRAMES) // 2)
         timed = range(middle, min(middle + TIMED_FRAMES, info.frame_count))
         candidates: list[TuneCandidate] = []

@@ -20,6 +20,7 @@ from nlmeans_studio.engine import (
     psnr,
 )
 from nlmeans_studio.engine.video.default_filter import SURE_RANGE
+from nlmeans_studio.engine.video.luma_chroma import yuv_matrix
 from nlmeans_studio.engine.video.noise_shape import LAG, WHITE, NoiseShape, noise_shape
 from nlmeans_studio.engine.video.sure import choose_strength, golden_minimum, sure_mse
 
@@ -157,3 +158,60 @@ def test_the_default_filter_chooses_the_strength_of_smooth_noise_by_sure() -> No
     choice = choose_filter(estimate, NLMParams(), sample=noisy, backend="cpu")
     assert estimate.spatially_correlated and choice.how == "SURE on the clip"
     assert SURE_RANGE[0] <= choice.factor <= SURE_RANGE[1]
+
+
+def subsampled_chroma_noise(shape: tuple[int, ...], sigma: float, seed: int) -> np.ndarray:
+    """Noise as a 4:2:0 source's samples carry it, in RGB (T, H, W, 3): white in Y, and in Cb and Cr
+    drawn at half the size each way, each sample over 2 x 2 pixels (BT.709, ``sigma`` in each)."""
+    rng = np.random.default_rng(seed)
+    frames, height, width = shape[:3]
+    luma = rng.standard_normal((frames, height, width, 1))
+    chroma = rng.standard_normal((frames, height // 2, width // 2, 2)).repeat(2, axis=1).repeat(2, axis=2)
+    return (np.concatenate([luma, chroma], axis=-1) * sigma @ np.linalg.inv(yuv_matrix("bt709")).T).astype(np.float32)
+
+
+def test_luma_s_and_chroma_s_correlation_are_measured_apart() -> None:
+    rows, columns = np.mgrid[0:96, 0:128]
+    clean = np.stack([0.4 + rows / 960, 0.5 + columns / 1280, 0.45 + 0 * rows], axis=-1)  # gentle ramps
+    frames = np.stack([clean, clean]) + subsampled_chroma_noise((2, 96, 128), SIGMA, seed=5)
+    estimate = estimate_noise(frames)
+    assert estimate.spatially_correlated
+    shape = noise_shape(frames, estimate, yuv_matrix("bt709"))
+    luma, chroma = shape.autocorrelation[0], shape.autocorrelation[1]
+    # Y white; Cb and Cr: half the pixel pairs one apart share a sample, a quarter of those one apart both ways.
+    for (dy, dx), expected in {(0, 1): 0.5, (1, 0): 0.5, (1, 1): 0.25, (0, 2): 0.0}.items():
+        assert luma[LAG + dy, LAG + dx] == pytest.approx(0.0, abs=0.06)
+        assert chroma[LAG + dy, LAG + dx] == pytest.approx(expected, abs=0.08)
+    probe = shape.probe(np.full((256, 256, 3), 0.5, np.float32), estimate.covariance, np.random.default_rng(0))
+    ycc = probe.astype(np.float64) @ yuv_matrix("bt709").T
+    along = np.mean(ycc * np.roll(ycc, 1, axis=1), axis=(0, 1)) / np.mean(ycc**2, axis=(0, 1))
+    assert along == pytest.approx([0.0, 0.5, 0.5], abs=0.08)  # drawn so, in Y'CbCr
+    assert np.cov(probe.reshape(-1, 3).T) == pytest.approx(estimate.covariance, rel=0.1)
+
+
+def test_noise_of_rgb_samples_keeps_one_correlation_for_all_channels() -> None:
+    """Smooth noise drawn in R, G and B apart has Y's correlated with Cb's and Cr's: coloured
+    apart, the probe would lose that."""
+    rows, columns = np.mgrid[0:96, 0:128]
+    clean = np.stack([0.4 + rows / 960, 0.5 + columns / 1280, 0.45 + 0 * rows], axis=-1)
+    frames = np.stack([clean, clean]) + grain((2, 96, 128, 3), SIGMA, seed=5)
+    estimate = estimate_noise(frames)
+    shape = noise_shape(frames, estimate, yuv_matrix("bt709"))
+    assert shape.basis is None and shape.autocorrelation.shape == (2 * LAG + 1, 2 * LAG + 1)
+
+
+def test_sure_chooses_the_strengths_of_noise_in_subsampled_chroma_near_the_best() -> None:
+    with np.load(DATA / "bikes_frames.npz") as archive:
+        clean = archive["frames"][:, 60:252, 40:296].astype(np.float32) / 255
+    noisy = clean + subsampled_chroma_noise(clean.shape, 12 / 255, seed=4)  # not clipped, as Y'CbCr planes are not
+    estimate = estimate_noise(noisy)
+    choice = choose_filter(estimate, sample=noisy, backend="cpu")
+    assert estimate.spatially_correlated and choice.how == "SURE on the clip"
+
+    def score(factor: float) -> float:
+        denoiser = choose_filter(estimate, strength=factor).denoiser("cpu")
+        return float(np.mean([psnr(clean[i], denoiser.denoise_frame(noisy, i)) for i in range(1, 3)]))
+
+    # Within 0.3 dB of the best factor on a grid 1.25x apart (whose own best may sit 0.1 dB low).
+    best = max(score(factor) for factor in (0.8, 1.0, 1.25, 1.56, 1.95))
+    assert score(choice.factor) >= best - 0.3
