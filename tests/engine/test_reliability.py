@@ -712,6 +712,7 @@ def test_a_stop_python_drops_in_its_own_callback_still_stops_the_run(monkeypatch
     estimate went on to a whole export, with a traceback on stderr."""
     printed = []
     monkeypatch.setattr(sys, "unraisablehook", printed.append)  # what Python would print
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)  # a run started with & ignores it
     stop = Stop()
     try:
 
@@ -730,6 +731,7 @@ def test_a_stop_python_drops_in_its_own_callback_still_stops_the_run(monkeypatch
             stop.start_exporting()
     finally:
         stop.restore()
+        signal.signal(signal.SIGINT, inherited)
     assert sys.unraisablehook == printed.append
 
 
