@@ -4,7 +4,8 @@ The noise in use is the synthetic noise while it is on, else the clip's latest e
 ``strength`` times the h the engine suggests for that noise and the window (1 by default; a
 preset's strength sets another multiple), times the factor ``choose_filter`` gives for the
 clip's estimate (SURE's best on the clip, or an encoder's noise's; as ``denoise`` chooses it),
-and so are the luma/chroma strengths unless they are given. The centre weight follows the noise
+and so are the luma/chroma strengths unless they are given (chroma's with its own factor where
+SURE chose one apart). The centre weight follows the noise
 in use too, set when it changes (light noise may get "one"; the one chosen with the clip's
 factor, or ``choose_filter``'s for the synthetic noise) and yours to change until it next does.
 Color decorrelation is offered when the noise gives a color transform, and ticked where the
@@ -52,7 +53,10 @@ class NoiseFollower(QObject):
         self.estimate: NoiseEstimate | None = None  # the clip's latest estimate
         self.noise_in_use: NoiseEstimate | None = None  # what h follows: the synthetic noise or the estimate
         self.strength = 1.0  # h as a multiple of the h suggested for the noise (a preset's)
-        self.chosen_factor = 1.0  # choose_filter's multiple of the suggested strengths: SURE's, or an encoder's noise's
+        self.chosen_factors = (
+            1.0,
+            1.0,
+        )  # choose_filter's multiples of the suggested strengths (luma's or one, chroma's)
         self.chosen_center: str | None = None  # the centre weight choose_filter chose with it
         self.matrix: str | None = None  # the clip's Y'CbCr matrix; None until a clip is open
         self._keep_h = False  # the clip's saved h stands when its noise estimate arrives
@@ -86,12 +90,15 @@ class NoiseFollower(QObject):
             self.noise_in_use = None
             self.estimate_needed.emit()
 
-    def estimated(self, estimate: NoiseEstimate, factor: float = 1.0, center: str | None = None) -> None:
-        """The worker measured the clip's noise, and ``choose_filter``'s ``factor`` on the strengths it
-        suggests (SURE's, an encoder's noise's, else 1) and ``center`` weight chosen with it (None:
-        the one set stays): h follows them (a saved h and its centre weight no longer stand)."""
+    def estimated(
+        self, estimate: NoiseEstimate, factors: tuple[float, float] = (1.0, 1.0), center: str | None = None
+    ) -> None:
+        """The worker measured the clip's noise, and ``choose_filter``'s ``factors`` on the strengths it
+        suggests (``FilterChoice.factors``: SURE's, an encoder's noise's, else 1) and ``center``
+        weight chosen with them (None: the one set stays): h follows them (a saved h and its centre
+        weight no longer stand)."""
         self.estimate = estimate
-        self.chosen_factor = factor
+        self.chosen_factors = factors
         self.chosen_center = center
         self.apply_noise(estimate)
         self._keep_h = False
@@ -161,7 +168,7 @@ class NoiseFollower(QObject):
         if len(estimate.covariance) != 3:  # a gray clip has no chroma: it is filtered as it is
             return
         h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, self.matrix), self._parameters.params())
-        self._parameters.set_luma_chroma_h(self._multiple() * h_luma, self._multiple() * h_chroma)
+        self._parameters.set_luma_chroma_h(self._multiple() * h_luma, self._multiple(chroma=True) * h_chroma)
 
     def _center_for(self, estimate: NoiseEstimate) -> str:
         """The centre weight for ``estimate``: the one chosen with the clip's factor, else the one
@@ -170,10 +177,11 @@ class NoiseFollower(QObject):
             return self.chosen_center
         return choose_filter(estimate, self._parameters.params()).params.center_weight
 
-    def _factor(self) -> float:
-        """choose_filter's factor where the noise in use is the clip's estimate (not the synthetic noise)."""
-        return self.chosen_factor if self.noise_in_use is self.estimate else 1.0
+    def _factor(self, chroma: bool = False) -> float:
+        """choose_filter's factor (chroma's, or luma's and the one strength's) where the noise in use
+        is the clip's estimate (not the synthetic noise)."""
+        return self.chosen_factors[chroma] if self.noise_in_use is self.estimate else 1.0
 
-    def _multiple(self) -> float:
-        """The strengths' multiple of those suggested: a preset's strength times choose_filter's factor."""
-        return self.strength * self._factor()
+    def _multiple(self, chroma: bool = False) -> float:
+        """A strength's multiple of the one suggested: a preset's strength times choose_filter's factor."""
+        return self.strength * self._factor(chroma)

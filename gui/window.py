@@ -454,7 +454,9 @@ class MainWindow(QMainWindow):
         """The estimate's boxes show over the frame they were found on only."""
         self.view.set_regions_on_frame(self.preview is not None and self.preview.index == self._regions_frame)
 
-    def _estimated(self, number: int, first: int, estimate: NoiseEstimate, factor: float, center: str) -> None:
+    def _estimated(
+        self, number: int, first: int, estimate: NoiseEstimate, factors: tuple[float, float], center: str
+    ) -> None:
         """The estimate arrived: its flat blocks are drawn over frame ``first``, where they were
         found (the status bar says which where another frame is shown), h and the centre weight
         follow it."""
@@ -465,7 +467,7 @@ class MainWindow(QMainWindow):
             if self.frame_slider.value() != first:
                 self._say_where_the_boxes_are("Noise measured over the clip, as denoise does; the boxes are its")
         self.readouts.show_sigma(estimate)
-        self.noise_follower.estimated(estimate, factor, center)
+        self.noise_follower.estimated(estimate, factors, center)
 
     def _synthetic_changed(self) -> None:
         """The synthetic noise changed: its sigma is the readout's, h follows the noise."""

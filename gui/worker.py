@@ -195,8 +195,8 @@ class PreviewWorker(Worker):
 
     opened = Signal(int, object, object)  # request number, VideoInfo, each frame's time in seconds
     rendered = Signal(int, object)  # request number, engine.video.preview.Preview: several a request, each better
-    estimated = Signal(int, int, object, float, str)  # request number, first frame measured, NoiseEstimate, SURE's
-    # factor and the centre weight chosen with it
+    estimated = Signal(int, int, object, object, str)  # request number, first frame measured, NoiseEstimate,
+    # choose_filter's factors (on luma's or the one strength, on chroma's) and the centre weight chosen with them
     playback_started = Signal(int, object)  # request number, engine.video.playback.RenderAhead
     failed = Signal(int, str, str)  # request number, kind ("open", "preview", "estimate", "backend"), message
     busy_changed = Signal(bool)  # the engine started or stopped working
@@ -397,9 +397,9 @@ class PreviewWorker(Worker):
             previewer.denoiser  # noqa: B018 (creates the backend now, so that its errors surface here)
         return previewer
 
-    def _estimate(self, request: EstimateRequest) -> tuple[int, NoiseEstimate, float, str]:
-        """The noise, the first frame of the pair it was measured on, and SURE's factor on the
-        strengths it suggests and the centre weight it chose (``choose_filter``).
+    def _estimate(self, request: EstimateRequest) -> tuple[int, NoiseEstimate, tuple[float, float], str]:
+        """The noise, the first frame of the pair it was measured on, and ``choose_filter``'s factors
+        on the strengths it suggests (``FilterChoice.factors``) and the centre weight it chose.
 
         In the region, on the current frame and the next (the one before, on the last frame: a
         region's estimate reads the change between two); without one, as ``denoise --noise auto``
@@ -428,7 +428,7 @@ class PreviewWorker(Worker):
         choice = choose_filter(
             estimate, request.window, matrix=request.matrix, luma_chroma=mode, sample=sample, backend=request.backend
         )
-        return first, estimate, choice.factor, choice.params.center_weight
+        return first, estimate, choice.factors, choice.params.center_weight
 
     def _require_clip(self) -> Previewer:
         if self._previewer is None:

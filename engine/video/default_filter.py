@@ -15,13 +15,16 @@ itself (``sure.choose_strength`` on a few frames' centre, its probe shaped like 
 ``noise_shape``): the table was calibrated on other pictures, and smooth ones want another h
 (held-out retina at sigma 25: -1.64 dB at the table's h, -0.00 at SURE's). Light noise may
 get the centre weight "one" instead (``center_candidates``: the defaults study of 2026-11-28,
-docs/bench/2026-11-28b-light-noise-and-the-centre-weight.md).
+docs/bench/2026-11-28b-light-noise-and-the-centre-weight.md). Where the noise is in a Y'CbCr
+source's samples (``NoiseShape.basis``: luma's and chroma's apart), chroma's factor and then
+luma's are searched again apart: subsampled chroma wants more than the ratio ``suggest_h`` gives
+(an archivist's ffmpeg-made captures: +0.03 to +0.50 dB, docs/bench/2026-11-29c-sure-shape-in-ycbcr.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -41,6 +44,7 @@ SURE_RANGE = (0.5, 2.0)  # factors on the suggested strengths SURE searches
 SURE_CROP = 192  # pixels: the side of the frames' centre SURE scores (its cost: 20 filter runs a frame)
 SURE_FRAMES = 2  # frames scored (each with its window's frames around it)
 ENCODER_FACTOR = 1.5  # on the luma/chroma strengths for an encoder's noise (``encoder_noise``)
+ENCODER_CHROMA = 0.55  # chroma's noise sigma over luma's in Y'CbCr under which the noise is in luma alone
 SMOOTH_GRAIN = 0.8  # spatial_correlation from which suggest_h's smooth-noise factor has raised h
 CENTER_WEIGHTS = ("max", "one")  # what "auto" chooses among for light noise: SURE scores each at its best strength
 LIGHT_NOISE = 6.0  # 8-bit levels of average sigma: under it the centre weight "one" may win (``center_candidates``)
@@ -59,26 +63,38 @@ class FilterChoice:
         Strengths in 8-bit levels for Y and for Cb/Cr, and the Y'CbCr matrix, where the clip is
         filtered in Y'CbCr; None: in its own channels with ``params``.
     factor : float
-        The factor on the suggested strengths: SURE's, or ``ENCODER_FACTOR`` for an encoder's
-        noise (1 where neither applies).
+        The factor on the suggested strengths (luma's in Y'CbCr): SURE's, or ``ENCODER_FACTOR``
+        for an encoder's noise (1 where neither applies).
     how : str
         How the strengths were chosen, for a person: "from the noise", "SURE on the clip",
         "an encoder's noise" or "given".
+    chroma_factor : float or None
+        SURE's factor on the suggested chroma strength where it chose one apart from luma's
+        (noise of a Y'CbCr source's samples); None: ``factor``.
     """
 
     params: NLMParams
     luma_chroma: LumaChroma | None
     factor: float = 1.0
     how: str = FROM_NOISE
+    chroma_factor: float | None = None
+
+    @property
+    def factors(self) -> tuple[float, float]:
+        """The factors on the suggested luma (or one) strength and on the chroma strength."""
+        return self.factor, self.factor if self.chroma_factor is None else self.chroma_factor
 
     def describe(self, note: str = "") -> str:
         """One line: the mode and its strengths, the factor on them and ``note`` in brackets.
 
         The colour decorrelation last in the RGB mode. E.g. "luma/chroma (bt709) exponential/max,
-        h_Y = 5.4, h_UV = 4.7 (SURE on the clip: x0.91)".
+        h_Y = 5.4, h_UV = 4.7 (SURE on the clip: x0.91)", or "(SURE on the clip: x1.26 on luma,
+        x1.68 on chroma)" where they differ.
         """
         variant = f"{self.params.weighting}/{self.params.center_weight}"
-        notes = [f"{self.how}: x{self.factor:.2f}"] if self.how in (SURE, ENCODER) else []
+        luma, chroma = (f"x{factor:.2f}" for factor in self.factors)
+        factors = luma if luma == chroma else f"{luma} on luma, {chroma} on chroma"
+        notes = [f"{self.how}: {factors}"] if self.how in (SURE, ENCODER) else []
         notes += [note] if note else []
         brackets = f" ({'; '.join(notes)})" if notes else ""
         if self.luma_chroma is not None:
@@ -117,16 +133,23 @@ def sure_applies(estimate: NoiseEstimate) -> bool:
 def encoder_noise(estimate: NoiseEstimate) -> bool:
     """Whether the noise is what an encoder leaves.
 
-    In luma alone (the channels share it) and not read as smooth film grain, for which
-    ``suggest_h`` has already raised h. Its patches differ by quantized blocks as well as by noise,
-    and the best luma/chroma strengths are about 1.5 times those suggested (``ENCODER_FACTOR``,
+    In luma alone (chroma's sigma in Y'CbCr under ENCODER_CHROMA times luma's: encoders quantize
+    chroma's away, 0.0-0.3 on the study's H.264, HEVC and MPEG-2, 0.49 where x264's texture was
+    read in motion; noise in a Y'CbCr source's own samples keeps 0.61-0.67, and was taken for an
+    encoder's where the channels' count that told them apart fell under 2, at 1.94-1.99: 2.3 dB
+    lost on bikes) and not read as smooth film grain, for which ``suggest_h`` has already raised
+    h. Its patches differ by quantized blocks as well as by noise, and the best luma/chroma
+    strengths are about 1.5 times those suggested (``ENCODER_FACTOR``,
     measured on the defaults study's calibration corpus: H.264, HEVC and MPEG-2 best at 1.25-2
     times, 22 of 24 cases within 0.5 dB at 1.5, 13 at 1). The motion-compensated estimate reads no
     smoothness, so film grain measured that way gets the factor too (held-out: -1.57 dB at 1,
     -0.09 at 1.5).
     """
+    if len(estimate.covariance) != 3:
+        return False
+    split = split_estimate(estimate)
     smooth = estimate.method != "motion" and estimate.spatial_correlation >= SMOOTH_GRAIN
-    return estimate.shared_by_channels and not smooth
+    return split.sigma_chroma < ENCODER_CHROMA * split.sigma_luma and not smooth
 
 
 def choose_filter(
@@ -185,12 +208,13 @@ def choose_filter(
     in_luma_chroma = colour and luma_chroma == AUTO
     encoder = ENCODER_FACTOR if in_luma_chroma and encoder_noise(estimate) else 1.0
 
-    def at(scale: float, centre: str) -> FilterChoice:
+    def at(scale: float, centre: str, chroma_scale: float | None = None) -> FilterChoice:
         with_centre = dataclasses.replace(window, center_weight=centre)
         if in_luma_chroma:
             h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, matrix), with_centre)
             params = dataclasses.replace(with_centre, color_transform=None)
-            return FilterChoice(params, (scale * encoder * h_luma, scale * encoder * h_chroma, matrix))
+            chroma_scale = scale if chroma_scale is None else chroma_scale
+            return FilterChoice(params, (scale * encoder * h_luma, chroma_scale * encoder * h_chroma, matrix))
         suggested = apply_estimate(with_centre, estimate)
         return FilterChoice(dataclasses.replace(suggested, h=scale * suggested.h), None)
 
@@ -207,15 +231,23 @@ def choose_filter(
     frames = to_float32(_centre(np.asarray(sample), SURE_CROP))
     scored = _scored_frames(len(frames), window)
     covariance = estimate.covariance
-    best = {  # centre weight: (factor, risk)
-        centre: choose_strength(
-            lambda f, c=centre: at(f, c).denoiser(backend), frames, scored, covariance, *SURE_RANGE, shape=shape
-        )
-        for centre in candidates
-    }
+
+    def search(make: Callable[[float], FilterChoice], low: float, high: float) -> tuple[float, float]:
+        return choose_strength(lambda f: make(f).denoiser(backend), frames, scored, covariance, low, high, shape=shape)
+
+    best = {}  # centre weight: ((luma's or the one factor, chroma's), risk)
+    for centre in candidates:
+        factor, risk = search(lambda f, c=centre: at(f, c), *SURE_RANGE)
+        luma = chroma = factor
+        if shape.basis is not None:  # noise of Y'CbCr samples: chroma's factor, then luma's, apart
+            around = [factor * bound for bound in SURE_RANGE]
+            chroma, _ = search(lambda f, c=centre, y=factor: at(y, c, f), *around)
+            luma, risk = search(lambda f, c=centre, u=chroma: at(f, c, u), *around)
+        best[centre] = ((luma, chroma), risk)
     centre = min(best, key=lambda c: best[c][1])
-    factor = best[centre][0]
-    return dataclasses.replace(at(strength * factor, centre), factor=factor, how=SURE)  # a preset's multiple of it
+    (luma, chroma), _ = best[centre]
+    chosen = at(strength * luma, centre, strength * chroma)  # a preset's multiple of them
+    return dataclasses.replace(chosen, factor=luma, chroma_factor=None if chroma == luma else chroma, how=SURE)
 
 
 def unjudged_center(estimate: NoiseEstimate) -> str:
