@@ -5,9 +5,9 @@ The noise in use is the synthetic noise while it is on, else the clip's latest e
 preset's strength sets another multiple), times the factor ``choose_filter`` gives for the
 clip's estimate (SURE's best on the clip, or an encoder's noise's; as ``denoise`` chooses it),
 and so are the luma/chroma strengths unless they are given (chroma's with its own factor where
-SURE chose one apart). The centre weight follows the noise
-in use too, set when it changes (light noise may get "one"; the one chosen with the clip's
-factor, or ``choose_filter``'s for the synthetic noise) and yours to change until it next does.
+SURE chose one apart). The centre weight follows the noise in use too, set when it changes
+(light noise may get "one"; the one chosen with the clip's factor, or ``choose_filter``'s for
+the synthetic noise) and yours to change until it next does.
 Color decorrelation is offered when the noise gives a color transform, and ticked where the
 engine says it helps. A clip's saved h stands until its first estimate arrives.
 """
@@ -53,10 +53,8 @@ class NoiseFollower(QObject):
         self.estimate: NoiseEstimate | None = None  # the clip's latest estimate
         self.noise_in_use: NoiseEstimate | None = None  # what h follows: the synthetic noise or the estimate
         self.strength = 1.0  # h as a multiple of the h suggested for the noise (a preset's)
-        self.chosen_factors = (
-            1.0,
-            1.0,
-        )  # choose_filter's multiples of the suggested strengths (luma's or one, chroma's)
+        # choose_filter's multiples of the suggested strengths: luma's (or the one strength's), chroma's
+        self.chosen_factors = (1.0, 1.0)
         self.chosen_center: str | None = None  # the centre weight choose_filter chose with it
         self.matrix: str | None = None  # the clip's Y'CbCr matrix; None until a clip is open
         self._keep_h = False  # the clip's saved h stands when its noise estimate arrives

@@ -59,7 +59,7 @@ def run_estimate_noise(args: argparse.Namespace) -> int:
     h = apply_estimate(one_strength, result).h
     with VideoReader(args.input) as reader:
         matrix = matrix_for(reader.info.color.get("colorspace", 2), reader.info.height)
-    sample = clip_sample(args.input, sure_sample_length(one_strength))  # denoise's, where SURE applies
+        sample = clip_sample(reader, sure_sample_length(one_strength))  # denoise's, where SURE applies
     default = choose_filter(result, matrix=matrix, sample=sample)
     decorrelate, reason = decorrelation_decision(result)
     try:

@@ -139,9 +139,9 @@ def encoder_noise(estimate: NoiseEstimate) -> bool:
     encoder's where the channels' count that told them apart fell under 2, at 1.94-1.99: 2.3 dB
     lost on bikes) and not read as smooth film grain, for which ``suggest_h`` has already raised
     h. Its patches differ by quantized blocks as well as by noise, and the best luma/chroma
-    strengths are about 1.5 times those suggested (``ENCODER_FACTOR``,
-    measured on the defaults study's calibration corpus: H.264, HEVC and MPEG-2 best at 1.25-2
-    times, 22 of 24 cases within 0.5 dB at 1.5, 13 at 1). The motion-compensated estimate reads no
+    strengths are about 1.5 times those suggested (``ENCODER_FACTOR``, measured on the defaults
+    study's calibration corpus: H.264, HEVC and MPEG-2 best at 1.25-2 times, 22 of 24 cases
+    within 0.5 dB at 1.5, 13 at 1). The motion-compensated estimate reads no
     smoothness, so film grain measured that way gets the factor too (held-out: -1.57 dB at 1,
     -0.09 at 1.5).
     """

@@ -107,9 +107,9 @@ def noise_shape(frames: np.ndarray, estimate: NoiseEstimate, basis: np.ndarray |
         The clip's noise: its ``spatially_correlated`` and ``signal_dependent`` say what to
         measure; its ``regions`` are the flat blocks the autocorrelation is measured on.
     basis : (3, 3) array_like, optional
-        RGB -> Y'CbCr (``luma_chroma.yuv_matrix``) where the filter works in Y'CbCr: the
-        autocorrelation measured apart for Y and for Cb and Cr where their noise is independent
-        (``independent_groups``); None: one for all channels.
+        RGB -> Y'CbCr (``luma_chroma.yuv_matrix``) where the filter works in Y'CbCr: for a colour
+        clip, the autocorrelation measured apart for Y and for Cb and Cr where their noise is
+        independent (``independent_groups``); None: one for all channels.
 
     Returns
     -------
@@ -136,7 +136,7 @@ def noise_shape(frames: np.ndarray, estimate: NoiseEstimate, basis: np.ndarray |
     ]
     if len(blocks) < MIN_BLOCKS:
         return None
-    if basis is None or not independent_groups(estimate.covariance, basis):
+    if basis is None or len(estimate.covariance) != 3 or not independent_groups(estimate.covariance, basis):
         return NoiseShape(_median_autocorrelation(blocks), bands, reference)
     basis = np.asarray(basis, dtype=np.float64)
     converted = [block @ basis.T for block in blocks]
@@ -151,8 +151,8 @@ def independent_groups(covariance: np.ndarray, basis: np.ndarray) -> bool:
 
     Its correlation between Y and each of Cb and Cr, in ``basis`` (RGB -> Y'CbCr), under
     INDEPENDENT: noise added to a Y'CbCr source's samples (about 0), not to RGB's (white: -0.55
-    and -0.43 in BT.709). Not where Cb and Cr carry no noise of their own and Y's covaries with
-    theirs (grain, one draw for R, G and B).
+    and -0.43 in BT.709). Where Cb and Cr carry about none (grain, one draw for R, G and B), either
+    answer measures the same: Y's.
     """
     basis = np.asarray(basis, dtype=np.float64)
     converted = basis @ np.asarray(covariance, dtype=np.float64) @ basis.T

@@ -287,8 +287,7 @@ def tune_for_fps(
         whole = clip_sample(reader, span)  # the noise's shape is measured on its flat blocks, SURE on the centre
         sample = to_float32(_centre(whole, SURE_CROP))
         matrix = matrix_for(info.color.get("colorspace", 2), info.height)
-        basis = yuv_matrix(matrix) if len(estimate.covariance) == 3 else None  # a colour clip tunes in Y'CbCr
-        shape = noise_shape(whole, estimate, basis) if sure_applies(estimate) else None
+        shape = noise_shape(whole, estimate, yuv_matrix(matrix)) if sure_applies(estimate) else None  # in Y'CbCr
         scored = _Sample(whole, sample, shape, most_past)
         middle = max(0, (info.frame_count - TIMED_FRAMES) // 2)
         timed = range(middle, min(middle + TIMED_FRAMES, info.frame_count))
