@@ -268,7 +268,8 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int, bool
         repeated = np.mean(change == 0, axis=(1, 2, 3)) >= REPEATED_SHARE
         block_clipped = clipped_shares(blocks)
         held += int(repeated.sum())
-        every.append(np.einsum("nyxi,nyxj->nij", change, change, optimize=True) / block_degrees[:, None, None])
+        pair_degrees = np.sqrt(block_degrees[:, :, None] * block_degrees[:, None, :])
+        every.append(np.einsum("nyxi,nyxj->nij", change, change, optimize=True) / pair_degrees)
         every_degrees.append(block_degrees)
         held_places.append(corners[repeated])
         held_texture.append(np.mean(_residuals(np.moveaxis(blocks[repeated], 0, 2)) ** 2, axis=(0, 1, 3)))
@@ -295,7 +296,8 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int, bool
     used = [(int(x), int(y), BLOCK, BLOCK) for y, x in places[keep]]
     if len(change) < MIN_STATIC_BLOCKS:
         return None, held, False
-    covariances = np.einsum("nyxi,nyxj->nij", change, change, optimize=True) / degrees[:, None, None]
+    covariances = np.einsum("nyxi,nyxj->nij", change, change, optimize=True)
+    covariances /= np.sqrt(degrees[:, :, None] * degrees[:, None, :])
     samples = float(np.median(degrees))
     band_of = np.clip(np.searchsorted(BAND_EDGES, means, side="right") - 1, 0, len(BAND_EDGES) - 2)
     counts = np.bincount(band_of, minlength=len(BAND_EDGES) - 1)
@@ -337,7 +339,7 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int, bool
         dataclasses.replace(
             estimate,
             regions=sorted(set(used)),
-            samples=int(degrees.sum()),
+            samples=int(degrees.mean(axis=-1).sum()),
             warning="; ".join(notes) or None,
             method="temporal",
             confidence=round(confidence, 3),
@@ -385,7 +387,7 @@ def _still_picture(
     return NoiseEstimate(
         _median_covariance(covariances, float(np.median(degrees))),
         sorted(set(places)),
-        int(degrees.sum()),
+        int(degrees.mean(axis=-1).sum()),
         note,
         "temporal",
         confidence=round(len(held_places) / len(covariances), 3),

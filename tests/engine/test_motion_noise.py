@@ -123,4 +123,4 @@ def test_the_compiled_search_costs_each_shift_and_tile_as_float64_does(size, rad
 def test_frames_too_small_for_a_block_and_its_margin_give_no_change() -> None:
     frames = np.random.default_rng(4).random((2, 16, 24, 3))
     change, degrees, corners = compensated_change(*frames)
-    assert change.shape == (0, BLOCK, BLOCK, 3) and degrees.shape == (0,) and corners.shape == (0, 2)
+    assert change.shape == (0, BLOCK, BLOCK, 3) and degrees.shape == (0, 3) and corners.shape == (0, 2)
