@@ -8,7 +8,12 @@ from nlmeans_studio.engine.video.block_match_kernel import tile_mean_squares
 from nlmeans_studio.engine.video.motion_noise import (
     ARTIFACT_SIGMA,
     BLOCK,
+    CORRELATION_REACH,
+    MATCH_GAP,
+    MATCH_MARGIN,
     MAX_BLOCKS,
+    _fit_degrees,
+    _ring_match,
     compensated_change,
     kept_noise,
     motion_residuals,
@@ -124,3 +129,68 @@ def test_frames_too_small_for_a_block_and_its_margin_give_no_change() -> None:
     frames = np.random.default_rng(4).random((2, 16, 24, 3))
     change, degrees, corners = compensated_change(*frames)
     assert change.shape == (0, BLOCK, BLOCK, 3) and degrees.shape == (0, 3) and corners.shape == (0, 2)
+
+
+def test_the_fit_s_degrees_of_freedom_are_its_residual_s_share_of_correlated_noise() -> None:
+    """tr((I - P) R) against float64 dense matrices written from its definition: P the fit's
+    projection on random terms, R a 4:2:0-like correlation between the block's pixels (0.66 a
+    pixel across, 0.75 and 0.3 down); white noise leaves the pixels less the terms. Within 1e-3
+    (the sums run in float32)."""
+    rng = np.random.default_rng(7)
+    terms = rng.standard_normal((3, BLOCK * BLOCK, 16))
+    inverse = np.linalg.pinv(terms)
+    correlation = np.zeros((2 * CORRELATION_REACH + 1, 2 * CORRELATION_REACH + 1, 2))
+    centre = CORRELATION_REACH
+    correlation[centre, centre] = 1.0
+    for (dy, dx), value in {(0, 1): 0.66, (1, 0): 0.75, (2, 0): 0.3, (1, 1): 0.5}.items():
+        for sy, sx in ((dy, dx), (-dy, -dx)):
+            correlation[centre + sy, centre + sx, 1] = value
+    rows, cols = np.divmod(np.arange(BLOCK * BLOCK), BLOCK)
+    lag_y, lag_x = rows[None, :] - rows[:, None], cols[None, :] - cols[:, None]
+    inside = (np.abs(lag_y) <= centre) & (np.abs(lag_x) <= centre)
+    for channel in range(2):
+        dense = np.where(
+            inside,
+            correlation[np.clip(lag_y + centre, 0, 2 * centre), np.clip(lag_x + centre, 0, 2 * centre), channel],
+            0,
+        )
+        expected = [np.trace((np.eye(BLOCK * BLOCK) - t @ i) @ dense) for t, i in zip(terms, inverse, strict=True)]
+        np.testing.assert_allclose(_fit_degrees(terms, inverse, correlation)[:, channel], expected, atol=1e-3)
+    np.testing.assert_allclose(_fit_degrees(terms, inverse, correlation)[:, 0], BLOCK * BLOCK - 16, atol=1e-3)
+
+
+def test_a_match_is_chosen_on_the_ring_around_the_block() -> None:
+    """The ring's cost against float64: the mean squared difference of the 3 x 3-blurred windows
+    over the pixels more than MATCH_GAP from the block's, at each shift; a difference inside the
+    block, however large, changes nothing."""
+    rng = np.random.default_rng(8)
+    side = BLOCK + 2 + 2 * MATCH_MARGIN
+    template = rng.random((2, side, side, 3), dtype=np.float32)
+    region = rng.random((2, side + 4, side + 4, 3), dtype=np.float32)
+    cost, shift = _ring_match(template, region, 2)
+
+    def blurred(a: np.ndarray) -> np.ndarray:
+        return sum(a[:, y : y + a.shape[1] - 2, x : x + a.shape[2] - 2] for y in range(3) for x in range(3)) / 9
+
+    t, r = blurred(template.astype(np.float64)), blurred(region.astype(np.float64))
+    # Blurred pixel j averages the window's j .. j + 2; the block's derivative window is the
+    # window's MATCH_MARGIN .. MATCH_MARGIN + BLOCK + 1.
+    j = np.arange(t.shape[1])
+    near = (j + 2 >= MATCH_MARGIN - MATCH_GAP) & (j <= MATCH_MARGIN + BLOCK + 1 + MATCH_GAP)
+    ring = ~(near[:, None] & near[None, :])
+    costs = np.array(
+        [
+            [
+                [np.mean(((t[n] - r[n, dy : dy + t.shape[1], dx : dx + t.shape[2]]) ** 2)[ring]) for dx in range(5)]
+                for dy in range(5)
+            ]
+            for n in range(2)
+        ]
+    )
+    best = costs.reshape(2, -1).argmin(axis=1)
+    np.testing.assert_allclose(cost, costs.reshape(2, -1)[[0, 1], best], rtol=1e-4)
+    np.testing.assert_array_equal(shift, np.stack(np.divmod(best, 5), axis=1) - 2)
+    inner = slice(MATCH_MARGIN, MATCH_MARGIN + BLOCK + 2)  # the block's window itself
+    changed = template.copy()
+    changed[:, inner, inner] += 5
+    np.testing.assert_array_equal(_ring_match(changed, region, 2)[1], shift)
