@@ -260,7 +260,7 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int, bool
     with clipped samples are (clipping truncates the noise). And whether the picture was read as
     still (``_still_picture``): its estimate is then the clip's, its held blocks used (none left out).
     """
-    changes, degrees, means, clipped, places, held = [], [], [], [], [], 0
+    changes, covariances, degrees, means, clipped, places, held = [], [], [], [], [], [], 0
     every, every_degrees, held_places, held_texture, held_clipped = [], [], [], [], []  # for a still picture
     for current, reference in itertools.pairwise(images):
         change, block_degrees, corners = compensated_change(current, reference)
@@ -268,18 +268,23 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int, bool
         repeated = np.mean(change == 0, axis=(1, 2, 3)) >= REPEATED_SHARE
         block_clipped = clipped_shares(blocks)
         held += int(repeated.sum())
-        pair_degrees = np.sqrt(block_degrees[:, :, None] * block_degrees[:, None, :])
-        every.append(np.einsum("nyxi,nyxj->nij", change, change, optimize=True) / pair_degrees)
+        # Each channel pair's covariance over the root of both channels' degrees of freedom.
+        block_covariances = np.einsum("nyxi,nyxj->nij", change, change, optimize=True)
+        block_covariances /= np.sqrt(block_degrees[:, :, None] * block_degrees[:, None, :])
+        every.append(block_covariances)
         every_degrees.append(block_degrees)
         held_places.append(corners[repeated])
         held_texture.append(np.mean(_residuals(np.moveaxis(blocks[repeated], 0, 2)) ** 2, axis=(0, 1, 3)))
         held_clipped.append(block_clipped[repeated])
         changes.append(change[~repeated])
+        covariances.append(block_covariances[~repeated])
         degrees.append(block_degrees[~repeated])
         means.append(blocks[~repeated].mean(axis=(1, 2, 3)))
         clipped.append(block_clipped[~repeated])
         places.append(corners[~repeated])
-    change, degrees, means, clipped, places = map(np.concatenate, (changes, degrees, means, clipped, places))
+    change, covariances, degrees, means, clipped, places = map(
+        np.concatenate, (changes, covariances, degrees, means, clipped, places)
+    )
     notes = []
     keep = clipped <= CLIPPED_FRACTION
     for fraction in DARK_CLIPPED_FRACTIONS:
@@ -292,12 +297,10 @@ def _temporal(images: list[np.ndarray]) -> tuple[NoiseEstimate | None, int, bool
     if held > STILL_SHARE * len(every) and keep.sum() < FEW_BLOCKS_SHARE * len(every) and smooth:
         return _still_picture(every, every_degrees, np.concatenate(held_places), int(keep.sum())), 0, True
     few = int(keep.sum()) < FEW_BLOCKS_SHARE * len(keep)
-    change, degrees, means = change[keep], degrees[keep], means[keep]
+    change, covariances, degrees, means = change[keep], covariances[keep], degrees[keep], means[keep]
     used = [(int(x), int(y), BLOCK, BLOCK) for y, x in places[keep]]
     if len(change) < MIN_STATIC_BLOCKS:
         return None, held, False
-    covariances = np.einsum("nyxi,nyxj->nij", change, change, optimize=True)
-    covariances /= np.sqrt(degrees[:, :, None] * degrees[:, None, :])
     samples = float(np.median(degrees))
     band_of = np.clip(np.searchsorted(BAND_EDGES, means, side="right") - 1, 0, len(BAND_EDGES) - 2)
     counts = np.bincount(band_of, minlength=len(BAND_EDGES) - 1)
