@@ -81,7 +81,7 @@ def _best_match(
 
 
 def _tile_costs(template: np.ndarray, region: np.ndarray, radius: int, tile: tuple[int, int]) -> np.ndarray:
-    """(N, 2 r + 1, 2 r + 1, tiles) mean squared differences of each template at each shift in its region, per tile."""
+    """Return each template's mean squared difference per tile at each shift in its region: (N, 2r+1, 2r+1, tiles)."""
     squares = compiled_module(".block_match_kernel", __package__).tile_mean_squares
     return squares(np.ascontiguousarray(template, np.float32), np.ascontiguousarray(region, np.float32), radius, *tile)
 
@@ -404,12 +404,12 @@ def _blurred(windows: np.ndarray) -> np.ndarray:
 
 
 def _ring_match(template: np.ndarray, region: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:
-    """``_best_match`` on windows blurred over 3 x 3 pixels, by their ring outside the block.
+    """Return the least cost and its shift, as ``_best_match`` does, by the ring outside the block.
 
-    The windows are a block's derivative window with MATCH_MARGIN pixels around; the cost is the
-    mean squared difference of the blurred pixels that no pixel within MATCH_GAP of that window
-    reaches. Chosen on the noise it then measures, the best of the shifts tried would read it low
-    where the picture is flat.
+    The windows are a block's derivative window with MATCH_MARGIN pixels around, blurred over 3 x 3
+    pixels; the cost is the mean squared difference of the blurred pixels that no pixel within
+    MATCH_GAP of the block's window reaches. Chosen on the noise it then measures, the best of the
+    shifts tried would read it low where the picture is flat.
     """
     template, region = _blurred(template), _blurred(region)
     side = template.shape[1]
