@@ -30,6 +30,9 @@ from PySide6.QtWidgets import (  # noqa: E402
 )
 
 WAIT_MS = 20000  # CPU previews of a tiny clip take milliseconds; first ones compile numba code
+# A clip's first preview waits for its noise estimate and SURE's searches: 7 s alone for noise in a
+# 4:2:2 clip's samples, over 20 under CI's load.
+OPEN_WAIT_MS = 60000
 
 
 def clip_frames(seed: int = 0) -> np.ndarray:
@@ -43,7 +46,7 @@ def clip_frames(seed: int = 0) -> np.ndarray:
 
 def opened(qtbot, window, path) -> None:
     window.open_clip(path)
-    qtbot.waitUntil(lambda: window.path == path and window.preview is not None, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.path == path and window.preview is not None, timeout=OPEN_WAIT_MS)
     settle(qtbot, window)
 
 
