@@ -201,6 +201,27 @@ def chroma_subsampled_clips(folder: Path, frames: int = 2) -> tuple[Path, np.nda
     return folder / "noisy.mkv", np.cov(noise.T)
 
 
+def noise_in_4_2_0_samples(frames: np.ndarray, sigma: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Clean and noisy float32 RGB of uint8 RGB ``frames``, made as a 4:2:0 file's frames are read.
+
+    Each frame goes into BT.709 limited-range 4:2:0 planes; the noisy ones get white Gaussian noise
+    of ``sigma`` sample levels in every plane (drawn frame by frame, plane by plane), rounded and
+    clamped; both come back through ``planes_to_rgb``, as the reader upsamples chroma. The noise is
+    white in Y and, in Cb and Cr, correlated about 0.66 a pixel apart.
+    """
+    from nlmeans_studio.engine.media.yuv import YuvLayout, planes_to_rgb, rgb_to_planes
+
+    layout = YuvLayout("yuv420p", 8, (1, 1), (0.2126, 0.0722), full_range=False)
+    rng = np.random.default_rng(seed)
+    clean, noisy = [], []
+    for frame in frames:
+        planes = rgb_to_planes(np.ascontiguousarray(frame), layout)
+        clean.append(planes_to_rgb(planes, layout, np.float32))
+        noisy_planes = [np.clip(np.rint(p + rng.normal(0, sigma, p.shape)), 0, 255).astype(np.uint8) for p in planes]
+        noisy.append(planes_to_rgb(noisy_planes, layout, np.float32))
+    return np.stack(clean), np.stack(noisy)
+
+
 def clip_with_audio(
     path: Path, audio_codec: str, rate: int, video_codec: str = "ffv1", pixel_format: str = "yuv420p"
 ) -> Path:

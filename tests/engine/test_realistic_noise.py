@@ -8,10 +8,9 @@ import dataclasses
 
 import numpy as np
 import pytest
-from clips import DATA
+from clips import DATA, noise_in_4_2_0_samples
 
 from nlmeans_studio.engine import Denoiser, NLMParams, psnr
-from nlmeans_studio.engine.media.yuv import YuvLayout, planes_to_rgb, rgb_to_planes
 from nlmeans_studio.engine.video.choose_h import apply_estimate
 from nlmeans_studio.engine.video.noise import estimate_noise
 from nlmeans_studio.engine.video.noise_estimate import LOW_CONFIDENCE
@@ -86,19 +85,12 @@ def test_noise_in_a_4_2_0_sources_samples_is_read_at_its_own_level(motion) -> No
     The motion fit took more than its share of chroma's noise, and a match chosen on the noise
     it then measures read it low: R and B read 3-4.5 % low, and on a 4:2:0 file SURE chose half
     the chroma strength it should."""
-    layout = YuvLayout("yuv420p", 8, (1, 1), (0.2126, 0.0722), full_range=False)
     with np.load(DATA / "bikes_frames.npz") as archive:
         picture = archive["frames"][0]  # one frame: a picture with no noise new in each frame
-    rng = np.random.default_rng(6)
-    clean, noisy = [], []
-    for t in range(4):
-        dy, dx = motion[0] * t, motion[1] * t
-        planes = rgb_to_planes(np.ascontiguousarray(picture[40 - dy : 232 - dy, 40 - dx : 296 - dx]), layout)
-        clean.append(planes_to_rgb(planes, layout, np.float32))
-        noisy_planes = [np.clip(np.rint(p + rng.normal(0, 8, p.shape)), 0, 255).astype(np.uint8) for p in planes]
-        noisy.append(planes_to_rgb(noisy_planes, layout, np.float32))
-    noisy = np.stack(noisy)
-    truth = np.std(noisy - np.stack(clean), axis=(0, 1, 2)) * 255
+    dy, dx = motion
+    pan = [picture[40 - dy * t : 232 - dy * t, 40 - dx * t : 296 - dx * t] for t in range(4)]
+    clean, noisy = noise_in_4_2_0_samples(np.stack(pan), 8, seed=6)
+    truth = np.std(noisy - clean, axis=(0, 1, 2)) * 255
     estimate = estimate_noise(noisy)
     assert estimate.method == "temporal" and estimate.spatially_correlated
     np.testing.assert_allclose(estimate.sigma, truth, rtol=0.025)

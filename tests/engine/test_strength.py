@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from clips import DATA
+from clips import DATA, noise_in_4_2_0_samples
 
 from nlmeans_studio.engine import (
     Denoiser,
@@ -19,7 +19,6 @@ from nlmeans_studio.engine import (
     estimate_noise,
     psnr,
 )
-from nlmeans_studio.engine.media.yuv import YuvLayout, planes_to_rgb, rgb_to_planes
 from nlmeans_studio.engine.video.default_filter import SURE_RANGE, encoder_noise
 from nlmeans_studio.engine.video.luma_chroma import yuv_matrix
 from nlmeans_studio.engine.video.noise_shape import LAG, WHITE, NoiseShape, noise_shape
@@ -205,19 +204,8 @@ def test_noise_in_a_sources_samples_gets_luma_s_and_chroma_s_strengths_near_the_
     """Noise in a 4:2:0 source's samples, read as a file's frames are (``planes_to_rgb``): not an
     encoder's, though its channels' count is under 2 (it had x1.5 and no SURE: 2.3 dB lost), and
     chroma's strength chosen apart from luma's."""
-    layout = YuvLayout("yuv420p", 8, (1, 1), (0.2126, 0.0722), full_range=False)
     with np.load(DATA / "bikes_frames.npz") as archive:
-        frames = archive["frames"][:, 60:252, 40:296]
-    rng = np.random.default_rng(4)
-    clean, noisy = [], []
-    for frame in frames:
-        planes = rgb_to_planes(np.ascontiguousarray(frame), layout)
-        clean.append(planes_to_rgb(planes, layout, np.float32))
-        noisy_planes = [
-            np.clip(np.rint(plane + rng.normal(0, 10, plane.shape)), 0, 255).astype(np.uint8) for plane in planes
-        ]
-        noisy.append(planes_to_rgb(noisy_planes, layout, np.float32))
-    clean, noisy = np.stack(clean), np.stack(noisy)
+        clean, noisy = noise_in_4_2_0_samples(archive["frames"][:, 60:252, 40:296], 10, seed=4)
     estimate = estimate_noise(noisy)
     assert estimate.shared_by_channels and not encoder_noise(estimate)
     choice = choose_filter(estimate, sample=noisy, backend="cpu")
