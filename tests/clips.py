@@ -88,14 +88,15 @@ def in_process(arguments: list[str], *, cwd: Path | None = None) -> subprocess.C
     return subprocess.CompletedProcess([*CLI, *arguments], status, *written)
 
 
-def write_ffv1(path: Path, frames: np.ndarray, rate: int = 25) -> None:
-    """A lossless FFV1 clip of (T, H, W, 3) uint8 RGB frames at ``rate`` fps, written with PyAV."""
+def write_ffv1(path: Path, frames: np.ndarray, rate: int = 25, pixel_format: str = "bgr0") -> None:
+    """An FFV1 clip of (T, H, W, 3) uint8 RGB frames at ``rate`` fps, written with PyAV: lossless in
+    RGB ("bgr0"), or converted to another ``pixel_format`` (untagged: BT.601 at these sizes)."""
     import av
 
     with av.open(str(path), "w") as container:
         stream = container.add_stream("ffv1", rate=rate)
         stream.height, stream.width = frames.shape[1:3]
-        stream.pix_fmt = "bgr0"
+        stream.pix_fmt = pixel_format
         for index, frame in enumerate(frames):
             video_frame = av.VideoFrame.from_ndarray(frame, format="rgb24")
             video_frame.pts, video_frame.time_base = index, Fraction(1, rate)

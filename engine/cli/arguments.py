@@ -328,7 +328,8 @@ def add_denoise_options(parser: argparse.ArgumentParser) -> None:
         type=_luma_chroma_mode,
         default=UNSET,
         help="filter a colour clip in Y'CbCr (the source's matrix) with a strength for Y and one for Cb/Cr: auto "
-        "(the default: from the noise of each, refined on the clip where the noise is white), off (in its own "
+        "(the default: from the noise of each, refined on the clip by SURE, which may choose one h in RGB "
+        "instead for an RGB source where that filters better), off (in its own "
         "channels, with one h and the color decorrelation), or H_Y,H_UV in 8-bit levels; off by default with "
         "--h, --devices or --guide",
     )

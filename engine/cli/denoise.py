@@ -38,7 +38,7 @@ from ..media.formats import (
 from ..media.image_sequence import is_image_sequence
 from ..media.pipe import PIPE, PipeReader
 from ..media.probe import VideoInfo
-from ..media.reader import VideoReader
+from ..media.reader import VideoReader, source_yuv_layout
 from ..media.still_image import is_still_image
 from ..media.writer import STANDARD_OUTPUT, check_encoder, check_output_path
 from ..memory import (
@@ -193,7 +193,8 @@ def filter_asked(args: argparse.Namespace, preset: Preset | None, info: VideoInf
     """Return the filter asked for.
 
     The options, over ``preset``'s, over the defaults; its strengths from the noise
-    (``automatic.choose_filter``: luma/chroma for a colour clip, SURE unless an encoder's noise)
+    (``default_filter.choose_filter``: luma/chroma for a colour clip, or RGB where SURE finds it
+    better on an RGB source; SURE unless an encoder's noise)
     unless --h or --noise none. ``info``: the source's, whose streams the output must hold.
     """
     params = window_params(args, preset)
@@ -231,6 +232,7 @@ def filter_asked(args: argparse.Namespace, preset: Preset | None, info: VideoInf
             sample=sample,
             backend=args.backend if args.devices is None else "gpu",
             center_weight=args.center_weight or (AUTO if preset is None else preset.center_weight),
+            rgb_allowed=source_yuv_layout(info) is None,  # a Y'CbCr source stays in Y'CbCr, where nothing clips
         )
         if strength not in (None, 1.0):
             note = f"{args.filter_preset}'s strength: x{strength:g}"
@@ -244,7 +246,8 @@ def filter_asked(args: argparse.Namespace, preset: Preset | None, info: VideoInf
 def _luma_chroma_asked(args: argparse.Namespace, preset: Preset | None) -> str | tuple[float, float] | None:
     """Return the luma/chroma mode.
 
-    --luma-chroma, else the preset's, else auto (a colour clip in Y'CbCr), except where one strength
+    --luma-chroma, else the preset's, else auto (a colour clip in Y'CbCr, or RGB where SURE finds it
+    better on an RGB source), except where one strength
     is given (--h), no noise is estimated (--noise none) or the filter runs as the plain one
     (--devices, --guide).
     """

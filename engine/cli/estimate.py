@@ -60,7 +60,8 @@ def run_estimate_noise(args: argparse.Namespace) -> int:
     with VideoReader(args.input) as reader:
         matrix = matrix_for(reader.info.color.get("colorspace", 2), reader.info.height)
         sample = clip_sample(reader, sure_sample_length(one_strength))  # denoise's, where SURE applies
-    default = choose_filter(result, matrix=matrix, sample=sample)
+        rgb_allowed = reader.yuv_layout is None  # as denoise chooses: a Y'CbCr source stays in Y'CbCr
+    default = choose_filter(result, matrix=matrix, sample=sample, rgb_allowed=rgb_allowed)
     decorrelate, reason = decorrelation_decision(result)
     try:
         transform = result.color_transform().round(4).tolist()

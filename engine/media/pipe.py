@@ -23,9 +23,9 @@ import numpy as np
 
 from .ffmpeg import VideoError, ffmpeg_reason, pyav
 from .probe import INTERLACED, VideoInfo, stream_facts
-from .reader import TimedFrame, decoded_array
+from .reader import TimedFrame, decoded_array, source_yuv_layout
 from .y4m import Y4M_HEADER_LIMIT, Y4M_MAGIC, check_y4m_header
-from .yuv import YuvFrame, YuvLayout, frame_planes, yuv_layout
+from .yuv import YuvFrame, YuvLayout, frame_planes
 
 PIPE = "-"
 LOOKAHEAD = 8  # frames kept from the stream's start for random access
@@ -223,10 +223,8 @@ class PipeReader:
 
     @property
     def yuv_layout(self) -> YuvLayout | None:
-        """The Y'CbCr layout of the frames, in which ``timed_frames(yuv=True)`` gives them; None for gray."""
-        if self.info.channels != 3:
-            return None
-        return yuv_layout(self.info.pixel_format, self.info.color, self.info.height)
+        """The Y'CbCr layout of the frames, in which ``timed_frames(yuv=True)`` gives them (``source_yuv_layout``)."""
+        return source_yuv_layout(self.info)
 
     def _planes(self, decoded: Any, layout: YuvLayout) -> YuvFrame:
         """Return a decoded frame's planes, in ``info.pixel_format`` (a live source may change its own)."""

@@ -184,6 +184,17 @@ class _Decoder:
         return self._container
 
 
+def source_yuv_layout(info: VideoInfo) -> YuvLayout | None:
+    """Return the Y'CbCr layout in which a source of ``info`` gives its frames' planes, as decoded.
+
+    None where they are not converted by ``media.yuv`` (RGB, gray, packed formats) or come
+    rotated (a rotation applies to RGB): those frames are RGB before anything filters them.
+    """
+    if info.channels != 3 or info.rotation:
+        return None
+    return yuv_layout(info.pixel_format, info.color, info.height)
+
+
 class VideoReader:
     """Frames of a video file as (H, W, 3) RGB or (H, W, 1) gray uint8 / uint16 arrays.
 
@@ -332,14 +343,8 @@ class VideoReader:
 
     @property
     def yuv_layout(self) -> YuvLayout | None:
-        """The Y'CbCr layout of the decoded frames, in which ``timed_frames(yuv=True)`` gives them.
-
-        None where they are not converted by ``media.yuv`` (RGB, gray, packed formats) or come
-        rotated (a rotation applies to RGB).
-        """
-        if self.info.channels != 3 or self.info.rotation:
-            return None
-        return yuv_layout(self.info.pixel_format, self.info.color, self.info.height)
+        """The decoded frames' Y'CbCr layout, in which ``timed_frames(yuv=True)`` gives them (``source_yuv_layout``)."""
+        return source_yuv_layout(self.info)
 
     def timed_frames(self, start: int = 0, *, yuv: bool = False) -> Iterator[TimedFrame]:
         """Frames start, start + 1, ... with their numbers and timestamps.

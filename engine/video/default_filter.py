@@ -19,6 +19,10 @@ docs/bench/2026-11-28b-light-noise-and-the-centre-weight.md). Where the noise is
 source's samples (``NoiseShape.basis``: luma's and chroma's apart), chroma's factor and then
 luma's are searched again apart: subsampled chroma wants more than the ratio ``suggest_h`` gives
 (an archivist's ffmpeg-made captures: +0.03 to +0.50 dB, docs/bench/2026-11-29c-sure-shape-in-ycbcr.md).
+Where SURE applies, the RGB filter is scored too, and chosen where its risk is clearly lower
+(``MODE_MARGIN``): a dark, smooth sky or a colourful texture filters better in RGB (the study's
+rocket: +0.5 to +1.4 dB; docs/bench/2026-11-29e-sure-chooses-the-mode.md); not for a Y'CbCr
+source, whose export in Y'CbCr keeps what RGB clips (``rgb_allowed``).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ ENCODER_CHROMA = 0.55  # chroma's noise sigma over luma's in Y'CbCr under which 
 SMOOTH_GRAIN = 0.8  # spatial_correlation from which suggest_h's smooth-noise factor has raised h
 CENTER_WEIGHTS = ("max", "one")  # what "auto" chooses among for light noise: SURE scores each at its best strength
 LIGHT_NOISE = 6.0  # 8-bit levels of average sigma: under it the centre weight "one" may win (``center_candidates``)
+MODE_MARGIN = 0.002  # of the noise's variance: by how much SURE's risk in RGB must be under Y'CbCr's to filter in RGB
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,6 +168,7 @@ def choose_filter(
     backend: str = "auto",
     shape: NoiseShape | None = None,
     center_weight: str = AUTO,
+    rgb_allowed: bool = True,
 ) -> FilterChoice:
     """Return the filter for a clip of noise ``estimate``: what ``denoise`` and the window use by default.
 
@@ -176,9 +182,10 @@ def choose_filter(
     matrix : {"bt709", "bt601", "bt2020"}
         The clip's Y'CbCr matrix (``matrix_for``).
     luma_chroma : "auto", (h_luma, h_chroma) or None
-        "auto" (the default): a colour clip in Y'CbCr at the strengths its noise suggests;
-        given strengths: those, in 8-bit levels; None: the clip's own channels, with the color
-        decorrelation where ``decorrelation_decision`` says it helps.
+        "auto" (the default): a colour clip in Y'CbCr at the strengths its noise suggests, or in
+        RGB where SURE finds that better on ``sample`` (``rgb_allowed``); given strengths:
+        those, in 8-bit levels; None: the clip's own channels, with the color decorrelation where
+        ``decorrelation_decision`` says it helps.
     strength : float
         A multiple of the suggested strengths (a preset's lighter or stronger filter); with
         SURE, a multiple of the strengths it finds best.
@@ -194,6 +201,11 @@ def choose_filter(
         The pixel's own weight. "auto" (the default): chosen with the strength among
         ``center_candidates``, by SURE where it applies, else the last of them; "max" or "one":
         that one, whatever ``window`` says.
+    rgb_allowed : bool
+        Whether "auto" may filter in RGB: where SURE's risk there is under Y'CbCr's by more than
+        MODE_MARGIN of the noise's variance. False for a Y'CbCr source whose planes the export
+        filters as they are (a reader's ``yuv_layout``): RGB would clip its super-whites,
+        sub-blacks and colours out of RGB's gamut, which Y'CbCr keeps.
 
     Returns
     -------
@@ -208,9 +220,9 @@ def choose_filter(
     in_luma_chroma = colour and luma_chroma == AUTO
     encoder = ENCODER_FACTOR if in_luma_chroma and encoder_noise(estimate) else 1.0
 
-    def at(scale: float, centre: str, chroma_scale: float | None = None) -> FilterChoice:
+    def at(scale: float, centre: str, chroma_scale: float | None = None, ycbcr: bool = in_luma_chroma) -> FilterChoice:
         with_centre = dataclasses.replace(window, center_weight=centre)
-        if in_luma_chroma:
+        if ycbcr:
             h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, matrix), with_centre)
             params = dataclasses.replace(with_centre, color_transform=None)
             chroma_scale = scale if chroma_scale is None else chroma_scale
@@ -235,18 +247,20 @@ def choose_filter(
     def search(make: Callable[[float], FilterChoice], low: float, high: float) -> tuple[float, float]:
         return choose_strength(lambda f: make(f).denoiser(backend), frames, scored, covariance, low, high, shape=shape)
 
-    best = {}  # centre weight: ((luma's or the one factor, chroma's), risk)
-    for centre in candidates:
-        factor, risk = search(lambda f, c=centre: at(f, c), *SURE_RANGE)
-        luma = chroma = factor
-        if shape.basis is not None:  # noise of Y'CbCr samples: chroma's factor, then luma's, apart
-            around = [factor * bound for bound in SURE_RANGE]
-            chroma, _ = search(lambda f, c=centre, y=factor: at(y, c, f), *around)
-            luma, risk = search(lambda f, c=centre, u=chroma: at(f, c, u), *around)
-        best[centre] = ((luma, chroma), risk)
-    centre = min(best, key=lambda c: best[c][1])
-    (luma, chroma), _ = best[centre]
-    chosen = at(strength * luma, centre, strength * chroma)  # a preset's multiple of them
+    best = {}  # (in Y'CbCr, centre weight): ((luma's or the one factor, chroma's), risk)
+    for ycbcr in (True, False) if in_luma_chroma and rgb_allowed else (in_luma_chroma,):
+        for centre in candidates:
+            factor, risk = search(lambda f, c=centre, y=ycbcr: at(f, c, ycbcr=y), *SURE_RANGE)
+            luma = chroma = factor
+            if ycbcr and shape.basis is not None:  # noise of Y'CbCr samples: chroma's factor, then luma's, apart
+                around = [factor * bound for bound in SURE_RANGE]
+                chroma, _ = search(lambda f, c=centre, y=factor: at(y, c, f), *around)
+                luma, risk = search(lambda f, c=centre, u=chroma: at(f, c, u), *around)
+            best[ycbcr, centre] = ((luma, chroma), risk)
+    margin = MODE_MARGIN * float(np.trace(covariance)) / len(covariance)  # RGB's risk must be under by more
+    ycbcr, centre = min(best, key=lambda key: best[key][1] + (margin if in_luma_chroma and not key[0] else 0.0))
+    (luma, chroma), _ = best[ycbcr, centre]
+    chosen = at(strength * luma, centre, strength * chroma, ycbcr)  # a preset's multiple of them
     return dataclasses.replace(chosen, factor=luma, chroma_factor=None if chroma == luma else chroma, how=SURE)
 
 

@@ -288,7 +288,7 @@ def tune_for_fps(
         sample = to_float32(_centre(whole, SURE_CROP))
         matrix = matrix_for(info.color.get("colorspace", 2), info.height)
         shape = noise_shape(whole, estimate, yuv_matrix(matrix)) if sure_applies(estimate) else None  # in Y'CbCr
-        scored = _Sample(whole, sample, shape, most_past)
+        scored = _Sample(whole, sample, shape, most_past, reader.yuv_layout is None)
         middle = max(0, (info.frame_count - TIMED_FRAMES) // 2)
         timed = range(middle, min(middle + TIMED_FRAMES, info.frame_count))
         candidates: list[TuneCandidate] = []
@@ -544,6 +544,7 @@ class _Sample:
     centre: np.ndarray  # their SURE_CROP centre, float32: what SURE scores
     shape: NoiseShape | None  # the noise's (``noise_shape``), None where SURE's estimates are biased
     most_past: int  # frames before the first scored one: the most any window searches
+    rgb_allowed: bool  # an RGB source's: scored in RGB where SURE finds it better, as denoise chooses
 
 
 def _scored(
@@ -563,6 +564,7 @@ def _scored(
         sample=sample.whole[frames],
         backend=backend,
         shape=sample.shape,
+        rgb_allowed=sample.rgb_allowed,
     )
     denoiser = choice.denoiser(backend)
     shape = WHITE if sample.shape is None else sample.shape

@@ -63,7 +63,7 @@ def test_without_h_or_sigma_it_is_the_filter_denoise_chooses_sure_included() -> 
     length = sure_sample_length(WINDOW)
     middle = (len(clip) - length) // 2  # denoise's sample: the clip's middle frames, as the command line's
     choice = choose_filter(estimate, WINDOW, matrix=MATRIX, sample=clip[middle : middle + length])
-    assert choice.luma_chroma is not None and choice.how == "SURE on the clip"  # white noise: SURE's factor
+    assert choice.how == "SURE on the clip"  # white noise: SURE's factor (and mode)
     assert np.array_equal(denoise(clip, backend="cpu", **SMALL), _exported(choice, clip))
     image = clip[2]
     choice = choose_filter(estimate_noise(image), WINDOW, matrix=MATRIX, sample=image[None])
@@ -84,7 +84,7 @@ def test_sigma_gives_the_filter_chosen_for_white_noise_of_that_sigma() -> None:
     image = _picture(3)[0]
     noise = SyntheticNoise(12.0).estimate(3)
     choice = choose_filter(noise, WINDOW, matrix=MATRIX, sample=image[None], backend="cpu")
-    assert choice.luma_chroma is not None and choice.how == "SURE on the clip"
+    assert choice.how == "SURE on the clip"
     assert np.array_equal(denoise(image, sigma=12, backend="cpu", **SMALL), _exported(choice, image[None])[0])
 
 
