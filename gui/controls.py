@@ -34,11 +34,14 @@ from nlmeans_studio.engine import (
 MARKED_COLOR = QColor(255, 170, 0, 150)
 H_RANGE = (0.5, 150.0)  # 8-bit levels offered by the h slider
 H_STEPS = 10  # slider positions per level
-LUMA_CHROMA_MODES = (("Off", "off"), ("Auto (from the noise)", "auto"), ("Strengths given", "given"))
+AUTO_TEXT = "Auto (from the noise)"
+AUTO_IN_RGB = f"{AUTO_TEXT}: RGB"  # the auto item's text where SURE chose the clip's own channels
+LUMA_CHROMA_MODES = (("Off", "off"), (AUTO_TEXT, "auto"), ("Strengths given", "given"))
 LUMA_CHROMA_HELP = (
     "Filter a colour clip in Y'CbCr (the clip's matrix) with a strength for Y and one for Cb and Cr, as "
     "restorers treat chroma noise apart from luma noise. Auto (the default): both follow the noise, as h "
-    "does; h and the color decorrelation are then not used. A gray clip is filtered as it is."
+    "does, and h and the color decorrelation are then not used; where SURE finds on the clip that its own "
+    'channels filter better, it reads "RGB" and h follows the noise instead. A gray clip is filtered as it is.'
 )
 
 
@@ -242,6 +245,7 @@ class ParameterPanel(QGroupBox):
         self.h_chroma = LinkedSlider(*H_RANGE, scale=H_STEPS, decimals=1)
         self.h_chroma.setToolTip("Strength for Cb and Cr (chroma), in 8-bit levels")
         self._strengths_found = False  # the two strengths came from a noise estimate, or a person gave them
+        self._auto_in_ycbcr = True  # auto filters in Y'CbCr; False: in RGB, as chosen for the clip's noise
         self.decorrelate = QCheckBox("Color decorrelation (G from the noise estimate)")
         self.decorrelate.setEnabled(False)
         self._color_transform: np.ndarray | None = None  # the noise estimate's G, if it has one
@@ -349,6 +353,19 @@ class ParameterPanel(QGroupBox):
             self.luma_chroma_mode_changed.emit()
         self.changed.emit()
 
+    def filters_in_ycbcr(self) -> bool:
+        """Whether the filter shown runs in Y'CbCr: the mode on with strengths given, or auto where
+        it was chosen for the noise (``set_auto_in_ycbcr``)."""
+        mode = self.luma_chroma.currentData()
+        return mode == "given" or (mode == "auto" and self._auto_in_ycbcr)
+
+    def set_auto_in_ycbcr(self, ycbcr: bool) -> None:
+        """Where the mode auto filters for the noise in use: in Y'CbCr, or in RGB with h (its item
+        then reads ``AUTO_IN_RGB``). Emits nothing: the caller previews once the noise is applied."""
+        self._auto_in_ycbcr = ycbcr
+        self.luma_chroma.setItemText(self.luma_chroma.findData("auto"), AUTO_TEXT if ycbcr else AUTO_IN_RGB)
+        self._show_luma_chroma_mode()
+
     def luma_chroma_h(self) -> tuple[float, float]:
         """The two strengths shown (h_luma, h_chroma) in levels: given, or those auto found."""
         return self.h_luma.value(), self.h_chroma.value()
@@ -381,17 +398,17 @@ class ParameterPanel(QGroupBox):
             self.luma_chroma.setCurrentIndex(self.luma_chroma.findData("given"))
 
     def _show_luma_chroma_mode(self) -> None:
-        """The two strengths are shown while the mode is on, h while it is off (the noise panel's
-        last lines fell below the window's fold, and a greyed h beside them read as a third
-        strength); typing one while auto chose them makes them given. Decorrelation is unused
-        while the mode is on."""
-        mode = self.luma_chroma.currentData()
+        """The two strengths are shown while the filter runs in Y'CbCr, h while it runs in RGB (the
+        noise panel's last lines fell below the window's fold, and a greyed h beside them read as a
+        third strength); typing one while auto chose them makes them given. Decorrelation is
+        unused in Y'CbCr."""
+        ycbcr = self.filters_in_ycbcr()
         for strength in (self.h_luma, self.h_chroma):
-            self._form.setRowVisible(strength, mode != "off")
-            strength.setEnabled(mode != "off")
-        self._form.setRowVisible(self.h, mode == "off")
-        self.h.setEnabled(mode == "off")
-        self.decorrelate.setEnabled(mode == "off" and self._color_transform is not None)
+            self._form.setRowVisible(strength, ycbcr)
+            strength.setEnabled(ycbcr)
+        self._form.setRowVisible(self.h, not ycbcr)
+        self.h.setEnabled(not ycbcr)
+        self.decorrelate.setEnabled(not ycbcr and self._color_transform is not None)
         self._show_pending_strengths()
 
     def _show_pending_strengths(self) -> None:

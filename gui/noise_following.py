@@ -5,9 +5,10 @@ The noise in use is the synthetic noise while it is on, else the clip's latest e
 preset's strength sets another multiple), times the factor ``choose_filter`` gives for the
 clip's estimate (SURE's best on the clip, or an encoder's noise's; as ``denoise`` chooses it),
 and so are the luma/chroma strengths unless they are given (chroma's with its own factor where
-SURE chose one apart). The centre weight follows the noise in use too, set when it changes
-(light noise may get "one"; the one chosen with the clip's factor, or ``choose_filter``'s for
-the synthetic noise) and yours to change until it next does.
+SURE chose one apart). Under the luma/chroma mode "auto" the clip is filtered in Y'CbCr, or in
+RGB with one h where SURE found that better on the clip. The centre weight follows the noise in
+use too, set when it changes (light noise may get "one"; the one chosen with the clip's factor,
+or ``choose_filter``'s for the synthetic noise) and yours to change until it next does.
 Color decorrelation is offered when the noise gives a color transform, and ticked where the
 engine says it helps. A clip's saved h stands until its first estimate arrives.
 """
@@ -19,6 +20,7 @@ import dataclasses
 from PySide6.QtCore import QObject, Signal
 
 from nlmeans_studio.engine import (
+    FilterChoice,
     NLMParams,
     NoiseEstimate,
     Preset,
@@ -53,9 +55,8 @@ class NoiseFollower(QObject):
         self.estimate: NoiseEstimate | None = None  # the clip's latest estimate
         self.noise_in_use: NoiseEstimate | None = None  # what h follows: the synthetic noise or the estimate
         self.strength = 1.0  # h as a multiple of the h suggested for the noise (a preset's)
-        # choose_filter's multiples of the suggested strengths: luma's (or the one strength's), chroma's
-        self.chosen_factors = (1.0, 1.0)
-        self.chosen_center: str | None = None  # the centre weight choose_filter chose with it
+        self.choice: FilterChoice | None = None  # the filter choose_filter chose for the clip's estimate
+        self._among_modes = False  # and whether it chose between Y'CbCr and RGB (luma/chroma auto)
         self.matrix: str | None = None  # the clip's Y'CbCr matrix; None until a clip is open
         self._keep_h = False  # the clip's saved h stands when its noise estimate arrives
         parameters.luma_chroma_mode_changed.connect(self._follow_in_luma_chroma)
@@ -88,16 +89,15 @@ class NoiseFollower(QObject):
             self.noise_in_use = None
             self.estimate_needed.emit()
 
-    def estimated(
-        self, estimate: NoiseEstimate, factors: tuple[float, float] = (1.0, 1.0), center: str | None = None
-    ) -> None:
-        """The worker measured the clip's noise, and ``choose_filter``'s ``factors`` on the strengths it
-        suggests (``FilterChoice.factors``: SURE's, an encoder's noise's, else 1) and ``center``
-        weight chosen with them (None: the one set stays): h follows them (a saved h and its centre
-        weight no longer stand)."""
+    def estimated(self, estimate: NoiseEstimate, choice: FilterChoice | None = None, among_modes: bool = False) -> None:
+        """The worker measured the clip's noise, and ``choose_filter`` chose the filter for it
+        (None: the suggested strengths): its factors on the strengths it suggests
+        (``FilterChoice.factors``: SURE's, an encoder's noise's, else 1) and its centre weight are
+        followed (a saved h and its centre weight no longer stand); chosen ``among_modes`` (for
+        luma/chroma "auto"), so is its mode while auto is on. The factors also serve the other
+        modes, which the choice did not score."""
         self.estimate = estimate
-        self.chosen_factors = factors
-        self.chosen_center = center
+        self.choice, self._among_modes = choice, among_modes
         self.apply_noise(estimate)
         self._keep_h = False
 
@@ -110,6 +110,8 @@ class NoiseFollower(QObject):
         if estimate is None:
             return
         self.noise_in_use = estimate
+        chosen = self._chosen()
+        self._parameters.set_auto_in_ycbcr(chosen is None or not self._among_modes or chosen.luma_chroma is not None)
         if not self._keep_h:
             center = self._center_for(estimate)
             self._parameters.set_params(dataclasses.replace(self._parameters.params(), center_weight=center))
@@ -171,14 +173,19 @@ class NoiseFollower(QObject):
     def _center_for(self, estimate: NoiseEstimate) -> str:
         """The centre weight for ``estimate``: the one chosen with the clip's factor, else the one
         ``choose_filter`` gives that noise without frames to score (the synthetic noise's)."""
-        if estimate is self.estimate and self.chosen_center is not None:
-            return self.chosen_center
+        if estimate is self.estimate and self.choice is not None:
+            return self.choice.params.center_weight
         return choose_filter(estimate, self._parameters.params()).params.center_weight
 
     def _factor(self, chroma: bool = False) -> float:
         """choose_filter's factor (chroma's, or luma's and the one strength's) where the noise in use
         is the clip's estimate (not the synthetic noise)."""
-        return self.chosen_factors[chroma] if self.noise_in_use is self.estimate else 1.0
+        chosen = self._chosen()
+        return 1.0 if chosen is None else chosen.factors[chroma]
+
+    def _chosen(self) -> FilterChoice | None:
+        """The filter chosen for the clip's estimate where that is the noise in use (not the synthetic noise)."""
+        return self.choice if self.noise_in_use is self.estimate else None
 
     def _multiple(self, chroma: bool = False) -> float:
         """A strength's multiple of the one suggested: a preset's strength times choose_filter's factor."""

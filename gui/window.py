@@ -32,6 +32,7 @@ from nlmeans_studio.engine import (
     STAGES,
     VIDEO_SUFFIXES,
     VOLUME_SUFFIXES,
+    FilterChoice,
     LumaChroma,
     NLMParams,
     NoiseEstimate,
@@ -361,9 +362,10 @@ class MainWindow(QMainWindow):
         return self.parameters.params()
 
     def current_luma_chroma(self) -> LumaChroma | None:
-        """(h_luma, h_chroma, matrix) when the luma/chroma mode is on, in the clip's Y'CbCr matrix."""
+        """(h_luma, h_chroma, matrix) when the clip is filtered in Y'CbCr (the luma/chroma mode on,
+        and under auto where it was chosen for the noise), in the clip's matrix."""
         gray = self.info is None or self.info.channels != 3  # filtered as it is: no chroma
-        if self.parameters.luma_chroma_mode() is None or self.noise_follower.matrix is None or gray:
+        if not self.parameters.filters_in_ycbcr() or self.noise_follower.matrix is None or gray:
             return None
         return *self.parameters.luma_chroma_h(), self.noise_follower.matrix
 
@@ -455,11 +457,12 @@ class MainWindow(QMainWindow):
         self.view.set_regions_on_frame(self.preview is not None and self.preview.index == self._regions_frame)
 
     def _estimated(
-        self, number: int, first: int, estimate: NoiseEstimate, factors: tuple[float, float], center: str
+        self, number: int, first: int, estimate: NoiseEstimate, choice: FilterChoice, among_modes: bool
     ) -> None:
         """The estimate arrived: its flat blocks are drawn over frame ``first``, where they were
-        found (the status bar says which where another frame is shown), h and the centre weight
-        follow it."""
+        found (the status bar says which where another frame is shown), the filter ``choice`` made
+        for it is followed (its strengths and centre weight; under auto its mode, where it was
+        chosen ``among_modes``)."""
         if estimate.method != "region":
             self._regions_frame = first
             self.view.show_regions(estimate.regions)
@@ -467,7 +470,7 @@ class MainWindow(QMainWindow):
             if self.frame_slider.value() != first:
                 self._say_where_the_boxes_are("Noise measured over the clip, as denoise does; the boxes are its")
         self.readouts.show_sigma(estimate)
-        self.noise_follower.estimated(estimate, factors, center)
+        self.noise_follower.estimated(estimate, choice, among_modes)
 
     def _synthetic_changed(self) -> None:
         """The synthetic noise changed: its sigma is the readout's, h follows the noise."""

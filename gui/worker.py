@@ -31,6 +31,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from nlmeans_studio.engine import (
     BackendUnavailableError,
+    FilterChoice,
     LumaChroma,
     NLMParams,
     NoiseEstimate,
@@ -83,9 +84,10 @@ class PlayRequest:
 
 @dataclass(frozen=True)
 class EstimateRequest:
-    """Measure the noise (in ``roi`` on frame ``index``, else over the clip) and the factor
-    ``choose_filter`` puts on the suggested strengths of the filter ``window`` (in Y'CbCr of ``matrix`` if
-    ``luma_chroma``), as ``denoise`` chooses them."""
+    """Measure the noise (in ``roi`` on frame ``index``, else over the clip) and choose the filter
+    for it as ``denoise`` does (``choose_filter``): the factors on the suggested strengths of the
+    filter ``window``, in Y'CbCr of ``matrix`` if ``luma_chroma`` (or in RGB where SURE finds that
+    better on an RGB source), else in RGB."""
 
     index: int
     roi: tuple[int, int, int, int] | None
@@ -195,8 +197,8 @@ class PreviewWorker(Worker):
 
     opened = Signal(int, object, object)  # request number, VideoInfo, each frame's time in seconds
     rendered = Signal(int, object)  # request number, engine.video.preview.Preview: several a request, each better
-    estimated = Signal(int, int, object, object, str)  # request number, first frame measured, NoiseEstimate,
-    # choose_filter's factors (on luma's or the one strength, on chroma's) and the centre weight chosen with them
+    estimated = Signal(int, int, object, object, bool)  # request number, first frame measured, NoiseEstimate,
+    # the FilterChoice choose_filter made for it (its mode, factors and centre weight), whether among modes
     playback_started = Signal(int, object)  # request number, engine.video.playback.RenderAhead
     failed = Signal(int, str, str)  # request number, kind ("open", "preview", "estimate", "backend"), message
     busy_changed = Signal(bool)  # the engine started or stopped working
@@ -397,9 +399,10 @@ class PreviewWorker(Worker):
             previewer.denoiser  # noqa: B018 (creates the backend now, so that its errors surface here)
         return previewer
 
-    def _estimate(self, request: EstimateRequest) -> tuple[int, NoiseEstimate, tuple[float, float], str]:
-        """The noise, the first frame of the pair it was measured on, and ``choose_filter``'s factors
-        on the strengths it suggests (``FilterChoice.factors``) and the centre weight it chose.
+    def _estimate(self, request: EstimateRequest) -> tuple[int, NoiseEstimate, FilterChoice, bool]:
+        """The noise, the first frame of the pair it was measured on, the filter ``choose_filter``
+        chose for it (the mode, the factors on the strengths it suggests and the centre weight), and
+        whether it chose the mode (luma/chroma "auto"), not the RGB filter's strength alone.
 
         In the region, on the current frame and the next (the one before, on the last frame: a
         region's estimate reads the change between two); without one, as ``denoise --noise auto``
@@ -424,11 +427,16 @@ class PreviewWorker(Worker):
         length = sure_sample_length(request.window)
         middle = max(0, (count - length) // 2)
         sample = decoded_run(frame, middle, min(middle + length, count))  # a file cut short: those before the cut
-        mode = "auto" if request.luma_chroma else None
         choice = choose_filter(
-            estimate, request.window, matrix=request.matrix, luma_chroma=mode, sample=sample, backend=request.backend
+            estimate,
+            request.window,
+            matrix=request.matrix,
+            luma_chroma="auto" if request.luma_chroma else None,
+            sample=sample,
+            backend=request.backend,
+            rgb_allowed=self._readers[0].yuv_layout is None,  # a Y'CbCr source stays in Y'CbCr, as denoise keeps it
         )
-        return first, estimate, choice.factors, choice.params.center_weight
+        return first, estimate, choice, request.luma_chroma
 
     def _require_clip(self) -> Previewer:
         if self._previewer is None:

@@ -14,6 +14,7 @@ import av
 import numpy as np
 import pytest
 from clips import (
+    DATA,
     FLAT_BOX,
     anamorphic_clip,
     chroma_subsampled_clips,
@@ -72,6 +73,16 @@ pytestmark = [
     pytest.mark.qt_log_ignore("This plugin does not support"),  # the offscreen platform's notice
 ]
 KEY = Qt.Key
+
+
+def assert_filters_as(window, choice) -> None:
+    """The window filters as ``choice`` (``choose_filter``'s): in Y'CbCr at its two strengths, or in
+    RGB at its h (to the spin boxes' 0.1 steps)."""
+    if choice.luma_chroma is None:
+        assert window.current_luma_chroma() is None
+        assert window.current_params().h == pytest.approx(choice.params.h, abs=0.05)
+    else:
+        assert window.current_luma_chroma() == pytest.approx(choice.luma_chroma, abs=0.05)
 
 
 def export_with_dialog(qtbot, window, target, open_dialog) -> ExportDialog:
@@ -690,15 +701,45 @@ def test_the_window_measures_the_noise_over_the_clip_as_the_command_line_does(qt
     middle = (12 - sure_sample_length(params)) // 2
     sample = read_frames(tmp_path / "noisy.mkv")[middle : middle + sure_sample_length(params)]
     choice = choose_filter(expected, params, matrix="bt601", sample=sample, backend="cpu")  # as denoise does
-    assert choice.how == "SURE on the clip" and window.current_luma_chroma() == pytest.approx(
-        (*choice.luma_chroma[:2], "bt601"), abs=0.05
-    )
+    assert choice.how == "SURE on the clip"
+    assert_filters_as(window, choice)
     press(qtbot, window, KEY.Key_End)  # the last frame: the button measures the clip all the same
     window.noise.clear_estimate()
     qtbot.mouseClick(window.noise.estimate, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: "Sigma per channel" in window.noise.result.text(), timeout=WAIT_MS)
     assert window.estimate.average_sigma == pytest.approx(expected.average_sigma, rel=1e-6)
     assert "the boxes are its flat blocks on frame" in window.statusBar().currentMessage()
+
+
+@pytest.mark.parametrize("pixel_format", ["bgr0", "yuv444p"])
+def test_auto_filters_an_rgb_clip_in_rgb_where_sure_finds_it_better(qtbot, window, tmp_path, pixel_format) -> None:
+    """Rocket's sky with white noise in an RGB file: auto reads "RGB" and shows one h, as denoise
+    chooses; the same frames in a Y'CbCr file stay in Y'CbCr. Off and back, auto's mode returns."""
+    with np.load(DATA / "rocket_frames.npz") as archive:
+        clean = archive["frames"]
+    noisy = np.clip(np.rint(clean + np.random.default_rng(1).normal(0, 10, clean.shape)), 0, 255).astype(np.uint8)
+    path = tmp_path / f"rocket-{pixel_format}.mkv"
+    write_ffv1(path, noisy, pixel_format=pixel_format)
+    opened(qtbot, window, path)
+    qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
+    settle(qtbot, window)
+    rgb, panel = pixel_format == "bgr0", window.parameters
+    sample = read_frames(path)  # three frames: all of them SURE's sample
+    choice = choose_filter(
+        estimate_clip_noise(path), window.current_params(), matrix="bt601", sample=sample, rgb_allowed=rgb
+    )
+    assert (choice.luma_chroma is None) == rgb  # as denoise chooses for this file
+    assert_filters_as(window, choice)
+    assert panel.luma_chroma.currentText() == ("Auto (from the noise): RGB" if rgb else "Auto (from the noise)")
+    assert panel.h.isVisibleTo(panel) == rgb and panel.h_luma.isVisibleTo(panel) != rgb
+    expected = Previewer(ArrayFrames(sample), "cpu").render(
+        window.frame_slider.value(), window.current_params(), None, window.current_luma_chroma()
+    )
+    np.testing.assert_array_equal(window.preview.after, expected.after)
+    choose_luma_chroma(qtbot, window, "Off")
+    assert window.current_luma_chroma() is None and panel.luma_chroma.currentText() == "Off"
+    choose_luma_chroma(qtbot, window, "Auto (from the noise): RGB" if rgb else "Auto (from the noise)")
+    assert_filters_as(window, choice)
 
 
 @pytest.mark.parametrize("pixel_format", ["yuv420p", "yuv422p10le"])
@@ -719,7 +760,7 @@ def test_the_window_reads_noise_that_rgb_clips_as_the_command_line_does(qtbot, w
     params = window.current_params()
     frames, length = read_frames(path), sure_sample_length(params)
     sample = frames[(len(frames) - length) // 2 :][:length]  # the middle frames, as denoise reads them
-    choice = choose_filter(expected, params, matrix="bt601", sample=sample, backend="cpu")  # as denoise does
+    choice = choose_filter(expected, params, matrix="bt601", sample=sample, backend="cpu", rgb_allowed=False)
     assert choice.chroma_factor is not None  # noise of Y'CbCr samples: chroma's factor apart, the window's too
     assert window.current_luma_chroma() == pytest.approx((*choice.luma_chroma[:2], "bt601"), abs=0.05)
 
