@@ -271,6 +271,7 @@ class PreviewWorker(Worker):
                 self._clip, self._last_still = number, None
                 self.opened.emit(number, *opened)
             elif isinstance(request, EstimateRequest):
+                self._show_frame_first(number, request)
                 if self._compiled_or_parked("estimate", number, request):  # SURE runs the filter
                     self.estimated.emit(number, *self._estimate(request))
             elif isinstance(request, PreviewRequest):
@@ -283,6 +284,14 @@ class PreviewWorker(Worker):
         except Exception as error:
             kind = {OpenRequest: "open", EstimateRequest: "estimate"}.get(type(request), "preview")
             self._report(number, kind, error)
+
+    def _show_frame_first(self, number: int, request: EstimateRequest) -> None:
+        """A clip's first estimate comes before its first still and takes seconds (SURE runs the
+        filter tens of times on its sample): the frame is shown meanwhile, unfiltered, as a still
+        shows it first."""
+        if self._last_still is None:
+            self._last_still = (request.index, request.noise)
+            self.rendered.emit(number, unfiltered_preview(self._require_clip(), request.index, request.noise))
 
     def _say_if_compiling(self, backend: str) -> None:
         """Emit ``compiling`` where the next frame on ``backend`` waits for a compile."""

@@ -128,3 +128,25 @@ def test_the_input_then_a_quick_pass_show_before_the_filter_has_compiled(
     qtbot.waitUntil(lambda: window.preview.stage == EXACT, timeout=WAIT_MS)
     assert window.preview.index == 1 and window.statusBar().currentMessage() != COMPILING
     qtbot.waitUntil(lambda: "nlmeans-compile" not in [thread.name for thread in threading.enumerate()])
+
+
+def test_a_clip_shows_its_frame_while_its_noise_is_estimated(qtbot, window, clip, shown, monkeypatch) -> None:
+    """A clip's first still waits for its noise estimate and SURE (7 s for a small clip on this
+    machine, the window blank until then): the frame is on screen meanwhile, unfiltered, once."""
+    path, _ = clip
+    resume, choose = threading.Event(), worker_module.choose_filter
+
+    def held(*arguments, **options):  # SURE at work
+        resume.wait(WAIT_MS / 1000)
+        return choose(*arguments, **options)
+
+    monkeypatch.setattr(worker_module, "choose_filter", held)
+    window.open_clip(path)
+    qtbot.waitUntil(lambda: window.preview is not None, timeout=WAIT_MS)
+    assert window.preview.stage == UNFILTERED and window.estimate is None
+    assert window.preview.index == window.frame_slider.value() == 0
+    resume.set()
+    qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
+    settle(qtbot, window)
+    stages = [preview.stage for _, preview, _ in shown]
+    assert stages[0] == UNFILTERED and stages.count(UNFILTERED) == 1 and stages[-1] == EXACT
