@@ -102,6 +102,19 @@ def test_sure_chooses_rgb_or_luma_chroma_as_the_clip_filters_better(picture, bik
         assert choice == in_rgb and choice.describe().endswith("color decorrelation off")
 
 
+@pytest.mark.gpu
+def test_sure_chooses_the_same_mode_and_strength_on_the_gpu() -> None:
+    """SURE on the GPU (``denoise --backend gpu`` and the window's GPU) chooses as on the CPU: the
+    backends agree to 1e-4 of full scale, and the risks' margin is 0.2 % of the noise's variance."""
+    with np.load(DATA / "rocket_frames.npz") as archive:
+        clean = archive["frames"].astype(np.float32) / 255
+    noisy = np.clip(add_noise(clean, SIGMA**2 * np.eye(3), seed=1), 0, 1)
+    estimate = estimate_noise(noisy)
+    on_cpu, on_gpu = (choose_filter(estimate, sample=noisy, backend=backend) for backend in ("cpu", "gpu"))
+    assert on_gpu.luma_chroma is None and on_cpu.luma_chroma is None  # rocket's sky: RGB on both
+    assert on_gpu.factor == pytest.approx(on_cpu.factor, rel=0.02)
+
+
 @pytest.mark.parametrize(
     ("kind", "sigma", "said"), [("demosaic", 15, "spatially_correlated"), ("signal", 20, "signal_dependent")]
 )
