@@ -62,10 +62,11 @@ class NoiseFollower(QObject):
         parameters.luma_chroma_mode_changed.connect(self._follow_in_luma_chroma)
 
     def new_clip(self, matrix: str) -> None:
-        """Another clip is open (Y'CbCr ``matrix``): its noise is not known yet."""
+        """Another clip is open (Y'CbCr ``matrix``): its noise, and so the filter chosen for it, are not known yet."""
         self.matrix = matrix
-        self.estimate = self.noise_in_use = None
+        self.estimate = self.noise_in_use = self.choice = None
         self._parameters.offer_decorrelation(None)
+        self._parameters.set_auto_in_ycbcr(True)
         self._noise.clear_estimate()
 
     def restore_clip(self, clip: ClipSettings, keep_h: bool) -> None:

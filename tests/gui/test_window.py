@@ -711,35 +711,39 @@ def test_the_window_measures_the_noise_over_the_clip_as_the_command_line_does(qt
     assert "the boxes are its flat blocks on frame" in window.statusBar().currentMessage()
 
 
-@pytest.mark.parametrize("pixel_format", ["bgr0", "yuv444p"])
-def test_auto_filters_an_rgb_clip_in_rgb_where_sure_finds_it_better(qtbot, window, tmp_path, pixel_format) -> None:
+def test_auto_filters_an_rgb_clip_in_rgb_where_sure_finds_it_better(qtbot, window, tmp_path) -> None:
     """Rocket's sky with white noise in an RGB file: auto reads "RGB" and shows one h, as denoise
-    chooses; the same frames in a Y'CbCr file stay in Y'CbCr. Off and back, auto's mode returns."""
+    chooses; off and back, auto's mode returns. The same frames in a Y'CbCr file, opened next,
+    stay in Y'CbCr."""
     with np.load(DATA / "rocket_frames.npz") as archive:
         clean = archive["frames"]
     noisy = np.clip(np.rint(clean + np.random.default_rng(1).normal(0, 10, clean.shape)), 0, 255).astype(np.uint8)
-    path = tmp_path / f"rocket-{pixel_format}.mkv"
-    write_ffv1(path, noisy, pixel_format=pixel_format)
-    opened(qtbot, window, path)
-    qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
-    settle(qtbot, window)
-    rgb, panel = pixel_format == "bgr0", window.parameters
-    sample = read_frames(path)  # three frames: all of them SURE's sample
-    choice = choose_filter(
-        estimate_clip_noise(path), window.current_params(), matrix="bt601", sample=sample, rgb_allowed=rgb
-    )
-    assert (choice.luma_chroma is None) == rgb  # as denoise chooses for this file
-    assert_filters_as(window, choice)
-    assert panel.luma_chroma.currentText() == ("Auto (from the noise): RGB" if rgb else "Auto (from the noise)")
-    assert panel.h.isVisibleTo(panel) == rgb and panel.h_luma.isVisibleTo(panel) != rgb
-    expected = Previewer(ArrayFrames(sample), "cpu").render(
-        window.frame_slider.value(), window.current_params(), None, window.current_luma_chroma()
-    )
-    np.testing.assert_array_equal(window.preview.after, expected.after)
-    choose_luma_chroma(qtbot, window, "Off")
-    assert window.current_luma_chroma() is None and panel.luma_chroma.currentText() == "Off"
-    choose_luma_chroma(qtbot, window, "Auto (from the noise): RGB" if rgb else "Auto (from the noise)")
-    assert_filters_as(window, choice)
+    panel = window.parameters
+    for pixel_format in ("bgr0", "yuv444p"):
+        path = tmp_path / f"rocket-{pixel_format}.mkv"
+        write_ffv1(path, noisy, pixel_format=pixel_format)
+        opened(qtbot, window, path)
+        qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
+        settle(qtbot, window)
+        rgb = pixel_format == "bgr0"
+        sample = read_frames(path)  # three frames: all of them SURE's sample
+        choice = choose_filter(
+            estimate_clip_noise(path), window.current_params(), matrix="bt601", sample=sample, rgb_allowed=rgb
+        )
+        assert (choice.luma_chroma is None) == rgb  # as denoise chooses for this file
+        assert_filters_as(window, choice)
+        auto = "Auto (from the noise): RGB" if rgb else "Auto (from the noise)"
+        assert panel.luma_chroma.currentText() == auto
+        assert panel.h.isVisibleTo(panel) == rgb and panel.h_luma.isVisibleTo(panel) != rgb
+        expected = Previewer(ArrayFrames(sample), "cpu").render(
+            window.frame_slider.value(), window.current_params(), None, window.current_luma_chroma()
+        )
+        np.testing.assert_array_equal(window.preview.after, expected.after)
+        if rgb:
+            choose_luma_chroma(qtbot, window, "Off")
+            assert window.current_luma_chroma() is None and panel.luma_chroma.currentText() == "Off"
+            choose_luma_chroma(qtbot, window, auto)
+            assert_filters_as(window, choice)
 
 
 @pytest.mark.parametrize("pixel_format", ["yuv420p", "yuv422p10le"])
@@ -1155,7 +1159,9 @@ def test_a_new_clip_shows_no_noise_of_the_clip_before(qtbot, window, clip, tmp_p
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_: (str(other), ""))
     press(qtbot, window, KEY.Key_O, Qt.KeyboardModifier.ControlModifier)
     qtbot.waitUntil(lambda: window.path == other, timeout=WAIT_MS)
-    assert window.readouts.sigma.text() == "not estimated" and window.readouts.psnr.text() == "-"
+    qtbot.waitUntil(lambda: window.preview is not None and window.preview.index == 0, timeout=WAIT_MS)
+    # its frame, shown unfiltered meanwhile: no PSNR yet, and none of the clip before
+    assert window.readouts.sigma.text() == "not estimated" and window.readouts.psnr.text() == "- (not filtered yet)"
     resume.set()
     qtbot.waitUntil(lambda: "levels" in window.readouts.sigma.text(), timeout=WAIT_MS)
 
