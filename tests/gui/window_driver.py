@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (  # noqa: E402
 )
 
 WAIT_MS = 20000  # CPU previews of a tiny clip take milliseconds; first ones compile numba code
-# A clip's first preview waits for its noise estimate and SURE's searches: 7 s alone for noise in a
-# 4:2:2 clip's samples, over 20 under CI's load.
+# A clip's first filtered preview waits for its noise estimate and SURE's searches (its frame shows
+# unfiltered meanwhile): 7-10 s alone for noise in a 4:2:2 clip's samples, over 20 under CI's load.
 OPEN_WAIT_MS = 60000
 
 
@@ -45,9 +45,10 @@ def clip_frames(seed: int = 0) -> np.ndarray:
 
 
 def opened(qtbot, window, path) -> None:
+    """Open ``path`` and wait for its first preview filtered, after its noise estimate."""
     window.open_clip(path)
     qtbot.waitUntil(lambda: window.path == path and window.preview is not None, timeout=OPEN_WAIT_MS)
-    settle(qtbot, window)
+    settle(qtbot, window, OPEN_WAIT_MS)
 
 
 def add_synthetic_noise(qtbot, window, sigma: float = 25, correlation: float = 0.0, seed: int = 0) -> None:
@@ -60,15 +61,15 @@ def add_synthetic_noise(qtbot, window, sigma: float = 25, correlation: float = 0
     settle(qtbot, window)
 
 
-def settle(qtbot, window) -> None:
-    """Wait until the latest preview asked for is on screen and the engine is idle."""
+def settle(qtbot, window, timeout: int = WAIT_MS) -> None:
+    """Wait until the latest preview asked for is on screen and the engine is idle (``timeout`` ms at most)."""
     qtbot.waitUntil(
         lambda: (
             not window.debounce.isActive()
             and window._shown >= window._pending_preview > 0
             and not window.busy.isVisibleTo(window)
         ),
-        timeout=WAIT_MS,
+        timeout=timeout,
     )
 
 
