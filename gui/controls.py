@@ -34,14 +34,15 @@ from nlmeans_studio.engine import (
 MARKED_COLOR = QColor(255, 170, 0, 150)
 H_RANGE = (0.5, 150.0)  # 8-bit levels offered by the h slider
 H_STEPS = 10  # slider positions per level
-AUTO_TEXT = "Auto (from the noise)"
-AUTO_IN_RGB = f"{AUTO_TEXT}: RGB"  # the auto item's text where SURE chose the clip's own channels
+AUTO_TEXT = "Auto (from the noise)"  # the auto item's text, followed by the mode once chosen: ": Y'CbCr" or ": RGB"
+YCBCR, RGB = "Y'CbCr", "RGB"  # where auto filters: the modes ``set_auto_mode`` takes
 LUMA_CHROMA_MODES = (("Off", "off"), (AUTO_TEXT, "auto"), ("Strengths given", "given"))
 LUMA_CHROMA_HELP = (
     "Filter a colour clip in Y'CbCr (the clip's matrix) with a strength for Y and one for Cb and Cr, as "
     "restorers treat chroma noise apart from luma noise. Auto (the default): both follow the noise, as h "
     "does, and h and the color decorrelation are then not used; where SURE finds on the clip that its own "
-    'channels filter better, it reads "RGB" and h follows the noise instead. A gray clip is filtered as it is.'
+    'channels filter better, it reads "RGB" and h follows the noise instead (for RGB sources: a Y\'CbCr source '
+    "stays in Y'CbCr, which keeps its super-whites). A gray clip is filtered as it is."
 )
 
 
@@ -245,7 +246,7 @@ class ParameterPanel(QGroupBox):
         self.h_chroma = LinkedSlider(*H_RANGE, scale=H_STEPS, decimals=1)
         self.h_chroma.setToolTip("Strength for Cb and Cr (chroma), in 8-bit levels")
         self._strengths_found = False  # the two strengths came from a noise estimate, or a person gave them
-        self._auto_in_ycbcr = True  # auto filters in Y'CbCr; False: in RGB, as chosen for the clip's noise
+        self._auto_mode: str | None = None  # where auto filters (YCBCR or RGB); None: not chosen yet (Y'CbCr)
         self.decorrelate = QCheckBox("Color decorrelation (G from the noise estimate)")
         self.decorrelate.setEnabled(False)
         self._color_transform: np.ndarray | None = None  # the noise estimate's G, if it has one
@@ -354,16 +355,17 @@ class ParameterPanel(QGroupBox):
         self.changed.emit()
 
     def filters_in_ycbcr(self) -> bool:
-        """Whether the filter shown runs in Y'CbCr: the mode on with strengths given, or auto where
-        it was chosen for the noise (``set_auto_in_ycbcr``)."""
+        """Whether the filter shown runs in Y'CbCr: the mode on with strengths given, or auto unless
+        it chose RGB for the noise (``set_auto_mode``)."""
         mode = self.luma_chroma.currentData()
-        return mode == "given" or (mode == "auto" and self._auto_in_ycbcr)
+        return mode == "given" or (mode == "auto" and self._auto_mode != RGB)
 
-    def set_auto_in_ycbcr(self, ycbcr: bool) -> None:
-        """Where the mode auto filters for the noise in use: in Y'CbCr, or in RGB with h (its item
-        then reads ``AUTO_IN_RGB``). Emits nothing: the caller previews once the noise is applied."""
-        self._auto_in_ycbcr = ycbcr
-        self.luma_chroma.setItemText(self.luma_chroma.findData("auto"), AUTO_TEXT if ycbcr else AUTO_IN_RGB)
+    def set_auto_mode(self, mode: str | None) -> None:
+        """Where the mode auto filters for the noise in use: YCBCR, or RGB with h; None while no
+        noise is known. Its item reads "Auto (from the noise): RGB" and so on. Emits nothing: the
+        caller previews once the noise is applied."""
+        self._auto_mode = mode
+        self.luma_chroma.setItemText(self.luma_chroma.findData("auto"), AUTO_TEXT + (f": {mode}" if mode else ""))
         self._show_luma_chroma_mode()
 
     def luma_chroma_h(self) -> tuple[float, float]:

@@ -31,7 +31,7 @@ from nlmeans_studio.engine import (
     suggest_luma_chroma_h,
 )
 
-from .controls import ParameterPanel
+from .controls import RGB, YCBCR, ParameterPanel
 from .panels import NoisePanel
 from .saved_settings import ClipSettings
 
@@ -66,7 +66,7 @@ class NoiseFollower(QObject):
         self.matrix = matrix
         self.estimate = self.noise_in_use = self.choice = None
         self._parameters.offer_decorrelation(None)
-        self._parameters.set_auto_in_ycbcr(True)
+        self._parameters.set_auto_mode(None)
         self._noise.clear_estimate()
 
     def restore_clip(self, clip: ClipSettings, keep_h: bool) -> None:
@@ -111,8 +111,7 @@ class NoiseFollower(QObject):
         if estimate is None:
             return
         self.noise_in_use = estimate
-        chosen = self._chosen()
-        self._parameters.set_auto_in_ycbcr(chosen is None or not self._among_modes or chosen.luma_chroma is not None)
+        self._parameters.set_auto_mode(self._auto_mode(estimate))
         if not self._keep_h:
             center = self._center_for(estimate)
             self._parameters.set_params(dataclasses.replace(self._parameters.params(), center_weight=center))
@@ -170,6 +169,15 @@ class NoiseFollower(QObject):
             return
         h_luma, h_chroma = suggest_luma_chroma_h(split_estimate(estimate, self.matrix), self._parameters.params())
         self._parameters.set_luma_chroma_h(self._multiple() * h_luma, self._multiple(chroma=True) * h_chroma)
+
+    def _auto_mode(self, estimate: NoiseEstimate) -> str | None:
+        """Where luma/chroma auto filters for ``estimate``: RGB where the clip's choice among the
+        modes was RGB, else Y'CbCr; None for a gray clip, which has no chroma."""
+        if len(estimate.covariance) != 3:
+            return None
+        chosen = self._chosen()
+        in_rgb = chosen is not None and self._among_modes and chosen.luma_chroma is None
+        return RGB if in_rgb else YCBCR
 
     def _center_for(self, estimate: NoiseEstimate) -> str:
         """The centre weight for ``estimate``: the one chosen with the clip's factor, else the one

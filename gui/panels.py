@@ -202,7 +202,7 @@ class Readouts(QWidget):
         it is idle), the engine's time for the last one, in ms and frames per second, and its device."""
         parts = [] if rendering_seconds is None else [f"rendering… {rendering_seconds:.0f} s"]
         if engine_ms is None:
-            parts.append("no frame yet")
+            parts.append("no frame filtered yet")  # the frame may show, unfiltered, meanwhile
         else:
             parts.append(f"last frame {engine_ms:.1f} ms ({1000 / max(engine_ms, 1e-3):.2f} frames/s)")
         self.fps.setText(" · ".join(parts))

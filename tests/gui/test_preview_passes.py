@@ -145,8 +145,12 @@ def test_a_clip_shows_its_frame_while_its_noise_is_estimated(qtbot, window, clip
     qtbot.waitUntil(lambda: window.preview is not None, timeout=WAIT_MS)
     assert window.preview.stage == UNFILTERED and window.estimate is None
     assert window.preview.index == window.frame_slider.value() == 0
+    assert window.parameters.luma_chroma.currentText() == "Auto (from the noise)"  # its mode not chosen yet
+    assert window.readouts.fps.text().endswith("no frame filtered yet")
     resume.set()
     qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
     settle(qtbot, window)
+    chosen = window.parameters.luma_chroma.currentText()
+    assert chosen in ("Auto (from the noise): Y'CbCr", "Auto (from the noise): RGB")
     stages = [preview.stage for _, preview, _ in shown]
     assert stages[0] == UNFILTERED and stages.count(UNFILTERED) == 1 and stages[-1] == EXACT

@@ -732,7 +732,7 @@ def test_auto_filters_an_rgb_clip_in_rgb_where_sure_finds_it_better(qtbot, windo
         )
         assert (choice.luma_chroma is None) == rgb  # as denoise chooses for this file
         assert_filters_as(window, choice)
-        auto = "Auto (from the noise): RGB" if rgb else "Auto (from the noise)"
+        auto = "Auto (from the noise): RGB" if rgb else "Auto (from the noise): Y'CbCr"
         assert panel.luma_chroma.currentText() == auto
         assert panel.h.isVisibleTo(panel) == rgb and panel.h_luma.isVisibleTo(panel) != rgb
         expected = Previewer(ArrayFrames(sample), "cpu").render(
@@ -963,13 +963,13 @@ def test_luma_chroma_mode_previews_exports_and_is_kept_by_clip_and_preset(
     opened(qtbot, window, path)
     add_synthetic_noise(qtbot, window, sigma=20)
     index, panel = window.frame_slider.value(), window.parameters
-    assert panel.luma_chroma.currentText() == "Auto (from the noise)"  # a colour clip's default
+    assert panel.luma_chroma.currentText() == "Auto (from the noise): Y'CbCr"  # a colour clip's default
     choose_luma_chroma(qtbot, window, "Off")
     assert not panel.h_luma.isEnabled() and panel.h.isEnabled()
     assert not panel.h_luma.isVisible() and not panel.h_chroma.isVisible()  # off: their rows hidden
     noise, params, plain = SyntheticNoise(20), window.current_params(), window.preview.after
     # Auto: both strengths follow the noise (the clip is 96 x 64 of unspecified matrix: BT.601).
-    choose_luma_chroma(qtbot, window, "Auto (from the noise)")
+    choose_luma_chroma(qtbot, window, "Auto (from the noise): Y'CbCr")
     suggested = suggest_luma_chroma_h(split_estimate(noise.estimate(), "bt601"), params)
     assert (panel.h_luma.value(), panel.h_chroma.value()) == pytest.approx(suggested, abs=0.05)
     assert not panel.h.isEnabled() and panel.h_luma.isEnabled() and not panel.decorrelate.isEnabled()
@@ -1058,7 +1058,7 @@ def test_a_preset_that_turns_auto_luma_chroma_on_sets_both_strengths_for_its_win
     suggested = suggest_luma_chroma_h(split_estimate(SyntheticNoise(20).estimate(), "bt601"), params)
     before = suggest_luma_chroma_h(split_estimate(SyntheticNoise(20).estimate(), "bt601"), NLMParams(patch_radius=2))
     assert suggested != pytest.approx(before, abs=0.05)  # the test tells the two windows apart
-    assert panel.luma_chroma.currentText() == "Auto (from the noise)" and params.h == 15
+    assert panel.luma_chroma.currentText() == "Auto (from the noise): Y'CbCr" and params.h == 15
     assert (panel.h_luma.value(), panel.h_chroma.value()) == pytest.approx(suggested, abs=0.05)
 
 
@@ -1633,7 +1633,7 @@ def test_speed_readouts() -> None:
 
     readouts = Readouts()
     readouts.show_still(None, "", None)
-    assert readouts.fps.text() == "no frame yet" and readouts.device.text() == "-"
+    assert readouts.fps.text() == "no frame filtered yet" and readouts.device.text() == "-"
     readouts.show_still(12000.0, "CPU: Xeon", 3.2)
     assert readouts.fps.text() == "rendering… 3 s · last frame 12000.0 ms (0.08 frames/s)"
     assert readouts.device.text() == "CPU: Xeon"
