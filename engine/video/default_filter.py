@@ -76,6 +76,9 @@ class FilterChoice:
     chroma_factor : float or None
         SURE's factor on the suggested chroma strength where it chose one apart from luma's
         (noise of a Y'CbCr source's samples); None: ``factor``.
+    over_ycbcr : bool
+        Whether SURE chose the RGB filter over Y'CbCr's (luma/chroma "auto"), which ``describe``
+        says.
     """
 
     params: NLMParams
@@ -83,6 +86,7 @@ class FilterChoice:
     factor: float = 1.0
     how: str = FROM_NOISE
     chroma_factor: float | None = None
+    over_ycbcr: bool = False
 
     @property
     def factors(self) -> tuple[float, float]:
@@ -94,12 +98,14 @@ class FilterChoice:
 
         The colour decorrelation last in the RGB mode. E.g. "luma/chroma (bt709) exponential/max,
         h_Y = 5.4, h_UV = 4.7 (SURE on the clip: x0.91)", or "(SURE on the clip: x1.26 on luma,
-        x1.68 on chroma)" where they differ.
+        x1.68 on chroma)" where they differ; "exponential/max, h = 7.9 (SURE on the clip: x1.21;
+        RGB filters it better than Y'CbCr), color decorrelation off".
         """
         variant = f"{self.params.weighting}/{self.params.center_weight}"
         luma, chroma = (f"x{factor:.2f}" for factor in self.factors)
         factors = luma if luma == chroma else f"{luma} on luma, {chroma} on chroma"
         notes = [f"{self.how}: {factors}"] if self.how in (SURE, ENCODER) else []
+        notes += ["RGB filters it better than Y'CbCr"] if self.over_ycbcr else []
         notes += [note] if note else []
         brackets = f" ({'; '.join(notes)})" if notes else ""
         if self.luma_chroma is not None:
@@ -261,7 +267,13 @@ def choose_filter(
     ycbcr, centre = min(best, key=lambda key: best[key][1] + (margin if in_luma_chroma and not key[0] else 0.0))
     (luma, chroma), _ = best[ycbcr, centre]
     chosen = at(strength * luma, centre, strength * chroma, ycbcr)  # a preset's multiple of them
-    return dataclasses.replace(chosen, factor=luma, chroma_factor=None if chroma == luma else chroma, how=SURE)
+    return dataclasses.replace(
+        chosen,
+        factor=luma,
+        chroma_factor=None if chroma == luma else chroma,
+        how=SURE,
+        over_ycbcr=in_luma_chroma and not ycbcr,
+    )
 
 
 def unjudged_center(estimate: NoiseEstimate) -> str:
