@@ -150,7 +150,8 @@ class NoisePanel(QGroupBox):
             f"Sigma per channel: {sigma} levels",
             f"from {source} ({estimate.samples} samples).",
             f"Confidence: {estimate.confidence:.0%}",
-            f"Suggested h: {h:.1f} (one strength, {variant}: luma/chroma off)",
+            f"Suggested h: {h:.1f} (one strength, {variant}: luma/chroma off; from the noise's table, before "
+            "SURE's factor on the clip)",
         ]
         if estimate.bands:
             bands = ", ".join(f"{low * 255:.0f}-{high * 255:.0f}: {s:.1f}" for low, high, s, _ in estimate.bands)

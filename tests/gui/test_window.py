@@ -1111,7 +1111,8 @@ def test_a_reopened_clip_shows_the_h_its_noise_suggests_beside_the_h_typed(qtbot
     assert window.parameters.h.value() == 30 and round(suggested, 1) != 30
     shown = window.current_params()
     variant = f"{shown.weighting}/{shown.center_weight}"  # the variant it is for (the CLI says its own)
-    assert f"Suggested h: {suggested:.1f} (one strength, {variant}: luma/chroma off)" in window.noise.result.text()
+    expected = f"Suggested h: {suggested:.1f} (one strength, {variant}: luma/chroma off; from the noise's table, before"
+    assert expected in window.noise.result.text()
     menu_action(menu_named(window, "Presets"), "VHS").trigger()  # h follows the noise: 1.2 x its suggestion
     vhs_suggested = apply_estimate(window.current_params(), window.estimate).h
     assert window.parameters.h.value() == pytest.approx(1.2 * vhs_suggested, abs=0.05)
