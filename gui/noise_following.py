@@ -137,6 +137,7 @@ class NoiseFollower(QObject):
         self._parameters.set_params(NLMParams())
         self._parameters.set_luma_chroma_mode("auto")
         self.apply_noise()
+        self._choose_for_the_window()
 
     def apply_preset(self, preset: Preset) -> None:
         """A preset's parameters; its strength sets h from the noise (estimated first if unknown). Its
@@ -150,6 +151,19 @@ class NoiseFollower(QObject):
             if self.noise_in_use is None and self.matrix is not None:
                 self.estimate_needed.emit()
             self.apply_noise()
+            self._choose_for_the_window()
+
+    def _choose_for_the_window(self) -> None:
+        """Where the clip's filter was chosen on the clip for another window than the one now set
+        (a preset's, or the default one after a preset), the worker is asked to choose it again for
+        this one, as ``denoise --filter-preset`` does (window Light was 0.64 dB under the command
+        line's light: SURE's factor of the window before). Meanwhile the strengths scale the old
+        factors. Not over a region's estimate, which the clip's would replace."""
+        chosen = self._chosen()
+        if chosen is None or self.estimate is None or self.estimate.method == "region":
+            return
+        if _window(chosen.params) != _window(self._parameters.params()):
+            self.estimate_needed.emit()
 
     def relative_strength(self, params: NLMParams) -> float | None:
         """``params.h`` as a multiple of the h suggested for the noise in use (None: not known),
@@ -199,3 +213,8 @@ class NoiseFollower(QObject):
     def _multiple(self, chroma: bool = False) -> float:
         """A strength's multiple of the one suggested: a preset's strength times choose_filter's factor."""
         return self.strength * self._factor(chroma)
+
+
+def _window(params: NLMParams) -> tuple:
+    """What SURE's factors depend on besides the noise: the patch, the search, the frames, the weighting."""
+    return params.patch_radius, params.search_radius, params.frames_past, params.frames_future, params.weighting

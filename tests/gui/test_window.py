@@ -746,6 +746,30 @@ def test_auto_filters_an_rgb_clip_in_rgb_where_sure_finds_it_better(qtbot, windo
             assert_filters_as(window, choice)
 
 
+def test_a_preset_s_strengths_are_chosen_for_its_window_as_the_command_line_chooses_them(qtbot, window, tmp_path):
+    """Presets > Light scaled SURE's factor for the default window (a new user's clip: 2.4/2.3 in the
+    window, 2.7/2.5 from denoise --filter-preset light, 0.64 dB lower): SURE now chooses again for
+    the preset's window, as the command line does; "Reset to suggested" chooses for the default one."""
+    with np.load(DATA / "rocket_frames.npz") as archive:
+        clean = archive["frames"]
+    noisy = np.clip(np.rint(clean + np.random.default_rng(2).normal(0, 10, clean.shape)), 0, 255).astype(np.uint8)
+    path = tmp_path / "rocket.mkv"
+    write_ffv1(path, noisy)
+    opened(qtbot, window, path)
+    estimate, sample = estimate_clip_noise(path), read_frames(path)
+    light = load_preset(PRESET_FOLDER / "light.json")
+    follower = window.noise_follower
+    menu_action(menu_named(window, "Presets"), "Light").trigger()
+    qtbot.waitUntil(lambda: follower.choice.params.patch_radius == light.params.patch_radius, timeout=WAIT_MS)
+    settle(qtbot, window)
+    as_denoise = choose_filter(estimate, light.params, matrix="bt601", sample=sample, strength=light.strength)
+    assert_filters_as(window, as_denoise)
+    qtbot.mouseClick(window.parameters.reset, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: follower.choice.params.patch_radius == NLMParams().patch_radius, timeout=WAIT_MS)
+    settle(qtbot, window)
+    assert_filters_as(window, choose_filter(estimate, NLMParams(), matrix="bt601", sample=sample))
+
+
 @pytest.mark.parametrize("pixel_format", ["yuv420p", "yuv422p10le"])
 def test_the_window_reads_noise_that_rgb_clips_as_the_command_line_does(qtbot, window, tmp_path, pixel_format) -> None:
     """ffmpeg's test pattern with noise in its Y'CbCr samples: RGB clips half the saturated bars'
