@@ -57,6 +57,7 @@ class NoiseFollower(QObject):
         self.strength = 1.0  # h as a multiple of the h suggested for the noise (a preset's)
         self.choice: FilterChoice | None = None  # the filter choose_filter chose for the clip's estimate
         self._among_modes = False  # and whether it chose between Y'CbCr and RGB (luma/chroma auto)
+        self.pinned_center: str | None = None  # a preset's centre weight, which the noise does not change
         self.matrix: str | None = None  # the clip's Y'CbCr matrix; None until a clip is open
         self._keep_h = False  # the clip's saved h stands when its noise estimate arrives
         parameters.luma_chroma_mode_changed.connect(self._follow_in_luma_chroma)
@@ -64,7 +65,7 @@ class NoiseFollower(QObject):
     def new_clip(self, matrix: str) -> None:
         """Another clip is open (Y'CbCr ``matrix``): its noise, and so the filter chosen for it, are not known yet."""
         self.matrix = matrix
-        self.estimate = self.noise_in_use = self.choice = None
+        self.estimate = self.noise_in_use = self.choice = self.pinned_center = None
         self._parameters.offer_decorrelation(None)
         self._parameters.set_auto_mode(None)
         self._noise.clear_estimate()
@@ -133,7 +134,7 @@ class NoiseFollower(QObject):
     def reset_to_suggested(self) -> None:
         """The default filter (``NLMParams()``, luma/chroma auto); its strengths from the noise
         when it is known."""
-        self.strength = 1.0
+        self.strength, self.pinned_center = 1.0, None
         self._parameters.set_params(NLMParams())
         self._parameters.set_luma_chroma_mode("auto")
         self.apply_noise()
@@ -141,8 +142,10 @@ class NoiseFollower(QObject):
 
     def apply_preset(self, preset: Preset) -> None:
         """A preset's parameters; its strength sets h from the noise (estimated first if unknown). Its
-        centre weight "auto" keeps the one chosen for the clip's noise."""
-        center = self._parameters.params().center_weight if preset.center_weight == "auto" else preset.center_weight
+        centre weight "auto" keeps the one chosen for the clip's noise; another stays, whatever the
+        noise (``pinned_center``), as ``denoise --filter-preset`` keeps it."""
+        self.pinned_center = None if preset.center_weight == "auto" else preset.center_weight
+        center = self.pinned_center or self._parameters.params().center_weight
         self._parameters.set_params(dataclasses.replace(preset.params, center_weight=center))
         self._parameters.set_luma_chroma_mode(preset.luma_chroma)
         self._follow_in_luma_chroma()  # for the preset's window, also where the mode was auto already
@@ -162,7 +165,8 @@ class NoiseFollower(QObject):
         chosen = self._chosen()
         if chosen is None or self.estimate is None or self.estimate.method == "region":
             return
-        if _window(chosen.params) != _window(self._parameters.params()):
+        pinned_elsewhere = self.pinned_center not in (None, chosen.params.center_weight)
+        if _window(chosen.params) != _window(self._parameters.params()) or pinned_elsewhere:
             self.estimate_needed.emit()
 
     def relative_strength(self, params: NLMParams) -> float | None:
@@ -194,8 +198,11 @@ class NoiseFollower(QObject):
         return RGB if in_rgb else YCBCR
 
     def _center_for(self, estimate: NoiseEstimate) -> str:
-        """The centre weight for ``estimate``: the one chosen with the clip's factor, else the one
-        ``choose_filter`` gives that noise without frames to score (the synthetic noise's)."""
+        """The centre weight for ``estimate``: a preset's pinned one, the one chosen with the clip's
+        factor, else the one ``choose_filter`` gives that noise without frames to score (the
+        synthetic noise's)."""
+        if self.pinned_center is not None:
+            return self.pinned_center
         if estimate is self.estimate and self.choice is not None:
             return self.choice.params.center_weight
         return choose_filter(estimate, self._parameters.params()).params.center_weight

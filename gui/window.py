@@ -428,6 +428,7 @@ class MainWindow(QMainWindow):
             luma_chroma,
             matrix,
             self.parameters.backend_name(),
+            self.noise_follower.pinned_center or "auto",
         )
         self._submit(request)
 

@@ -96,6 +96,7 @@ class EstimateRequest:
     luma_chroma: bool
     matrix: str
     backend: str
+    center_weight: str = "auto"  # choose_filter's: "auto", or a preset's pinned one
 
 
 class Worker(QObject):
@@ -443,6 +444,7 @@ class PreviewWorker(Worker):
             luma_chroma="auto" if request.luma_chroma else None,
             sample=sample,
             backend=request.backend,
+            center_weight=request.center_weight,
             rgb_allowed=self._readers[0].yuv_layout is None,  # a Y'CbCr source stays in Y'CbCr, as denoise keeps it
         )
         return first, estimate, choice, request.luma_chroma

@@ -770,6 +770,29 @@ def test_a_preset_s_strengths_are_chosen_for_its_window_as_the_command_line_choo
     assert_filters_as(window, choose_filter(estimate, NLMParams(), matrix="bt601", sample=sample))
 
 
+def test_a_preset_s_centre_weight_stays_whatever_the_noise(qtbot, window, tmp_path, monkeypatch) -> None:
+    """A preset pinning the centre weight "one" on noise that chooses "max": the estimate's choice
+    replaced it in the window, where denoise --filter-preset keeps it and chooses the strengths for it."""
+    with np.load(DATA / "rocket_frames.npz") as archive:
+        clean = archive["frames"]
+    noisy = np.clip(np.rint(clean + np.random.default_rng(2).normal(0, 10, clean.shape)), 0, 255).astype(np.uint8)
+    path, preset_path = tmp_path / "rocket.mkv", tmp_path / "one.json"
+    write_ffv1(path, noisy)
+    preset_path.write_text('{"strength": 1.0, "center_weight": "one", "luma_chroma": "auto"}')
+    opened(qtbot, window, path)
+    assert window.current_params().center_weight == "max"  # sigma 10: "max", as chosen for the noise
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a: (str(preset_path), ""))
+    menu_action(menu_named(window, "Presets"), "Load preset…").trigger()
+    qtbot.waitUntil(lambda: window.noise_follower.choice.params.center_weight == "one", timeout=WAIT_MS)
+    settle(qtbot, window)
+    assert window.parameters.center_weight.currentText() == "one"
+    preset = load_preset(preset_path)
+    as_denoise = choose_filter(
+        estimate_clip_noise(path), preset.params, matrix="bt601", sample=read_frames(path), center_weight="one"
+    )
+    assert_filters_as(window, as_denoise)
+
+
 @pytest.mark.parametrize("pixel_format", ["yuv420p", "yuv422p10le"])
 def test_the_window_reads_noise_that_rgb_clips_as_the_command_line_does(qtbot, window, tmp_path, pixel_format) -> None:
     """ffmpeg's test pattern with noise in its Y'CbCr samples: RGB clips half the saturated bars'
