@@ -47,6 +47,7 @@ from window_driver import (
 
 from nlmeans_studio.engine import (
     COMPILING,
+    STAGES,
     NLMParams,
     NoiseEstimate,
     VideoError,
@@ -1207,7 +1208,7 @@ def test_a_new_clip_shows_no_noise_of_the_clip_before(qtbot, window, clip, tmp_p
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_: (str(other), ""))
     press(qtbot, window, KEY.Key_O, Qt.KeyboardModifier.ControlModifier)
     qtbot.waitUntil(lambda: window.path == other, timeout=WAIT_MS)
-    qtbot.waitUntil(lambda: window.preview is not None and window.preview.index == 0, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.preview.stage == STAGES[0], timeout=WAIT_MS)  # the new clip's, unfiltered
     # its frame, shown unfiltered meanwhile: no PSNR yet, and none of the clip before
     assert window.readouts.sigma.text() == "not estimated" and window.readouts.psnr.text() == "- (not filtered yet)"
     resume.set()
