@@ -56,7 +56,6 @@ class NoiseFollower(QObject):
         self.noise_in_use: NoiseEstimate | None = None  # what h follows: the synthetic noise or the estimate
         self.strength = 1.0  # h as a multiple of the h suggested for the noise (a preset's)
         self.choice: FilterChoice | None = None  # the filter choose_filter chose for the clip's estimate
-        self._among_modes = False  # and whether it chose between Y'CbCr and RGB (luma/chroma auto)
         self.pinned_center: str | None = None  # a preset's centre weight, which the noise does not change
         self.matrix: str | None = None  # the clip's Y'CbCr matrix; None until a clip is open
         self._keep_h = False  # the clip's saved h stands when its noise estimate arrives
@@ -91,15 +90,15 @@ class NoiseFollower(QObject):
             self.noise_in_use = None
             self.estimate_needed.emit()
 
-    def estimated(self, estimate: NoiseEstimate, choice: FilterChoice | None = None, among_modes: bool = False) -> None:
+    def estimated(self, estimate: NoiseEstimate, choice: FilterChoice | None = None) -> None:
         """The worker measured the clip's noise, and ``choose_filter`` chose the filter for it
         (None: the suggested strengths): its factors on the strengths it suggests
         (``FilterChoice.factors``: SURE's, an encoder's noise's, else 1) and its centre weight are
-        followed (a saved h and its centre weight no longer stand); chosen ``among_modes`` (for
-        luma/chroma "auto"), so is its mode while auto is on. The factors also serve the other
-        modes, which the choice did not score."""
+        followed (a saved h and its centre weight no longer stand); where it chose RGB over
+        Y'CbCr (``FilterChoice.over_ycbcr``), so is its mode while auto is on. The factors also
+        serve the other modes, which the choice did not score."""
         self.estimate = estimate
-        self.choice, self._among_modes = choice, among_modes
+        self.choice = choice
         self.apply_noise(estimate)
         self._keep_h = False
 
@@ -189,13 +188,12 @@ class NoiseFollower(QObject):
         self._parameters.set_luma_chroma_h(self._multiple() * h_luma, self._multiple(chroma=True) * h_chroma)
 
     def _auto_mode(self, estimate: NoiseEstimate) -> str | None:
-        """Where luma/chroma auto filters for ``estimate``: RGB where the clip's choice among the
-        modes was RGB, else Y'CbCr; None for a gray clip, which has no chroma."""
+        """Where luma/chroma auto filters for ``estimate``: RGB where the clip's choice put it over
+        Y'CbCr, else Y'CbCr; None for a gray clip, which has no chroma."""
         if len(estimate.covariance) != 3:
             return None
         chosen = self._chosen()
-        in_rgb = chosen is not None and self._among_modes and chosen.luma_chroma is None
-        return RGB if in_rgb else YCBCR
+        return RGB if chosen is not None and chosen.over_ycbcr else YCBCR
 
     def _center_for(self, estimate: NoiseEstimate) -> str:
         """The centre weight for ``estimate``: a preset's pinned one, the one chosen with the clip's

@@ -457,13 +457,10 @@ class MainWindow(QMainWindow):
         """The estimate's boxes show over the frame they were found on only."""
         self.view.set_regions_on_frame(self.preview is not None and self.preview.index == self._regions_frame)
 
-    def _estimated(
-        self, number: int, first: int, estimate: NoiseEstimate, choice: FilterChoice, among_modes: bool
-    ) -> None:
+    def _estimated(self, number: int, first: int, estimate: NoiseEstimate, choice: FilterChoice) -> None:
         """The estimate arrived: its flat blocks are drawn over frame ``first``, where they were
         found (the status bar says which where another frame is shown), the filter ``choice`` made
-        for it is followed (its strengths and centre weight; under auto its mode, where it was
-        chosen ``among_modes``)."""
+        for it is followed (its strengths and centre weight; under auto its mode)."""
         if estimate.method != "region":
             self._regions_frame = first
             self.view.show_regions(estimate.regions)
@@ -471,7 +468,7 @@ class MainWindow(QMainWindow):
             if self.frame_slider.value() != first:
                 self._say_where_the_boxes_are("Noise measured over the clip, as denoise does; the boxes are its")
         self.readouts.show_sigma(estimate)
-        self.noise_follower.estimated(estimate, choice, among_modes)
+        self.noise_follower.estimated(estimate, choice)
 
     def _synthetic_changed(self) -> None:
         """The synthetic noise changed: its sigma is the readout's, h follows the noise."""

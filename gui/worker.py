@@ -198,8 +198,8 @@ class PreviewWorker(Worker):
 
     opened = Signal(int, object, object)  # request number, VideoInfo, each frame's time in seconds
     rendered = Signal(int, object)  # request number, engine.video.preview.Preview: several a request, each better
-    estimated = Signal(int, int, object, object, bool)  # request number, first frame measured, NoiseEstimate,
-    # the FilterChoice choose_filter made for it (its mode, factors and centre weight), whether among modes
+    estimated = Signal(int, int, object, object)  # request number, first frame measured, NoiseEstimate,
+    # and the FilterChoice choose_filter made for it (its mode, factors and centre weight)
     playback_started = Signal(int, object)  # request number, engine.video.playback.RenderAhead
     failed = Signal(int, str, str)  # request number, kind ("open", "preview", "estimate", "backend"), message
     busy_changed = Signal(bool)  # the engine started or stopped working
@@ -409,10 +409,9 @@ class PreviewWorker(Worker):
             previewer.denoiser  # noqa: B018 (creates the backend now, so that its errors surface here)
         return previewer
 
-    def _estimate(self, request: EstimateRequest) -> tuple[int, NoiseEstimate, FilterChoice, bool]:
-        """The noise, the first frame of the pair it was measured on, the filter ``choose_filter``
-        chose for it (the mode, the factors on the strengths it suggests and the centre weight), and
-        whether it chose the mode (luma/chroma "auto"), not the RGB filter's strength alone.
+    def _estimate(self, request: EstimateRequest) -> tuple[int, NoiseEstimate, FilterChoice]:
+        """The noise, the first frame of the pair it was measured on, and the filter ``choose_filter``
+        chose for it (the mode, the factors on the strengths it suggests and the centre weight).
 
         In the region, on the current frame and the next (the one before, on the last frame: a
         region's estimate reads the change between two); without one, as ``denoise --noise auto``
@@ -447,7 +446,7 @@ class PreviewWorker(Worker):
             center_weight=request.center_weight,
             rgb_allowed=self._readers[0].yuv_layout is None,  # a Y'CbCr source stays in Y'CbCr, as denoise keeps it
         )
-        return first, estimate, choice, request.luma_chroma
+        return first, estimate, choice
 
     def _require_clip(self) -> Previewer:
         if self._previewer is None:
