@@ -86,6 +86,10 @@ MIN_BAND_BLOCKS = 4
 # whose misfit would pull their median (and call white noise signal dependent).
 QUIET_SHARE = 0.1
 MIN_BAND_CHANGES = 20
+# White noise's motion-compensated change is read from its high-pass residuals, which the smooth
+# misfit of motion barely reaches, scaled by the pixels' variance over the residuals' in the
+# RESIDUAL_SHARE of blocks that changed least (the fit leaves them no misfit to speak of).
+RESIDUAL_SHARE = 0.25
 SIGNAL_DEPENDENT_RATIO = 1.5
 # Spatially correlated noise (demosaicing, deinterlacing, compression) has less energy in the
 # high-pass residuals than in the pixels: flat blocks' variance around a plane over the residual
