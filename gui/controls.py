@@ -158,7 +158,11 @@ class Timeline(QSlider):
 
 class LinkedSlider(QWidget):
     """A slider and a spin box showing one value; ``scale`` slider steps per unit.
-    ``valueChanged`` on any change, ``edited`` when a person moved or typed it."""
+    ``valueChanged`` on any change, ``edited`` when a person moved or typed it.
+
+    ``value`` is the value set, not its rounding to the spin box's decimals: a strength the
+    noise suggests filters the preview and the export as the command line filters it.
+    """
 
     valueChanged = Signal(float)  # noqa: N815 (Qt's naming)
     edited = Signal()
@@ -166,6 +170,8 @@ class LinkedSlider(QWidget):
     def __init__(self, low: float, high: float, *, scale: int = 1, decimals: int = 0) -> None:
         super().__init__()
         self._scale = scale
+        self._range, self._whole = (low, high), decimals == 0
+        self._value = low
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(round(low * scale), round(high * scale))
         self.spin = QDoubleSpinBox()
@@ -181,16 +187,18 @@ class LinkedSlider(QWidget):
         self.spin.valueChanged.connect(self._typed)
 
     def value(self) -> float:
-        return self.spin.value()
+        return self._value
 
     def setValue(self, value: float) -> None:  # noqa: N802 (Qt's naming)
-        changed = abs(value - self.spin.value()) > 1e-9
+        value = min(max(float(round(value)) if self._whole else value, self._range[0]), self._range[1])
+        changed = abs(value - self._value) > 1e-9
+        self._value = value
         for widget, shown in ((self.spin, value), (self.slider, round(value * self._scale))):
             widget.blockSignals(True)
             widget.setValue(shown)
             widget.blockSignals(False)
         if changed:
-            self.valueChanged.emit(self.spin.value())
+            self.valueChanged.emit(value)
 
     def _dragged(self, position: int) -> None:
         """The slider moved (dragged, clicked, keys; ``setValue`` moves it with its signals off)."""
@@ -199,6 +207,7 @@ class LinkedSlider(QWidget):
 
     def _typed(self, value: float) -> None:
         """The spin box changed (typed, arrows, keys): it already shows ``value``; move the slider."""
+        self._value = value
         self.slider.blockSignals(True)
         self.slider.setValue(round(value * self._scale))
         self.slider.blockSignals(False)
