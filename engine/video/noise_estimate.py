@@ -97,6 +97,9 @@ SIGNAL_DEPENDENT_RATIO = 1.5
 # distances see the pixels' noise, not the residuals').
 CORRELATED_RATIO = 1.4
 LOW_CONFIDENCE = 0.5
+# From this confidence the flat blocks' estimate of white noise stands where the motion-
+# compensated change reads more (``noise_in_blocks._automatic``).
+FLAT_CONFIDENCE = 0.9
 # The confidence of an estimate from the frame-to-frame change (``engine.video.motion_noise``): under
 # LOW_CONFIDENCE, so that the warning still offers a region to check it on.
 MOTION_CONFIDENCE = 0.4
