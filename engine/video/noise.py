@@ -18,8 +18,9 @@ its match in the next frame, with what a sub-pixel shift and a blur explain fitt
 only adds to some), per intensity band where the noise grows with brightness, and the change's
 own spatial correlation. White noise's level is read from the change's high-pass residuals,
 which the fit's smooth misfit hardly reaches, scaled by the pixels' share in the quietest
-blocks. Where the flat blocks show little noise with a low confidence, the noise an encoder
-kept in the texture is read from the quiet quarter of the motion-compensated change instead
+blocks; flat blocks that read white noise surely (FLAT_CONFIDENCE) and lower stand. Where the
+flat blocks show little noise with a low confidence, the noise an encoder kept in the texture is
+read from the quiet quarter of the motion-compensated change instead
 (``engine.video.motion_noise.kept_noise``). A region the user chose is read from its own
 motion-compensated change where there are two frames: it holds all of the noise, also the part
 that chroma subsampling or compression smoothed out of the high-pass residuals.
