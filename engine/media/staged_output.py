@@ -41,7 +41,7 @@ def folder_problem(path: Path) -> str | None:
     if folder.exists() and not folder.is_dir():
         return f"{folder} is a file, not a folder"
     if not folder.is_dir():
-        return f"the folder {folder} does not exist"
+        return f"the folder {folder} does not exist: create it, or choose a folder that does"
     try:
         with tempfile.TemporaryFile(dir=folder):
             pass

@@ -344,7 +344,7 @@ def test_writer_refuses_bad_outputs(tmp_path) -> None:
     cases = [
         (tmp_path / "clip.mkv", "must not be the input"),
         (tmp_path / "exists.mkv", "exists; pass --overwrite"),
-        (tmp_path / "no" / "out.mkv", "does not exist"),
+        (tmp_path / "no" / "out.mkv", "the folder .*no does not exist: create it, or choose a folder that does"),
     ]
     for path, message in cases:
         with pytest.raises(VideoError, match=message):
