@@ -321,7 +321,9 @@ def add_denoise_options(parser: argparse.ArgumentParser) -> None:
         "--center-weight",
         choices=CENTER_WEIGHTS,
         default=None,
-        help="the pixel's own weight: max (default), the largest of the others' (KNLMeansCL's wref), or one",
+        help="the pixel's own weight: max, the largest of the others' (KNLMeansCL's wref), or one; by default "
+        "chosen from the noise (max, but one under light noise or an unsure estimate, where SURE also scores "
+        "one), also for strengths given with --h or --luma-chroma",
     )
     parser.add_argument(
         "--luma-chroma",

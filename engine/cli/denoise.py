@@ -51,6 +51,7 @@ from ..video.default_filter import (
     GIVEN,
     FilterChoice,
     choose_filter,
+    given_strength_center,
     noise_line,
     sure_sample_length,
 )
@@ -215,7 +216,9 @@ def filter_asked(args: argparse.Namespace, preset: Preset | None, info: VideoInf
     estimate = estimate_clip_noise(args.source, roi=roi, start=args.start, duration=args.duration)
     note = ""
     own_h = preset is not None and strength is None  # a preset's h in levels, as --h is one
+    center_weight = args.center_weight or (AUTO if preset is None else preset.center_weight)
     if (args.h is not None or own_h) and mode is None:  # one strength: the colour transform still follows the noise
+        params = dataclasses.replace(params, center_weight=given_strength_center(estimate, center_weight))
         choice = FilterChoice(apply_estimate(params, estimate, h=params.h), None, how=GIVEN)
         whose = "yours" if args.h is not None else f"{args.filter_preset}'s"
         note = f"{whose}; the noise suggests {apply_estimate(params, estimate).h:.1f}"
@@ -231,7 +234,7 @@ def filter_asked(args: argparse.Namespace, preset: Preset | None, info: VideoInf
             strength=1.0 if strength is None else strength,
             sample=sample,
             backend=args.backend if args.devices is None else "gpu",
-            center_weight=args.center_weight or (AUTO if preset is None else preset.center_weight),
+            center_weight=center_weight,
             rgb_allowed=source_yuv_layout(info) is None,  # a Y'CbCr source stays in Y'CbCr, where nothing clips
         )
         if strength not in (None, 1.0):

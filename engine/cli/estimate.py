@@ -9,7 +9,7 @@ from ..frames import FULL_SCALE_BITS
 from ..media.ffmpeg import VideoError
 from ..media.reader import VideoReader, read_frames
 from ..video.choose_h import apply_estimate, decorrelation_decision
-from ..video.default_filter import SURE, choose_filter, sure_sample_length
+from ..video.default_filter import SURE, choose_filter, given_strength_center, sure_sample_length
 from ..video.export import clip_sample, estimate_clip_noise
 from ..video.luma_chroma import matrix_for
 from ..video.noise import estimate_noise
@@ -55,11 +55,11 @@ def run_estimate_noise(args: argparse.Namespace) -> int:
                 f"give {remedy}"
             )
         result = estimate_noise(read_frames(args.input, count, start=first), roi=args.roi, bit_depth=FULL_SCALE_BITS)
-    one_strength = NLMParams()  # as denoise --h runs: the default window, weighting and centre weight
+    one_strength = NLMParams(center_weight=given_strength_center(result))  # as denoise --h runs
     h = apply_estimate(one_strength, result).h
     with VideoReader(args.input) as reader:
         matrix = matrix_for(reader.info.color.get("colorspace", 2), reader.info.height)
-        sample = clip_sample(reader, sure_sample_length(one_strength))  # denoise's, where SURE applies
+        sample = clip_sample(reader, sure_sample_length(NLMParams()))  # denoise's, where SURE applies
         rgb_allowed = reader.yuv_layout is None  # as denoise chooses: a Y'CbCr source stays in Y'CbCr
     default = choose_filter(result, matrix=matrix, sample=sample, rgb_allowed=rgb_allowed)
     decorrelate, reason = decorrelation_decision(result)

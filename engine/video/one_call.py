@@ -26,7 +26,15 @@ from ..frames import (
     native_order,
 )
 from .choose_h import apply_estimate
-from .default_filter import AUTO, GIVEN, FilterChoice, choose_filter, noise_line, sure_sample_length
+from .default_filter import (
+    AUTO,
+    GIVEN,
+    FilterChoice,
+    choose_filter,
+    given_strength_center,
+    noise_line,
+    sure_sample_length,
+)
 from .filters import cpu_filter_compiles
 from .luma_chroma import matrix_for
 from .noise import estimate_noise
@@ -376,7 +384,8 @@ def _chosen_filter(
     else:
         estimate = estimate_noise(host, roi, bit_depth=depth)
     if h is not None:
-        return FilterChoice(apply_estimate(window, estimate, h=h), None, how=GIVEN)
+        given = dataclasses.replace(window, center_weight=given_strength_center(estimate, center_weight))
+        return FilterChoice(apply_estimate(given, estimate, h=h), None, how=GIVEN)
     count = sure_sample_length(window)
     middle = max(0, (len(host) - count) // 2)  # the middle frames, as ``denoise`` samples a file
     sample = np.stack([at_full_scale(frame, depth) if depth else frame for frame in host[middle : middle + count]])

@@ -289,6 +289,12 @@ def test_light_noise_on_fine_texture_gets_the_centre_weight_that_keeps_the_pictu
     pinned = denoise(noisy, time_axis=0, backend="cpu", center_weight="max")
     if center == "one":
         assert _psnr(clean, chosen) > _psnr(clean, noisy) and _psnr(clean, chosen) > _psnr(clean, pinned) + 5
+        # An h given (a restorer typed the one the window suggests): the same centre weight, not "max".
+        h = apply_estimate(NLMParams(center_weight="one"), estimate_noise(noisy)).h
+        given = denoise(noisy, time_axis=0, backend="cpu", h=h)
+        np.testing.assert_array_equal(given, denoise(noisy, time_axis=0, backend="cpu", h=h, center_weight="one"))
+        at_max = denoise(noisy, time_axis=0, backend="cpu", h=h, center_weight="max")
+        assert _psnr(clean, given) >= _psnr(clean, noisy) and _psnr(clean, given) > _psnr(clean, at_max) + 5
     else:
         np.testing.assert_array_equal(chosen, pinned)
         assert _psnr(clean, chosen) > _psnr(clean, noisy) + 2
@@ -300,6 +306,9 @@ def test_where_sure_cannot_judge_light_noise_gets_the_centre_weight_one(sigma, c
     estimate = SyntheticNoise(sigma).estimate(3)
     assert choose_filter(estimate).params.center_weight == center
     assert choose_filter(estimate, center_weight="max").params.center_weight == "max"  # pinned: as asked
+    # Strengths given, as a person types those the defaults chose: the same centre weight.
+    assert choose_filter(estimate, luma_chroma=(3.0, 2.0)).params.center_weight == center
+    assert choose_filter(estimate, luma_chroma=(3.0, 2.0), center_weight="max").params.center_weight == "max"
 
 
 def test_the_command_line_chooses_the_centre_weight_unless_it_is_given(tmp_path) -> None:
@@ -308,8 +317,15 @@ def test_the_command_line_chooses_the_centre_weight_unless_it_is_given(tmp_path)
 
     _, noisy = panning_texture(2.0)
     write_ffv1(tmp_path / "texture.mkv", noisy)
-    for given, center in (([], "one"), (["--center-weight", "max"], "max")):
-        command = [*CLI, "denoise", str(tmp_path / "texture.mkv"), str(tmp_path / f"out-{center}.mkv")]
+    cases = [
+        ([], "one"),
+        (["--center-weight", "max"], "max"),
+        (["--luma-chroma", "3,2"], "one"),  # strengths given: the centre weight the noise calls for
+        (["--h", "3"], "one"),
+        (["--h", "3", "--center-weight", "max"], "max"),
+    ]
+    for number, (given, center) in enumerate(cases):
+        command = [*CLI, "denoise", str(tmp_path / "texture.mkv"), str(tmp_path / f"out-{number}.mkv")]
         run = subprocess.run(
             [*command, "--codec", "ffv1", "--backend", "cpu", *given], capture_output=True, text=True, timeout=600
         )
