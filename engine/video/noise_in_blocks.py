@@ -53,8 +53,9 @@ _SIGNAL_DEPENDENT_NOTE = "the noise grows with brightness: sigma is the picture'
 
 
 def _correlated_note(spatial_correlation: float) -> str:
+    """Return the warning for correlated noise, its share as the estimate keeps it and the window shows it."""
     return (
-        f"the noise is spatially correlated ({spatial_correlation:.0%} of its variance below the "
+        f"the noise is spatially correlated ({round(spatial_correlation, 3):.0%} of its variance below the "
         "high-pass band: chroma subsampling, demosaicing, deinterlacing or compression); sigma is the "
         "pixels' own, which h allows for"
     )
