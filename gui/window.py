@@ -118,6 +118,7 @@ class MainWindow(QMainWindow):
         self.path: Path | None = None
         self._fresh: ClipSettings | None = None  # set as the first clip opens: what each new clip starts from
         self._opening: Path | None = None
+        self._adding_reference = False  # the clip open is being opened again beside its clean reference
         self.info: VideoInfo | None = None
         self.frame_times = np.zeros(0)  # seconds from frame 0 of each frame of the clip
         self.unevenly_timed = False  # a variable frame rate: the readout gives the frames' own times
@@ -239,6 +240,7 @@ class MainWindow(QMainWindow):
         self.stop_playback()
         self._submit(OpenRequest(Path(path), Path(reference) if reference else None))
         self._opening = Path(path)
+        self._adding_reference = reference is not None and self._opening == self.path
 
     def _choose_file(self, folder: Path | None = None) -> None:
         """The open dialog, in ``folder`` (a volume window's), else the clip's, else home."""
@@ -275,7 +277,8 @@ class MainWindow(QMainWindow):
 
     def _opened(self, number: int, info: VideoInfo, frame_times: np.ndarray) -> None:
         """A clip is open: nothing of the clip before stays (its settings are kept for it); the
-        same clip opened again (with a reference) stays at its frame."""
+        same clip opened again (with a reference) stays at its frame, and beside its reference
+        keeps its noise estimate (measured again, seconds on a long clip, it read the same)."""
         self.stop_playback()  # a play asked of the clip before, as this one opened, never started
         self._clip = number
         if self.path is None:
@@ -285,7 +288,8 @@ class MainWindow(QMainWindow):
         index = self.frame_slider.value() if self._opening == self.path else 0
         self.path, self.info, self.frame_times = self._opening, info, frame_times
         self.unevenly_timed = _uneven(frame_times, info.frame_rate)  # once: the readout follows every frame
-        self.noise_follower.new_clip(matrix_for(info.color.get("colorspace", 2), info.height))
+        if not self._adding_reference:
+            self.noise_follower.new_clip(matrix_for(info.color.get("colorspace", 2), info.height))
         self._regions_frame = None
         self.view.show_regions([])
         self.view.clear_roi()

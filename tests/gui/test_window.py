@@ -1268,11 +1268,14 @@ def test_what_was_asked_of_a_clip_is_not_done_to_the_next(qtbot, window, clip, t
 
 
 def test_choosing_a_reference_keeps_the_clip_as_it_was(qtbot, window, clip, tmp_path, monkeypatch) -> None:
-    """ "Reference clip…" opens the clip again beside its clean version: its frame, marks and
-    parameters stay (the marks were lost: the clip's settings were read back unsaved)."""
+    """ "Reference clip…" opens the clip again beside its clean version: its frame, marks,
+    parameters and noise estimate stay (the marks were lost: the clip's settings were read back
+    unsaved; a restorer's estimate went to "No estimate yet" and was measured again, 20 s)."""
     path, frames = clip
     write_clip(tmp_path / "clean.mkv", frames)
     opened(qtbot, window, path)
+    qtbot.waitUntil(lambda: window.estimate is not None, timeout=WAIT_MS)
+    estimate, result = window.estimate, window.noise.result.text()
     type_into(qtbot, window.parameters.frames_past.spin, "3")
     mark_frames(qtbot, window, 2, 6)
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *_: (str(tmp_path / "clean.mkv"), ""))
@@ -1280,6 +1283,8 @@ def test_choosing_a_reference_keeps_the_clip_as_it_was(qtbot, window, clip, tmp_
     qtbot.waitUntil(lambda: window.preview is not None and window.preview.psnr_after is not None, timeout=WAIT_MS)
     assert window.frame_slider.value() == 6 and window.frame_slider.marked == (2, 6)
     assert window.current_params().frames_past == 3
+    settle(qtbot, window)
+    assert window.estimate is estimate and window.noise.result.text() == result
 
 
 def test_marks_kept_for_a_clip_since_made_shorter_are_cleared_and_said(qtbot, window, clip, tmp_path) -> None:
