@@ -321,7 +321,8 @@ def _channels_way_out(count: int, gray_clip: bool) -> str:
         4: "RGBA? denoise the colour (data[..., :3]) and keep the alpha as it is",
         2: "gray and alpha? denoise the gray channel (data[..., 0]) and keep the alpha as it is",
     }.get(count, "give the colour axis as channel_axis, or denoise each channel as a gray image (H, W)")
-    return f"{ways}; a gray clip (T, H, W) needs time_axis=0" if gray_clip else ways
+    volume = "a 3D volume (MRI, a microscope's stack) goes to nlmeans_studio.engine.denoise_volume"
+    return f"{ways}; a gray clip (T, H, W) needs time_axis=0; {volume}" if gray_clip else ways
 
 
 def _axis(name: str, axis: object, shape: tuple[int, ...]) -> int:

@@ -222,6 +222,11 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
         print(f"{count} channels, filtered {mode}", file=sys.stderr)
     if series and not args.quiet:
         print(f"a series of {source.data.shape[3]} volumes, each filtered on its own", file=sys.stderr)
+    if isinstance(args.h, list) and series:
+        raise ValueError(
+            f"{args.input}: a series of {source.data.shape[3]} volumes takes one --h for all of them (without "
+            "--h, each volume's own from its noise): give one number"
+        )
     if isinstance(args.h, list) and mode != "separately":
         raise ValueError(
             f"{args.input}: --h gives one h a channel, but its channels are filtered together: "
@@ -250,6 +255,9 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
                 "--h, h comes from the noise",
                 file=sys.stderr,
             )
+    sigma = args.sigma
+    if args.noise_model == "rician" and not series:
+        sigma = _rician_sigma(args, source.data, mode)
     if resolve_backend(args.backend) == "cpu":
         require_cpu_room_for(first)  # before a word about a compile that could not happen
     if not args.quiet and filter_compiles(args.backend):
@@ -271,7 +279,7 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
         channel_axis=3 if source.data.ndim == 4 and not series else None,
         series_axis=3 if series else None,
         noise_model=args.noise_model,
-        sigma=args.sigma,
+        sigma=sigma,
     )
     write_volume(args.output, filtered, source, overwrite=args.overwrite)
     if lost_in(args.output, source) and not args.quiet:
@@ -280,6 +288,28 @@ def run(args: argparse.Namespace) -> tuple[int, ...]:
         shape = "x".join(str(n) for n in source.data.shape)
         print(f"denoised {shape} voxels in {time.perf_counter() - start:.1f} s -> {args.output}", file=sys.stderr)
     return source.data.shape
+
+
+def _rician_sigma(args: argparse.Namespace, volume: np.ndarray, mode: str) -> float | list[float]:
+    """Return the sigma whose bias the Rician model removes, said on stderr unless --quiet.
+
+    --sigma, else each channel's as ``denoise_volume`` reads it: in the air around the object
+    where it has some (the noise estimate said before reads the object's flattest blocks).
+    """
+    from .rician import estimated_sigmas
+
+    if args.sigma is not None:
+        sigmas, how = args.sigma if isinstance(args.sigma, list) else [args.sigma], "given"
+    else:
+        sigmas = [float(s) for s in estimated_sigmas(volume.reshape(*volume.shape[:3], -1), mode)]
+        how = "read in the air around the object where it has some, else as estimated"
+    if not args.quiet:
+        print(
+            f"Rician model: sigma {', '.join(f'{s:.4g}' for s in sigmas)} ({how}); 2 sigma^2 taken from the "
+            "averaged squared magnitudes",
+            file=sys.stderr,
+        )
+    return sigmas if len(sigmas) > 1 else sigmas[0]
 
 
 def _mask(path: str, source: VolumeFile) -> np.ndarray:
@@ -299,14 +329,16 @@ def _mask(path: str, source: VolumeFile) -> np.ndarray:
         inside = checked_mask(mask.data, source.data.shape[:3])
     except ValueError as error:
         said = f"--mask {path}: {error}"
-        if mask.format == source.format == "nifti":  # the shapes as nibabel and FSL show them too
+        if mask.format == source.format == "nifti" and mask.data.shape[:3] != source.data.shape[:3]:
+            # the shapes as nibabel and FSL show them too
             said += f" (x, y, z as the files hold them: {_xyz(source.data.shape)} and {_xyz(mask.data.shape)})"
         raise ValueError(said) from error
     if mask.affine is not None and source.affine is not None and not _same_grid(mask.affine, source.affine):
         raise ValueError(
             f"--mask {path}: on another grid than the volume: its voxel-to-world affine differs "
             f"(voxel size {_voxel_size(mask.affine)} against {_voxel_size(source.affine)}, origin "
-            f"{_origin(mask.affine)} against {_origin(source.affine)}); resample it onto the volume's grid first "
+            f"{_origin(mask.affine)} against {_origin(source.affine)}, axes toward {_axes(mask.affine)} against "
+            f"{_axes(source.affine)}); resample it onto the volume's grid first "
             "(nibabel.processing.resample_from_to, FSL flirt -applyxfm, ANTs antsApplyTransforms)"
         )
     return inside
@@ -324,6 +356,13 @@ def _same_grid(first: np.ndarray, second: np.ndarray) -> bool:
 
 def _voxel_size(affine: np.ndarray) -> str:
     return "x".join(f"{size:.3g}" for size in np.linalg.norm(affine[:3, :3], axis=0))
+
+
+def _axes(affine: np.ndarray) -> str:
+    """Return where voxel axes i, j, k point, as NIfTI tools say it (RAS: right, anterior, superior)."""
+    codes = ("LR", "PA", "IS")
+    columns = affine[:3, :3].T
+    return "".join(codes[int(np.argmax(np.abs(c)))][int(c[np.argmax(np.abs(c))] > 0)] for c in columns)
 
 
 def _origin(affine: np.ndarray) -> str:

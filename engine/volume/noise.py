@@ -340,6 +340,8 @@ def suggest_volume_h(
     ------
     ValueError
         A sigma that is not a finite number > 0 (a constant volume), or a bad setting.
+    TypeError
+        The volume itself given in place of its noise.
 
     Notes
     -----
@@ -348,6 +350,11 @@ def suggest_volume_h(
     patches included), as at 7^3 beyond. Exponential weights with centre one and 3^3 patches:
     k = 1.08 (the best k 0.93 to 1.26 over sigma 5 to 20 of 255); patches of one voxel 2.25.
     """
+    if isinstance(estimate, np.ndarray) and estimate.ndim > 0:
+        raise TypeError(
+            f"suggest_volume_h takes the noise, not the volume (an array of shape {estimate.shape}): "
+            "suggest_volume_h(estimate_volume_noise(volume)), or a sigma in the volume's units"
+        )
     if isinstance(estimate, VolumeNoiseEstimate):
         sigma = max(estimate.average_sigma, estimate.clean_sigma)
         if sigma == 0:

@@ -169,7 +169,7 @@ def test_time_and_channel_axes_anywhere_give_the_same_frames() -> None:
     [
         (np.zeros((48, 64, 16), np.uint8), {}, r"channel_axis=-1 of data of shape \(48, 64, 16\) has 16 entries"),
         (np.zeros((48, 64, 4), np.uint8), {}, r"has 4 entries.*: RGBA\? denoise the colour \(data\[\.\.\., :3\]\)"),
-        (np.zeros((5, 48, 64), np.uint8), {}, r"has 64 entries.*a gray clip \(T, H, W\) needs time_axis=0"),
+        (np.zeros((5, 48, 64), np.uint8), {}, r"has 64 entries.*needs time_axis=0; a 3D volume.*denoise_volume"),
         (np.zeros((3, 48, 64, 3), np.uint8), {"channel_axis": 1}, r"channel_axis=1 .* has 48 entries"),
         (np.zeros((48, 64), np.uint8), {"time_axis": 0}, r"time_axis=0 names an axis of a 2D array"),
         (np.zeros((3, 48, 64, 3), np.uint8), {"time_axis": 3}, r"time_axis and channel_axis name the same axis \(3\)"),

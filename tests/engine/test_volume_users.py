@@ -15,7 +15,7 @@ import pytest
 from clips import CLI, run_cli
 
 from nlmeans_studio.engine import denoise_volume, estimate_volume_noise, suggest_volume_h
-from nlmeans_studio.engine.volume.rician import background_sigma
+from nlmeans_studio.engine.volume.rician import background_sigma, estimated_sigmas
 
 SHAPE = (12, 14, 13)
 SETTINGS = {"patch_radius": 1, "search_radius": 2, "backend": "cpu"}
@@ -88,6 +88,12 @@ def test_the_estimate_takes_the_channel_axis_denoise_volume_takes() -> None:
     )
     with pytest.raises(ValueError, match=r"channel_axis is for a 4D array"):
         estimate_volume_noise(volume[:, 0], channel_axis=1)
+
+
+def test_suggest_volume_h_given_the_volume_says_it_takes_the_noise() -> None:
+    """A researcher passed the volume: "TypeError: only 0-dimensional arrays can be converted to Python scalars"."""
+    with pytest.raises(TypeError, match=r"takes the noise, not the volume \(an array of shape \(20, 14, 13\)\)"):
+        suggest_volume_h(_noisy((20, 14, 13)))
 
 
 def test_h_none_on_a_constant_volume_says_there_is_no_noise() -> None:
@@ -349,6 +355,8 @@ def test_the_command_filters_a_4d_nifti_volume_by_volume_keeping_its_header(tmp_
     run = run_cli(command, cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "a series of 3 volumes, each filtered on its own" in run.stderr
+    one_each = run_cli([*command, "--h", "9,9,9", "--overwrite"], cwd=tmp_path, capture_output=True, text=True)
+    assert "a series of 3 volumes takes one --h for all of them" in one_each.stderr, one_each.stderr  # not "channels"
     written = nibabel.load(tmp_path / "out.nii.gz")
     assert written.shape == image.shape
     np.testing.assert_array_equal(written.affine, affine)
@@ -440,13 +448,18 @@ def test_the_command_takes_the_rician_model(tmp_path) -> None:
     _, noisy, _ = _rician_phantom(20)
     np.save(tmp_path / "scan.npy", noisy)
     command = [*CLI, "denoise-volume", "scan.npy", "out.npy", "--h", "20", "--search-radius", "2", "--backend", "cpu"]
-    subprocess.run([*command, "--noise-model", "rician"], check=True, cwd=tmp_path, capture_output=True)
+    rician = [*command, "--noise-model", "rician"]
+    run = subprocess.run(rician, check=True, cwd=tmp_path, capture_output=True, text=True)
     expected = denoise_volume(noisy, h=20.0, noise_model="rician", **SETTINGS)
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)
+    # The sigma whose bias is removed is said (a researcher saw only the estimate's, 7 % higher than the air's).
+    air = estimated_sigmas(noisy[..., None], "together")[0]
+    assert f"Rician model: sigma {air:.4g} (read in the air around the object where it has some" in run.stderr
     given = [*command, "--noise-model", "rician", "--sigma", "14.5", "--overwrite"]  # a sigma known from the scanner
-    subprocess.run(given, check=True, cwd=tmp_path, capture_output=True)
+    run = subprocess.run(given, check=True, cwd=tmp_path, capture_output=True, text=True)
     expected = denoise_volume(noisy, h=20.0, noise_model="rician", sigma=14.5, **SETTINGS)
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)
+    assert "Rician model: sigma 14.5 (given)" in run.stderr
 
 
 def test_the_command_refuses_a_sigma_without_the_rician_model(tmp_path) -> None:
@@ -508,10 +521,16 @@ def test_a_nifti_mask_on_another_grid_is_refused(tmp_path) -> None:
     run = subprocess.run([*command, "--mask", "brain.nii"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1, run.stderr
     assert "--mask brain.nii: on another grid than the volume: its voxel-to-world affine differs" in run.stderr
+    # A researcher's flipped mask was said with the same voxel size and origin twice: the axes differ.
+    assert "axes toward LAS against RAS" in run.stderr, run.stderr
     assert "resample it onto the volume's grid first" in run.stderr and not (tmp_path / "out.nii").exists()
     run = subprocess.run([*command, "--mask", "cut.nii"], cwd=tmp_path, capture_output=True, text=True)
     assert "--mask cut.nii: mask must have the volume's shape (z, y, x) (20, 14, 13), got (19, 14, 13)" in run.stderr
     assert "(x, y, z as the files hold them: 13x14x20 and 13x14x19)" in run.stderr
+    halves = nibabel.Nifti1Image(inside.astype(np.float32).transpose(2, 1, 0) / 2, np.diag([1.0, 1.0, 3.0, 1.0]))
+    nibabel.save(halves, tmp_path / "halves.nii")
+    run = subprocess.run([*command, "--mask", "halves.nii"], cwd=tmp_path, capture_output=True, text=True)
+    assert "mask must be boolean, 0/1" in run.stderr and "as the files hold them" not in run.stderr, run.stderr
 
 
 def test_a_volume_written_back_in_another_axis_order_is_refused_or_turned(tmp_path) -> None:
