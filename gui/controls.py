@@ -170,7 +170,6 @@ class LinkedSlider(QWidget):
     def __init__(self, low: float, high: float, *, scale: int = 1, decimals: int = 0) -> None:
         super().__init__()
         self._scale = scale
-        self._range, self._whole = (low, high), decimals == 0
         self._value = low
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(round(low * scale), round(high * scale))
@@ -190,7 +189,8 @@ class LinkedSlider(QWidget):
         return self._value
 
     def setValue(self, value: float) -> None:  # noqa: N802 (Qt's naming)
-        value = min(max(float(round(value)) if self._whole else value, self._range[0]), self._range[1])
+        whole = self.spin.decimals() == 0
+        value = min(max(float(round(value)) if whole else value, self.spin.minimum()), self.spin.maximum())
         changed = abs(value - self._value) > 1e-9
         self._value = value
         for widget, shown in ((self.spin, value), (self.slider, round(value * self._scale))):
